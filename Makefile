@@ -1,0 +1,30 @@
+# Quick start: `make demo` and `make test`; each creates .venv on first use.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test bench gen-stub clean
+
+$(BIN)/preemu: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+demo: $(BIN)/preemu
+	$(BIN)/preemu run scenarios/adc_chain.toml
+	@echo
+	@echo "--- the same sweep against a stub that forgets to save RFLAGS (expected to FAIL) ---"
+	-$(BIN)/preemu sweep asm/adc_chain.s --func adc_chain --reg RCX=64 --stub tests/data/stub_no_pushfq.s --max-points 400
+
+test: $(BIN)/preemu
+	$(BIN)/python -m pytest
+
+bench: $(BIN)/preemu
+	$(BIN)/python bench/bench_sweep.py
+
+gen-stub: $(BIN)/preemu
+	$(BIN)/preemu gen-stub
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache

@@ -1,0 +1,350 @@
+"""Assembler front end: Intel-syntax .s files with metadata directives -> Program.
+
+Plays the role of Go's assembler/linker for preemu: it assembles with Keystone, walks the result
+with Capstone, maps every instruction back to its source line, and records what Go keeps in
+PCDATA/FUNCDATA (unsafe points, asm/nosplit flags, the SP delta at each PC, inlined ranges).
+The directive syntax is documented in asm/README.md.
+
+Keystone pitfalls handled here (anchors §9): no `sym_resolver` is ever installed (it silently reads
+decimal immediates as hex); external names (asyncPreempt2, data buffers, ...) are substituted as
+absolute hex addresses before assembling. Keystone's statement count on errors is unreliable, so a
+failing unit is re-assembled line by line to name the failing line.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import capstone
+import keystone
+
+from .errors import AsmError
+from .program import DataSym, Func, Insn, Program
+
+_LABEL = re.compile(r"^([A-Za-z_.$][\w.$@]*):\s*(.*)$")
+_IDENT = r"(?<![\w.$@]){}(?![\w$@])"
+_FUNC_DIRECTIVES = {"asm", "nosplit", "goname"}
+_RSP_IMM = re.compile(r"^rsp, (-?(?:0x[0-9a-f]+|\d+))$")
+
+_ks = keystone.Ks(keystone.KS_ARCH_X86, keystone.KS_MODE_64)   # never given a sym_resolver
+_cs = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+_cs.detail = True
+
+
+@dataclass
+class _Line:
+    line: int
+    text: str                # instruction text as written
+    unsafe: bool
+    inline: str | None
+    spdelta: int | None      # explicit ;@spdelta for this instruction
+
+
+@dataclass
+class _Func:
+    name: str
+    line: int
+    goname: str | None = None
+    asm: bool = False
+    nosplit: bool = False
+    body: list = field(default_factory=list)   # ("label", name) | _Line
+
+
+def _strip_comment(raw: str) -> tuple[str, str | None]:
+    """Split a source line into (code, comment-or-None); ';' and '#' start comments."""
+    cut = [i for i in (raw.find(";"), raw.find("#")) if i >= 0]
+    if not cut:
+        return raw.strip(), None
+    i = min(cut)
+    return raw[:i].strip(), raw[i + 1:].strip()
+
+
+def _num(text: str, file: str, line: int, what: str) -> int:
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise AsmError(file, line, f"{what}: expected a number, got {text!r}") from None
+
+
+def assemble_file(path: str | Path, base: int, externs: dict[str, int] | None = None,
+                  data_base: int | None = None, display_name: str | None = None) -> Program:
+    """Assemble the .s file at `path` to address `base`; see assemble_text."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise AsmError(display_name or str(path), 0, f"cannot read: {e.strerror}") from None
+    return assemble_text(text, display_name or str(path), base, externs, data_base)
+
+
+def assemble_text(text: str, file: str, base: int, externs: dict[str, int] | None = None,
+                  data_base: int | None = None) -> Program:
+    """Assemble `text` (named `file` in messages) at `base`, resolving `externs` to absolute addresses.
+
+    `;@data` buffers are placed from `data_base` upwards (64-byte aligned).
+    """
+    externs = dict(externs or {})
+    funcs, data = _parse(text, file, externs, data_base)
+    if not funcs:
+        raise AsmError(file, 1, "no function found: start a function with a label such as `myloop:`")
+    for d in data:
+        externs[d.name] = d.addr
+    labels = {name for f in funcs for name in [f.name] + [b[1] for b in f.body if isinstance(b, tuple)]}
+    for f in funcs:
+        for b in f.body:
+            if isinstance(b, tuple) and b[1] in externs:
+                raise AsmError(file, f.line, f"label {b[1]!r} clashes with a predefined symbol")
+    subst = [(re.compile(_IDENT.format(re.escape(n))), f"{a:#x}") for n, a in
+             sorted(externs.items(), key=lambda kv: -len(kv[0]))]
+
+    def resolve(s: str) -> str:
+        for rx, addr in subst:
+            s = rx.sub(addr, s)
+        return s
+
+    stmts: list[str] = []
+    lines: list[tuple[_Func, _Line]] = []
+    for f in funcs:
+        stmts.append(f"{f.name}:")
+        for b in f.body:
+            if isinstance(b, tuple):
+                stmts.append(f"{b[1]}:")
+            else:
+                stmts.append(resolve(b.text))
+                lines.append((f, b))
+    try:
+        enc, _ = _ks.asm("\n".join(stmts), base)
+    except keystone.KsError as e:
+        _locate_error(e, lines, labels, resolve, file, base)
+        raise AsmError(file, funcs[0].line, f"assembly failed: {e}") from None
+    code = bytes(enc or b"")
+    decoded = list(_cs.disasm(code, base))
+    if len(decoded) != len(lines) or sum(d.size for d in decoded) != len(code):
+        where = lines[min(len(decoded), len(lines) - 1)][1].line if lines else 1
+        raise AsmError(file, where, f"Capstone decodes {len(decoded)} instructions where the source has "
+                       f"{len(lines)}; every source line must be exactly one instruction")
+    code, decoded = _fix_absolute_operands(code, decoded, lines, resolve, base, file)
+    return Program(_build_funcs(funcs, lines, decoded, file), data, [(base, code)])
+
+
+_BRACKET = re.compile(r"\[([^\]]*)\]")
+_CONST_EXPR = re.compile(r"^\s*[-+]?\s*(?:0x[0-9a-fA-F]+|\d+)(?:\s*[-+]\s*(?:0x[0-9a-fA-F]+|\d+))*\s*$")
+
+
+def _const_value(expr: str) -> int:
+    total, sign = 0, 1
+    for tok in re.findall(r"0x[0-9a-fA-F]+|\d+|[-+]", expr):
+        if tok in "+-":
+            sign = -1 if tok == "-" else 1
+        else:
+            total += sign * int(tok, 0)
+            sign = 1
+    return total
+
+
+def _effective_address(d) -> int | None:
+    for op in d.operands:
+        if op.type == capstone.x86.X86_OP_MEM:
+            mem = op.mem
+            if mem.base == capstone.x86.X86_REG_RIP and mem.index == 0:
+                return (d.address + d.size + mem.disp) & (2**64 - 1)
+            if mem.base == 0 and mem.index == 0:
+                return mem.disp & (2**64 - 1)
+    return None
+
+
+def _fix_absolute_operands(code: bytes, decoded, lines, resolve, base: int, file: str):
+    """Make every absolute memory operand `[ADDR]` really address ADDR.
+
+    Keystone 0.9.2 encodes `mov r64, qword ptr [ADDR]` (any register but RAX) as RIP-relative with
+    ADDR itself as the displacement, so the load reads ADDR + next-PC. Each such operand is
+    re-targeted by patching its 32-bit displacement and the result is re-checked with Capstone.
+    """
+    buf = bytearray(code)
+    out = list(decoded)
+    for idx, ((_, ln), d) in enumerate(zip(lines, decoded)):
+        m = _BRACKET.search(resolve(ln.text))
+        if m is None or not _CONST_EXPR.match(m.group(1)) or "fs:" in ln.text or "gs:" in ln.text:
+            continue
+        want = _const_value(m.group(1)) & (2**64 - 1)
+        got = _effective_address(d)
+        if got == want:
+            continue
+        if got is None or d.disp_size != 4:
+            raise AsmError(file, ln.line, f"cannot encode the absolute address {want:#x} in `{ln.text}`")
+        disp = want - (d.address + d.size)
+        if not -2**31 <= disp < 2**31:
+            raise AsmError(file, ln.line, f"absolute address {want:#x} is out of RIP-relative reach")
+        o = d.address - base + d.disp_offset
+        buf[o:o + 4] = (disp & 0xFFFFFFFF).to_bytes(4, "little")
+        fixed = next(_cs.disasm(bytes(buf[d.address - base:d.address - base + d.size]), d.address))
+        if _effective_address(fixed) != want:
+            raise AsmError(file, ln.line, f"cannot encode the absolute address {want:#x} in `{ln.text}`")
+        out[idx] = fixed
+    return bytes(buf), out
+
+
+def _parse(text: str, file: str, externs: dict[str, int], data_base: int | None):
+    funcs: list[_Func] = []
+    data: list[DataSym] = []
+    pending: dict = {}
+    cur: _Func | None = None
+    unsafe, inline, spdelta = False, None, None
+    next_data = data_base
+    for n, raw in enumerate(text.splitlines(), 1):
+        code, comment = _strip_comment(raw)
+        if comment is not None and comment.startswith("@"):
+            words = comment[1:].split()
+            if not words:
+                raise AsmError(file, n, "empty directive")
+            d, args = words[0], words[1:]
+            if d in _FUNC_DIRECTIVES:
+                target = cur if (cur is not None and not any(isinstance(b, _Line) for b in cur.body)) else None
+                if d == "goname":
+                    if len(args) != 1:
+                        raise AsmError(file, n, ";@goname takes one name, e.g. ;@goname runtime.memmove")
+                    val = args[0]
+                elif args:
+                    raise AsmError(file, n, f";@{d} takes no arguments")
+                else:
+                    val = True
+                if target is not None:
+                    setattr(target, d, val)
+                else:
+                    pending[d] = val
+            elif d in ("unsafe", "safe"):
+                if args:
+                    raise AsmError(file, n, f";@{d} takes no arguments")
+                unsafe = d == "unsafe"
+            elif d == "spdelta":
+                if len(args) != 1:
+                    raise AsmError(file, n, ";@spdelta takes one number: the SP delta at the next instruction")
+                spdelta = _num(args[0], file, n, ";@spdelta")
+            elif d == "inline":
+                if len(args) != 1:
+                    raise AsmError(file, n, ";@inline takes the Go name of the inlined function")
+                inline = args[0]
+            elif d == "inline-end":
+                inline = None
+            elif d == "data":
+                if data_base is None:
+                    raise AsmError(file, n, ";@data is not allowed in this file")
+                if len(args) not in (2, 3):
+                    raise AsmError(file, n, ";@data takes NAME SIZE [FILL-BYTE]")
+                name = args[0]
+                if not re.fullmatch(r"[A-Za-z_]\w*", name):
+                    raise AsmError(file, n, f";@data name {name!r} is not an identifier")
+                if name in externs or any(x.name == name for x in data):
+                    raise AsmError(file, n, f";@data {name!r} is defined twice or clashes with a predefined symbol")
+                size = _num(args[1], file, n, ";@data size")
+                fill = _num(args[2], file, n, ";@data fill") if len(args) == 3 else 0
+                if not (0 < size <= 0x10000) or not (0 <= fill <= 255):
+                    raise AsmError(file, n, ";@data size must be 1..65536 and fill a byte")
+                data.append(DataSym(name, next_data, size, bytes([fill]) * size))
+                next_data += (size + 63) // 64 * 64
+            else:
+                raise AsmError(file, n, f"unknown directive ;@{d} (see asm/README.md)")
+        if not code:
+            continue
+        if code.startswith(".") and not _LABEL.match(code):
+            raise AsmError(file, n, f"assembler directive {code.split()[0]!r} is not supported; "
+                           "use ;@data for buffers")
+        m = _LABEL.match(code)
+        if m:
+            name, code = m.group(1), m.group(2).strip()
+            if not name.startswith("."):
+                if any(f.name == name for f in funcs):
+                    raise AsmError(file, n, f"function {name!r} defined twice")
+                cur = _Func(name, n, **pending)
+                pending = {}
+                funcs.append(cur)
+                unsafe, inline = False, None
+            else:
+                if cur is None:
+                    raise AsmError(file, n, f"local label {name!r} outside a function")
+                if any(isinstance(b, tuple) and b[1] == name for f in funcs for b in f.body):
+                    raise AsmError(file, n, f"label {name!r} defined twice")
+                cur.body.append(("label", name))
+            if not code:
+                continue
+        if cur is None:
+            raise AsmError(file, n, "instruction before the first function label")
+        cur.body.append(_Line(n, code, unsafe, inline, spdelta))
+        spdelta = None
+    for f in funcs:
+        if not any(isinstance(b, _Line) for b in f.body):
+            raise AsmError(file, f.line, f"function {f.name!r} has no instructions")
+    if pending:
+        raise AsmError(file, len(text.splitlines()), f"directive(s) {', '.join(pending)} not followed by a function")
+    return funcs, data
+
+
+def _locate_error(err, lines, labels, resolve, file, base) -> None:
+    """Re-assemble each instruction alone (labels replaced by an address) and raise on the first failure."""
+    rx = [re.compile(_IDENT.format(re.escape(l))) for l in sorted(labels, key=len, reverse=True)]
+    for _, ln in lines:
+        s = resolve(ln.text)
+        for r in rx:
+            s = r.sub(f"{base:#x}", s)
+        try:
+            _ks.asm(s, base)
+        except keystone.KsError as e:
+            msg = str(e).split(" (KS_ERR")[0]
+            raise AsmError(file, ln.line, f"{msg}: `{ln.text}`") from None
+
+
+def _sp_effect(d, delta: int, frame_delta: int | None) -> tuple[int | None, int | None]:
+    """Return (delta after d, frame delta) or (None, ...) if d writes RSP in a way we cannot follow."""
+    m = d.mnemonic
+    if m in ("push", "pushfq"):
+        return delta + 8, frame_delta
+    if m in ("pop", "popfq"):
+        return delta - 8, frame_delta
+    if m in ("call", "ret", "jmp") or m.startswith("j"):
+        return delta, frame_delta
+    if m == "mov" and d.op_str == "rbp, rsp":
+        return delta, delta
+    if m == "leave":
+        return (None if frame_delta is None else frame_delta - 8), frame_delta
+    if m in ("sub", "add"):
+        mm = _RSP_IMM.match(d.op_str)
+        if mm:
+            v = int(mm.group(1), 0)
+            return delta + (v if m == "sub" else -v), frame_delta
+    try:
+        _, written = d.regs_access()
+    except capstone.CsError:
+        written = []
+    if capstone.x86.X86_REG_RSP in written:
+        return None, frame_delta
+    return delta, frame_delta
+
+
+def _build_funcs(funcs: list[_Func], lines, decoded, file: str) -> list[Func]:
+    out: list[Func] = []
+    k = 0
+    for f in funcs:
+        insns: list[Insn] = []
+        delta: int | None = 0
+        frame_delta: int | None = None
+        unknown_after: tuple[int, str] | None = None
+        body = [b for b in f.body if isinstance(b, _Line)]
+        for ln in body:
+            d = decoded[k]
+            k += 1
+            if ln.spdelta is not None:
+                delta = ln.spdelta
+            if delta is None:
+                raise AsmError(file, ln.line, f"cannot infer the SP delta here (after `{unknown_after[1]}` at "
+                               f"line {unknown_after[0]}); put `;@spdelta N` on the line before")
+            insns.append(Insn(d.address, d.size, d.mnemonic, d.op_str, file, ln.line, ln.text, f.name,
+                              delta, ln.unsafe or f.nosplit, ln.inline))
+            delta, frame_delta = _sp_effect(d, delta, frame_delta)
+            if delta is None:
+                unknown_after = (ln.line, ln.text)
+        start = insns[0].addr
+        end = insns[-1].addr + insns[-1].size
+        goname = f.goname or f"main.{f.name}"
+        out.append(Func(f.name, goname, start, end, bool(f.asm), bool(f.nosplit), tuple(insns)))
+    return out

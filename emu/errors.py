@@ -1,0 +1,44 @@
+"""Error types raised at the boundaries of preemu.
+
+Every third-party error (Keystone, Capstone, Unicorn, TOML) is translated into one of these in
+exactly one place; the CLI prints them as one line and exits 2. "Not a safe point" is never an
+error: it is a verdict.
+"""
+
+
+class EmuError(Exception):
+    """Base class: a problem with the user's input or with the emulated program."""
+
+
+class AsmError(EmuError):
+    """An assembly source problem, located at file:line."""
+
+    def __init__(self, file: str, line: int, message: str):
+        self.file, self.line, self.message = file, line, message
+        super().__init__(f"{file}:{line}: {message}")
+
+
+class ScenarioError(EmuError):
+    """A scenario file problem, naming the offending key."""
+
+    def __init__(self, path: str, key: str, message: str):
+        self.path, self.key, self.message = path, key, message
+        where = f"{path}: {key}" if key else path
+        super().__init__(f"{where}: {message}")
+
+
+class GuestFault(EmuError):
+    """The emulated CPU faulted (outside a stub under test): names the PC and its disassembly."""
+
+    def __init__(self, pc: int, where: str, detail: str):
+        self.pc, self.where, self.detail = pc, where, detail
+        super().__init__(f"guest fault at {pc:#x} ({where}): {detail}")
+
+
+class BudgetExceeded(EmuError):
+    """A run did not finish within its instruction budget (a runaway loop)."""
+
+    def __init__(self, what: str, budget: int, pc: int, where: str):
+        self.budget, self.pc = budget, pc
+        super().__init__(f"{what} did not finish within {budget} instructions (stopped at {pc:#x} {where}); "
+                         f"raise the budget with --budget if the loop is meant to run longer")

@@ -1,0 +1,198 @@
+"""G, M and P records in emulated memory, and a World: one M running one goroutine on one P.
+
+Mirrors the runtime2.go structs at the offsets of gostructs (Go 1.27.3 linux/amd64), TLS as on
+non-cgo linux/amd64 (FS:-8 holds the current g), and newproc's start state: the entry function
+runs on its own stack with R14 = g and returns into goexit. Also models the scheduler-side effects
+the sweep needs: preemptone's request (gp.preempt, stackguard0 = stackPreempt, pp.preempt,
+m.signalPending), doSigPreempt's acknowledgement, and what schedule/execute do while the G is
+off-CPU (clear the requests, reset stackguard0, and in the go1.27 layout xRegSave/xRegRestore).
+Left out: more than one G/M/P (the scheduler issue), GC state, timers.
+"""
+from __future__ import annotations
+
+import random
+
+from . import gostructs as gs
+from . import layout as L
+from . import memmap, regs
+from .machine import Machine
+from .program import Program
+from .safepoint import SchedState
+
+G0_SLOT = 0      # g slot of m0.g0
+USER_G_SLOT = 1  # g slot of the goroutine under test
+
+
+def _get(buf: bytes, fields: dict, name: str) -> int:
+    f = fields[name]
+    return int.from_bytes(buf[f.offset:f.offset + f.size], "little")
+
+
+class MachineSigContext:
+    """sigctxt over a Machine: what pushCall may touch."""
+
+    def __init__(self, machine: Machine):
+        self.m = machine
+
+    def rsp(self) -> int:
+        return self.m.reg("RSP")
+
+    def set_rsp(self, value: int) -> None:
+        self.m.set_reg("RSP", value)
+
+    def set_rip(self, value: int) -> None:
+        self.m.set_reg("RIP", value)
+
+    def store64(self, addr: int, value: int) -> None:
+        self.m.write_u64(addr, value)
+
+
+def initial_registers(seed: int, layout: L.StubLayout, overrides: dict[str, int]) -> dict[str, int]:
+    """Return seeded random start values for every dumped register, then apply `overrides`.
+
+    RFLAGS gets random arithmetic flags with DF clear (the Go ABI requires DF=0 at calls); X15 is
+    zero in the go1.27 layout (ABIInternal). RSP and R14 are set by the caller.
+    """
+    rnd = random.Random(seed)
+    vals = {r.name: rnd.getrandbits(8 * r.size) for r in regs.DUMPED}
+    arith = regs.USER_FLAGS_MASK & ~(1 << regs.FLAG_BITS["DF"])
+    vals["RFLAGS"] = 0x2 | (rnd.getrandbits(16) & arith)
+    if layout.name != "go1.14":
+        vals["XMM15"] = 0
+    vals.update({regs.lookup(k).name: v for k, v in overrides.items()})
+    return vals
+
+
+class World:
+    """One goroutine on M0/P0, ready to run from its entry function."""
+
+    def __init__(self, program: Program, stub: Program, layout: L.StubLayout, entry: str, seed: int = 1,
+                 reg_overrides: dict[str, int] | None = None, stack_size: int = memmap.DEFAULT_STACK_SIZE):
+        self.layout = layout
+        self.program = program
+        self.machine = Machine(program, stub, layout.name, on_async_preempt2=self._on_async_preempt2)
+        self.m = self.machine
+        self.entry = program.symbol(entry)
+        self.gp = memmap.g_addr(USER_G_SLOT)
+        self.g0 = memmap.g_addr(G0_SLOT)
+        self.mp = memmap.m_addr(0)
+        self.pp = memmap.p_addr(0)
+        self.stack_lo, self.stack_hi = memmap.stack_bounds(USER_G_SLOT, stack_size)
+        self.machine.map_stack(self.stack_lo, self.stack_hi)
+        self.sigctx = MachineSigContext(self.machine)
+        self.headroom = self._async_preempt_stack()
+        self.xreg_block = memmap.XREG_BASE  # the one off-heap xRegState block (go1.27)
+        self._setup_structs()
+        # newproc: the entry's return address is goexit; keep 8 bytes of "caller frame" above it.
+        self.start_sp = self.stack_hi - 16
+        self.machine.write_u64(self.start_sp, memmap.GOEXIT)
+        self.start_regs = initial_registers(seed, layout, reg_overrides or {})
+        self.start_regs["RSP"] = self.start_sp
+        if "R14" not in {regs.lookup(k).name for k in (reg_overrides or {})}:
+            self.start_regs["R14"] = self.gp
+        for name, v in self.start_regs.items():
+            self.machine.set_reg(name, v)
+        self.machine.set_reg("RIP", self.entry)
+        self.machine.set_fs_base(memmap.tls_fs_base(0))
+        self._ctx0 = self.machine.save_context()
+        self._mem0 = [(a, self.machine.read(a, n)) for a, n in self.writable_regions()]
+
+    # --- layout of the world --------------------------------------------------------------
+    def _async_preempt_stack(self) -> int:
+        from .safepoint import async_preempt_stack
+        rt = self.machine.runtime
+        helpers = [rt.get_func("asyncPreempt2").max_sp_delta]
+        if rt.has_func("xRegRestore"):
+            helpers.append(rt.get_func("xRegRestore").max_sp_delta)
+        return async_preempt_stack(self.machine.stub.funcs[0].max_sp_delta if not self.machine.stub.has_func(
+            "asyncPreempt") else self.machine.stub.get_func("asyncPreempt").max_sp_delta, *helpers)
+
+    def writable_regions(self) -> list[tuple[int, int]]:
+        """Memory that a run may change and reset() restores."""
+        out = [(self.stack_lo, self.stack_hi - self.stack_lo),
+               (memmap.g_addr(0), 2 * memmap.G_SLOT), (self.mp, memmap.M_SLOT), (self.pp, memmap.P_SLOT),
+               (memmap.TLS_BASE, memmap.PAGE), (self.xreg_block, memmap.XREG_SLOT)]
+        if self.program.data:
+            lo = min(d.addr for d in self.program.data)
+            hi = max(d.addr + d.size for d in self.program.data)
+            out.append((lo, hi - lo))
+        return out
+
+    def data_regions(self) -> list[tuple[str, int, int]]:
+        return [(d.name, d.addr, d.size) for d in self.program.data]
+
+    def _wf(self, base: int, fields: dict, name: str, value: int) -> None:
+        f = fields[name]
+        self.machine.write(base + f.offset, (value & ((1 << (8 * f.size)) - 1)).to_bytes(f.size, "little"))
+
+    def _setup_structs(self) -> None:
+        G, M, P = gs.G_FIELDS, gs.M_FIELDS, gs.P_FIELDS
+        for g, (lo, hi), status in ((self.g0, (0, 0), gs.G_RUNNING), (self.gp, (self.stack_lo, self.stack_hi),
+                                                                      gs.G_RUNNING)):
+            self._wf(g, G, "stack.lo", lo)
+            self._wf(g, G, "stack.hi", hi)
+            self._wf(g, G, "stackguard0", lo + gs.STACK_GUARD if lo else 0)
+            self._wf(g, G, "m", self.mp)
+            self._wf(g, G, "atomicstatus", status)
+        self._wf(self.gp, G, "goid", 1)
+        self._wf(self.mp, M, "g0", self.g0)
+        self._wf(self.mp, M, "curg", self.gp)
+        self._wf(self.mp, M, "p", self.pp)
+        self._wf(self.mp, M, "procid", 1)
+        self._wf(self.pp, P, "status", gs.P_RUNNING)
+        self._wf(self.pp, P, "m", self.mp)
+        self.machine.write_u64(memmap.tls_fs_base(0) - 8, self.gp)
+
+    def reset(self) -> None:
+        """Return to the start state: registers at the entry, writable memory as at creation."""
+        self.machine.restore_context(self._ctx0)
+        for a, data in self._mem0:
+            self.machine.write(a, data)
+
+    # --- scheduler-side effects -----------------------------------------------------------
+    def sched_state(self) -> SchedState:
+        """Read what doSigPreempt reads from g, m and p."""
+        G, M, P = gs.G_FIELDS, gs.M_FIELDS, gs.P_FIELDS
+        g = self.machine.read(self.gp, 184)
+        m = self.machine.read(self.mp, 272)
+        p_ = self.machine.read(self.pp, 8)
+        return SchedState(
+            gp=self.gp, g_status=_get(g, G, "atomicstatus"), g_preempt=bool(_get(g, G, "preempt")),
+            stack_lo=_get(g, G, "stack.lo"), stack_hi=_get(g, G, "stack.hi"),
+            m_curg=_get(m, M, "curg"), m_p=_get(m, M, "p"), m_locks=_get(m, M, "locks"),
+            m_mallocing=_get(m, M, "mallocing"), m_preemptoff=_get(m, M, "preemptoff"),
+            p_status=_get(p_, P, "status"),
+            p_preempt=bool(self.machine.read(self.pp + P["preempt"].offset, 1)[0]))
+
+    def preempt_one(self) -> None:
+        """preemptone + preemptM: the cooperative and asynchronous requests, and the signal."""
+        G, M, P = gs.G_FIELDS, gs.M_FIELDS, gs.P_FIELDS
+        self.machine.write(self.gp + G["preempt"].offset, b"\x01")
+        self.machine.write_u64(self.gp + G["stackguard0"].offset, gs.STACK_PREEMPT)
+        self.machine.write(self.pp + P["preempt"].offset, b"\x01")
+        self._wf(self.mp, M, "signalPending", 1)
+
+    def withdraw_request(self) -> None:
+        """Clear the requests as execute() would (the sweep treats points as independent)."""
+        G, P = gs.G_FIELDS, gs.P_FIELDS
+        self.machine.write(self.gp + G["preempt"].offset, b"\x00")
+        self.machine.write_u64(self.gp + G["stackguard0"].offset, self.stack_lo + gs.STACK_GUARD)
+        self.machine.write(self.pp + P["preempt"].offset, b"\x00")
+
+    def ack(self) -> None:
+        """doSigPreempt's tail: m.preemptGen += 1; m.signalPending = 0."""
+        f = gs.M_FIELDS["preemptGen"]
+        gen = int.from_bytes(self.machine.read(self.mp + f.offset, 4), "little")
+        self.machine.write(self.mp + f.offset, ((gen + 1) & 0xFFFFFFFF).to_bytes(4, "little") + bytes(4))
+
+    def _on_async_preempt2(self, machine: Machine) -> bool:
+        """asyncPreempt2 trap: mcall(gopreempt_m) -> schedule() -> execute(gp) with no other G to run."""
+        if self.layout.xreg_slots:                      # xRegSave, then xRegRestore on the same P
+            P, G = gs.P_FIELDS, gs.G_FIELDS
+            scratch = self.pp + P["xRegs.scratch"].offset
+            machine.write(self.xreg_block, machine.read(scratch, gs.XREGS_SIZE))
+            machine.write(scratch, b"\xa5" * gs.XREGS_SIZE)   # other Gs' preemptions reuse scratch
+            machine.write_u64(self.pp + P["xRegs.cache"].offset, self.xreg_block)
+            machine.write_u64(self.gp + G["xRegs.state"].offset, 0)
+        self.withdraw_request()
+        return False

@@ -1,0 +1,156 @@
+"""The sole owner of the Unicorn engine: memory, registers, hooks and runs with instruction budgets.
+
+Models one x86-64 CPU (an M's thread) in a Go-like address space (memmap). Hooks are scoped to
+single sentinel addresses (asyncPreempt2, goexit, the stub's RET instructions) and are all
+installed before the first emu_start (Unicorn #2200: hooks added after translation may never
+fire). Normal runs use `count=` budgets; no per-instruction Python hook exists outside opt-in
+tracing. Every UcError is translated here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import unicorn
+import unicorn.x86_const as X
+
+from . import dump, memmap, regs, rtcode
+from .program import Program
+
+STOP_COUNT = "count"        # the instruction budget ran out (or the exact count was reached)
+STOP_GOEXIT = "goexit"      # the goroutine returned into goexit
+STOP_STUB_RET = "stub-ret"  # the stub is about to execute its RET (armed one-shot)
+STOP_TRAP = "trap"          # a sentinel hook asked to stop (scheduler trap)
+
+
+@dataclass
+class Fault(Exception):
+    """The guest faulted: Unicorn's error, the PC, and where it was."""
+
+    pc: int
+    error: str
+    where: str
+
+    def __str__(self) -> str:
+        return f"{self.error} at {self.where}"
+
+
+class Machine:
+    """One emulated CPU with the whole guest address space mapped."""
+
+    def __init__(self, program: Program, stub: Program, layout_name: str,
+                 on_async_preempt2: Callable[["Machine"], None] | None = None):
+        self.program = program
+        self.stub = stub
+        self.runtime = rtcode.runtime_program(layout_name)
+        self.all = program.merged(stub).merged(self.runtime)
+        self.uc = unicorn.Uc(unicorn.UC_ARCH_X86, unicorn.UC_MODE_64)
+        for r in memmap.FIXED_REGIONS:
+            self.uc.mem_map(r.base, r.size)
+        for addr, code in self.all.code:
+            self.uc.mem_write(addr, code)
+        for d in program.data:
+            self.uc.mem_write(d.addr, d.init)
+        self._mapped_stacks: set[int] = set()
+        self.on_async_preempt2 = on_async_preempt2
+        self.stop_reason = STOP_COUNT
+        self.stub_ret_armed = False
+        self.trap_pc: int | None = None
+        stub_func = stub.funcs[0]
+        self.stub_entry = stub.symbol("asyncPreempt") if stub.has_func("asyncPreempt") else stub_func.start
+        self.stub_rets = [i.addr for f in stub.funcs for i in f.insns if i.mnemonic.startswith("ret")]
+        self.uc.hook_add(unicorn.UC_HOOK_CODE, self._hook_goexit, begin=memmap.GOEXIT, end=memmap.GOEXIT)
+        self.uc.hook_add(unicorn.UC_HOOK_CODE, self._hook_ap2, begin=memmap.ASYNC_PREEMPT2,
+                         end=memmap.ASYNC_PREEMPT2)
+        for a in self.stub_rets:
+            self.uc.hook_add(unicorn.UC_HOOK_CODE, self._hook_stub_ret, begin=a, end=a)
+        self._trace_hook = None
+
+    # --- hooks (tiny; they run inside emu_start) -------------------------------------------
+    def _hook_goexit(self, uc, address, size, user_data):
+        self.stop_reason = STOP_GOEXIT
+        uc.emu_stop()
+
+    def _hook_ap2(self, uc, address, size, user_data):
+        if self.on_async_preempt2 is not None:
+            if self.on_async_preempt2(self):
+                self.stop_reason = STOP_TRAP
+                uc.emu_stop()
+
+    def _hook_stub_ret(self, uc, address, size, user_data):
+        if self.stub_ret_armed:
+            self.stub_ret_armed = False
+            self.stop_reason = STOP_STUB_RET
+            uc.emu_stop()
+
+    # --- memory ---------------------------------------------------------------------------
+    def map_stack(self, lo: int, hi: int) -> None:
+        """Map [lo, hi) read/write; the page below lo stays unmapped (the guard page)."""
+        if lo in self._mapped_stacks:
+            return
+        self.uc.mem_map(lo, hi - lo)
+        self._mapped_stacks.add(lo)
+
+    def read(self, addr: int, size: int) -> bytes:
+        return bytes(self.uc.mem_read(addr, size))
+
+    def write(self, addr: int, data: bytes) -> None:
+        self.uc.mem_write(addr, data)
+
+    def read_u64(self, addr: int) -> int:
+        return int.from_bytes(self.uc.mem_read(addr, 8), "little")
+
+    def write_u64(self, addr: int, value: int) -> None:
+        self.uc.mem_write(addr, (value & (2**64 - 1)).to_bytes(8, "little"))
+
+    # --- registers ------------------------------------------------------------------------
+    def reg(self, name: str) -> int:
+        return self.uc.reg_read(regs.lookup(name).uc_id)
+
+    def set_reg(self, name: str, value: int) -> None:
+        r = regs.lookup(name)
+        self.uc.reg_write(r.uc_id, value & ((1 << (8 * r.size)) - 1))
+
+    @property
+    def pc(self) -> int:
+        return self.uc.reg_read(X.UC_X86_REG_RIP)
+
+    def set_fs_base(self, value: int) -> None:
+        self.uc.reg_write(X.UC_X86_REG_FS_BASE, value)
+
+    def save_context(self):
+        return self.uc.context_save()
+
+    def restore_context(self, ctx) -> None:
+        self.uc.context_restore(ctx)
+
+    def dump_state(self) -> dump.RegState:
+        """Return every dumped register plus RIP, without changing any guest-visible state."""
+        rip = self.pc
+        self.uc.mem_write(memmap.DUMP_AREA + dump.RESUME_SLOT, rip.to_bytes(8, "little"))
+        self.uc.emu_start(memmap.DUMPER, 0, count=rtcode.DUMPER_INSNS)
+        return dump.unpack(bytes(self.uc.mem_read(memmap.DUMP_AREA, dump.SIZE)), rip)
+
+    # --- running --------------------------------------------------------------------------
+    def run(self, begin: int, count: int) -> str:
+        """Run from `begin` for at most `count` instructions; return why it stopped.
+
+        Raises Fault (with the PC and its disassembly) when the guest faults.
+        """
+        self.stop_reason = STOP_COUNT
+        try:
+            self.uc.emu_start(begin, 0, count=count)
+        except unicorn.UcError as e:
+            pc = self.pc
+            raise Fault(pc, str(e), self.all.describe_pc(pc)) from None
+        return self.stop_reason
+
+    def trace(self, on_insn: Callable[[int], None] | None) -> None:
+        """Opt-in per-instruction hook over user text (slow: ~1 µs per instruction)."""
+        if self._trace_hook is not None:
+            self.uc.hook_del(self._trace_hook)
+            self._trace_hook = None
+        if on_insn is not None:
+            self._trace_hook = self.uc.hook_add(unicorn.UC_HOOK_CODE, lambda uc, a, s, u: on_insn(a),
+                                                begin=memmap.TEXT_BASE, end=memmap.TEXT.end - 1)
+        self.uc.ctl_flush_tb()

@@ -1,0 +1,118 @@
+"""Every guest address preemu uses, defined once.
+
+A Go-like address space: program text, runtime text (the asyncPreempt stub and the sentinel
+routines that stand in for Go runtime functions), preemu's private dump/clobber area, user data
+buffers, g/m/p structs, per-M TLS blocks (FS base so that FS:-8 holds the current g), and goroutine
+stacks with an unmapped guard page below each. All addresses are below 2 GiB so 32-bit absolute
+addressing works. Nothing here models a real Go binary's layout; real binaries come later through
+the same Program model.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PAGE = 0x1000
+
+TEXT_BASE = 0x0040_0000          # user program text (.s files)
+TEXT_SIZE = 0x0010_0000
+STUB_BASE = 0x0050_0000          # asyncPreempt stub (generated or --stub)
+STUB_SIZE = 0x0001_0000
+RT_BASE = 0x0051_0000            # runtime sentinels (asyncPreempt2, goexit, ...) and the state dumper
+RT_SIZE = 0x0001_0000
+PRIV_BASE = 0x0060_0000          # preemu-private data: dump area, clobber table, dumper stack
+PRIV_SIZE = 0x0001_0000
+DATA_BASE = 0x0070_0000          # user data buffers declared with ;@data
+DATA_SIZE = 0x0010_0000
+G_BASE = 0x0080_0000             # g structs, G_SLOT apart
+G_SLOT = 0x1000
+M_BASE = 0x0090_0000             # m structs
+M_SLOT = 0x1000
+P_BASE = 0x00A0_0000             # p structs
+P_SLOT = 0x4000
+XREG_BASE = 0x00B0_0000          # off-heap xRegState blocks (Go 1.27 layout)
+XREG_SLOT = 0x1000
+XREG_SIZE = 0x0010_0000
+TLS_BASE = 0x00C0_0000           # one page per M; FS base = page + TLS_FS_OFFSET
+TLS_FS_OFFSET = 0x800
+STACK_BASE = 0x0100_0000         # goroutine stacks: [guard page][stack]... one slot per G
+STACK_SLOT = 0x0010_0000
+STACK_GUARD_SIZE = PAGE
+DEFAULT_STACK_SIZE = 0x2000      # 8 KiB, like a fresh Go stack
+
+MAX_GS = 64
+MAX_MS = 16
+MAX_PS = 16
+
+
+@dataclass(frozen=True)
+class Region:
+    name: str
+    base: int
+    size: int
+
+    @property
+    def end(self) -> int:
+        return self.base + self.size
+
+    def contains(self, addr: int) -> bool:
+        return self.base <= addr < self.end
+
+
+TEXT = Region("text", TEXT_BASE, TEXT_SIZE)
+STUB = Region("stub", STUB_BASE, STUB_SIZE)
+RT = Region("runtime", RT_BASE, RT_SIZE)
+PRIV = Region("preemu", PRIV_BASE, PRIV_SIZE)
+DATA = Region("data", DATA_BASE, DATA_SIZE)
+GS = Region("g", G_BASE, G_SLOT * MAX_GS)
+MS = Region("m", M_BASE, M_SLOT * MAX_MS)
+PS = Region("p", P_BASE, P_SLOT * MAX_PS)
+XREGS = Region("xregs", XREG_BASE, XREG_SIZE)
+TLS = Region("tls", TLS_BASE, PAGE * MAX_MS)
+
+#: Regions mapped at machine creation (stacks are mapped per goroutine).
+FIXED_REGIONS = (TEXT, STUB, RT, PRIV, DATA, GS, MS, PS, XREGS, TLS)
+
+# Runtime sentinel entry points (fixed slots inside RT; rtcode.py fills them).
+RT_SLOT = 0x400
+ASYNC_PREEMPT2 = RT_BASE + 0 * RT_SLOT
+GOEXIT = RT_BASE + 1 * RT_SLOT
+MORESTACK = RT_BASE + 2 * RT_SLOT
+DUMPER = RT_BASE + 3 * RT_SLOT
+XREG_RESTORE = RT_BASE + 4 * RT_SLOT
+
+# preemu-private data layout inside PRIV
+DUMP_AREA = PRIV_BASE              # register dump (emu.dump layout)
+CLOBBER_TABLE = PRIV_BASE + 0x400  # values asyncPreempt2 loads into every register
+DUMPER_STACK_TOP = PRIV_BASE + 0x1000
+
+
+def g_addr(goid_index: int) -> int:
+    return G_BASE + goid_index * G_SLOT
+
+
+def m_addr(index: int) -> int:
+    return M_BASE + index * M_SLOT
+
+
+def p_addr(index: int) -> int:
+    return P_BASE + index * P_SLOT
+
+
+def tls_fs_base(m_index: int) -> int:
+    return TLS_BASE + m_index * PAGE + TLS_FS_OFFSET
+
+
+def stack_bounds(g_index: int, size: int = DEFAULT_STACK_SIZE) -> tuple[int, int]:
+    """Return (stack.lo, stack.hi) of goroutine slot `g_index`; the guard page lies just below lo."""
+    hi = STACK_BASE + (g_index + 1) * STACK_SLOT
+    return hi - size, hi
+
+
+def describe_address(addr: int) -> str:
+    """Return a short name for the region holding `addr` (for reports)."""
+    for r in FIXED_REGIONS:
+        if r.contains(addr):
+            return r.name
+    if STACK_BASE <= addr < STACK_BASE + STACK_SLOT * MAX_GS:
+        return f"stack of g slot {(addr - STACK_BASE) // STACK_SLOT}"
+    return "unmapped"

@@ -1,0 +1,139 @@
+"""The program model: functions, instructions and the metadata Go keeps in PCDATA/FUNCDATA.
+
+Mirrors what runtime/symtab.go exposes to the preemption code: findfunc(pc), the function's
+name and flags (FuncFlagAsm, nosplit), the UnsafePoint PCDATA value at a PC, the SP delta at a PC
+(pcsp), and the innermost inlined function at a PC (the inline tree). Today it is filled from .s
+files by asmfront; the same model is meant to be filled from a real Go binary's pclntab.
+Immutable once built.
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+from . import gostructs
+
+
+@dataclass(frozen=True)
+class Insn:
+    addr: int
+    size: int
+    mnemonic: str
+    op_str: str
+    file: str
+    line: int
+    source: str          # the source text of the line (comment stripped)
+    func: str            # symbol of the containing function
+    sp_delta: int        # bytes below the function's entry SP (excluding the return address), before this insn
+    unsafe: bool         # PCDATA_UnsafePoint == -2 here
+    inline: str | None = None   # Go name of the innermost inlined function covering this PC, if any
+
+    @property
+    def text(self) -> str:
+        return f"{self.mnemonic} {self.op_str}".strip()
+
+    @property
+    def is_rep(self) -> bool:
+        return self.mnemonic.startswith(("rep ", "repe ", "repne ", "repz ", "repnz "))
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class Func:
+    name: str            # assembler symbol
+    goname: str          # the name Go's findfunc would report (e.g. "main.spin", "runtime.memmove")
+    start: int
+    end: int
+    asm: bool            # FuncFlagAsm / no locals pointer map: never an async safe point
+    nosplit: bool        # //go:nosplit: the compiler marks the whole function unsafe
+    insns: tuple[Insn, ...]
+
+    @property
+    def max_sp_delta(self) -> int:
+        """funcMaxSPDelta: the largest value of the function's pcsp table."""
+        return max((i.sp_delta for i in self.insns), default=0)
+
+
+@dataclass(frozen=True)
+class DataSym:
+    name: str
+    addr: int
+    size: int
+    init: bytes
+
+
+@dataclass
+class Program:
+    """A set of functions (and data buffers) at fixed addresses."""
+
+    funcs: list[Func] = field(default_factory=list)
+    data: list[DataSym] = field(default_factory=list)
+    code: list[tuple[int, bytes]] = field(default_factory=list)   # (address, machine code) blocks to load
+
+    def __post_init__(self) -> None:
+        self._reindex()
+
+    def _reindex(self) -> None:
+        self.funcs.sort(key=lambda f: f.start)
+        self._starts = [f.start for f in self.funcs]
+        self._insns = {i.addr: i for f in self.funcs for i in f.insns}
+        self._by_name = {f.name: f for f in self.funcs}
+
+    def merged(self, other: "Program") -> "Program":
+        """Return a new Program holding this one's functions and `other`'s."""
+        clash = set(self._by_name) & set(other._by_name)
+        if clash:
+            raise ValueError(f"symbols defined twice: {', '.join(sorted(clash))}")
+        return Program(self.funcs + other.funcs, self.data + other.data, self.code + other.code)
+
+    # --- findfunc and friends -------------------------------------------------------------
+    def func_for(self, pc: int) -> Func | None:
+        """findfunc: return the function containing pc, or None."""
+        i = bisect.bisect_right(self._starts, pc) - 1
+        if i >= 0 and pc < self.funcs[i].end:
+            return self.funcs[i]
+        return None
+
+    def insn_at(self, pc: int) -> Insn | None:
+        return self._insns.get(pc)
+
+    def get_func(self, name: str) -> Func:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(name) from None
+
+    def has_func(self, name: str) -> bool:
+        return name in self._by_name
+
+    def symbol(self, name: str) -> int:
+        """Return the address of a function or data symbol."""
+        if name in self._by_name:
+            return self._by_name[name].start
+        for d in self.data:
+            if d.name == name:
+                return d.addr
+        raise KeyError(name)
+
+    def unsafe_point(self, pc: int) -> int:
+        """pcdatavalue(PCDATA_UnsafePoint): -2 when pc is marked unsafe, else -1 (safe)."""
+        i = self._insns.get(pc)
+        return gostructs.UNSAFE_POINT_UNSAFE if i is not None and i.unsafe else gostructs.UNSAFE_POINT_SAFE
+
+    def describe_pc(self, pc: int) -> str:
+        """Return 'func+off: insn  (file:line)' for reports."""
+        f = self.func_for(pc)
+        i = self._insns.get(pc)
+        if f is None:
+            return f"{pc:#x} (no function)"
+        s = f"{f.name}+{pc - f.start:#x}"
+        if i is not None:
+            s += f": {i.text}  ({i.where})"
+        return s
+
+    def iter_insns(self):
+        for f in self.funcs:
+            yield from f.insns

@@ -1,0 +1,97 @@
+"""Runtime text: the sentinel routines that stand in for Go runtime functions, plus the state dumper.
+
+* asyncPreempt2 -- where the stub calls. A Python hook on its first byte is the trap into the
+  scheduler (runtime/preempt.go asyncPreempt2 -> mcall(gopreempt_m | preemptPark)). Then guest
+  code models what running other goroutines does to the CPU: it builds and scribbles a 24-byte
+  frame (like Go's `PUSHQ BP; SUBQ $0x10, SP`), then loads every GPR, RFLAGS (DF included) and
+  every XMM register from the clobber table, so a stub that forgets anything is caught. RBP is
+  callee-saved in Go's ABI and comes back intact. In the go1.27 layout it ends like the ABI0
+  wrapper leaves things for ABIInternal: R14 = g (from FS:-8) and X15 = 0.
+* goexit -- the return address of every goroutine entry function (runtime.goexit).
+* dumper -- preemu's own: stores all dumped registers to the private page and jumps back through a
+  slot without changing any register, flag or goroutine memory.
+
+Left out: the real asyncPreempt2/xRegSave bodies (modelled in Python by the hook).
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from . import asmfront, dump, memmap, regs
+from .program import Program
+
+DUMPER_INSNS = len(regs.DUMPED) - 1 + 5   # stores (RFLAGS via pushfq/pop) + lea/pushfq/pop/mov/jmp
+
+
+def _abs(addr: int) -> str:
+    return f"[{addr:#x}]"
+
+
+def _asyncpreempt2(layout_name: str) -> list[str]:
+    t = memmap.CLOBBER_TABLE
+    o = dump.OFFSETS
+    out = [";@asm", ";@nosplit", ";@goname runtime.asyncPreempt2", "asyncPreempt2:",
+           "push rbp", "mov rbp, rsp", "sub rsp, 16",
+           f"mov rax, qword ptr {_abs(t + o['RAX'])}",
+           "mov qword ptr [rsp], rax", "mov qword ptr [rsp + 8], rax",
+           "add rsp, 16", "pop rbp",
+           f"push qword ptr {_abs(t + o['RFLAGS'])}", "popfq"]
+    for r in regs.GP_REGS:
+        out.append(f"mov {r.asm}, qword ptr {_abs(t + o[r.name])}")
+    for r in regs.XMM_REGS:
+        out.append(f"movups {r.asm}, xmmword ptr {_abs(t + o[r.name])}")
+    if layout_name != "go1.14":
+        out += ["call xRegRestore", "mov r14, qword ptr fs:[0xfffffffffffffff8]", "xorps xmm15, xmm15"]
+    out.append("ret")
+    return out
+
+
+def _xregrestore() -> list[str]:
+    # Go 1.27's xRegRestore frame (BP + SUBQ $0x28): counted in asyncPreemptStack, work done in Python.
+    return [";@asm", ";@nosplit", ";@goname runtime.xRegRestore", "xRegRestore:",
+            "push rbp", "mov rbp, rsp", "sub rsp, 40", "mov qword ptr [rsp], rbp", "add rsp, 40", "pop rbp", "ret"]
+
+
+def _goexit() -> list[str]:
+    return [";@asm", ";@goname runtime.goexit", "goexit:", "hlt"]
+
+
+def _dumper() -> list[str]:
+    d = memmap.DUMP_AREA
+    o = dump.OFFSETS
+    out = [";@asm", ";@goname preemu.dumpRegisters", "dumper:"]
+    for r in regs.DUMPED:
+        if r.kind == "flags":
+            continue
+        if r.kind == "xmm":
+            out.append(f"movups xmmword ptr {_abs(d + o[r.name])}, {r.asm}")
+        else:
+            out.append(f"mov qword ptr {_abs(d + o[r.name])}, {r.asm}")
+    out += [";@spdelta 0", f"lea rsp, {_abs(memmap.DUMPER_STACK_TOP)}", ";@spdelta 0", "pushfq",
+            f"pop qword ptr {_abs(d + o['RFLAGS'])}",
+            f"mov rsp, qword ptr {_abs(d + o['RSP'])}",
+            ";@spdelta 0", f"jmp qword ptr {_abs(d + dump.RESUME_SLOT)}"]
+    return out
+
+
+@lru_cache(maxsize=None)
+def runtime_program(layout_name: str) -> Program:
+    """Return the assembled runtime text for `layout_name`, each routine at its fixed slot."""
+    prog = Program()
+    parts = [(memmap.ASYNC_PREEMPT2, _asyncpreempt2(layout_name)), (memmap.GOEXIT, _goexit()),
+             (memmap.DUMPER, _dumper())]
+    if layout_name != "go1.14":
+        parts.append((memmap.XREG_RESTORE, _xregrestore()))
+    for addr, lines in parts:
+        part = asmfront.assemble_text("\n".join(lines) + "\n", "<preemu runtime>", addr,
+                                      {"xRegRestore": memmap.XREG_RESTORE})
+        if part.funcs[0].end - addr > memmap.RT_SLOT:
+            raise AssertionError(f"runtime routine at {addr:#x} overflows its slot")
+        prog = prog.merged(part)
+    assert len(prog.get_func("dumper").insns) == DUMPER_INSNS
+    return prog
+
+
+#: Symbols every user program and stub may reference.
+def runtime_externs() -> dict[str, int]:
+    return {"asyncPreempt2": memmap.ASYNC_PREEMPT2, "goexit": memmap.GOEXIT}

@@ -1,0 +1,305 @@
+"""Sweep: deliver the preemption signal at every instruction boundary of a goroutine and verify.
+
+Boundary k is the state after k instructions of the goroutine (each iteration of a REP string
+instruction is its own instruction, as on real x86). The engine reaches boundaries with Unicorn's
+exact `count=` and injects at each selected boundary in one chained run: request (preemptone) ->
+doSigPreempt (oracle, pushCall, ack) -> the stub runs, traps into asyncPreempt2, which clobbers
+every register -> at the stub's RET the state is dumped and compared with the interrupted state ->
+RET resumes the goroutine. Refused points withdraw their request (each point is an independent
+hypothetical signal; the pending-request semantics belong to the scheduler). At the end the final
+registers and memory must equal an uninterrupted reference run; if they do not, the first
+injection that makes them diverge is found by bisection.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from . import dump, inject, memmap, regs, verify
+from .errors import BudgetExceeded, GuestFault
+from .gmp import World
+from .machine import STOP_GOEXIT, STOP_STUB_RET, Fault
+
+DEFAULT_BUDGET = 20_000_000
+STUB_BUDGET = 200_000
+
+
+@dataclass
+class Reference:
+    boundaries: int          # instructions executed from entry to goexit
+    final: dump.RegState
+    final_memory: list[tuple[int, bytes]]
+
+
+@dataclass
+class PcStats:
+    pc: int
+    verdicts: Counter = field(default_factory=Counter)   # reason -> count
+
+
+@dataclass
+class SweepResult:
+    entry: str
+    layout: str
+    seed: int
+    boundaries: int
+    points: int
+    injected: int
+    refused: Counter
+    violations: list[verify.Violation]
+    violation_count: int
+    elapsed: float
+    per_pc: dict[int, PcStats]
+    reference: Reference
+    headroom: int
+    uncovered_pcs: list[int]
+
+    @property
+    def points_per_second(self) -> float:
+        return self.points / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.violation_count == 0
+
+
+def select_points(n: int, max_points: int) -> list[int]:
+    """Choose the boundaries to inject at: all of them, or (when capped) the first half of the
+    budget, the last quarter, and the rest evenly spread, so every static PC is usually covered."""
+    if n <= max_points:
+        return list(range(n))
+    head = max_points // 2
+    tail = max_points // 4
+    mid = max_points - head - tail
+    pts = set(range(head)) | set(range(n - tail, n))
+    span = n - tail - head
+    pts |= {head + (i * span) // mid for i in range(mid)}
+    return sorted(pts)
+
+
+def _where(world: World, pc: int) -> tuple[str, str]:
+    i = world.machine.all.insn_at(pc)
+    if i is None:
+        return "?", world.machine.all.describe_pc(pc)
+    return i.text, i.where
+
+
+def _final_memory(world: World, rsp: int) -> list[tuple[int, bytes]]:
+    out = [(a, world.machine.read(a, n)) for _, a, n in world.data_regions()]
+    out.append((rsp, world.machine.read(rsp, world.stack_hi - rsp)))
+    return out
+
+
+def run_reference(world: World, budget: int = DEFAULT_BUDGET) -> Reference:
+    """Run the goroutine uninterrupted from its entry to goexit; count its boundaries exactly."""
+    m = world.machine
+    world.reset()
+    total = 0
+    chunk = 4096
+    while True:
+        ctx = m.save_context()
+        mem = [(a, m.read(a, n)) for a, n in world.writable_regions()]
+        step = min(chunk, budget - total)
+        if step <= 0:
+            raise BudgetExceeded(f"goroutine {world.program.describe_pc(world.entry)}", budget, m.pc,
+                                 m.all.describe_pc(m.pc))
+        try:
+            reason = m.run(m.pc, step)
+        except Fault as f:
+            raise GuestFault(f.pc, f.where, f.error) from None
+        if reason == STOP_GOEXIT or m.pc == memmap.GOEXIT:
+            break
+        total += step
+        chunk *= 2
+    # bisect inside the last chunk for the exact count
+    lo, hi = 0, step           # goexit is reached after hi instructions but not after lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        m.restore_context(ctx)
+        for a, data in mem:
+            m.write(a, data)
+        m.run(m.pc, mid)
+        if m.pc == memmap.GOEXIT:
+            hi = mid
+        else:
+            lo = mid
+    m.restore_context(ctx)
+    for a, data in mem:
+        m.write(a, data)
+    m.run(m.pc, hi)
+    assert m.pc == memmap.GOEXIT
+    final = m.dump_state()
+    return Reference(total + hi, final, _final_memory(world, final.values["RSP"]))
+
+
+class Sweeper:
+    """Runs chained injection sweeps over one World."""
+
+    def __init__(self, world: World, seed: int = 1, stub_budget: int = STUB_BUDGET):
+        self.world = world
+        self.m = world.machine
+        # Clobber masks: asyncPreempt2 loads (interrupted value XOR mask) into every register, so
+        # every register -- and every user flag, DF included -- differs from its interrupted value.
+        import random
+        rnd = random.Random(seed ^ 0x5EED)
+        masks = {r.name: (rnd.getrandbits(8 * r.size) | 1) for r in regs.DUMPED}
+        masks["RFLAGS"] = regs.USER_FLAGS_MASK
+        self._mask = int.from_bytes(dump.pack(masks), "little")
+        self.stub_budget = stub_budget
+
+    def _clobber_table(self, raw_before: bytes) -> bytes:
+        return (int.from_bytes(raw_before, "little") ^ self._mask).to_bytes(dump.SIZE, "little")
+
+    def run_chain(self, points: list[int], ref: Reference, verify_each: bool = True, stats=None):
+        """Inject at each boundary in `points` (sorted) in one run; return (injected, refused, violations, final)."""
+        w, m = self.world, self.m
+        w.reset()
+        pos = 0
+        injected = 0
+        refused: Counter = Counter()
+        violations: list[verify.Violation] = []
+        all_prog = m.all
+        for k in points:
+            if k > pos:
+                try:
+                    m.run(m.pc, k - pos)
+                except Fault as f:
+                    violations.append(verify.Violation("final-state", "control flow", "no fault", f.error, k, f.pc,
+                                                       *_where(w, f.pc), "the goroutine faulted after earlier injections"))
+                    return injected, refused, violations, None
+                pos = k
+            pc = m.pc
+            before = m.dump_state()
+            s = before.values["RSP"]
+            raw_before = m.read(memmap.DUMP_AREA, dump.SIZE)
+            w.preempt_one()
+            st = w.sched_state()
+            ctx = m.save_context()
+            v = inject.do_sig_preempt(w.sigctx, all_prog, st, pc, s, w.headroom, m.stub_entry, w.ack)
+            if stats is not None:
+                ps = stats.get(pc)
+                if ps is None:
+                    ps = stats[pc] = PcStats(pc)
+                ps.verdicts[v.reason] += 1
+            if not v.ok:
+                refused[v.reason] += 1
+                w.withdraw_request()
+                continue
+            injected += 1
+            stack_before = m.read(s, w.stack_hi - s)
+            m.write(memmap.CLOBBER_TABLE, self._clobber_table(raw_before))
+            insn_text, where = _where(w, pc)
+
+            def make(kind, what, exp, act, detail=""):
+                return verify.Violation(kind, what, exp, act, k, pc, insn_text, where, detail)
+
+            found: list[verify.Violation] = []
+            m.stub_ret_armed = True
+            try:
+                reason = m.run(m.stub_entry, self.stub_budget)
+            except Fault as f:
+                reason = None
+                found.append(make("stub-fault", f"{f.pc:#x}", "no fault", f.error,
+                                  f"the stub faulted at {f.where}"))
+            m.stub_ret_armed = False
+            if reason is not None and reason != STOP_STUB_RET:
+                found.append(make("stub-budget", "asyncPreempt", "RET within the budget",
+                                  f"no RET after {self.stub_budget} instructions (stopped at {m.pc:#x})"))
+            if not found:
+                after = m.dump_state()
+                raw_after = m.read(memmap.DUMP_AREA, dump.SIZE)
+                sp_after = after.values["RSP"]
+                if sp_after != s - 8:
+                    found.append(make("resume", "RSP", f"{s:#x}", f"{sp_after + 8:#x}",
+                                      "RSP after the stub's RET would differ from the interrupted RSP"))
+                else:
+                    ret_to = m.read_u64(s - 8)
+                    if ret_to != pc:
+                        found.append(make("resume", "RIP", f"{pc:#x}", f"{ret_to:#x}",
+                                          "the stub's RET would not return to the interrupted PC"))
+                if verify_each:
+                    found += verify.compare_registers(before, after, raw_before, raw_after, make)
+                    found += verify.compare_memory(s, stack_before, m.read(s, w.stack_hi - s), make,
+                                                   "goroutine stack at or above the interrupted RSP")
+            if found:
+                violations += found
+                m.restore_context(ctx)           # recover: back to boundary k, as if never injected
+                m.write(s, stack_before)
+                w.withdraw_request()
+                continue
+            m.run(m.pc, 1)                       # execute the stub's RET
+        try:
+            m.run(m.pc, ref.boundaries - pos)
+        except Fault as f:
+            violations.append(verify.Violation("final-state", "control flow", "no fault", f.error, pos, f.pc,
+                                               *_where(w, f.pc), "the goroutine faulted after the injections"))
+            return injected, refused, violations, None
+        final = m.dump_state() if m.pc == memmap.GOEXIT else None
+        return injected, refused, violations, final
+
+    def final_violations(self, final, ref: Reference, last_boundary: int) -> list[verify.Violation]:
+        w = self.world
+        if final is None:
+            pc = self.m.pc
+            return [verify.Violation("final-state", "control flow", "goexit after the reference's boundaries",
+                                     f"pc {pc:#x}", last_boundary, pc, *_where(w, pc),
+                                     "the swept run did not end where the reference run ended")]
+        out = []
+        for name, exp, act in ref.final.diff(final):
+            if name == "RIP":
+                continue
+            out.append(verify.Violation("final-state", name, verify.fmt_value(name, exp), verify.fmt_value(name, act),
+                                        last_boundary, memmap.GOEXIT, "goexit", "-",
+                                        "final register differs from the uninterrupted run"))
+        for a, data in ref.final_memory:
+            now = self.m.read(a, len(data))
+            if now != data:
+                for off in range(0, len(data), 8):
+                    if now[off:off + 8] != data[off:off + 8]:
+                        out.append(verify.Violation("final-state", f"{a + off:#x}", "0x" + data[off:off + 8][::-1].hex(),
+                                                    "0x" + now[off:off + 8][::-1].hex(), last_boundary, memmap.GOEXIT,
+                                                    "goexit", "-", "final memory differs from the uninterrupted run"))
+                        break
+        return out
+
+    def attribute(self, points: list[int], ref: Reference) -> int | None:
+        """Return the first boundary whose injection makes the final state diverge (bisection)."""
+        def diverges(prefix: int) -> bool:
+            _, _, viol, final = self.run_chain(points[:prefix], ref, verify_each=False)
+            return bool(viol) or bool(self.final_violations(final, ref, 0))
+        lo, hi = 0, len(points)
+        if not diverges(hi):
+            return None
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if diverges(mid):
+                hi = mid
+            else:
+                lo = mid
+        return points[hi - 1]
+
+
+def sweep(world: World, entry: str, seed: int = 1, max_points: int = 100_000,
+          budget: int = DEFAULT_BUDGET, max_violations: int = 200) -> SweepResult:
+    """Inject at every boundary (capped by max_points) of the goroutine in `world` and verify each."""
+    ref = run_reference(world, budget)
+    points = select_points(ref.boundaries, max_points)
+    sw = Sweeper(world, seed)
+    stats: dict[int, PcStats] = {}
+    t0 = time.perf_counter()
+    injected, refused, violations, final = sw.run_chain(points, ref, stats=stats)
+    elapsed = time.perf_counter() - t0
+    fv = sw.final_violations(final, ref, points[-1] if points else 0)
+    if fv:
+        culprit = sw.attribute(points, ref)
+        if culprit is not None:
+            for v in fv:
+                v.detail += f"; first diverging injection: boundary {culprit}"
+        violations += fv
+    seen = set(stats)
+    static = [i.addr for f in world.program.funcs if any(f.start <= pc < f.end for pc in seen) for i in f.insns]
+    uncovered = [pc for pc in static if pc not in seen]
+    count = len(violations)
+    return SweepResult(entry, world.layout.name, seed, ref.boundaries, len(points), injected, refused,
+                       violations[:max_violations], count, elapsed, stats, ref, world.headroom, uncovered)

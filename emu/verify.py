@@ -1,0 +1,85 @@
+"""Verifiers: compare the state after the stub returns with the interrupted state (facts §6 items 6-9).
+
+At the stub's RET: every GPR, RBP, RFLAGS and XMM0-15 must equal the interrupted values bit for
+bit, RSP must be S-8 with the resume PC at [S-8] (so RET lands on the interrupted PC with RSP = S),
+and memory at and above S must be unchanged. The final state of a swept run must equal the
+reference run. Each violation names the register or address, expected and actual values, the
+boundary, and the PC with its disassembly and source line.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from . import dump, regs
+
+
+@dataclass
+class Violation:
+    kind: str            # register | flags | resume | memory | stub-fault | stub-budget | final-state
+    what: str            # register name, address, or short subject
+    expected: str
+    actual: str
+    boundary: int        # the injection boundary (instructions executed before the signal)
+    pc: int
+    insn: str            # disassembly of the interrupted instruction
+    where: str           # source file:line of the interrupted instruction
+    detail: str = ""
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["pc"] = f"{self.pc:#x}"
+        return d
+
+    def describe(self) -> str:
+        head = f"{self.kind} {self.what}: expected {self.expected}, got {self.actual}"
+        tail = f" at boundary {self.boundary}, pc {self.pc:#x} `{self.insn}` ({self.where})"
+        return head + tail + (f" -- {self.detail}" if self.detail else "")
+
+
+def fmt_value(name: str, v: int) -> str:
+    r = regs.lookup(name)
+    if r.kind == "xmm":
+        return f"{v:#034x}"
+    if r.kind == "flags":
+        return f"{v:#x} [{regs.describe_flags(v)}]"
+    return f"{v:#018x}"
+
+
+def _rsp_masked(raw: bytes) -> bytes:
+    o = dump.OFFSETS["RSP"]
+    return raw[:o] + bytes(8) + raw[o + 8:]
+
+
+def compare_registers(before: dump.RegState, after: dump.RegState, raw_before: bytes, raw_after: bytes,
+                      make) -> list[Violation]:
+    """Return violations for every register (RSP and RIP excluded) that changed across the stub."""
+    if _rsp_masked(raw_before) == _rsp_masked(raw_after):
+        return []
+    out = []
+    for r in regs.DUMPED:
+        if r.kind == "sp":
+            continue
+        b, a = before.values[r.name], after.values[r.name]
+        if b != a:
+            kind = "flags" if r.kind == "flags" else "register"
+            detail = ""
+            if r.kind == "flags":
+                changed = b ^ a
+                detail = "flags changed: " + regs.describe_flags(changed)
+            out.append(make(kind, r.name, fmt_value(r.name, b), fmt_value(r.name, a), detail))
+    return out
+
+
+def compare_memory(base: int, before: bytes, after: bytes, make, what: str, limit: int = 4) -> list[Violation]:
+    """Return violations for the first `limit` changed 8-byte words between two images of [base, ...)."""
+    if before == after:
+        return []
+    out = []
+    for off in range(0, len(before), 8):
+        b, a = before[off:off + 8], after[off:off + 8]
+        if b != a:
+            out.append(make("memory", f"{base + off:#x}", "0x" + b[::-1].hex(), "0x" + a[::-1].hex(),
+                            f"{what} changed"))
+            if len(out) >= limit:
+                break
+    return out
