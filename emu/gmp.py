@@ -15,6 +15,7 @@ import random
 from . import gostructs as gs
 from . import layout as L
 from . import memmap, regs
+from .errors import GuestFault
 from .machine import Machine
 from .program import Program
 from .safepoint import SchedState
@@ -70,7 +71,9 @@ class World:
                  reg_overrides: dict[str, int] | None = None, stack_size: int = memmap.DEFAULT_STACK_SIZE):
         self.layout = layout
         self.program = program
-        self.machine = Machine(program, stub, layout.name, on_async_preempt2=self._on_async_preempt2)
+        self.machine = Machine(program, stub, layout.name, on_async_preempt2=self._on_async_preempt2,
+                               on_morestack=self._on_morestack)
+        self.cooperative_preemptions = 0
         self.m = self.machine
         self.entry = program.symbol(entry)
         self.gp = memmap.g_addr(USER_G_SLOT)
@@ -184,6 +187,21 @@ class World:
         f = gs.M_FIELDS["preemptGen"]
         gen = int.from_bytes(self.machine.read(self.mp + f.offset, 4), "little")
         self.machine.write(self.mp + f.offset, ((gen + 1) & 0xFFFFFFFF).to_bytes(4, "little") + bytes(4))
+
+    def _on_morestack(self, machine: Machine) -> bool:
+        """newstack: stackguard0 == stackPreempt means a cooperative preemption (gopreempt_m, then
+        execute() resets the guard and the G resumes in the prologue's spill block); anything else
+        is a real stack growth, which this world does not model yet."""
+        G = gs.G_FIELDS
+        guard = machine.read_u64(self.gp + G["stackguard0"].offset)
+        if guard == gs.STACK_PREEMPT:
+            self.cooperative_preemptions += 1
+            self.withdraw_request()
+            return False
+        sp = machine.reg("RSP")
+        raise GuestFault(machine.pc, "runtime.morestack_noctxt",
+                         f"stack growth needed (SP {sp:#x}, stack.lo {self.stack_lo:#x}, stackguard0 {guard:#x}); "
+                         f"growing stacks (newstack/copystack) is not modelled yet")
 
     def _on_async_preempt2(self, machine: Machine) -> bool:
         """asyncPreempt2 trap: mcall(gopreempt_m) -> schedule() -> execute(gp) with no other G to run."""

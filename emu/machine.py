@@ -39,7 +39,8 @@ class Machine:
     """One emulated CPU with the whole guest address space mapped."""
 
     def __init__(self, program: Program, stub: Program, layout_name: str,
-                 on_async_preempt2: Callable[["Machine"], None] | None = None):
+                 on_async_preempt2: Callable[["Machine"], bool] | None = None,
+                 on_morestack: Callable[["Machine"], bool] | None = None):
         self.program = program
         self.stub = stub
         self.runtime = rtcode.runtime_program(layout_name)
@@ -53,6 +54,7 @@ class Machine:
             self.uc.mem_write(d.addr, d.init)
         self._mapped_stacks: set[int] = set()
         self.on_async_preempt2 = on_async_preempt2
+        self.on_morestack = on_morestack
         self.stop_reason = STOP_COUNT
         self.stub_ret_armed = False
         self.trap_pc: int | None = None
@@ -62,6 +64,8 @@ class Machine:
         self.uc.hook_add(unicorn.UC_HOOK_CODE, self._hook_goexit, begin=memmap.GOEXIT, end=memmap.GOEXIT)
         self.uc.hook_add(unicorn.UC_HOOK_CODE, self._hook_ap2, begin=memmap.ASYNC_PREEMPT2,
                          end=memmap.ASYNC_PREEMPT2)
+        self.uc.hook_add(unicorn.UC_HOOK_CODE, self._hook_morestack, begin=memmap.MORESTACK,
+                         end=memmap.MORESTACK)
         for a in self.stub_rets:
             self.uc.hook_add(unicorn.UC_HOOK_CODE, self._hook_stub_ret, begin=a, end=a)
         self._trace_hook = None
@@ -76,6 +80,11 @@ class Machine:
             if self.on_async_preempt2(self):
                 self.stop_reason = STOP_TRAP
                 uc.emu_stop()
+
+    def _hook_morestack(self, uc, address, size, user_data):
+        if self.on_morestack is not None and self.on_morestack(self):
+            self.stop_reason = STOP_TRAP
+            uc.emu_stop()
 
     def _hook_stub_ret(self, uc, address, size, user_data):
         if self.stub_ret_armed:

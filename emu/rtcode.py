@@ -7,6 +7,7 @@
   every XMM register from the clobber table, so a stub that forgets anything is caught. RBP is
   callee-saved in Go's ABI and comes back intact. In the go1.27 layout it ends like the ABI0
   wrapper leaves things for ABIInternal: R14 = g (from FS:-8) and X15 = 0.
+* morestack_noctxt -- the prologue's call target; a Python hook plays newstack.
 * goexit -- the return address of every goroutine entry function (runtime.goexit).
 * dumper -- preemu's own: stores all dumped registers to the private page and jumps back through a
   slot without changing any register, flag or goroutine memory.
@@ -52,6 +53,12 @@ def _xregrestore() -> list[str]:
             "push rbp", "mov rbp, rsp", "sub rsp, 40", "mov qword ptr [rsp], rbp", "add rsp, 40", "pop rbp", "ret"]
 
 
+def _morestack() -> list[str]:
+    # runtime.morestack_noctxt: a Python hook decides (newstack); in the preempt case it returns to
+    # the prologue's spill block, which jumps back to the function entry and re-runs the check.
+    return [";@asm", ";@nosplit", ";@goname runtime.morestack_noctxt", "morestack_noctxt:", "ret"]
+
+
 def _goexit() -> list[str]:
     return [";@asm", ";@goname runtime.goexit", "goexit:", "hlt"]
 
@@ -79,7 +86,7 @@ def runtime_program(layout_name: str) -> Program:
     """Return the assembled runtime text for `layout_name`, each routine at its fixed slot."""
     prog = Program()
     parts = [(memmap.ASYNC_PREEMPT2, _asyncpreempt2(layout_name)), (memmap.GOEXIT, _goexit()),
-             (memmap.DUMPER, _dumper())]
+             (memmap.MORESTACK, _morestack()), (memmap.DUMPER, _dumper())]
     if layout_name != "go1.14":
         parts.append((memmap.XREG_RESTORE, _xregrestore()))
     for addr, lines in parts:
@@ -94,4 +101,4 @@ def runtime_program(layout_name: str) -> Program:
 
 #: Symbols every user program and stub may reference.
 def runtime_externs() -> dict[str, int]:
-    return {"asyncPreempt2": memmap.ASYNC_PREEMPT2, "goexit": memmap.GOEXIT}
+    return {"asyncPreempt2": memmap.ASYNC_PREEMPT2, "goexit": memmap.GOEXIT, "morestack_noctxt": memmap.MORESTACK}

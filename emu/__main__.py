@@ -1,0 +1,6 @@
+"""`python -m emu` runs the preemu command line."""
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,165 @@
+"""The `preemu` command: sweep, run, gen-stub, disasm.
+
+Exit codes: 0 all checks hold, 1 a check failed, 2 bad input (one line on stderr, no traceback).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import __version__, layout as L, loader, report, scenario, stubgen
+from .errors import EmuError
+from .sweep import DEFAULT_BUDGET, sweep
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse's own exit code is 2 already; keep its message to one line
+        self.print_usage(sys.stderr)
+        print(f"preemu: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _regs(items: list[str]) -> dict[str, str]:
+    out = {}
+    for it in items or []:
+        if "=" not in it:
+            raise EmuError(f"--reg {it!r}: write NAME=VALUE, e.g. --reg RCX=100 or --reg RSI=src")
+        k, v = it.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _stub_desc(layout: str, stub: str | None) -> str:
+    return f"{stub} ({layout} checks)" if stub else f"{layout} (generated)"
+
+
+def cmd_sweep(a, out) -> int:
+    program = loader.load_program(a.file)
+    world = loader.build_world(program, a.func, a.layout, a.stub, a.seed, _regs(a.reg))
+    res = sweep(world, a.func, a.seed, a.max_points, a.budget)
+    if a.json:
+        json.dump(report.to_json(res, program, a.file), out, indent=1)
+        out.write("\n")
+    else:
+        out.write(report.render_text(res, program, a.file, _stub_desc(a.layout, a.stub), a.table))
+    return 0 if res.ok else 1
+
+
+def cmd_run(a, out) -> int:
+    sc = scenario.load(a.scenario)
+    layout = a.layout or sc.layout
+    program, world, res, checks = scenario.run(sc, layout, a.max_points)
+    ok = all(c.ok for c in checks)
+    src = str(sc.asm)
+    if a.json:
+        extra = {"command": "run", "scenario": sc.name, "checks": [c.__dict__ for c in checks], "ok": ok}
+        json.dump(report.to_json(res, program, src, extra), out, indent=1)
+        out.write("\n")
+    else:
+        out.write(f"scenario {sc.name}: {sc.description}\n\n")
+        out.write(report.render_text(res, program, src, _stub_desc(layout, str(sc.stub) if sc.stub else None),
+                                     a.table))
+        out.write("\nexpectations\n")
+        for c in checks:
+            out.write(f"  [{'ok' if c.ok else 'FAIL'}] {c.name}: {c.detail}\n")
+        out.write(f"\nscenario {sc.name}: {'PASS' if ok else 'FAIL'}\n")
+    return 0 if ok else 1
+
+
+def cmd_gen_stub(a, out) -> int:
+    stale = []
+    for lay in L.LAYOUTS.values():
+        path = stubgen.stub_path(lay.name)
+        text = stubgen.generate(lay)
+        current = path.read_text() if path.exists() else None
+        if current != text:
+            stale.append(path)
+            if not a.check:
+                path.write_text(text)
+        out.write(f"{path}: {'up to date' if current == text else ('STALE' if a.check else 'written')}\n")
+    return 1 if (a.check and stale) else 0
+
+
+def cmd_disasm(a, out) -> int:
+    program = loader.load_program(a.file)
+    for f in program.funcs:
+        flags = [x for x, on in (("asm", f.asm), ("nosplit", f.nosplit)) if on]
+        out.write(f"{f.name}  ({f.goname}{', ' + ', '.join(flags) if flags else ''})  "
+                  f"{f.start:#x}-{f.end:#x}  max SP delta {f.max_sp_delta}\n")
+        for i in f.insns:
+            meta = []
+            if i.unsafe:
+                meta.append("UNSAFE")
+            if i.inline:
+                meta.append(f"inline {i.inline}")
+            out.write(f"  {i.addr:#x}  sp+{i.sp_delta:<4} {i.text:<44} ; line {i.line}"
+                      f"{'  [' + ', '.join(meta) + ']' if meta else ''}\n")
+    for d in program.data:
+        out.write(f"data {d.name}: {d.addr:#x}, {d.size} bytes\n")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="preemu", description="Emulate Go's asynchronous goroutine preemption on x86-64, "
+                "one instruction boundary at a time.")
+    p.add_argument("--version", action="version", version=f"preemu {__version__}")
+    p.add_argument("--traceback", action="store_true", help="show Python tracebacks for errors")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+
+    def common(sp):
+        sp.add_argument("--max-points", type=int, default=None, metavar="N",
+                        help="inject at no more than N boundaries (default: 100000)")
+        sp.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+        sp.add_argument("--table", action="store_true", help="print the per-PC verdict table")
+
+    s = sub.add_parser("sweep", help="inject the preemption signal at every boundary of a function and verify")
+    s.add_argument("file", help="assembly file (.s, Intel syntax)")
+    s.add_argument("--func", required=True, help="entry function of the goroutine")
+    s.add_argument("--reg", action="append", metavar="NAME=VALUE",
+                   help="entry register value (number or data symbol); repeatable")
+    s.add_argument("--stub", help="use this asyncPreempt stub instead of the generated one")
+    s.add_argument("--layout", default="go1.14", choices=sorted(L.LAYOUTS), help="stub layout (default go1.14)")
+    s.add_argument("--seed", type=int, default=1, help="seed for unset registers and clobber values")
+    s.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="instruction budget of the goroutine")
+    common(s)
+    s.set_defaults(fn=cmd_sweep)
+
+    r = sub.add_parser("run", help="run a scenario file and check its expectations")
+    r.add_argument("scenario", help="scenario .toml file")
+    r.add_argument("--layout", choices=sorted(L.LAYOUTS), help="override the scenario's stub layout")
+    common(r)
+    r.set_defaults(fn=cmd_run)
+
+    g = sub.add_parser("gen-stub", help="regenerate asm/preempt_amd64_*.s from the register table")
+    g.add_argument("--check", action="store_true", help="only report stale files (exit 1 if any)")
+    g.set_defaults(fn=cmd_gen_stub)
+
+    d = sub.add_parser("disasm", help="list a program with its metadata (SP deltas, unsafe points)")
+    d.add_argument("file")
+    d.set_defaults(fn=cmd_disasm)
+    return p
+
+
+def main(argv: list[str] | None = None, out=None) -> int:
+    out = out or sys.stdout
+    parser = build_parser()
+    a = parser.parse_args(argv)
+    if getattr(a, "max_points", None) is not None and a.max_points <= 0:
+        parser.error("--max-points must be positive")
+    if a.cmd == "sweep" and a.max_points is None:
+        a.max_points = 100_000
+    try:
+        return a.fn(a, out)
+    except EmuError as e:
+        if a.traceback:
+            raise
+        print(f"preemu: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Build a World from files: the user's program, the stub (generated or --stub) and entry registers.
+
+The one place that decides where things load (memmap) and which symbols programs may reference.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from . import asmfront, layout as L, memmap, regs, rtcode, stubgen
+from .errors import AsmError, EmuError
+from .gmp import World
+from .program import Program
+
+
+def load_program(path: str | Path) -> Program:
+    """Assemble a user .s file at TEXT_BASE with its ;@data buffers in DATA."""
+    return asmfront.assemble_file(path, memmap.TEXT_BASE, rtcode.runtime_externs(), memmap.DATA_BASE)
+
+
+def load_stub(layout_name: str, path: str | Path | None = None) -> Program:
+    """Assemble the stub: the checked-in generated one for `layout_name`, or the user's file."""
+    src = Path(path) if path is not None else stubgen.stub_path(layout_name)
+    prog = asmfront.assemble_file(src, memmap.STUB_BASE, rtcode.runtime_externs())
+    if not prog.has_func("asyncPreempt"):
+        raise AsmError(str(src), 1, "the stub must define the label `asyncPreempt` (its entry point)")
+    return prog
+
+
+_EXPR = re.compile(r"^\s*([A-Za-z_]\w*)?\s*(?:([-+])?\s*(0x[0-9a-fA-F]+|\d+))?\s*$")
+
+
+def parse_value(text: str, program: Program) -> int:
+    """Parse a register value: a number (decimal or 0x hex), a data symbol, or symbol+offset."""
+    s = str(text).strip()
+    m = _EXPR.match(s)
+    if not s or m is None or (m.group(1) is None and m.group(3) is None):
+        raise ValueError(f"{text!r} is not a number or a data symbol")
+    sym, sign, num = m.groups()
+    if sym is not None:
+        if m.group(3) is not None and sign is None:
+            raise ValueError(f"{text!r}: write symbol+offset")
+        try:
+            base = program.symbol(sym)
+        except KeyError:
+            names = ", ".join(d.name for d in program.data) or "none"
+            raise ValueError(f"unknown symbol {sym!r} (data buffers: {names})") from None
+        off = int(num, 0) if num else 0
+        return base - off if sign == "-" else base + off
+    v = int(num, 0)
+    return -v if sign == "-" else v
+
+
+def parse_registers(assignments: dict[str, object], program: Program) -> dict[str, int]:
+    """Turn {"RDI": "20", "RSI": "src"} into register values; raise ValueError naming the register."""
+    out = {}
+    for name, val in assignments.items():
+        try:
+            reg = regs.lookup(name)
+        except KeyError:
+            raise ValueError(f"unknown register {name!r}") from None
+        if reg.kind in ("sp", "ip"):
+            raise ValueError(f"{reg.name} cannot be set: the goroutine starts on its own stack at its entry")
+        v = val if isinstance(val, int) else parse_value(str(val), program)
+        if not 0 <= v < (1 << (8 * reg.size)) and not -(1 << (8 * reg.size - 1)) <= v < 0:
+            raise ValueError(f"{reg.name}: value {val!r} does not fit in {8 * reg.size} bits")
+        out[reg.name] = v & ((1 << (8 * reg.size)) - 1)
+    return out
+
+
+def build_world(program: Program, entry: str, layout_name: str = "go1.14", stub_path=None, seed: int = 1,
+                registers: dict[str, object] | None = None) -> World:
+    """Assemble the stub and set up M0/P0 with one goroutine about to run `entry`."""
+    try:
+        lay = L.get_layout(layout_name)
+    except KeyError as e:
+        raise EmuError(str(e.args[0])) from None
+    if not program.has_func(entry):
+        names = ", ".join(f.name for f in program.funcs)
+        raise EmuError(f"no function {entry!r} in the program (functions: {names})")
+    stub = load_stub(lay.name, stub_path)
+    try:
+        init = parse_registers(registers or {}, program)
+    except ValueError as e:
+        raise EmuError(f"--reg: {e}") from None
+    return World(program, stub, lay, entry, seed, init)

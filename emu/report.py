@@ -1,0 +1,104 @@
+"""Render sweep results as text (for people) or JSON (for programs). The only module that formats.
+
+Text output is deterministic except the one speed line; JSON carries the same facts.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from . import __version__
+from .safepoint import REASONS
+from .sweep import SweepResult
+
+JSON_SCHEMA = 1
+
+
+def _verdict(reasons) -> tuple[str, str]:
+    if set(reasons) == {"safe"}:
+        return "inject", "safe"
+    if "safe" in reasons:
+        return "mixed", ",".join(sorted(reasons))
+    return "refuse", ",".join(sorted(reasons))
+
+
+def pc_table(res: SweepResult, program) -> list[dict]:
+    """One row per static PC of the swept functions: address, instruction, verdict, reason."""
+    rows = []
+    for f in program.funcs:
+        if not any(f.start <= pc < f.end for pc in res.per_pc):
+            continue
+        for i in f.insns:
+            ps = res.per_pc.get(i.addr)
+            if ps is None:
+                verdict, reason, n = "not-reached", "", 0
+            else:
+                verdict, reason = _verdict(ps.verdicts)
+                n = sum(ps.verdicts.values())
+            rows.append({"pc": f"{i.addr:#x}", "func": f"{f.name}+{i.addr - f.start:#x}", "insn": i.text,
+                         "line": i.line, "unsafe": i.unsafe, "verdict": verdict, "reason": reason, "hits": n})
+    return rows
+
+
+def to_json(res: SweepResult, program, source: str, extra: dict | None = None) -> dict:
+    out = OrderedDict(
+        tool="preemu", version=__version__, schema=JSON_SCHEMA, command="sweep", file=source, func=res.entry,
+        layout=res.layout, seed=res.seed, boundaries=res.boundaries, points_tried=res.points,
+        injected=res.injected, refused=dict(sorted(res.refused.items())), violation_count=res.violation_count,
+        violations=[v.to_json() for v in res.violations], points_per_second=round(res.points_per_second, 1),
+        async_preempt_stack=res.headroom, uncovered_pcs=[f"{pc:#x}" for pc in res.uncovered_pcs],
+        final_registers={k: f"{v:#x}" for k, v in res.reference.final.values.items() if k != "RSP"},
+        points=pc_table(res, program), ok=res.ok)
+    if extra:
+        out.update(extra)
+    return out
+
+
+def _group(violations):
+    groups: "OrderedDict[tuple[str, str], list]" = OrderedDict()
+    for v in violations:
+        groups.setdefault((v.kind, v.what), []).append(v)
+    return groups
+
+
+def render_text(res: SweepResult, program, source: str, stub_desc: str, table: bool = False) -> str:
+    L = []
+    L.append(f"preemu sweep: {source}  func {res.entry}  stub {stub_desc}  seed {res.seed}")
+    L.append("")
+    L.append(f"  boundaries         {res.boundaries:>9,}   instructions from entry to goexit (each REP iteration counts)")
+    L.append(f"  points tried       {res.points:>9,}" + ("   (capped by --max-points)" if res.points < res.boundaries else ""))
+    L.append(f"  injected           {res.injected:>9,}   signal accepted: pushCall -> asyncPreempt -> asyncPreempt2 -> RET")
+    refused = sum(res.refused.values())
+    L.append(f"  refused            {refused:>9,}")
+    for reason, n in sorted(res.refused.items()):
+        L.append(f"    {reason:<16} {n:>9,}   {REASONS.get(reason, '')}")
+    L.append(f"  asyncPreemptStack  {res.headroom:>9}   bytes of headroom the oracle requires below SP")
+    L.append(f"  violations         {res.violation_count:>9,}")
+    L.append(f"  speed              {res.points_per_second:>9,.0f}   verified points per second")
+    if res.uncovered_pcs:
+        L.append(f"  not covered        {len(res.uncovered_pcs):>9}   static PCs never reached: "
+                 + " ".join(f"{pc:#x}" for pc in res.uncovered_pcs[:8]))
+    if table:
+        L.append("")
+        L.append(f"  {'pc':<10} {'where':<18} {'line':>4}  {'instruction':<40} {'verdict':<8} reason")
+        for row in pc_table(res, program):
+            mark = "!" if row["unsafe"] else " "
+            L.append(f" {mark}{row['pc']:<10} {row['func']:<18} {row['line']:>4}  {row['insn'][:40]:<40} "
+                     f"{row['verdict']:<8} {row['reason']}")
+        L.append("  (! = inside a ;@unsafe range)")
+    L.append("")
+    if res.ok:
+        L.append("OK: every injection came back with RIP, RSP, RBP, the 14 GPRs, RFLAGS and XMM0-15 bit-exact,")
+        L.append("    the stack at and above the interrupted RSP untouched, and the final state equal to the")
+        L.append("    uninterrupted reference run.")
+    else:
+        L.append(f"FAIL: {res.violation_count} violation(s)"
+                 + (f" (first {len(res.violations)} kept)" if len(res.violations) < res.violation_count else ""))
+        for (kind, what), vs in _group(res.violations).items():
+            v = vs[0]
+            L.append(f"  {kind} {what}: {len(vs)} injection point(s); first at boundary {v.boundary}, "
+                     f"pc {v.pc:#x} `{v.insn}` ({v.where})")
+            L.append(f"      expected {v.expected}")
+            L.append(f"      actual   {v.actual}")
+            if v.detail:
+                L.append(f"      {v.detail}")
+    return "\n".join(L) + "\n"

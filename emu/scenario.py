@@ -1,0 +1,172 @@
+"""Scenario files (scenarios/*.toml): parse, validate fully before running, run, check expectations.
+
+Format (documented in scenarios/README.md):
+
+    name = "adc_chain"                # required
+    description = "..."
+    asm = "../asm/adc_chain.s"        # required, relative to the scenario file
+    entry = "adc_chain"               # required: the goroutine's entry function
+    layout = "go1.14"                 # stub layout (go1.14 | go1.27)
+    stub = "path/to/stub.s"           # optional user stub instead of the generated one
+    seed = 1
+    max_points = 100000
+    budget = 20000000                 # instruction budget of the reference run
+    [registers]                       # entry registers; others start seeded-random
+    RCX = 64
+    RSI = "src"                       # a ;@data symbol (symbol+offset allowed)
+    [expect]
+    violations = 0                    # default 0
+    all_injected = true               # injected == boundaries
+    refused = { unsafe-point = 3 }    # exact refusal counts by reason
+    final = { RAX = 0x1234 }          # registers at goexit in the reference run
+    equal_buffers = [["dst", "src"]]  # buffers with equal contents at goexit
+
+Errors name the file and the key (ScenarioError).
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import loader, regs, sweep as S
+from .errors import EmuError, ScenarioError
+from .layout import LAYOUTS
+from .safepoint import REASONS
+
+_TOP = {"name": str, "description": str, "asm": str, "entry": str, "layout": str, "stub": str, "seed": int,
+        "max_points": int, "budget": int, "registers": dict, "expect": dict}
+_EXPECT = {"violations": int, "all_injected": bool, "refused": dict, "final": dict, "equal_buffers": list,
+           "min_injected": int}
+
+
+@dataclass
+class Scenario:
+    path: Path
+    name: str
+    description: str
+    asm: Path
+    entry: str
+    layout: str = "go1.14"
+    stub: Path | None = None
+    seed: int = 1
+    max_points: int = 100_000
+    budget: int = S.DEFAULT_BUDGET
+    registers: dict = field(default_factory=dict)
+    expect: dict = field(default_factory=dict)
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+def load(path: str | Path) -> Scenario:
+    """Read and validate a scenario file."""
+    p = Path(path)
+    ps = str(path)
+    try:
+        data = tomllib.loads(p.read_text())
+    except OSError as e:
+        raise ScenarioError(ps, "", f"cannot read: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(ps, "", f"not valid TOML: {e}") from None
+    for k, v in data.items():
+        if k not in _TOP:
+            raise ScenarioError(ps, k, f"unknown key (allowed: {', '.join(_TOP)})")
+        if not isinstance(v, _TOP[k]) or (_TOP[k] is int and isinstance(v, bool)):
+            raise ScenarioError(ps, k, f"must be a {_TOP[k].__name__}")
+    for k in ("name", "asm", "entry"):
+        if k not in data:
+            raise ScenarioError(ps, k, "required key is missing")
+    if data.get("layout", "go1.14") not in LAYOUTS:
+        raise ScenarioError(ps, "layout", f"must be one of {', '.join(LAYOUTS)}")
+    for k in ("max_points", "budget"):
+        if k in data and data[k] <= 0:
+            raise ScenarioError(ps, k, "must be positive")
+    for r, v in data.get("registers", {}).items():
+        try:
+            regs.lookup(r)
+        except KeyError:
+            raise ScenarioError(ps, f"registers.{r}", "unknown register") from None
+        if not isinstance(v, (int, str)) or isinstance(v, bool):
+            raise ScenarioError(ps, f"registers.{r}", "must be an integer or a data symbol name")
+    exp = data.get("expect", {})
+    for k, v in exp.items():
+        if k not in _EXPECT:
+            raise ScenarioError(ps, f"expect.{k}", f"unknown expectation (allowed: {', '.join(_EXPECT)})")
+        if not isinstance(v, _EXPECT[k]) or (_EXPECT[k] is int and isinstance(v, bool)):
+            raise ScenarioError(ps, f"expect.{k}", f"must be a {_EXPECT[k].__name__}")
+    for reason, n in exp.get("refused", {}).items():
+        if reason not in REASONS:
+            raise ScenarioError(ps, f"expect.refused.{reason}", f"unknown reason (known: {', '.join(REASONS)})")
+        if not isinstance(n, int):
+            raise ScenarioError(ps, f"expect.refused.{reason}", "must be an integer")
+    for r, v in exp.get("final", {}).items():
+        try:
+            regs.lookup(r)
+        except KeyError:
+            raise ScenarioError(ps, f"expect.final.{r}", "unknown register") from None
+        if not isinstance(v, int):
+            raise ScenarioError(ps, f"expect.final.{r}", "must be an integer")
+    for i, pair in enumerate(exp.get("equal_buffers", [])):
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
+            raise ScenarioError(ps, f"expect.equal_buffers[{i}]", "must be a pair of buffer names")
+    base = p.parent
+    asm = base / data["asm"]
+    if not asm.is_file():
+        raise ScenarioError(ps, "asm", f"no such file: {asm}")
+    stub = base / data["stub"] if "stub" in data else None
+    if stub is not None and not stub.is_file():
+        raise ScenarioError(ps, "stub", f"no such file: {stub}")
+    return Scenario(p, data["name"], data.get("description", ""), asm, data["entry"], data.get("layout", "go1.14"),
+                    stub, data.get("seed", 1), data.get("max_points", 100_000), data.get("budget", S.DEFAULT_BUDGET),
+                    dict(data.get("registers", {})), dict(exp))
+
+
+def run(sc: Scenario, layout: str | None = None, max_points: int | None = None):
+    """Run the scenario's sweep; return (program, world, result, checks)."""
+    program = loader.load_program(sc.asm)
+    try:
+        world = loader.build_world(program, sc.entry, layout or sc.layout, sc.stub, sc.seed, sc.registers)
+    except EmuError as e:
+        if str(e).startswith("no function"):
+            raise ScenarioError(str(sc.path), "entry", str(e)) from None
+        if str(e).startswith("--reg: "):
+            raise ScenarioError(str(sc.path), "registers", str(e)[7:]) from None
+        raise
+    res = S.sweep(world, sc.entry, sc.seed, max_points or sc.max_points, sc.budget)
+    return program, world, res, check(sc, program, world, res)
+
+
+def check(sc: Scenario, program, world, res: S.SweepResult) -> list[Check]:
+    exp = sc.expect
+    out = []
+    want_v = exp.get("violations", 0)
+    out.append(Check("violations", res.violation_count == want_v, f"{res.violation_count} (expected {want_v})"))
+    if exp.get("all_injected", False):
+        out.append(Check("all_injected", res.injected == res.boundaries,
+                         f"injected {res.injected} of {res.boundaries} boundaries"))
+    if "min_injected" in exp:
+        out.append(Check("min_injected", res.injected >= exp["min_injected"],
+                         f"injected {res.injected} (at least {exp['min_injected']})"))
+    for reason, n in exp.get("refused", {}).items():
+        got = res.refused.get(reason, 0)
+        out.append(Check(f"refused.{reason}", got == n, f"{got} (expected {n})"))
+    for r, v in exp.get("final", {}).items():
+        reg = regs.lookup(r)
+        got = res.reference.final.values[reg.name]
+        want = v & ((1 << (8 * reg.size)) - 1)
+        out.append(Check(f"final.{reg.name}", got == want, f"{got:#x} (expected {want:#x})"))
+    mem = {a: data for a, data in res.reference.final_memory}
+    for a, b in exp.get("equal_buffers", []):
+        try:
+            da = next(d for d in program.data if d.name == a)
+            db = next(d for d in program.data if d.name == b)
+        except StopIteration:
+            raise ScenarioError(str(sc.path), "expect.equal_buffers", f"unknown buffer in [{a!r}, {b!r}]") from None
+        va, vb = mem[da.addr][:min(da.size, db.size)], mem[db.addr][:min(da.size, db.size)]
+        out.append(Check(f"equal_buffers.{a}={b}", va == vb, "equal" if va == vb else "contents differ"))
+    return out
