@@ -92,9 +92,9 @@ def assemble_text(text: str, file: str, base: int, externs: dict[str, int] | Non
         externs[d.name] = d.addr
     labels = {name for f in funcs for name in [f.name] + [b[1] for b in f.body if isinstance(b, tuple)]}
     for f in funcs:
-        for b in f.body:
-            if isinstance(b, tuple) and b[1] in externs:
-                raise AsmError(file, f.line, f"label {b[1]!r} clashes with a predefined symbol")
+        for name in [f.name] + [b[1] for b in f.body if isinstance(b, tuple)]:
+            if name in externs:
+                raise AsmError(file, f.line, f"label {name!r} clashes with a predefined symbol")
     subst = [(re.compile(_IDENT.format(re.escape(n))), f"{a:#x}") for n, a in
              sorted(externs.items(), key=lambda kv: -len(kv[0]))]
 

@@ -68,11 +68,12 @@ class World:
     """One goroutine on M0/P0, ready to run from its entry function."""
 
     def __init__(self, program: Program, stub: Program, layout: L.StubLayout, entry: str, seed: int = 1,
-                 reg_overrides: dict[str, int] | None = None, stack_size: int = memmap.DEFAULT_STACK_SIZE):
+                 reg_overrides: dict[str, int] | None = None, stack_size: int = memmap.DEFAULT_STACK_SIZE,
+                 stub_ret_hooks: bool = True):
         self.layout = layout
         self.program = program
         self.machine = Machine(program, stub, layout.name, on_async_preempt2=self._on_async_preempt2,
-                               on_morestack=self._on_morestack)
+                               on_morestack=self._on_morestack, stub_ret_hooks=stub_ret_hooks)
         self.cooperative_preemptions = 0
         self.m = self.machine
         self.entry = program.symbol(entry)

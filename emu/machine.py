@@ -1,8 +1,9 @@
 """The sole owner of the Unicorn engine: memory, registers, hooks and runs with instruction budgets.
 
-Models one x86-64 CPU (an M's thread) in a Go-like address space (memmap). Hooks are scoped to
-single sentinel addresses (asyncPreempt2, goexit, the stub's RET instructions) and are all
-installed before the first emu_start (Unicorn #2200: hooks added after translation may never
+Models one x86-64 CPU (an M's thread) in a Go-like address space (memmap). Runtime sentinels
+(asyncPreempt2, goexit, morestack) trap with INT3 into one interrupt hook; the only code hooks
+are scoped to the stub's RET instructions (sweeps only). All hooks are installed before the first
+emu_start (Unicorn #2200: hooks added after translation may never
 fire). Normal runs use `count=` budgets; no per-instruction Python hook exists outside opt-in
 tracing. Every UcError is translated here.
 """
@@ -40,7 +41,7 @@ class Machine:
 
     def __init__(self, program: Program, stub: Program, layout_name: str,
                  on_async_preempt2: Callable[["Machine"], bool] | None = None,
-                 on_morestack: Callable[["Machine"], bool] | None = None):
+                 on_morestack: Callable[["Machine"], bool] | None = None, stub_ret_hooks: bool = True):
         self.program = program
         self.stub = stub
         self.runtime = rtcode.runtime_program(layout_name)
@@ -61,29 +62,33 @@ class Machine:
         stub_func = stub.funcs[0]
         self.stub_entry = stub.symbol("asyncPreempt") if stub.has_func("asyncPreempt") else stub_func.start
         self.stub_rets = [i.addr for f in stub.funcs for i in f.insns if i.mnemonic.startswith("ret")]
-        self.uc.hook_add(unicorn.UC_HOOK_CODE, self._hook_goexit, begin=memmap.GOEXIT, end=memmap.GOEXIT)
-        self.uc.hook_add(unicorn.UC_HOOK_CODE, self._hook_ap2, begin=memmap.ASYNC_PREEMPT2,
-                         end=memmap.ASYNC_PREEMPT2)
-        self.uc.hook_add(unicorn.UC_HOOK_CODE, self._hook_morestack, begin=memmap.MORESTACK,
-                         end=memmap.MORESTACK)
-        for a in self.stub_rets:
-            self.uc.hook_add(unicorn.UC_HOOK_CODE, self._hook_stub_ret, begin=a, end=a)
+        self.uc.hook_add(unicorn.UC_HOOK_INTR, self._hook_intr)
+        if stub_ret_hooks:   # only sweeps need them; each code hook slows count= runs (see rtcode)
+            for a in self.stub_rets:
+                self.uc.hook_add(unicorn.UC_HOOK_CODE, self._hook_stub_ret, begin=a, end=a)
         self._trace_hook = None
+        self._bad_access: tuple[str, int] | None = None
+        self.uc.hook_add(unicorn.UC_HOOK_MEM_INVALID, self._hook_bad_access)
 
     # --- hooks (tiny; they run inside emu_start) -------------------------------------------
-    def _hook_goexit(self, uc, address, size, user_data):
-        self.stop_reason = STOP_GOEXIT
-        uc.emu_stop()
-
-    def _hook_ap2(self, uc, address, size, user_data):
-        if self.on_async_preempt2 is not None:
-            if self.on_async_preempt2(self):
+    def _hook_intr(self, uc, intno, user_data):
+        at = uc.reg_read(X.UC_X86_REG_RIP) - 1          # INT3 traps after the instruction
+        if intno == 3 and at == memmap.GOEXIT:
+            self.stop_reason = STOP_GOEXIT
+            uc.reg_write(X.UC_X86_REG_RIP, at)          # stay on goexit: running again stops again
+            uc.emu_stop()
+        elif intno == 3 and at == memmap.ASYNC_PREEMPT2:
+            if self.on_async_preempt2 is not None and self.on_async_preempt2(self):
                 self.stop_reason = STOP_TRAP
                 uc.emu_stop()
-
-    def _hook_morestack(self, uc, address, size, user_data):
-        if self.on_morestack is not None and self.on_morestack(self):
+        elif intno == 3 and at == memmap.MORESTACK:
+            if self.on_morestack is not None and self.on_morestack(self):
+                self.stop_reason = STOP_TRAP
+                uc.emu_stop()
+        else:
             self.stop_reason = STOP_TRAP
+            self._bad_access = None
+            self._unexpected_interrupt = (intno, at)
             uc.emu_stop()
 
     def _hook_stub_ret(self, uc, address, size, user_data):
@@ -91,6 +96,12 @@ class Machine:
             self.stub_ret_armed = False
             self.stop_reason = STOP_STUB_RET
             uc.emu_stop()
+
+    def _hook_bad_access(self, uc, access, address, size, value, user_data):
+        kind = {unicorn.UC_MEM_READ_UNMAPPED: "reading", unicorn.UC_MEM_WRITE_UNMAPPED: "writing",
+                unicorn.UC_MEM_FETCH_UNMAPPED: "fetching"}.get(access, "accessing")
+        self._bad_access = (kind, address)
+        return False
 
     # --- memory ---------------------------------------------------------------------------
     def map_stack(self, lo: int, hi: int) -> None:
@@ -147,11 +158,21 @@ class Machine:
         Raises Fault (with the PC and its disassembly) when the guest faults.
         """
         self.stop_reason = STOP_COUNT
+        self._bad_access = None
+        self._unexpected_interrupt = None
         try:
             self.uc.emu_start(begin, 0, count=count)
         except unicorn.UcError as e:
             pc = self.pc
-            raise Fault(pc, str(e), self.all.describe_pc(pc)) from None
+            msg = str(e)
+            if self._bad_access is not None:
+                kind, addr = self._bad_access
+                msg += f" {kind} {addr:#x} ({memmap.describe_address(addr)})"
+            raise Fault(pc, msg, self.all.describe_pc(pc)) from None
+        if self._unexpected_interrupt is not None:
+            intno, at = self._unexpected_interrupt
+            raise Fault(at, f"unexpected interrupt {intno} (e.g. INT3 or a divide error) in guest code",
+                        self.all.describe_pc(at))
         return self.stop_reason
 
     def trace(self, on_insn: Callable[[int], None] | None) -> None:
@@ -159,6 +180,8 @@ class Machine:
         if self._trace_hook is not None:
             self.uc.hook_del(self._trace_hook)
             self._trace_hook = None
+        self._bad_access: tuple[str, int] | None = None
+        self.uc.hook_add(unicorn.UC_HOOK_MEM_INVALID, self._hook_bad_access)
         if on_insn is not None:
             self._trace_hook = self.uc.hook_add(unicorn.UC_HOOK_CODE, lambda uc, a, s, u: on_insn(a),
                                                 begin=memmap.TEXT_BASE, end=memmap.TEXT.end - 1)

@@ -1,6 +1,9 @@
 """Runtime text: the sentinel routines that stand in for Go runtime functions, plus the state dumper.
 
-* asyncPreempt2 -- where the stub calls. A Python hook on its first byte is the trap into the
+Sentinels trap into Python with INT3 (an interrupt hook costs nothing per instruction, whereas
+every address-scoped code hook slows all count= execution by ~20%).
+
+* asyncPreempt2 -- where the stub calls. Its first instruction, INT3, is the trap into the
   scheduler (runtime/preempt.go asyncPreempt2 -> mcall(gopreempt_m | preemptPark)). Then guest
   code models what running other goroutines does to the CPU: it builds and scribbles a 24-byte
   frame (like Go's `PUSHQ BP; SUBQ $0x10, SP`), then loads every GPR, RFLAGS (DF included) and
@@ -31,7 +34,7 @@ def _abs(addr: int) -> str:
 def _asyncpreempt2(layout_name: str) -> list[str]:
     t = memmap.CLOBBER_TABLE
     o = dump.OFFSETS
-    out = [";@asm", ";@nosplit", ";@goname runtime.asyncPreempt2", "asyncPreempt2:",
+    out = [";@asm", ";@nosplit", ";@goname runtime.asyncPreempt2", "asyncPreempt2:", "int3",
            "push rbp", "mov rbp, rsp", "sub rsp, 16",
            f"mov rax, qword ptr {_abs(t + o['RAX'])}",
            "mov qword ptr [rsp], rax", "mov qword ptr [rsp + 8], rax",
@@ -56,11 +59,11 @@ def _xregrestore() -> list[str]:
 def _morestack() -> list[str]:
     # runtime.morestack_noctxt: a Python hook decides (newstack); in the preempt case it returns to
     # the prologue's spill block, which jumps back to the function entry and re-runs the check.
-    return [";@asm", ";@nosplit", ";@goname runtime.morestack_noctxt", "morestack_noctxt:", "ret"]
+    return [";@asm", ";@nosplit", ";@goname runtime.morestack_noctxt", "morestack_noctxt:", "int3", "ret"]
 
 
 def _goexit() -> list[str]:
-    return [";@asm", ";@goname runtime.goexit", "goexit:", "hlt"]
+    return [";@asm", ";@goname runtime.goexit", "goexit:", "int3"]
 
 
 def _dumper() -> list[str]:
@@ -90,8 +93,8 @@ def runtime_program(layout_name: str) -> Program:
     if layout_name != "go1.14":
         parts.append((memmap.XREG_RESTORE, _xregrestore()))
     for addr, lines in parts:
-        part = asmfront.assemble_text("\n".join(lines) + "\n", "<preemu runtime>", addr,
-                                      {"xRegRestore": memmap.XREG_RESTORE})
+        externs = {"xRegRestore": memmap.XREG_RESTORE} if addr == memmap.ASYNC_PREEMPT2 else {}
+        part = asmfront.assemble_text("\n".join(lines) + "\n", "<preemu runtime>", addr, externs)
         if part.funcs[0].end - addr > memmap.RT_SLOT:
             raise AssertionError(f"runtime routine at {addr:#x} overflows its slot")
         prog = prog.merged(part)

@@ -23,6 +23,7 @@ from .machine import STOP_GOEXIT, STOP_STUB_RET, Fault
 
 DEFAULT_BUDGET = 20_000_000
 STUB_BUDGET = 200_000
+MAX_CHUNK = 1 << 20
 
 
 @dataclass
@@ -92,45 +93,56 @@ def _final_memory(world: World, rsp: int) -> list[tuple[int, bytes]]:
 
 
 def run_reference(world: World, budget: int = DEFAULT_BUDGET) -> Reference:
-    """Run the goroutine uninterrupted from its entry to goexit; count its boundaries exactly."""
+    """Run the goroutine uninterrupted from its entry to goexit; count its boundaries exactly.
+
+    Runs in count= chunks (doubling up to MAX_CHUNK); in the chunk that reaches goexit, a forward
+    bisection (snapshot, run half, restore only if goexit was reached) finds the exact count, so
+    the whole run costs at most N + 2 * MAX_CHUNK instructions of emulation.
+    """
     m = world.machine
     world.reset()
-    total = 0
+    base = 0                     # instructions executed so far; goexit not yet reached
     chunk = 4096
-    while True:
-        ctx = m.save_context()
-        mem = [(a, m.read(a, n)) for a, n in world.writable_regions()]
-        step = min(chunk, budget - total)
-        if step <= 0:
-            raise BudgetExceeded(f"goroutine {world.program.describe_pc(world.entry)}", budget, m.pc,
-                                 m.all.describe_pc(m.pc))
+
+    def snapshot():
+        return m.save_context(), [(a, m.read(a, n)) for a, n in world.writable_regions()]
+
+    def restore(snap):
+        m.restore_context(snap[0])
+        for a, data in snap[1]:
+            m.write(a, data)
+
+    def run(n: int) -> bool:
         try:
-            reason = m.run(m.pc, step)
+            m.run(m.pc, n)
         except Fault as f:
             raise GuestFault(f.pc, f.where, f.error) from None
-        if reason == STOP_GOEXIT or m.pc == memmap.GOEXIT:
+        return m.pc == memmap.GOEXIT
+
+    while True:
+        step = min(chunk, budget - base)
+        if step <= 0:
+            raise BudgetExceeded(f"goroutine {world.program.func_for(world.entry).name}", budget, m.pc,
+                                 m.all.describe_pc(m.pc))
+        snap = snapshot()
+        if run(step):
+            restore(snap)
             break
-        total += step
-        chunk *= 2
-    # bisect inside the last chunk for the exact count
-    lo, hi = 0, step           # goexit is reached after hi instructions but not after lo
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        m.restore_context(ctx)
-        for a, data in mem:
-            m.write(a, data)
-        m.run(m.pc, mid)
-        if m.pc == memmap.GOEXIT:
-            hi = mid
+        base += step
+        chunk = min(chunk * 2, MAX_CHUNK)
+    window = step                # goexit is reached within `window` instructions of `base`, not at `base`
+    while window > 1:
+        half = window // 2
+        snap = snapshot()
+        if run(half):
+            restore(snap)
+            window = half
         else:
-            lo = mid
-    m.restore_context(ctx)
-    for a, data in mem:
-        m.write(a, data)
-    m.run(m.pc, hi)
-    assert m.pc == memmap.GOEXIT
+            base += half
+            window -= half
+    assert run(1), "goexit expected"
     final = m.dump_state()
-    return Reference(total + hi, final, _final_memory(world, final.values["RSP"]))
+    return Reference(base + 1, final, _final_memory(world, final.values["RSP"]))
 
 
 class Sweeper:

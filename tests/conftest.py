@@ -1,0 +1,47 @@
+"""Shared fixtures: assemble snippets and build worlds without repeating setup in every test."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from emu import asmfront, loader, memmap, rtcode, sweep
+
+ROOT = Path(__file__).resolve().parent.parent
+ASM = ROOT / "asm"
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def assemble(text: str, name: str = "t.s"):
+    """Assemble a snippet as a user program."""
+    return asmfront.assemble_text(text, name, memmap.TEXT_BASE, rtcode.runtime_externs(), memmap.DATA_BASE)
+
+
+def world_for(program, entry: str, layout: str = "go1.14", stub=None, seed: int = 1, **registers):
+    return loader.build_world(program, entry, layout, stub, seed, registers)
+
+
+def sweep_text(text: str, entry: str, layout: str = "go1.14", stub=None, max_points: int = 100_000, **registers):
+    prog = assemble(text)
+    w = world_for(prog, entry, layout, stub, **registers)
+    return sweep.sweep(w, entry, 1, max_points)
+
+
+def sweep_file(path, entry: str, layout: str = "go1.14", stub=None, max_points: int = 100_000, **registers):
+    prog = loader.load_program(path)
+    w = world_for(prog, entry, layout, stub, **registers)
+    return sweep.sweep(w, entry, 1, max_points)
+
+
+@pytest.fixture
+def tmp_stub(tmp_path):
+    """Write a variant of a generated stub: tmp_stub(edit) with edit(text) -> text; returns the path."""
+    def make(edit, layout: str = "go1.14", name: str = "stub.s"):
+        from emu import stubgen
+        src = stubgen.stub_path(layout).read_text()
+        out = edit(src)
+        assert out != src, "the edit changed nothing"
+        p = tmp_path / name
+        p.write_text(out)
+        return p
+    return make

@@ -1,0 +1,4 @@
+; Never returns: the reference run hits the instruction budget.
+spin:
+    inc rax
+    jmp spin
