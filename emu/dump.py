@@ -6,8 +6,6 @@ them back. The same record layout serves as the clobber table asyncPreempt2 load
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from . import regs
 
 OFFSETS: dict[str, int] = {}
@@ -19,15 +17,36 @@ SIZE = _off            # bytes in one record
 RESUME_SLOT = SIZE     # the dumper jumps through the 8-byte slot right after the record
 
 
-@dataclass(frozen=True)
 class RegState:
-    """Architectural state of one CPU at one boundary (RIP kept apart: guest code cannot dump it)."""
+    """Architectural state of one CPU at one boundary (RIP kept apart: guest code cannot dump it).
 
-    values: dict[str, int]
-    rip: int
+    Holds the raw dump record; registers are decoded only when asked for (the sweep's fast path
+    compares raw records).
+    """
+
+    __slots__ = ("raw", "rip", "_values")
+
+    def __init__(self, raw: bytes, rip: int):
+        self.raw, self.rip, self._values = raw, rip, None
+
+    @property
+    def values(self) -> dict[str, int]:
+        if self._values is None:
+            self._values = {r.name: int.from_bytes(self.raw[OFFSETS[r.name]:OFFSETS[r.name] + r.size], "little")
+                            for r in regs.DUMPED}
+        return self._values
+
+    def get(self, name: str) -> int:
+        """Return one register's value without decoding the others."""
+        r = regs.lookup(name)
+        o = OFFSETS[r.name]
+        return int.from_bytes(self.raw[o:o + r.size], "little")
 
     def __getitem__(self, name: str) -> int:
         return self.values[regs.lookup(name).name]
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, RegState) and self.raw == other.raw and self.rip == other.rip
 
     def diff(self, other: "RegState") -> list[tuple[str, int, int]]:
         """Return (register, self value, other value) for every register that differs."""
@@ -38,12 +57,8 @@ class RegState:
 
 
 def unpack(raw: bytes, rip: int) -> RegState:
-    """Decode a dump record."""
-    vals = {}
-    for r in regs.DUMPED:
-        o = OFFSETS[r.name]
-        vals[r.name] = int.from_bytes(raw[o:o + r.size], "little")
-    return RegState(vals, rip)
+    """Wrap a dump record."""
+    return RegState(bytes(raw), rip)
 
 
 def pack(values: dict[str, int]) -> bytes:

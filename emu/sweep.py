@@ -183,8 +183,8 @@ class Sweeper:
                 pos = k
             pc = m.pc
             before = m.dump_state()
-            s = before.values["RSP"]
-            raw_before = m.read(memmap.DUMP_AREA, dump.SIZE)
+            s = before.get("RSP")
+            raw_before = before.raw
             w.preempt_one()
             st = w.sched_state()
             ctx = m.save_context()
@@ -220,8 +220,8 @@ class Sweeper:
                                   f"no RET after {self.stub_budget} instructions (stopped at {m.pc:#x})"))
             if not found:
                 after = m.dump_state()
-                raw_after = m.read(memmap.DUMP_AREA, dump.SIZE)
-                sp_after = after.values["RSP"]
+                raw_after = after.raw
+                sp_after = after.get("RSP")
                 if sp_after != s - 8:
                     found.append(make("resume", "RSP", f"{s:#x}", f"{sp_after + 8:#x}",
                                       "RSP after the stub's RET would differ from the interrupted RSP"))
