@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -52,7 +53,7 @@ def cmd_run(a, out) -> int:
     layout = a.layout or sc.layout
     program, world, res, checks = scenario.run(sc, layout, a.max_points)
     ok = all(c.ok for c in checks)
-    src = str(sc.asm)
+    src = os.path.relpath(sc.asm) if not sc.asm.is_absolute() else str(sc.asm)
     if a.json:
         extra = {"command": "run", "scenario": sc.name, "checks": [c.__dict__ for c in checks], "ok": ok}
         json.dump(report.to_json(res, program, src, extra), out, indent=1)

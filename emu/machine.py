@@ -175,6 +175,20 @@ class Machine:
                         self.all.describe_pc(at))
         return self.stop_reason
 
+    def add_block_hook(self, on_block: Callable[[int, int], None]) -> int:
+        """Opt-in: call on_block(address, size) at every translation block in user text (~1 µs each).
+
+        The translation cache is flushed so already-translated code sees the hook (Unicorn #2200).
+        """
+        h = self.uc.hook_add(unicorn.UC_HOOK_BLOCK, lambda uc, a, s, u: on_block(a, s),
+                             begin=memmap.TEXT_BASE, end=memmap.TEXT.end - 1)
+        self.uc.ctl_flush_tb()
+        return h
+
+    def del_hook(self, handle: int) -> None:
+        self.uc.hook_del(handle)
+        self.uc.ctl_flush_tb()
+
     def trace(self, on_insn: Callable[[int], None] | None) -> None:
         """Opt-in per-instruction hook over user text (slow: ~1 µs per instruction)."""
         if self._trace_hook is not None:

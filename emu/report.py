@@ -44,7 +44,8 @@ def to_json(res: SweepResult, program, source: str, extra: dict | None = None) -
         tool="preemu", version=__version__, schema=JSON_SCHEMA, command="sweep", file=source, func=res.entry,
         layout=res.layout, seed=res.seed, boundaries=res.boundaries, points_tried=res.points,
         injected=res.injected, refused=dict(sorted(res.refused.items())), violation_count=res.violation_count,
-        violations=[v.to_json() for v in res.violations], points_per_second=round(res.points_per_second, 1),
+        violations=[v.to_json() for v in res.violations],
+        violation_groups=[{"kind": k, "what": w, "count": n} for (k, w), n in res.violation_groups.items()], points_per_second=round(res.points_per_second, 1),
         async_preempt_stack=res.headroom, uncovered_pcs=[f"{pc:#x}" for pc in res.uncovered_pcs],
         final_registers={k: f"{v:#x}" for k, v in res.reference.final.values.items() if k != "RSP"},
         points=pc_table(res, program), ok=res.ok)
@@ -95,7 +96,8 @@ def render_text(res: SweepResult, program, source: str, stub_desc: str, table: b
                  + (f" (first {len(res.violations)} kept)" if len(res.violations) < res.violation_count else ""))
         for (kind, what), vs in _group(res.violations).items():
             v = vs[0]
-            L.append(f"  {kind} {what}: {len(vs)} injection point(s); first at boundary {v.boundary}, "
+            n = res.violation_groups.get((kind, what), len(vs))
+            L.append(f"  {kind} {what}: {n} injection point(s); first at boundary {v.boundary}, "
                      f"pc {v.pc:#x} `{v.insn}` ({v.where})")
             L.append(f"      expected {v.expected}")
             L.append(f"      actual   {v.actual}")

@@ -25,6 +25,7 @@ Errors name the file and the key (ScenarioError).
 """
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,10 +116,10 @@ def load(path: str | Path) -> Scenario:
         if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
             raise ScenarioError(ps, f"expect.equal_buffers[{i}]", "must be a pair of buffer names")
     base = p.parent
-    asm = base / data["asm"]
+    asm = Path(os.path.normpath(base / data["asm"]))
     if not asm.is_file():
         raise ScenarioError(ps, "asm", f"no such file: {asm}")
-    stub = base / data["stub"] if "stub" in data else None
+    stub = Path(os.path.normpath(base / data["stub"])) if "stub" in data else None
     if stub is not None and not stub.is_file():
         raise ScenarioError(ps, "stub", f"no such file: {stub}")
     return Scenario(p, data["name"], data.get("description", ""), asm, data["entry"], data.get("layout", "go1.14"),

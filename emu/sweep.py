@@ -55,6 +55,7 @@ class SweepResult:
     reference: Reference
     headroom: int
     uncovered_pcs: list[int]
+    violation_groups: Counter = field(default_factory=Counter)   # (kind, what) -> count, over all violations
 
     @property
     def points_per_second(self) -> float:
@@ -65,18 +66,56 @@ class SweepResult:
         return self.violation_count == 0
 
 
-def select_points(n: int, max_points: int) -> list[int]:
-    """Choose the boundaries to inject at: all of them, or (when capped) the first half of the
-    budget, the last quarter, and the rest evenly spread, so every static PC is usually covered."""
+def select_points(n: int, max_points: int, must: set[int] = frozenset()) -> list[int]:
+    """Choose the boundaries to inject at: all of them, or (when capped) exactly max_points of them:
+    every boundary in `must` (the first dynamic instance of each static PC), then the first
+    boundaries, the last ones, and the rest evenly spread."""
     if n <= max_points:
         return list(range(n))
-    head = max_points // 2
-    tail = max_points // 4
-    mid = max_points - head - tail
-    pts = set(range(head)) | set(range(n - tail, n))
-    span = n - tail - head
-    pts |= {head + (i * span) // mid for i in range(mid)}
+    pts = set(sorted(must)[:max_points])
+
+    def fill(candidates) -> None:
+        for c in candidates:
+            if len(pts) >= max_points:
+                return
+            pts.add(c)
+
+    room = max_points - len(pts)
+    fill(range(room // 2))
+    fill(range(n - 1, n - 1 - room // 4, -1))
+    left = max_points - len(pts)
+    if left > 0:
+        fill(int(i * n / left) for i in range(left))
+    fill(range(n))
     return sorted(pts)
+
+
+def first_boundaries(world: World, n: int) -> dict[int, int]:
+    """Return {pc: first boundary at which pc executes} for the goroutine's run (opt-in block hook).
+
+    A block hook sees each translation block's address and size; counting the program's decoded
+    instructions inside it gives exact boundary numbers (each REP iteration is its own block).
+    """
+    m = world.machine
+    addrs = sorted(i.addr for i in world.program.iter_insns())
+    import bisect
+    first: dict[int, int] = {}
+    pos = [0]
+
+    def on_block(addr: int, size: int) -> None:
+        lo = bisect.bisect_left(addrs, addr)
+        hi = bisect.bisect_left(addrs, addr + size)
+        for j in range(lo, hi):
+            first.setdefault(addrs[j], pos[0] + j - lo)
+        pos[0] += hi - lo
+
+    world.reset()
+    h = m.add_block_hook(on_block)
+    try:
+        m.run(m.pc, n)
+    finally:
+        m.del_hook(h)
+    return first
 
 
 def _where(world: World, pc: int) -> tuple[str, str]:
@@ -296,7 +335,8 @@ def sweep(world: World, entry: str, seed: int = 1, max_points: int = 100_000,
           budget: int = DEFAULT_BUDGET, max_violations: int = 200) -> SweepResult:
     """Inject at every boundary (capped by max_points) of the goroutine in `world` and verify each."""
     ref = run_reference(world, budget)
-    points = select_points(ref.boundaries, max_points)
+    must = set(first_boundaries(world, ref.boundaries).values()) if ref.boundaries > max_points else set()
+    points = select_points(ref.boundaries, max_points, must)
     sw = Sweeper(world, seed)
     stats: dict[int, PcStats] = {}
     t0 = time.perf_counter()
@@ -313,5 +353,6 @@ def sweep(world: World, entry: str, seed: int = 1, max_points: int = 100_000,
     static = [i.addr for f in world.program.funcs if any(f.start <= pc < f.end for pc in seen) for i in f.insns]
     uncovered = [pc for pc in static if pc not in seen]
     count = len(violations)
+    groups = Counter((v.kind, v.what) for v in violations)
     return SweepResult(entry, world.layout.name, seed, ref.boundaries, len(points), injected, refused,
-                       violations[:max_violations], count, elapsed, stats, ref, world.headroom, uncovered)
+                       violations[:max_violations], count, elapsed, stats, ref, world.headroom, uncovered, groups)

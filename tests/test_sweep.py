@@ -99,10 +99,29 @@ def test_data_kept_below_sp_is_clobbered_and_the_final_state_check_finds_the_inj
     assert "first diverging injection: boundary 1" in finals[0].detail
 
 
-def test_max_points_caps_the_sweep_but_keeps_static_coverage():
-    res = sweep_file(ASM / "sum_loop.s", "sum_loop", max_points=100, RCX=1000)
+def test_max_points_caps_the_sweep_but_covers_every_static_pc_even_ones_run_once():
+    # adc_chain's hand-over between its two loops runs once, in the middle of the run
+    res = sweep_file(ASM / "adc_chain.s", "adc_chain", max_points=100, RCX=64)
     assert res.points == 100 < res.boundaries
     assert not res.uncovered_pcs and res.ok
+
+
+def test_first_boundaries_counts_rep_iterations_exactly():
+    from emu import loader
+    prog = loader.load_program(ASM / "rep_copy.s")
+    w = loader.build_world(prog, "rep_copy", registers={"RCX": 64})
+    ref = sweep.run_reference(w)
+    first = sweep.first_boundaries(w, ref.boundaries)
+    insns = prog.get_func("rep_copy").insns
+    assert first[insns[0].addr] == 0 and first[insns[1].addr] == 1
+    stosq = next(i for i in insns if i.is_rep)
+    after = insns[insns.index(stosq) + 1]
+    assert first[after.addr] == first[stosq.addr] + 9     # 8 iterations + the final RCX=0 check
+    # and a real count= run agrees with every first-seen boundary
+    for pc, k in list(first.items())[::7]:
+        w.reset()
+        w.machine.run(w.machine.pc, k) if k else None
+        assert w.machine.pc == pc
 
 
 def test_select_points_is_sorted_unique_and_capped():
