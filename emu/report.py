@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from . import __version__
+from . import __version__, rtcode
 from .safepoint import REASONS
 from .sweep import SweepResult
 
@@ -19,6 +19,24 @@ def _verdict(reasons) -> tuple[str, str]:
     if "safe" in reasons:
         return "mixed", ",".join(sorted(reasons))
     return "refuse", ",".join(sorted(reasons))
+
+
+def _symbolize(insn, program) -> str:
+    """Return the instruction text with a branch/call target annotated with its symbol."""
+    text = insn.text
+    if insn.mnemonic.startswith(("call", "j")) and insn.op_str.startswith("0x"):
+        try:
+            target = int(insn.op_str, 16)
+        except ValueError:
+            return text
+        names = {a: n for n, a in rtcode.runtime_externs().items()}
+        names.update({f.start: f.name for f in program.funcs})
+        f = program.func_for(target)
+        if target in names:
+            text += f" <{names[target]}>"
+        elif f is not None:
+            text += f" <{f.name}+{target - f.start:#x}>"
+    return text
 
 
 def pc_table(res: SweepResult, program) -> list[dict]:
@@ -34,7 +52,7 @@ def pc_table(res: SweepResult, program) -> list[dict]:
             else:
                 verdict, reason = _verdict(ps.verdicts)
                 n = sum(ps.verdicts.values())
-            rows.append({"pc": f"{i.addr:#x}", "func": f"{f.name}+{i.addr - f.start:#x}", "insn": i.text,
+            rows.append({"pc": f"{i.addr:#x}", "func": f"{f.name}+{i.addr - f.start:#x}", "insn": _symbolize(i, program),
                          "line": i.line, "unsafe": i.unsafe, "verdict": verdict, "reason": reason, "hits": n})
     return rows
 
@@ -80,11 +98,11 @@ def render_text(res: SweepResult, program, source: str, stub_desc: str, table: b
                  + " ".join(f"{pc:#x}" for pc in res.uncovered_pcs[:8]))
     if table:
         L.append("")
-        L.append(f"  {'pc':<10} {'where':<18} {'line':>4}  {'instruction':<40} {'verdict':<8} reason")
+        L.append(f"  {'pc':<10} {'where':<18} {'line':>4}  {'instruction':<44} {'verdict':<11} reason")
         for row in pc_table(res, program):
             mark = "!" if row["unsafe"] else " "
-            L.append(f" {mark}{row['pc']:<10} {row['func']:<18} {row['line']:>4}  {row['insn'][:40]:<40} "
-                     f"{row['verdict']:<8} {row['reason']}")
+            L.append(f" {mark}{row['pc']:<10} {row['func']:<18} {row['line']:>4}  {row['insn'][:44]:<44} "
+                     f"{row['verdict']:<11} {row['reason']}".rstrip())
         L.append("  (! = inside a ;@unsafe range)")
     L.append("")
     if res.ok:
