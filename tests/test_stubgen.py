@@ -53,3 +53,12 @@ def test_go127_stub_saves_every_xmm_into_scratch_and_restores_from_cache():
     assert "mov rax, qword ptr [rax + 0x3e28]" in texts  # p.xRegs.cache (15912)
     for r in regs.XMM_REGS:
         assert sum(1 for t in texts if t.startswith("movups") and r.asm in t.replace(",", " ").split()) == 2
+
+
+def test_broken_demo_stub_is_the_generated_go114_stub_minus_pushfq_and_popfq():
+    # tests/data/stub_no_pushfq.s is hand-derived for the demo; keep it in step with the generator.
+    from conftest import DATA
+    gen = [l for l in stubgen.generate(layout.GO114).splitlines()[1:]
+           if l.split(";")[0].strip() not in ("pushfq", "popfq")]
+    broken = stubgen_lines = (DATA / "stub_no_pushfq.s").read_text().splitlines()[2:]
+    assert broken == gen, "regenerate tests/data/stub_no_pushfq.s from asm/preempt_amd64_go114.s"
