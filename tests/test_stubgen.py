@@ -60,5 +60,5 @@ def test_broken_demo_stub_is_the_generated_go114_stub_minus_pushfq_and_popfq():
     from conftest import DATA
     gen = [l for l in stubgen.generate(layout.GO114).splitlines()[1:]
            if l.split(";")[0].strip() not in ("pushfq", "popfq")]
-    broken = stubgen_lines = (DATA / "stub_no_pushfq.s").read_text().splitlines()[2:]
+    broken = (DATA / "stub_no_pushfq.s").read_text().splitlines()[2:]
     assert broken == gen, "regenerate tests/data/stub_no_pushfq.s from asm/preempt_amd64_go114.s"
