@@ -57,6 +57,7 @@ class Machine:
         self.on_async_preempt2 = on_async_preempt2
         self.on_morestack = on_morestack
         self.stop_reason = STOP_COUNT
+        self.write_barrier_calls = 0
         self.stub_ret_armed = False
         self.trap_pc: int | None = None
         stub_func = stub.funcs[0]
@@ -81,6 +82,8 @@ class Machine:
             if self.on_async_preempt2 is not None and self.on_async_preempt2(self):
                 self.stop_reason = STOP_TRAP
                 uc.emu_stop()
+        elif intno == 3 and at == memmap.GC_WRITE_BARRIER2:
+            self.write_barrier_calls += 1
         elif intno == 3 and at == memmap.MORESTACK:
             if self.on_morestack is not None and self.on_morestack(self):
                 self.stop_reason = STOP_TRAP

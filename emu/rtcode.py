@@ -11,6 +11,7 @@ every address-scoped code hook slows all count= execution by ~20%).
   callee-saved in Go's ABI and comes back intact. In the go1.27 layout it ends like the ABI0
   wrapper leaves things for ABIInternal: R14 = g (from FS:-8) and X15 = 0.
 * morestack_noctxt -- the prologue's call target; a Python hook plays newstack.
+* gcWriteBarrier2 -- the write barrier's slow path; `writeBarrier` is the runtime's enabled flag.
 * goexit -- the return address of every goroutine entry function (runtime.goexit).
 * dumper -- preemu's own: stores all dumped registers to the private page and jumps back through a
   slot without changing any register, flag or goroutine memory.
@@ -62,6 +63,13 @@ def _morestack() -> list[str]:
     return [";@asm", ";@nosplit", ";@goname runtime.morestack_noctxt", "morestack_noctxt:", "int3", "ret"]
 
 
+def _gcwritebarrier2() -> list[str]:
+    # runtime.gcWriteBarrier2: returns R11 = room for 2 pointers in the write-barrier buffer; a Python
+    # hook records the call. (The real one also flushes the buffer; this one reuses one slot pair.)
+    return [";@asm", ";@nosplit", ";@goname runtime.gcWriteBarrier2", "gcWriteBarrier2:", "int3",
+            f"lea r11, [{memmap.WB_BUF:#x}]", "ret"]
+
+
 def _goexit() -> list[str]:
     return [";@asm", ";@goname runtime.goexit", "goexit:", "int3"]
 
@@ -89,7 +97,7 @@ def runtime_program(layout_name: str) -> Program:
     """Return the assembled runtime text for `layout_name`, each routine at its fixed slot."""
     prog = Program()
     parts = [(memmap.ASYNC_PREEMPT2, _asyncpreempt2(layout_name)), (memmap.GOEXIT, _goexit()),
-             (memmap.MORESTACK, _morestack()), (memmap.DUMPER, _dumper())]
+             (memmap.MORESTACK, _morestack()), (memmap.GC_WRITE_BARRIER2, _gcwritebarrier2()), (memmap.DUMPER, _dumper())]
     if layout_name != "go1.14":
         parts.append((memmap.XREG_RESTORE, _xregrestore()))
     for addr, lines in parts:
@@ -104,4 +112,5 @@ def runtime_program(layout_name: str) -> Program:
 
 #: Symbols every user program and stub may reference.
 def runtime_externs() -> dict[str, int]:
-    return {"asyncPreempt2": memmap.ASYNC_PREEMPT2, "goexit": memmap.GOEXIT, "morestack_noctxt": memmap.MORESTACK}
+    return {"asyncPreempt2": memmap.ASYNC_PREEMPT2, "goexit": memmap.GOEXIT, "morestack_noctxt": memmap.MORESTACK,
+            "gcWriteBarrier2": memmap.GC_WRITE_BARRIER2, "writeBarrier": memmap.WRITE_BARRIER_FLAG}
