@@ -1,4 +1,4 @@
-"""The `preemu` command: sweep, run, gen-stub, disasm.
+"""The `preemu` command: sweep, run, preempt, gen-stub, disasm.
 
 Exit codes: 0 all checks hold, 1 a check failed, 2 bad input (one line on stderr, no traceback).
 """
@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__, layout as L, loader, report, scenario, stubgen
+from . import __version__, episode, layout as L, loader, report, scenario, stubgen
 from .errors import EmuError
 from .sweep import DEFAULT_BUDGET, sweep
 
@@ -39,7 +39,7 @@ def _stub_desc(layout: str, stub: str | None) -> str:
 def cmd_sweep(a, out) -> int:
     program = loader.load_program(a.file)
     world = loader.build_world(program, a.func, a.layout, a.stub, a.seed, _regs(a.reg))
-    res = sweep(world, a.func, a.seed, a.max_points, a.budget)
+    res = sweep(world, a.func, a.seed, a.max_points, a.budget, force_unsafe=a.force_unsafe)
     if a.json:
         json.dump(report.to_json(res, program, a.file), out, indent=1)
         out.write("\n")
@@ -67,6 +67,23 @@ def cmd_run(a, out) -> int:
             out.write(f"  [{'ok' if c.ok else 'FAIL'}] {c.name}: {c.detail}\n")
         out.write(f"\nscenario {sc.name}: {'PASS' if ok else 'FAIL'}\n")
     return 0 if ok else 1
+
+
+def cmd_preempt(a, out) -> int:
+    program = loader.load_program(a.file)
+    world = loader.build_world(program, a.func, a.layout, a.stub, a.seed, _regs(a.reg))
+    try:
+        at = episode.resolve_at(world, a.at)
+        ep = episode.run_episode(world, at, a.async_preemption == "on", a.retry, a.max_wait, a.force_unsafe,
+                                 a.signal_delay, a.gc_during_preemption)
+    except ValueError as e:
+        raise EmuError(str(e)) from None
+    if a.json:
+        json.dump(report.episode_json(ep, a.file, a.func), out, indent=1)
+        out.write("\n")
+    else:
+        out.write(report.render_episode(ep, a.file, a.func))
+    return 0 if ep.ok else 1
 
 
 def cmd_gen_stub(a, out) -> int:
@@ -124,8 +141,34 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--layout", default="go1.14", choices=sorted(L.LAYOUTS), help="stub layout (default go1.14)")
     s.add_argument("--seed", type=int, default=1, help="seed for unset registers and clobber values")
     s.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="instruction budget of the goroutine")
+    s.add_argument("--force-unsafe", action="store_true",
+                   help="inject even where Go refuses (teaching / verifier self-test): shows the damage")
     common(s)
     s.set_defaults(fn=cmd_sweep)
+
+    e = sub.add_parser("preempt", help="follow one preemption request step by step (pending requests, "
+                       "retries, cooperative preemption)")
+    e.add_argument("file", help="assembly file (.s, Intel syntax)")
+    e.add_argument("--func", required=True, help="entry function of the goroutine")
+    e.add_argument("--at", required=True, metavar="WHEN",
+                   help="when sysmon asks: a boundary number, line:N or FUNC+OFFSET (its first execution)")
+    e.add_argument("--reg", action="append", metavar="NAME=VALUE", help="entry register value; repeatable")
+    e.add_argument("--async-preemption", choices=["on", "off"], default="on",
+                   help="off = Go 1.13 / GODEBUG=asyncpreemptoff=1: only prologues can preempt")
+    e.add_argument("--retry", type=int, default=50, metavar="N",
+                   help="sysmon re-sends a refused signal every N instructions (default 50)")
+    e.add_argument("--signal-delay", type=int, default=0, metavar="N",
+                   help="the signal arrives N instructions after the request (default 0)")
+    e.add_argument("--max-wait", type=int, default=100_000, metavar="N",
+                   help="give up N instructions after the request (default 100000)")
+    e.add_argument("--force-unsafe", action="store_true", help="inject even where Go refuses; shows the damage")
+    e.add_argument("--gc-during-preemption", action="store_true",
+                   help="a GC mark phase turns the write barrier on while the goroutine is off CPU")
+    e.add_argument("--stub", help="use this asyncPreempt stub instead of the generated one")
+    e.add_argument("--layout", default="go1.14", choices=sorted(L.LAYOUTS))
+    e.add_argument("--seed", type=int, default=1)
+    e.add_argument("--json", action="store_true")
+    e.set_defaults(fn=cmd_preempt)
 
     r = sub.add_parser("run", help="run a scenario file and check its expectations")
     r.add_argument("scenario", help="scenario .toml file")
@@ -147,8 +190,11 @@ def main(argv: list[str] | None = None, out=None) -> int:
     out = out or sys.stdout
     parser = build_parser()
     a = parser.parse_args(argv)
-    if getattr(a, "max_points", None) is not None and a.max_points <= 0:
-        parser.error("--max-points must be positive")
+    for opt in ("max_points", "retry", "max_wait", "budget"):
+        if getattr(a, opt, None) is not None and getattr(a, opt) <= 0:
+            parser.error(f"--{opt.replace('_', '-')} must be positive")
+    if getattr(a, "signal_delay", 0) < 0:
+        parser.error("--signal-delay must not be negative")
     if a.cmd == "sweep" and a.max_points is None:
         a.max_points = 100_000
     try:

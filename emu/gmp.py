@@ -6,7 +6,8 @@ runs on its own stack with R14 = g and returns into goexit. Also models the sche
 the sweep needs: preemptone's request (gp.preempt, stackguard0 = stackPreempt, pp.preempt,
 m.signalPending), doSigPreempt's acknowledgement, and what schedule/execute do while the G is
 off-CPU (clear the requests, reset stackguard0, and in the go1.27 layout xRegSave/xRegRestore).
-Left out: more than one G/M/P (the scheduler issue), GC state, timers.
+Stack growth copies and adjusts the frame-pointer chain (no stack maps yet).
+Left out: more than one G/M/P (the scheduler issue), GC state, timers, stack shrinking.
 """
 from __future__ import annotations
 
@@ -75,6 +76,7 @@ class World:
         self.machine = Machine(program, stub, layout.name, on_async_preempt2=self._on_async_preempt2,
                                on_morestack=self._on_morestack, stub_ret_hooks=stub_ret_hooks)
         self.cooperative_preemptions = 0
+        self.on_preempted = None        # called while the G is off CPU (episodes: "a GC starts now")
         self.m = self.machine
         self.entry = program.symbol(entry)
         self.gp = memmap.g_addr(USER_G_SLOT)
@@ -84,6 +86,7 @@ class World:
         self.stack_lo, self.stack_hi = memmap.stack_bounds(USER_G_SLOT, stack_size)
         self.machine.map_stack(self.stack_lo, self.stack_hi)
         self.sigctx = MachineSigContext(self.machine)
+        self.machine.describe_address = self._describe_address
         self.headroom = self._async_preempt_stack()
         self.xreg_block = memmap.XREG_BASE  # the one off-heap xRegState block (go1.27)
         self._setup_structs()
@@ -98,8 +101,9 @@ class World:
             self.machine.set_reg(name, v)
         self.machine.set_reg("RIP", self.entry)
         self.machine.set_fs_base(memmap.tls_fs_base(0))
-        self._ctx0 = self.machine.save_context()
-        self._mem0 = [(a, self.machine.read(a, n)) for a, n in self.writable_regions()]
+        self.stack_moves: list[tuple[int, int, int, int]] = []   # (old lo, old hi, new lo, new hi)
+        self.needless_growths: list[tuple[int, int, int]] = []     # (pc, sp, stackguard0)
+        self._snap0 = self.snapshot()
 
     # --- layout of the world --------------------------------------------------------------
     def _async_preempt_stack(self) -> int:
@@ -110,6 +114,13 @@ class World:
             helpers.append(rt.get_func("xRegRestore").max_sp_delta)
         return async_preempt_stack(self.machine.stub.funcs[0].max_sp_delta if not self.machine.stub.has_func(
             "asyncPreempt") else self.machine.stub.get_func("asyncPreempt").max_sp_delta, *helpers)
+
+    def _describe_address(self, addr: int) -> str | None:
+        if self.stack_lo - memmap.STACK_GUARD_SIZE <= addr < self.stack_lo:
+            return f"guard page: {self.stack_lo - addr} bytes below stack.lo {self.stack_lo:#x}"
+        if self.stack_lo <= addr < self.stack_hi:
+            return "goroutine stack"
+        return None
 
     def writable_regions(self) -> list[tuple[int, int]]:
         """Memory that a run may change and reset() restores."""
@@ -147,11 +158,70 @@ class World:
         self._wf(self.pp, P, "m", self.mp)
         self.machine.write_u64(memmap.tls_fs_base(0) - 8, self.gp)
 
+    def snapshot(self):
+        """Capture registers, writable memory and the stack's place (it may move when it grows)."""
+        m = self.machine
+        return (m.save_context(), (self.stack_lo, self.stack_hi),
+                [(a, m.read(a, n)) for a, n in self.writable_regions()], len(self.stack_moves))
+
+    def restore(self, snap) -> None:
+        """Return to a snapshot, re-mapping the stack if it has moved since."""
+        ctx, (lo, hi), mem, moves = snap
+        m = self.machine
+        if (lo, hi) != (self.stack_lo, self.stack_hi):
+            m.unmap_stack(self.stack_lo, self.stack_hi)
+            m.map_stack(lo, hi)
+            self.stack_lo, self.stack_hi = lo, hi
+        del self.stack_moves[moves:]
+        m.restore_context(ctx)
+        for a, data in mem:
+            m.write(a, data)
+
     def reset(self) -> None:
         """Return to the start state: registers at the entry, writable memory as at creation."""
-        self.machine.restore_context(self._ctx0)
-        for a, data in self._mem0:
-            self.machine.write(a, data)
+        self.needless_growths.clear()
+        self.cooperative_preemptions = 0
+        self.restore(self._snap0)
+
+    # --- newstack / copystack ---------------------------------------------------------------
+    def grow_stack(self) -> None:
+        """copystack(gp, 2*size): move the used stack to a new region twice as large and adjust.
+
+        Adjusted: RSP, RBP and the frame-pointer chain (saved BPs), g.stack, stackguard0. Not adjusted
+        (needs stack maps, which the GC issue brings): other words that point into the old stack. The
+        old stack is unmapped, as Go frees it, so a stale pointer faults instead of reading garbage.
+        """
+        m, G = self.machine, gs.G_FIELDS
+        lo, hi = self.stack_lo, self.stack_hi
+        size = 2 * (hi - lo)
+        new_hi = lo - memmap.STACK_GUARD_SIZE
+        new_lo = new_hi - size
+        slot_base = memmap.STACK_BASE + USER_G_SLOT * memmap.STACK_SLOT
+        if new_lo - memmap.STACK_GUARD_SIZE < slot_base:
+            raise GuestFault(m.pc, m.all.describe_pc(m.pc), f"stack overflow: a {size}-byte stack does not fit the "
+                             f"goroutine's {memmap.STACK_SLOT // 1024} KiB slot")
+        sp = m.reg("RSP")
+        used = m.read(sp, hi - sp)
+        m.map_stack(new_lo, new_hi)
+        delta = new_hi - hi
+        m.write(new_hi - len(used), used)
+        m.set_reg("RSP", sp + delta)
+        bp = m.reg("RBP")
+        if lo <= bp < hi:
+            m.set_reg("RBP", bp + delta)
+            frame = bp + delta
+            while True:                                  # walk the saved-BP chain
+                saved = m.read_u64(frame)
+                if not lo <= saved < hi:
+                    break
+                m.write_u64(frame, saved + delta)
+                frame = saved + delta
+        m.unmap_stack(lo, hi)
+        self.stack_lo, self.stack_hi = new_lo, new_hi
+        self._wf(self.gp, G, "stack.lo", new_lo)
+        self._wf(self.gp, G, "stack.hi", new_hi)
+        self._wf(self.gp, G, "stackguard0", new_lo + gs.STACK_GUARD)
+        self.stack_moves.append((lo, hi, new_lo, new_hi))
 
     # --- scheduler-side effects -----------------------------------------------------------
     def sched_state(self) -> SchedState:
@@ -168,13 +238,19 @@ class World:
             p_status=_get(p_, P, "status"),
             p_preempt=bool(self.machine.read(self.pp + P["preempt"].offset, 1)[0]))
 
-    def preempt_one(self) -> None:
-        """preemptone + preemptM: the cooperative and asynchronous requests, and the signal."""
-        G, M, P = gs.G_FIELDS, gs.M_FIELDS, gs.P_FIELDS
+    def preempt_one(self, signal: bool = True) -> None:
+        """preemptone: the cooperative request (gp.preempt, stackguard0 = stackPreempt) and, with
+        async preemption on, the asynchronous one (pp.preempt) and preemptM's signal."""
+        G, P = gs.G_FIELDS, gs.P_FIELDS
         self.machine.write(self.gp + G["preempt"].offset, b"\x01")
         self.machine.write_u64(self.gp + G["stackguard0"].offset, gs.STACK_PREEMPT)
-        self.machine.write(self.pp + P["preempt"].offset, b"\x01")
-        self._wf(self.mp, M, "signalPending", 1)
+        if signal:
+            self.machine.write(self.pp + P["preempt"].offset, b"\x01")
+            self.resend_signal()
+
+    def resend_signal(self) -> None:
+        """preemptM: signalPending CAS 0 -> 1, then tgkill (the caller delivers it)."""
+        self._wf(self.mp, gs.M_FIELDS, "signalPending", 1)
 
     def withdraw_request(self) -> None:
         """Clear the requests as execute() would (the sweep treats points as independent)."""
@@ -192,20 +268,26 @@ class World:
     def _on_morestack(self, machine: Machine) -> bool:
         """newstack: stackguard0 == stackPreempt means a cooperative preemption (gopreempt_m, then
         execute() resets the guard and the G resumes in the prologue's spill block); anything else
-        is a real stack growth, which this world does not model yet."""
+        is a stack growth: copystack to a stack twice the size."""
         G = gs.G_FIELDS
         guard = machine.read_u64(self.gp + G["stackguard0"].offset)
         if guard == gs.STACK_PREEMPT:
             self.cooperative_preemptions += 1
             self.withdraw_request()
             return False
-        sp = machine.reg("RSP")
-        raise GuestFault(machine.pc, "runtime.morestack_noctxt",
-                         f"stack growth needed (SP {sp:#x}, stack.lo {self.stack_lo:#x}, stackguard0 {guard:#x}); "
-                         f"growing stacks (newstack/copystack) is not modelled yet")
+        # A real growth request. The caller's SP (above morestack's return address) must be below
+        # the guard; otherwise the prologue branched on stale flags (golang/go#35470).
+        caller_sp = machine.reg("RSP") + 8
+        if caller_sp > guard:
+            ret = machine.read_u64(caller_sp - 8)
+            self.needless_growths.append((ret, caller_sp, guard))
+        self.grow_stack()
+        return False
 
     def _on_async_preempt2(self, machine: Machine) -> bool:
         """asyncPreempt2 trap: mcall(gopreempt_m) -> schedule() -> execute(gp) with no other G to run."""
+        if self.on_preempted is not None:
+            self.on_preempted()
         if self.layout.xreg_slots:                      # xRegSave, then xRegRestore on the same P
             P, G = gs.P_FIELDS, gs.G_FIELDS
             scratch = self.pp + P["xRegs.scratch"].offset

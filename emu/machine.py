@@ -69,6 +69,7 @@ class Machine:
                 self.uc.hook_add(unicorn.UC_HOOK_CODE, self._hook_stub_ret, begin=a, end=a)
         self._trace_hook = None
         self._bad_access: tuple[str, int] | None = None
+        self.describe_address: Callable[[int], str | None] | None = None   # set by the owner of the stacks
         self.uc.hook_add(unicorn.UC_HOOK_MEM_INVALID, self._hook_bad_access)
 
     # --- hooks (tiny; they run inside emu_start) -------------------------------------------
@@ -113,6 +114,10 @@ class Machine:
             return
         self.uc.mem_map(lo, hi - lo)
         self._mapped_stacks.add(lo)
+
+    def unmap_stack(self, lo: int, hi: int) -> None:
+        self.uc.mem_unmap(lo, hi - lo)
+        self._mapped_stacks.discard(lo)
 
     def read(self, addr: int, size: int) -> bytes:
         return bytes(self.uc.mem_read(addr, size))
@@ -170,7 +175,8 @@ class Machine:
             msg = str(e)
             if self._bad_access is not None:
                 kind, addr = self._bad_access
-                msg += f" {kind} {addr:#x} ({memmap.describe_address(addr)})"
+                where = self.describe_address(addr) if self.describe_address else None
+                msg += f" {kind} {addr:#x} ({where or memmap.describe_address(addr)})"
             raise Fault(pc, msg, self.all.describe_pc(pc)) from None
         if self._unexpected_interrupt is not None:
             intno, at = self._unexpected_interrupt
@@ -198,6 +204,7 @@ class Machine:
             self.uc.hook_del(self._trace_hook)
             self._trace_hook = None
         self._bad_access: tuple[str, int] | None = None
+        self.describe_address: Callable[[int], str | None] | None = None   # set by the owner of the stacks
         self.uc.hook_add(unicorn.UC_HOOK_MEM_INVALID, self._hook_bad_access)
         if on_insn is not None:
             self._trace_hook = self.uc.hook_add(unicorn.UC_HOOK_CODE, lambda uc, a, s, u: on_insn(a),

@@ -61,7 +61,8 @@ def to_json(res: SweepResult, program, source: str, extra: dict | None = None) -
     out = OrderedDict(
         tool="preemu", version=__version__, schema=JSON_SCHEMA, command="sweep", file=source, func=res.entry,
         layout=res.layout, seed=res.seed, boundaries=res.boundaries, points_tried=res.points,
-        injected=res.injected, refused=dict(sorted(res.refused.items())), violation_count=res.violation_count,
+        injected=res.injected, refused=dict(sorted(res.refused.items())), forced=res.forced,
+        violation_count=res.violation_count,
         violations=[v.to_json() for v in res.violations],
         violation_groups=[{"kind": k, "what": w, "count": n} for (k, w), n in res.violation_groups.items()], points_per_second=round(res.points_per_second, 1),
         async_preempt_stack=res.headroom, uncovered_pcs=[f"{pc:#x}" for pc in res.uncovered_pcs],
@@ -90,6 +91,8 @@ def render_text(res: SweepResult, program, source: str, stub_desc: str, table: b
     L.append(f"  refused            {refused:>9,}")
     for reason, n in sorted(res.refused.items()):
         L.append(f"    {reason:<16} {n:>9,}   {REASONS.get(reason, '')}")
+    if res.forced:
+        L.append(f"  forced             {res.forced:>9,}   refused points injected anyway (--force-unsafe)")
     L.append(f"  asyncPreemptStack  {res.headroom:>9}   bytes of headroom the oracle requires below SP")
     L.append(f"  violations         {res.violation_count:>9,}")
     L.append(f"  speed              {res.points_per_second:>9,.0f}   verified points per second")
@@ -122,3 +125,41 @@ def render_text(res: SweepResult, program, source: str, stub_desc: str, table: b
             if v.detail:
                 L.append(f"      {v.detail}")
     return "\n".join(L) + "\n"
+
+
+_OUTCOME = {
+    "async": "preempted asynchronously (signal -> asyncPreempt)",
+    "cooperative": "preempted cooperatively (prologue -> morestack -> gopreempt_m)",
+    "finished": "not preempted: the goroutine returned first",
+    "not-preempted": "NOT preempted: the goroutine starves everything else on its P",
+    "faulted": "the emulated CPU faulted",
+}
+
+
+def render_episode(ep, source: str, func: str) -> str:
+    """The step-by-step story of one preemption request."""
+    L = [f"preemu preempt: {source}  func {func}  request at boundary {ep.at}  "
+         f"async preemption {'on' if ep.async_preemption else 'off'}", ""]
+    for e in ep.events:
+        L.append(f"  [{e.boundary:>7}] {e.kind:<13} {e.text}")
+    L.append("")
+    L.append(f"outcome: {_OUTCOME.get(ep.outcome, ep.outcome)}"
+             + (f", {ep.latency} instruction{'s' if ep.latency != 1 else ''} after the request"
+                if ep.latency is not None else ""))
+    L.append(f"signals sent: {ep.signals}")
+    if ep.ok:
+        L.append("OK: the goroutine finished exactly as the uninterrupted run did.")
+    else:
+        L.append(f"FAIL: {len(ep.violations)} violation(s)")
+        for v in ep.violations:
+            L.append(f"  {v.describe()}")
+    return "\n".join(L) + "\n"
+
+
+def episode_json(ep, source: str, func: str) -> dict:
+    return OrderedDict(
+        tool="preemu", version=__version__, schema=JSON_SCHEMA, command="preempt", file=source, func=func,
+        at=ep.at, async_preemption=ep.async_preemption, outcome=ep.outcome, preempted_at=ep.preempted_at,
+        latency_instructions=ep.latency, signals=ep.signals,
+        events=[{"boundary": e.boundary, "pc": f"{e.pc:#x}", "kind": e.kind, "text": e.text} for e in ep.events],
+        violations=[v.to_json() for v in ep.violations], ok=ep.ok)

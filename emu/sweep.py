@@ -16,6 +16,8 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
+import unicorn
+
 from . import dump, inject, memmap, regs, verify
 from .errors import BudgetExceeded, GuestFault
 from .gmp import World
@@ -56,6 +58,7 @@ class SweepResult:
     headroom: int
     uncovered_pcs: list[int]
     violation_groups: Counter = field(default_factory=Counter)   # (kind, what) -> count, over all violations
+    forced: int = 0                                              # refused points injected anyway (--force-unsafe)
 
     @property
     def points_per_second(self) -> float:
@@ -143,13 +146,7 @@ def run_reference(world: World, budget: int = DEFAULT_BUDGET) -> Reference:
     base = 0                     # instructions executed so far; goexit not yet reached
     chunk = 4096
 
-    def snapshot():
-        return m.save_context(), [(a, m.read(a, n)) for a, n in world.writable_regions()]
-
-    def restore(snap):
-        m.restore_context(snap[0])
-        for a, data in snap[1]:
-            m.write(a, data)
+    snapshot, restore = world.snapshot, world.restore
 
     def run(n: int) -> bool:
         try:
@@ -184,6 +181,35 @@ def run_reference(world: World, budget: int = DEFAULT_BUDGET) -> Reference:
     return Reference(base + 1, final, _final_memory(world, final.values["RSP"]))
 
 
+def final_violations(w: World, final, ref: Reference, last_boundary: int) -> list[verify.Violation]:
+    """Compare a run's end state (None if it did not reach goexit) with the reference run."""
+    if final is None:
+        pc = w.machine.pc
+        return [verify.Violation("final-state", "control flow", "goexit after the reference's boundaries",
+                                 f"pc {pc:#x}", last_boundary, pc, *_where(w, pc),
+                                 "the swept run did not end where the reference run ended")]
+    out = []
+    for name, exp, act in ref.final.diff(final):
+        if name == "RIP":
+            continue
+        out.append(verify.Violation("final-state", name, verify.fmt_value(name, exp), verify.fmt_value(name, act),
+                                    last_boundary, memmap.GOEXIT, "goexit", "-",
+                                    "final register differs from the uninterrupted run"))
+    for a, data in ref.final_memory:
+        try:
+            now = w.machine.read(a, len(data))
+        except unicorn.UcError:          # the stack moved (e.g. a needless growth): RSP already differs
+            continue
+        if now != data:
+            for off in range(0, len(data), 8):
+                if now[off:off + 8] != data[off:off + 8]:
+                    out.append(verify.Violation("final-state", f"{a + off:#x}", "0x" + data[off:off + 8][::-1].hex(),
+                                                "0x" + now[off:off + 8][::-1].hex(), last_boundary, memmap.GOEXIT,
+                                                "goexit", "-", "final memory differs from the uninterrupted run"))
+                    break
+    return out
+
+
 class Sweeper:
     """Runs chained injection sweeps over one World."""
 
@@ -202,12 +228,17 @@ class Sweeper:
     def _clobber_table(self, raw_before: bytes) -> bytes:
         return (int.from_bytes(raw_before, "little") ^ self._mask).to_bytes(dump.SIZE, "little")
 
-    def run_chain(self, points: list[int], ref: Reference, verify_each: bool = True, stats=None):
-        """Inject at each boundary in `points` (sorted) in one run; return (injected, refused, violations, final)."""
+    def run_chain(self, points: list[int], ref: Reference, verify_each: bool = True, stats=None,
+                  force_unsafe: bool = False):
+        """Inject at each boundary in `points` (sorted) in one run; return (injected, refused, violations, final).
+
+        With force_unsafe, points the oracle refuses are injected anyway (counted in self.forced).
+        """
         w, m = self.world, self.m
         w.reset()
         pos = 0
         injected = 0
+        self.forced = 0
         refused: Counter = Counter()
         violations: list[verify.Violation] = []
         all_prog = m.all
@@ -235,9 +266,13 @@ class Sweeper:
                 ps.verdicts[v.reason] += 1
             if not v.ok:
                 refused[v.reason] += 1
-                w.withdraw_request()
-                continue
-            injected += 1
+                if not force_unsafe:
+                    w.withdraw_request()
+                    continue
+                inject.push_call(w.sigctx, m.stub_entry, pc)
+                self.forced += 1
+            else:
+                injected += 1
             stack_before = m.read(s, w.stack_hi - s)
             m.write(memmap.CLOBBER_TABLE, self._clobber_table(raw_before))
             insn_text, where = _where(w, pc)
@@ -290,34 +325,12 @@ class Sweeper:
         return injected, refused, violations, final
 
     def final_violations(self, final, ref: Reference, last_boundary: int) -> list[verify.Violation]:
-        w = self.world
-        if final is None:
-            pc = self.m.pc
-            return [verify.Violation("final-state", "control flow", "goexit after the reference's boundaries",
-                                     f"pc {pc:#x}", last_boundary, pc, *_where(w, pc),
-                                     "the swept run did not end where the reference run ended")]
-        out = []
-        for name, exp, act in ref.final.diff(final):
-            if name == "RIP":
-                continue
-            out.append(verify.Violation("final-state", name, verify.fmt_value(name, exp), verify.fmt_value(name, act),
-                                        last_boundary, memmap.GOEXIT, "goexit", "-",
-                                        "final register differs from the uninterrupted run"))
-        for a, data in ref.final_memory:
-            now = self.m.read(a, len(data))
-            if now != data:
-                for off in range(0, len(data), 8):
-                    if now[off:off + 8] != data[off:off + 8]:
-                        out.append(verify.Violation("final-state", f"{a + off:#x}", "0x" + data[off:off + 8][::-1].hex(),
-                                                    "0x" + now[off:off + 8][::-1].hex(), last_boundary, memmap.GOEXIT,
-                                                    "goexit", "-", "final memory differs from the uninterrupted run"))
-                        break
-        return out
+        return final_violations(self.world, final, ref, last_boundary)
 
-    def attribute(self, points: list[int], ref: Reference) -> int | None:
+    def attribute(self, points: list[int], ref: Reference, force_unsafe: bool = False) -> int | None:
         """Return the first boundary whose injection makes the final state diverge (bisection)."""
         def diverges(prefix: int) -> bool:
-            _, _, viol, final = self.run_chain(points[:prefix], ref, verify_each=False)
+            _, _, viol, final = self.run_chain(points[:prefix], ref, verify_each=False, force_unsafe=force_unsafe)
             return bool(viol) or bool(self.final_violations(final, ref, 0))
         lo, hi = 0, len(points)
         if not diverges(hi):
@@ -332,7 +345,7 @@ class Sweeper:
 
 
 def sweep(world: World, entry: str, seed: int = 1, max_points: int = 100_000,
-          budget: int = DEFAULT_BUDGET, max_violations: int = 200) -> SweepResult:
+          budget: int = DEFAULT_BUDGET, max_violations: int = 200, force_unsafe: bool = False) -> SweepResult:
     """Inject at every boundary (capped by max_points) of the goroutine in `world` and verify each."""
     ref = run_reference(world, budget)
     must = set(first_boundaries(world, ref.boundaries).values()) if ref.boundaries > max_points else set()
@@ -340,11 +353,11 @@ def sweep(world: World, entry: str, seed: int = 1, max_points: int = 100_000,
     sw = Sweeper(world, seed)
     stats: dict[int, PcStats] = {}
     t0 = time.perf_counter()
-    injected, refused, violations, final = sw.run_chain(points, ref, stats=stats)
+    injected, refused, violations, final = sw.run_chain(points, ref, stats=stats, force_unsafe=force_unsafe)
     elapsed = time.perf_counter() - t0
     fv = sw.final_violations(final, ref, points[-1] if points else 0)
     if fv:
-        culprit = sw.attribute(points, ref)
+        culprit = sw.attribute(points, ref, force_unsafe)
         if culprit is not None:
             for v in fv:
                 v.detail += f"; first diverging injection: boundary {culprit}"
@@ -355,4 +368,5 @@ def sweep(world: World, entry: str, seed: int = 1, max_points: int = 100_000,
     count = len(violations)
     groups = Counter((v.kind, v.what) for v in violations)
     return SweepResult(entry, world.layout.name, seed, ref.boundaries, len(points), injected, refused,
-                       violations[:max_violations], count, elapsed, stats, ref, world.headroom, uncovered, groups)
+                       violations[:max_violations], count, elapsed, stats, ref, world.headroom, uncovered, groups,
+                       sw.forced)

@@ -27,10 +27,11 @@ def sweep_text(text: str, entry: str, layout: str = "go1.14", stub=None, max_poi
     return sweep.sweep(w, entry, 1, max_points)
 
 
-def sweep_file(path, entry: str, layout: str = "go1.14", stub=None, max_points: int = 100_000, **registers):
+def sweep_file(path, entry: str, layout: str = "go1.14", stub=None, max_points: int = 100_000,
+               force_unsafe: bool = False, **registers):
     prog = loader.load_program(path)
     w = world_for(prog, entry, layout, stub, **registers)
-    return sweep.sweep(w, entry, 1, max_points)
+    return sweep.sweep(w, entry, 1, max_points, force_unsafe=force_unsafe)
 
 
 @pytest.fixture

@@ -100,3 +100,30 @@ def test_same_scenario_same_json_except_speed():
     b = json.loads(run("run", ROOT / "scenarios" / "xmm_loop.toml", "--json")[1])
     a.pop("points_per_second"), b.pop("points_per_second")
     assert a == b
+
+
+def test_preempt_tells_the_cooperative_story_with_async_off():
+    code, out = run("preempt", ASM / "call_loop.s", "--func", "call_loop", "--reg", "RCX=5", "--at", "3",
+                    "--async-preemption", "off")
+    assert code == 0
+    assert "cooperative" in out and "preempted cooperatively" in out
+
+
+def test_preempt_force_unsafe_exits_1_with_the_damage():
+    code, out = run("preempt", ASM / "call_loop.s", "--func", "call_loop", "--reg", "RCX=5", "--at", "square_add",
+                    "--signal-delay", "1", "--force-unsafe", "--json")
+    d = json.loads(out)
+    assert code == 1 and d["violations"][0]["kind"] == "needless-stack-growth"
+    assert [e["kind"] for e in d["events"]][:2] == ["request", "inject"]
+
+
+def test_preempt_bad_at_is_bad_input():
+    code, out, err = run_proc("preempt", ASM / "call_loop.s", "--func", "call_loop", "--at", "line:999")
+    assert code == 2 and "no instruction on line 999" in err
+
+
+def test_sweep_force_unsafe_reports_forced_points():
+    code, out = run("sweep", ASM / "unsafe_damage.s", "--func", "below_sp", "--reg", "RCX=2", "--force-unsafe",
+                    "--json")
+    d = json.loads(out)
+    assert code == 1 and d["forced"] == d["boundaries"] and d["injected"] == 0
