@@ -355,6 +355,7 @@ def sweep(world: World, entry: str, seed: int = 1, max_points: int = 100_000,
     t0 = time.perf_counter()
     injected, refused, violations, final = sw.run_chain(points, ref, stats=stats, force_unsafe=force_unsafe)
     elapsed = time.perf_counter() - t0
+    forced = sw.forced
     fv = sw.final_violations(final, ref, points[-1] if points else 0)
     if fv:
         culprit = sw.attribute(points, ref, force_unsafe)
@@ -369,4 +370,4 @@ def sweep(world: World, entry: str, seed: int = 1, max_points: int = 100_000,
     groups = Counter((v.kind, v.what) for v in violations)
     return SweepResult(entry, world.layout.name, seed, ref.boundaries, len(points), injected, refused,
                        violations[:max_violations], count, elapsed, stats, ref, world.headroom, uncovered, groups,
-                       sw.forced)
+                       forced)
