@@ -99,6 +99,7 @@ def run_episode(world: World, at: int, async_preemption: bool = True, retry: int
     next_signal = pos + signal_delay if async_preemption else None
     coop0 = w.cooperative_preemptions
     grow0 = len(w.stack_moves)
+    explained: set[str] = set()
     while pos < at + max_wait:
         if next_signal is not None and pos >= next_signal:
             pc = m.pc
@@ -149,8 +150,13 @@ def run_episode(world: World, at: int, async_preemption: bool = True, retry: int
                 if wb_end is not None:
                     _check_write_barrier(ep, w, prog, pos, pc, wb_end, calls0)
                 break
-            say(pos, "refuse", f"signal at {where(pc)}: refused ({v.reason}: {REASONS[v.reason]}); "
-                "ack: preemptGen += 1, signalPending = 0; the request stays pending")
+            if v.reason in explained:
+                say(pos, "refuse", f"signal at {where(pc)}: refused ({v.reason}); still pending")
+            else:
+                explained.add(v.reason)
+                say(pos, "refuse", f"signal at {where(pc)}: refused ({v.reason}: {REASONS[v.reason]}); "
+                    "ack: preemptGen += 1, signalPending = 0; the request stays pending and sysmon "
+                    f"re-sends the signal every {retry} instructions")
             next_signal = pos + retry
             w.resend_signal()
         try:
