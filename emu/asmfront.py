@@ -106,12 +106,21 @@ def assemble_text(text: str, file: str, base: int, externs: dict[str, int] | Non
     stmts: list[str] = []
     lines: list[tuple[_Func, _Line]] = []
     for f in funcs:
+        # local labels are scoped to their function: give each a unique assembler name
+        local = [(re.compile(_IDENT.format(re.escape(b[1]))), f".L_{f.name}_{b[1][1:]}")
+                 for b in f.body if isinstance(b, tuple)]
+        local.sort(key=lambda rx: -len(rx[0].pattern))
+
+        def scoped(text: str) -> str:
+            for rx, new in local:
+                text = rx.sub(new, text)
+            return text
         stmts.append(f"{f.name}:")
         for b in f.body:
             if isinstance(b, tuple):
-                stmts.append(f"{b[1]}:")
+                stmts.append(f"{scoped(b[1])}:")
             else:
-                stmts.append(resolve(b.text))
+                stmts.append(resolve(scoped(b.text)))
                 lines.append((f, b))
     try:
         enc, _ = _ks.asm("\n".join(stmts), base)
@@ -263,8 +272,8 @@ def _parse(text: str, file: str, externs: dict[str, int], data_base: int | None)
             else:
                 if cur is None:
                     raise AsmError(file, n, f"local label {name!r} outside a function")
-                if any(isinstance(b, tuple) and b[1] == name for f in funcs for b in f.body):
-                    raise AsmError(file, n, f"label {name!r} defined twice")
+                if any(isinstance(b, tuple) and b[1] == name for b in cur.body):
+                    raise AsmError(file, n, f"label {name!r} defined twice in {cur.name}")
                 cur.body.append(("label", name))
             if not code:
                 continue
@@ -282,11 +291,12 @@ def _parse(text: str, file: str, externs: dict[str, int], data_base: int | None)
 
 def _locate_error(err, lines, labels, resolve, file, base) -> None:
     """Re-assemble each instruction alone (labels replaced by an address) and raise on the first failure."""
-    rx = [re.compile(_IDENT.format(re.escape(l))) for l in sorted(labels, key=len, reverse=True)]
-    for _, ln in lines:
+    funcs = {f.name for f, _ in lines}
+    for f, ln in lines:
+        visible = funcs | {b[1] for b in f.body if isinstance(b, tuple)}
         s = resolve(ln.text)
-        for r in rx:
-            s = r.sub(f"{base:#x}", s)
+        for l in sorted(visible, key=len, reverse=True):
+            s = re.sub(_IDENT.format(re.escape(l)), f"{base:#x}", s)
         try:
             _ks.asm(s, base)
         except keystone.KsError as e:

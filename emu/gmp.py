@@ -30,6 +30,69 @@ def _get(buf: bytes, fields: dict, name: str) -> int:
     return int.from_bytes(buf[f.offset:f.offset + f.size], "little")
 
 
+def write_field(machine: Machine, base: int, fields: dict, name: str, value: int) -> None:
+    """Store `value` into field `name` of the struct at `base`."""
+    f = fields[name]
+    machine.write(base + f.offset, (value & ((1 << (8 * f.size)) - 1)).to_bytes(f.size, "little"))
+
+
+def read_field(machine: Machine, base: int, fields: dict, name: str) -> int:
+    f = fields[name]
+    return int.from_bytes(machine.read(base + f.offset, f.size), "little")
+
+
+def read_sched_state(machine: Machine, gp: int, mp: int, pp: int) -> SchedState:
+    """Read what doSigPreempt reads from g (the G the signal landed on), its m and the m's p."""
+    G, M, P = gs.G_FIELDS, gs.M_FIELDS, gs.P_FIELDS
+    g = machine.read(gp, 184)
+    m = machine.read(mp, 272)
+    p_ = machine.read(pp, 8) if pp else bytes(8)
+    return SchedState(
+        gp=gp, g_status=_get(g, G, "atomicstatus"), g_preempt=bool(_get(g, G, "preempt")),
+        stack_lo=_get(g, G, "stack.lo"), stack_hi=_get(g, G, "stack.hi"),
+        m_curg=_get(m, M, "curg"), m_p=_get(m, M, "p"), m_locks=_get(m, M, "locks"),
+        m_mallocing=_get(m, M, "mallocing"), m_preemptoff=_get(m, M, "preemptoff"),
+        p_status=_get(p_, P, "status"),
+        p_preempt=bool(machine.read(pp + P["preempt"].offset, 1)[0]) if pp else False)
+
+
+def copystack(machine: Machine, gp: int, lo: int, hi: int, slot_base: int) -> tuple[int, int]:
+    """copystack(gp, 2*size): move the used stack to a region twice as large below the old one.
+
+    Adjusted: RSP, RBP and the frame-pointer chain (saved BPs), g.stack, stackguard0. Not adjusted
+    (needs stack maps): other words that point into the old stack. The old stack is unmapped, as Go
+    frees it, so a stale pointer faults instead of reading garbage. Returns the new (lo, hi).
+    """
+    m, G = machine, gs.G_FIELDS
+    size = 2 * (hi - lo)
+    new_hi = lo - memmap.STACK_GUARD_SIZE
+    new_lo = new_hi - size
+    if new_lo - memmap.STACK_GUARD_SIZE < slot_base:
+        raise GuestFault(m.pc, m.all.describe_pc(m.pc), f"stack overflow: a {size}-byte stack does not fit the "
+                         f"goroutine's {memmap.STACK_SLOT // 1024} KiB slot")
+    sp = m.reg("RSP")
+    used = m.read(sp, hi - sp)
+    m.map_stack(new_lo, new_hi)
+    delta = new_hi - hi
+    m.write(new_hi - len(used), used)
+    m.set_reg("RSP", sp + delta)
+    bp = m.reg("RBP")
+    if lo <= bp < hi:
+        m.set_reg("RBP", bp + delta)
+        frame = bp + delta
+        while True:                                  # walk the saved-BP chain
+            saved = m.read_u64(frame)
+            if not lo <= saved < hi:
+                break
+            m.write_u64(frame, saved + delta)
+            frame = saved + delta
+    m.unmap_stack(lo, hi)
+    write_field(m, gp, G, "stack.lo", new_lo)
+    write_field(m, gp, G, "stack.hi", new_hi)
+    write_field(m, gp, G, "stackguard0", new_lo + gs.STACK_GUARD)
+    return new_lo, new_hi
+
+
 class MachineSigContext:
     """sigctxt over a Machine: what pushCall may touch."""
 
@@ -137,8 +200,7 @@ class World:
         return [(d.name, d.addr, d.size) for d in self.program.data]
 
     def _wf(self, base: int, fields: dict, name: str, value: int) -> None:
-        f = fields[name]
-        self.machine.write(base + f.offset, (value & ((1 << (8 * f.size)) - 1)).to_bytes(f.size, "little"))
+        write_field(self.machine, base, fields, name, value)
 
     def _setup_structs(self) -> None:
         G, M, P = gs.G_FIELDS, gs.M_FIELDS, gs.P_FIELDS
@@ -185,58 +247,16 @@ class World:
 
     # --- newstack / copystack ---------------------------------------------------------------
     def grow_stack(self) -> None:
-        """copystack(gp, 2*size): move the used stack to a new region twice as large and adjust.
-
-        Adjusted: RSP, RBP and the frame-pointer chain (saved BPs), g.stack, stackguard0. Not adjusted
-        (needs stack maps, which the GC issue brings): other words that point into the old stack. The
-        old stack is unmapped, as Go frees it, so a stale pointer faults instead of reading garbage.
-        """
-        m, G = self.machine, gs.G_FIELDS
+        """newstack's growth path: copystack to a stack twice the size."""
         lo, hi = self.stack_lo, self.stack_hi
-        size = 2 * (hi - lo)
-        new_hi = lo - memmap.STACK_GUARD_SIZE
-        new_lo = new_hi - size
         slot_base = memmap.STACK_BASE + USER_G_SLOT * memmap.STACK_SLOT
-        if new_lo - memmap.STACK_GUARD_SIZE < slot_base:
-            raise GuestFault(m.pc, m.all.describe_pc(m.pc), f"stack overflow: a {size}-byte stack does not fit the "
-                             f"goroutine's {memmap.STACK_SLOT // 1024} KiB slot")
-        sp = m.reg("RSP")
-        used = m.read(sp, hi - sp)
-        m.map_stack(new_lo, new_hi)
-        delta = new_hi - hi
-        m.write(new_hi - len(used), used)
-        m.set_reg("RSP", sp + delta)
-        bp = m.reg("RBP")
-        if lo <= bp < hi:
-            m.set_reg("RBP", bp + delta)
-            frame = bp + delta
-            while True:                                  # walk the saved-BP chain
-                saved = m.read_u64(frame)
-                if not lo <= saved < hi:
-                    break
-                m.write_u64(frame, saved + delta)
-                frame = saved + delta
-        m.unmap_stack(lo, hi)
-        self.stack_lo, self.stack_hi = new_lo, new_hi
-        self._wf(self.gp, G, "stack.lo", new_lo)
-        self._wf(self.gp, G, "stack.hi", new_hi)
-        self._wf(self.gp, G, "stackguard0", new_lo + gs.STACK_GUARD)
-        self.stack_moves.append((lo, hi, new_lo, new_hi))
+        self.stack_lo, self.stack_hi = copystack(self.machine, self.gp, lo, hi, slot_base)
+        self.stack_moves.append((lo, hi, self.stack_lo, self.stack_hi))
 
     # --- scheduler-side effects -----------------------------------------------------------
     def sched_state(self) -> SchedState:
         """Read what doSigPreempt reads from g, m and p."""
-        G, M, P = gs.G_FIELDS, gs.M_FIELDS, gs.P_FIELDS
-        g = self.machine.read(self.gp, 184)
-        m = self.machine.read(self.mp, 272)
-        p_ = self.machine.read(self.pp, 8)
-        return SchedState(
-            gp=self.gp, g_status=_get(g, G, "atomicstatus"), g_preempt=bool(_get(g, G, "preempt")),
-            stack_lo=_get(g, G, "stack.lo"), stack_hi=_get(g, G, "stack.hi"),
-            m_curg=_get(m, M, "curg"), m_p=_get(m, M, "p"), m_locks=_get(m, M, "locks"),
-            m_mallocing=_get(m, M, "mallocing"), m_preemptoff=_get(m, M, "preemptoff"),
-            p_status=_get(p_, P, "status"),
-            p_preempt=bool(self.machine.read(self.pp + P["preempt"].offset, 1)[0]))
+        return read_sched_state(self.machine, self.gp, self.mp, self.pp)
 
     def preempt_one(self, signal: bool = True) -> None:
         """preemptone: the cooperative request (gp.preempt, stackguard0 = stackPreempt) and, with

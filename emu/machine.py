@@ -23,6 +23,10 @@ STOP_GOEXIT = "goexit"      # the goroutine returned into goexit
 STOP_STUB_RET = "stub-ret"  # the stub is about to execute its RET (armed one-shot)
 STOP_TRAP = "trap"          # a sentinel hook asked to stop (scheduler trap)
 
+#: INT3 sentinels in the runtime text, by address
+SENTINELS = {memmap.GOEXIT: "goexit", memmap.ASYNC_PREEMPT2: "asyncPreempt2", memmap.MORESTACK: "morestack",
+             memmap.GC_WRITE_BARRIER2: "gcWriteBarrier2", memmap.NANOSLEEP: "nanosleep"}
+
 
 @dataclass
 class Fault(Exception):
@@ -58,6 +62,10 @@ class Machine:
         self.on_morestack = on_morestack
         self.stop_reason = STOP_COUNT
         self.write_barrier_calls = 0
+        # trap_handler(machine, sentinel name) -> None (go on) | "stop" | "park"; overrides the
+        # on_* callbacks (the scheduler uses it). "park" saves the context in self.parked.
+        self.trap_handler: Callable[["Machine", str], str | None] | None = None
+        self.parked: tuple[str, object] | None = None
         self.stub_ret_armed = False
         self.trap_pc: int | None = None
         stub_func = stub.funcs[0]
@@ -75,24 +83,35 @@ class Machine:
     # --- hooks (tiny; they run inside emu_start) -------------------------------------------
     def _hook_intr(self, uc, intno, user_data):
         at = uc.reg_read(X.UC_X86_REG_RIP) - 1          # INT3 traps after the instruction
-        if intno == 3 and at == memmap.GOEXIT:
-            self.stop_reason = STOP_GOEXIT
-            uc.reg_write(X.UC_X86_REG_RIP, at)          # stay on goexit: running again stops again
-            uc.emu_stop()
-        elif intno == 3 and at == memmap.ASYNC_PREEMPT2:
-            if self.on_async_preempt2 is not None and self.on_async_preempt2(self):
-                self.stop_reason = STOP_TRAP
-                uc.emu_stop()
-        elif intno == 3 and at == memmap.GC_WRITE_BARRIER2:
-            self.write_barrier_calls += 1
-        elif intno == 3 and at == memmap.MORESTACK:
-            if self.on_morestack is not None and self.on_morestack(self):
-                self.stop_reason = STOP_TRAP
-                uc.emu_stop()
-        else:
+        name = SENTINELS.get(at) if intno == 3 else None
+        if name is None:
             self.stop_reason = STOP_TRAP
             self._bad_access = None
             self._unexpected_interrupt = (intno, at)
+            uc.emu_stop()
+            return
+        if name == "gcWriteBarrier2":
+            self.write_barrier_calls += 1
+            return
+        if self.trap_handler is not None:
+            action = self.trap_handler(self, name)
+        elif name == "goexit":
+            action = "stop"
+        elif name == "asyncPreempt2":
+            action = "stop" if self.on_async_preempt2 is not None and self.on_async_preempt2(self) else None
+        elif name == "morestack":
+            action = "stop" if self.on_morestack is not None and self.on_morestack(self) else None
+        else:
+            action = "stop"
+        if action == "park":
+            # Keep the G's state, then idle in the counted spin loop until the budget runs out.
+            self.parked = (name, uc.context_save())
+            uc.mem_write(memmap.SPIN_COUNTER, bytes(8))
+            uc.reg_write(X.UC_X86_REG_RIP, memmap.PARK_SPIN)
+        elif action == "stop":
+            self.stop_reason = STOP_GOEXIT if name == "goexit" else STOP_TRAP
+            if name == "goexit":
+                uc.reg_write(X.UC_X86_REG_RIP, at)      # stay on goexit: running again stops again
             uc.emu_stop()
 
     def _hook_stub_ret(self, uc, address, size, user_data):
@@ -151,6 +170,20 @@ class Machine:
 
     def restore_context(self, ctx) -> None:
         self.uc.context_restore(ctx)
+
+    def run_parkable(self, begin: int, count: int) -> tuple[int, tuple[str, object] | None]:
+        """Run exactly `count` instructions; if a trap parks the G, return how many it ran first.
+
+        Returns (instructions the G executed, (sentinel, saved context) or None).
+        """
+        self.parked = None
+        self.run(begin, count)
+        if self.parked is None:
+            return count, None
+        spins = 2 * self.read_u64(memmap.SPIN_COUNTER)
+        if self.pc != memmap.PARK_SPIN:
+            spins -= 1                                    # stopped on the JMP: one INC not yet paired
+        return count - spins, self.parked
 
     def dump_state(self) -> dump.RegState:
         """Return every dumped register plus RIP, without changing any guest-visible state."""

@@ -80,6 +80,8 @@ MORESTACK = RT_BASE + 2 * RT_SLOT
 DUMPER = RT_BASE + 3 * RT_SLOT
 XREG_RESTORE = RT_BASE + 4 * RT_SLOT
 GC_WRITE_BARRIER2 = RT_BASE + 5 * RT_SLOT
+NANOSLEEP = RT_BASE + 6 * RT_SLOT
+PARK_SPIN = RT_BASE + 7 * RT_SLOT
 
 # preemu-private data layout inside PRIV
 DUMP_AREA = PRIV_BASE              # register dump (emu.dump layout)
@@ -89,6 +91,7 @@ RT_DATA = PRIV_BASE + 0x2000       # runtime globals the guest reads
 WRITE_BARRIER_FLAG = RT_DATA       # runtime.writeBarrier.enabled (4 bytes)
 WB_BUF = RT_DATA + 0x100           # the write-barrier buffer gcWriteBarrier2 hands out (R11)
 WB_BUF_SIZE = 0x100
+SPIN_COUNTER = RT_DATA + 0x200     # iterations of the park spin loop (exact instruction accounting)
 
 
 def g_addr(goid_index: int) -> int:

@@ -12,6 +12,8 @@ every address-scoped code hook slows all count= execution by ~20%).
   wrapper leaves things for ABIInternal: R14 = g (from FS:-8) and X15 = 0.
 * morestack_noctxt -- the prologue's call target; a Python hook plays newstack.
 * gcWriteBarrier2 -- the write barrier's slow path; `writeBarrier` is the runtime's enabled flag.
+* nanosleep -- RAX = nanoseconds: the scheduler parks the G on a timer.
+* parkspin -- preemu's own: a counted idle loop used for exact instruction accounting.
 * goexit -- the return address of every goroutine entry function (runtime.goexit).
 * dumper -- preemu's own: stores all dumped registers to the private page and jumps back through a
   slot without changing any register, flag or goroutine memory.
@@ -70,6 +72,18 @@ def _gcwritebarrier2() -> list[str]:
             f"lea r11, [{memmap.WB_BUF:#x}]", "ret"]
 
 
+def _nanosleep() -> list[str]:
+    # nanosleep: RAX = nanoseconds. The scheduler parks the G on a timer (time.Sleep -> gopark).
+    return [";@asm", ";@nosplit", ";@goname runtime.nanosleep", "nanosleep:", "int3", "ret"]
+
+
+def _park_spin() -> list[str]:
+    # Where an M's CPU idles after its G trapped mid-quantum: 2 instructions per counted iteration,
+    # so the scheduler can tell exactly how many instructions the G ran before the trap.
+    return [";@asm", ";@goname preemu.parkSpin", "parkspin:",
+            f"inc qword ptr [{memmap.SPIN_COUNTER:#x}]", "jmp parkspin"]
+
+
 def _goexit() -> list[str]:
     return [";@asm", ";@goname runtime.goexit", "goexit:", "int3"]
 
@@ -97,7 +111,8 @@ def runtime_program(layout_name: str) -> Program:
     """Return the assembled runtime text for `layout_name`, each routine at its fixed slot."""
     prog = Program()
     parts = [(memmap.ASYNC_PREEMPT2, _asyncpreempt2(layout_name)), (memmap.GOEXIT, _goexit()),
-             (memmap.MORESTACK, _morestack()), (memmap.GC_WRITE_BARRIER2, _gcwritebarrier2()), (memmap.DUMPER, _dumper())]
+             (memmap.MORESTACK, _morestack()), (memmap.GC_WRITE_BARRIER2, _gcwritebarrier2()),
+             (memmap.NANOSLEEP, _nanosleep()), (memmap.PARK_SPIN, _park_spin()), (memmap.DUMPER, _dumper())]
     if layout_name != "go1.14":
         parts.append((memmap.XREG_RESTORE, _xregrestore()))
     for addr, lines in parts:
@@ -113,4 +128,5 @@ def runtime_program(layout_name: str) -> Program:
 #: Symbols every user program and stub may reference.
 def runtime_externs() -> dict[str, int]:
     return {"asyncPreempt2": memmap.ASYNC_PREEMPT2, "goexit": memmap.GOEXIT, "morestack_noctxt": memmap.MORESTACK,
-            "gcWriteBarrier2": memmap.GC_WRITE_BARRIER2, "writeBarrier": memmap.WRITE_BARRIER_FLAG}
+            "gcWriteBarrier2": memmap.GC_WRITE_BARRIER2, "writeBarrier": memmap.WRITE_BARRIER_FLAG,
+            "nanosleep": memmap.NANOSLEEP}

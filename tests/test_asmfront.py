@@ -68,6 +68,7 @@ def test_explicit_spdelta_is_needed_after_an_untrackable_rsp_write():
     ("f:\n ret\nf:\n ret\n", 3, "defined twice"),
     ("  nop\nf:\n ret\n", 1, "before the first function"),
     ("f:\n.x:\n nop\n.x:\n ret\n", 4, "defined twice"),
+    ("f:\n jmp .y\n.x:\n ret\ng:\n.y:\n ret\n", 2, ".y"),
     ("f:\n .byte 1\n", 2, "not supported"),
     ("goexit:\n ret\n", 1, "predefined"),
 ])

@@ -1,0 +1,516 @@
+"""G/M/P scheduler, sysmon and virtual time: goroutine starvation before Go 1.14 and its cure.
+
+Mirrors runtime/proc.go (schedule, findRunnable, execute, runqput/runqget, globrunqput/globrunqget,
+stealWork, checkTimers, sysmon, retake, preemptone), signal_unix.go (preemptM, doSigPreempt) and
+preempt.go (asyncPreempt2 -> gopreempt_m; xRegSave/xRegRestore in the go1.27 layout).
+
+Virtual time is an instruction count (ns_per_insn, default 1 ns) and nothing reads the wall clock.
+All Ms are one Unicorn CPU with one saved context per running G, stepped from one host thread in
+rounds of `quantum` ns: each round, sysmon runs the iterations that are due, then every M executes
+exactly its share of instructions. When a G traps mid-round (sleep, exit, preemption) the CPU idles
+in a counted spin loop, which tells exactly how many instructions the G ran (Machine.run_parkable).
+A signal sent by sysmon reaches its M at a seeded-random instruction of the next round.
+
+Left out: syscalls and handoffp, spinning Ms and wakep (there is one M per P), GC (suspendG is the
+GC issue's), netpoll, LockOSThread, the deep-sleep path of sysmon.
+"""
+from __future__ import annotations
+
+import random
+from collections import Counter, deque
+from dataclasses import dataclass, field
+
+from . import gostructs as gs
+from . import inject, memmap, regs
+from .errors import EmuError
+from .gmp import MachineSigContext, copystack, initial_registers, read_field, read_sched_state, write_field
+from .layout import StubLayout
+from .machine import Machine, Fault
+from .program import Program
+from .safepoint import async_preempt_stack
+
+FORCE_PREEMPT_NS = 10_000_000        # proc.go forcePreemptNS
+SYSMON_MIN_US, SYSMON_MAX_US = 20, 10_000
+GLOBAL_QUEUE_EVERY = 61              # schedule(): check the global run queue every 61 schedticks
+RUNQ_SIZE = 256
+
+
+@dataclass
+class GoSpec:
+    name: str
+    entry: str
+    registers: dict = field(default_factory=dict)
+
+
+@dataclass
+class G:
+    idx: int
+    name: str
+    addr: int
+    slot: int
+    stack_lo: int
+    stack_hi: int
+    status: str = "runnable"          # runnable | running | waiting | dead
+    ctx: object = None
+    cpu_insns: int = 0
+    preempt_async: int = 0
+    preempt_coop: int = 0
+    wake_deadline: int | None = None  # ns; set when a timer readies the G
+    runnable_since: int | None = 0    # ns; None while running or sleeping
+    max_wait: int = 0
+    xregs_saved: bool = False
+    xreg_block: int = 0
+    latencies: list = field(default_factory=list)
+
+
+@dataclass
+class P:
+    idx: int
+    addr: int
+    runq: deque = field(default_factory=deque)
+    runnext: G | None = None
+    schedtick: int = 0
+    sysmon_tick: int = 0
+    sysmon_when: int = 0
+    timers: list = field(default_factory=list)   # [(deadline ns, G)]
+    m: "M | None" = None
+
+
+@dataclass
+class M:
+    idx: int
+    addr: int
+    g0: int
+    fs_base: int
+    p: P
+    curg: G | None = None
+    signal_at: int | None = None      # instruction offset in the current round where SIGURG lands
+    slice_start: int = 0
+
+
+@dataclass
+class SchedResult:
+    duration_ns: int
+    gomaxprocs: int
+    async_preemption: bool
+    ns_per_insn: float
+    goroutines: list[G]
+    signals_sent: int
+    signals_refused: Counter
+    signals_injected: int
+    events: list[dict]
+    starvation_ns: int
+    finished: bool
+
+    @property
+    def latencies_ns(self) -> list[int]:
+        return sorted(l for g in self.goroutines for l in g.latencies)
+
+    def percentile(self, q: float) -> float | None:
+        lat = self.latencies_ns
+        if not lat:
+            return None
+        k = max(0, min(len(lat) - 1, -(-int(q * len(lat) * 1000) // 1000) - 1))   # nearest rank
+        return lat[k] / 1e6
+
+    @property
+    def starved(self) -> list[G]:
+        return [g for g in self.goroutines if g.max_wait > self.starvation_ns]
+
+    @property
+    def preemptions(self) -> dict:
+        return {"async": sum(g.preempt_async for g in self.goroutines),
+                "cooperative": sum(g.preempt_coop for g in self.goroutines)}
+
+    def cpu_share(self, g: G) -> float:
+        total = self.duration_ns * self.gomaxprocs
+        return g.cpu_insns * self.ns_per_insn / total if total else 0.0
+
+
+class Scheduler:
+    """GOMAXPROCS Ps, one M per P, sysmon, and the goroutines of one program."""
+
+    def __init__(self, program: Program, stub: Program, layout: StubLayout, specs: list[GoSpec],
+                 gomaxprocs: int = 1, async_preemption: bool = True, ns_per_insn: float = 1.0, seed: int = 1,
+                 quantum_ns: int = 20_000, stack_size: int = memmap.DEFAULT_STACK_SIZE):
+        if not 1 <= gomaxprocs <= memmap.MAX_PS:
+            raise EmuError(f"gomaxprocs must be 1..{memmap.MAX_PS}")
+        if not specs or len(specs) > memmap.MAX_GS - memmap.MAX_MS:
+            raise EmuError(f"between 1 and {memmap.MAX_GS - memmap.MAX_MS} goroutines")
+        if ns_per_insn <= 0 or quantum_ns < ns_per_insn:
+            raise EmuError("ns_per_insn must be positive and the quantum at least one instruction")
+        self.layout = layout
+        self.async_preemption = async_preemption
+        self.ns = ns_per_insn
+        self.quantum_insns = int(quantum_ns / ns_per_insn)
+        self.quantum_ns = self.quantum_insns * ns_per_insn
+        self.rnd = random.Random(seed)
+        self.machine = Machine(program, stub, layout.name, stub_ret_hooks=False)
+        self.machine.trap_handler = self._trap
+        self.sigctx = MachineSigContext(self.machine)
+        self.prog = self.machine.all
+        rt = self.machine.runtime
+        helpers = [rt.get_func("asyncPreempt2").max_sp_delta]
+        if rt.has_func("xRegRestore"):
+            helpers.append(rt.get_func("xRegRestore").max_sp_delta)
+        self.headroom = async_preempt_stack(stub.get_func("asyncPreempt").max_sp_delta, *helpers)
+        self.stub_entry = stub.symbol("asyncPreempt")
+        self.events: list[dict] = []
+        self.global_q: deque[G] = deque()
+        self.signals_sent = 0
+        self.signals_injected = 0
+        self.refused: Counter = Counter()
+        self.ps = [P(i, memmap.p_addr(i)) for i in range(gomaxprocs)]
+        self.ms = []
+        for i, p in enumerate(self.ps):
+            m = M(i, memmap.m_addr(i), memmap.g_addr(i), memmap.tls_fs_base(i), p)
+            p.m = m
+            self.ms.append(m)
+            self._setup_m(m)
+        self.gs: list[G] = []
+        for j, spec in enumerate(specs):
+            self.gs.append(self._newproc(j, spec, seed, stack_size))
+        self._loaded: G | None = None
+        self._running: G | None = None
+        self._trap_time = 0
+        self.now = 0
+        self.sysmon_next = 0
+        self.sysmon_delay = 0
+        self.sysmon_idle = 0
+
+    # --- setup ------------------------------------------------------------------------------
+    def _setup_m(self, m: M) -> None:
+        mm, G_, M_, P_ = self.machine, gs.G_FIELDS, gs.M_FIELDS, gs.P_FIELDS
+        write_field(mm, m.g0, G_, "m", m.addr)
+        write_field(mm, m.g0, G_, "atomicstatus", gs.G_RUNNING)
+        write_field(mm, m.addr, M_, "g0", m.g0)
+        write_field(mm, m.addr, M_, "p", m.p.addr)
+        write_field(mm, m.addr, M_, "procid", m.idx + 1)
+        write_field(mm, m.p.addr, P_, "id", m.p.idx)
+        write_field(mm, m.p.addr, P_, "status", gs.P_RUNNING)
+        write_field(mm, m.p.addr, P_, "m", m.addr)
+        mm.write_u64(m.fs_base - 8, m.g0)
+
+    def _newproc(self, j: int, spec: GoSpec, seed: int, stack_size: int) -> G:
+        mm, G_ = self.machine, gs.G_FIELDS
+        if not self.prog.has_func(spec.entry):
+            raise EmuError(f"goroutine {spec.name!r}: no function {spec.entry!r}")
+        slot = memmap.MAX_MS + j
+        lo, hi = memmap.stack_bounds(slot, stack_size)
+        mm.map_stack(lo, hi)
+        g = G(j, spec.name, memmap.g_addr(slot), slot, lo, hi, xreg_block=memmap.XREG_BASE + j * memmap.XREG_SLOT)
+        write_field(mm, g.addr, G_, "stack.lo", lo)
+        write_field(mm, g.addr, G_, "stack.hi", hi)
+        write_field(mm, g.addr, G_, "stackguard0", lo + gs.STACK_GUARD)
+        write_field(mm, g.addr, G_, "atomicstatus", gs.G_RUNNABLE)
+        write_field(mm, g.addr, G_, "goid", j + 1)
+        sp = hi - 16
+        mm.write_u64(sp, memmap.GOEXIT)
+        vals = initial_registers(seed * 1000 + j, self.layout, spec.registers)
+        vals.update(RSP=sp)
+        if "R14" not in {k.upper() for k in spec.registers}:
+            vals["R14"] = g.addr
+        for name, v in vals.items():
+            mm.set_reg(name, v)
+        mm.set_reg("RIP", self.prog.symbol(spec.entry))
+        g.ctx = mm.save_context()
+        self._runqput(self.ps[0], g, True)                  # newproc: runqput(pp, newg, true)
+        return g
+
+    # --- trace ------------------------------------------------------------------------------
+    def _ev(self, kind: str, t: float, track: str, **args) -> None:
+        self.events.append({"kind": kind, "t": t, "track": track, **args})
+
+    # --- run queues (proc.go) -----------------------------------------------------------------
+    def _runqput(self, p: P, g: G, next_: bool) -> None:
+        if next_:
+            old, p.runnext = p.runnext, g
+            if old is None:
+                return
+            g = old
+        if len(p.runq) < RUNQ_SIZE:
+            p.runq.append(g)
+            return
+        half = [p.runq.popleft() for _ in range(RUNQ_SIZE // 2)]   # runqputslow
+        self.global_q.extend(half + [g])
+
+    def _runqget(self, p: P) -> tuple[G | None, bool]:
+        if p.runnext is not None:
+            g, p.runnext = p.runnext, None
+            return g, True                                  # inherits the time slice
+        if p.runq:
+            return p.runq.popleft(), False
+        return None, False
+
+    def _globrunqget(self, p: P, max_: int) -> G | None:
+        if not self.global_q:
+            return None
+        n = min(len(self.global_q), len(self.global_q) // len(self.ps) + 1)
+        if max_ > 0:
+            n = min(n, max_)
+        n = min(n, RUNQ_SIZE // 2)
+        g = self.global_q.popleft()
+        for _ in range(n - 1):
+            self._runqput(p, self.global_q.popleft(), False)
+        return g
+
+    def _check_timers(self, p: P, into: P, t: float) -> None:
+        due = sorted((d, g.idx, g) for d, g in p.timers if d <= t)
+        if not due:
+            return
+        p.timers = [(d, g) for d, g in p.timers if d > t]
+        for d, _, g in due:                                  # ready(gp): runqput(current P, gp, next=true)
+            g.status, g.wake_deadline, g.runnable_since = "runnable", d, d
+            self._runqput(into, g, True)
+            self._ev("ready", t, f"M{into.m.idx}", g=g.name, late_ms=(t - d) / 1e6)
+
+    def _find_runnable(self, m: M, t: float) -> tuple[G | None, bool]:
+        p = m.p
+        self._check_timers(p, p, t)
+        if p.schedtick % GLOBAL_QUEUE_EVERY == 0 and self.global_q:
+            g = self._globrunqget(p, 1)
+            if g is not None:
+                return g, False
+        g, inherit = self._runqget(p)
+        if g is not None:
+            return g, inherit
+        g = self._globrunqget(p, 0)
+        if g is not None:
+            return g, False
+        others = [q for q in self.ps if q is not p]
+        self.rnd.shuffle(others)
+        for q in others:                                     # stealWork: timers, then half the queue
+            self._check_timers(q, p, t)
+            g, inherit = self._runqget(p)
+            if g is not None:
+                return g, inherit
+            n = (len(q.runq) + 1) // 2
+            if n:
+                stolen = [q.runq.pop() for _ in range(n)][::-1]
+                for s in stolen[1:]:
+                    self._runqput(p, s, False)
+                return stolen[0], False
+        return None, False
+
+    # --- execute and the traps ----------------------------------------------------------------
+    def _execute(self, m: M, g: G, inherit: bool, t: float) -> None:
+        mm, G_, M_, P_ = self.machine, gs.G_FIELDS, gs.M_FIELDS, gs.P_FIELDS
+        p = m.p
+        if not inherit:
+            p.schedtick += 1
+            write_field(mm, p.addr, P_, "schedtick", p.schedtick)
+        write_field(mm, p.addr, P_, "preempt", 0)            # schedule() clears pp.preempt
+        write_field(mm, g.addr, G_, "preempt", 0)
+        write_field(mm, g.addr, G_, "stackguard0", g.stack_lo + gs.STACK_GUARD)
+        write_field(mm, g.addr, G_, "atomicstatus", gs.G_RUNNING)
+        write_field(mm, g.addr, G_, "m", m.addr)
+        write_field(mm, m.addr, M_, "curg", g.addr)
+        mm.write_u64(m.fs_base - 8, g.addr)
+        if g.runnable_since is not None:
+            g.max_wait = max(g.max_wait, int(t - g.runnable_since))
+            g.runnable_since = None
+        if g.wake_deadline is not None:
+            g.latencies.append(int(t - g.wake_deadline))
+            g.wake_deadline = None
+        if g.xregs_saved:                                    # xRegRestore on whichever P we resume on
+            write_field(mm, p.addr, P_, "xRegs.cache", g.xreg_block)
+            write_field(mm, g.addr, G_, "xRegs.state", 0)
+            g.xregs_saved = False
+        g.status = "running"
+        m.curg = g
+        m.slice_start = t
+        self._ev("run", t, f"M{m.idx}", g=g.name, p=p.idx, inherit=inherit)
+
+    def _load(self, m: M, g: G) -> None:
+        if self._loaded is g:
+            return
+        mm = self.machine
+        if self._loaded is not None and self._loaded.status == "running":
+            self._loaded.ctx = mm.save_context()
+        mm.restore_context(g.ctx)
+        mm.set_fs_base(m.fs_base)
+        self._loaded = g
+
+    def _drop(self, m: M, t: float, why: str) -> None:
+        g = m.curg
+        self._ev("slice", m.slice_start, f"M{m.idx}", g=g.name, end=t, why=why)
+        write_field(self.machine, m.addr, gs.M_FIELDS, "curg", 0)
+        self.machine.write_u64(m.fs_base - 8, m.g0)
+        m.curg = None
+        if self._loaded is g:
+            self._loaded = None
+
+    def _trap(self, machine: Machine, name: str) -> str | None:
+        """Runs inside the INT3 hook for the G in self._running."""
+        g = self._running
+        if name == "morestack":
+            guard = read_field(machine, g.addr, gs.G_FIELDS, "stackguard0")
+            if guard != gs.STACK_PREEMPT:                    # a real growth: copystack and go on
+                slot_base = memmap.STACK_BASE + g.slot * memmap.STACK_SLOT
+                g.stack_lo, g.stack_hi = copystack(machine, g.addr, g.stack_lo, g.stack_hi, slot_base)
+                return None
+        return "park"
+
+    def _after_trap(self, m: M, g: G, name: str, ctx, t: float) -> None:
+        mm, G_, P_ = self.machine, gs.G_FIELDS, gs.P_FIELDS
+        g.ctx = ctx
+        track = f"M{m.idx}"
+        if name in ("asyncPreempt2", "morestack"):          # mcall(gopreempt_m): _Grunning -> _Grunnable
+            if name == "asyncPreempt2":
+                g.preempt_async += 1
+                if self.layout.xreg_slots:                   # xRegSave: this P's scratch -> the G's block
+                    scratch = m.p.addr + P_["xRegs.scratch"].offset
+                    mm.write(g.xreg_block, mm.read(scratch, gs.XREGS_SIZE))
+                    write_field(mm, g.addr, G_, "xRegs.state", g.xreg_block)
+                    g.xregs_saved = True
+            else:
+                g.preempt_coop += 1
+            self._ev("preempt", t, track, g=g.name, how="async" if name == "asyncPreempt2" else "cooperative")
+            write_field(mm, g.addr, G_, "atomicstatus", gs.G_RUNNABLE)
+            g.status, g.runnable_since = "runnable", t
+            self._drop(m, t, "preempted")
+            self.global_q.append(g)                          # goschedImpl: globrunqput
+        elif name == "nanosleep":
+            ns = ctx.reg_read(regs.lookup("RAX").uc_id)
+            write_field(mm, g.addr, G_, "atomicstatus", gs.G_WAITING)
+            g.status, g.runnable_since = "waiting", None
+            m.p.timers.append((t + ns, g))
+            self._ev("sleep", t, track, g=g.name, ns=ns)
+            self._drop(m, t, "sleep")
+        elif name == "goexit":
+            write_field(mm, g.addr, G_, "atomicstatus", gs.G_DEAD)
+            g.status = "dead"
+            self._ev("exit", t, track, g=g.name)
+            self._drop(m, t, "exit")
+        else:
+            raise EmuError(f"goroutine {g.name}: unexpected trap {name}")
+
+    # --- signals --------------------------------------------------------------------------------
+    def _deliver(self, m: M, t: float) -> None:
+        """The SIGURG handler on M: doSigPreempt."""
+        mm = self.machine
+        m.signal_at = None
+        track = f"M{m.idx}"
+
+        def ack() -> None:
+            gen = read_field(mm, m.addr, gs.M_FIELDS, "preemptGen")
+            write_field(mm, m.addr, gs.M_FIELDS, "preemptGen", gen + 1)
+            write_field(mm, m.addr, gs.M_FIELDS, "signalPending", 0)
+
+        g = m.curg
+        if g is None:                                       # landed on g0: the M is in the scheduler or idle
+            ack()
+            self.refused["not-curg"] += 1
+            self._ev("refuse", t, track, reason="not-curg")
+            return
+        st = read_sched_state(mm, g.addr, m.addr, m.p.addr)
+        pc, sp = mm.pc, mm.reg("RSP")
+        v = inject.do_sig_preempt(self.sigctx, self.prog, st, pc, sp, self.headroom, self.stub_entry, ack)
+        if v.ok:
+            self.signals_injected += 1
+            self._ev("inject", t, track, g=g.name, pc=f"{pc:#x}", where=self.prog.describe_pc(pc))
+        else:
+            self.refused[v.reason] += 1
+            self._ev("refuse", t, track, g=g.name, reason=v.reason, pc=f"{pc:#x}", where=self.prog.describe_pc(pc))
+
+    def _preemptone(self, p: P, t: float) -> None:
+        m = p.m
+        g = m.curg
+        if g is None:
+            return
+        mm = self.machine
+        write_field(mm, g.addr, gs.G_FIELDS, "preempt", 1)
+        write_field(mm, g.addr, gs.G_FIELDS, "stackguard0", gs.STACK_PREEMPT)
+        self._ev("preemptone", t, "sysmon", p=p.idx, g=g.name)
+        if not self.async_preemption:
+            return
+        write_field(mm, p.addr, gs.P_FIELDS, "preempt", 1)
+        if read_field(mm, m.addr, gs.M_FIELDS, "signalPending") == 0:     # preemptM: CAS 0 -> 1
+            write_field(mm, m.addr, gs.M_FIELDS, "signalPending", 1)
+            self.signals_sent += 1
+            m.signal_at = self.rnd.randrange(self.quantum_insns)
+            self._ev("signal", t, "sysmon", m=m.idx, g=g.name)
+
+    def _sysmon(self, t: float) -> None:
+        """One sysmon iteration at time t (it just woke from usleep(delay))."""
+        for p in self.ps:                                    # retake
+            if p.m.curg is None:
+                continue
+            if p.sysmon_tick != p.schedtick:
+                p.sysmon_tick, p.sysmon_when = p.schedtick, t
+            elif p.sysmon_when + FORCE_PREEMPT_NS <= t:
+                self._preemptone(p, t)
+        self.sysmon_idle += 1                                # only syscall retakes reset idle
+        if self.sysmon_idle == 0:
+            self.sysmon_delay = SYSMON_MIN_US
+        elif self.sysmon_idle > 50:
+            self.sysmon_delay *= 2
+        self.sysmon_delay = min(max(self.sysmon_delay, SYSMON_MIN_US), SYSMON_MAX_US)
+        self.sysmon_next = t + self.sysmon_delay * 1000
+
+    # --- the loop -----------------------------------------------------------------------------
+    def _run_m(self, m: M, start: float) -> None:
+        mm = self.machine
+        off = 0
+        budget = self.quantum_insns
+        while off < budget:
+            t = start + off * self.ns
+            if m.curg is None:
+                g, inherit = self._find_runnable(m, t)
+                if g is None:
+                    break                                    # idle for the rest of the round
+                self._execute(m, g, inherit, t)
+            g = m.curg
+            self._load(m, g)
+            if m.signal_at is not None and m.signal_at <= off:
+                self._deliver(m, t)
+                continue
+            stop = budget if m.signal_at is None else min(budget, m.signal_at)
+            self._running = g
+            try:
+                n, parked = mm.run_parkable(mm.pc, stop - off)
+            except Fault as f:
+                raise EmuError(f"goroutine {g.name} faulted at {f.where}: {f.error}") from None
+            finally:
+                self._running = None
+            g.cpu_insns += n
+            off += n
+            if parked is not None:
+                self._after_trap(m, g, parked[0], parked[1], start + off * self.ns)
+                self._loaded = None
+        if m.signal_at is not None and m.curg is None:
+            self._deliver(m, start + min(m.signal_at, budget) * self.ns)
+
+    def run(self, duration_ns: int) -> SchedResult:
+        """Run until `duration_ns` of virtual time has passed or every goroutine has exited."""
+        finished = False
+        while self.now < duration_ns:
+            end = self.now + self.quantum_ns
+            while self.sysmon_next <= self.now:
+                self._sysmon(self.sysmon_next)
+            for m in self.ms:
+                self._run_m(m, self.now)
+            self.now = end
+            if all(g.status == "dead" for g in self.gs):
+                finished = True
+                break
+            if all(m.curg is None for m in self.ms) and not self.global_q and \
+                    not any(p.runq or p.runnext for p in self.ps):
+                nxt = min((d for p in self.ps for d, _ in p.timers), default=None)
+                if nxt is None:
+                    raise EmuError("deadlock: every goroutine is asleep and no timer is pending")
+                if nxt > self.now:                            # all Ps idle: jump to the next timer
+                    self.now = min(duration_ns, self.quantum_ns * -(-nxt // self.quantum_ns))
+        for m in self.ms:
+            if m.curg is not None:
+                self._ev("slice", m.slice_start, f"M{m.idx}", g=m.curg.name, end=self.now, why="end")
+        end = self.now
+        for g in self.gs:                                    # still waiting to run at the end
+            since = g.runnable_since
+            if since is None and g.status == "waiting":
+                since = min((d for p in self.ps for d, h in p.timers if h is g), default=None)
+                since = since if since is not None and since <= end else None
+            if since is not None and g.status != "running":
+                g.max_wait = max(g.max_wait, int(end - since))
+        return SchedResult(int(end), len(self.ps), self.async_preemption, self.ns, self.gs, self.signals_sent,
+                           self.refused, self.signals_injected, self.events, 0, finished)
