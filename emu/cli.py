@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__, episode, layout as L, loader, report, scenario, stubgen
+from . import __version__, episode, layout as L, loader, report, scenario, stubgen, timeline
 from .errors import EmuError
 from .sweep import DEFAULT_BUDGET, sweep
 
@@ -50,6 +50,11 @@ def cmd_sweep(a, out) -> int:
 
 def cmd_run(a, out) -> int:
     sc = scenario.load(a.scenario)
+    if isinstance(sc, scenario.SchedScenario):
+        return _run_sched(a, sc, out)
+    for opt in ("async_preemption", "trace", "timeline"):
+        if getattr(a, opt) is not None:
+            raise EmuError(f"--{opt.replace('_', '-')} applies to scheduler scenarios (with [[goroutines]])")
     layout = a.layout or sc.layout
     program, world, res, checks = scenario.run(sc, layout, a.max_points)
     ok = all(c.ok for c in checks)
@@ -67,6 +72,26 @@ def cmd_run(a, out) -> int:
             out.write(f"  [{'ok' if c.ok else 'FAIL'}] {c.name}: {c.detail}\n")
         out.write(f"\nscenario {sc.name}: {'PASS' if ok else 'FAIL'}\n")
     return 0 if ok else 1
+
+
+def _run_sched(a, sc, out) -> int:
+    if a.max_points is not None or a.table or a.layout is not None:
+        raise EmuError("--max-points, --table and --layout apply to sweep scenarios")
+    asyncp = None if a.async_preemption is None else a.async_preemption == "on"
+    res, checks = scenario.run_sched(sc, asyncp)
+    src = os.path.relpath(sc.asm)
+    if a.trace:
+        timeline.write_chrome_trace(a.trace, res, sc.name, sc.seed)
+    if a.timeline:
+        with open(a.timeline, "w") as f:
+            f.write(timeline.svg(res, f"{sc.name}: GOMAXPROCS={res.gomaxprocs}, async preemption "
+                                      f"{'on' if res.async_preemption else 'off'}"))
+    if a.json:
+        json.dump(report.sched_json(res, sc, src, checks), out, indent=1)
+        out.write("\n")
+    else:
+        out.write(report.render_sched(res, sc, src, checks))
+    return 0 if all(c.ok for c in checks) else 1
 
 
 def cmd_preempt(a, out) -> int:
@@ -173,6 +198,10 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run a scenario file and check its expectations")
     r.add_argument("scenario", help="scenario .toml file")
     r.add_argument("--layout", choices=sorted(L.LAYOUTS), help="override the scenario's stub layout")
+    r.add_argument("--async-preemption", choices=["on", "off"],
+                   help="scheduler scenarios: on = Go >= 1.14, off = Go 1.13 (overrides the scenario)")
+    r.add_argument("--trace", metavar="OUT.json", help="scheduler scenarios: write a Chrome/Perfetto trace")
+    r.add_argument("--timeline", metavar="OUT.svg", help="scheduler scenarios: write an SVG timeline")
     common(r)
     r.set_defaults(fn=cmd_run)
 

@@ -64,8 +64,8 @@ class Check:
     detail: str
 
 
-def load(path: str | Path) -> Scenario:
-    """Read and validate a scenario file."""
+def load(path: str | Path) -> "Scenario | SchedScenario":
+    """Read and validate a scenario file (a sweep scenario, or a scheduler one with [[goroutines]])."""
     p = Path(path)
     ps = str(path)
     try:
@@ -74,6 +74,8 @@ def load(path: str | Path) -> Scenario:
         raise ScenarioError(ps, "", f"cannot read: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(ps, "", f"not valid TOML: {e}") from None
+    if "goroutines" in data:
+        return load_sched(p, data)
     for k, v in data.items():
         if k not in _TOP:
             raise ScenarioError(ps, k, f"unknown key (allowed: {', '.join(_TOP)})")
@@ -125,6 +127,155 @@ def load(path: str | Path) -> Scenario:
     return Scenario(p, data["name"], data.get("description", ""), asm, data["entry"], data.get("layout", "go1.14"),
                     stub, data.get("seed", 1), data.get("max_points", 100_000), data.get("budget", S.DEFAULT_BUDGET),
                     dict(data.get("registers", {})), dict(exp))
+
+
+_SCHED_TOP = {"name": str, "description": str, "asm": str, "layout": str, "stub": str, "seed": int,
+              "gomaxprocs": int, "async_preemption": bool, "duration_ms": (int, float), "ns_per_insn": (int, float),
+              "quantum_us": (int, float), "starvation_ms": (int, float), "goroutines": list, "expect": dict}
+_SCHED_EXPECT = {"starved": bool, "wake_latency_p50_ms": list, "wake_latency_max_ms": list,
+                 "min_preemptions_async": int, "min_preemptions_cooperative": int, "max_preemptions_async": int,
+                 "cpu_share": dict, "min_wakeups": int}
+
+
+@dataclass
+class SchedScenario:
+    path: Path
+    name: str
+    description: str
+    asm: Path
+    goroutines: list            # [sched.GoSpec]
+    layout: str = "go1.14"
+    stub: Path | None = None
+    seed: int = 1
+    gomaxprocs: int = 1
+    async_preemption: bool = True
+    duration_ms: float = 100.0
+    ns_per_insn: float = 1.0
+    quantum_us: float = 20.0
+    starvation_ms: float = 50.0
+    expect: dict = field(default_factory=dict)
+
+
+def _typed(ps: str, key: str, v, want) -> None:
+    kinds = want if isinstance(want, tuple) else (want,)
+    if isinstance(v, bool) and bool not in kinds or not isinstance(v, kinds):
+        names = " or ".join(k.__name__ for k in kinds)
+        raise ScenarioError(ps, key, f"must be a {names}")
+
+
+def load_sched(path: str | Path, data: dict) -> SchedScenario:
+    """Validate a scheduler scenario (one with [[goroutines]])."""
+    from .sched import GoSpec
+    p, ps = Path(path), str(path)
+    for k, v in data.items():
+        if k not in _SCHED_TOP:
+            raise ScenarioError(ps, k, f"unknown key for a scheduler scenario (allowed: {', '.join(_SCHED_TOP)})")
+        _typed(ps, k, v, _SCHED_TOP[k])
+    for k in ("name", "asm"):
+        if k not in data:
+            raise ScenarioError(ps, k, "required key is missing")
+    if data.get("layout", "go1.14") not in LAYOUTS:
+        raise ScenarioError(ps, "layout", f"must be one of {', '.join(LAYOUTS)}")
+    for k in ("gomaxprocs", "duration_ms", "ns_per_insn", "quantum_us", "starvation_ms"):
+        if k in data and data[k] <= 0:
+            raise ScenarioError(ps, k, "must be positive")
+    specs = []
+    for i, g in enumerate(data["goroutines"]):
+        key = f"goroutines[{i}]"
+        if not isinstance(g, dict):
+            raise ScenarioError(ps, key, "must be a table with name and entry")
+        for k in g:
+            if k not in ("name", "entry", "registers"):
+                raise ScenarioError(ps, f"{key}.{k}", "unknown key (allowed: name, entry, registers)")
+        if "entry" not in g or not isinstance(g["entry"], str):
+            raise ScenarioError(ps, f"{key}.entry", "required: the goroutine's entry function")
+        regs_ = g.get("registers", {})
+        if not isinstance(regs_, dict):
+            raise ScenarioError(ps, f"{key}.registers", "must be a table")
+        for r, v in regs_.items():
+            try:
+                regs.lookup(r)
+            except KeyError:
+                raise ScenarioError(ps, f"{key}.registers.{r}", "unknown register") from None
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise ScenarioError(ps, f"{key}.registers.{r}", "must be an integer")
+        specs.append(GoSpec(str(g.get("name", f"g{i + 1}")), g["entry"], dict(regs_)))
+    if not specs:
+        raise ScenarioError(ps, "goroutines", "at least one goroutine is needed")
+    exp = data.get("expect", {})
+
+    def validate(table: dict, prefix: str) -> None:
+        for k, v in table.items():
+            if k in ("async_on", "async_off") and prefix == "expect":
+                if not isinstance(v, dict):
+                    raise ScenarioError(ps, f"expect.{k}", "must be a table of expectations")
+                validate(v, f"expect.{k}")
+                continue
+            if k not in _SCHED_EXPECT:
+                raise ScenarioError(ps, f"{prefix}.{k}", f"unknown expectation (allowed: {', '.join(_SCHED_EXPECT)}, "
+                                    "async_on, async_off)")
+            _typed(ps, f"{prefix}.{k}", v, _SCHED_EXPECT[k])
+            if isinstance(v, list) and (len(v) != 2 or not all(isinstance(x, (int, float)) for x in v)):
+                raise ScenarioError(ps, f"{prefix}.{k}", "must be a [low, high] pair")
+        for n, rng in table.get("cpu_share", {}).items():
+            if n not in {s.name for s in specs}:
+                raise ScenarioError(ps, f"{prefix}.cpu_share.{n}", "no goroutine by that name")
+            if not (isinstance(rng, list) and len(rng) == 2):
+                raise ScenarioError(ps, f"{prefix}.cpu_share.{n}", "must be a [low, high] pair")
+    validate(exp, "expect")
+    asm = Path(os.path.normpath(p.parent / data["asm"]))
+    if not asm.is_file():
+        raise ScenarioError(ps, "asm", f"no such file: {asm}")
+    stub = Path(os.path.normpath(p.parent / data["stub"])) if "stub" in data else None
+    if stub is not None and not stub.is_file():
+        raise ScenarioError(ps, "stub", f"no such file: {stub}")
+    return SchedScenario(p, data["name"], data.get("description", ""), asm, specs, data.get("layout", "go1.14"),
+                         stub, data.get("seed", 1), data.get("gomaxprocs", 1), data.get("async_preemption", True),
+                         float(data.get("duration_ms", 100)), float(data.get("ns_per_insn", 1.0)),
+                         float(data.get("quantum_us", 20)), float(data.get("starvation_ms", 50)), dict(exp))
+
+
+def run_sched(sc: SchedScenario, async_preemption: bool | None = None):
+    """Run a scheduler scenario; return (result, checks)."""
+    from . import layout as L
+    from .sched import Scheduler
+    program = loader.load_program(sc.asm)
+    stub = loader.load_stub(sc.layout, sc.stub)
+    asyncp = sc.async_preemption if async_preemption is None else async_preemption
+    s = Scheduler(program, stub, L.get_layout(sc.layout), sc.goroutines, sc.gomaxprocs, asyncp, sc.ns_per_insn,
+                  sc.seed, int(sc.quantum_us * 1000))
+    res = s.run(int(sc.duration_ms * 1e6), int(sc.starvation_ms * 1e6))
+    return res, check_sched(sc, res)
+
+
+def check_sched(sc: SchedScenario, res) -> list[Check]:
+    """Check [expect] plus [expect.async_on] or [expect.async_off], whichever world ran."""
+    exp = {k: v for k, v in sc.expect.items() if k not in ("async_on", "async_off")}
+    exp.update(sc.expect.get("async_on" if res.async_preemption else "async_off", {}))
+    out: list[Check] = []
+    if "starved" in exp:
+        names = ", ".join(g.name for g in res.starved) or "none"
+        out.append(Check("starved", bool(res.starved) == exp["starved"], f"{bool(res.starved)} (starved: {names})"))
+    for key, q in (("wake_latency_p50_ms", 0.5), ("wake_latency_max_ms", 1.0)):
+        if key in exp:
+            lo, hi = exp[key]
+            v = res.percentile(q)
+            out.append(Check(key, v is not None and lo <= v <= hi,
+                             f"{'none' if v is None else f'{v:.3f}'} ms (expected {lo}..{hi})"))
+    pre = res.preemptions
+    for key, kind, cmp in (("min_preemptions_async", "async", ">="), ("min_preemptions_cooperative", "cooperative", ">="),
+                           ("max_preemptions_async", "async", "<=")):
+        if key in exp:
+            ok = pre[kind] >= exp[key] if cmp == ">=" else pre[kind] <= exp[key]
+            out.append(Check(key, ok, f"{pre[kind]} {kind} preemptions ({cmp} {exp[key]})"))
+    if "min_wakeups" in exp:
+        n = len(res.latencies_ns)
+        out.append(Check("min_wakeups", n >= exp["min_wakeups"], f"{n} (at least {exp['min_wakeups']})"))
+    for name, (lo, hi) in exp.get("cpu_share", {}).items():
+        g = next(g for g in res.goroutines if g.name == name)
+        v = res.cpu_share(g)
+        out.append(Check(f"cpu_share.{name}", lo <= v <= hi, f"{v:.3f} (expected {lo}..{hi})"))
+    return out
 
 
 def run(sc: Scenario, layout: str | None = None, max_points: int | None = None):

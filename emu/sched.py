@@ -191,6 +191,11 @@ class Scheduler:
         write_field(mm, m.p.addr, P_, "m", m.addr)
         mm.write_u64(m.fs_base - 8, m.g0)
 
+    @staticmethod
+    def register_seed(seed: int, j: int) -> int:
+        """The seed of goroutine j's start registers (a World with this seed starts identically)."""
+        return seed * 1000 + j
+
     def _newproc(self, j: int, spec: GoSpec, seed: int, stack_size: int) -> G:
         mm, G_ = self.machine, gs.G_FIELDS
         if not self.prog.has_func(spec.entry):
@@ -206,7 +211,7 @@ class Scheduler:
         write_field(mm, g.addr, G_, "goid", j + 1)
         sp = hi - 16
         mm.write_u64(sp, memmap.GOEXIT)
-        vals = initial_registers(seed * 1000 + j, self.layout, spec.registers)
+        vals = initial_registers(self.register_seed(seed, j), self.layout, spec.registers)
         vals.update(RSP=sp)
         if "R14" not in {k.upper() for k in spec.registers}:
             vals["R14"] = g.addr
@@ -481,8 +486,11 @@ class Scheduler:
         if m.signal_at is not None and m.curg is None:
             self._deliver(m, start + min(m.signal_at, budget) * self.ns)
 
-    def run(self, duration_ns: int) -> SchedResult:
-        """Run until `duration_ns` of virtual time has passed or every goroutine has exited."""
+    def run(self, duration_ns: int, starvation_ns: int = 50_000_000) -> SchedResult:
+        """Run until `duration_ns` of virtual time has passed or every goroutine has exited.
+
+        A goroutine that waited more than `starvation_ns` to run is reported as starved.
+        """
         finished = False
         while self.now < duration_ns:
             end = self.now + self.quantum_ns
@@ -513,4 +521,4 @@ class Scheduler:
             if since is not None and g.status != "running":
                 g.max_wait = max(g.max_wait, int(end - since))
         return SchedResult(int(end), len(self.ps), self.async_preemption, self.ns, self.gs, self.signals_sent,
-                           self.refused, self.signals_injected, self.events, 0, finished)
+                           self.refused, self.signals_injected, self.events, starvation_ns, finished)
