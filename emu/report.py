@@ -186,6 +186,9 @@ def sched_json(res, sc, source: str, checks) -> dict:
                                                                               "cooperative": g.preempt_coop},
                      "wakeups": len(g.latencies), "max_wait_ms": g.max_wait / 1e6, "status": g.status}
                     for g in res.goroutines],
+        gc={"cycles": res.gc_cycles, "suspended": len(res.gc_waits_ns),
+            "wait_max_ms": (res.gc_waits_ns[-1] / 1e6) if res.gc_waits_ns else None,
+            "blocked": {k: v / 1e6 for k, v in res.gc_blocked.items()}},
         checks=[c.__dict__ for c in checks], ok=all(c.ok for c in checks))
 
 
@@ -206,10 +209,19 @@ def render_sched(res, sc, source: str, checks) -> str:
     refused = ", ".join(f"{k} {v}" for k, v in sorted(res.signals_refused.items())) or "none"
     lat = res.latencies_ns
     L += ["", f"  preemptions      async {pre['async']}, cooperative {pre['cooperative']}",
-          f"  SIGURG           sent {res.signals_sent}, injected {res.signals_injected}, refused: {refused}",
-          f"  wake-up latency  p50 {_fmt_ms(res.percentile(0.5))}  p90 {_fmt_ms(res.percentile(0.9))}  "
-          f"p99 {_fmt_ms(res.percentile(0.99))}  max {_fmt_ms(lat[-1] / 1e6 if lat else None)} ms"
-          f"  ({len(lat)} wake-ups; the real Go 1.27 runtime: p50 20.16, p90 20.32, max 40.3 ms)"]
+          f"  SIGURG           sent {res.signals_sent}, injected {res.signals_injected}, refused: {refused}"]
+    sleeps = any(e["kind"] == "sleep" for e in res.events)
+    if sleeps:
+        L.append(f"  wake-up latency  p50 {_fmt_ms(res.percentile(0.5))}  p90 {_fmt_ms(res.percentile(0.9))}  "
+                 f"p99 {_fmt_ms(res.percentile(0.99))}  max {_fmt_ms(lat[-1] / 1e6 if lat else None)} ms"
+                 f"  ({len(lat)} wake-ups; the real Go 1.27 runtime: p50 20.16, p90 20.32, max 40.3 ms)")
+    if res.gc_cycles:
+        w = res.gc_waits_ns
+        L.append(f"  GC stack scans   {res.gc_cycles} cycles, {len(w)} goroutines suspended; wait for the "
+                 f"goroutine to stop: max {_fmt_ms(w[-1] / 1e6 if w else None)} ms")
+        for name, ns in res.gc_blocked.items():
+            L.append(f"  GC BLOCKED       suspendG({name}) still waiting after {ns / 1e6:.3f} ms: the GC cannot "
+                     "finish its stack scans")
     if res.starved:
         for g in res.starved:
             L.append(f"  STARVED          {g.name}: waited {g.max_wait / 1e6:.3f} ms to run "

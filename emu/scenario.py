@@ -131,10 +131,11 @@ def load(path: str | Path) -> "Scenario | SchedScenario":
 
 _SCHED_TOP = {"name": str, "description": str, "asm": str, "layout": str, "stub": str, "seed": int,
               "gomaxprocs": int, "async_preemption": bool, "duration_ms": (int, float), "ns_per_insn": (int, float),
-              "quantum_us": (int, float), "starvation_ms": (int, float), "goroutines": list, "expect": dict}
+              "quantum_us": (int, float), "starvation_ms": (int, float), "gc_every_ms": (int, float),
+              "goroutines": list, "expect": dict}
 _SCHED_EXPECT = {"starved": bool, "wake_latency_p50_ms": list, "wake_latency_max_ms": list,
                  "min_preemptions_async": int, "min_preemptions_cooperative": int, "max_preemptions_async": int,
-                 "cpu_share": dict, "min_wakeups": int}
+                 "cpu_share": dict, "min_wakeups": int, "gc_blocked": bool, "gc_wait_max_ms": list}
 
 
 @dataclass
@@ -153,6 +154,7 @@ class SchedScenario:
     ns_per_insn: float = 1.0
     quantum_us: float = 20.0
     starvation_ms: float = 50.0
+    gc_every_ms: float = 0.0
     expect: dict = field(default_factory=dict)
 
 
@@ -176,7 +178,7 @@ def load_sched(path: str | Path, data: dict) -> SchedScenario:
             raise ScenarioError(ps, k, "required key is missing")
     if data.get("layout", "go1.14") not in LAYOUTS:
         raise ScenarioError(ps, "layout", f"must be one of {', '.join(LAYOUTS)}")
-    for k in ("gomaxprocs", "duration_ms", "ns_per_insn", "quantum_us", "starvation_ms"):
+    for k in ("gomaxprocs", "duration_ms", "ns_per_insn", "quantum_us", "starvation_ms", "gc_every_ms"):
         if k in data and data[k] <= 0:
             raise ScenarioError(ps, k, "must be positive")
     specs = []
@@ -232,7 +234,8 @@ def load_sched(path: str | Path, data: dict) -> SchedScenario:
     return SchedScenario(p, data["name"], data.get("description", ""), asm, specs, data.get("layout", "go1.14"),
                          stub, data.get("seed", 1), data.get("gomaxprocs", 1), data.get("async_preemption", True),
                          float(data.get("duration_ms", 100)), float(data.get("ns_per_insn", 1.0)),
-                         float(data.get("quantum_us", 20)), float(data.get("starvation_ms", 50)), dict(exp))
+                         float(data.get("quantum_us", 20)), float(data.get("starvation_ms", 50)),
+                         float(data.get("gc_every_ms", 0)), dict(exp))
 
 
 def run_sched(sc: SchedScenario, async_preemption: bool | None = None):
@@ -244,7 +247,7 @@ def run_sched(sc: SchedScenario, async_preemption: bool | None = None):
     asyncp = sc.async_preemption if async_preemption is None else async_preemption
     s = Scheduler(program, stub, L.get_layout(sc.layout), sc.goroutines, sc.gomaxprocs, asyncp, sc.ns_per_insn,
                   sc.seed, int(sc.quantum_us * 1000))
-    res = s.run(int(sc.duration_ms * 1e6), int(sc.starvation_ms * 1e6))
+    res = s.run(int(sc.duration_ms * 1e6), int(sc.starvation_ms * 1e6), int(sc.gc_every_ms * 1e6))
     return res, check_sched(sc, res)
 
 
@@ -268,6 +271,15 @@ def check_sched(sc: SchedScenario, res) -> list[Check]:
         if key in exp:
             ok = pre[kind] >= exp[key] if cmp == ">=" else pre[kind] <= exp[key]
             out.append(Check(key, ok, f"{pre[kind]} {kind} preemptions ({cmp} {exp[key]})"))
+    if "gc_blocked" in exp:
+        names = ", ".join(res.gc_blocked) or "none"
+        out.append(Check("gc_blocked", bool(res.gc_blocked) == exp["gc_blocked"],
+                         f"{bool(res.gc_blocked)} (suspension still pending: {names})"))
+    if "gc_wait_max_ms" in exp:
+        lo, hi = exp["gc_wait_max_ms"]
+        v = res.gc_waits_ns[-1] / 1e6 if res.gc_waits_ns else None
+        out.append(Check("gc_wait_max_ms", v is not None and lo <= v <= hi,
+                         f"{'none' if v is None else f'{v:.3f}'} ms (expected {lo}..{hi})"))
     if "min_wakeups" in exp:
         n = len(res.latencies_ns)
         out.append(Check("min_wakeups", n >= exp["min_wakeups"], f"{n} (at least {exp['min_wakeups']})"))

@@ -11,8 +11,12 @@ exactly its share of instructions. When a G traps mid-round (sleep, exit, preemp
 in a counted spin loop, which tells exactly how many instructions the G ran (Machine.run_parkable).
 A signal sent by sysmon reaches its M at a seeded-random instruction of the next round.
 
-Left out: syscalls and handoffp, spinning Ms and wakep (there is one M per P), GC (suspendG is the
-GC issue's), netpoll, LockOSThread, the deep-sleep path of sysmon.
+A GC cycle (every gc_every_ns) stands in for markroot's stack jobs: suspendG sets preemptStop and
+signals each running goroutine; it parks in preemptPark (_Gpreempted), is "scanned" (the scan
+itself is the GC issue's) and resumeG readies it.
+
+Left out: syscalls and handoffp, spinning Ms and wakep (there is one M per P), the mark phase
+itself, netpoll, LockOSThread, the deep-sleep path of sysmon.
 """
 from __future__ import annotations
 
@@ -42,7 +46,7 @@ class GoSpec:
     registers: dict = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(eq=False)
 class G:
     idx: int
     name: str
@@ -101,6 +105,9 @@ class SchedResult:
     events: list[dict]
     starvation_ns: int
     finished: bool
+    gc_cycles: int = 0
+    gc_waits_ns: list = field(default_factory=list)      # suspendG: request -> goroutine parked (ns)
+    gc_blocked: dict = field(default_factory=dict)       # goroutine -> ns its suspension was still pending
 
     @property
     def latencies_ns(self) -> list[int]:
@@ -177,6 +184,11 @@ class Scheduler:
         self.sysmon_next = 0
         self.sysmon_delay = 0
         self.sysmon_idle = 0
+        self.gc_every_ns = 0
+        self.gc_next = 0
+        self.gc_cycles = 0
+        self.gc_waits: list[int] = []
+        self.suspending: dict[G, float] = {}
 
     # --- setup ------------------------------------------------------------------------------
     def _setup_m(self, m: M) -> None:
@@ -371,6 +383,9 @@ class Scheduler:
             else:
                 g.preempt_coop += 1
             self._ev("preempt", t, track, g=g.name, how="async" if name == "asyncPreempt2" else "cooperative")
+            if read_field(mm, g.addr, G_, "preemptStop"):
+                self._preempt_park(m, g, t)
+                return
             write_field(mm, g.addr, G_, "atomicstatus", gs.G_RUNNABLE)
             g.status, g.runnable_since = "runnable", t
             self._drop(m, t, "preempted")
@@ -389,6 +404,51 @@ class Scheduler:
             self._drop(m, t, "exit")
         else:
             raise EmuError(f"goroutine {g.name}: unexpected trap {name}")
+
+    # --- GC stack-scan requests: suspendG / preemptPark / resumeG (preempt.go) ------------------
+    def _gc_cycle(self, t: float) -> None:
+        """markroot's stack jobs: suspendG every live goroutine, scan it, resumeG."""
+        self.gc_cycles += 1
+        self._ev("gc", t, "sysmon", cycle=self.gc_cycles)
+        for g in self.gs:
+            if g.status == "dead" or g in self.suspending:
+                continue
+            if g.status != "running":                        # _Grunnable/_Gwaiting: claim with the scan bit
+                self.gc_waits.append(0)
+                continue
+            mm, G_ = self.machine, gs.G_FIELDS
+            write_field(mm, g.addr, G_, "preemptStop", 1)
+            write_field(mm, g.addr, G_, "preempt", 1)
+            write_field(mm, g.addr, G_, "stackguard0", gs.STACK_PREEMPT)
+            self.suspending[g] = t
+            self._ev("suspendG", t, "sysmon", g=g.name)
+            self._resend_suspend(g, t)
+
+    def _resend_suspend(self, g: G, t: float) -> None:
+        """suspendG's loop: (re-)signal the G's M while it keeps running (preemptM)."""
+        if not self.async_preemption or g.status != "running":
+            return
+        m = next(m for m in self.ms if m.curg is g)
+        mm = self.machine
+        write_field(mm, m.p.addr, gs.P_FIELDS, "preempt", 1)
+        if read_field(mm, m.addr, gs.M_FIELDS, "signalPending") == 0:
+            write_field(mm, m.addr, gs.M_FIELDS, "signalPending", 1)
+            self.signals_sent += 1
+            m.signal_at = self.rnd.randrange(self.quantum_insns)
+            self._ev("signal", t, "sysmon", m=m.idx, g=g.name, why="suspendG")
+
+    def _preempt_park(self, m: M, g: G, t: float) -> None:
+        """preemptPark: _Gpreempted until suspendG claims it; the scan runs; resumeG readies it."""
+        mm, G_ = self.machine, gs.G_FIELDS
+        write_field(mm, g.addr, G_, "atomicstatus", gs.G_PREEMPTED)
+        self._drop(m, t, "preemptPark")
+        since = self.suspending.pop(g, t)
+        self.gc_waits.append(int(t - since))
+        write_field(mm, g.addr, G_, "preemptStop", 0)         # suspendG claims it (_Gpreempted -> _Gwaiting)
+        write_field(mm, g.addr, G_, "atomicstatus", gs.G_RUNNABLE)   # scanned; resumeG -> ready
+        self._ev("scanned", t, f"M{m.idx}", g=g.name, waited_ms=(t - since) / 1e6)
+        g.status, g.runnable_since = "runnable", t
+        self._runqput(m.p, g, True)
 
     # --- signals --------------------------------------------------------------------------------
     def _deliver(self, m: M, t: float) -> None:
@@ -486,16 +546,24 @@ class Scheduler:
         if m.signal_at is not None and m.curg is None:
             self._deliver(m, start + min(m.signal_at, budget) * self.ns)
 
-    def run(self, duration_ns: int, starvation_ns: int = 50_000_000) -> SchedResult:
+    def run(self, duration_ns: int, starvation_ns: int = 50_000_000, gc_every_ns: int = 0) -> SchedResult:
         """Run until `duration_ns` of virtual time has passed or every goroutine has exited.
 
-        A goroutine that waited more than `starvation_ns` to run is reported as starved.
+        A goroutine that waited more than `starvation_ns` to run is reported as starved. With
+        `gc_every_ns`, a GC cycle asks to suspend (stack-scan) every goroutine that often.
         """
+        self.gc_every_ns = gc_every_ns
+        self.gc_next = gc_every_ns
         finished = False
         while self.now < duration_ns:
             end = self.now + self.quantum_ns
             while self.sysmon_next <= self.now:
                 self._sysmon(self.sysmon_next)
+            if self.gc_every_ns and self.gc_next <= self.now:
+                self._gc_cycle(self.now)
+                self.gc_next = self.now + self.gc_every_ns
+            for g in list(self.suspending):
+                self._resend_suspend(g, self.now)
             for m in self.ms:
                 self._run_m(m, self.now)
             self.now = end
@@ -520,5 +588,7 @@ class Scheduler:
                 since = since if since is not None and since <= end else None
             if since is not None and g.status != "running":
                 g.max_wait = max(g.max_wait, int(end - since))
+        blocked = {g.name: int(end - t0) for g, t0 in self.suspending.items()}
         return SchedResult(int(end), len(self.ps), self.async_preemption, self.ns, self.gs, self.signals_sent,
-                           self.refused, self.signals_injected, self.events, starvation_ns, finished)
+                           self.refused, self.signals_injected, self.events, starvation_ns, finished,
+                           self.gc_cycles, sorted(self.gc_waits), blocked)

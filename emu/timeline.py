@@ -12,7 +12,8 @@ SYSMON_TID = 100
 _COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7", "#9c755f", "#bab0ac"]
 _INSTANTS = {"signal": "SIGURG sent", "preemptone": "preemptone", "inject": "signal: injected asyncPreempt",
              "refuse": "signal refused", "preempt": "preempted", "sleep": "park (sleep)", "ready": "ready (timer)",
-             "exit": "goexit"}
+             "exit": "goexit", "gc": "GC cycle: suspend every goroutine", "suspendG": "suspendG",
+             "scanned": "stack scanned (preemptPark -> resumeG)"}
 
 
 def _tid(track: str) -> int:

@@ -149,3 +149,15 @@ def test_readme_timelines_are_up_to_date(tmp_path, svg, argv):
     _cli("run", *[ROOT / argv[0]] + argv[1:], "--timeline", out)
     assert out.read_text() == (ROOT / "docs" / svg).read_text(), \
         f"docs/{svg} is stale: regenerate it with `preemu run {' '.join(argv)} --timeline docs/{svg}`"
+
+
+@pytest.mark.parametrize("asyncp,blocked", [(True, False), (False, True)])
+def test_gc_stack_scan_requests_stop_a_spinner_only_with_async_preemption(asyncp, blocked):
+    s = sched.Scheduler(PROG, loader.load_stub("go1.14"), layout.GO114, [sched.GoSpec("spinner", "spin")], 1,
+                        asyncp, 1.0, 1)
+    r = s.run(40_000_000, gc_every_ns=15_000_000)
+    assert r.gc_cycles == 2
+    assert bool(r.gc_blocked) == blocked
+    if asyncp:
+        assert len(r.gc_waits_ns) == 2 and r.gc_waits_ns[-1] < 100_000        # microseconds, not forever
+        assert any(e["kind"] == "scanned" for e in r.events)
