@@ -1,4 +1,4 @@
-"""The `preemu` command: sweep, run, preempt, gen-stub, disasm.
+"""The `preemu` command: sweep, run, preempt, check-stub, gen-stub, disasm.
 
 Exit codes: 0 all checks hold, 1 a check failed, 2 bad input (one line on stderr, no traceback).
 """
@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__, episode, layout as L, loader, report, scenario, stubgen, timeline
+from . import __version__, checkstub, episode, layout as L, loader, report, scenario, stubgen, timeline
 from .errors import EmuError
 from .sweep import DEFAULT_BUDGET, sweep
 
@@ -111,6 +111,30 @@ def cmd_preempt(a, out) -> int:
     return 0 if ep.ok else 1
 
 
+def cmd_check_stub(a, out) -> int:
+    if a.mutants:
+        if a.file:
+            raise EmuError("--mutants checks the generated stub's mutants; give no FILE")
+        results = checkstub.run_mutants(a.layout, a.max_points or 150)
+        if a.json:
+            json.dump(report.mutants_json(results, a.layout), out, indent=1)
+            out.write("\n")
+        else:
+            out.write(report.render_mutants(results, a.layout))
+        return 0 if all(r.caught and r.diagnosed for r in results) else 1
+    if not a.file:
+        raise EmuError("check-stub needs a stub FILE.s (or --mutants)")
+    if not os.path.isfile(a.file):
+        raise EmuError(f"{a.file}: cannot read: no such file")
+    rep = checkstub.check(a.file, a.layout, a.max_points or 2000)
+    if a.json:
+        json.dump(report.checkstub_json(rep), out, indent=1)
+        out.write("\n")
+    else:
+        out.write(report.render_checkstub(rep))
+    return 0 if rep.ok else 1
+
+
 def cmd_gen_stub(a, out) -> int:
     stale = []
     for lay in L.LAYOUTS.values():
@@ -204,6 +228,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--timeline", metavar="OUT.svg", help="scheduler scenarios: write an SVG timeline")
     common(r)
     r.set_defaults(fn=cmd_run)
+
+    c = sub.add_parser("check-stub", help="run an asyncPreempt stub over the whole regression corpus")
+    c.add_argument("file", nargs="?", help="the stub (.s, Intel syntax): entry label asyncPreempt, calls asyncPreempt2")
+    c.add_argument("--layout", default="go1.14", choices=sorted(L.LAYOUTS),
+                   help="the world the stub runs in (asyncPreempt2 and xRegs behaviour), default go1.14")
+    c.add_argument("--mutants", action="store_true", help="check the generated stub's mutants; print the score")
+    c.add_argument("--max-points", type=int, default=None, metavar="N", help="cap per corpus loop (default 2000)")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(fn=cmd_check_stub)
 
     g = sub.add_parser("gen-stub", help="regenerate asm/preempt_amd64_*.s from the register table")
     g.add_argument("--check", action="store_true", help="only report stale files (exit 1 if any)")

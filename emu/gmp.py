@@ -23,6 +23,7 @@ from .safepoint import SchedState
 
 G0_SLOT = 0      # g slot of m0.g0
 USER_G_SLOT = 1  # g slot of the goroutine under test
+G0_SLOT_M1 = 2   # g slot of m1.g0
 
 
 def _get(buf: bytes, fields: dict, name: str) -> int:
@@ -133,7 +134,7 @@ class World:
 
     def __init__(self, program: Program, stub: Program, layout: L.StubLayout, entry: str, seed: int = 1,
                  reg_overrides: dict[str, int] | None = None, stack_size: int = memmap.DEFAULT_STACK_SIZE,
-                 stub_ret_hooks: bool = True):
+                 stub_ret_hooks: bool = True, migrate: bool = True):
         self.layout = layout
         self.program = program
         self.machine = Machine(program, stub, layout.name, on_async_preempt2=self._on_async_preempt2,
@@ -146,12 +147,20 @@ class World:
         self.g0 = memmap.g_addr(G0_SLOT)
         self.mp = memmap.m_addr(0)
         self.pp = memmap.p_addr(0)
+        # A second M/P (with its own g0 and TLS): with `migrate`, every asynchronous preemption
+        # resumes the goroutine on the other M and P, as a reschedule may (facts §6 item 9).
+        self.migrate = migrate
+        self.mps = [(memmap.m_addr(0), memmap.p_addr(0), self.g0, memmap.tls_fs_base(0)),
+                    (memmap.m_addr(1), memmap.p_addr(1), memmap.g_addr(G0_SLOT_M1), memmap.tls_fs_base(1))]
+        self.cur = 0
+        self.migrations = 0
         self.stack_lo, self.stack_hi = memmap.stack_bounds(USER_G_SLOT, stack_size)
         self.machine.map_stack(self.stack_lo, self.stack_hi)
         self.sigctx = MachineSigContext(self.machine)
         self.machine.describe_address = self._describe_address
         self.headroom = self._async_preempt_stack()
-        self.xreg_block = memmap.XREG_BASE  # the one off-heap xRegState block (go1.27)
+        self.xreg_block = memmap.XREG_BASE  # off-heap xRegState blocks (go1.27): two, one per P at most
+        self.xreg_blocks = [memmap.XREG_BASE, memmap.XREG_BASE + memmap.XREG_SLOT]
         self._setup_structs()
         # newproc: the entry's return address is goexit; keep 8 bytes of "caller frame" above it.
         self.start_sp = self.stack_hi - 16
@@ -163,7 +172,6 @@ class World:
         for name, v in self.start_regs.items():
             self.machine.set_reg(name, v)
         self.machine.set_reg("RIP", self.entry)
-        self.machine.set_fs_base(memmap.tls_fs_base(0))
         self.stack_moves: list[tuple[int, int, int, int]] = []   # (old lo, old hi, new lo, new hi)
         self.needless_growths: list[tuple[int, int, int]] = []     # (pc, sp, stackguard0)
         self._snap0 = self.snapshot()
@@ -187,9 +195,9 @@ class World:
 
     def writable_regions(self) -> list[tuple[int, int]]:
         """Memory that a run may change and reset() restores."""
-        out = [(self.stack_lo, self.stack_hi - self.stack_lo),
-               (memmap.g_addr(0), 2 * memmap.G_SLOT), (self.mp, memmap.M_SLOT), (self.pp, memmap.P_SLOT),
-               (memmap.TLS_BASE, memmap.PAGE), (self.xreg_block, memmap.XREG_SLOT)]
+        out = [(self.stack_lo, self.stack_hi - self.stack_lo), (memmap.g_addr(0), 3 * memmap.G_SLOT),
+               (memmap.M_BASE, 2 * memmap.M_SLOT), (memmap.P_BASE, 2 * memmap.P_SLOT),
+               (memmap.TLS_BASE, 2 * memmap.PAGE), (self.xreg_block, 2 * memmap.XREG_SLOT)]
         if self.program.data:
             lo = min(d.addr for d in self.program.data)
             hi = max(d.addr + d.size for d in self.program.data)
@@ -212,23 +220,47 @@ class World:
             self._wf(g, G, "m", self.mp)
             self._wf(g, G, "atomicstatus", status)
         self._wf(self.gp, G, "goid", 1)
-        self._wf(self.mp, M, "g0", self.g0)
+        for i, (mp, pp, g0, fs) in enumerate(self.mps):
+            self._wf(mp, M, "g0", g0)
+            self._wf(mp, M, "p", pp)
+            self._wf(mp, M, "procid", i + 1)
+            self._wf(pp, P, "id", i)
+            self._wf(pp, P, "status", gs.P_RUNNING)
+            self._wf(pp, P, "m", mp)
+            self._wf(g0, G, "m", mp)
+            self._wf(g0, G, "atomicstatus", gs.G_RUNNING)
+            self.machine.write_u64(fs - 8, g0)
+        self._bind(0)
+
+    def _bind(self, i: int) -> None:
+        """execute() on M i / P i: m.curg = gp, gp.m = m, TLS g = gp (the other M runs its g0)."""
+        M, G = gs.M_FIELDS, gs.G_FIELDS
+        old_mp, _, old_g0, old_fs = self.mps[self.cur]
+        self._wf(old_mp, M, "curg", 0)
+        self.machine.write_u64(old_fs - 8, old_g0)
+        self.cur = i
+        self.mp, self.pp, _, fs = self.mps[i]
         self._wf(self.mp, M, "curg", self.gp)
-        self._wf(self.mp, M, "p", self.pp)
-        self._wf(self.mp, M, "procid", 1)
-        self._wf(self.pp, P, "status", gs.P_RUNNING)
-        self._wf(self.pp, P, "m", self.mp)
-        self.machine.write_u64(memmap.tls_fs_base(0) - 8, self.gp)
+        self._wf(self.gp, G, "m", self.mp)
+        self.machine.write_u64(fs - 8, self.gp)
+        self.machine.set_fs_base(fs)
+
+    def binding(self) -> int:
+        return self.cur
+
+    def rebind(self, i: int) -> None:
+        """Put the goroutine back on M i / P i (after restoring a saved CPU context)."""
+        self._bind(i)
 
     def snapshot(self):
         """Capture registers, writable memory and the stack's place (it may move when it grows)."""
         m = self.machine
         return (m.save_context(), (self.stack_lo, self.stack_hi),
-                [(a, m.read(a, n)) for a, n in self.writable_regions()], len(self.stack_moves))
+                [(a, m.read(a, n)) for a, n in self.writable_regions()], len(self.stack_moves), self.cur)
 
     def restore(self, snap) -> None:
         """Return to a snapshot, re-mapping the stack if it has moved since."""
-        ctx, (lo, hi), mem, moves = snap
+        ctx, (lo, hi), mem, moves, cur = snap
         m = self.machine
         if (lo, hi) != (self.stack_lo, self.stack_hi):
             m.unmap_stack(self.stack_lo, self.stack_hi)
@@ -238,6 +270,9 @@ class World:
         m.restore_context(ctx)
         for a, data in mem:
             m.write(a, data)
+        self.cur = cur
+        self.mp, self.pp, _, fs = self.mps[cur]
+        m.set_fs_base(fs)
 
     def reset(self) -> None:
         """Return to the start state: registers at the entry, writable memory as at creation."""
@@ -308,12 +343,26 @@ class World:
         """asyncPreempt2 trap: mcall(gopreempt_m) -> schedule() -> execute(gp) with no other G to run."""
         if self.on_preempted is not None:
             self.on_preempted()
-        if self.layout.xreg_slots:                      # xRegSave, then xRegRestore on the same P
-            P, G = gs.P_FIELDS, gs.G_FIELDS
+        P, G = gs.P_FIELDS, gs.G_FIELDS
+        if self.layout.xreg_slots:
+            # xRegSave: take this P's cached block (or allocate one), copy scratch into it.
+            cache = self.pp + P["xRegs.cache"].offset
+            block = machine.read_u64(cache)
+            if block == 0:
+                used = {machine.read_u64(pp + P["xRegs.cache"].offset) for _, pp, _, _ in self.mps}
+                block = next(b for b in self.xreg_blocks if b not in used)
+            machine.write_u64(cache, 0)
             scratch = self.pp + P["xRegs.scratch"].offset
-            machine.write(self.xreg_block, machine.read(scratch, gs.XREGS_SIZE))
+            machine.write(block, machine.read(scratch, gs.XREGS_SIZE))
             machine.write(scratch, b"\xa5" * gs.XREGS_SIZE)   # other Gs' preemptions reuse scratch
-            machine.write_u64(self.pp + P["xRegs.cache"].offset, self.xreg_block)
+            machine.write_u64(self.gp + G["xRegs.state"].offset, block)
+        if self.migrate:                                # schedule() elsewhere; execute() on the other M/P
+            self._bind(1 - self.cur)
+            self.migrations += 1
+        if self.layout.xreg_slots:
+            # xRegRestore: the P we resume on caches the G's block (its old one is freed).
+            machine.write(self.pp + P["xRegs.scratch"].offset, b"\x5a" * gs.XREGS_SIZE)
+            machine.write_u64(self.pp + P["xRegs.cache"].offset, block)
             machine.write_u64(self.gp + G["xRegs.state"].offset, 0)
         self.withdraw_request()
         return False

@@ -213,6 +213,10 @@ class Machine:
             raise Fault(pc, msg, self.all.describe_pc(pc)) from None
         if self._unexpected_interrupt is not None:
             intno, at = self._unexpected_interrupt
+            if intno == 1:       # #DB: the trap flag is set, which only a bad POPFQ does here
+                pc = self.pc
+                raise Fault(pc, "single-step trap: RFLAGS has TF set (a POPFQ loaded a wrong RFLAGS value)",
+                            self.all.describe_pc(pc))
             raise Fault(at, f"unexpected interrupt {intno} (e.g. INT3 or a divide error) in guest code",
                         self.all.describe_pc(at))
         return self.stop_reason

@@ -26,6 +26,8 @@ from .machine import STOP_GOEXIT, STOP_STUB_RET, Fault
 DEFAULT_BUDGET = 20_000_000
 STUB_BUDGET = 200_000
 MAX_CHUNK = 1 << 20
+CANARY_SIZE = 256
+CANARY = bytes((0xC5 ^ i) & 0xFF for i in range(CANARY_SIZE))
 
 
 @dataclass
@@ -229,7 +231,7 @@ class Sweeper:
         return (int.from_bytes(raw_before, "little") ^ self._mask).to_bytes(dump.SIZE, "little")
 
     def run_chain(self, points: list[int], ref: Reference, verify_each: bool = True, stats=None,
-                  force_unsafe: bool = False):
+                  force_unsafe: bool = False, canary: bool = False):
         """Inject at each boundary in `points` (sorted) in one run; return (injected, refused, violations, final).
 
         With force_unsafe, points the oracle refuses are injected anyway (counted in self.forced).
@@ -258,6 +260,7 @@ class Sweeper:
             w.preempt_one()
             st = w.sched_state()
             ctx = m.save_context()
+            bound = w.binding()
             v = inject.do_sig_preempt(w.sigctx, all_prog, st, pc, s, w.headroom, m.stub_entry, w.ack)
             if stats is not None:
                 ps = stats.get(pc)
@@ -275,6 +278,10 @@ class Sweeper:
                 injected += 1
             stack_before = m.read(s, w.stack_hi - s)
             m.write(memmap.CLOBBER_TABLE, self._clobber_table(raw_before))
+            floor = s - w.headroom                       # the stub may use [floor, S) and no more
+            canary_lo = max(w.stack_lo, floor - CANARY_SIZE)
+            if canary and floor > canary_lo:
+                m.write(canary_lo, CANARY[:floor - canary_lo])
             insn_text, where = _where(w, pc)
 
             def make(kind, what, exp, act, detail=""):
@@ -286,8 +293,8 @@ class Sweeper:
                 reason = m.run(m.stub_entry, self.stub_budget)
             except Fault as f:
                 reason = None
-                found.append(make("stub-fault", f"{f.pc:#x}", "no fault", f.error,
-                                  f"the stub faulted at {f.where}"))
+                found.append(make("stub-fault", "RFLAGS" if "TF set" in f.error else f"{f.pc:#x}", "no fault",
+                                  f.error, f"the stub faulted at {f.where}"))
             m.stub_ret_armed = False
             if reason is not None and reason != STOP_STUB_RET:
                 found.append(make("stub-budget", "asyncPreempt", "RET within the budget",
@@ -304,6 +311,13 @@ class Sweeper:
                     if ret_to != pc:
                         found.append(make("resume", "RIP", f"{pc:#x}", f"{ret_to:#x}",
                                           "the stub's RET would not return to the interrupted PC"))
+                if canary and floor > canary_lo and m.read(canary_lo, floor - canary_lo) != CANARY[:floor - canary_lo]:
+                    now = m.read(canary_lo, floor - canary_lo)
+                    low = next(i for i in range(len(now)) if now[i] != CANARY[i])
+                    found.append(make("headroom", f"{canary_lo + low:#x}", f"nothing below S-{w.headroom}",
+                                      f"written {floor - canary_lo - low} bytes below it",
+                                      f"the stub wrote below the asyncPreemptStack ({w.headroom} bytes) the oracle "
+                                      "assumes"))
                 if verify_each:
                     found += verify.compare_registers(before, after, raw_before, raw_after, make)
                     found += verify.compare_memory(s, stack_before, m.read(s, w.stack_hi - s), make,
@@ -311,6 +325,7 @@ class Sweeper:
             if found:
                 violations += found
                 m.restore_context(ctx)           # recover: back to boundary k, as if never injected
+                w.rebind(bound)
                 m.write(s, stack_before)
                 w.withdraw_request()
                 continue
@@ -345,7 +360,8 @@ class Sweeper:
 
 
 def sweep(world: World, entry: str, seed: int = 1, max_points: int = 100_000,
-          budget: int = DEFAULT_BUDGET, max_violations: int = 200, force_unsafe: bool = False) -> SweepResult:
+          budget: int = DEFAULT_BUDGET, max_violations: int = 200, force_unsafe: bool = False,
+          canary: bool = False) -> SweepResult:
     """Inject at every boundary (capped by max_points) of the goroutine in `world` and verify each."""
     ref = run_reference(world, budget)
     must = set(first_boundaries(world, ref.boundaries).values()) if ref.boundaries > max_points else set()
@@ -353,7 +369,8 @@ def sweep(world: World, entry: str, seed: int = 1, max_points: int = 100_000,
     sw = Sweeper(world, seed)
     stats: dict[int, PcStats] = {}
     t0 = time.perf_counter()
-    injected, refused, violations, final = sw.run_chain(points, ref, stats=stats, force_unsafe=force_unsafe)
+    injected, refused, violations, final = sw.run_chain(points, ref, stats=stats, force_unsafe=force_unsafe,
+                                                        canary=canary)
     elapsed = time.perf_counter() - t0
     forced = sw.forced
     fv = sw.final_violations(final, ref, points[-1] if points else 0)

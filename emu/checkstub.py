@@ -1,0 +1,126 @@
+"""`preemu check-stub`: run anyone's asyncPreempt over the regression corpus, and mutation testing.
+
+The corpus is every sweep scenario in scenarios/ that expects no violations (not forced). Each is
+swept at every boundary (capped) with the user's stub; every asynchronous preemption resumes the
+goroutine on the other M and P (different FS base, different p.xRegs), and the stub must also stay
+within the headroom the oracle assumes (a canary below S - asyncPreemptStack) and write nothing
+at or above the resume-PC slot. Left out until the GC issue lands: a GC stack scan at each point.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import asmfront, layout as L, loader, memmap, mutants, rtcode, scenario, sweep
+from .errors import AsmError, EmuError
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIOS = ROOT / "scenarios"
+#: The quick corpus used for mutants: together they keep every register and flag live.
+MUTANT_CORPUS = ("xmm_loop", "adc_chain", "r14_scratch", "rep_copy")
+
+
+@dataclass
+class CorpusResult:
+    scenario: str
+    entry: str
+    boundaries: int
+    points: int
+    injected: int
+    refused: dict
+    violations: list
+    violation_count: int
+
+
+@dataclass
+class StubReport:
+    stub: str
+    layout: str
+    headroom: int
+    stub_max_sp_delta: int
+    results: list[CorpusResult] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(r.violation_count == 0 for r in self.results)
+
+
+def _rel(p: Path) -> str:
+    try:
+        return os.path.relpath(p)
+    except ValueError:
+        return str(p)
+
+
+def corpus(names: tuple[str, ...] | None = None) -> list:
+    """The sweep scenarios that define the regression corpus."""
+    out = []
+    for p in sorted(SCENARIOS.glob("*.toml")):
+        sc = scenario.load(p)
+        if isinstance(sc, scenario.SchedScenario) or sc.expect.get("violations", 0) != 0 or sc.stub is not None:
+            continue
+        if names is None or sc.name in names:
+            out.append(sc)
+    return out
+
+
+def load_user_stub(path: str | Path):
+    """Assemble a user's stub; errors name file:line (exit 2)."""
+    return loader.load_stub("go1.14", path)
+
+
+def check(stub_path: str | Path, layout_name: str, max_points: int = 2000,
+          names: tuple[str, ...] | None = None, seed: int = 1) -> StubReport:
+    """Sweep the corpus with the stub at `stub_path` in the `layout_name` world."""
+    lay = L.get_layout(layout_name)
+    stub = load_user_stub(stub_path)
+    rep = None
+    for sc in corpus(names):
+        program = loader.load_program(_rel(sc.asm))
+        world = loader.build_world(program, sc.entry, lay.name, stub_path, seed, sc.registers)
+        if rep is None:
+            rep = StubReport(str(stub_path), lay.name, world.headroom, stub.get_func("asyncPreempt").max_sp_delta)
+        res = sweep.sweep(world, sc.entry, seed, min(max_points, sc.max_points), sc.budget, canary=True)
+        rep.results.append(CorpusResult(sc.name, sc.entry, res.boundaries, res.points, res.injected,
+                                        dict(res.refused), res.violations, res.violation_count))
+    if rep is None:
+        raise EmuError("the regression corpus is empty (no sweep scenarios found)")
+    return rep
+
+
+@dataclass
+class MutantResult:
+    mutant: mutants.Mutant
+    caught: bool
+    diagnosed: bool
+    named: list[str]
+
+
+def _named(violations) -> set[str]:
+    out = set()
+    for v in violations:
+        out.add(v.what)
+        out.add(v.kind)
+    return out
+
+
+def run_mutants(layout_name: str, max_points: int = 150) -> list[MutantResult]:
+    """Check every generated mutant against the quick corpus; report caught and correctly diagnosed."""
+    lay = L.get_layout(layout_name)
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for mu in mutants.generate(lay):
+            path = Path(tmp) / f"{mu.name}.s"
+            path.write_text(mu.text)
+            try:
+                rep = check(path, lay.name, max_points, MUTANT_CORPUS)
+                viol = [v for r in rep.results for v in r.violations]
+            except AsmError as e:
+                raise AssertionError(f"mutant {mu.name} does not assemble: {e}") from None
+            named = _named(viol)
+            out.append(MutantResult(mu, bool(viol), mu.expect <= named, sorted(named - {
+                "register", "flags", "memory", "resume", "final-state"})))
+    return out

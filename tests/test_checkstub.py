@@ -1,0 +1,61 @@
+"""check-stub: the generated stubs pass the corpus in their own layout, broken stubs fail with the
+right diagnosis, and every generated mutant is caught and named (mutation score 100%)."""
+import io
+import json
+
+import pytest
+
+from emu import checkstub, cli, layout, mutants, stubgen
+
+from conftest import DATA
+
+
+def _cli(*argv):
+    out = io.StringIO()
+    return cli.main(list(map(str, argv)), out), out.getvalue()
+
+
+@pytest.mark.parametrize("lay", ["go1.14", "go1.27"])
+def test_generated_stub_passes_the_whole_corpus_with_migration(lay):
+    rep = checkstub.check(stubgen.stub_path(lay), lay, max_points=600)
+    assert rep.ok, [(r.scenario, r.violations[:1]) for r in rep.results if r.violations]
+    assert {r.scenario for r in rep.results} >= {"adc_chain", "xmm_loop", "rep_copy", "call_loop", "r14_scratch"}
+
+
+@pytest.mark.parametrize("lay", ["go1.14", "go1.27"])
+def test_mutation_score_is_100_percent_with_the_right_diagnosis(lay):
+    results = checkstub.run_mutants(lay)
+    missed = [(r.mutant.name, r.named) for r in results if not (r.caught and r.diagnosed)]
+    assert not missed
+    assert len(results) == len(mutants.generate(layout.get_layout(lay))) >= 37
+
+
+def test_one_mutant_per_saved_register_from_the_table():
+    names = {m.name for m in mutants.generate(layout.GO114)}
+    assert {f"drop-save-{s.reg.name}" for s in layout.GO114.slots} <= names
+
+
+def test_check_stub_cli_passes_fails_and_rejects():
+    code, out = _cli("check-stub", stubgen.stub_path("go1.14"), "--max-points", "200")
+    assert code == 0 and "PASS" in out
+    code, out = _cli("check-stub", DATA / "stub_no_pushfq.s", "--max-points", "100", "--json")
+    d = json.loads(out)
+    assert code == 1 and not d["ok"]
+    assert {v["what"] for c in d["corpus"] for v in c["violations"]} == {"RFLAGS"}
+    code, out = _cli("check-stub", DATA / "bad_syntax.s")
+    assert code == 2
+
+
+def test_a_stub_that_uses_more_stack_than_it_declares_breaks_the_headroom_canary(tmp_path):
+    src = stubgen.generate(layout.GO114).replace("    call asyncPreempt2",
+                                                 "    mov qword ptr [rsp - 200], rax\n    call asyncPreempt2")
+    p = tmp_path / "greedy.s"
+    p.write_text(src)
+    rep = checkstub.check(p, "go1.14", 100, ("sum_loop",))
+    kinds = {v.kind for r in rep.results for v in r.violations}
+    assert kinds == {"headroom"}
+
+
+def test_check_stub_mutants_cli_prints_the_score():
+    code, out = _cli("check-stub", "--mutants", "--layout", "go1.27")
+    assert code == 0 and "mutation score: 39/39 = 100%" in out
