@@ -39,7 +39,8 @@ def _stub_desc(layout: str, stub: str | None) -> str:
 def cmd_sweep(a, out) -> int:
     program = loader.load_program(a.file)
     world = loader.build_world(program, a.func, a.layout, a.stub, a.seed, _regs(a.reg))
-    res = sweep(world, a.func, a.seed, a.max_points, a.budget, force_unsafe=a.force_unsafe)
+    res = sweep(world, a.func, a.seed, a.max_points, a.budget, force_unsafe=a.force_unsafe,
+                async_preemption=a.async_preemption == "on", nested_signals=a.nested_signals)
     if a.json:
         json.dump(report.to_json(res, program, a.file), out, indent=1)
         out.write("\n")
@@ -64,7 +65,7 @@ def cmd_run(a, out) -> int:
         json.dump(report.to_json(res, program, src, extra), out, indent=1)
         out.write("\n")
     else:
-        out.write(f"scenario {sc.name}: {sc.description}\n\n")
+        out.write(f"scenario {sc.name}: {sc.description}\n" + (f"  cites: {sc.cites}\n" if sc.cites else "") + "\n")
         out.write(report.render_text(res, program, src, _stub_desc(layout, str(sc.stub) if sc.stub else None),
                                      a.table))
         out.write("\nexpectations\n")
@@ -192,6 +193,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="instruction budget of the goroutine")
     s.add_argument("--force-unsafe", action="store_true",
                    help="inject even where Go refuses (teaching / verifier self-test): shows the damage")
+    s.add_argument("--async-preemption", choices=["on", "off"], default="on",
+                   help="off = GODEBUG=asyncpreemptoff=1: every SIGURG must leave the context untouched")
+    s.add_argument("--nested-signals", action="store_true",
+                   help="also deliver SIGURG at every instruction of the stub, and again right after its RET")
     common(s)
     s.set_defaults(fn=cmd_sweep)
 

@@ -38,3 +38,12 @@ def do_sig_preempt(ctx: SigContext, prog, st: SchedState, pc: int, sp: int, head
         v = Verdict(False, "no-request")
     ack()
     return v
+
+
+def sighandler_sigurg(ctx: SigContext, prog, st: SchedState, pc: int, sp: int, headroom: int, stub_entry: int,
+                      ack: Callable[[], None], async_preempt_off: bool = False) -> Verdict:
+    """sighandler's SIGURG branch: with GODEBUG=asyncpreemptoff=1 doSigPreempt is skipped entirely
+    (Go >= 1.15, #38531): no injection and no acknowledgement; the context is never rewritten."""
+    if async_preempt_off:
+        return Verdict(False, "asyncpreemptoff")
+    return do_sig_preempt(ctx, prog, st, pc, sp, headroom, stub_entry, ack)

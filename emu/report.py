@@ -87,10 +87,15 @@ def render_text(res: SweepResult, program, source: str, stub_desc: str, table: b
     L.append(f"  boundaries         {res.boundaries:>9,}   instructions from entry to goexit (each REP iteration counts)")
     L.append(f"  points tried       {res.points:>9,}" + ("   (capped by --max-points)" if res.points < res.boundaries else ""))
     L.append(f"  injected           {res.injected:>9,}   signal accepted: pushCall -> asyncPreempt -> asyncPreempt2 -> RET")
-    refused = sum(res.refused.values())
-    L.append(f"  refused            {refused:>9,}")
-    for reason, n in sorted(res.refused.items()):
+    plain = {k: v for k, v in res.refused.items() if not k.startswith("nested:")}
+    nested = {k[7:]: v for k, v in res.refused.items() if k.startswith("nested:")}
+    L.append(f"  refused            {sum(plain.values()):>9,}")
+    for reason, n in sorted(plain.items()):
         L.append(f"    {reason:<16} {n:>9,}   {REASONS.get(reason, '')}")
+    if nested:
+        L.append(f"  second signals     {sum(nested.values()):>9,}   delivered inside the stub, all refused:")
+        for reason, n in sorted(nested.items()):
+            L.append(f"    {reason:<16} {n:>9,}   {REASONS.get(reason, '')}")
     if res.forced:
         L.append(f"  forced             {res.forced:>9,}   refused points injected anyway (--force-unsafe)")
     L.append(f"  asyncPreemptStack  {res.headroom:>9}   bytes of headroom the oracle requires below SP")
@@ -195,7 +200,7 @@ def sched_json(res, sc, source: str, checks) -> dict:
 def render_sched(res, sc, source: str, checks) -> str:
     world = "ON (Go >= 1.14: sysmon signals SIGURG)" if res.async_preemption else \
         "OFF (Go 1.13 / asyncpreemptoff=1: prologue checks only)"
-    L = [f"scenario {sc.name}: {sc.description}", "",
+    L = [f"scenario {sc.name}: {sc.description}"] + ([f"  cites: {sc.cites}"] if sc.cites else []) + ["",
          f"preemu schedule: {source}  GOMAXPROCS={res.gomaxprocs}  stub {sc.layout}  seed {sc.seed}",
          f"  async preemption {world}",
          f"  virtual time {res.duration_ns / 1e6:.1f} ms at {res.ns_per_insn:g} ns per instruction"

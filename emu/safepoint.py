@@ -16,6 +16,7 @@ from .program import Program
 #: reason code -> what Go's check means
 REASONS = {
     "safe": "an async safe point: inject the call to asyncPreempt",
+    "asyncpreemptoff": "GODEBUG=asyncpreemptoff=1: sighandler ignores SIGURG, the context is not touched",
     "no-request": "wantAsyncPreempt: neither gp.preempt nor p.preempt is set, or the G is not _Grunning",
     "not-curg": "the signal landed while g0/gsignal (not the user G) runs on this M: mp.curg != gp",
     "no-p": "the M has no P",

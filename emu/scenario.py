@@ -36,7 +36,8 @@ from .layout import LAYOUTS
 from .safepoint import REASONS
 
 _TOP = {"name": str, "description": str, "asm": str, "entry": str, "layout": str, "stub": str, "seed": int,
-        "max_points": int, "budget": int, "registers": dict, "expect": dict}
+        "max_points": int, "budget": int, "registers": dict, "expect": dict, "async_preemption": bool,
+        "nested_signals": bool, "cites": str}
 _EXPECT = {"violations": int, "all_injected": bool, "refused": dict, "final": dict, "equal_buffers": list,
            "min_injected": int}
 
@@ -55,6 +56,9 @@ class Scenario:
     budget: int = S.DEFAULT_BUDGET
     registers: dict = field(default_factory=dict)
     expect: dict = field(default_factory=dict)
+    async_preemption: bool = True
+    nested_signals: bool = False
+    cites: str = ""
 
 
 @dataclass
@@ -126,10 +130,11 @@ def load(path: str | Path) -> "Scenario | SchedScenario":
         raise ScenarioError(ps, "stub", f"no such file: {stub}")
     return Scenario(p, data["name"], data.get("description", ""), asm, data["entry"], data.get("layout", "go1.14"),
                     stub, data.get("seed", 1), data.get("max_points", 100_000), data.get("budget", S.DEFAULT_BUDGET),
-                    dict(data.get("registers", {})), dict(exp))
+                    dict(data.get("registers", {})), dict(exp), data.get("async_preemption", True),
+                    data.get("nested_signals", False), data.get("cites", ""))
 
 
-_SCHED_TOP = {"name": str, "description": str, "asm": str, "layout": str, "stub": str, "seed": int,
+_SCHED_TOP = {"name": str, "description": str, "cites": str, "asm": str, "layout": str, "stub": str, "seed": int,
               "gomaxprocs": int, "async_preemption": bool, "duration_ms": (int, float), "ns_per_insn": (int, float),
               "quantum_us": (int, float), "starvation_ms": (int, float), "gc_every_ms": (int, float),
               "goroutines": list, "expect": dict}
@@ -156,6 +161,7 @@ class SchedScenario:
     starvation_ms: float = 50.0
     gc_every_ms: float = 0.0
     expect: dict = field(default_factory=dict)
+    cites: str = ""
 
 
 def _typed(ps: str, key: str, v, want) -> None:
@@ -235,7 +241,7 @@ def load_sched(path: str | Path, data: dict) -> SchedScenario:
                          stub, data.get("seed", 1), data.get("gomaxprocs", 1), data.get("async_preemption", True),
                          float(data.get("duration_ms", 100)), float(data.get("ns_per_insn", 1.0)),
                          float(data.get("quantum_us", 20)), float(data.get("starvation_ms", 50)),
-                         float(data.get("gc_every_ms", 0)), dict(exp))
+                         float(data.get("gc_every_ms", 0)), dict(exp), data.get("cites", ""))
 
 
 def run_sched(sc: SchedScenario, async_preemption: bool | None = None):
@@ -301,7 +307,8 @@ def run(sc: Scenario, layout: str | None = None, max_points: int | None = None):
         if str(e).startswith("--reg: "):
             raise ScenarioError(str(sc.path), "registers", str(e)[7:]) from None
         raise
-    res = S.sweep(world, sc.entry, sc.seed, max_points or sc.max_points, sc.budget)
+    res = S.sweep(world, sc.entry, sc.seed, max_points or sc.max_points, sc.budget,
+                  async_preemption=sc.async_preemption, nested_signals=sc.nested_signals)
     return program, world, res, check(sc, program, world, res)
 
 

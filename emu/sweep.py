@@ -231,7 +231,8 @@ class Sweeper:
         return (int.from_bytes(raw_before, "little") ^ self._mask).to_bytes(dump.SIZE, "little")
 
     def run_chain(self, points: list[int], ref: Reference, verify_each: bool = True, stats=None,
-                  force_unsafe: bool = False, canary: bool = False):
+                  force_unsafe: bool = False, canary: bool = False, async_preemption: bool = True,
+                  nested_signals: bool = False):
         """Inject at each boundary in `points` (sorted) in one run; return (injected, refused, violations, final).
 
         With force_unsafe, points the oracle refuses are injected anyway (counted in self.forced).
@@ -244,6 +245,9 @@ class Sweeper:
         refused: Counter = Counter()
         violations: list[verify.Violation] = []
         all_prog = m.all
+        if nested_signals:          # each point twice: the second signal lands right after the RET
+            points = [k for k in points for _ in range(2)]
+        stub_func = m.stub.get_func("asyncPreempt")
         for k in points:
             if k > pos:
                 try:
@@ -261,7 +265,8 @@ class Sweeper:
             st = w.sched_state()
             ctx = m.save_context()
             bound = w.binding()
-            v = inject.do_sig_preempt(w.sigctx, all_prog, st, pc, s, w.headroom, m.stub_entry, w.ack)
+            v = inject.sighandler_sigurg(w.sigctx, all_prog, st, pc, s, w.headroom, m.stub_entry, w.ack,
+                                         not async_preemption)
             if stats is not None:
                 ps = stats.get(pc)
                 if ps is None:
@@ -290,13 +295,17 @@ class Sweeper:
             found: list[verify.Violation] = []
             m.stub_ret_armed = True
             try:
-                reason = m.run(m.stub_entry, self.stub_budget)
+                if nested_signals:
+                    reason = self._step_stub_with_signals(stub_func, refused, make)
+                    found += self._nested
+                else:
+                    reason = m.run(m.stub_entry, self.stub_budget)
             except Fault as f:
                 reason = None
                 found.append(make("stub-fault", "RFLAGS" if "TF set" in f.error else f"{f.pc:#x}", "no fault",
                                   f.error, f"the stub faulted at {f.where}"))
             m.stub_ret_armed = False
-            if reason is not None and reason != STOP_STUB_RET:
+            if reason is not None and reason not in (STOP_STUB_RET, "nested"):
                 found.append(make("stub-budget", "asyncPreempt", "RET within the budget",
                                   f"no RET after {self.stub_budget} instructions (stopped at {m.pc:#x})"))
             if not found:
@@ -339,6 +348,29 @@ class Sweeper:
         final = m.dump_state() if m.pc == memmap.GOEXIT else None
         return injected, refused, violations, final
 
+    def _step_stub_with_signals(self, stub_func, refused: Counter, make) -> str:
+        """Run the stub one instruction at a time and deliver SIGURG at each of its boundaries: every
+        one must be refused without touching anything (a second signal inside the stub)."""
+        w, m = self.world, self.m
+        self._nested = []
+        pc = m.stub_entry
+        for _ in range(self.stub_budget):
+            if stub_func.start <= pc < stub_func.end:
+                w.resend_signal()
+                st = w.sched_state()
+                v = inject.do_sig_preempt(w.sigctx, m.all, st, pc, m.reg("RSP"), w.headroom, m.stub_entry, w.ack)
+                refused[f"nested:{v.reason}"] += 1
+                if v.ok:
+                    self._nested.append(make("nested-injection", f"{pc:#x}", "refused", "injected",
+                                             f"a second signal inside the stub at {m.all.describe_pc(pc)} was "
+                                             "accepted"))
+                    return "nested"
+            reason = m.run(pc, 1)
+            if reason == STOP_STUB_RET:
+                return reason
+            pc = m.pc
+        return "budget"
+
     def final_violations(self, final, ref: Reference, last_boundary: int) -> list[verify.Violation]:
         return final_violations(self.world, final, ref, last_boundary)
 
@@ -361,7 +393,7 @@ class Sweeper:
 
 def sweep(world: World, entry: str, seed: int = 1, max_points: int = 100_000,
           budget: int = DEFAULT_BUDGET, max_violations: int = 200, force_unsafe: bool = False,
-          canary: bool = False) -> SweepResult:
+          canary: bool = False, async_preemption: bool = True, nested_signals: bool = False) -> SweepResult:
     """Inject at every boundary (capped by max_points) of the goroutine in `world` and verify each."""
     ref = run_reference(world, budget)
     must = set(first_boundaries(world, ref.boundaries).values()) if ref.boundaries > max_points else set()
@@ -370,7 +402,8 @@ def sweep(world: World, entry: str, seed: int = 1, max_points: int = 100_000,
     stats: dict[int, PcStats] = {}
     t0 = time.perf_counter()
     injected, refused, violations, final = sw.run_chain(points, ref, stats=stats, force_unsafe=force_unsafe,
-                                                        canary=canary)
+                                                        canary=canary, async_preemption=async_preemption,
+                                                        nested_signals=nested_signals)
     elapsed = time.perf_counter() - t0
     forced = sw.forced
     fv = sw.final_violations(final, ref, points[-1] if points else 0)
