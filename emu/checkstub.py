@@ -83,7 +83,8 @@ def check(stub_path: str | Path, layout_name: str, max_points: int = 2000,
         world = loader.build_world(program, sc.entry, lay.name, stub_path, seed, sc.registers)
         if rep is None:
             rep = StubReport(str(stub_path), lay.name, world.headroom, stub.get_func("asyncPreempt").max_sp_delta)
-        res = sweep.sweep(world, sc.entry, seed, min(max_points, sc.max_points), sc.budget, canary=True)
+        res = sweep.sweep(world, sc.entry, seed, min(max_points, sc.max_points), sc.budget, canary=True,
+                          async_preemption=sc.async_preemption, nested_signals=sc.nested_signals)
         rep.results.append(CorpusResult(sc.name, sc.entry, res.boundaries, res.points, res.injected,
                                         dict(res.refused), res.violations, res.violation_count))
     if rep is None:

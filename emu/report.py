@@ -250,10 +250,10 @@ def checkstub_json(rep) -> dict:
 
 
 def render_checkstub(rep) -> str:
+    note = "  (Go 1.27.3's own stub: 264)" if rep.layout == "go1.27" else ""
     L = [f"preemu check-stub: {rep.stub}  ({rep.layout} world: asyncPreempt2, g/m/p and xRegs as in Go "
          f"{rep.layout[2:]})",
-         f"  stub max SP delta {rep.stub_max_sp_delta} bytes -> asyncPreemptStack {rep.headroom} bytes "
-         f"(Go 1.27.3 measured 264 with its own stub)",
+         f"  stub max SP delta {rep.stub_max_sp_delta} bytes -> asyncPreemptStack {rep.headroom} bytes{note}",
          "  every preemption resumes on the other M and P; a canary guards the stack below the headroom",
          "  not yet: a GC stack scan at each point (the GC issue)", "",
          f"  {'corpus loop':<18} {'boundaries':>10} {'points':>7} {'injected':>9} {'refused':>8} {'violations':>11}"]
@@ -265,19 +265,23 @@ def render_checkstub(rep) -> str:
         L.append("PASS: the stub restored every register, flag and XMM register bit for bit at every point, on "
                  "another M and P,")
         L.append("      stayed within asyncPreemptStack and wrote nothing at or above the resume-PC slot.")
-    else:
-        L.append("FAIL:")
-        for r in rep.results:
-            if not r.violations:
-                continue
-            L.append(f"  {r.scenario}: {r.violation_count} violation(s)")
-            for (kind, what), vs in _group(r.violations).items():
-                v = vs[0]
-                L.append(f"    {kind} {what}: first at boundary {v.boundary}, pc {v.pc:#x} `{v.insn}` ({v.where})")
-                L.append(f"        expected {v.expected}")
-                L.append(f"        actual   {v.actual}")
-                if v.detail:
-                    L.append(f"        {v.detail}")
+        return "\n".join(L) + "\n"
+    groups: "OrderedDict[tuple[str, str], list]" = OrderedDict()
+    for r in rep.results:
+        for v in r.violations:
+            groups.setdefault((v.kind, v.what), []).append((r.scenario, v))
+    total = sum(r.violation_count for r in rep.results)
+    L.append(f"FAIL: {total:,} violation(s); by register, flag or address (first example of each):")
+    for (kind, what), items in groups.items():
+        loops = sorted({sc for sc, _ in items})
+        sc, v = items[0]
+        L.append(f"  {kind} {what}: in {len(loops)} corpus loop(s) ({', '.join(loops[:4])}"
+                 f"{', ...' if len(loops) > 4 else ''})")
+        L.append(f"      first: {sc}, boundary {v.boundary}, pc {v.pc:#x} `{v.insn}` ({v.where})")
+        L.append(f"      expected {v.expected}")
+        L.append(f"      actual   {v.actual}")
+        if v.detail:
+            L.append(f"      {v.detail}")
     return "\n".join(L) + "\n"
 
 
