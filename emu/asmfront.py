@@ -39,6 +39,7 @@ class _Line:
     unsafe: bool
     inline: str | None
     spdelta: int | None      # explicit ;@spdelta for this instruction
+    ptrs: tuple[int, ...] | None = None   # ;@ptrs stack map for a call site
 
 
 @dataclass
@@ -199,7 +200,7 @@ def _parse(text: str, file: str, externs: dict[str, int], data_base: int | None)
     data: list[DataSym] = []
     pending: dict = {}
     cur: _Func | None = None
-    unsafe, inline, spdelta = False, None, None
+    unsafe, inline, spdelta, ptrs = False, None, None, None
     next_data = data_base
     for n, raw in enumerate(text.splitlines(), 1):
         code, comment = _strip_comment(raw)
@@ -230,6 +231,13 @@ def _parse(text: str, file: str, externs: dict[str, int], data_base: int | None)
                 if len(args) != 1:
                     raise AsmError(file, n, ";@spdelta takes one number: the SP delta at the next instruction")
                 spdelta = _num(args[0], file, n, ";@spdelta")
+            elif d == "ptrs":
+                try:
+                    ptrs = tuple(int(a, 0) for a in args)
+                except ValueError:
+                    raise AsmError(file, n, ";@ptrs takes SP offsets, e.g. ;@ptrs 0 8") from None
+                if any(o < 0 or o % 8 for o in ptrs):
+                    raise AsmError(file, n, ";@ptrs offsets must be non-negative multiples of 8")
             elif d == "inline":
                 if len(args) != 1:
                     raise AsmError(file, n, ";@inline takes the Go name of the inlined function")
@@ -239,8 +247,11 @@ def _parse(text: str, file: str, externs: dict[str, int], data_base: int | None)
             elif d == "data":
                 if data_base is None:
                     raise AsmError(file, n, ";@data is not allowed in this file")
+                has_ptrs = bool(args) and args[-1] == "ptrs"
+                if has_ptrs:
+                    args = args[:-1]
                 if len(args) not in (2, 3):
-                    raise AsmError(file, n, ";@data takes NAME SIZE [FILL-BYTE]")
+                    raise AsmError(file, n, ";@data takes NAME SIZE [FILL-BYTE] [ptrs]")
                 name = args[0]
                 if not re.fullmatch(r"[A-Za-z_]\w*", name):
                     raise AsmError(file, n, f";@data name {name!r} is not an identifier")
@@ -250,7 +261,7 @@ def _parse(text: str, file: str, externs: dict[str, int], data_base: int | None)
                 fill = _num(args[2], file, n, ";@data fill") if len(args) == 3 else 0
                 if not (0 < size <= 0x10000) or not (0 <= fill <= 255):
                     raise AsmError(file, n, ";@data size must be 1..65536 and fill a byte")
-                data.append(DataSym(name, next_data, size, bytes([fill]) * size))
+                data.append(DataSym(name, next_data, size, bytes([fill]) * size, has_ptrs))
                 next_data += (size + 63) // 64 * 64
             else:
                 raise AsmError(file, n, f"unknown directive ;@{d} (see asm/README.md)")
@@ -279,8 +290,11 @@ def _parse(text: str, file: str, externs: dict[str, int], data_base: int | None)
                 continue
         if cur is None:
             raise AsmError(file, n, "instruction before the first function label")
-        cur.body.append(_Line(n, code, unsafe, inline, spdelta))
+        cur.body.append(_Line(n, code, unsafe, inline, spdelta, ptrs))
         spdelta = None
+        if ptrs is not None and not code.split()[0].lower().startswith("call"):
+            raise AsmError(file, n, ";@ptrs describes a call site: put it on the line before a CALL")
+        ptrs = None
     for f in funcs:
         if not any(isinstance(b, _Line) for b in f.body):
             raise AsmError(file, f.line, f"function {f.name!r} has no instructions")
@@ -331,28 +345,73 @@ def _sp_effect(d, delta: int, frame_delta: int | None) -> tuple[int | None, int 
     return delta, frame_delta
 
 
+def _branch_target(d) -> int | None:
+    if d.mnemonic == "jmp" or (d.mnemonic.startswith("j") and d.mnemonic != "jmp"):
+        for op in d.operands:
+            if op.type == capstone.x86.X86_OP_IMM:
+                return op.imm
+    return None
+
+
+def _sp_deltas(f: _Func, body: list[_Line], ds: list, file: str) -> list[int]:
+    """The SP delta before each instruction, propagated along control flow (like the pcsp table):
+    fall-through and branch targets inherit the delta where control comes from; ;@spdelta overrides."""
+    n = len(ds)
+    index = {d.address: i for i, d in enumerate(ds)}
+    delta: list[int | None] = [None] * n
+    origin: list[str] = [""] * n
+    work = [(0, 0, "the function entry")]
+    while work:
+        i, v, why = work.pop()
+        if body[i].spdelta is not None:
+            v = body[i].spdelta
+        if v is None:
+            raise AsmError(file, body[i].line, f"cannot infer the SP delta here ({why}); put `;@spdelta N` on the "
+                           "line before")
+        if delta[i] is not None:
+            if delta[i] != v:
+                raise AsmError(file, body[i].line, f"SP delta {v} here (from {why}) differs from {delta[i]} "
+                               f"(from {origin[i]}); fix the code or add `;@spdelta N`")
+            continue
+        delta[i], origin[i] = v, why
+        d = ds[i]
+        after, _ = _sp_effect(d, v, _frame_delta(ds, delta, i))
+        m = d.mnemonic
+        here = f"`{body[i].text}` at line {body[i].line}"
+        target = _branch_target(d)
+        if target is not None and target in index:
+            work.append((index[target], v, here))
+        if m.startswith("ret") or m == "jmp" or m in ("hlt", "ud2"):
+            continue
+        if i + 1 < n:
+            work.append((i + 1, after, here))
+    # unreachable instructions (dead code): linear value from the previous instruction
+    for i in range(n):
+        if delta[i] is None:
+            prev = delta[i - 1] if i else 0
+            delta[i] = body[i].spdelta if body[i].spdelta is not None else (
+                _sp_effect(ds[i - 1], prev, None)[0] if i else 0) or 0
+    return delta
+
+
+def _frame_delta(ds, delta, i: int) -> int | None:
+    """The delta at which this function executed `mov rbp, rsp` (for LEAVE), if known."""
+    for j in range(i, -1, -1):
+        if ds[j].mnemonic == "mov" and ds[j].op_str == "rbp, rsp" and delta[j] is not None:
+            return delta[j]
+    return None
+
+
 def _build_funcs(funcs: list[_Func], lines, decoded, file: str) -> list[Func]:
     out: list[Func] = []
     k = 0
     for f in funcs:
-        insns: list[Insn] = []
-        delta: int | None = 0
-        frame_delta: int | None = None
-        unknown_after: tuple[int, str] | None = None
         body = [b for b in f.body if isinstance(b, _Line)]
-        for ln in body:
-            d = decoded[k]
-            k += 1
-            if ln.spdelta is not None:
-                delta = ln.spdelta
-            if delta is None:
-                raise AsmError(file, ln.line, f"cannot infer the SP delta here (after `{unknown_after[1]}` at "
-                               f"line {unknown_after[0]}); put `;@spdelta N` on the line before")
-            insns.append(Insn(d.address, d.size, d.mnemonic, d.op_str, file, ln.line, ln.text, f.name,
-                              delta, ln.unsafe or f.nosplit, ln.inline))
-            delta, frame_delta = _sp_effect(d, delta, frame_delta)
-            if delta is None:
-                unknown_after = (ln.line, ln.text)
+        ds = decoded[k:k + len(body)]
+        k += len(body)
+        deltas = _sp_deltas(f, body, ds, file)
+        insns = [Insn(d.address, d.size, d.mnemonic, d.op_str, file, ln.line, ln.text, f.name,
+                      dl, ln.unsafe or f.nosplit, ln.inline, ln.ptrs) for ln, d, dl in zip(body, ds, deltas)]
         start = insns[0].addr
         end = insns[-1].addr + insns[-1].size
         goname = f.goname or f"main.{f.name}"

@@ -4,7 +4,9 @@ The corpus is every sweep scenario in scenarios/ that expects no violations (not
 swept at every boundary (capped) with the user's stub; every asynchronous preemption resumes the
 goroutine on the other M and P (different FS base, different p.xRegs), and the stub must also stay
 within the headroom the oracle assumes (a canary below S - asyncPreemptStack) and write nothing
-at or above the resume-PC slot. Left out until the GC issue lands: a GC stack scan at each point.
+at or above the resume-PC slot. A full GC (stack scan through the stub's frame, mark, sweep) runs at
+every injection point, so a stub that breaks the scan (or a frame it builds) shows up as a
+use-after-free.
 """
 from __future__ import annotations
 
@@ -80,7 +82,7 @@ def check(stub_path: str | Path, layout_name: str, max_points: int = 2000,
     rep = None
     for sc in corpus(names):
         program = loader.load_program(_rel(sc.asm))
-        world = loader.build_world(program, sc.entry, lay.name, stub_path, seed, sc.registers)
+        world = loader.build_world(program, sc.entry, lay.name, stub_path, seed, sc.registers, gc=True)
         if rep is None:
             rep = StubReport(str(stub_path), lay.name, world.headroom, stub.get_func("asyncPreempt").max_sp_delta)
         res = sweep.sweep(world, sc.entry, seed, min(max_points, sc.max_points), sc.budget, canary=True,

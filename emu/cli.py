@@ -38,7 +38,8 @@ def _stub_desc(layout: str, stub: str | None) -> str:
 
 def cmd_sweep(a, out) -> int:
     program = loader.load_program(a.file)
-    world = loader.build_world(program, a.func, a.layout, a.stub, a.seed, _regs(a.reg))
+    world = loader.build_world(program, a.func, a.layout, a.stub, a.seed, _regs(a.reg), gc=a.gc,
+                               scanner=a.gc_scanner)
     res = sweep(world, a.func, a.seed, a.max_points, a.budget, force_unsafe=a.force_unsafe,
                 async_preemption=a.async_preemption == "on", nested_signals=a.nested_signals)
     if a.json:
@@ -195,6 +196,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="inject even where Go refuses (teaching / verifier self-test): shows the damage")
     s.add_argument("--async-preemption", choices=["on", "off"], default="on",
                    help="off = GODEBUG=asyncpreemptoff=1: every SIGURG must leave the context untouched")
+    s.add_argument("--gc", action="store_true",
+                   help="run a full GC (stack scan, mark, sweep) at every injection; report use-after-free")
+    s.add_argument("--gc-scanner", default="go", choices=["go", "precise-interrupted", "skip-save-area"],
+                   help="the stack scanner (the two mutants prove the use-after-free oracle bites)")
     s.add_argument("--nested-signals", action="store_true",
                    help="also deliver SIGURG at every instruction of the stub, and again right after its RET")
     common(s)

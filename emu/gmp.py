@@ -17,6 +17,7 @@ from . import gostructs as gs
 from . import layout as L
 from . import memmap, regs
 from .errors import GuestFault
+from .heap import Heap
 from .machine import Machine
 from .program import Program
 from .safepoint import SchedState
@@ -57,15 +58,15 @@ def read_sched_state(machine: Machine, gp: int, mp: int, pp: int) -> SchedState:
         p_preempt=bool(machine.read(pp + P["preempt"].offset, 1)[0]) if pp else False)
 
 
-def copystack(machine: Machine, gp: int, lo: int, hi: int, slot_base: int) -> tuple[int, int]:
-    """copystack(gp, 2*size): move the used stack to a region twice as large below the old one.
+def copystack(machine: Machine, gp: int, lo: int, hi: int, slot_base: int, new_size: int | None = None) -> tuple[int, int]:
+    """copystack(gp, newsize): move the used stack to a new region (twice as large by default) below the old one.
 
     Adjusted: RSP, RBP and the frame-pointer chain (saved BPs), g.stack, stackguard0. Not adjusted
     (needs stack maps): other words that point into the old stack. The old stack is unmapped, as Go
     frees it, so a stale pointer faults instead of reading garbage. Returns the new (lo, hi).
     """
     m, G = machine, gs.G_FIELDS
-    size = 2 * (hi - lo)
+    size = new_size or 2 * (hi - lo)
     new_hi = lo - memmap.STACK_GUARD_SIZE
     new_lo = new_hi - size
     if new_lo - memmap.STACK_GUARD_SIZE < slot_base:
@@ -134,7 +135,7 @@ class World:
 
     def __init__(self, program: Program, stub: Program, layout: L.StubLayout, entry: str, seed: int = 1,
                  reg_overrides: dict[str, int] | None = None, stack_size: int = memmap.DEFAULT_STACK_SIZE,
-                 stub_ret_hooks: bool = True, migrate: bool = True):
+                 stub_ret_hooks: bool = True, migrate: bool = True, gc: bool = False, scanner: str = "go"):
         self.layout = layout
         self.program = program
         self.machine = Machine(program, stub, layout.name, on_async_preempt2=self._on_async_preempt2,
@@ -174,6 +175,22 @@ class World:
         self.machine.set_reg("RIP", self.entry)
         self.stack_moves: list[tuple[int, int, int, int]] = []   # (old lo, old hi, new lo, new hi)
         self.needless_growths: list[tuple[int, int, int]] = []     # (pc, sp, stackguard0)
+        # The heap; with `gc`, a full GC runs at every asynchronous preemption (asyncPreempt2 trap).
+        self.heap = Heap()
+        self.machine.on_newobject = self._newobject
+        self.gc_enabled, self.scanner = gc, scanner
+        self.current_boundary = 0
+        self.gc_cycles = 0
+        self.gc_freed = 0
+        self.retained_conservatively: set[int] = set()
+        self.shrink_deferred = 0
+        self.shrinks = 0
+        self.uaf: list[tuple] = []      # (obj base, size, access, addr, pc, boundary of the freeing GC)
+        self._uaf_seen: set[int] = set()
+        self._last_access: dict[int, int] = {}   # object -> number of GCs before its last access
+        self._cons_at: dict[int, int] = {}       # object -> last GC that kept it only conservatively
+        if gc:
+            self.machine.watch_heap(self._heap_access)
         self._snap0 = self.snapshot()
 
     # --- layout of the world --------------------------------------------------------------
@@ -255,12 +272,18 @@ class World:
     def snapshot(self):
         """Capture registers, writable memory and the stack's place (it may move when it grows)."""
         m = self.machine
+        base, used = self.heap.used
         return (m.save_context(), (self.stack_lo, self.stack_hi),
-                [(a, m.read(a, n)) for a, n in self.writable_regions()], len(self.stack_moves), self.cur)
+                [(a, m.read(a, n)) for a, n in self.writable_regions()] + ([(base, m.read(base, used))] if used else []),
+                len(self.stack_moves), self.cur, self.heap.snapshot())
 
     def restore(self, snap) -> None:
         """Return to a snapshot, re-mapping the stack if it has moved since."""
-        ctx, (lo, hi), mem, moves, cur = snap
+        ctx, (lo, hi), mem, moves, cur, heap = snap
+        if self.heap.next > heap[0]:                  # objects allocated since: back to zeroed arena
+            m0 = self.machine
+            m0.write(heap[0], bytes(self.heap.next - heap[0]))
+        self.heap.restore(heap)
         m = self.machine
         if (lo, hi) != (self.stack_lo, self.stack_hi):
             m.unmap_stack(self.stack_lo, self.stack_hi)
@@ -278,6 +301,10 @@ class World:
         """Return to the start state: registers at the entry, writable memory as at creation."""
         self.needless_growths.clear()
         self.cooperative_preemptions = 0
+        self.gc_cycles = self.gc_freed = self.shrink_deferred = self.shrinks = 0
+        self.retained_conservatively = set()
+        self.uaf, self._uaf_seen = [], set()
+        self._last_access, self._cons_at = {}, {}
         self.restore(self._snap0)
 
     # --- newstack / copystack ---------------------------------------------------------------
@@ -328,6 +355,8 @@ class World:
         guard = machine.read_u64(self.gp + G["stackguard0"].offset)
         if guard == gs.STACK_PREEMPT:
             self.cooperative_preemptions += 1
+            if machine.read(self.gp + G["preemptShrink"].offset, 1)[0]:
+                self._shrinkstack()                       # newstack: the shrink deferred by the GC
             self.withdraw_request()
             return False
         # A real growth request. The caller's SP (above morestack's return address) must be below
@@ -338,6 +367,72 @@ class World:
             self.needless_growths.append((ret, caller_sp, guard))
         self.grow_stack()
         return False
+
+    def _newobject(self, size: int) -> int:
+        try:
+            return self.heap.alloc(size)
+        except MemoryError as e:
+            from .machine import GuestFaultInHook
+            raise GuestFaultInHook(f"runtime.newobject({size}): {e}") from None
+
+    def _heap_access(self, kind: str, addr: int, pc: int) -> None:
+        o = self.heap.find(addr)
+        if o is not None:
+            self._last_access[o.base] = self.gc_cycles
+        if o is not None and o.freed_at is not None and o.base not in self._uaf_seen:
+            self._uaf_seen.add(o.base)
+            self.uaf.append((o.base, o.size, kind, addr, pc, o.freed_at))
+
+    def retained_dead(self) -> list[int]:
+        """Objects a conservative scan kept alive although the program never touched them again."""
+        return sorted(b for b, c in self._cons_at.items() if self._last_access.get(b, -1) < c)
+
+    def _shrinkstack(self) -> None:
+        """shrinkstack: halve the stack if less than a quarter is in use (runtime/stack.go)."""
+        G = gs.G_FIELDS
+        self.machine.write(self.gp + G["preemptShrink"].offset, b"\x00")
+        lo, hi = self.stack_lo, self.stack_hi
+        used = hi - self.machine.reg("RSP")
+        if (hi - lo) // 2 < 2048 or used >= (hi - lo) // 4:
+            return
+        slot_base = memmap.STACK_BASE + USER_G_SLOT * memmap.STACK_SLOT
+        self.stack_lo, self.stack_hi = copystack(self.machine, self.gp, lo, hi, slot_base, (hi - lo) // 2)
+        self.stack_moves.append((lo, hi, self.stack_lo, self.stack_hi))
+        self.shrinks += 1
+
+    def run_gc(self, machine: Machine) -> None:
+        """A full GC while the goroutine sits in asyncPreempt2: scan its stack, mark, sweep.
+
+        Stack shrinking is refused here (isShrinkStackSafe: asyncSafePoint) and deferred through
+        gp.preemptShrink to the next synchronous preemption.
+        """
+        from . import gcscan
+        from .unwind import UnwindError, unwind
+        G = gs.G_FIELDS
+        machine.write(self.gp + G["asyncSafePoint"].offset, b"\x01")
+        try:
+            frames = unwind(machine.all, machine.read_u64, machine.reg("RSP"), machine.pc)
+        except UnwindError as e:
+            from .machine import GuestFaultInHook
+            raise GuestFaultInHook(f"GC stack scan cannot unwind: {e}") from None
+        xregs = None
+        if self.layout.xreg_slots:
+            block = machine.read_u64(self.gp + G["xRegs.state"].offset)
+            xregs = (block, gs.XREGS_SIZE) if block else None
+        globals_ = [(d.addr, d.size) for d in self.program.data if d.ptrs]
+        res = gcscan.scan(machine.read, self.heap, machine.all, frames, self.stack_lo, self.stack_hi, globals_,
+                          xregs, self.scanner)
+        freed = gcscan.sweep_heap(self.heap, res.marked, machine.write, self.current_boundary)
+        self.gc_cycles += 1
+        self.gc_freed += len(freed)
+        self.retained_conservatively |= res.conservative_only
+        for b in res.conservative_only:
+            self._cons_at[b] = self.gc_cycles       # kept alive only conservatively by GC number gc_cycles
+        used = self.stack_hi - machine.reg("RSP")
+        if (self.stack_hi - self.stack_lo) // 2 >= 2048 and used < (self.stack_hi - self.stack_lo) // 4:
+            machine.write(self.gp + G["preemptShrink"].offset, b"\x01")   # isShrinkStackSafe: no
+            self.shrink_deferred += 1
+        machine.write(self.gp + G["asyncSafePoint"].offset, b"\x00")
 
     def _on_async_preempt2(self, machine: Machine) -> bool:
         """asyncPreempt2 trap: mcall(gopreempt_m) -> schedule() -> execute(gp) with no other G to run."""
@@ -356,6 +451,8 @@ class World:
             machine.write(block, machine.read(scratch, gs.XREGS_SIZE))
             machine.write(scratch, b"\xa5" * gs.XREGS_SIZE)   # other Gs' preemptions reuse scratch
             machine.write_u64(self.gp + G["xRegs.state"].offset, block)
+        if self.gc_enabled:                             # a GC cycle while the G is off CPU
+            self.run_gc(machine)
         if self.migrate:                                # schedule() elsewhere; execute() on the other M/P
             self._bind(1 - self.cur)
             self.migrations += 1

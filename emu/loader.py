@@ -69,7 +69,8 @@ def parse_registers(assignments: dict[str, object], program: Program) -> dict[st
 
 
 def build_world(program: Program, entry: str, layout_name: str = "go1.14", stub_path=None, seed: int = 1,
-                registers: dict[str, object] | None = None, stub_ret_hooks: bool = True) -> World:
+                registers: dict[str, object] | None = None, stub_ret_hooks: bool = True, gc: bool = False,
+                scanner: str = "go") -> World:
     """Assemble the stub and set up M0/P0 with one goroutine about to run `entry`."""
     try:
         lay = L.get_layout(layout_name)
@@ -83,4 +84,4 @@ def build_world(program: Program, entry: str, layout_name: str = "go1.14", stub_
         init = parse_registers(registers or {}, program)
     except ValueError as e:
         raise EmuError(f"--reg: {e}") from None
-    return World(program, stub, lay, entry, seed, init, stub_ret_hooks=stub_ret_hooks)
+    return World(program, stub, lay, entry, seed, init, stub_ret_hooks=stub_ret_hooks, gc=gc, scanner=scanner)

@@ -25,7 +25,12 @@ STOP_TRAP = "trap"          # a sentinel hook asked to stop (scheduler trap)
 
 #: INT3 sentinels in the runtime text, by address
 SENTINELS = {memmap.GOEXIT: "goexit", memmap.ASYNC_PREEMPT2: "asyncPreempt2", memmap.MORESTACK: "morestack",
-             memmap.GC_WRITE_BARRIER2: "gcWriteBarrier2", memmap.NANOSLEEP: "nanosleep"}
+             memmap.GC_WRITE_BARRIER2: "gcWriteBarrier2", memmap.NANOSLEEP: "nanosleep",
+             memmap.NEWOBJECT: "newobject"}
+
+
+class GuestFaultInHook(Exception):
+    """Raised inside a hook; Unicorn re-raises it from emu_start and run() reports it as a Fault."""
 
 
 @dataclass
@@ -65,6 +70,7 @@ class Machine:
         # trap_handler(machine, sentinel name) -> None (go on) | "stop" | "park"; overrides the
         # on_* callbacks (the scheduler uses it). "park" saves the context in self.parked.
         self.trap_handler: Callable[["Machine", str], str | None] | None = None
+        self.on_newobject: Callable[[int], int] | None = None      # runtime.newobject: size -> pointer
         self.parked: tuple[str, object] | None = None
         self.stub_ret_armed = False
         self.trap_pc: int | None = None
@@ -92,6 +98,12 @@ class Machine:
             return
         if name == "gcWriteBarrier2":
             self.write_barrier_calls += 1
+            return
+        if name == "newobject":
+            if self.on_newobject is None:
+                raise GuestFaultInHook(f"newobject called but this world has no heap")
+            size = uc.reg_read(X.UC_X86_REG_RAX)
+            uc.reg_write(X.UC_X86_REG_RAX, self.on_newobject(size))
             return
         if self.trap_handler is not None:
             action = self.trap_handler(self, name)
@@ -203,6 +215,9 @@ class Machine:
         self._unexpected_interrupt = None
         try:
             self.uc.emu_start(begin, 0, count=count)
+        except GuestFaultInHook as e:
+            pc = self.pc
+            raise Fault(pc, str(e), self.all.describe_pc(pc)) from None
         except unicorn.UcError as e:
             pc = self.pc
             msg = str(e)
@@ -220,6 +235,14 @@ class Machine:
             raise Fault(at, f"unexpected interrupt {intno} (e.g. INT3 or a divide error) in guest code",
                         self.all.describe_pc(at))
         return self.stop_reason
+
+    def watch_heap(self, on_access: Callable[[str, int, int], None]) -> None:
+        """Call on_access(kind, address, pc) for every guest read/write of the heap arena (GC mode only;
+        installed before the first run)."""
+        def hook(uc, access, address, size, value, user_data):
+            on_access("write" if access == unicorn.UC_MEM_WRITE else "read", address, uc.reg_read(X.UC_X86_REG_RIP))
+        self.uc.hook_add(unicorn.UC_HOOK_MEM_READ | unicorn.UC_HOOK_MEM_WRITE, hook,
+                         begin=memmap.HEAP_BASE, end=memmap.HEAP.end - 1)
 
     def add_block_hook(self, on_block: Callable[[int, int], None]) -> int:
         """Opt-in: call on_block(address, size) at every translation block in user text (~1 µs each).

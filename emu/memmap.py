@@ -34,6 +34,8 @@ XREG_SLOT = 0x1000
 XREG_SIZE = 0x0010_0000
 TLS_BASE = 0x00C0_0000           # one page per M; FS base = page + TLS_FS_OFFSET
 TLS_FS_OFFSET = 0x800
+HEAP_BASE = 0x0600_0000         # the GC'd heap arena (bump-allocated objects, 16-byte aligned); above the stacks
+HEAP_SIZE = 0x0040_0000
 STACK_BASE = 0x0100_0000         # goroutine stacks: [guard page][stack]... one slot per G
 STACK_SLOT = 0x0010_0000
 STACK_GUARD_SIZE = PAGE
@@ -67,10 +69,11 @@ GS = Region("g", G_BASE, G_SLOT * MAX_GS)
 MS = Region("m", M_BASE, M_SLOT * MAX_MS)
 PS = Region("p", P_BASE, P_SLOT * MAX_PS)
 XREGS = Region("xregs", XREG_BASE, XREG_SIZE)
+HEAP = Region("heap", HEAP_BASE, HEAP_SIZE)
 TLS = Region("tls", TLS_BASE, PAGE * MAX_MS)
 
 #: Regions mapped at machine creation (stacks are mapped per goroutine).
-FIXED_REGIONS = (TEXT, STUB, RT, PRIV, DATA, GS, MS, PS, XREGS, TLS)
+FIXED_REGIONS = (TEXT, STUB, RT, PRIV, DATA, GS, MS, PS, XREGS, TLS, HEAP)
 
 # Runtime sentinel entry points (fixed slots inside RT; rtcode.py fills them).
 RT_SLOT = 0x400
@@ -82,6 +85,7 @@ XREG_RESTORE = RT_BASE + 4 * RT_SLOT
 GC_WRITE_BARRIER2 = RT_BASE + 5 * RT_SLOT
 NANOSLEEP = RT_BASE + 6 * RT_SLOT
 PARK_SPIN = RT_BASE + 7 * RT_SLOT
+NEWOBJECT = RT_BASE + 8 * RT_SLOT
 
 # preemu-private data layout inside PRIV
 DUMP_AREA = PRIV_BASE              # register dump (emu.dump layout)

@@ -27,6 +27,7 @@ class Insn:
     sp_delta: int        # bytes below the function's entry SP (excluding the return address), before this insn
     unsafe: bool         # PCDATA_UnsafePoint == -2 here
     inline: str | None = None   # Go name of the innermost inlined function covering this PC, if any
+    ptr_slots: tuple[int, ...] | None = None   # call sites: stack map (SP offsets holding live pointers)
 
     @property
     def text(self) -> str:
@@ -63,6 +64,7 @@ class DataSym:
     addr: int
     size: int
     init: bytes
+    ptrs: bool = False       # a global whose words the GC scans as pointers (precisely)
 
 
 @dataclass

@@ -67,7 +67,11 @@ def to_json(res: SweepResult, program, source: str, extra: dict | None = None) -
         violation_groups=[{"kind": k, "what": w, "count": n} for (k, w), n in res.violation_groups.items()], points_per_second=round(res.points_per_second, 1),
         async_preempt_stack=res.headroom, uncovered_pcs=[f"{pc:#x}" for pc in res.uncovered_pcs],
         final_registers={k: f"{v:#x}" for k, v in res.reference.final.values.items() if k != "RSP"},
-        points=pc_table(res, program), ok=res.ok)
+        points=pc_table(res, program), ok=res.ok,
+        gc=None if res.gc is None else {"cycles": res.gc.cycles, "freed": res.gc.freed, "allocated": res.gc.allocated,
+                                        "conservative_only": [f"{b:#x}" for b in res.gc.retained_conservatively],
+                                        "retained_conservatively": [f"{b:#x}" for b in res.gc.retained_dead],
+                                        "shrink_deferred": res.gc.shrink_deferred})
     if extra:
         out.update(extra)
     return out
@@ -99,6 +103,16 @@ def render_text(res: SweepResult, program, source: str, stub_desc: str, table: b
     if res.forced:
         L.append(f"  forced             {res.forced:>9,}   refused points injected anyway (--force-unsafe)")
     L.append(f"  asyncPreemptStack  {res.headroom:>9}   bytes of headroom the oracle requires below SP")
+    if res.gc is not None:
+        g = res.gc
+        L.append(f"  GC cycles          {g.cycles:>9,}   a full GC at every injection: stack scan, mark, sweep")
+        L.append(f"  objects freed      {g.freed:>9,}   of {g.allocated} allocated; freed memory is poisoned and watched")
+        if g.retained_dead:
+            L.append(f"  retained conservatively {len(g.retained_dead):>3}   dead object(s) kept alive by a stale word in a "
+                     "conservatively scanned frame (allowed): " + " ".join(f"{b:#x}" for b in g.retained_dead[:4]))
+        if g.shrink_deferred:
+            L.append(f"  shrinks deferred   {g.shrink_deferred:>9,}   isShrinkStackSafe refused (asyncSafePoint): "
+                     "gp.preemptShrink set")
     L.append(f"  violations         {res.violation_count:>9,}")
     L.append(f"  speed              {res.points_per_second:>9,.0f}   verified points per second")
     if res.uncovered_pcs:
@@ -254,8 +268,8 @@ def render_checkstub(rep) -> str:
     L = [f"preemu check-stub: {rep.stub}  ({rep.layout} world: asyncPreempt2, g/m/p and xRegs as in Go "
          f"{rep.layout[2:]})",
          f"  stub max SP delta {rep.stub_max_sp_delta} bytes -> asyncPreemptStack {rep.headroom} bytes{note}",
-         "  every preemption resumes on the other M and P; a canary guards the stack below the headroom",
-         "  not yet: a GC stack scan at each point (the GC issue)", "",
+         "  every preemption resumes on the other M and P; a canary guards the stack below the headroom;",
+         "  a full GC (stack scan, mark, sweep) runs at every injection point", "",
          f"  {'corpus loop':<18} {'boundaries':>10} {'points':>7} {'injected':>9} {'refused':>8} {'violations':>11}"]
     for r in rep.results:
         L.append(f"  {r.scenario:<18} {r.boundaries:>10,} {r.points:>7,} {r.injected:>9,} "

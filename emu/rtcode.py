@@ -14,6 +14,7 @@ every address-scoped code hook slows all count= execution by ~20%).
 * gcWriteBarrier2 -- the write barrier's slow path; `writeBarrier` is the runtime's enabled flag.
 * nanosleep -- RAX = nanoseconds: the scheduler parks the G on a timer.
 * parkspin -- preemu's own: a counted idle loop used for exact instruction accounting.
+* newobject -- RAX = size: the heap allocates (Python hook) and returns the object in RAX.
 * goexit -- the return address of every goroutine entry function (runtime.goexit).
 * dumper -- preemu's own: stores all dumped registers to the private page and jumps back through a
   slot without changing any register, flag or goroutine memory.
@@ -84,6 +85,11 @@ def _park_spin() -> list[str]:
             f"inc qword ptr [{memmap.SPIN_COUNTER:#x}]", "jmp parkspin"]
 
 
+def _newobject() -> list[str]:
+    # runtime.newobject: RAX = size in bytes -> RAX = pointer to zeroed heap memory (a Python hook).
+    return [";@asm", ";@nosplit", ";@goname runtime.newobject", "newobject:", "int3", "ret"]
+
+
 def _goexit() -> list[str]:
     return [";@asm", ";@goname runtime.goexit", "goexit:", "int3"]
 
@@ -112,7 +118,8 @@ def runtime_program(layout_name: str) -> Program:
     prog = Program()
     parts = [(memmap.ASYNC_PREEMPT2, _asyncpreempt2(layout_name)), (memmap.GOEXIT, _goexit()),
              (memmap.MORESTACK, _morestack()), (memmap.GC_WRITE_BARRIER2, _gcwritebarrier2()),
-             (memmap.NANOSLEEP, _nanosleep()), (memmap.PARK_SPIN, _park_spin()), (memmap.DUMPER, _dumper())]
+             (memmap.NANOSLEEP, _nanosleep()), (memmap.PARK_SPIN, _park_spin()), (memmap.NEWOBJECT, _newobject()),
+             (memmap.DUMPER, _dumper())]
     if layout_name != "go1.14":
         parts.append((memmap.XREG_RESTORE, _xregrestore()))
     for addr, lines in parts:
@@ -129,4 +136,4 @@ def runtime_program(layout_name: str) -> Program:
 def runtime_externs() -> dict[str, int]:
     return {"asyncPreempt2": memmap.ASYNC_PREEMPT2, "goexit": memmap.GOEXIT, "morestack_noctxt": memmap.MORESTACK,
             "gcWriteBarrier2": memmap.GC_WRITE_BARRIER2, "writeBarrier": memmap.WRITE_BARRIER_FLAG,
-            "nanosleep": memmap.NANOSLEEP}
+            "nanosleep": memmap.NANOSLEEP, "newobject": memmap.NEWOBJECT}

@@ -37,9 +37,9 @@ from .safepoint import REASONS
 
 _TOP = {"name": str, "description": str, "asm": str, "entry": str, "layout": str, "stub": str, "seed": int,
         "max_points": int, "budget": int, "registers": dict, "expect": dict, "async_preemption": bool,
-        "nested_signals": bool, "cites": str}
+        "nested_signals": bool, "cites": str, "gc": bool, "gc_scanner": str}
 _EXPECT = {"violations": int, "all_injected": bool, "refused": dict, "final": dict, "equal_buffers": list,
-           "min_injected": int}
+           "min_injected": int, "retained_conservatively": int, "min_freed": int}
 
 
 @dataclass
@@ -59,6 +59,8 @@ class Scenario:
     async_preemption: bool = True
     nested_signals: bool = False
     cites: str = ""
+    gc: bool = False
+    gc_scanner: str = "go"
 
 
 @dataclass
@@ -90,6 +92,9 @@ def load(path: str | Path) -> "Scenario | SchedScenario":
             raise ScenarioError(ps, k, "required key is missing")
     if data.get("layout", "go1.14") not in LAYOUTS:
         raise ScenarioError(ps, "layout", f"must be one of {', '.join(LAYOUTS)}")
+    from .gcscan import SCANNERS
+    if data.get("gc_scanner", "go") not in SCANNERS:
+        raise ScenarioError(ps, "gc_scanner", f"must be one of {', '.join(SCANNERS)}")
     for k in ("max_points", "budget"):
         if k in data and data[k] <= 0:
             raise ScenarioError(ps, k, "must be positive")
@@ -131,7 +136,8 @@ def load(path: str | Path) -> "Scenario | SchedScenario":
     return Scenario(p, data["name"], data.get("description", ""), asm, data["entry"], data.get("layout", "go1.14"),
                     stub, data.get("seed", 1), data.get("max_points", 100_000), data.get("budget", S.DEFAULT_BUDGET),
                     dict(data.get("registers", {})), dict(exp), data.get("async_preemption", True),
-                    data.get("nested_signals", False), data.get("cites", ""))
+                    data.get("nested_signals", False), data.get("cites", ""), data.get("gc", False),
+                    data.get("gc_scanner", "go"))
 
 
 _SCHED_TOP = {"name": str, "description": str, "cites": str, "asm": str, "layout": str, "stub": str, "seed": int,
@@ -300,7 +306,8 @@ def run(sc: Scenario, layout: str | None = None, max_points: int | None = None):
     """Run the scenario's sweep; return (program, world, result, checks)."""
     program = loader.load_program(sc.asm)
     try:
-        world = loader.build_world(program, sc.entry, layout or sc.layout, sc.stub, sc.seed, sc.registers)
+        world = loader.build_world(program, sc.entry, layout or sc.layout, sc.stub, sc.seed, sc.registers,
+                                   gc=sc.gc, scanner=sc.gc_scanner)
     except EmuError as e:
         if str(e).startswith("no function"):
             raise ScenarioError(str(sc.path), "entry", str(e)) from None
@@ -331,6 +338,13 @@ def check(sc: Scenario, program, world, res: S.SweepResult) -> list[Check]:
         got = res.reference.final.values[reg.name]
         want = v & ((1 << (8 * reg.size)) - 1)
         out.append(Check(f"final.{reg.name}", got == want, f"{got:#x} (expected {want:#x})"))
+    if "retained_conservatively" in exp:
+        n = len(res.gc.retained_dead) if res.gc else 0
+        out.append(Check("retained_conservatively", n == exp["retained_conservatively"],
+                         f"{n} dead object(s) retained (expected {exp['retained_conservatively']})"))
+    if "min_freed" in exp:
+        n = res.gc.freed if res.gc else 0
+        out.append(Check("min_freed", n >= exp["min_freed"], f"{n} freed (at least {exp['min_freed']})"))
     mem = {a: data for a, data in res.reference.final_memory}
     for a, b in exp.get("equal_buffers", []):
         try:

@@ -38,6 +38,16 @@ class Reference:
 
 
 @dataclass
+class GcStats:
+    cycles: int
+    freed: int
+    retained_conservatively: list[int]        # objects kept alive only by conservative roots
+    shrink_deferred: int
+    allocated: int
+    retained_dead: list[int] = field(default_factory=list)   # ... and never used again: dead, yet retained
+
+
+@dataclass
 class PcStats:
     pc: int
     verdicts: Counter = field(default_factory=Counter)   # reason -> count
@@ -61,6 +71,7 @@ class SweepResult:
     uncovered_pcs: list[int]
     violation_groups: Counter = field(default_factory=Counter)   # (kind, what) -> count, over all violations
     forced: int = 0                                              # refused points injected anyway (--force-unsafe)
+    gc: "GcStats | None" = None
 
     @property
     def points_per_second(self) -> float:
@@ -258,6 +269,7 @@ class Sweeper:
                     return injected, refused, violations, None
                 pos = k
             pc = m.pc
+            w.current_boundary = k
             before = m.dump_state()
             s = before.get("RSP")
             raw_before = before.raw
@@ -394,7 +406,11 @@ class Sweeper:
 def sweep(world: World, entry: str, seed: int = 1, max_points: int = 100_000,
           budget: int = DEFAULT_BUDGET, max_violations: int = 200, force_unsafe: bool = False,
           canary: bool = False, async_preemption: bool = True, nested_signals: bool = False) -> SweepResult:
-    """Inject at every boundary (capped by max_points) of the goroutine in `world` and verify each."""
+    """Inject at every boundary (capped by max_points) of the goroutine in `world` and verify each.
+
+    With a world built with gc=True, a full GC runs at every injection and any later access to an
+    object it freed is a use-after-free violation.
+    """
     ref = run_reference(world, budget)
     must = set(first_boundaries(world, ref.boundaries).values()) if ref.boundaries > max_points else set()
     points = select_points(ref.boundaries, max_points, must)
@@ -406,6 +422,16 @@ def sweep(world: World, entry: str, seed: int = 1, max_points: int = 100_000,
                                                         nested_signals=nested_signals)
     elapsed = time.perf_counter() - t0
     forced = sw.forced
+    gc = None
+    if world.gc_enabled:
+        gc = GcStats(world.gc_cycles, world.gc_freed, sorted(world.retained_conservatively), world.shrink_deferred,
+                     len(world.heap.objs), world.retained_dead())
+        for base, size, kind, addr, apc, freed_at in world.uaf:
+            i = world.machine.all.insn_at(apc)
+            violations.append(verify.Violation(
+                "use-after-free", f"object {base:#x} ({size} bytes)", "a live object", f"{kind} of freed memory at {addr:#x}",
+                freed_at, apc, i.text if i else "?", i.where if i else world.machine.all.describe_pc(apc),
+                f"freed by the GC at the injection at boundary {freed_at}; accessed at pc {apc:#x}"))
     fv = sw.final_violations(final, ref, points[-1] if points else 0)
     if fv:
         culprit = sw.attribute(points, ref, force_unsafe)
@@ -420,4 +446,4 @@ def sweep(world: World, entry: str, seed: int = 1, max_points: int = 100_000,
     groups = Counter((v.kind, v.what) for v in violations)
     return SweepResult(entry, world.layout.name, seed, ref.boundaries, len(points), injected, refused,
                        violations[:max_violations], count, elapsed, stats, ref, world.headroom, uncovered, groups,
-                       forced)
+                       forced, gc)

@@ -1,0 +1,120 @@
+"""GC stack scan of an asynchronously preempted goroutine, mark and sweep (mirrors runtime/mgcmark.go
+scanstack/scanframeworker/scanConservative and mgcsweep.go, as facts §5 describes them).
+
+Roots: precise globals (`;@data ... ptrs`), the goroutine's stack, and in the go1.27 layout the
+G's xRegs block (xRegScan, conservative). Frames, innermost first: asyncPreempt2 (precise: no
+pointers), the asyncPreempt frame (conservative over [sp, varp): the saved GPRs, the RFLAGS word
+and in go1.14 the X registers), the interrupted frame (conservative over its whole frame), then
+every caller precisely from the stack map at its call site (`;@ptrs`). A conservative word that
+points into an allocated object (interior pointers too) marks it; one that points into the stack is
+a stack pointer (counted; preemu has no stack objects). Marked objects are scanned conservatively
+(no heap type bitmaps). Mutant scanners for self-testing: "precise-interrupted" (scan the
+interrupted frame with a stack map it does not have) and "skip-save-area".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .heap import POISON, Heap
+from .unwind import Frame
+
+SCANNERS = ("go", "precise-interrupted", "skip-save-area")
+
+
+@dataclass
+class ScanResult:
+    marked: set[int] = field(default_factory=set)            # object bases
+    conservative_only: set[int] = field(default_factory=set)  # marked only through conservative roots
+    stack_pointers: int = 0
+    roots: list[tuple[str, int, int]] = field(default_factory=list)   # (where, slot address, object base)
+
+
+def _words(buf: bytes):
+    for i in range(0, len(buf) - 7, 8):
+        yield i, int.from_bytes(buf[i:i + 8], "little")
+
+
+def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: int,
+         globals_: list[tuple[int, int]], xregs: tuple[int, int] | None, scanner: str = "go") -> ScanResult:
+    """Mark every object reachable from the roots; return what was marked and how."""
+    if scanner not in SCANNERS:
+        raise ValueError(f"unknown scanner {scanner!r}")
+    res = ScanResult()
+    precise: set[int] = set()
+    conservative: set[int] = set()
+
+    def consider(where: str, slot: int, val: int, is_precise: bool) -> None:
+        if stack_lo <= val < stack_hi:
+            res.stack_pointers += 1
+            return
+        o = heap.find(val)
+        if o is None or o.freed_at is not None:
+            return
+        (precise if is_precise else conservative).add(o.base)
+        res.roots.append((where, slot, o.base))
+
+    def conservative_range(where: str, lo: int, hi: int) -> None:
+        if hi > lo:
+            for off, v in _words(read(lo, hi - lo)):
+                consider(where, lo + off, v, False)
+
+    for g_addr, size in globals_:
+        for off, v in _words(read(g_addr, size)):
+            consider("global", g_addr + off, v, True)
+    if xregs is not None:
+        conservative_range("xRegs block", xregs[0], xregs[0] + xregs[1])
+    for fr in frames:
+        if fr.kind == "asyncPreempt2":
+            continue                                  # precise, and holds no pointers
+        if fr.kind == "asyncPreempt":
+            if scanner != "skip-save-area":           # [sp, varp): everything but saved BP and return PC
+                conservative_range("asyncPreempt save area", fr.sp, fr.sp + fr.size - 8)
+        elif fr.kind == "interrupted":
+            if scanner != "precise-interrupted":
+                conservative_range(f"interrupted frame {fr.func}", fr.sp, fr.sp + fr.size)
+        else:
+            for off in (frame_ptr_slots(prog, fr) or ()):
+                consider(f"frame {fr.func} (stack map)", fr.sp + off, int.from_bytes(read(fr.sp + off, 8), "little"),
+                         True)
+    # greyobject / drain: marked objects are scanned (conservatively; no type bitmaps)
+    work = list(precise | conservative)
+    seen = set(work)
+    reach_precise = set(precise)
+    while work:
+        b = work.pop()
+        o = heap.find(b)
+        via_precise = b in reach_precise
+        for off, v in _words(read(o.base, o.size)):
+            t = heap.find(v)
+            if t is None or t.freed_at is not None:
+                continue
+            if via_precise and t.base not in reach_precise:
+                reach_precise.add(t.base)
+                work.append(t.base)
+                seen.add(t.base)
+            elif t.base not in seen:
+                seen.add(t.base)
+                work.append(t.base)
+    res.marked = seen
+    res.conservative_only = seen - reach_precise
+    return res
+
+
+def sweep_heap(heap: Heap, marked: set[int], write, boundary: int) -> list:
+    """Free every allocated, unmarked object: poison its memory and remember who freed it."""
+    freed = []
+    for o in heap.live():
+        if o.base not in marked:
+            o.freed_at = boundary
+            write(o.base, bytes([POISON]) * o.size)
+            freed.append(o)
+    return freed
+
+
+def frame_ptr_slots(prog, fr: Frame):
+    """The stack map of a caller frame: the ;@ptrs offsets at its call site."""
+    if fr.call_pc is None:
+        return None
+    insn = prog.insn_at(fr.call_pc)
+    return insn.ptr_slots if insn is not None else None
+
