@@ -15,7 +15,12 @@ demo: $(BIN)/preemu
 	$(BIN)/preemu run scenarios/adc_chain.toml
 	@echo
 	@echo "--- the same sweep against a stub that forgets to save RFLAGS (expected to FAIL) ---"
-	-$(BIN)/preemu sweep asm/adc_chain.s --func adc_chain --reg RCX=64 --stub tests/data/stub_no_pushfq.s --max-points 400
+	@$(BIN)/preemu sweep asm/adc_chain.s --func adc_chain --reg RCX=64 --stub tests/data/stub_no_pushfq.s \
+		--max-points 400; echo "(preemu exited with status $$?: a check failed, as expected)"
+	@echo
+	@echo "--- Go 1.14's cure for starvation, then Go 1.13 (async preemption off) ---"
+	$(BIN)/preemu run scenarios/starvation.toml
+	$(BIN)/preemu run scenarios/starvation.toml --async-preemption off
 
 test: $(BIN)/preemu
 	$(BIN)/python -m pytest

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import os
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import asmfront, layout as L, loader, memmap, mutants, rtcode, scenario, sweep
+from . import layout as L, loader, mutants, scenario, sweep
 from .errors import AsmError, EmuError
 
 ROOT = Path(__file__).resolve().parent.parent

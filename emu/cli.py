@@ -8,7 +8,6 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 
 from . import __version__, checkstub, episode, layout as L, loader, report, scenario, stubgen, timeline
 from .errors import EmuError

@@ -101,7 +101,7 @@ class Machine:
             return
         if name == "newobject":
             if self.on_newobject is None:
-                raise GuestFaultInHook(f"newobject called but this world has no heap")
+                raise GuestFaultInHook("newobject called but this world has no heap")
             size = uc.reg_read(X.UC_X86_REG_RAX)
             uc.reg_write(X.UC_X86_REG_RAX, self.on_newobject(size))
             return

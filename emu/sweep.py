@@ -21,7 +21,7 @@ import unicorn
 from . import dump, inject, memmap, regs, verify
 from .errors import BudgetExceeded, GuestFault
 from .gmp import World
-from .machine import STOP_GOEXIT, STOP_STUB_RET, Fault
+from .machine import STOP_STUB_RET, Fault
 
 DEFAULT_BUDGET = 20_000_000
 STUB_BUDGET = 200_000

@@ -35,7 +35,6 @@ def unwind(prog: Program, read_u64, sp: int, pc: int, stub_name: str = "asyncPre
     """Walk from (pc, sp) -- a PC inside asyncPreempt2 -- to goexit; return the frames innermost first."""
     frames: list[Frame] = []
     kind = "asyncPreempt2"
-    after_injected = False
     for _ in range(10_000):
         f = prog.func_for(pc)
         if f is None:

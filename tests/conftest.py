@@ -46,3 +46,26 @@ def tmp_stub(tmp_path):
         p.write_text(out)
         return p
     return make
+
+
+class FakeSigContext:
+    """A sigctxt stand-in for oracle/injector tests: records stores, SP and PC writes."""
+
+    def __init__(self, sp: int):
+        self.sp, self.rip, self.stores = sp, None, []
+
+    @property
+    def pushed(self) -> bool:
+        return self.rip is not None
+
+    def rsp(self) -> int:
+        return self.sp
+
+    def set_rsp(self, v: int) -> None:
+        self.sp = v
+
+    def set_rip(self, v: int) -> None:
+        self.rip = v
+
+    def store64(self, a: int, v: int) -> None:
+        self.stores.append((a, v))

@@ -7,7 +7,7 @@ from emu import gostructs as gs
 from emu.inject import do_sig_preempt, push_call
 from emu.safepoint import REASONS, SchedState, is_async_safe_point, want_async_preempt
 
-from conftest import assemble
+from conftest import FakeSigContext, assemble
 
 PROG = assemble("f:\n nop\n;@unsafe\n nop\n;@safe\n;@inline runtime.add\n nop\n;@inline-end\n ret\n"
                 ";@asm\ng:\n ret\n;@goname reflect.call\nh:\n ret\n;@goname internal/runtime/atomic.Load\nk:\n ret\n")
@@ -17,25 +17,8 @@ OK = SchedState(gp=0x800, g_status=gs.G_RUNNING, g_preempt=True, stack_lo=LO, st
                 m_p=0xA00, m_locks=0, m_mallocing=0, m_preemptoff=0, p_status=gs.P_RUNNING, p_preempt=True)
 
 
-class FakeCtx:
-    def __init__(self, sp):
-        self.sp, self.rip, self.stores = sp, None, []
-
-    def rsp(self):
-        return self.sp
-
-    def set_rsp(self, v):
-        self.sp = v
-
-    def set_rip(self, v):
-        self.rip = v
-
-    def store64(self, a, v):
-        self.stores.append((a, v))
-
-
 def test_push_call_makes_one_8_byte_store_and_moves_only_sp_and_pc():
-    c = FakeCtx(0x5000)
+    c = FakeSigContext(0x5000)
     push_call(c, 0x500000, 0x400123)
     assert c.stores == [(0x4FF8, 0x400123)] and c.sp == 0x4FF8 and c.rip == 0x500000
 
@@ -83,7 +66,7 @@ def test_want_async_preempt_needs_a_request_and_a_running_g():
                                             (dataclasses.replace(OK, g_preempt=False, p_preempt=False),
                                              F.insns[0].addr, False)])
 def test_do_sig_preempt_acknowledges_whether_or_not_it_injects(st, pc, injected):
-    c = FakeCtx(HI - 0x100)
+    c = FakeSigContext(HI - 0x100)
     acks = []
     v = do_sig_preempt(c, PROG, st, pc, c.sp, 472, 0x500000, lambda: acks.append(1))
     assert acks == [1]

@@ -14,7 +14,7 @@ from emu import loader
 from emu.inject import do_sig_preempt
 from emu.safepoint import SchedState
 
-from conftest import ASM
+from conftest import ASM, FakeSigContext
 
 PROG = loader.load_program(ASM / "unsafe_points.s")
 LO, HI = 0x100000, 0x102000
@@ -65,29 +65,12 @@ TABLE = {
 }
 
 
-class _Ctx:
-    def __init__(self, sp):
-        self.sp, self.pushed = sp, False
-
-    def rsp(self):
-        return self.sp
-
-    def set_rsp(self, v):
-        self.sp = v
-
-    def set_rip(self, v):
-        self.pushed = True
-
-    def store64(self, a, v):
-        pass
-
-
 @pytest.mark.parametrize("row", list(TABLE))
 @pytest.mark.parametrize("col", C)
 def test_cell(row, col):
     changes, sp = COLS[col]
     st = dataclasses.replace(BASE, **changes)
-    ctx = _Ctx(sp)
+    ctx = FakeSigContext(sp)
     acked = []
     v = do_sig_preempt(ctx, PROG, st, ROWS[row], sp, HEADROOM, 0x500000, lambda: acked.append(True))
     want = TABLE[row][C.index(col)]
