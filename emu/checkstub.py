@@ -15,7 +15,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import layout as L, loader, mutants, scenario, sweep
+from . import layout as L
+from . import loader, mutants, scenario, sweep
 from .errors import AsmError, EmuError
 
 ROOT = Path(__file__).resolve().parent.parent

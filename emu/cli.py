@@ -9,7 +9,17 @@ import json
 import os
 import sys
 
-from . import __version__, checkstub, episode, layout as L, loader, report, scenario, stubgen, timeline
+from . import (
+    __version__,
+    checkstub,
+    episode,
+    loader,
+    report,
+    scenario,
+    stubgen,
+    timeline,
+)
+from . import layout as L
 from .errors import EmuError
 from .sweep import DEFAULT_BUDGET, sweep
 

@@ -22,7 +22,7 @@ from . import inject, memmap, verify
 from .gmp import World
 from .machine import STOP_STUB_RET, Fault
 from .safepoint import REASONS
-from .sweep import Reference, STUB_BUDGET, final_violations, run_reference
+from .sweep import STUB_BUDGET, Reference, final_violations, run_reference
 
 
 @dataclass

@@ -16,11 +16,12 @@ import random
 from . import gostructs as gs
 from . import layout as L
 from . import memmap, regs
-from .errors import GuestFault
+from .gcworld import WorldGC
 from .heap import Heap
 from .machine import Machine
 from .program import Program
 from .safepoint import SchedState
+from .stack import copystack, write_field
 
 G0_SLOT = 0      # g slot of m0.g0
 USER_G_SLOT = 1  # g slot of the goroutine under test
@@ -30,12 +31,6 @@ G0_SLOT_M1 = 2   # g slot of m1.g0
 def _get(buf: bytes, fields: dict, name: str) -> int:
     f = fields[name]
     return int.from_bytes(buf[f.offset:f.offset + f.size], "little")
-
-
-def write_field(machine: Machine, base: int, fields: dict, name: str, value: int) -> None:
-    """Store `value` into field `name` of the struct at `base`."""
-    f = fields[name]
-    machine.write(base + f.offset, (value & ((1 << (8 * f.size)) - 1)).to_bytes(f.size, "little"))
 
 
 def read_field(machine: Machine, base: int, fields: dict, name: str) -> int:
@@ -56,43 +51,6 @@ def read_sched_state(machine: Machine, gp: int, mp: int, pp: int) -> SchedState:
         m_mallocing=_get(m, M, "mallocing"), m_preemptoff=_get(m, M, "preemptoff"),
         p_status=_get(p_, P, "status"),
         p_preempt=bool(machine.read(pp + P["preempt"].offset, 1)[0]) if pp else False)
-
-
-def copystack(machine: Machine, gp: int, lo: int, hi: int, slot_base: int, new_size: int | None = None) -> tuple[int, int]:
-    """copystack(gp, newsize): move the used stack to a new region (twice as large by default) below the old one.
-
-    Adjusted: RSP, RBP and the frame-pointer chain (saved BPs), g.stack, stackguard0. Not adjusted
-    (needs stack maps): other words that point into the old stack. The old stack is unmapped, as Go
-    frees it, so a stale pointer faults instead of reading garbage. Returns the new (lo, hi).
-    """
-    m, G = machine, gs.G_FIELDS
-    size = new_size or 2 * (hi - lo)
-    new_hi = lo - memmap.STACK_GUARD_SIZE
-    new_lo = new_hi - size
-    if new_lo - memmap.STACK_GUARD_SIZE < slot_base:
-        raise GuestFault(m.pc, m.all.describe_pc(m.pc), f"stack overflow: a {size}-byte stack does not fit the "
-                         f"goroutine's {memmap.STACK_SLOT // 1024} KiB slot")
-    sp = m.reg("RSP")
-    used = m.read(sp, hi - sp)
-    m.map_stack(new_lo, new_hi)
-    delta = new_hi - hi
-    m.write(new_hi - len(used), used)
-    m.set_reg("RSP", sp + delta)
-    bp = m.reg("RBP")
-    if lo <= bp < hi:
-        m.set_reg("RBP", bp + delta)
-        frame = bp + delta
-        while True:                                  # walk the saved-BP chain
-            saved = m.read_u64(frame)
-            if not lo <= saved < hi:
-                break
-            m.write_u64(frame, saved + delta)
-            frame = saved + delta
-    m.unmap_stack(lo, hi)
-    write_field(m, gp, G, "stack.lo", new_lo)
-    write_field(m, gp, G, "stack.hi", new_hi)
-    write_field(m, gp, G, "stackguard0", new_lo + gs.STACK_GUARD)
-    return new_lo, new_hi
 
 
 class MachineSigContext:
@@ -130,7 +88,7 @@ def initial_registers(seed: int, layout: L.StubLayout, overrides: dict[str, int]
     return vals
 
 
-class World:
+class World(WorldGC):
     """One goroutine on M0/P0, ready to run from its entry function."""
 
     def __init__(self, program: Program, stub: Program, layout: L.StubLayout, entry: str, seed: int = 1,
@@ -156,6 +114,7 @@ class World:
         self.cur = 0
         self.migrations = 0
         self.stack_lo, self.stack_hi = memmap.stack_bounds(USER_G_SLOT, stack_size)
+        self.stack_slot_base = memmap.STACK_BASE + USER_G_SLOT * memmap.STACK_SLOT
         self.machine.map_stack(self.stack_lo, self.stack_hi)
         self.sigctx = MachineSigContext(self.machine)
         self.machine.describe_address = self._describe_address
@@ -311,8 +270,7 @@ class World:
     def grow_stack(self) -> None:
         """newstack's growth path: copystack to a stack twice the size."""
         lo, hi = self.stack_lo, self.stack_hi
-        slot_base = memmap.STACK_BASE + USER_G_SLOT * memmap.STACK_SLOT
-        self.stack_lo, self.stack_hi = copystack(self.machine, self.gp, lo, hi, slot_base)
+        self.stack_lo, self.stack_hi = copystack(self.machine, self.gp, lo, hi, self.stack_slot_base)
         self.stack_moves.append((lo, hi, self.stack_lo, self.stack_hi))
 
     # --- scheduler-side effects -----------------------------------------------------------
@@ -367,72 +325,6 @@ class World:
             self.needless_growths.append((ret, caller_sp, guard))
         self.grow_stack()
         return False
-
-    def _newobject(self, size: int) -> int:
-        try:
-            return self.heap.alloc(size)
-        except MemoryError as e:
-            from .machine import GuestFaultInHook
-            raise GuestFaultInHook(f"runtime.newobject({size}): {e}") from None
-
-    def _heap_access(self, kind: str, addr: int, pc: int) -> None:
-        o = self.heap.find(addr)
-        if o is not None:
-            self._last_access[o.base] = self.gc_cycles
-        if o is not None and o.freed_at is not None and o.base not in self._uaf_seen:
-            self._uaf_seen.add(o.base)
-            self.uaf.append((o.base, o.size, kind, addr, pc, o.freed_at))
-
-    def retained_dead(self) -> list[int]:
-        """Objects a conservative scan kept alive although the program never touched them again."""
-        return sorted(b for b, c in self._cons_at.items() if self._last_access.get(b, -1) < c)
-
-    def _shrinkstack(self) -> None:
-        """shrinkstack: halve the stack if less than a quarter is in use (runtime/stack.go)."""
-        G = gs.G_FIELDS
-        self.machine.write(self.gp + G["preemptShrink"].offset, b"\x00")
-        lo, hi = self.stack_lo, self.stack_hi
-        used = hi - self.machine.reg("RSP")
-        if (hi - lo) // 2 < 2048 or used >= (hi - lo) // 4:
-            return
-        slot_base = memmap.STACK_BASE + USER_G_SLOT * memmap.STACK_SLOT
-        self.stack_lo, self.stack_hi = copystack(self.machine, self.gp, lo, hi, slot_base, (hi - lo) // 2)
-        self.stack_moves.append((lo, hi, self.stack_lo, self.stack_hi))
-        self.shrinks += 1
-
-    def run_gc(self, machine: Machine) -> None:
-        """A full GC while the goroutine sits in asyncPreempt2: scan its stack, mark, sweep.
-
-        Stack shrinking is refused here (isShrinkStackSafe: asyncSafePoint) and deferred through
-        gp.preemptShrink to the next synchronous preemption.
-        """
-        from . import gcscan
-        from .unwind import UnwindError, unwind
-        G = gs.G_FIELDS
-        machine.write(self.gp + G["asyncSafePoint"].offset, b"\x01")
-        try:
-            frames = unwind(machine.all, machine.read_u64, machine.reg("RSP"), machine.pc)
-        except UnwindError as e:
-            from .machine import GuestFaultInHook
-            raise GuestFaultInHook(f"GC stack scan cannot unwind: {e}") from None
-        xregs = None
-        if self.layout.xreg_slots:
-            block = machine.read_u64(self.gp + G["xRegs.state"].offset)
-            xregs = (block, gs.XREGS_SIZE) if block else None
-        globals_ = [(d.addr, d.size) for d in self.program.data if d.ptrs]
-        res = gcscan.scan(machine.read, self.heap, machine.all, frames, self.stack_lo, self.stack_hi, globals_,
-                          xregs, self.scanner)
-        freed = gcscan.sweep_heap(self.heap, res.marked, machine.write, self.current_boundary)
-        self.gc_cycles += 1
-        self.gc_freed += len(freed)
-        self.retained_conservatively |= res.conservative_only
-        for b in res.conservative_only:
-            self._cons_at[b] = self.gc_cycles       # kept alive only conservatively by GC number gc_cycles
-        used = self.stack_hi - machine.reg("RSP")
-        if (self.stack_hi - self.stack_lo) // 2 >= 2048 and used < (self.stack_hi - self.stack_lo) // 4:
-            machine.write(self.gp + G["preemptShrink"].offset, b"\x01")   # isShrinkStackSafe: no
-            self.shrink_deferred += 1
-        machine.write(self.gp + G["asyncSafePoint"].offset, b"\x00")
 
     def _on_async_preempt2(self, machine: Machine) -> bool:
         """asyncPreempt2 trap: mcall(gopreempt_m) -> schedule() -> execute(gp) with no other G to run."""

@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from . import asmfront, layout as L, memmap, regs, rtcode, stubgen
+from . import asmfront, memmap, regs, rtcode, stubgen
+from . import layout as L
 from .errors import AsmError, EmuError
 from .gmp import World
 from .program import Program

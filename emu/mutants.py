@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from . import gostructs, layout as L, regs, stubgen
+from . import gostructs, regs, stubgen
+from . import layout as L
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import loader, regs, sweep as S
+from . import loader, regs
+from . import sweep as S
 from .errors import EmuError, ScenarioError
 from .layout import LAYOUTS
 from .safepoint import REASONS

@@ -27,11 +27,12 @@ from dataclasses import dataclass, field
 from . import gostructs as gs
 from . import inject, memmap, regs
 from .errors import EmuError
-from .gmp import MachineSigContext, copystack, initial_registers, read_field, read_sched_state, write_field
+from .gmp import MachineSigContext, initial_registers, read_field, read_sched_state
 from .layout import StubLayout
-from .machine import Machine, Fault
+from .machine import Fault, Machine
 from .program import Program
 from .safepoint import async_preempt_stack
+from .stack import copystack, write_field
 
 FORCE_PREEMPT_NS = 10_000_000        # proc.go forcePreemptNS
 SYSMON_MIN_US, SYSMON_MAX_US = 20, 10_000

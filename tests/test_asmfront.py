@@ -1,10 +1,9 @@
 """The assembler front end: line mapping, directives, Keystone pitfalls, and file:line errors."""
 import pytest
+from conftest import ASM, assemble, sweep_text
 
 from emu import memmap
 from emu.errors import AsmError
-
-from conftest import ASM, assemble, sweep_text
 
 
 def test_a_file_without_directives_assembles_and_every_instruction_maps_to_its_line():

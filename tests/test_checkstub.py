@@ -4,10 +4,9 @@ import io
 import json
 
 import pytest
+from conftest import DATA
 
 from emu import checkstub, cli, layout, mutants, stubgen
-
-from conftest import DATA
 
 
 def _cli(*argv):

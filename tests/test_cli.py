@@ -5,10 +5,9 @@ import subprocess
 import sys
 
 import pytest
+from conftest import ASM, DATA, ROOT
 
 from emu import cli
-
-from conftest import ASM, DATA, ROOT
 
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.toml"))
 

@@ -2,10 +2,9 @@
 changes any of these, the sweep's notion of a boundary is wrong: fix the engine use, not the test."""
 import unicorn
 import unicorn.x86_const as X
+from conftest import assemble, world_for
 
 from emu import memmap
-
-from conftest import assemble, world_for
 
 LOOP = "f:\n mov ecx, 5\n.l:\n add rax, rcx\n dec rcx\n jnz .l\n ret\n"
 REP = ";@data s 64 0x7\n;@data d 64 0\nf:\n mov rsi, s\n mov rdi, d\n mov ecx, 8\n cld\n rep movsb\n ret\n"

@@ -1,10 +1,9 @@
 """One preemption request followed step by step: pending requests, retries, the cooperative path,
 starvation without async preemption, and stack growth."""
 import pytest
+from conftest import ASM
 
 from emu import episode, loader, sweep
-
-from conftest import ASM
 
 
 def _world(file, func, **regs):

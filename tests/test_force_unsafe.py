@@ -1,8 +1,8 @@
 """Why unsafe is unsafe: each class Go refuses is refused by the oracle, and forcing the injection
 produces a violation the verifiers detect (issue: safe points, item 4)."""
-from emu import episode, loader
-
 from conftest import ASM, sweep_file
+
+from emu import episode, loader
 
 
 def _episode(file, func, at, regs, **kw):

@@ -1,13 +1,13 @@
 """GC stack scan of an asynchronously preempted goroutine: conservative inner frames, precise outer
 frames, the use-after-free oracle, mutant scanners, and the deferred stack shrink."""
 import pytest
+from conftest import ASM, ROOT
 
-from emu import gostructs as gs, inject, loader, scenario, sweep
+from emu import gostructs as gs
+from emu import inject, loader, scenario, sweep
 from emu.gmp import read_field
 from emu.machine import STOP_STUB_RET
 from emu.unwind import unwind
-
-from conftest import ASM, ROOT
 
 GC_SCENARIOS = sorted((ROOT / "scenarios").glob("gc_ptr*.toml")) + [ROOT / "scenarios" / "gc_stale_ptr.toml"]
 

@@ -2,12 +2,11 @@
 import dataclasses
 
 import pytest
+from conftest import FakeSigContext, assemble
 
 from emu import gostructs as gs
 from emu.inject import do_sig_preempt, push_call
 from emu.safepoint import REASONS, SchedState, is_async_safe_point, want_async_preempt
-
-from conftest import FakeSigContext, assemble
 
 PROG = assemble("f:\n nop\n;@unsafe\n nop\n;@safe\n;@inline runtime.add\n nop\n;@inline-end\n ret\n"
                 ";@asm\ng:\n ret\n;@goname reflect.call\nh:\n ret\n;@goname internal/runtime/atomic.Load\nk:\n ret\n")

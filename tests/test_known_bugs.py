@@ -1,11 +1,11 @@
 """Known-bug scenarios that need more than a scenario file: the headroom boundary (B14), a signal
 storm over mostly-unsafe code (B13 / golang/go#37741), and the scenarios' citations."""
 import pytest
-
-from emu import episode, gostructs as gs, loader, scenario
-from emu.gmp import read_field
-
 from conftest import ASM, ROOT, assemble, world_for
+
+from emu import episode, loader, scenario
+from emu import gostructs as gs
+from emu.gmp import read_field
 
 
 @pytest.mark.parametrize("lay", ["go1.14", "go1.27"])

@@ -8,13 +8,12 @@ written out, not computed.
 import dataclasses
 
 import pytest
+from conftest import ASM, FakeSigContext
 
 from emu import gostructs as gs
 from emu import loader
 from emu.inject import do_sig_preempt
 from emu.safepoint import SchedState
-
-from conftest import ASM, FakeSigContext
 
 PROG = loader.load_program(ASM / "unsafe_points.s")
 LO, HI = 0x100000, 0x102000

@@ -4,11 +4,11 @@ hypothesis generates the loop bodies (ALU with flags, shifts, CMOV/SETcc, SSE in
 ops, REP string ops on a scratch buffer, DF set and cleared); a failing program is shrunk to a
 minimal one and printed. Derandomized, so CI runs are reproducible.
 """
-from hypothesis import HealthCheck, given, settings, strategies as st
+from conftest import assemble
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from emu import loader, sweep
-
-from conftest import assemble
 
 GPR = ["rax", "rbx", "rdx", "r8", "r9", "r10", "r11", "r12", "r13"]
 GPR8 = {"rax": "al", "rbx": "bl", "rdx": "dl", "r8": "r8b", "r9": "r9b", "r10": "r10b", "r11": "r11b",

@@ -4,10 +4,9 @@ import io
 import json
 
 import pytest
+from conftest import ASM, ROOT
 
 from emu import cli, layout, loader, regs, sched, sweep, timeline
-
-from conftest import ASM, ROOT
 
 PROG = loader.load_program(ASM / "starvation.s")
 

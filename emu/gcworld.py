@@ -1,0 +1,78 @@
+"""The GC side of a World: allocation, a full GC at an asynchronous preemption, the use-after-free
+watch, and the stack shrink that the GC must defer (mirrors mgcmark.go scanstack's shrink/defer and
+stack.go isShrinkStackSafe/shrinkstack). Mixed into gmp.World, whose fields it uses.
+"""
+from __future__ import annotations
+
+from . import gostructs as gs
+from .machine import Machine
+from .stack import copystack
+
+
+class WorldGC:
+    """Allocation and GC for a World (uses its machine, heap, g and stack fields)."""
+
+    def _newobject(self, size: int) -> int:
+        try:
+            return self.heap.alloc(size)
+        except MemoryError as e:
+            from .machine import GuestFaultInHook
+            raise GuestFaultInHook(f"runtime.newobject({size}): {e}") from None
+
+    def _heap_access(self, kind: str, addr: int, pc: int) -> None:
+        o = self.heap.find(addr)
+        if o is not None:
+            self._last_access[o.base] = self.gc_cycles
+        if o is not None and o.freed_at is not None and o.base not in self._uaf_seen:
+            self._uaf_seen.add(o.base)
+            self.uaf.append((o.base, o.size, kind, addr, pc, o.freed_at))
+
+    def retained_dead(self) -> list[int]:
+        """Objects a conservative scan kept alive although the program never touched them again."""
+        return sorted(b for b, c in self._cons_at.items() if self._last_access.get(b, -1) < c)
+
+    def _shrinkstack(self) -> None:
+        """shrinkstack: halve the stack if less than a quarter is in use (runtime/stack.go)."""
+        G = gs.G_FIELDS
+        self.machine.write(self.gp + G["preemptShrink"].offset, b"\x00")
+        lo, hi = self.stack_lo, self.stack_hi
+        used = hi - self.machine.reg("RSP")
+        if (hi - lo) // 2 < 2048 or used >= (hi - lo) // 4:
+            return
+        self.stack_lo, self.stack_hi = copystack(self.machine, self.gp, lo, hi, self.stack_slot_base, (hi - lo) // 2)
+        self.stack_moves.append((lo, hi, self.stack_lo, self.stack_hi))
+        self.shrinks += 1
+
+    def run_gc(self, machine: Machine) -> None:
+        """A full GC while the goroutine sits in asyncPreempt2: scan its stack, mark, sweep.
+
+        Stack shrinking is refused here (isShrinkStackSafe: asyncSafePoint) and deferred through
+        gp.preemptShrink to the next synchronous preemption.
+        """
+        from . import gcscan
+        from .unwind import UnwindError, unwind
+        G = gs.G_FIELDS
+        machine.write(self.gp + G["asyncSafePoint"].offset, b"\x01")
+        try:
+            frames = unwind(machine.all, machine.read_u64, machine.reg("RSP"), machine.pc)
+        except UnwindError as e:
+            from .machine import GuestFaultInHook
+            raise GuestFaultInHook(f"GC stack scan cannot unwind: {e}") from None
+        xregs = None
+        if self.layout.xreg_slots:
+            block = machine.read_u64(self.gp + G["xRegs.state"].offset)
+            xregs = (block, gs.XREGS_SIZE) if block else None
+        globals_ = [(d.addr, d.size) for d in self.program.data if d.ptrs]
+        res = gcscan.scan(machine.read, self.heap, machine.all, frames, self.stack_lo, self.stack_hi, globals_,
+                          xregs, self.scanner)
+        freed = gcscan.sweep_heap(self.heap, res.marked, machine.write, self.current_boundary)
+        self.gc_cycles += 1
+        self.gc_freed += len(freed)
+        self.retained_conservatively |= res.conservative_only
+        for b in res.conservative_only:
+            self._cons_at[b] = self.gc_cycles       # kept alive only conservatively by GC number gc_cycles
+        used = self.stack_hi - machine.reg("RSP")
+        if (self.stack_hi - self.stack_lo) // 2 >= 2048 and used < (self.stack_hi - self.stack_lo) // 4:
+            machine.write(self.gp + G["preemptShrink"].offset, b"\x01")   # isShrinkStackSafe: no
+            self.shrink_deferred += 1
+        machine.write(self.gp + G["asyncSafePoint"].offset, b"\x00")
