@@ -73,7 +73,6 @@ class Machine:
         self.on_newobject: Callable[[int], int] | None = None      # runtime.newobject: size -> pointer
         self.parked: tuple[str, object] | None = None
         self.stub_ret_armed = False
-        self.trap_pc: int | None = None
         stub_func = stub.funcs[0]
         self.stub_entry = stub.symbol("asyncPreempt") if stub.has_func("asyncPreempt") else stub_func.start
         self.stub_rets = [i.addr for f in stub.funcs for i in f.insns if i.mnemonic.startswith("ret")]
@@ -263,9 +262,6 @@ class Machine:
         if self._trace_hook is not None:
             self.uc.hook_del(self._trace_hook)
             self._trace_hook = None
-        self._bad_access: tuple[str, int] | None = None
-        self.describe_address: Callable[[int], str | None] | None = None   # set by the owner of the stacks
-        self.uc.hook_add(unicorn.UC_HOOK_MEM_INVALID, self._hook_bad_access)
         if on_insn is not None:
             self._trace_hook = self.uc.hook_add(unicorn.UC_HOOK_CODE, lambda uc, a, s, u: on_insn(a),
                                                 begin=memmap.TEXT_BASE, end=memmap.TEXT.end - 1)

@@ -86,3 +86,14 @@ def test_the_dumper_changes_no_register_and_no_flag():
     assert before == after and m.pc == d.rip
     assert {n: d[n] for n in before} == before
     m.restore_context(ctx)
+
+
+def test_opt_in_tracing_keeps_the_fault_hooks_and_stack_names():
+    w = world_for(assemble(LOOP), "f")
+    m = w.machine
+    namer = m.describe_address
+    seen = []
+    m.trace(seen.append)
+    assert m.describe_address is namer            # tracing must not reset the stack namer
+    assert m.run(w.entry, 10_000) == "goexit" and len(seen) == 17
+    m.trace(None)
