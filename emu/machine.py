@@ -35,11 +35,12 @@ class GuestFaultInHook(Exception):
 
 @dataclass
 class Fault(Exception):
-    """The guest faulted: Unicorn's error, the PC, and where it was."""
+    """The guest faulted: Unicorn's error, the PC, where it was, and the register to blame if known."""
 
     pc: int
     error: str
     where: str
+    reg: str | None = None
 
     def __str__(self) -> str:
         return f"{self.error} at {self.where}"
@@ -230,7 +231,7 @@ class Machine:
             if intno == 1:       # #DB: the trap flag is set, which only a bad POPFQ does here
                 pc = self.pc
                 raise Fault(pc, "single-step trap: RFLAGS has TF set (a POPFQ loaded a wrong RFLAGS value)",
-                            self.all.describe_pc(pc))
+                            self.all.describe_pc(pc), reg="RFLAGS")
             raise Fault(at, f"unexpected interrupt {intno} (e.g. INT3 or a divide error) in guest code",
                         self.all.describe_pc(at))
         return self.stop_reason

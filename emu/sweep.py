@@ -314,8 +314,8 @@ class Sweeper:
                     reason = m.run(m.stub_entry, self.stub_budget)
             except Fault as f:
                 reason = None
-                found.append(make("stub-fault", "RFLAGS" if "TF set" in f.error else f"{f.pc:#x}", "no fault",
-                                  f.error, f"the stub faulted at {f.where}"))
+                found.append(make("stub-fault", f.reg or f"{f.pc:#x}", "no fault", f.error,
+                                  f"the stub faulted at {f.where}"))
             m.stub_ret_armed = False
             if reason is not None and reason not in (STOP_STUB_RET, "nested"):
                 found.append(make("stub-budget", "asyncPreempt", "RET within the budget",
