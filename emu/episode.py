@@ -127,7 +127,7 @@ def run_episode(world: World, at: int, async_preemption: bool = True, retry: int
                     m.stub_ret_armed = False
                     w.on_preempted = None
                     ep.violations.append(verify.Violation("stub-fault", f"{f.pc:#x}", "no fault", f.error, pos, pc,
-                                                          *_text(prog, pc), f"the stub faulted at {f.where}"))
+                                                          *verify.insn_where(prog, pc), f"the stub faulted at {f.where}"))
                     say(pos, "fault", f"the stub faulted at {f.where}: {f.error}")
                     ep.outcome = "faulted"
                     return ep
@@ -138,11 +138,12 @@ def run_episode(world: World, at: int, async_preemption: bool = True, retry: int
                     + ("; meanwhile a GC mark phase turned the write barrier on" if gc_during_preemption else ""))
                 if reason != STOP_STUB_RET:
                     ep.violations.append(verify.Violation("stub-budget", "asyncPreempt", "RET", f"stopped: {reason}",
-                                                          pos, pc, *_text(prog, pc)))
+                                                          pos, pc, *verify.insn_where(prog, pc)))
                     ep.outcome = "faulted"
                     return ep
                 after = m.dump_state()
-                ep.violations += verify.compare_registers(before, after, before.raw, after.raw, _maker(prog, pos, pc))
+                ep.violations += verify.compare_registers(before, after, before.raw, after.raw,
+                                                          verify.violation_maker(prog, pos, pc))
                 m.run(m.pc, 1)
                 say(pos, "resume", f"the stub returned to {where(m.pc)} with every register restored"
                     if not ep.violations else "the stub returned, but registers differ")
@@ -163,7 +164,7 @@ def run_episode(world: World, at: int, async_preemption: bool = True, retry: int
             m.run(m.pc, 1)
         except Fault as f:
             ep.violations.append(verify.Violation("final-state", "control flow", "no fault", f.error, pos, f.pc,
-                                                  *_text(prog, f.pc), f"the goroutine faulted at {f.where}"))
+                                                  *verify.insn_where(prog, f.pc), f"the goroutine faulted at {f.where}"))
             ep.outcome = "faulted"
             return ep
         pos += 1
@@ -223,19 +224,6 @@ def resolve_at(world: World, spec: str) -> int:
     return first[pc]
 
 
-def _text(prog, pc):
-    i = prog.insn_at(pc)
-    return (i.text, i.where) if i else ("?", prog.describe_pc(pc))
-
-
-def _maker(prog, boundary, pc):
-    insn, where = _text(prog, pc)
-
-    def make(kind, what, exp, act, detail=""):
-        return verify.Violation(kind, what, exp, act, boundary, pc, insn, where, detail)
-    return make
-
-
 def _check_write_barrier(ep: Episode, w: World, prog, pos: int, pc: int, end: int, calls0: int) -> None:
     """Step through the rest of the write-barrier window: a pointer store without a barrier call while
     the barrier is on is the torn sequence Go's unsafe marking prevents."""
@@ -251,7 +239,7 @@ def _check_write_barrier(ep: Episode, w: World, prog, pos: int, pc: int, end: in
     if last_store is not None and m.write_barrier_calls == calls0:
         ep.violations.append(verify.Violation(
             "missed-write-barrier", f"{last_store.addr:#x}", "gcWriteBarrier2 before the pointer store",
-            "store without barrier", pos, pc, *_text(prog, pc),
+            "store without barrier", pos, pc, *verify.insn_where(prog, pc),
             f"`{last_store.text}` ({last_store.where}) stored a pointer while the write barrier was on, but the "
             "flag had been tested before the preemption: the GC never sees the old or new pointer"))
         ep.events.append(Event(pos, last_store.addr, "violation", ep.violations[-1].detail))
@@ -274,13 +262,13 @@ def _finish(ep: Episode, w: World, ref: Reference, pos: int) -> None:
     for pc, sp, guard in w.needless_growths:
         ep.violations.append(verify.Violation(
             "needless-stack-growth", "stack", "no growth", f"grown with SP {sp:#x} above stackguard0 {guard:#x}",
-            pos, pc, *_text(m.all, pc),
+            pos, pc, *verify.insn_where(m.all, pc),
             "the prologue branched on flags computed against stackPreempt before the preemption; after "
             "resume stackguard0 was reset, so newstack took it for a real overflow (golang/go#35470)"))
         ep.events.append(Event(pos, pc, "violation", ep.violations[-1].detail))
     if faulted is not None:
         ep.violations.append(verify.Violation("final-state", "control flow", "no fault", faulted.error, pos,
-                                              faulted.pc, *_text(m.all, faulted.pc),
+                                              faulted.pc, *verify.insn_where(m.all, faulted.pc),
                                               "the goroutine faulted after the episode"))
         return
     final = m.dump_state() if m.pc == memmap.GOEXIT else None

@@ -134,13 +134,6 @@ def first_boundaries(world: World, n: int) -> dict[int, int]:
     return first
 
 
-def _where(world: World, pc: int) -> tuple[str, str]:
-    i = world.machine.all.insn_at(pc)
-    if i is None:
-        return "?", world.machine.all.describe_pc(pc)
-    return i.text, i.where
-
-
 def _final_memory(world: World, rsp: int) -> list[tuple[int, bytes]]:
     out = [(a, world.machine.read(a, n)) for _, a, n in world.data_regions()]
     out.append((rsp, world.machine.read(rsp, world.stack_hi - rsp)))
@@ -199,7 +192,7 @@ def final_violations(w: World, final, ref: Reference, last_boundary: int) -> lis
     if final is None:
         pc = w.machine.pc
         return [verify.Violation("final-state", "control flow", "goexit after the reference's boundaries",
-                                 f"pc {pc:#x}", last_boundary, pc, *_where(w, pc),
+                                 f"pc {pc:#x}", last_boundary, pc, *verify.insn_where(w.machine.all, pc),
                                  "the swept run did not end where the reference run ended")]
     out = []
     for name, exp, act in ref.final.diff(final):
@@ -208,18 +201,15 @@ def final_violations(w: World, final, ref: Reference, last_boundary: int) -> lis
         out.append(verify.Violation("final-state", name, verify.fmt_value(name, exp), verify.fmt_value(name, act),
                                     last_boundary, memmap.GOEXIT, "goexit", "-",
                                     "final register differs from the uninterrupted run"))
+    def make(kind, what, exp, act, detail=""):
+        return verify.Violation(kind, what, exp, act, last_boundary, memmap.GOEXIT, "goexit", "-", detail)
     for a, data in ref.final_memory:
         try:
             now = w.machine.read(a, len(data))
         except unicorn.UcError:          # the stack moved (e.g. a needless growth): RSP already differs
             continue
-        if now != data:
-            for off in range(0, len(data), 8):
-                if now[off:off + 8] != data[off:off + 8]:
-                    out.append(verify.Violation("final-state", f"{a + off:#x}", "0x" + data[off:off + 8][::-1].hex(),
-                                                "0x" + now[off:off + 8][::-1].hex(), last_boundary, memmap.GOEXIT,
-                                                "goexit", "-", "final memory differs from the uninterrupted run"))
-                    break
+        out += verify.compare_memory(a, data, now, make, "final memory differs from the uninterrupted run", limit=1,
+                                     kind="final-state")
     return out
 
 
@@ -265,7 +255,7 @@ class Sweeper:
                     m.run(m.pc, k - pos)
                 except Fault as f:
                     violations.append(verify.Violation("final-state", "control flow", "no fault", f.error, k, f.pc,
-                                                       *_where(w, f.pc), "the goroutine faulted after earlier injections"))
+                                                       *verify.insn_where(w.machine.all, f.pc), "the goroutine faulted after earlier injections"))
                     return injected, refused, violations, None
                 pos = k
             pc = m.pc
@@ -299,10 +289,7 @@ class Sweeper:
             canary_lo = max(w.stack_lo, floor - CANARY_SIZE)
             if canary and floor > canary_lo:
                 m.write(canary_lo, CANARY[:floor - canary_lo])
-            insn_text, where = _where(w, pc)
-
-            def make(kind, what, exp, act, detail=""):
-                return verify.Violation(kind, what, exp, act, k, pc, insn_text, where, detail)
+            make = verify.violation_maker(all_prog, k, pc)
 
             found: list[verify.Violation] = []
             m.stub_ret_armed = True
@@ -342,7 +329,7 @@ class Sweeper:
                 if verify_each:
                     found += verify.compare_registers(before, after, raw_before, raw_after, make)
                     found += verify.compare_memory(s, stack_before, m.read(s, w.stack_hi - s), make,
-                                                   "goroutine stack at or above the interrupted RSP")
+                                                   "goroutine stack at or above the interrupted RSP changed")
             if found:
                 violations += found
                 m.restore_context(ctx)           # recover: back to boundary k, as if never injected
@@ -355,7 +342,7 @@ class Sweeper:
             m.run(m.pc, ref.boundaries - pos)
         except Fault as f:
             violations.append(verify.Violation("final-state", "control flow", "no fault", f.error, pos, f.pc,
-                                               *_where(w, f.pc), "the goroutine faulted after the injections"))
+                                               *verify.insn_where(w.machine.all, f.pc), "the goroutine faulted after the injections"))
             return injected, refused, violations, None
         final = m.dump_state() if m.pc == memmap.GOEXIT else None
         return injected, refused, violations, final
@@ -427,11 +414,10 @@ def sweep(world: World, entry: str, seed: int = 1, max_points: int = 100_000,
         gc = GcStats(world.gc_cycles, world.gc_freed, sorted(world.retained_conservatively), world.shrink_deferred,
                      len(world.heap.objs), world.retained_dead())
         for base, size, kind, addr, apc, freed_at in world.uaf:
-            i = world.machine.all.insn_at(apc)
-            violations.append(verify.Violation(
-                "use-after-free", f"object {base:#x} ({size} bytes)", "a live object", f"{kind} of freed memory at {addr:#x}",
-                freed_at, apc, i.text if i else "?", i.where if i else world.machine.all.describe_pc(apc),
-                f"freed by the GC at the injection at boundary {freed_at}; accessed at pc {apc:#x}"))
+            make = verify.violation_maker(world.machine.all, freed_at, apc)
+            violations.append(make("use-after-free", f"object {base:#x} ({size} bytes)", "a live object",
+                                   f"{kind} of freed memory at {addr:#x}",
+                                   f"freed by the GC at the injection at boundary {freed_at}; accessed at pc {apc:#x}"))
     fv = sw.final_violations(final, ref, points[-1] if points else 0)
     if fv:
         culprit = sw.attribute(points, ref, force_unsafe)

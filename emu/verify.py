@@ -36,6 +36,21 @@ class Violation:
         return head + tail + (f" -- {self.detail}" if self.detail else "")
 
 
+def insn_where(prog, pc: int) -> tuple[str, str]:
+    """Return (disassembly, file:line) of the instruction at pc, or ("?", a description of pc)."""
+    i = prog.insn_at(pc)
+    return (i.text, i.where) if i is not None else ("?", prog.describe_pc(pc))
+
+
+def violation_maker(prog, boundary: int, pc: int):
+    """Return make(kind, what, expected, actual, detail="") -> Violation for one injection point."""
+    insn, where = insn_where(prog, pc)
+
+    def make(kind: str, what: str, expected: str, actual: str, detail: str = "") -> Violation:
+        return Violation(kind, what, expected, actual, boundary, pc, insn, where, detail)
+    return make
+
+
 def fmt_value(name: str, v: int) -> str:
     r = regs.lookup(name)
     if r.kind == "xmm":
@@ -70,7 +85,8 @@ def compare_registers(before: dump.RegState, after: dump.RegState, raw_before: b
     return out
 
 
-def compare_memory(base: int, before: bytes, after: bytes, make, what: str, limit: int = 4) -> list[Violation]:
+def compare_memory(base: int, before: bytes, after: bytes, make, detail: str, limit: int = 4,
+                   kind: str = "memory") -> list[Violation]:
     """Return violations for the first `limit` changed 8-byte words between two images of [base, ...)."""
     if before == after:
         return []
@@ -78,8 +94,7 @@ def compare_memory(base: int, before: bytes, after: bytes, make, what: str, limi
     for off in range(0, len(before), 8):
         b, a = before[off:off + 8], after[off:off + 8]
         if b != a:
-            out.append(make("memory", f"{base + off:#x}", "0x" + b[::-1].hex(), "0x" + a[::-1].hex(),
-                            f"{what} changed"))
+            out.append(make(kind, f"{base + off:#x}", "0x" + b[::-1].hex(), "0x" + a[::-1].hex(), detail))
             if len(out) >= limit:
                 break
     return out
