@@ -126,8 +126,8 @@ def run_episode(world: World, at: int, async_preemption: bool = True, retry: int
                 except Fault as f:
                     m.stub_ret_armed = False
                     w.on_preempted = None
-                    ep.violations.append(verify.Violation("stub-fault", f"{f.pc:#x}", "no fault", f.error, pos, pc,
-                                                          *verify.insn_where(prog, pc), f"the stub faulted at {f.where}"))
+                    ep.violations.append(verify.violation_maker(prog, pos, pc)(
+                        "stub-fault", f.reg or f"{f.pc:#x}", "no fault", f.error, f"the stub faulted at {f.where}"))
                     say(pos, "fault", f"the stub faulted at {f.where}: {f.error}")
                     ep.outcome = "faulted"
                     return ep
@@ -137,8 +137,8 @@ def run_episode(world: World, at: int, async_preemption: bool = True, retry: int
                     "the G is descheduled; execute() resumes it (gp.preempt = false, stackguard0 reset)"
                     + ("; meanwhile a GC mark phase turned the write barrier on" if gc_during_preemption else ""))
                 if reason != STOP_STUB_RET:
-                    ep.violations.append(verify.Violation("stub-budget", "asyncPreempt", "RET", f"stopped: {reason}",
-                                                          pos, pc, *verify.insn_where(prog, pc)))
+                    ep.violations.append(verify.violation_maker(prog, pos, pc)(
+                        "stub-budget", "asyncPreempt", "RET", f"stopped: {reason}"))
                     ep.outcome = "faulted"
                     return ep
                 after = m.dump_state()
@@ -163,8 +163,8 @@ def run_episode(world: World, at: int, async_preemption: bool = True, retry: int
         try:
             m.run(m.pc, 1)
         except Fault as f:
-            ep.violations.append(verify.Violation("final-state", "control flow", "no fault", f.error, pos, f.pc,
-                                                  *verify.insn_where(prog, f.pc), f"the goroutine faulted at {f.where}"))
+            ep.violations.append(verify.violation_maker(prog, pos, f.pc)(
+                "final-state", "control flow", "no fault", f.error, f"the goroutine faulted at {f.where}"))
             ep.outcome = "faulted"
             return ep
         pos += 1

@@ -191,9 +191,9 @@ def final_violations(w: World, final, ref: Reference, last_boundary: int) -> lis
     """Compare a run's end state (None if it did not reach goexit) with the reference run."""
     if final is None:
         pc = w.machine.pc
-        return [verify.Violation("final-state", "control flow", "goexit after the reference's boundaries",
-                                 f"pc {pc:#x}", last_boundary, pc, *verify.insn_where(w.machine.all, pc),
-                                 "the swept run did not end where the reference run ended")]
+        return [verify.violation_maker(w.machine.all, last_boundary, pc)(
+            "final-state", "control flow", "goexit after the reference's boundaries", f"pc {pc:#x}",
+            "the swept run did not end where the reference run ended")]
     out = []
     for name, exp, act in ref.final.diff(final):
         if name == "RIP":
@@ -254,8 +254,9 @@ class Sweeper:
                 try:
                     m.run(m.pc, k - pos)
                 except Fault as f:
-                    violations.append(verify.Violation("final-state", "control flow", "no fault", f.error, k, f.pc,
-                                                       *verify.insn_where(w.machine.all, f.pc), "the goroutine faulted after earlier injections"))
+                    violations.append(verify.violation_maker(all_prog, k, f.pc)(
+                        "final-state", "control flow", "no fault", f.error,
+                        "the goroutine faulted after earlier injections"))
                     return injected, refused, violations, None
                 pos = k
             pc = m.pc
@@ -341,8 +342,8 @@ class Sweeper:
         try:
             m.run(m.pc, ref.boundaries - pos)
         except Fault as f:
-            violations.append(verify.Violation("final-state", "control flow", "no fault", f.error, pos, f.pc,
-                                               *verify.insn_where(w.machine.all, f.pc), "the goroutine faulted after the injections"))
+            violations.append(verify.violation_maker(all_prog, pos, f.pc)(
+                "final-state", "control flow", "no fault", f.error, "the goroutine faulted after the injections"))
             return injected, refused, violations, None
         final = m.dump_state() if m.pc == memmap.GOEXIT else None
         return injected, refused, violations, final
