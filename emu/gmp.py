@@ -53,6 +53,64 @@ def read_sched_state(machine: Machine, gp: int, mp: int, pp: int) -> SchedState:
         p_preempt=bool(machine.read(pp + P["preempt"].offset, 1)[0]) if pp else False)
 
 
+# --- runtime effects on g/m/p, shared by the single-goroutine World and the Scheduler ----------
+def request_preempt(machine: Machine, gp: int) -> None:
+    """preemptone's cooperative request: gp.preempt = true, gp.stackguard0 = stackPreempt."""
+    G = gs.G_FIELDS
+    write_field(machine, gp, G, "preempt", 1)
+    write_field(machine, gp, G, "stackguard0", gs.STACK_PREEMPT)
+
+
+def preempt_m(machine: Machine, mp: int, pp: int) -> bool:
+    """The asynchronous request: pp.preempt = true; preemptM's signalPending CAS 0 -> 1.
+    Returns whether a signal is sent (at most one is in flight per M)."""
+    write_field(machine, pp, gs.P_FIELDS, "preempt", 1)
+    if read_field(machine, mp, gs.M_FIELDS, "signalPending"):
+        return False
+    write_field(machine, mp, gs.M_FIELDS, "signalPending", 1)
+    return True
+
+
+def ack_sigurg(machine: Machine, mp: int) -> None:
+    """doSigPreempt's tail: m.preemptGen += 1; m.signalPending = 0."""
+    M = gs.M_FIELDS
+    write_field(machine, mp, M, "preemptGen", read_field(machine, mp, M, "preemptGen") + 1)
+    write_field(machine, mp, M, "signalPending", 0)
+
+
+def clear_preempt(machine: Machine, gp: int, pp: int, stack_lo: int) -> None:
+    """schedule()/execute(): pp.preempt = false, gp.preempt = false, stackguard0 = stack.lo + stackGuard."""
+    write_field(machine, pp, gs.P_FIELDS, "preempt", 0)
+    write_field(machine, gp, gs.G_FIELDS, "preempt", 0)
+    write_field(machine, gp, gs.G_FIELDS, "stackguard0", stack_lo + gs.STACK_GUARD)
+
+
+def set_curg(machine: Machine, mp: int, fs_base: int, gp: int) -> None:
+    """execute() on an M: m.curg = gp, gp.m = m, and the M's TLS g slot (FS:-8) = gp."""
+    write_field(machine, mp, gs.M_FIELDS, "curg", gp)
+    write_field(machine, gp, gs.G_FIELDS, "m", mp)
+    machine.write_u64(fs_base - 8, gp)
+
+
+def drop_curg(machine: Machine, mp: int, fs_base: int, g0: int) -> None:
+    """dropg(): m.curg = nil; the M runs its g0."""
+    write_field(machine, mp, gs.M_FIELDS, "curg", 0)
+    machine.write_u64(fs_base - 8, g0)
+
+
+def xreg_save(machine: Machine, pp: int, gp: int, block: int) -> None:
+    """xRegSave: copy the P's xRegs scratch into the block; gp.xRegs.state = block."""
+    scratch = pp + gs.P_FIELDS["xRegs.scratch"].offset
+    machine.write(block, machine.read(scratch, gs.XREGS_SIZE))
+    write_field(machine, gp, gs.G_FIELDS, "xRegs.state", block)
+
+
+def xreg_restore(machine: Machine, pp: int, gp: int, block: int) -> None:
+    """xRegRestore: the P the G resumes on caches its block (the stub reloads X0-X15 from it)."""
+    write_field(machine, pp, gs.P_FIELDS, "xRegs.cache", block)
+    write_field(machine, gp, gs.G_FIELDS, "xRegs.state", 0)
+
+
 class MachineSigContext:
     """sigctxt over a Machine: what pushCall may touch."""
 
@@ -206,27 +264,16 @@ class World(WorldGC):
             self._wf(g0, G, "m", mp)
             self._wf(g0, G, "atomicstatus", gs.G_RUNNING)
             self.machine.write_u64(fs - 8, g0)
-        self._bind(0)
+        self.bind(0)
 
-    def _bind(self, i: int) -> None:
-        """execute() on M i / P i: m.curg = gp, gp.m = m, TLS g = gp (the other M runs its g0)."""
-        M, G = gs.M_FIELDS, gs.G_FIELDS
+    def bind(self, i: int) -> None:
+        """execute() on M i / P i: the goroutine becomes its curg (the other M runs its g0)."""
         old_mp, _, old_g0, old_fs = self.mps[self.cur]
-        self._wf(old_mp, M, "curg", 0)
-        self.machine.write_u64(old_fs - 8, old_g0)
+        drop_curg(self.machine, old_mp, old_fs, old_g0)
         self.cur = i
         self.mp, self.pp, _, fs = self.mps[i]
-        self._wf(self.mp, M, "curg", self.gp)
-        self._wf(self.gp, G, "m", self.mp)
-        self.machine.write_u64(fs - 8, self.gp)
+        set_curg(self.machine, self.mp, fs, self.gp)
         self.machine.set_fs_base(fs)
-
-    def binding(self) -> int:
-        return self.cur
-
-    def rebind(self, i: int) -> None:
-        """Put the goroutine back on M i / P i (after restoring a saved CPU context)."""
-        self._bind(i)
 
     def snapshot(self):
         """Capture registers, writable memory and the stack's place (it may move when it grows)."""
@@ -281,29 +328,21 @@ class World(WorldGC):
     def preempt_one(self, signal: bool = True) -> None:
         """preemptone: the cooperative request (gp.preempt, stackguard0 = stackPreempt) and, with
         async preemption on, the asynchronous one (pp.preempt) and preemptM's signal."""
-        G, P = gs.G_FIELDS, gs.P_FIELDS
-        self.machine.write(self.gp + G["preempt"].offset, b"\x01")
-        self.machine.write_u64(self.gp + G["stackguard0"].offset, gs.STACK_PREEMPT)
+        request_preempt(self.machine, self.gp)
         if signal:
-            self.machine.write(self.pp + P["preempt"].offset, b"\x01")
-            self.resend_signal()
+            preempt_m(self.machine, self.mp, self.pp)
 
     def resend_signal(self) -> None:
-        """preemptM: signalPending CAS 0 -> 1, then tgkill (the caller delivers it)."""
-        self._wf(self.mp, gs.M_FIELDS, "signalPending", 1)
+        """preemptM again (sysmon's next tick, suspendG's retry): signalPending CAS 0 -> 1."""
+        preempt_m(self.machine, self.mp, self.pp)
 
     def withdraw_request(self) -> None:
         """Clear the requests as execute() would (the sweep treats points as independent)."""
-        G, P = gs.G_FIELDS, gs.P_FIELDS
-        self.machine.write(self.gp + G["preempt"].offset, b"\x00")
-        self.machine.write_u64(self.gp + G["stackguard0"].offset, self.stack_lo + gs.STACK_GUARD)
-        self.machine.write(self.pp + P["preempt"].offset, b"\x00")
+        clear_preempt(self.machine, self.gp, self.pp, self.stack_lo)
 
     def ack(self) -> None:
         """doSigPreempt's tail: m.preemptGen += 1; m.signalPending = 0."""
-        f = gs.M_FIELDS["preemptGen"]
-        gen = int.from_bytes(self.machine.read(self.mp + f.offset, 4), "little")
-        self.machine.write(self.mp + f.offset, ((gen + 1) & 0xFFFFFFFF).to_bytes(4, "little") + bytes(4))
+        ack_sigurg(self.machine, self.mp)
 
     def _on_morestack(self, machine: Machine) -> bool:
         """newstack: stackguard0 == stackPreempt means a cooperative preemption (gopreempt_m, then
@@ -330,7 +369,7 @@ class World(WorldGC):
         """asyncPreempt2 trap: mcall(gopreempt_m) -> schedule() -> execute(gp) with no other G to run."""
         if self.on_preempted is not None:
             self.on_preempted()
-        P, G = gs.P_FIELDS, gs.G_FIELDS
+        P = gs.P_FIELDS
         if self.layout.xreg_slots:
             # xRegSave: take this P's cached block (or allocate one), copy scratch into it.
             cache = self.pp + P["xRegs.cache"].offset
@@ -339,19 +378,16 @@ class World(WorldGC):
                 used = {machine.read_u64(pp + P["xRegs.cache"].offset) for _, pp, _, _ in self.mps}
                 block = next(b for b in self.xreg_blocks if b not in used)
             machine.write_u64(cache, 0)
-            scratch = self.pp + P["xRegs.scratch"].offset
-            machine.write(block, machine.read(scratch, gs.XREGS_SIZE))
-            machine.write(scratch, b"\xa5" * gs.XREGS_SIZE)   # other Gs' preemptions reuse scratch
-            machine.write_u64(self.gp + G["xRegs.state"].offset, block)
+            xreg_save(machine, self.pp, self.gp, block)
+            machine.write(self.pp + P["xRegs.scratch"].offset, b"\xa5" * gs.XREGS_SIZE)   # reused by other Gs
         if self.gc_enabled:                             # a GC cycle while the G is off CPU
             self.run_gc(machine)
         if self.migrate:                                # schedule() elsewhere; execute() on the other M/P
-            self._bind(1 - self.cur)
+            self.bind(1 - self.cur)
             self.migrations += 1
         if self.layout.xreg_slots:
             # xRegRestore: the P we resume on caches the G's block (its old one is freed).
             machine.write(self.pp + P["xRegs.scratch"].offset, b"\x5a" * gs.XREGS_SIZE)
-            machine.write_u64(self.pp + P["xRegs.cache"].offset, block)
-            machine.write_u64(self.gp + G["xRegs.state"].offset, 0)
+            xreg_restore(machine, self.pp, self.gp, block)
         self.withdraw_request()
         return False

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from . import gostructs as gs
 from . import inject, memmap, regs
 from .errors import EmuError
-from .gmp import MachineSigContext, initial_registers, read_field, read_sched_state
+from .gmp import (MachineSigContext, ack_sigurg, clear_preempt, drop_curg, initial_registers, preempt_m, read_field,
+                  read_sched_state, request_preempt, set_curg, xreg_restore, xreg_save)
 from .layout import StubLayout
 from .machine import Fault, Machine
 from .program import Program
@@ -312,18 +313,14 @@ class Scheduler:
 
     # --- execute and the traps ----------------------------------------------------------------
     def _execute(self, m: M, g: G, inherit: bool, t: float) -> None:
-        mm, G_, M_, P_ = self.machine, gs.G_FIELDS, gs.M_FIELDS, gs.P_FIELDS
+        mm, G_, P_ = self.machine, gs.G_FIELDS, gs.P_FIELDS
         p = m.p
         if not inherit:
             p.schedtick += 1
             write_field(mm, p.addr, P_, "schedtick", p.schedtick)
-        write_field(mm, p.addr, P_, "preempt", 0)            # schedule() clears pp.preempt
-        write_field(mm, g.addr, G_, "preempt", 0)
-        write_field(mm, g.addr, G_, "stackguard0", g.stack_lo + gs.STACK_GUARD)
+        clear_preempt(mm, g.addr, p.addr, g.stack_lo)        # schedule() clears pp.preempt, execute() gp's
         write_field(mm, g.addr, G_, "atomicstatus", gs.G_RUNNING)
-        write_field(mm, g.addr, G_, "m", m.addr)
-        write_field(mm, m.addr, M_, "curg", g.addr)
-        mm.write_u64(m.fs_base - 8, g.addr)
+        set_curg(mm, m.addr, m.fs_base, g.addr)
         if g.runnable_since is not None:
             g.max_wait = max(g.max_wait, int(t - g.runnable_since))
             g.runnable_since = None
@@ -331,8 +328,7 @@ class Scheduler:
             g.latencies.append(int(t - g.wake_deadline))
             g.wake_deadline = None
         if g.xregs_saved:                                    # xRegRestore on whichever P we resume on
-            write_field(mm, p.addr, P_, "xRegs.cache", g.xreg_block)
-            write_field(mm, g.addr, G_, "xRegs.state", 0)
+            xreg_restore(mm, p.addr, g.addr, g.xreg_block)
             g.xregs_saved = False
         g.status = "running"
         m.curg = g
@@ -352,8 +348,7 @@ class Scheduler:
     def _drop(self, m: M, t: float, why: str) -> None:
         g = m.curg
         self._ev("slice", m.slice_start, f"M{m.idx}", g=g.name, end=t, why=why)
-        write_field(self.machine, m.addr, gs.M_FIELDS, "curg", 0)
-        self.machine.write_u64(m.fs_base - 8, m.g0)
+        drop_curg(self.machine, m.addr, m.fs_base, m.g0)
         m.curg = None
         if self._loaded is g:
             self._loaded = None
@@ -370,16 +365,14 @@ class Scheduler:
         return "park"
 
     def _after_trap(self, m: M, g: G, name: str, ctx, t: float) -> None:
-        mm, G_, P_ = self.machine, gs.G_FIELDS, gs.P_FIELDS
+        mm, G_ = self.machine, gs.G_FIELDS
         g.ctx = ctx
         track = f"M{m.idx}"
         if name in ("asyncPreempt2", "morestack"):          # mcall(gopreempt_m): _Grunning -> _Grunnable
             if name == "asyncPreempt2":
                 g.preempt_async += 1
                 if self.layout.xreg_slots:                   # xRegSave: this P's scratch -> the G's block
-                    scratch = m.p.addr + P_["xRegs.scratch"].offset
-                    mm.write(g.xreg_block, mm.read(scratch, gs.XREGS_SIZE))
-                    write_field(mm, g.addr, G_, "xRegs.state", g.xreg_block)
+                    xreg_save(mm, m.p.addr, g.addr, g.xreg_block)
                     g.xregs_saved = True
             else:
                 g.preempt_coop += 1
@@ -419,8 +412,7 @@ class Scheduler:
                 continue
             mm, G_ = self.machine, gs.G_FIELDS
             write_field(mm, g.addr, G_, "preemptStop", 1)
-            write_field(mm, g.addr, G_, "preempt", 1)
-            write_field(mm, g.addr, G_, "stackguard0", gs.STACK_PREEMPT)
+            request_preempt(mm, g.addr)
             self.suspending[g] = t
             self._ev("suspendG", t, "sysmon", g=g.name)
             self._resend_suspend(g, t)
@@ -429,14 +421,14 @@ class Scheduler:
         """suspendG's loop: (re-)signal the G's M while it keeps running (preemptM)."""
         if not self.async_preemption or g.status != "running":
             return
-        m = next(m for m in self.ms if m.curg is g)
-        mm = self.machine
-        write_field(mm, m.p.addr, gs.P_FIELDS, "preempt", 1)
-        if read_field(mm, m.addr, gs.M_FIELDS, "signalPending") == 0:
-            write_field(mm, m.addr, gs.M_FIELDS, "signalPending", 1)
+        self._preempt_m(next(m for m in self.ms if m.curg is g), g, t, why="suspendG")
+
+    def _preempt_m(self, m: M, g: G, t: float, **why) -> None:
+        """preemptM: if no signal is in flight to m, send one; it lands at a seeded instruction."""
+        if preempt_m(self.machine, m.addr, m.p.addr):
             self.signals_sent += 1
             m.signal_at = self.rnd.randrange(self.quantum_insns)
-            self._ev("signal", t, "sysmon", m=m.idx, g=g.name, why="suspendG")
+            self._ev("signal", t, "sysmon", m=m.idx, g=g.name, **why)
 
     def _preempt_park(self, m: M, g: G, t: float) -> None:
         """preemptPark: _Gpreempted until suspendG claims it; the scan runs; resumeG readies it."""
@@ -459,9 +451,7 @@ class Scheduler:
         track = f"M{m.idx}"
 
         def ack() -> None:
-            gen = read_field(mm, m.addr, gs.M_FIELDS, "preemptGen")
-            write_field(mm, m.addr, gs.M_FIELDS, "preemptGen", gen + 1)
-            write_field(mm, m.addr, gs.M_FIELDS, "signalPending", 0)
+            ack_sigurg(mm, m.addr)
 
         g = m.curg
         if g is None:                                       # landed on g0: the M is in the scheduler or idle
@@ -484,18 +474,10 @@ class Scheduler:
         g = m.curg
         if g is None:
             return
-        mm = self.machine
-        write_field(mm, g.addr, gs.G_FIELDS, "preempt", 1)
-        write_field(mm, g.addr, gs.G_FIELDS, "stackguard0", gs.STACK_PREEMPT)
+        request_preempt(self.machine, g.addr)
         self._ev("preemptone", t, "sysmon", p=p.idx, g=g.name)
-        if not self.async_preemption:
-            return
-        write_field(mm, p.addr, gs.P_FIELDS, "preempt", 1)
-        if read_field(mm, m.addr, gs.M_FIELDS, "signalPending") == 0:     # preemptM: CAS 0 -> 1
-            write_field(mm, m.addr, gs.M_FIELDS, "signalPending", 1)
-            self.signals_sent += 1
-            m.signal_at = self.rnd.randrange(self.quantum_insns)
-            self._ev("signal", t, "sysmon", m=m.idx, g=g.name)
+        if self.async_preemption:
+            self._preempt_m(m, g, t)
 
     def _sysmon(self, t: float) -> None:
         """One sysmon iteration at time t (it just woke from usleep(delay))."""

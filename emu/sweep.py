@@ -267,7 +267,7 @@ class Sweeper:
             w.preempt_one()
             st = w.sched_state()
             ctx = m.save_context()
-            bound = w.binding()
+            bound = w.cur
             v = inject.sighandler_sigurg(w.sigctx, all_prog, st, pc, s, w.headroom, m.stub_entry, w.ack,
                                          not async_preemption)
             if stats is not None:
@@ -334,7 +334,7 @@ class Sweeper:
             if found:
                 violations += found
                 m.restore_context(ctx)           # recover: back to boundary k, as if never injected
-                w.rebind(bound)
+                w.bind(bound)
                 m.write(s, stack_before)
                 w.withdraw_request()
                 continue
