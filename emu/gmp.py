@@ -5,9 +5,10 @@ non-cgo linux/amd64 (FS:-8 holds the current g), and newproc's start state: the 
 runs on its own stack with R14 = g and returns into goexit. Also models the scheduler-side effects
 the sweep needs: preemptone's request (gp.preempt, stackguard0 = stackPreempt, pp.preempt,
 m.signalPending), doSigPreempt's acknowledgement, and what schedule/execute do while the G is
-off-CPU (clear the requests, reset stackguard0, and in the go1.27 layout xRegSave/xRegRestore).
-Stack growth copies and adjusts the frame-pointer chain (no stack maps yet).
-Left out: more than one G/M/P (the scheduler issue), GC state, timers, stack shrinking.
+off-CPU (clear the requests, reset stackguard0, and in the go1.27 layout xRegSave/xRegRestore);
+every asynchronous preemption may resume the goroutine on a second M/P. The runtime effects on
+g/m/p are module functions the Scheduler shares. Stack moves are in stack.py, the GC in gcworld.py.
+Left out: more than one goroutine (that is sched.py), timers.
 """
 from __future__ import annotations
 
@@ -156,7 +157,6 @@ class World(WorldGC):
         self.program = program
         self.machine = Machine(program, stub, layout.name, on_async_preempt2=self._on_async_preempt2,
                                on_morestack=self._on_morestack, stub_ret_hooks=stub_ret_hooks)
-        self.cooperative_preemptions = 0
         self.on_preempted = None        # called while the G is off CPU (episodes: "a GC starts now")
         self.m = self.machine
         self.entry = program.symbol(entry)
@@ -177,7 +177,7 @@ class World(WorldGC):
         self.sigctx = MachineSigContext(self.machine)
         self.machine.describe_address = self._describe_address
         self.headroom = self._async_preempt_stack()
-        self.xreg_block = memmap.XREG_BASE  # off-heap xRegState blocks (go1.27): two, one per P at most
+        # off-heap xRegState blocks (go1.27): two, one per P at most
         self.xreg_blocks = [memmap.XREG_BASE, memmap.XREG_BASE + memmap.XREG_SLOT]
         self._setup_structs()
         # newproc: the entry's return address is goexit; keep 8 bytes of "caller frame" above it.
@@ -191,21 +191,12 @@ class World(WorldGC):
             self.machine.set_reg(name, v)
         self.machine.set_reg("RIP", self.entry)
         self.stack_moves: list[tuple[int, int, int, int]] = []   # (old lo, old hi, new lo, new hi)
-        self.needless_growths: list[tuple[int, int, int]] = []     # (pc, sp, stackguard0)
         # The heap; with `gc`, a full GC runs at every asynchronous preemption (asyncPreempt2 trap).
         self.heap = Heap()
         self.machine.on_newobject = self._newobject
         self.gc_enabled, self.scanner = gc, scanner
         self.current_boundary = 0
-        self.gc_cycles = 0
-        self.gc_freed = 0
-        self.retained_conservatively: set[int] = set()
-        self.shrink_deferred = 0
-        self.shrinks = 0
-        self.uaf: list[tuple] = []      # (obj base, size, access, addr, pc, boundary of the freeing GC)
-        self._uaf_seen: set[int] = set()
-        self._last_access: dict[int, int] = {}   # object -> number of GCs before its last access
-        self._cons_at: dict[int, int] = {}       # object -> last GC that kept it only conservatively
+        self._clear_run_stats()
         if gc:
             self.machine.watch_heap(self._heap_access)
         self._snap0 = self.snapshot()
@@ -231,11 +222,15 @@ class World(WorldGC):
         """Memory that a run may change and reset() restores."""
         out = [(self.stack_lo, self.stack_hi - self.stack_lo), (memmap.g_addr(0), 3 * memmap.G_SLOT),
                (memmap.M_BASE, 2 * memmap.M_SLOT), (memmap.P_BASE, 2 * memmap.P_SLOT),
-               (memmap.TLS_BASE, 2 * memmap.PAGE), (self.xreg_block, 2 * memmap.XREG_SLOT)]
+               (memmap.TLS_BASE, 2 * memmap.PAGE),
+               (self.xreg_blocks[0], len(self.xreg_blocks) * memmap.XREG_SLOT)]
         if self.program.data:
             lo = min(d.addr for d in self.program.data)
             hi = max(d.addr + d.size for d in self.program.data)
             out.append((lo, hi - lo))
+        base, used = self.heap.used
+        if used:
+            out.append((base, used))
         return out
 
     def data_regions(self) -> list[tuple[str, int, int]]:
@@ -278,19 +273,17 @@ class World(WorldGC):
     def snapshot(self):
         """Capture registers, writable memory and the stack's place (it may move when it grows)."""
         m = self.machine
-        base, used = self.heap.used
         return (m.save_context(), (self.stack_lo, self.stack_hi),
-                [(a, m.read(a, n)) for a, n in self.writable_regions()] + ([(base, m.read(base, used))] if used else []),
+                [(a, m.read(a, n)) for a, n in self.writable_regions()],
                 len(self.stack_moves), self.cur, self.heap.snapshot())
 
     def restore(self, snap) -> None:
         """Return to a snapshot, re-mapping the stack if it has moved since."""
         ctx, (lo, hi), mem, moves, cur, heap = snap
-        if self.heap.next > heap[0]:                  # objects allocated since: back to zeroed arena
-            m0 = self.machine
-            m0.write(heap[0], bytes(self.heap.next - heap[0]))
-        self.heap.restore(heap)
         m = self.machine
+        if self.heap.next > heap[0]:                  # objects allocated since: back to zeroed arena
+            m.write(heap[0], bytes(self.heap.next - heap[0]))
+        self.heap.restore(heap)
         if (lo, hi) != (self.stack_lo, self.stack_hi):
             m.unmap_stack(self.stack_lo, self.stack_hi)
             m.map_stack(lo, hi)
@@ -303,14 +296,20 @@ class World(WorldGC):
         self.mp, self.pp, _, fs = self.mps[cur]
         m.set_fs_base(fs)
 
+    def _clear_run_stats(self) -> None:
+        """What one run observes: preemptions, stack growths, GC statistics, use-after-free accesses."""
+        self.cooperative_preemptions = 0
+        self.needless_growths: list[tuple[int, int, int]] = []     # (pc, sp, stackguard0)
+        self.gc_cycles = self.gc_freed = self.shrink_deferred = self.shrinks = 0
+        self.retained_conservatively: set[int] = set()
+        self.uaf: list[tuple] = []      # (obj base, size, access, addr, pc, boundary of the freeing GC)
+        self._uaf_seen: set[int] = set()
+        self._last_access: dict[int, int] = {}   # object -> number of GCs before its last access
+        self._cons_at: dict[int, int] = {}       # object -> last GC that kept it only conservatively
+
     def reset(self) -> None:
         """Return to the start state: registers at the entry, writable memory as at creation."""
-        self.needless_growths.clear()
-        self.cooperative_preemptions = 0
-        self.gc_cycles = self.gc_freed = self.shrink_deferred = self.shrinks = 0
-        self.retained_conservatively = set()
-        self.uaf, self._uaf_seen = [], set()
-        self._last_access, self._cons_at = {}, {}
+        self._clear_run_stats()
         self.restore(self._snap0)
 
     # --- newstack / copystack ---------------------------------------------------------------

@@ -12,6 +12,7 @@ injection that makes them diverge is found by bisection.
 """
 from __future__ import annotations
 
+import bisect
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -114,7 +115,6 @@ def first_boundaries(world: World, n: int) -> dict[int, int]:
     """
     m = world.machine
     addrs = sorted(i.addr for i in world.program.iter_insns())
-    import bisect
     first: dict[int, int] = {}
     pos = [0]
 
@@ -296,8 +296,8 @@ class Sweeper:
             m.stub_ret_armed = True
             try:
                 if nested_signals:
-                    reason = self._step_stub_with_signals(stub_func, refused, make)
-                    found += self._nested
+                    reason, nested = self._step_stub_with_signals(stub_func, refused, make)
+                    found += nested
                 else:
                     reason = m.run(m.stub_entry, self.stub_budget)
             except Fault as f:
@@ -320,8 +320,8 @@ class Sweeper:
                     if ret_to != pc:
                         found.append(make("resume", "RIP", f"{pc:#x}", f"{ret_to:#x}",
                                           "the stub's RET would not return to the interrupted PC"))
-                if canary and floor > canary_lo and m.read(canary_lo, floor - canary_lo) != CANARY[:floor - canary_lo]:
-                    now = m.read(canary_lo, floor - canary_lo)
+                now = m.read(canary_lo, floor - canary_lo) if canary and floor > canary_lo else b""
+                if now != CANARY[:len(now)]:
                     low = next(i for i in range(len(now)) if now[i] != CANARY[i])
                     found.append(make("headroom", f"{canary_lo + low:#x}", f"nothing below S-{w.headroom}",
                                       f"written {floor - canary_lo - low} bytes below it",
@@ -348,11 +348,11 @@ class Sweeper:
         final = m.dump_state() if m.pc == memmap.GOEXIT else None
         return injected, refused, violations, final
 
-    def _step_stub_with_signals(self, stub_func, refused: Counter, make) -> str:
+    def _step_stub_with_signals(self, stub_func, refused: Counter, make) -> tuple[str, list[verify.Violation]]:
         """Run the stub one instruction at a time and deliver SIGURG at each of its boundaries: every
-        one must be refused without touching anything (a second signal inside the stub)."""
+        one must be refused without touching anything (a second signal inside the stub).
+        Returns (why the run stopped, violations)."""
         w, m = self.world, self.m
-        self._nested = []
         pc = m.stub_entry
         for _ in range(self.stub_budget):
             if stub_func.start <= pc < stub_func.end:
@@ -361,24 +361,19 @@ class Sweeper:
                 v = inject.do_sig_preempt(w.sigctx, m.all, st, pc, m.reg("RSP"), w.headroom, m.stub_entry, w.ack)
                 refused[f"nested:{v.reason}"] += 1
                 if v.ok:
-                    self._nested.append(make("nested-injection", f"{pc:#x}", "refused", "injected",
-                                             f"a second signal inside the stub at {m.all.describe_pc(pc)} was "
-                                             "accepted"))
-                    return "nested"
+                    return "nested", [make("nested-injection", f"{pc:#x}", "refused", "injected",
+                                           f"a second signal inside the stub at {m.all.describe_pc(pc)} was accepted")]
             reason = m.run(pc, 1)
             if reason == STOP_STUB_RET:
-                return reason
+                return reason, []
             pc = m.pc
-        return "budget"
-
-    def final_violations(self, final, ref: Reference, last_boundary: int) -> list[verify.Violation]:
-        return final_violations(self.world, final, ref, last_boundary)
+        return "budget", []
 
     def attribute(self, points: list[int], ref: Reference, force_unsafe: bool = False) -> int | None:
         """Return the first boundary whose injection makes the final state diverge (bisection)."""
         def diverges(prefix: int) -> bool:
             _, _, viol, final = self.run_chain(points[:prefix], ref, verify_each=False, force_unsafe=force_unsafe)
-            return bool(viol) or bool(self.final_violations(final, ref, 0))
+            return bool(viol) or bool(final_violations(self.world, final, ref, 0))
         lo, hi = 0, len(points)
         if not diverges(hi):
             return None
@@ -419,7 +414,7 @@ def sweep(world: World, entry: str, seed: int = 1, max_points: int = 100_000,
             violations.append(make("use-after-free", f"object {base:#x} ({size} bytes)", "a live object",
                                    f"{kind} of freed memory at {addr:#x}",
                                    f"freed by the GC at the injection at boundary {freed_at}; accessed at pc {apc:#x}"))
-    fv = sw.final_violations(final, ref, points[-1] if points else 0)
+    fv = final_violations(world, final, ref, points[-1] if points else 0)
     if fv:
         culprit = sw.attribute(points, ref, force_unsafe)
         if culprit is not None:
