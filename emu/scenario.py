@@ -71,6 +71,55 @@ class Check:
     detail: str
 
 
+def _typed(ps: str, key: str, v, want) -> None:
+    kinds = want if isinstance(want, tuple) else (want,)
+    if isinstance(v, bool) and bool not in kinds or not isinstance(v, kinds):
+        names = " or ".join(k.__name__ for k in kinds)
+        raise ScenarioError(ps, key, f"must be a {names}")
+
+
+def _check_top(ps: str, data: dict, allowed: dict, required: tuple[str, ...], positive: tuple[str, ...],
+               what: str = "") -> None:
+    """Unknown keys, types, required keys, the layout, and keys that must be positive."""
+    for k, v in data.items():
+        if k not in allowed:
+            raise ScenarioError(ps, k, f"unknown key{what} (allowed: {', '.join(allowed)})")
+        _typed(ps, k, v, allowed[k])
+    for k in required:
+        if k not in data:
+            raise ScenarioError(ps, k, "required key is missing")
+    if data.get("layout", "go1.14") not in LAYOUTS:
+        raise ScenarioError(ps, "layout", f"must be one of {', '.join(LAYOUTS)}")
+    for k in positive:
+        if k in data and data[k] <= 0:
+            raise ScenarioError(ps, k, "must be positive")
+
+
+def _check_registers(ps: str, prefix: str, table: dict, strings_ok: bool) -> None:
+    for r, v in table.items():
+        try:
+            regs.lookup(r)
+        except KeyError:
+            raise ScenarioError(ps, f"{prefix}.{r}", "unknown register") from None
+        if isinstance(v, bool) or not isinstance(v, (int, str) if strings_ok else int):
+            raise ScenarioError(ps, f"{prefix}.{r}", "must be an integer or a data symbol name" if strings_ok
+                                else "must be an integer")
+
+
+def _files(ps: str, p: Path, data: dict) -> tuple[Path, Path | None]:
+    """The asm file and the optional stub, relative to the scenario file; both must exist."""
+    out = []
+    for key in ("asm", "stub"):
+        if key not in data:
+            out.append(None)
+            continue
+        f = Path(os.path.normpath(p.parent / data[key]))
+        if not f.is_file():
+            raise ScenarioError(ps, key, f"no such file: {f}")
+        out.append(f)
+    return out[0], out[1]
+
+
 def load(path: str | Path) -> "Scenario | SchedScenario":
     """Read and validate a scenario file (a sweep scenario, or a scheduler one with [[goroutines]])."""
     p = Path(path)
@@ -83,57 +132,26 @@ def load(path: str | Path) -> "Scenario | SchedScenario":
         raise ScenarioError(ps, "", f"not valid TOML: {e}") from None
     if "goroutines" in data:
         return load_sched(p, data)
-    for k, v in data.items():
-        if k not in _TOP:
-            raise ScenarioError(ps, k, f"unknown key (allowed: {', '.join(_TOP)})")
-        if not isinstance(v, _TOP[k]) or (_TOP[k] is int and isinstance(v, bool)):
-            raise ScenarioError(ps, k, f"must be a {_TOP[k].__name__}")
-    for k in ("name", "asm", "entry"):
-        if k not in data:
-            raise ScenarioError(ps, k, "required key is missing")
-    if data.get("layout", "go1.14") not in LAYOUTS:
-        raise ScenarioError(ps, "layout", f"must be one of {', '.join(LAYOUTS)}")
+    _check_top(ps, data, _TOP, ("name", "asm", "entry"), ("max_points", "budget"))
     from .gcscan import SCANNERS
     if data.get("gc_scanner", "go") not in SCANNERS:
         raise ScenarioError(ps, "gc_scanner", f"must be one of {', '.join(SCANNERS)}")
-    for k in ("max_points", "budget"):
-        if k in data and data[k] <= 0:
-            raise ScenarioError(ps, k, "must be positive")
-    for r, v in data.get("registers", {}).items():
-        try:
-            regs.lookup(r)
-        except KeyError:
-            raise ScenarioError(ps, f"registers.{r}", "unknown register") from None
-        if not isinstance(v, (int, str)) or isinstance(v, bool):
-            raise ScenarioError(ps, f"registers.{r}", "must be an integer or a data symbol name")
+    _check_registers(ps, "registers", data.get("registers", {}), strings_ok=True)
     exp = data.get("expect", {})
     for k, v in exp.items():
         if k not in _EXPECT:
             raise ScenarioError(ps, f"expect.{k}", f"unknown expectation (allowed: {', '.join(_EXPECT)})")
-        if not isinstance(v, _EXPECT[k]) or (_EXPECT[k] is int and isinstance(v, bool)):
-            raise ScenarioError(ps, f"expect.{k}", f"must be a {_EXPECT[k].__name__}")
+        _typed(ps, f"expect.{k}", v, _EXPECT[k])
     for reason, n in exp.get("refused", {}).items():
         if reason not in REASONS:
             raise ScenarioError(ps, f"expect.refused.{reason}", f"unknown reason (known: {', '.join(REASONS)})")
         if not isinstance(n, int):
             raise ScenarioError(ps, f"expect.refused.{reason}", "must be an integer")
-    for r, v in exp.get("final", {}).items():
-        try:
-            regs.lookup(r)
-        except KeyError:
-            raise ScenarioError(ps, f"expect.final.{r}", "unknown register") from None
-        if not isinstance(v, int):
-            raise ScenarioError(ps, f"expect.final.{r}", "must be an integer")
+    _check_registers(ps, "expect.final", exp.get("final", {}), strings_ok=False)
     for i, pair in enumerate(exp.get("equal_buffers", [])):
         if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
             raise ScenarioError(ps, f"expect.equal_buffers[{i}]", "must be a pair of buffer names")
-    base = p.parent
-    asm = Path(os.path.normpath(base / data["asm"]))
-    if not asm.is_file():
-        raise ScenarioError(ps, "asm", f"no such file: {asm}")
-    stub = Path(os.path.normpath(base / data["stub"])) if "stub" in data else None
-    if stub is not None and not stub.is_file():
-        raise ScenarioError(ps, "stub", f"no such file: {stub}")
+    asm, stub = _files(ps, p, data)
     return Scenario(p, data["name"], data.get("description", ""), asm, data["entry"], data.get("layout", "go1.14"),
                     stub, data.get("seed", 1), data.get("max_points", 100_000), data.get("budget", S.DEFAULT_BUDGET),
                     dict(data.get("registers", {})), dict(exp), data.get("async_preemption", True),
@@ -171,29 +189,13 @@ class SchedScenario:
     cites: str = ""
 
 
-def _typed(ps: str, key: str, v, want) -> None:
-    kinds = want if isinstance(want, tuple) else (want,)
-    if isinstance(v, bool) and bool not in kinds or not isinstance(v, kinds):
-        names = " or ".join(k.__name__ for k in kinds)
-        raise ScenarioError(ps, key, f"must be a {names}")
-
-
 def load_sched(path: str | Path, data: dict) -> SchedScenario:
     """Validate a scheduler scenario (one with [[goroutines]])."""
     from .sched import GoSpec
     p, ps = Path(path), str(path)
-    for k, v in data.items():
-        if k not in _SCHED_TOP:
-            raise ScenarioError(ps, k, f"unknown key for a scheduler scenario (allowed: {', '.join(_SCHED_TOP)})")
-        _typed(ps, k, v, _SCHED_TOP[k])
-    for k in ("name", "asm"):
-        if k not in data:
-            raise ScenarioError(ps, k, "required key is missing")
-    if data.get("layout", "go1.14") not in LAYOUTS:
-        raise ScenarioError(ps, "layout", f"must be one of {', '.join(LAYOUTS)}")
-    for k in ("gomaxprocs", "duration_ms", "ns_per_insn", "quantum_us", "starvation_ms", "gc_every_ms"):
-        if k in data and data[k] <= 0:
-            raise ScenarioError(ps, k, "must be positive")
+    _check_top(ps, data, _SCHED_TOP, ("name", "asm"),
+               ("gomaxprocs", "duration_ms", "ns_per_insn", "quantum_us", "starvation_ms", "gc_every_ms"),
+               " for a scheduler scenario")
     specs = []
     for i, g in enumerate(data["goroutines"]):
         key = f"goroutines[{i}]"
@@ -207,13 +209,7 @@ def load_sched(path: str | Path, data: dict) -> SchedScenario:
         regs_ = g.get("registers", {})
         if not isinstance(regs_, dict):
             raise ScenarioError(ps, f"{key}.registers", "must be a table")
-        for r, v in regs_.items():
-            try:
-                regs.lookup(r)
-            except KeyError:
-                raise ScenarioError(ps, f"{key}.registers.{r}", "unknown register") from None
-            if not isinstance(v, int) or isinstance(v, bool):
-                raise ScenarioError(ps, f"{key}.registers.{r}", "must be an integer")
+        _check_registers(ps, f"{key}.registers", regs_, strings_ok=False)
         specs.append(GoSpec(str(g.get("name", f"g{i + 1}")), g["entry"], dict(regs_)))
     if not specs:
         raise ScenarioError(ps, "goroutines", "at least one goroutine is needed")
@@ -238,12 +234,7 @@ def load_sched(path: str | Path, data: dict) -> SchedScenario:
             if not (isinstance(rng, list) and len(rng) == 2):
                 raise ScenarioError(ps, f"{prefix}.cpu_share.{n}", "must be a [low, high] pair")
     validate(exp, "expect")
-    asm = Path(os.path.normpath(p.parent / data["asm"]))
-    if not asm.is_file():
-        raise ScenarioError(ps, "asm", f"no such file: {asm}")
-    stub = Path(os.path.normpath(p.parent / data["stub"])) if "stub" in data else None
-    if stub is not None and not stub.is_file():
-        raise ScenarioError(ps, "stub", f"no such file: {stub}")
+    asm, stub = _files(ps, p, data)
     return SchedScenario(p, data["name"], data.get("description", ""), asm, specs, data.get("layout", "go1.14"),
                          stub, data.get("seed", 1), data.get("gomaxprocs", 1), data.get("async_preemption", True),
                          float(data.get("duration_ms", 100)), float(data.get("ns_per_insn", 1.0)),
