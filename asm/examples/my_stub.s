@@ -1,4 +1,4 @@
-; An example port of asyncPreempt with a bug (X7 is never saved), for the README: preemu check-stub examples/my_stub.s
+; An example port of asyncPreempt with a bug (X7 is never saved), for the README: preemu check-stub asm/examples/my_stub.s
 ; asyncPreempt, go1.14 layout: saves every register, calls asyncPreempt2, restores them.
 ; Frame: resume PC at S-8, RBP at S-16, RFLAGS at S-24, 368-byte save area below.
 ;@asm
