@@ -91,7 +91,6 @@ def assemble_text(text: str, file: str, base: int, externs: dict[str, int] | Non
         raise AsmError(file, 1, "no function found: start a function with a label such as `myloop:`")
     for d in data:
         externs[d.name] = d.addr
-    labels = {name for f in funcs for name in [f.name] + [b[1] for b in f.body if isinstance(b, tuple)]}
     for f in funcs:
         for name in [f.name] + [b[1] for b in f.body if isinstance(b, tuple)]:
             if name in externs:
@@ -126,7 +125,7 @@ def assemble_text(text: str, file: str, base: int, externs: dict[str, int] | Non
     try:
         enc, _ = _ks.asm("\n".join(stmts), base)
     except keystone.KsError as e:
-        _locate_error(e, lines, labels, resolve, file, base)
+        _locate_error(lines, resolve, file, base)
         raise AsmError(file, funcs[0].line, f"assembly failed: {e}") from None
     code = bytes(enc or b"")
     decoded = list(_cs.disasm(code, base))
@@ -303,7 +302,7 @@ def _parse(text: str, file: str, externs: dict[str, int], data_base: int | None)
     return funcs, data
 
 
-def _locate_error(err, lines, labels, resolve, file, base) -> None:
+def _locate_error(lines, resolve, file, base) -> None:
     """Re-assemble each instruction alone (labels replaced by an address) and raise on the first failure."""
     funcs = {f.name for f, _ in lines}
     for f, ln in lines:
@@ -318,35 +317,31 @@ def _locate_error(err, lines, labels, resolve, file, base) -> None:
             raise AsmError(file, ln.line, f"{msg}: `{ln.text}`") from None
 
 
-def _sp_effect(d, delta: int, frame_delta: int | None) -> tuple[int | None, int | None]:
-    """Return (delta after d, frame delta) or (None, ...) if d writes RSP in a way we cannot follow."""
+def _sp_effect(d, delta: int, frame_delta: int | None) -> int | None:
+    """Return the SP delta after d, or None if d writes RSP in a way we cannot follow."""
     m = d.mnemonic
     if m in ("push", "pushfq"):
-        return delta + 8, frame_delta
+        return delta + 8
     if m in ("pop", "popfq"):
-        return delta - 8, frame_delta
-    if m in ("call", "ret", "jmp") or m.startswith("j"):
-        return delta, frame_delta
-    if m == "mov" and d.op_str == "rbp, rsp":
-        return delta, delta
+        return delta - 8
     if m == "leave":
-        return (None if frame_delta is None else frame_delta - 8), frame_delta
+        return None if frame_delta is None else frame_delta - 8
     if m in ("sub", "add"):
         mm = _RSP_IMM.match(d.op_str)
         if mm:
             v = int(mm.group(1), 0)
-            return delta + (v if m == "sub" else -v), frame_delta
+            return delta + (v if m == "sub" else -v)
+    if m == "call" or m.startswith(("ret", "j")):
+        return delta
     try:
         _, written = d.regs_access()
     except capstone.CsError:
         written = []
-    if capstone.x86.X86_REG_RSP in written:
-        return None, frame_delta
-    return delta, frame_delta
+    return None if capstone.x86.X86_REG_RSP in written else delta
 
 
 def _branch_target(d) -> int | None:
-    if d.mnemonic == "jmp" or (d.mnemonic.startswith("j") and d.mnemonic != "jmp"):
+    if d.mnemonic.startswith("j"):
         for op in d.operands:
             if op.type == capstone.x86.X86_OP_IMM:
                 return op.imm
@@ -375,7 +370,7 @@ def _sp_deltas(f: _Func, body: list[_Line], ds: list, file: str) -> list[int]:
             continue
         delta[i], origin[i] = v, why
         d = ds[i]
-        after, _ = _sp_effect(d, v, _frame_delta(ds, delta, i))
+        after = _sp_effect(d, v, _frame_delta(ds, delta, i))
         m = d.mnemonic
         here = f"`{body[i].text}` at line {body[i].line}"
         target = _branch_target(d)
@@ -388,9 +383,10 @@ def _sp_deltas(f: _Func, body: list[_Line], ds: list, file: str) -> list[int]:
     # unreachable instructions (dead code): linear value from the previous instruction
     for i in range(n):
         if delta[i] is None:
-            prev = delta[i - 1] if i else 0
-            delta[i] = body[i].spdelta if body[i].spdelta is not None else (
-                _sp_effect(ds[i - 1], prev, None)[0] if i else 0) or 0
+            if body[i].spdelta is not None:
+                delta[i] = body[i].spdelta
+            else:
+                delta[i] = (_sp_effect(ds[i - 1], delta[i - 1], None) or 0) if i else 0
     return delta
 
 
