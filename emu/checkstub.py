@@ -69,22 +69,17 @@ def corpus(names: tuple[str, ...] | None = None) -> list:
     return out
 
 
-def load_user_stub(path: str | Path):
-    """Assemble a user's stub; errors name file:line (exit 2)."""
-    return loader.load_stub("go1.14", path)
-
-
 def check(stub_path: str | Path, layout_name: str, max_points: int = 2000,
           names: tuple[str, ...] | None = None, seed: int = 1) -> StubReport:
     """Sweep the corpus with the stub at `stub_path` in the `layout_name` world."""
     lay = L.get_layout(layout_name)
-    stub = load_user_stub(stub_path)
     rep = None
     for sc in corpus(names):
         program = loader.load_program(_rel(sc.asm))
         world = loader.build_world(program, sc.entry, lay.name, stub_path, seed, sc.registers, gc=True)
         if rep is None:
-            rep = StubReport(str(stub_path), lay.name, world.headroom, stub.get_func("asyncPreempt").max_sp_delta)
+            rep = StubReport(str(stub_path), lay.name, world.headroom,
+                             world.machine.stub.get_func("asyncPreempt").max_sp_delta)
         res = sweep.sweep(world, sc.entry, seed, min(max_points, sc.max_points), sc.budget, canary=True,
                           async_preemption=sc.async_preemption, nested_signals=sc.nested_signals)
         rep.results.append(CorpusResult(sc.name, sc.entry, res.boundaries, res.points, res.injected,
