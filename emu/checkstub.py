@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import layout as L
-from . import loader, mutants, scenario, sweep
+from . import datafiles, loader, mutants, report, scenario, sweep
 from .errors import AsmError, EmuError
+from .program import Program
 
-ROOT = Path(__file__).resolve().parent.parent
-SCENARIOS = ROOT / "scenarios"
 #: The quick corpus used for mutants: together they keep every register and flag live.
 MUTANT_CORPUS = ("xmm_loop", "adc_chain", "r14_scratch", "rep_copy")
 
@@ -35,19 +35,59 @@ class CorpusResult:
     refused: dict
     violations: list
     violation_count: int
+    elapsed: float = 0.0          # seconds spent sweeping this loop
+
+
 
 
 @dataclass
 class StubReport:
+    """What `preemu check-stub` prints: one CorpusResult per corpus loop."""
+
     stub: str
     layout: str
     headroom: int
     stub_max_sp_delta: int
     results: list[CorpusResult] = field(default_factory=list)
+    stub_program: Program | None = field(default=None, repr=False)   # the assembled stub (for locations)
 
     @property
     def ok(self) -> bool:
+        """True when the stub passed every corpus loop."""
         return all(r.violation_count == 0 for r in self.results)
+
+    @property
+    def violations(self) -> list:
+        """Every kept violation over the corpus (each loop keeps its first 200)."""
+        return [v for r in self.results for v in r.violations]
+
+    @property
+    def violation_count(self) -> int:
+        return sum(r.violation_count for r in self.results)
+
+    def groups(self) -> "dict[tuple[str, str], list[tuple[str, object]]]":
+        """{(kind, what): [(corpus loop, violation), ...]} in order of first appearance."""
+        out: dict = {}
+        for r in self.results:
+            for v in r.violations:
+                out.setdefault((v.kind, v.what), []).append((r.scenario, v))
+        return out
+
+    def only(self, loop: str) -> "StubReport":
+        """The same report restricted to one corpus loop."""
+        return replace(self, results=[r for r in self.results if r.scenario == loop])
+
+    def to_json(self) -> dict:
+        """The object `preemu check-stub --json` prints (schema "preemu/check-stub/1")."""
+        return report.checkstub_json(self)
+
+    def render(self) -> str:
+        """The text `preemu check-stub` prints."""
+        return report.render_checkstub(self)
+
+    def summary(self) -> str:
+        """The verdict: PASS, or FAIL with the first example of each violated register, flag or address."""
+        return "\n".join(report.checkstub_verdict(self)) + "\n"
 
 
 def _rel(p: Path) -> str:
@@ -60,7 +100,7 @@ def _rel(p: Path) -> str:
 def corpus(names: tuple[str, ...] | None = None) -> list:
     """The sweep scenarios that define the regression corpus."""
     out = []
-    for p in sorted(SCENARIOS.glob("*.toml")):
+    for p in sorted(datafiles.SCENARIOS.glob("*.toml")):
         sc = scenario.load(p)
         if isinstance(sc, scenario.SchedScenario) or sc.expect.get("violations", 0) != 0 or sc.stub is not None:
             continue
@@ -79,11 +119,13 @@ def check(stub_path: str | Path, layout_name: str, max_points: int = 2000,
         world = loader.build_world(program, sc.entry, lay.name, stub_path, seed, sc.registers, gc=True)
         if rep is None:
             rep = StubReport(str(stub_path), lay.name, world.headroom,
-                             world.machine.stub.get_func("asyncPreempt").max_sp_delta)
+                             world.machine.stub.get_func("asyncPreempt").max_sp_delta, stub_program=world.machine.stub)
+        t0 = time.perf_counter()
         res = sweep.sweep(world, sc.entry, seed, min(max_points, sc.max_points), sc.budget, canary=True,
                           async_preemption=sc.async_preemption, nested_signals=sc.nested_signals)
         rep.results.append(CorpusResult(sc.name, sc.entry, res.boundaries, res.points, res.injected,
-                                        dict(res.refused), res.violations, res.violation_count))
+                                        dict(res.refused), res.violations, res.violation_count,
+                                        time.perf_counter() - t0))
     if rep is None:
         raise EmuError("the regression corpus is empty (no sweep scenarios found)")
     return rep

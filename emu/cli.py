@@ -11,17 +11,20 @@ import sys
 
 from . import (
     __version__,
+    api,
     checkstub,
     episode,
+    junit,
     loader,
     report,
+    sarif,
     scenario,
     stubgen,
     timeline,
 )
 from . import layout as L
 from .errors import EmuError
-from .sweep import DEFAULT_BUDGET, sweep
+from .sweep import DEFAULT_BUDGET
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,68 +44,48 @@ def _regs(items: list[str]) -> dict[str, str]:
     return out
 
 
-def _stub_desc(layout: str, stub: str | None) -> str:
-    return f"{stub} ({layout} checks)" if stub else f"{layout} (generated)"
+def _emit(a, rep, out, text: str) -> int:
+    """Write the --junit-xml and --sarif files if asked, then the JSON or the text; return the exit code."""
+    if getattr(a, "junit_xml", None):
+        junit.write(a.junit_xml, junit.from_report(rep))
+    if getattr(a, "sarif", None):
+        sarif.write(a.sarif, sarif.from_report(rep))
+    if a.json:
+        json.dump(rep.to_json(), out, indent=1)
+        out.write("\n")
+    else:
+        out.write(text)
+    return 0 if rep.ok else 1
 
 
 def cmd_sweep(a, out) -> int:
-    program = loader.load_program(a.file)
-    world = loader.build_world(program, a.func, a.layout, a.stub, a.seed, _regs(a.reg), gc=a.gc,
-                               scanner=a.gc_scanner)
-    res = sweep(world, a.func, a.seed, a.max_points, a.budget, force_unsafe=a.force_unsafe,
-                async_preemption=a.async_preemption == "on", nested_signals=a.nested_signals)
-    if a.json:
-        json.dump(report.to_json(res, program, a.file), out, indent=1)
-        out.write("\n")
-    else:
-        out.write(report.render_text(res, program, a.file, _stub_desc(a.layout, a.stub), a.table))
-    return 0 if res.ok else 1
+    rep = api.sweep(a.file, a.func, registers=_regs(a.reg), layout=a.layout, stub=a.stub, seed=a.seed,
+                    max_points=a.max_points, budget=a.budget, gc=a.gc, gc_scanner=a.gc_scanner,
+                    force_unsafe=a.force_unsafe, async_preemption=a.async_preemption == "on",
+                    nested_signals=a.nested_signals)
+    return _emit(a, rep, out, "" if a.json else rep.render(a.table))
 
 
 def cmd_run(a, out) -> int:
+    asyncp = None if a.async_preemption is None else a.async_preemption == "on"
     sc = scenario.load(a.scenario)
     if isinstance(sc, scenario.SchedScenario):
-        return _run_sched(a, sc, out)
-    for opt in ("async_preemption", "trace", "timeline"):
-        if getattr(a, opt) is not None:
-            raise EmuError(f"--{opt.replace('_', '-')} applies to scheduler scenarios (with [[goroutines]])")
-    layout = a.layout or sc.layout
-    program, world, res, checks = scenario.run(sc, layout, a.max_points)
-    ok = all(c.ok for c in checks)
-    src = os.path.relpath(sc.asm) if not sc.asm.is_absolute() else str(sc.asm)
-    if a.json:
-        extra = {"command": "run", "scenario": sc.name, "checks": [c.__dict__ for c in checks], "ok": ok}
-        json.dump(report.to_json(res, program, src, extra), out, indent=1)
-        out.write("\n")
+        if a.max_points is not None or a.table or a.layout is not None:
+            raise EmuError("--max-points, --table and --layout apply to sweep scenarios")
     else:
-        out.write(f"scenario {sc.name}: {sc.description}\n" + (f"  cites: {sc.cites}\n" if sc.cites else "") + "\n")
-        out.write(report.render_text(res, program, src, _stub_desc(layout, str(sc.stub) if sc.stub else None),
-                                     a.table))
-        out.write("\nexpectations\n")
-        for c in checks:
-            out.write(f"  [{'ok' if c.ok else 'FAIL'}] {c.name}: {c.detail}\n")
-        out.write(f"\nscenario {sc.name}: {'PASS' if ok else 'FAIL'}\n")
-    return 0 if ok else 1
-
-
-def _run_sched(a, sc, out) -> int:
-    if a.max_points is not None or a.table or a.layout is not None:
-        raise EmuError("--max-points, --table and --layout apply to sweep scenarios")
-    asyncp = None if a.async_preemption is None else a.async_preemption == "on"
-    res, checks = scenario.run_sched(sc, asyncp)
-    src = os.path.relpath(sc.asm)
-    if a.trace:
-        timeline.write_chrome_trace(a.trace, res, sc.name, sc.seed)
-    if a.timeline:
-        with open(a.timeline, "w") as f:
-            f.write(timeline.svg(res, f"{sc.name}: GOMAXPROCS={res.gomaxprocs}, async preemption "
-                                      f"{'on' if res.async_preemption else 'off'}"))
-    if a.json:
-        json.dump(report.sched_json(res, sc, src, checks), out, indent=1)
-        out.write("\n")
-    else:
-        out.write(report.render_sched(res, sc, src, checks))
-    return 0 if all(c.ok for c in checks) else 1
+        for opt in ("async_preemption", "trace", "timeline"):
+            if getattr(a, opt) is not None:
+                raise EmuError(f"--{opt.replace('_', '-')} applies to scheduler scenarios (with [[goroutines]])")
+    rep = api.run_scenario(a.scenario, layout=a.layout, max_points=a.max_points, async_preemption=asyncp)
+    if rep.kind == "schedule":
+        res = rep.result
+        if a.trace:
+            timeline.write_chrome_trace(a.trace, res, sc.name, sc.seed)
+        if a.timeline:
+            with open(a.timeline, "w") as f:
+                f.write(timeline.svg(res, f"{sc.name}: GOMAXPROCS={res.gomaxprocs}, async preemption "
+                                          f"{'on' if res.async_preemption else 'off'}"))
+    return _emit(a, rep, out, "" if a.json else rep.render(a.table))
 
 
 def cmd_preempt(a, out) -> int:
@@ -124,6 +107,8 @@ def cmd_preempt(a, out) -> int:
 
 def cmd_check_stub(a, out) -> int:
     if a.mutants:
+        if a.junit_xml or a.sarif:
+            raise EmuError("--junit-xml and --sarif apply to a stub check, not to --mutants")
         if a.file:
             raise EmuError("--mutants checks the generated stub's mutants; give no FILE")
         results = checkstub.run_mutants(a.layout, a.max_points or 150)
@@ -135,15 +120,8 @@ def cmd_check_stub(a, out) -> int:
         return 0 if all(r.caught and r.diagnosed for r in results) else 1
     if not a.file:
         raise EmuError("check-stub needs a stub FILE.s (or --mutants)")
-    if not os.path.isfile(a.file):
-        raise EmuError(f"{a.file}: cannot read: no such file")
-    rep = checkstub.check(a.file, a.layout, a.max_points or 2000)
-    if a.json:
-        json.dump(report.checkstub_json(rep), out, indent=1)
-        out.write("\n")
-    else:
-        out.write(report.render_checkstub(rep))
-    return 0 if rep.ok else 1
+    rep = api.check_stub(a.file, layout=a.layout, max_points=a.max_points or 2000)
+    return _emit(a, rep, out, "" if a.json else rep.render())
 
 
 def cmd_gen_stub(a, out) -> int:
@@ -191,6 +169,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="inject at no more than N boundaries (default: 100000)")
         sp.add_argument("--json", action="store_true", help="print one JSON object instead of text")
         sp.add_argument("--table", action="store_true", help="print the per-PC verdict table")
+        ci_outputs(sp)
+
+    def ci_outputs(sp):
+        sp.add_argument("--junit-xml", metavar="FILE", help="also write JUnit XML (one testcase per loop or scenario)")
+        sp.add_argument("--sarif", metavar="FILE", help="also write SARIF 2.1.0 (one result per violation group)")
 
     s = sub.add_parser("sweep", help="inject the preemption signal at every boundary of a function and verify")
     s.add_argument("file", help="assembly file (.s, Intel syntax)")
@@ -255,6 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--mutants", action="store_true", help="check the generated stub's mutants; print the score")
     c.add_argument("--max-points", type=int, default=None, metavar="N", help="cap per corpus loop (default 2000)")
     c.add_argument("--json", action="store_true")
+    ci_outputs(c)
     c.set_defaults(fn=cmd_check_stub)
 
     g = sub.add_parser("gen-stub", help="regenerate asm/preempt_amd64_*.s from the register table")

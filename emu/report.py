@@ -10,7 +10,21 @@ from . import __version__, rtcode
 from .safepoint import REASONS
 from .sweep import SweepResult
 
-JSON_SCHEMA = 1
+#: The "schema" of every --json object: a change of its keys means a new version here and a note
+#: in README "JSON output" (tests/test_json_schema.py holds the documented keys of each version).
+SCHEMAS = {
+    "sweep": "preemu/sweep/1",
+    "run": "preemu/run/1",                    # a sweep scenario: the sweep keys + scenario, checks
+    "run-schedule": "preemu/run-schedule/1",  # a scheduler scenario
+    "preempt": "preemu/preempt/1",
+    "check-stub": "preemu/check-stub/1",
+    "check-stub-mutants": "preemu/check-stub-mutants/1",
+}
+
+
+def stub_desc(layout: str, stub: str | None) -> str:
+    """How the text header names the stub: the user's file, or the generated one of the layout."""
+    return f"{stub} ({layout} checks)" if stub else f"{layout} (generated)"
 
 
 def _verdict(reasons) -> tuple[str, str]:
@@ -59,7 +73,7 @@ def pc_table(res: SweepResult, program) -> list[dict]:
 
 def to_json(res: SweepResult, program, source: str, extra: dict | None = None) -> dict:
     out = OrderedDict(
-        tool="preemu", version=__version__, schema=JSON_SCHEMA, command="sweep", file=source, func=res.entry,
+        tool="preemu", version=__version__, schema=SCHEMAS["sweep"], command="sweep", file=source, func=res.entry,
         layout=res.layout, seed=res.seed, boundaries=res.boundaries, points_tried=res.points,
         injected=res.injected, refused=dict(sorted(res.refused.items())), forced=res.forced,
         violation_count=res.violation_count,
@@ -77,7 +91,8 @@ def to_json(res: SweepResult, program, source: str, extra: dict | None = None) -
     return out
 
 
-def _group(violations):
+def group_violations(violations):
+    """{(kind, what): [violations]} in order of first appearance."""
     groups: "OrderedDict[tuple[str, str], list]" = OrderedDict()
     for v in violations:
         groups.setdefault((v.kind, v.what), []).append(v)
@@ -127,23 +142,46 @@ def render_text(res: SweepResult, program, source: str, stub_desc: str, table: b
                      f"{row['verdict']:<11} {row['reason']}".rstrip())
         L.append("  (! = inside a ;@unsafe range)")
     L.append("")
-    if res.ok:
-        L.append("OK: every injection came back with RIP, RSP, RBP, the 14 GPRs, RFLAGS and XMM0-15 bit-exact,")
-        L.append("    the stack at and above the interrupted RSP untouched, and the final state equal to the")
-        L.append("    uninterrupted reference run.")
-    else:
-        L.append(f"FAIL: {res.violation_count} violation(s)"
-                 + (f" (first {len(res.violations)} kept)" if len(res.violations) < res.violation_count else ""))
-        for (kind, what), vs in _group(res.violations).items():
-            v = vs[0]
-            n = res.violation_groups.get((kind, what), len(vs))
-            L.append(f"  {kind} {what}: {n} injection point(s); first at boundary {v.boundary}, "
-                     f"pc {v.pc:#x} `{v.insn}` ({v.where})")
-            L.append(f"      expected {v.expected}")
-            L.append(f"      actual   {v.actual}")
-            if v.detail:
-                L.append(f"      {v.detail}")
+    L += sweep_verdict(res)
     return "\n".join(L) + "\n"
+
+
+def sweep_verdict(res: SweepResult) -> list[str]:
+    """The closing lines of a sweep: OK, or FAIL with the first violation of each register, flag or address."""
+    if res.ok:
+        return ["OK: every injection came back with RIP, RSP, RBP, the 14 GPRs, RFLAGS and XMM0-15 bit-exact,",
+                "    the stack at and above the interrupted RSP untouched, and the final state equal to the",
+                "    uninterrupted reference run."]
+    L = [f"FAIL: {res.violation_count} violation(s)"
+         + (f" (first {len(res.violations)} kept)" if len(res.violations) < res.violation_count else "")]
+    for (kind, what), vs in group_violations(res.violations).items():
+        v = vs[0]
+        n = res.violation_groups.get((kind, what), len(vs))
+        L.append(f"  {kind} {what}: {n} injection point(s); first at boundary {v.boundary}, "
+                 f"pc {v.pc:#x} `{v.insn}` ({v.where})")
+        L.append(f"      expected {v.expected}")
+        L.append(f"      actual   {v.actual}")
+        if v.detail:
+            L.append(f"      {v.detail}")
+    return L
+
+
+def scenario_json(res: SweepResult, program, source: str, sc, checks) -> dict:
+    """`preemu run --json` for a sweep scenario: the sweep's object plus the scenario and its checks."""
+    out = to_json(res, program, source)
+    out.update(schema=SCHEMAS["run"], command="run", scenario=sc.name, checks=[c.__dict__ for c in checks],
+               ok=all(c.ok for c in checks))
+    return out
+
+
+def render_scenario(res: SweepResult, program, source: str, sc, checks, stub_description: str,
+                    table: bool = False) -> str:
+    """`preemu run` for a sweep scenario: its description, the sweep, the expectations, PASS/FAIL."""
+    ok = all(c.ok for c in checks)
+    head = f"scenario {sc.name}: {sc.description}\n" + (f"  cites: {sc.cites}\n" if sc.cites else "") + "\n"
+    tail = "\nexpectations\n" + "".join(f"  [{'ok' if c.ok else 'FAIL'}] {c.name}: {c.detail}\n" for c in checks)
+    return head + render_text(res, program, source, stub_description, table) + tail + \
+        f"\nscenario {sc.name}: {'PASS' if ok else 'FAIL'}\n"
 
 
 _OUTCOME = {
@@ -177,7 +215,7 @@ def render_episode(ep, source: str, func: str) -> str:
 
 def episode_json(ep, source: str, func: str) -> dict:
     return OrderedDict(
-        tool="preemu", version=__version__, schema=JSON_SCHEMA, command="preempt", file=source, func=func,
+        tool="preemu", version=__version__, schema=SCHEMAS["preempt"], command="preempt", file=source, func=func,
         at=ep.at, async_preemption=ep.async_preemption, outcome=ep.outcome, preempted_at=ep.preempted_at,
         latency_instructions=ep.latency, signals=ep.signals,
         events=[{"boundary": e.boundary, "pc": f"{e.pc:#x}", "kind": e.kind, "text": e.text} for e in ep.events],
@@ -191,7 +229,7 @@ def _fmt_ms(v) -> str:
 def sched_json(res, sc, source: str, checks) -> dict:
     lat = res.latencies_ns
     return OrderedDict(
-        tool="preemu", version=__version__, schema=JSON_SCHEMA, command="run", kind="schedule", scenario=sc.name,
+        tool="preemu", version=__version__, schema=SCHEMAS["run-schedule"], command="run", kind="schedule", scenario=sc.name,
         file=source, seed=sc.seed, layout=sc.layout, gomaxprocs=res.gomaxprocs,
         async_preemption=res.async_preemption, ns_per_insn=res.ns_per_insn, duration_ms=res.duration_ns / 1e6,
         wake_latency_ms={"p50": res.percentile(0.5), "p90": res.percentile(0.9), "p99": res.percentile(0.99),
@@ -255,7 +293,7 @@ def render_sched(res, sc, source: str, checks) -> str:
 
 def checkstub_json(rep) -> dict:
     return OrderedDict(
-        tool="preemu", version=__version__, schema=JSON_SCHEMA, command="check-stub", stub=rep.stub,
+        tool="preemu", version=__version__, schema=SCHEMAS["check-stub"], command="check-stub", stub=rep.stub,
         layout=rep.layout, stub_max_sp_delta=rep.stub_max_sp_delta, async_preempt_stack=rep.headroom,
         corpus=[{"scenario": r.scenario, "entry": r.entry, "boundaries": r.boundaries, "points_tried": r.points,
                  "injected": r.injected, "refused": r.refused, "violation_count": r.violation_count,
@@ -275,18 +313,17 @@ def render_checkstub(rep) -> str:
         L.append(f"  {r.scenario:<18} {r.boundaries:>10,} {r.points:>7,} {r.injected:>9,} "
                  f"{sum(r.refused.values()):>8,} {r.violation_count:>11,}")
     L.append("")
+    return "\n".join(L + checkstub_verdict(rep)) + "\n"
+
+
+def checkstub_verdict(rep) -> list[str]:
+    """The closing lines of check-stub: PASS, or FAIL with the first example of each violated register."""
     if rep.ok:
-        L.append("PASS: the stub restored every register, flag and XMM register bit for bit at every point, on "
-                 "another M and P,")
-        L.append("      stayed within asyncPreemptStack and wrote nothing at or above the resume-PC slot.")
-        return "\n".join(L) + "\n"
-    groups: "OrderedDict[tuple[str, str], list]" = OrderedDict()
-    for r in rep.results:
-        for v in r.violations:
-            groups.setdefault((v.kind, v.what), []).append((r.scenario, v))
-    total = sum(r.violation_count for r in rep.results)
-    L.append(f"FAIL: {total:,} violation(s); by register, flag or address (first example of each):")
-    for (kind, what), items in groups.items():
+        return ["PASS: the stub restored every register, flag and XMM register bit for bit at every point, on "
+                "another M and P,",
+                "      stayed within asyncPreemptStack and wrote nothing at or above the resume-PC slot."]
+    L = [f"FAIL: {rep.violation_count:,} violation(s); by register, flag or address (first example of each):"]
+    for (kind, what), items in rep.groups().items():
         loops = sorted({sc for sc, _ in items})
         sc, v = items[0]
         L.append(f"  {kind} {what}: in {len(loops)} corpus loop(s) ({', '.join(loops[:4])}"
@@ -296,7 +333,7 @@ def render_checkstub(rep) -> str:
         L.append(f"      actual   {v.actual}")
         if v.detail:
             L.append(f"      {v.detail}")
-    return "\n".join(L) + "\n"
+    return L
 
 
 def render_mutants(results, layout: str) -> str:
@@ -315,7 +352,8 @@ def render_mutants(results, layout: str) -> str:
 
 def mutants_json(results, layout: str) -> dict:
     score = sum(r.caught and r.diagnosed for r in results)
-    return OrderedDict(tool="preemu", version=__version__, schema=JSON_SCHEMA, command="check-stub --mutants",
+    return OrderedDict(tool="preemu", version=__version__, schema=SCHEMAS["check-stub-mutants"],
+                       command="check-stub --mutants",
                        layout=layout, mutants=[{"name": r.mutant.name, "description": r.mutant.description,
                                                 "expect": sorted(r.mutant.expect), "caught": r.caught,
                                                 "diagnosed": r.diagnosed, "named": r.named} for r in results],

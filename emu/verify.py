@@ -13,9 +13,37 @@ from dataclasses import asdict, dataclass
 from . import dump, regs
 
 
+#: Every violation kind, with what it means (the help text of SARIF rules and of reports).
+KINDS: dict[str, str] = {
+    "register": "A general-purpose or XMM register differed after the asyncPreempt stub returned: the stub did "
+                "not save it, restored it from the wrong slot, or clobbered it after restoring it.",
+    "flags": "RFLAGS differed after the stub returned: the stub must save the flags (PUSHFQ) before anything "
+             "that changes them (ADJSP) and restore them (POPFQ) after the last instruction that changes them.",
+    "resume": "The stub's RET would not resume the goroutine at the interrupted PC with the interrupted RSP: "
+              "its frame is unbalanced or it overwrote the resume PC pushed by sigctxt.pushCall.",
+    "memory": "The goroutine's stack at or above the interrupted RSP changed across the stub: the stub may only "
+              "use the asyncPreemptStack bytes below it.",
+    "headroom": "The stub wrote below S - asyncPreemptStack, the headroom isAsyncSafePoint checks before it "
+                "injects: the stub uses more stack than its frame declares.",
+    "stub-fault": "The emulated CPU faulted while the stub ran (an unmapped access, a bad POPFQ value setting TF, "
+                  "an unexpected interrupt).",
+    "stub-budget": "The stub did not return within its instruction budget.",
+    "final-state": "The goroutine did not end as the uninterrupted reference run did (registers, memory or "
+                   "control flow); the first injection that makes it diverge is named.",
+    "use-after-free": "The goroutine accessed an object that a GC at an injection point freed: the stack scan "
+                      "missed a live pointer.",
+    "nested-injection": "A second SIGURG delivered inside the stub was accepted; isAsyncSafePoint must refuse it "
+                        "(the stub is assembly, runtime code).",
+    "missed-write-barrier": "A pointer store ran with the write barrier enabled but without gcWriteBarrier: an "
+                            "injection inside a write-barrier sequence (forced where Go refuses).",
+    "needless-stack-growth": "The stack grew although SP was above stackguard0: an injection between the prologue's "
+                             "compare and its branch (forced where Go refuses, golang/go#35470).",
+}
+
+
 @dataclass
 class Violation:
-    kind: str            # register | flags | resume | memory | stub-fault | stub-budget | final-state
+    kind: str            # a key of KINDS
     what: str            # register name, address, or short subject
     expected: str
     actual: str

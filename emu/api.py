@@ -1,0 +1,220 @@
+"""The Python API: what `preemu sweep`, `preemu run` and `preemu check-stub` do, as functions.
+
+Each function returns the result object the CLI renders (`.ok`, `.violations`, `.to_json()`,
+`.render()`, `.summary()`), and raises `EmuError` (one type) for bad input: an unreadable or
+wrong file, an assembly error (file:line), a scenario key, an unknown register or layout, a
+guest fault outside the stub, a runaway loop. A failed check is never an exception: it is a
+result whose `.ok` is False. The CLI (cli.py) is a thin layer over these functions.
+
+    import emu
+    rep = emu.check_stub("my_stub.s", layout="go1.14", max_points=200)
+    if not rep.ok:
+        print(rep.summary())
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from . import checkstub, loader, report, scenario
+from . import layout as L
+from .errors import EmuError
+from .program import Program
+from .sweep import DEFAULT_BUDGET, SweepResult
+from .sweep import sweep as _sweep
+from .verify import Violation
+
+PathLike = str | os.PathLike
+
+
+def _positive(name: str, value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+        raise EmuError(f"{name} must be a positive integer (got {value!r})")
+
+
+def _layout(name: str) -> str:
+    try:
+        return L.get_layout(name).name
+    except KeyError:
+        raise EmuError(f"unknown layout {name!r} (known: {', '.join(sorted(L.LAYOUTS))})") from None
+
+
+def _readable(path: PathLike, what: str) -> str:
+    p = os.fspath(path)
+    if not os.path.isfile(p):
+        raise EmuError(f"{p}: cannot read {what}: no such file")
+    return p
+
+
+def display_path(p: PathLike) -> str:
+    """A path as reports show it: relative to the working directory when that is shorter."""
+    s = os.fspath(p)
+    try:
+        rel = os.path.relpath(s)
+    except ValueError:
+        return s
+    return rel if len(rel) < len(os.path.abspath(s)) else os.path.abspath(s)
+
+
+@dataclasses.dataclass
+class SweepReport:
+    """One sweep of one goroutine: what `preemu sweep` prints."""
+
+    result: SweepResult
+    program: Program            # the user's program
+    stub_program: Program       # the asyncPreempt stub it ran with
+    source: str                 # the program's file, as shown
+    stub: str | None            # the user's stub file, or None for the generated one
+    layout: str
+
+    @property
+    def ok(self) -> bool:
+        """True when no violation was found."""
+        return self.result.ok
+
+    @property
+    def violations(self) -> list[Violation]:
+        """The violations kept (the first 200; `violation_count` has the total)."""
+        return self.result.violations
+
+    @property
+    def violation_count(self) -> int:
+        return self.result.violation_count
+
+    def to_json(self) -> dict[str, Any]:
+        """The object `preemu sweep --json` prints (schema "preemu/sweep/1")."""
+        return report.to_json(self.result, self.program, self.source)
+
+    def render(self, table: bool = False) -> str:
+        """The text `preemu sweep` prints."""
+        return report.render_text(self.result, self.program, self.source, report.stub_desc(self.layout, self.stub),
+                                  table)
+
+    def summary(self) -> str:
+        """The verdict: OK, or FAIL with one paragraph per violated register, flag or address."""
+        return "\n".join(report.sweep_verdict(self.result)) + "\n"
+
+
+@dataclasses.dataclass
+class ScenarioReport:
+    """One scenario file run: what `preemu run` prints. `kind` is "sweep" or "schedule"."""
+
+    scenario: Any               # scenario.Scenario or scenario.SchedScenario
+    kind: str
+    checks: list                # [scenario.Check]: the file's expectations, each ok or not
+    result: Any                 # SweepResult or sched.SchedResult
+    source: str                 # the scenario's .s file, as shown
+    program: Program | None = None
+    stub_program: Program | None = None
+    layout: str = "go1.14"
+
+    @property
+    def name(self) -> str:
+        return self.scenario.name
+
+    @property
+    def ok(self) -> bool:
+        """True when every expectation of the scenario holds."""
+        return all(c.ok for c in self.checks)
+
+    @property
+    def violations(self) -> list[Violation]:
+        """A sweep scenario's violations (a scheduler scenario has none: it checks figures)."""
+        return self.result.violations if self.kind == "sweep" else []
+
+    @property
+    def failed_checks(self) -> list:
+        return [c for c in self.checks if not c.ok]
+
+    def to_json(self) -> dict[str, Any]:
+        """The object `preemu run --json` prints (schema "preemu/run/1" or "preemu/run-schedule/1")."""
+        if self.kind == "schedule":
+            return report.sched_json(self.result, self.scenario, self.source, self.checks)
+        return report.scenario_json(self.result, self.program, self.source, self.scenario, self.checks)
+
+    def render(self, table: bool = False) -> str:
+        """The text `preemu run` prints."""
+        if self.kind == "schedule":
+            return report.render_sched(self.result, self.scenario, self.source, self.checks)
+        stub = str(self.scenario.stub) if self.scenario.stub else None
+        return report.render_scenario(self.result, self.program, self.source, self.scenario, self.checks,
+                                      report.stub_desc(self.layout, stub), table)
+
+    def summary(self) -> str:
+        """The failed expectations and, for a sweep scenario, the violation summary."""
+        lines = [f"scenario {self.name}: {'PASS' if self.ok else 'FAIL'}"]
+        lines += [f"  [FAIL] {c.name}: {c.detail}" for c in self.failed_checks]
+        if self.kind == "sweep" and not self.result.ok:
+            lines += report.sweep_verdict(self.result)
+        return "\n".join(lines) + "\n"
+
+
+def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | None = None,
+          layout: str = "go1.14", stub: PathLike | None = None, seed: int = 1, max_points: int = 100_000,
+          budget: int = DEFAULT_BUDGET, gc: bool = False, gc_scanner: str = "go", force_unsafe: bool = False,
+          async_preemption: bool = True, nested_signals: bool = False) -> SweepReport:
+    """Deliver the preemption signal at every instruction boundary of `func` in the .s file `path`
+    and verify each injection (`preemu sweep`).
+
+    registers: entry values, numbers or `;@data` symbols ("src", "dst+16"); unset ones are seeded
+    random. layout: "go1.14" or "go1.27". stub: your own asyncPreempt (.s) instead of the generated
+    one. max_points caps the injections (the first instance of every static PC is always tried).
+    """
+    _positive("max_points", max_points)
+    _positive("budget", budget)
+    lay = _layout(layout)
+    src = display_path(_readable(path, "the program"))
+    stub_s = display_path(_readable(stub, "the stub")) if stub is not None else None
+    program = loader.load_program(src)
+    world = loader.build_world(program, func, lay, stub_s, seed, dict(registers or {}), gc=gc, scanner=gc_scanner)
+    res = _sweep(world, func, seed, max_points, budget, force_unsafe=force_unsafe,
+                 async_preemption=async_preemption, nested_signals=nested_signals)
+    return SweepReport(res, program, world.machine.stub, src, stub_s, lay)
+
+
+def run_scenario(path: PathLike, *, layout: str | None = None, max_points: int | None = None,
+                 async_preemption: bool | None = None, stub: PathLike | None = None) -> ScenarioReport:
+    """Run a scenario file (`preemu run`) and check its expectations.
+
+    A sweep scenario honours `layout` and `max_points`; a scheduler scenario (one with
+    [[goroutines]]) honours `async_preemption`. `stub` replaces the generated stub in a scenario
+    that does not name its own.
+    """
+    _positive("max_points", max_points)
+    sc = scenario.load(_readable(path, "the scenario"))
+    if stub is not None and sc.stub is None:
+        sc = dataclasses.replace(sc, stub=Path(_readable(stub, "the stub")))
+    src = display_path(sc.asm)
+    if isinstance(sc, scenario.SchedScenario):
+        if max_points is not None or layout is not None:
+            raise EmuError("max_points and layout apply to sweep scenarios (this one has [[goroutines]])")
+        res, checks = scenario.run_sched(sc, async_preemption)
+        return ScenarioReport(sc, "schedule", checks, res, src, layout=sc.layout)
+    if async_preemption is not None:
+        raise EmuError("async_preemption applies to scheduler scenarios (with [[goroutines]])")
+    lay = _layout(layout or sc.layout)
+    program, world, res, checks = scenario.run(sc, lay, max_points)
+    return ScenarioReport(sc, "sweep", checks, res, src, program, world.machine.stub, lay)
+
+
+def corpus_loops() -> list[str]:
+    """The names of the regression corpus loops `check_stub` sweeps (one per sweep scenario)."""
+    return [sc.name for sc in checkstub.corpus()]
+
+
+def check_stub(path: PathLike, *, layout: str = "go1.14", max_points: int = 2000,
+               loops: Sequence[str] | None = None, seed: int = 1) -> checkstub.StubReport:
+    """Sweep the whole regression corpus (or the named `loops`) with your asyncPreempt stub at
+    `path` in the Go `layout` world (`preemu check-stub`); a GC at every point, every preemption
+    resumed on the other M and P, a canary below the declared headroom."""
+    _positive("max_points", max_points)
+    lay = _layout(layout)
+    stub = display_path(_readable(path, "the stub"))
+    if loops is not None:
+        known = corpus_loops()
+        unknown = [n for n in loops if n not in known]
+        if unknown:
+            raise EmuError(f"unknown corpus loop(s) {', '.join(unknown)} (known: {', '.join(known)})")
+    return checkstub.check(stub, lay, max_points, tuple(loops) if loops is not None else None, seed)
