@@ -62,9 +62,9 @@ def display_path(p: PathLike) -> str:
 class SweepReport:
     """One sweep of one goroutine: what `preemu sweep` prints."""
 
-    result: SweepResult
-    program: Program            # the user's program
-    stub_program: Program       # the asyncPreempt stub it ran with
+    result: SweepResult = dataclasses.field(repr=False)
+    program: Program = dataclasses.field(repr=False)        # the user's program
+    stub_program: Program = dataclasses.field(repr=False)   # the asyncPreempt stub it ran with
     source: str                 # the program's file, as shown
     stub: str | None            # the user's stub file, or None for the generated one
     layout: str
@@ -101,13 +101,13 @@ class SweepReport:
 class ScenarioReport:
     """One scenario file run: what `preemu run` prints. `kind` is "sweep" or "schedule"."""
 
-    scenario: Any               # scenario.Scenario or scenario.SchedScenario
-    kind: str
-    checks: list                # [scenario.Check]: the file's expectations, each ok or not
-    result: Any                 # SweepResult or sched.SchedResult
-    source: str                 # the scenario's .s file, as shown
-    program: Program | None = None
-    stub_program: Program | None = None
+    scenario: Any                                  # scenario.Scenario or scenario.SchedScenario
+    kind: str                                      # "sweep" or "schedule"
+    checks: list                                   # [scenario.Check]: the expectations, each ok or not
+    result: Any = dataclasses.field(repr=False)    # SweepResult or sched.SchedResult
+    source: str                                    # the scenario's .s file, as shown
+    program: Program | None = dataclasses.field(default=None, repr=False)
+    stub_program: Program | None = dataclasses.field(default=None, repr=False)
     layout: str = "go1.14"
 
     @property

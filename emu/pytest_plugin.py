@@ -32,11 +32,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 class PreemuFailure(Exception):
-    """A preemu check failed; carries the report whose summary pytest shows."""
+    """A preemu check failed: a one-line headline (what pytest's short summary shows) and the
+    summary preemu prints."""
 
-    def __init__(self, summary: str):
-        super().__init__(summary)
-        self.summary = summary
+    def __init__(self, headline: str, summary: str):
+        super().__init__(headline)
+        self.summary = f"{headline}\n{summary}"
+
+
+def _violated(violations) -> str:
+    seen: dict[str, int] = {}
+    for v in violations:
+        key = f"{v.kind} {v.what}"
+        seen[key] = seen.get(key, 0) + 1
+    return ", ".join(seen)
 
 
 def _error_text(excinfo) -> str | None:
@@ -61,7 +70,8 @@ class CorpusLoopItem(pytest.Item):
         rep = api.check_stub(self.path, layout=opt("preemu_layout"), max_points=opt("preemu_max_points"),
                              loops=[self.loop])
         if not rep.ok:
-            raise PreemuFailure(rep.summary())
+            raise PreemuFailure(f"{_violated(rep.violations)} (corpus loop {self.loop})",
+                                rep.summary())
 
     def repr_failure(self, excinfo, style=None):
         return _error_text(excinfo) or super().repr_failure(excinfo, style)
@@ -79,7 +89,9 @@ class ScenarioItem(pytest.Item):
         stub = opt("preemu_stub")
         rep = api.run_scenario(self.path, stub=stub)
         if not rep.ok:
-            raise PreemuFailure(rep.summary())
+            failed = ", ".join(c.name for c in rep.failed_checks)
+            raise PreemuFailure(f"scenario {rep.name} fails {failed}"
+                                + (f": {_violated(rep.violations)}" if rep.violations else ""), rep.summary())
 
     def repr_failure(self, excinfo, style=None):
         return _error_text(excinfo) or super().repr_failure(excinfo, style)

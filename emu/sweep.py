@@ -13,7 +13,9 @@ injection that makes them diverge is found by bisection.
 from __future__ import annotations
 
 import bisect
+import sys
 import time
+import types
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -429,3 +431,15 @@ def sweep(world: World, entry: str, seed: int = 1, max_points: int = 100_000,
     return SweepResult(entry, world.layout.name, seed, ref.boundaries, len(points), injected, refused,
                        violations[:max_violations], count, elapsed, stats, ref, world.headroom, uncovered, groups,
                        forced, gc)
+
+
+class _CallableModule(types.ModuleType):
+    """`emu.sweep` is this module (the engine), and calling it is the Python API's sweep:
+    `emu.sweep("loop.s", "f")` returns an api.SweepReport, `emu.sweep.sweep(world, ...)` is the engine."""
+
+    def __call__(self, *args, **kwargs):
+        from .api import sweep as api_sweep
+        return api_sweep(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
