@@ -7,7 +7,7 @@ from importlib.metadata import entry_points
 
 import pytest
 
-from conftest import ASM, ROOT
+from conftest import ASM
 from emu import api
 
 GO114 = (ASM / "preempt_amd64_go114.s").read_text()
@@ -72,7 +72,7 @@ def test_scenarios_directory(pytester):
 
 
 def test_fixture_gives_the_api(pytester):
-    pytester.makepyfile(test_mine=f'''
+    pytester.makepyfile(test_mine='''
         LOOP = """
         f:
             mov rax, 0
@@ -85,15 +85,15 @@ def test_fixture_gives_the_api(pytester):
 
         def test_my_loop(preemu):
             path = preemu.write("loop.s", LOOP)
-            rep = preemu.sweep(path, "f", registers={{"RCX": 5}}, stub=None)
+            rep = preemu.sweep(path, "f", registers={"RCX": 5}, stub=None)
             assert rep.ok, rep.summary()
             assert rep.to_json()["schema"] == "preemu/sweep/1"
-            broken = preemu.sweep(path, "f", registers={{"RCX": 5}})   # --preemu-stub by default
-            assert {{v.what for v in broken.violations}} == {{"RBX"}}
+            broken = preemu.sweep(path, "f", registers={"RCX": 5})   # --preemu-stub by default
+            assert {v.what for v in broken.violations} == {"RBX"}
 
         def test_with_the_command_line_stub(preemu):
             rep = preemu.check_stub(loops=["sum_loop"], max_points=3)
-            assert not rep.ok and {{v.what for v in rep.violations}} == {{"RBX"}}
+            assert not rep.ok and {v.what for v in rep.violations} == {"RBX"}
         ''')
     pytester.makefile(".s", its_stub=_forget("rbx"))
     res = pytester.runpytest("test_mine.py", "--preemu-stub=its_stub.s", "-k", "test_")
