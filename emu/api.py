@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -109,6 +110,7 @@ class ScenarioReport:
     program: Program | None = dataclasses.field(default=None, repr=False)
     stub_program: Program | None = dataclasses.field(default=None, repr=False)
     layout: str = "go1.14"
+    elapsed: float = 0.0                           # wall seconds of the run
 
     @property
     def name(self) -> str:
@@ -187,16 +189,18 @@ def run_scenario(path: PathLike, *, layout: str | None = None, max_points: int |
     if stub is not None and sc.stub is None:
         sc = dataclasses.replace(sc, stub=Path(_readable(stub, "the stub")))
     src = display_path(sc.asm)
+    t0 = time.perf_counter()
     if isinstance(sc, scenario.SchedScenario):
         if max_points is not None or layout is not None:
             raise EmuError("max_points and layout apply to sweep scenarios (this one has [[goroutines]])")
         res, checks = scenario.run_sched(sc, async_preemption)
-        return ScenarioReport(sc, "schedule", checks, res, src, layout=sc.layout)
+        return ScenarioReport(sc, "schedule", checks, res, src, layout=sc.layout, elapsed=time.perf_counter() - t0)
     if async_preemption is not None:
         raise EmuError("async_preemption applies to scheduler scenarios (with [[goroutines]])")
     lay = _layout(layout or sc.layout)
     program, world, res, checks = scenario.run(sc, lay, max_points)
-    return ScenarioReport(sc, "sweep", checks, res, src, program, world.machine.stub, lay)
+    return ScenarioReport(sc, "sweep", checks, res, src, program, world.machine.stub, lay,
+                          time.perf_counter() - t0)
 
 
 def corpus_loops() -> list[str]:

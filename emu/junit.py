@@ -43,8 +43,7 @@ def cases(rep) -> tuple[str, list[Case]]:
             fail = "; ".join(f"{c.name}: {c.detail}" for c in bad[:3])
             if rep.violations:
                 fail += f"; first violation: {_first(rep.violations)}"
-        secs = getattr(rep.result, "elapsed", 0.0)
-        return f"preemu run {rep.scenario.path}", [Case("preemu.run", rep.name, secs, fail, rep.summary())]
+        return f"preemu run {rep.scenario.path}", [Case("preemu.run", rep.name, rep.elapsed, fail, rep.summary())]
     if kind == "SweepReport":
         fail = None if rep.ok else f"{rep.violation_count} violation(s); first: {_first(rep.violations)}"
         return f"preemu sweep {rep.source}", [Case(f"preemu.sweep.{rep.source}", rep.result.entry,

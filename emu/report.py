@@ -71,7 +71,7 @@ def pc_table(res: SweepResult, program) -> list[dict]:
     return rows
 
 
-def to_json(res: SweepResult, program, source: str, extra: dict | None = None) -> dict:
+def to_json(res: SweepResult, program, source: str) -> dict:
     out = OrderedDict(
         tool="preemu", version=__version__, schema=SCHEMAS["sweep"], command="sweep", file=source, func=res.entry,
         layout=res.layout, seed=res.seed, boundaries=res.boundaries, points_tried=res.points,
@@ -86,8 +86,6 @@ def to_json(res: SweepResult, program, source: str, extra: dict | None = None) -
                                         "conservative_only": [f"{b:#x}" for b in res.gc.retained_conservatively],
                                         "retained_conservatively": [f"{b:#x}" for b in res.gc.retained_dead],
                                         "shrink_deferred": res.gc.shrink_deferred})
-    if extra:
-        out.update(extra)
     return out
 
 

@@ -12,6 +12,10 @@ One result per violation group (kind + register/flag/address), rule id = the vio
   itself: the register still holds what asyncPreempt2 left in it. A fault is located at the
   faulting stub instruction, a broken resume at RET, a headroom overrun at the instruction that
   takes the stack deepest.
+
+A scenario expectation that does not hold (other than the violation count, which the violation
+results already explain) is one result with rule id "expectation" at the line of its key in the
+.toml file.
 """
 from __future__ import annotations
 
@@ -143,8 +147,10 @@ def _results(rep) -> list[dict]:
         return out
     if kind not in ("SweepReport", "ScenarioReport"):
         raise TypeError(f"no SARIF form for {kind}")
-    if kind == "ScenarioReport" and rep.kind != "sweep":
-        return []
+    if kind == "ScenarioReport":
+        out += _expectations(rep)
+        if rep.kind != "sweep":
+            return out
     res_ = rep.result
     stub_file = rep.stub if kind == "SweepReport" else (str(rep.scenario.stub) if rep.scenario.stub else None)
     for (k, what), vs in report.group_violations(res_.violations).items():
@@ -161,16 +167,42 @@ def _results(rep) -> list[dict]:
     return out
 
 
+#: Rules besides the violation kinds.
+OTHER_RULES = {"expectation": "An expectation of the scenario file ([expect]) does not hold."}
+
+
+def _expectations(rep) -> list[dict]:
+    """One result per failed scenario expectation (other than the violation count), at its .toml line."""
+    path = str(rep.scenario.path)
+    lines = rep.scenario.path.read_text().splitlines()
+    start = next((n for n, t in enumerate(lines) if re.match(r"\s*\[expect", t)), 0)
+    out = []
+    for c in rep.failed_checks:
+        if c.name == "violations" and rep.violations:
+            continue
+        line = None
+        for key in reversed(c.name.split(".")):
+            pattern = rf"(^|[\s{{,]){re.escape(key)}\s*="
+            line = next((n for n, t in enumerate(lines[start:], start + 1) if re.search(pattern, t)), None)
+            if line:
+                break
+        out.append({"ruleId": "expectation", "level": "error",
+                    "message": {"text": f"scenario {rep.name}: expectation {c.name} does not hold: {c.detail}"},
+                    "locations": [_location(path, line)]})
+    return out
+
+
 def from_report(rep) -> dict:
     """The SARIF 2.1.0 log of a report: one run of the preemu driver with every violation kind as a rule."""
     results = _results(rep)
-    ids = list(verify.KINDS)
+    table = {**verify.KINDS, **OTHER_RULES}
+    ids = list(table)
     for r in results:
         r["ruleIndex"] = ids.index(r["ruleId"])
     rules = [{"id": k, "name": "".join(p.capitalize() for p in k.split("-")),
-              "shortDescription": {"text": f"preemu: {k} violation"},
+              "shortDescription": {"text": f"preemu: {k}" + (" violation" if k in verify.KINDS else "")},
               "fullDescription": {"text": text}, "help": {"text": text},
-              "defaultConfiguration": {"level": "error"}} for k, text in verify.KINDS.items()]
+              "defaultConfiguration": {"level": "error"}} for k, text in table.items()]
     return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [{
         "tool": {"driver": {"name": "preemu", "version": __version__, "rules": rules}},
         "originalUriBaseIds": {"%SRCROOT%": {"uri": "file://" + os.getcwd().replace(os.sep, "/") + "/"}},

@@ -144,3 +144,17 @@ def test_every_violation_kind_has_a_rule():
     used |= set(re.findall(r'kind="([a-z][a-z-]+)"', src)) - {"schedule"}
     used |= {"register", "flags", "memory"}
     assert used and used <= set(verify.KINDS), used - set(verify.KINDS)
+
+
+def test_failed_expectation_is_located_at_its_toml_line(tmp_path, monkeypatch, sarif_schema):
+    sc = tmp_path / "wrong.toml"
+    sc.write_text(f'name = "wrong"\nasm = "{ASM / "sum_loop.s"}"\nentry = "sum_loop"\nregisters = {{ RAX = 1, RCX = 4 }}\n'
+                  "\n[expect]\nviolations = 0\nfinal = { RAX = 12345 }\n")
+    code, log, xml = _run(tmp_path, monkeypatch, "run", sc)
+    assert code == 1
+    sarif_schema.validate(log)
+    (r,) = log["runs"][0]["results"]
+    assert r["ruleId"] == "expectation" and "final.RAX" in r["message"]["text"]
+    assert r["locations"][0]["physicalLocation"]["region"]["startLine"] == 8
+    (case,) = _cases(xml)
+    assert "final.RAX" in case.result[0].message
