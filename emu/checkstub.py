@@ -17,9 +17,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import layout as L
-from . import datafiles, loader, mutants, report, scenario, sweep
+from . import loader, mutants, paths, report, scenario, sweep
 from .errors import AsmError, EmuError
 from .program import Program
+
+SCENARIOS = paths.SCENARIOS_DIR
 
 #: The quick corpus used for mutants: together they keep every register and flag live.
 MUTANT_CORPUS = ("xmm_loop", "adc_chain", "r14_scratch", "rep_copy")
@@ -100,7 +102,7 @@ def _rel(p: Path) -> str:
 def corpus(names: tuple[str, ...] | None = None) -> list:
     """The sweep scenarios that define the regression corpus."""
     out = []
-    for p in sorted(datafiles.SCENARIOS.glob("*.toml")):
+    for p in sorted(SCENARIOS.glob("*.toml")):
         sc = scenario.load(p)
         if isinstance(sc, scenario.SchedScenario) or sc.expect.get("violations", 0) != 0 or sc.stub is not None:
             continue

@@ -68,7 +68,7 @@ def project(tmp_path) -> Path:
 
 
 def test_the_wheel_carries_the_corpus(installed, project):
-    out = _sh(installed, "-c", "import emu, emu.datafiles as d; print(emu.__file__); print(d.data_root()); "
+    out = _sh(installed, "-c", "import emu, emu.paths as d; print(emu.__file__); print(d.SCENARIOS_DIR); "
               "print(len(emu.corpus_loops()))", cwd=project).stdout.split()
     venv = installed.parent.parent
     assert Path(out[0]).is_relative_to(venv) and Path(out[1]).is_relative_to(venv), out
