@@ -210,11 +210,11 @@ def build_func(b, gf) -> Func:
     code = b.read(gf.entry, gf.end - gf.entry)
     sp = b.pcsp(gf)
     unsafe = b.pcdata(gf, 0)
-    files = b.file_lines(gf)
+    files = [(r.start, r.end, (r.file, r.line)) for r in b.lines(gf)]
     locals_maps = b.stackmap(gf, 1)          # FUNCDATA_LocalsPointerMaps
     args_maps = b.stackmap(gf, 0)            # FUNCDATA_ArgsPointerMaps
     smi = b.pcdata(gf, 1) if locals_maps is not None or args_maps is not None else None
-    has_inl = b.has_inline_tree(gf)
+    has_inl = b.funcdata_addr(gf, 3) is not None          # FUNCDATA_InlTree
     insns = []
     for addr, size, mn, ops in _cs.disasm_lite(code, gf.entry):
         delta = _lookup(sp, addr, 0)
@@ -230,8 +230,8 @@ def build_func(b, gf) -> Func:
             ptr_slots = _call_site_slots(locals_maps, args_maps, idx, delta)
         inline = None
         if has_inl:
-            frames = b.inline_frames(gf, addr)
-            inline = frames[0] if frames else None
+            frames = b.inline_frames(gf, addr)                # innermost first, ending with gf.name
+            inline = frames[0] if len(frames) > 1 else None
         insns.append(Insn(addr, size, mn, ops, _rel(file), line, src, gf.name, delta,
                           _lookup(unsafe, addr, -1) == gostructs.UNSAFE_POINT_UNSAFE, inline, ptr_slots))
     if not insns:
@@ -274,7 +274,7 @@ def _image(b) -> tuple[Image, list[tuple[int, bytes]], list[DataSym]]:
     """Map the binary's loadable sections at their link addresses; redirect and trap runtime entries."""
     regions: list[list[int]] = []
     code, data = [], []
-    for s in sorted(b.sections, key=lambda s: s.addr):
+    for s in sorted(b.sections.values(), key=lambda s: s.addr):
         if not s.addr or not s.size:
             continue
         lo, hi = s.addr & ~(PAGE - 1), (s.addr + s.size + PAGE - 1) & ~(PAGE - 1)
@@ -298,7 +298,7 @@ def _image(b) -> tuple[Image, list[tuple[int, bytes]], list[DataSym]]:
             patches.append((gf.entry, _jmp(gf.entry, target)))
         elif _trapped(gf.name):
             traps.append((gf.entry, gf.name))
-    text = (b.text_start, b.text_end)
+    text = (b.moduledata["text"], b.moduledata["etext"])
     roots = tuple((a, 8) for a in b.global_pointer_words())
     return Image(tuple((lo, hi - lo) for lo, hi in regions), text, tuple(patches), tuple(traps), roots,
                  f"Go binary {b.path}"), code, data
