@@ -156,6 +156,11 @@ def test_func_lookup_and_symbols(binary):
     nxt = binary.funcs[f.index + 1]
     assert all(binary.func_for(pc) is None for pc in range(f.end, nxt.entry))    # alignment padding
     assert binary.symbols["main.sumsq"] == (f.entry, f.size)
+    # every pc-table end equals the ELF symbol size of the function at that entry
+    by_addr: dict[int, int] = {}
+    for a, size in binary.symbols.values():     # marker symbols (runtime.text, ...) have size 0
+        by_addr[a] = max(by_addr.get(a, 0), size)
+    assert all(by_addr[g.entry] == g.size for g in binary.funcs if g.pcsp)
     ap = binary.func_named("runtime.asyncPreempt")
     assert ap.is_asm and ap.funcid == 3
     assert binary.symbol("runtime.asyncPreempt") == (ap.entry, ap.size)
@@ -177,6 +182,14 @@ def test_every_function_has_consistent_tables(binary):
             assert binary.pcsp(f)[-1].end == f.end, f.name
         if f.pcln:
             assert binary.lines(f)[-1].end == f.end, f.name
+
+
+def test_abi_wrapper_shares_the_name_but_is_not_picked(binary):
+    body, wrapper = sorted(binary.funcs_named("runtime.asyncPreempt2"), key=lambda f: f.funcid)
+    assert wrapper.funcid == gb.FUNCID_WRAPPER and body.funcid == 0
+    assert binary.func_named("runtime.asyncPreempt2") is body
+    assert binary.func_named("runtime.asyncPreempt2.abi0") is wrapper
+    assert binary.symbols["runtime.asyncPreempt2.abi0"] == (wrapper.entry, wrapper.size)
 
 
 def test_asm_package_function(go_corpus):
