@@ -39,6 +39,8 @@ PCDATA_UnsafePoint, PCDATA_StackMapIndex, PCDATA_InlTreeIndex, PCDATA_ArgLiveInd
 FUNCDATA_ArgsPointerMaps, FUNCDATA_LocalsPointerMaps, FUNCDATA_StackObjects, FUNCDATA_InlTree = 0, 1, 2, 3
 # internal/abi/symtab.go:47-59 (FuncFlag)
 FUNC_FLAG_TOP_FRAME, FUNC_FLAG_SPWRITE, FUNC_FLAG_ASM = 1, 2, 4
+# internal/abi/symtab.go:72-95 (FuncID): ABI wrappers and other compiler wrappers
+FUNCID_ASYNC_PREEMPT, FUNCID_WRAPPER = 3, 23
 # internal/abi/symtab.go:102
 ARGS_SIZE_UNKNOWN = -0x80000000
 # internal/abi/symtab.go:125-139 (UnsafePoint values)
@@ -392,9 +394,9 @@ class GoBinary:
                                 pcsp, pcfile, pcln, npcdata, nfuncdata, cu_off, funcoff))
         self.funcs: list[GoFunc] = funcs
         self._entries = [f.entry for f in funcs]
-        self._by_name: dict[str, GoFunc] = {}
+        self._by_name: dict[str, list[GoFunc]] = {}
         for f in funcs:
-            self._by_name.setdefault(f.name, f)
+            self._by_name.setdefault(f.name, []).append(f)
 
     def func_for(self, pc: int) -> GoFunc | None:
         """The function whose code holds pc (None in inter-function padding or outside the text)."""
@@ -403,9 +405,22 @@ class GoBinary:
             return self.funcs[i]
         return None
 
+    def funcs_named(self, name: str) -> list[GoFunc]:
+        """Every function with this pclntab name: an ABI wrapper (funcID wrapper) shares the name of the
+        function it wraps (cmd/link ABI wrappers; reference pitfall 6)."""
+        return list(self._by_name.get(name, ()))
+
     def func_named(self, name: str) -> GoFunc | None:
-        """By pclntab name (`main.sumsq`, `runtime.asyncPreempt`); a trailing `.abi0` is ignored."""
-        return self._by_name.get(name) or self._by_name.get(name.removesuffix(".abi0"))
+        """By pclntab name (`main.sumsq`, `runtime.asyncPreempt`): the function itself, not its ABI wrapper.
+        `name.abi0` picks the ABI0 body named so in .symtab (for a Go function, its ABI0 wrapper)."""
+        if name.endswith(".abi0"):
+            sym = self.symbols.get(name)
+            f = self.func_for(sym[0]) if sym else None
+            if f is not None and f.entry == sym[0]:
+                return f
+            name = name.removesuffix(".abi0")
+        cands = self._by_name.get(name, [])
+        return next((f for f in cands if f.funcid != FUNCID_WRAPPER), cands[0] if cands else None)
 
     # ---- pc-value tables -------------------------------------------------------------------------
     def _table(self, f: GoFunc, off: int) -> list[PCRange]:
