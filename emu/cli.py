@@ -133,6 +133,7 @@ def cmd_check_stub(a, out) -> int:
     if a.mutants:
         if a.file:
             raise EmuError("--mutants checks the generated stub's mutants; give no FILE")
+        a.layout = a.layout or "go1.14"
         results = checkstub.run_mutants(a.layout, a.max_points or 150)
         if a.json:
             json.dump(report.mutants_json(results, a.layout), out, indent=1)
@@ -142,9 +143,14 @@ def cmd_check_stub(a, out) -> int:
         return 0 if all(r.caught and r.diagnosed for r in results) else 1
     if not a.file:
         raise EmuError("check-stub needs a stub FILE.s (or --mutants)")
-    if not os.path.isfile(a.file):
+    if not os.path.exists(a.file):
         raise EmuError(f"{a.file}: cannot read: no such file")
-    rep = checkstub.check(a.file, a.layout, a.max_points or 2000)
+    from . import gobuild
+    if gobuild.is_go_input(a.file):
+        if a.layout not in (None, "go1.27"):
+            raise EmuError(f"{a.file}: a Go 1.27 program's runtime.asyncPreempt runs in the go1.27 world")
+        a.layout = "go1.27"
+    rep = checkstub.check(a.file, a.layout or "go1.14", a.max_points or 2000)
     if a.json:
         json.dump(report.checkstub_json(rep), out, indent=1)
         out.write("\n")
@@ -260,9 +266,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(fn=cmd_run)
 
     c = sub.add_parser("check-stub", help="run an asyncPreempt stub over the whole regression corpus")
-    c.add_argument("file", nargs="?", help="the stub (.s, Intel syntax): entry label asyncPreempt, calls asyncPreempt2")
-    c.add_argument("--layout", default="go1.14", choices=sorted(L.LAYOUTS),
-                   help="the world the stub runs in (asyncPreempt2 and xRegs behaviour), default go1.14")
+    c.add_argument("file", nargs="?", help="the stub (.s, Intel syntax): entry label asyncPreempt, calls asyncPreempt2; "
+                   "or a Go binary / .go file / package directory, whose runtime.asyncPreempt is checked")
+    c.add_argument("--layout", default=None, choices=sorted(L.LAYOUTS),
+                   help="the world the stub runs in (asyncPreempt2 and xRegs behaviour), default go1.14 "
+                   "(go1.27 for a Go program, whose own runtime.asyncPreempt is checked)")
     c.add_argument("--mutants", action="store_true", help="check the generated stub's mutants; print the score")
     c.add_argument("--max-points", type=int, default=None, metavar="N", help="cap per corpus loop (default 2000)")
     c.add_argument("--json", action="store_true")

@@ -101,8 +101,16 @@ class GoProgram(Program):
     def _decode(self, gf) -> Func:
         f = self._cache.get(gf.entry)
         if f is None:
-            f = self._cache[gf.entry] = build_func(self.binary, gf)
+            f = self._cache[gf.entry] = build_func(self.binary, gf, self._symbol_at(gf.entry))
         return f
+
+    def _symbol_at(self, addr: int) -> str | None:
+        """The ELF symbol at a function entry: unique where the pclntab name is not (an assembly
+        function `main.f.abi0` and its ABIInternal wrapper `main.f` share the Go name `main.f`)."""
+        rev = self._cache.get("symbols")
+        if rev is None:
+            rev = self._cache["symbols"] = {a: n for n, (a, _) in self.binary.symbols.items()}
+        return rev.get(addr)
 
     def _add(self, f: Func) -> Func:
         if f.start not in self._starts_set:
@@ -138,17 +146,29 @@ class GoProgram(Program):
         self.insn_at(pc)
         return super().unsafe_point(pc)
 
+    def _gofunc(self, name: str):
+        """The function a name means: the ELF symbol of that name (`main.f` is the ABIInternal entry,
+        `main.f.abi0` the assembly body), else the pclntab name."""
+        sym = self.binary.symbols.get(name)
+        gf = self.binary.func_for(sym[0]) if sym is not None else None
+        return gf if gf is not None and gf.entry == sym[0] else self.binary.func_named(name)
+
     def resolve(self, name: str) -> str:
-        """The Go symbol for a --func name: exact, or `main.NAME` for a bare NAME."""
+        """The function's name in this program for a --func name: exact, or `main.NAME` for a bare NAME."""
+        if name in self._by_name:
+            return name
         for cand in (name, f"main.{name}"):
-            if self.binary.func_named(cand) is not None:
-                return cand
+            gf = self._gofunc(cand)
+            if gf is not None and gf.name:
+                return self._add(self._decode(gf)).name
         raise KeyError(name)
 
     def get_func(self, name: str) -> Func:
         if name in self._by_name:
             return self._by_name[name]
-        gf = self.binary.func_named(self.resolve(name))
+        gf = self._gofunc(name)
+        if gf is None or not gf.name:
+            raise KeyError(name)
         return self._add(self._decode(gf))
 
     def has_func(self, name: str) -> bool:
@@ -159,8 +179,12 @@ class GoProgram(Program):
             return False
 
     def symbol(self, name: str) -> int:
+        """A function's entry or a global's address (`main.counter`) from the ELF symbol table."""
         if self.has_func(name):
             return self.get_func(name).start
+        sym = self.binary.symbols.get(name)
+        if sym is not None:
+            return sym[0]
         return super().symbol(name)
 
     def merged(self, other: Program) -> "GoProgram":
@@ -197,16 +221,18 @@ class GoProgram(Program):
 
 
 def _is_user(name: str) -> bool:
-    pkg = name.split(".", 1)[0]
-    return pkg == "main" or ("/" in pkg and not pkg.startswith(("internal/", "vendor/", "golang.org/")))
+    """A function of the user's own packages: `main`, or a module path whose first element has a dot
+    (standard-library import paths never do)."""
+    pkg = name.split("/", 1)[0] if "/" in name.split(".", 1)[0] else name.split(".", 1)[0]
+    return pkg == "main" or "." in pkg
 
 
 def _trapped(name: str) -> bool:
     return name.startswith(RUNTIME_PACKAGES) and not name.startswith(PLAIN_RUNTIME) and name not in REDIRECTS
 
 
-def build_func(b, gf) -> Func:
-    """Decode one function of the binary into the program model."""
+def build_func(b, gf, symbol: str | None = None) -> Func:
+    """Decode one function of the binary into the program model; `symbol` (its ELF name) names it."""
     code = b.read(gf.entry, gf.end - gf.entry)
     sp = b.pcsp(gf)
     unsafe = b.pcdata(gf, 0)
@@ -237,7 +263,7 @@ def build_func(b, gf) -> Func:
     if not insns:
         raise EmuError(f"{gf.name}: no instructions could be decoded at {gf.entry:#x}")
     asm = gf.is_asm or locals_maps is None
-    name = "asyncPreempt" if gf.name == "runtime.asyncPreempt" else gf.name
+    name = "asyncPreempt" if gf.name == "runtime.asyncPreempt" else symbol or gf.name
     return Func(name, gf.name, gf.entry, gf.end, asm, False, tuple(insns))
 
 
@@ -270,7 +296,7 @@ def _call_site_slots(locals_maps, args_maps, idx: int, delta: int) -> tuple[int,
     return tuple(sorted(out))
 
 
-def _image(b) -> tuple[Image, list[tuple[int, bytes]], list[DataSym]]:
+def _image(b, layout_source: str) -> tuple[Image, list[tuple[int, bytes]], list[DataSym]]:
     """Map the binary's loadable sections at their link addresses; redirect and trap runtime entries."""
     regions: list[list[int]] = []
     code, data = [], []
@@ -301,7 +327,7 @@ def _image(b) -> tuple[Image, list[tuple[int, bytes]], list[DataSym]]:
     text = (b.moduledata["text"], b.moduledata["etext"])
     roots = tuple((a, 8) for a in b.global_pointer_words())
     return Image(tuple((lo, hi - lo) for lo, hi in regions), text, tuple(patches), tuple(traps), roots,
-                 f"Go binary {b.path}"), code, data
+                 f"Go binary {b.path}; {layout_source}"), code, data
 
 
 def load(path: str | Path) -> GoProgram:
@@ -309,7 +335,8 @@ def load(path: str | Path) -> GoProgram:
     from . import gobinary, gobuild
     res = gobuild.build(path)
     b = gobinary.GoBinary.open(res.binary)
-    img, code, data = _image(b)
+    layout_source = check_struct_layout(res.binary)
+    img, code, data = _image(b, layout_source)
     return GoProgram(b, str(path), [], data, code, img)
 
 
@@ -328,3 +355,63 @@ def runtime_max_sp_delta(prog: GoProgram, name: str) -> int | None:
     if gf is None:
         return None
     return max((v for _, _, v in prog.binary.pcsp(gf)), default=0)
+
+
+def relocated_stub(path: str | Path, base: int = memmap.STUB_BASE) -> Program:
+    """The binary's runtime.asyncPreempt copied to `base` for check-stub: its one CALL (to
+    asyncPreempt2) retargeted at preemu's sentinel, internal branches unchanged (they are relative),
+    the pclntab metadata (SP deltas, lines, unsafe points) kept per offset. Any other reference out of
+    the function (a CALL elsewhere, RIP-relative data) cannot be relocated: a clear error."""
+    prog = load(path)
+    f = stub_program(prog).funcs[0]
+    code = bytearray(prog.binary.read(f.start, f.end - f.start))
+    delta = base - f.start
+    for i in f.insns:
+        off = i.addr - f.start
+        if "rip" in i.op_str:
+            raise EmuError(f"{path}: runtime.asyncPreempt+{off:#x} `{i.text}` refers to the binary's data; "
+                           f"the stub cannot be moved out of its binary")
+        if i.mnemonic in ("call", "jmp") and i.op_str.startswith("0x") and code[off] in (0xE8, 0xE9):
+            target = int(i.op_str, 16)
+            if f.start <= target < f.end:
+                continue
+            callee = prog.binary.func_for(target)      # the ABI0 wrapper or the function itself
+            if i.mnemonic != "call" or callee is None or callee.name != "runtime.asyncPreempt2":
+                raise EmuError(f"{path}: runtime.asyncPreempt+{off:#x} `{i.text}` leaves the stub for "
+                               f"{target:#x}; only its CALL to asyncPreempt2 can be redirected")
+            code[off + 1:off + 5] = ((memmap.ASYNC_PREEMPT2 - (base + off + 5)) & 0xFFFFFFFF).to_bytes(4, "little")
+    by_off = {i.addr - f.start: i for i in f.insns}
+    insns = []
+    for addr, size, mn, ops in _cs.disasm_lite(bytes(code), base):
+        o = by_off[addr - base]
+        insns.append(Insn(addr, size, mn, ops, o.file, o.line, o.source, "asyncPreempt", o.sp_delta, o.unsafe,
+                          o.inline, o.ptr_slots))
+    stub = Func("asyncPreempt", "runtime.asyncPreempt", base, base + len(code), True, False, tuple(insns))
+    if delta and len(insns) != len(f.insns):
+        raise EmuError(f"{path}: runtime.asyncPreempt did not decode the same after relocation")
+    return Program([stub], [], [(base, bytes(code))])
+
+
+def check_struct_layout(binary_path) -> str:
+    """g, m and p as this binary's DWARF lays them out must match the Go 1.27.3 table (gostructs) that
+    the machine model writes; return where the layout came from (for reports). A binary without DWARF
+    (-ldflags=-w) is taken at the typed table's word."""
+    from . import godwarf
+    try:
+        d = godwarf.GoDwarf.open(binary_path)
+    except godwarf.DwarfError:
+        return "no DWARF: struct offsets from preemu's Go 1.27.3 table"
+    with d:
+        for struct, table in (("runtime.g", gostructs.G_FIELDS), ("runtime.m", gostructs.M_FIELDS),
+                              ("runtime.p", gostructs.P_FIELDS)):
+            for name, f in table.items():
+                try:
+                    m = d.field(struct, name)
+                except EmuError:
+                    raise EmuError(f"{binary_path}: {struct} has no field {name} in its DWARF; preemu models "
+                                   f"the Go 1.27.3 runtime") from None
+                if m.offset != f.offset or m.size < f.size:
+                    raise EmuError(f"{binary_path}: {struct}.{name} is at offset {m.offset} ({m.size} bytes) in "
+                                   f"this binary's DWARF but at {f.offset} in preemu's Go 1.27.3 model; "
+                                   f"preemu runs binaries whose runtime has Go 1.27.3's layout")
+    return "struct offsets from the binary's DWARF (agree with Go 1.27.3)"

@@ -45,6 +45,10 @@ def stub_description(program: Program, layout: str, stub: str | None) -> str:
 
 def load_stub(layout_name: str, path: str | Path | None = None) -> Program:
     """Assemble the stub: the checked-in generated one for `layout_name`, or the user's file."""
+    from . import gobuild
+    if path is not None and gobuild.is_go_input(path):       # a Go program's own runtime.asyncPreempt
+        from . import gofront
+        return gofront.relocated_stub(path)
     src = Path(path) if path is not None else stubgen.stub_path(layout_name)
     prog = asmfront.assemble_file(src, memmap.STUB_BASE, rtcode.runtime_externs())
     if not prog.has_func("asyncPreempt"):
@@ -52,7 +56,7 @@ def load_stub(layout_name: str, path: str | Path | None = None) -> Program:
     return prog
 
 
-_EXPR = re.compile(r"^\s*([A-Za-z_]\w*)?\s*(?:([-+])?\s*(0x[0-9a-fA-F]+|\d+))?\s*$")
+_EXPR = re.compile(r"^\s*([A-Za-z_][\w./]*)?\s*(?:([-+])?\s*(0x[0-9a-fA-F]+|\d+))?\s*$")   # Go names: main.x
 
 
 def parse_value(text: str, program: Program) -> int:
@@ -122,7 +126,7 @@ def build_world(program: Program, entry: str, layout_name: str | None = None, st
         raise EmuError(f"--reg: {e}") from None
     arg_area = 8
     if go:
-        args = program.binary.func_named(entry).args        # spill area of the register arguments
+        args = program.binary.func_for(program.symbol(entry)).args   # spill area of register arguments
         arg_area = max(8, args) if args >= 0 else 8
     world = World(program, stub, lay, entry, seed, init, stub_ret_hooks=stub_ret_hooks, gc=gc, scanner=scanner,
                   arg_area=arg_area)
