@@ -48,7 +48,11 @@ def render(program: Program, funcs: list[Func]) -> str:
         flags = [x for x, on in (("asm", f.asm), ("nosplit", f.nosplit)) if on]
         lines.append(f"{f.name}  ({f.goname}{', ' + ', '.join(flags) if flags else ''})  "
                      f"{f.start:#x}-{f.end:#x}  max SP delta {f.max_sp_delta}")
+        last = None
         for r, i in zip(rows(program, f), f.insns):
+            if i.source and (i.file, i.line) != last:          # interleave the source line, as `go tool objdump -S`
+                lines.append(f"  {i.file}:{i.line}  {i.source}")
+            last = (i.file, i.line)
             meta = []
             if i.unsafe:
                 meta.append("UNSAFE")

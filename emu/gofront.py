@@ -396,7 +396,14 @@ def check_struct_layout(binary_path) -> str:
     """g, m and p as this binary's DWARF lays them out must match the Go 1.27.3 table (gostructs) that
     the machine model writes; return where the layout came from (for reports). A binary without DWARF
     (-ldflags=-w) is taken at the typed table's word."""
-    from . import godwarf
+    import hashlib
+
+    from . import godwarf, gobuild
+    tables = repr((gostructs.G_FIELDS, gostructs.M_FIELDS, gostructs.P_FIELDS)).encode()
+    digest = hashlib.sha256(Path(binary_path).read_bytes() + tables).hexdigest()
+    mark = gobuild.cache_dir() / "layout-ok" / digest       # DWARF is slow to parse: check a binary once
+    if mark.exists():
+        return mark.read_text()
     try:
         d = godwarf.GoDwarf.open(binary_path)
     except godwarf.DwarfError:
@@ -414,4 +421,7 @@ def check_struct_layout(binary_path) -> str:
                     raise EmuError(f"{binary_path}: {struct}.{name} is at offset {m.offset} ({m.size} bytes) in "
                                    f"this binary's DWARF but at {f.offset} in preemu's Go 1.27.3 model; "
                                    f"preemu runs binaries whose runtime has Go 1.27.3's layout")
-    return "struct offsets from the binary's DWARF (agree with Go 1.27.3)"
+    note = "struct offsets from the binary's DWARF (agree with Go 1.27.3)"
+    mark.parent.mkdir(parents=True, exist_ok=True)
+    mark.write_text(note)
+    return note
