@@ -44,9 +44,16 @@ def _layout(name: str) -> str:
 
 def _readable(path: PathLike, what: str) -> str:
     p = os.fspath(path)
-    if not os.path.isfile(p):
+    if not os.path.exists(p):
         raise EmuError(f"{p}: cannot read {what}: no such file")
     return p
+
+
+def _stub(stub: PathLike | None) -> str | None:
+    """The stub as reports show it: None, a file, or (for Go input) "real" or "generated"."""
+    if stub is None or stub in ("real", "generated"):
+        return stub
+    return display_path(_readable(stub, "the stub"))
 
 
 def display_path(p: PathLike) -> str:
@@ -90,8 +97,8 @@ class SweepReport:
 
     def render(self, table: bool = False) -> str:
         """The text `preemu sweep` prints."""
-        return report.render_text(self.result, self.program, self.source, report.stub_desc(self.layout, self.stub),
-                                  table)
+        return report.render_text(self.result, self.program, self.source,
+                                  loader.stub_description(self.program, self.layout, self.stub), table)
 
     def summary(self) -> str:
         """The verdict: OK, or FAIL with one paragraph per violated register, flag or address."""
@@ -142,7 +149,7 @@ class ScenarioReport:
             return report.render_sched(self.result, self.scenario, self.source, self.checks)
         stub = str(self.scenario.stub) if self.scenario.stub else None
         return report.render_scenario(self.result, self.program, self.source, self.scenario, self.checks,
-                                      report.stub_desc(self.layout, stub), table)
+                                      loader.stub_description(self.program, self.layout, stub), table)
 
     def summary(self) -> str:
         """The failed expectations and, for a sweep scenario, the violation summary."""
@@ -154,24 +161,26 @@ class ScenarioReport:
 
 
 def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | None = None,
-          layout: str = "go1.14", stub: PathLike | None = None, seed: int = 1, max_points: int = 100_000,
+          layout: str | None = None, stub: PathLike | None = None, seed: int = 1, max_points: int = 100_000,
           budget: int = DEFAULT_BUDGET, gc: bool = False, gc_scanner: str = "go", force_unsafe: bool = False,
           async_preemption: bool = True, nested_signals: bool = False) -> SweepReport:
-    """Deliver the preemption signal at every instruction boundary of `func` in the .s file `path`
-    and verify each injection (`preemu sweep`).
+    """Deliver the preemption signal at every instruction boundary of `func` in `path` (a .s file,
+    a Go binary, a .go file or a Go package directory) and verify each injection (`preemu sweep`).
 
     registers: entry values, numbers or `;@data` symbols ("src", "dst+16"); unset ones are seeded
-    random. layout: "go1.14" or "go1.27". stub: your own asyncPreempt (.s) instead of the generated
-    one. max_points caps the injections (the first instance of every static PC is always tried).
+    random. layout: "go1.14" or "go1.27" (default: go1.27 for Go input, else go1.14). stub: your own
+    asyncPreempt (.s) instead of the generated one (for Go input: the binary's own by default, or
+    "generated"). max_points caps the injections (the first instance of every static PC is tried).
     """
     _positive("max_points", max_points)
     _positive("budget", budget)
-    lay = _layout(layout)
     src = display_path(_readable(path, "the program"))
-    stub_s = display_path(_readable(stub, "the stub")) if stub is not None else None
+    stub_s = _stub(stub)
     program = loader.load_program(src)
+    lay = _layout(layout or loader.default_layout(program))
     world = loader.build_world(program, func, lay, stub_s, seed, dict(registers or {}), gc=gc, scanner=gc_scanner)
-    res = _sweep(world, func, seed, max_points, budget, force_unsafe=force_unsafe,
+    entry = world.program.func_for(world.entry).name
+    res = _sweep(world, entry, seed, max_points, budget, force_unsafe=force_unsafe,
                  async_preemption=async_preemption, nested_signals=nested_signals)
     return SweepReport(res, program, world.machine.stub, src, stub_s, lay)
 
@@ -208,14 +217,21 @@ def corpus_loops() -> list[str]:
     return [sc.name for sc in checkstub.corpus()]
 
 
-def check_stub(path: PathLike, *, layout: str = "go1.14", max_points: int = 2000,
+def check_stub(path: PathLike, *, layout: str | None = None, max_points: int = 2000,
                loops: Sequence[str] | None = None, seed: int = 1) -> checkstub.StubReport:
     """Sweep the whole regression corpus (or the named `loops`) with your asyncPreempt stub at
     `path` in the Go `layout` world (`preemu check-stub`); a GC at every point, every preemption
-    resumed on the other M and P, a canary below the declared headroom."""
+    resumed on the other M and P, a canary below the declared headroom. `path` may also be a Go
+    program (binary, .go file, package directory): its own runtime.asyncPreempt, in the go1.27 world.
+    layout defaults to go1.14 for a .s stub."""
+    from . import gobuild
     _positive("max_points", max_points)
-    lay = _layout(layout)
     stub = display_path(_readable(path, "the stub"))
+    if gobuild.is_go_input(stub):
+        if layout not in (None, "go1.27"):
+            raise EmuError(f"{stub}: a Go 1.27 program's runtime.asyncPreempt runs in the go1.27 world")
+        layout = "go1.27"
+    lay = _layout(layout or "go1.14")
     if loops is not None:
         known = corpus_loops()
         unknown = [n for n in loops if n not in known]

@@ -23,8 +23,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("preemu", "preemu: Go async preemption stub checks")
     g.addoption("--preemu-stub", metavar="FILE.s", default=None,
                 help="collect one test per corpus loop: the asyncPreempt stub swept over preemu's corpus")
-    g.addoption("--preemu-layout", metavar="LAYOUT", default="go1.14",
-                help="the Go world the stub runs in: go1.14 (default) or go1.27")
+    g.addoption("--preemu-layout", metavar="LAYOUT", default=None,
+                help="the Go world the stub runs in: go1.14 (default for a .s stub) or go1.27 (a Go program's)")
     g.addoption("--preemu-scenarios", metavar="DIR", default=None,
                 help="collect one test per scenario file (*.toml) under DIR")
     g.addoption("--preemu-max-points", metavar="N", type=int, default=2000,
@@ -105,8 +105,9 @@ class StubFile(pytest.File):
     error is a collection error naming file:line)."""
 
     def collect(self):
-        from . import api, loader
-        loader.load_stub(self.config.getoption("preemu_layout"), self.path)
+        from . import api, gobuild, loader
+        layout = self.config.getoption("preemu_layout") or ("go1.27" if gobuild.is_go_input(self.path) else "go1.14")
+        loader.load_stub(layout, self.path)
         for name in api.corpus_loops():
             yield CorpusLoopItem.from_parent(self, name=name, loop=name)
 
@@ -154,7 +155,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("preemu_max_points") <= 0:
         raise pytest.UsageError("--preemu-max-points must be positive")
-    if config.getoption("preemu_layout") not in ("go1.14", "go1.27"):
+    if config.getoption("preemu_layout") not in (None, "go1.14", "go1.27"):
         raise pytest.UsageError(f"--preemu-layout {config.getoption('preemu_layout')}: use go1.14 or go1.27")
 
 
@@ -162,7 +163,7 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     stub = config.getoption("preemu_stub")
     if not stub and not config.getoption("preemu_scenarios"):
         return None
-    return (f"preemu: stub {stub or '(generated)'}, layout {config.getoption('preemu_layout')}, "
+    return (f"preemu: stub {stub or '(generated)'}, layout {config.getoption('preemu_layout') or 'default'}, "
             f"max points {config.getoption('preemu_max_points')}")
 
 

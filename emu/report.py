@@ -22,11 +22,6 @@ SCHEMAS = {
 }
 
 
-def stub_desc(layout: str, stub: str | None) -> str:
-    """How the text header names the stub: the user's file, or the generated one of the layout."""
-    return f"{stub} ({layout} checks)" if stub else f"{layout} (generated)"
-
-
 def _verdict(reasons) -> tuple[str, str]:
     if set(reasons) == {"safe"}:
         return "inject", "safe"
@@ -48,6 +43,8 @@ def _symbolize(insn, program) -> str:
         f = program.func_for(target)
         if target in names:
             text += f" <{names[target]}>"
+        elif f is not None and target == f.start:
+            text += f" <{f.name}>"
         elif f is not None:
             text += f" <{f.name}+{target - f.start:#x}>"
     return text

@@ -29,7 +29,7 @@ def test_one_passing_item_per_corpus_loop(pytester):
     res.assert_outcomes(passed=len(loops))
     for name in loops:
         res.stdout.fnmatch_lines([f"its_stub.s::{name} PASSED*"])
-    res.stdout.fnmatch_lines(["preemu: stub its_stub.s, layout go1.14, max points 3"])
+    res.stdout.fnmatch_lines(["preemu: stub its_stub.s, layout default, max points 3"])
 
 
 def test_a_forgotten_register_fails_naming_it(pytester):
