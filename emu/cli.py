@@ -155,8 +155,7 @@ def cmd_disasm(a, out) -> int:
     else:
         funcs = program.user_funcs() if loader.is_go(program) else list(program.funcs)
     if a.json:
-        json.dump({"tool": "preemu", "command": "disasm", "file": a.file,
-                   "functions": [disasm.func_json(program, f) for f in funcs]}, out, indent=1)
+        json.dump(report.disasm_json(a.file, [disasm.func_json(program, f) for f in funcs]), out, indent=1)
         out.write("\n")
     else:
         out.write(disasm.render(program, funcs))

@@ -19,7 +19,14 @@ SCHEMAS = {
     "preempt": "preemu/preempt/1",
     "check-stub": "preemu/check-stub/1",
     "check-stub-mutants": "preemu/check-stub-mutants/1",
+    "disasm": "preemu/disasm/1",
 }
+
+
+def disasm_json(source: str, functions: list[dict]) -> dict:
+    """`preemu disasm --json`: the functions as disasm.func_json renders them."""
+    return OrderedDict(tool="preemu", version=__version__, schema=SCHEMAS["disasm"], command="disasm", file=source,
+                       functions=functions)
 
 
 def _verdict(reasons) -> tuple[str, str]:
