@@ -15,7 +15,7 @@ Mirrors the runtime's own readers of the linker's tables (Go 1.27.3):
 Decoding is lazy: opening reads the section headers, moduledata and the fixed-size _func headers of every
 function (names and pc-table ends included); the pc-value tables, stack maps, inline tree and types are
 decoded on first request per function and cached. Left out: several text sections (textsectmap with more
-than one entry), stack objects (FUNCDATA_StackObjects), open-coded defer info, PIE load bias (addresses
+than one entry), open-coded defer info, PIE load bias (addresses
 are link-time addresses), and the runtime's own AIX/PPC64 special cases.
 """
 from __future__ import annotations
@@ -132,6 +132,14 @@ class InlinedCall(NamedTuple):
     name: str
     parent_pc: int      # offset from the outer function's entry of an instruction at the call site
     start_line: int
+
+
+class StackObject(NamedTuple):
+    """A stack object record (runtime/stack.go:1372-1380): an address-taken local the GC scans by type."""
+    off: int                    # < 0: from varp; >= 0: from argp
+    size: int
+    ptrbytes: int
+    ptr_words: tuple[int, ...]  # word indices (from the object's start) that hold pointers
 
 
 class Frame(NamedTuple):
@@ -546,6 +554,20 @@ class GoBinary:
             if not 0 <= idx < len(sm.bitmaps):
                 raise EmuError(f"{f.name}: stack map index {idx} of {len(sm.bitmaps)} args maps at {continpc:#x}")
             out += [fr.argp + PTR_SIZE * i for i in range(sm.nbit) if sm.bitmaps[idx] >> i & 1]
+        return out
+
+    def stack_objects(self, f: GoFunc) -> list[StackObject]:
+        """FUNCDATA_StackObjects: uintptr count, then 16-byte {off, size, ptrBytes int32, gcdataoff u32}
+        records whose mask is at moduledata.rodata + gcdataoff (runtime/stkframe.go:245-251, stack.go:1372-1403)."""
+        addr = self.funcdata_addr(f, FUNCDATA_StackObjects)
+        if addr is None:
+            return []
+        out = []
+        for i in range(self.u64(addr)):
+            off, size, ptrbytes, gcdataoff = struct.unpack("<iiiI", self.read(addr + 8 + 16 * i, 16))
+            nwords = ptrbytes // PTR_SIZE
+            mask = int.from_bytes(self.read(self.moduledata["rodata"] + gcdataoff, (nwords + 7) // 8), "little")
+            out.append(StackObject(off, size, ptrbytes, tuple(w for w in range(nwords) if mask >> w & 1)))
         return out
 
     def inline_tree(self, f: GoFunc) -> list[InlinedCall]:

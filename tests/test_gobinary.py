@@ -9,7 +9,7 @@ from emu.errors import EmuError
 
 CORPUS_FUNCS = ["main.sumsq", "main.buildList", "main.honestList", "main.newNode", "main.hideXor",
                 "main.nosplitAdd", "main.bigFrame", "main.atomicOr", "main.numCPUs",
-                "main.inlineCaller", "main.makeBig", "main.main"]
+                "main.inlineCaller", "main.makeBig", "main.readVal", "main.stackObject", "main.main"]
 
 
 @pytest.fixture(scope="module")
@@ -122,6 +122,21 @@ def test_args_live_at_entry(binary, go_corpus):
     f = binary.func_named("main.atomicOr")
     args = binary.stackmap(f, gb.FUNCDATA_ArgsPointerMaps)
     assert args.nbit >= 1 and args.bitmaps[0] & 1     # p is the first argument word
+
+
+def test_stack_object_of_an_address_taken_local(listed, binary):
+    f = binary.func_named("main.stackObject")
+    (obj,) = binary.stack_objects(f)
+    assert (obj.size, obj.ptrbytes, obj.ptr_words) == (24, 16, (0, 1))
+    assert obj.off < 0      # a local: relative to varp
+    # the listing names the words of nd `main.nd+X(SP)`; the lowest X is its start: varp + off
+    lf = listed["main.stackObject"]
+    sp = 0x10000
+    body = next(i for i in lf.insns if "main.nd+" in i.args)
+    fr = binary.frame(f, f.entry + body.off, sp)
+    nd_start = min(off for off, name in stack_slots(lf).items() if name == "nd")
+    assert nd_start == fr.varp + obj.off - sp
+    assert binary.stack_objects(binary.func_named("main.sumsq")) == []
 
 
 def test_inline_tree_names_runtime_numcpu_where_the_listing_shows_its_source(listed, binary):
@@ -264,3 +279,41 @@ def test_not_a_go_binary_is_a_clear_error(tmp_path):
         gb.GoBinary.open(p)
     with pytest.raises(EmuError, match="No such file"):
         gb.GoBinary.open(tmp_path / "missing")
+
+
+def _patched_copy(tmp_path, src, addr_of, new: bytes):
+    """A copy of binary src with the bytes at link address addr_of(GoBinary) replaced."""
+    b = gb.GoBinary.open(src)
+    addr = addr_of(b)
+    sec = b.section_at(addr)
+    from elftools.elf.elffile import ELFFile
+    with open(src, "rb") as fh:
+        off = ELFFile(fh).get_section_by_name(sec.name)["sh_offset"] + addr - sec.addr
+    raw = bytearray(src.read_bytes())
+    raw[off:off + len(new)] = new
+    p = tmp_path / "patched"
+    p.write_bytes(bytes(raw))
+    return p
+
+
+def test_wrong_pclntab_magic_is_named(tmp_path, go_corpus):
+    p = _patched_copy(tmp_path, go_corpus.prog, lambda b: b.moduledata["pcHeader"], b"\xfb\xff\xff\xff")
+    with pytest.raises(EmuError, match="pclntab magic 0xfffffffb is not Go 1.20"):
+        gb.GoBinary.open(p)
+
+
+def test_ftab_entry_disagreeing_with_func_record_is_named(tmp_path, go_corpus):
+    def ftab_entry_of_func_1(b):
+        return b.moduledata["pclntable"] + 8      # ftab[1].entryoff
+    p = _patched_copy(tmp_path, go_corpus.prog, ftab_entry_of_func_1, b"\x01\x00\x00\x00")
+    with pytest.raises(EmuError, match="_func 1 entry .* disagrees with ftab 0x1"):
+        gb.GoBinary.open(p)
+
+
+def test_missing_locals_map_where_the_runtime_throws(binary):
+    # runtime.asyncPreempt (asm) has a frame but no locals stack map: the runtime would throw
+    # "missing stackmap" if it ever had to scan it precisely.
+    f = binary.func_named("runtime.asyncPreempt")
+    pc = next(r.start for r in binary.pcsp(f) if r.value > 16)
+    with pytest.raises(EmuError, match="missing stackmap"):
+        binary.live_pointer_slots(f, pc, 0x10000)

@@ -160,6 +160,24 @@ func makeBig() *Big {
 	return b
 }
 
+// readVal only reads through its argument, so the argument does not escape.
+//
+//go:noinline
+func readVal(p *Node) int {
+	return p.val
+}
+
+// stackObject keeps an address-taken, non-escaping Node on its stack: a
+// stack object the GC scans through its type's mask.
+//
+//go:noinline
+func stackObject(n int) int {
+	var nd Node
+	nd.next = sink
+	nd.val = n
+	return readVal(&nd)
+}
+
 func main() {
 	n := len(os.Args) + 9
 	s := sumsq(n)
@@ -172,6 +190,7 @@ func main() {
 	s += numCPUs(n)
 	s += inlineCaller(s, n)
 	sinkBig = makeBig()
+	s += stackObject(n)
 	sinkAny = s
 	table[1] = sink
 	if s == 0 {
