@@ -68,3 +68,13 @@ def test_is_go_input(go_corpus, tmp_path):
     assert not gobuild.is_go_input(tmp_path / "x.s")
     with pytest.raises(EmuError, match="not a Go binary"):
         gobuild.build(tmp_path / "x.s")
+
+
+def test_module_directory_with_assembly_builds_in_module_mode(tmp_path, go_corpus):
+    from emu.gobinary import GoBinary
+    d = tmp_path / "mod"
+    shutil.copytree(go_corpus.root / "asmpkg", d)
+    (d / "go.mod").write_text("module example.com/asmpkg\n\ngo 1.27\n")
+    b = GoBinary.open(gobuild.build(d).binary)
+    f = b.func_named("main.sumAsm")
+    assert f.is_asm and b.file_line(f, f.entry) == (str(d / "sum_amd64.s"), 5)

@@ -81,19 +81,27 @@ func newNode(v int) *Node {
 	return &Node{val: v}
 }
 
+// xorKey returns the mask hideXor applies; being a call, the compiler cannot
+// cancel the two XORs and keep the plain pointer in a register.
+//
+//go:noinline
+func xorKey() uintptr {
+	return 0x5a5a5a5a5a5a5a5a
+}
+
 // hideXor keeps its only reference to a heap cell XOR-masked in an integer
 // while the loop runs, so the GC cannot see it: a GC during the loop frees
 // the cell and the final read is a use after free.
 //
 //go:noinline
 func hideXor(n int) int {
-	const mask = 0x5a5a5a5a5a5a5a5a
-	h := uintptr(unsafe.Pointer(newNode(42))) ^ mask
+	m := xorKey()
+	h := uintptr(unsafe.Pointer(newNode(42))) ^ m
 	s := 0
 	for i := 0; i < n; i++ {
 		s += i
 	}
-	p := (*Node)(unsafe.Pointer(h ^ mask))
+	p := (*Node)(unsafe.Pointer(h ^ xorKey()))
 	return p.val + s
 }
 
