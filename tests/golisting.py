@@ -1,13 +1,13 @@
 """Parse the Go compiler's `-S` listing and `-live` report into per-instruction reference values.
 
 Test support for tests/test_gobinary.py and the lead's agreement tests: the listing is the compiler's own
-word on what it emitted, independent of the pclntab encoding that emu/gobinary.py decodes. Rules follow
-../shared reference go-binary-format §5/§6/§13: PCDATA values are sticky from the offset where they appear
-(initial -1); zero-width pseudo-ops (TEXT, FUNCDATA, PCDATA, a NOP followed by a line at the same offset)
-share the next instruction's offset;
-SP delta: a PUSHQ/POPQ/SUBQ $n,SP/ADDQ $n,SP counts from the next instruction, after a RET the delta is the
-full frame again (cmd/internal/obj/x86/obj6.go:846-850), and the morestack stub runs with delta 0 from the
-NOP that starts it (obj6.go:1082-1084).
+word on what it emitted, independent of the pclntab encoding that emu/gobinary.py decodes. Rules (the Go
+binary-format notes §5, §6, §13): PCDATA values are sticky from the offset where they appear (initial -1);
+zero-width pseudo-ops (TEXT, FUNCDATA, PCDATA, a NOP followed by a line at the same offset) share the next
+instruction's offset. SP delta: a PUSHQ/POPQ/SUBQ $n,SP/ADDQ $n,SP counts from the next instruction, after
+a RET the delta is the full frame again (cmd/internal/obj/x86/obj6.go:846-850), and the morestack stub runs
+with delta 0 from the NOP that starts it (obj6.go:1082-1084). Only the ops compiled Go code uses to move SP
+are modelled (no PUSHFQ, LEAQ/MOVQ to SP): assembly functions have no listing anyway.
 """
 from __future__ import annotations
 

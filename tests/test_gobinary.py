@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import elf_copy_without
 from golisting import parse_listing, parse_live, stack_slots
 
 from emu import gobinary as gb
@@ -296,6 +297,15 @@ def _patched_copy(tmp_path, src, addr_of, new: bytes):
     p = tmp_path / "patched"
     p.write_bytes(bytes(raw))
     return p
+
+
+def test_binary_without_symtab_still_has_its_function_table(tmp_path, go_corpus, binary):
+    """`-ldflags=-s` drops .symtab; moduledata and the pclntab stay (reference §1)."""
+    p = elf_copy_without(go_corpus.prog, tmp_path / "stripped", ".symtab")
+    b = gb.GoBinary.open(p)
+    assert b.symbols == {} and b.write_barrier_flag is None
+    f, g = b.func_named("main.buildList"), binary.func_named("main.buildList")
+    assert (f.entry, f.end) == (g.entry, g.end) and b.pcsp(f) == binary.pcsp(g)
 
 
 def test_wrong_pclntab_magic_is_named(tmp_path, go_corpus):

@@ -78,3 +78,14 @@ def test_module_directory_with_assembly_builds_in_module_mode(tmp_path, go_corpu
     b = GoBinary.open(gobuild.build(d).binary)
     f = b.func_named("main.sumAsm")
     assert f.is_asm and b.file_line(f, f.entry) == (str(d / "sum_amd64.s"), 5)
+
+
+def test_assembler_error_names_the_s_file_and_line(tmp_path, go_corpus):
+    d = tmp_path / "badasm"
+    shutil.copytree(go_corpus.root / "asmpkg", d)
+    src = d / "sum_amd64.s"
+    src.write_text(src.read_text().replace("XORQ AX, AX", "FOOQ AX, AX"))
+    with pytest.raises(gobuild.BuildError) as ei:
+        gobuild.build(d)
+    assert (ei.value.file, ei.value.line) == (str(src), 6)
+    assert ei.value.message == 'unrecognized instruction "FOOQ"'
