@@ -515,7 +515,7 @@ class GoBinary:
         blob = self.read(addr + 8, n * nbytes) if n > 0 else b""
         return StackMap(nbit, [int.from_bytes(blob[i * nbytes:(i + 1) * nbytes], "little") for i in range(n)])
 
-    def frame(self, f: GoFunc, pc: int, sp: int) -> Frame:
+    def frame(self, f: GoFunc, pc: int, sp: int = 0) -> Frame:
         """Geometry of f's frame with SP = sp at pc (runtime/traceback.go:327-331, 378-411)."""
         fp = sp + self.sp_delta(f, pc) + PTR_SIZE
         varp = fp - PTR_SIZE
@@ -531,9 +531,10 @@ class GoBinary:
             idx = self.pcdata_value(f, PCDATA_StackMapIndex, continpc - 1)
         return 0 if idx == -1 else idx
 
-    def live_pointer_slots(self, f: GoFunc, continpc: int, sp: int) -> list[int]:
+    def live_pointer_slots(self, f: GoFunc, continpc: int, sp: int = 0) -> list[int]:
         """Addresses of the stack words the GC scans precisely in f's frame (stkframe.go:157-240,
-        mgcmark.go:1135-1143): the locals bitmap below varp and the args bitmap from argp.
+        mgcmark.go:1135-1143): the locals bitmap below varp and the args bitmap from argp; with sp=0
+        they are offsets from the frame's SP (argument words are above the return address).
         Raises EmuError where the runtime would throw ("missing stackmap", "bad symbol table")."""
         fr = self.frame(f, continpc, sp)
         idx = self.stackmap_index(f, continpc)
