@@ -589,14 +589,20 @@ class GoBinary:
 
     def inline_frames(self, f: GoFunc, pc: int) -> list[str]:
         """Logical function names at pc, innermost first, ending with f.name (symtabinl.go:67-98)."""
+        return [name for name, _file, _line in self.inline_positions(f, pc)]
+
+    def inline_positions(self, f: GoFunc, pc: int) -> list[tuple[str, str, int]]:
+        """(function, file, line) of each logical frame at pc, innermost first: the innermost at pc,
+        each outer one at its call site (inlineUnwinder.next/fileLine, symtabinl.go:91-141)."""
         tree = self.inline_tree(f)
-        names = []
+        out = []
         idx = self.pcdata_value(f, PCDATA_InlTreeIndex, pc) if tree else -1
         while 0 <= idx < len(tree):
-            names.append(tree[idx].name)
-            idx = self.pcdata_value(f, PCDATA_InlTreeIndex, f.entry + tree[idx].parent_pc)
-        names.append(f.name)
-        return names
+            out.append((tree[idx].name, *self.file_line(f, pc)))
+            pc = f.entry + tree[idx].parent_pc
+            idx = self.pcdata_value(f, PCDATA_InlTreeIndex, pc)
+        out.append((f.name, *self.file_line(f, pc)))
+        return out
 
     # ---- types and global pointer bitmaps --------------------------------------------------------
     def go_type(self, addr: int) -> GoType:

@@ -154,6 +154,10 @@ def test_inline_tree_names_runtime_numcpu_where_the_listing_shows_its_source(lis
     src = (go_corpus.root / "corpus" / "main.go").read_text().splitlines()
     call_line = next(n for n, text in enumerate(src, 1) if "s += runtime.NumCPU()" in text)
     assert binary.file_line(f, f.entry + tree[0].parent_pc)[1] == call_line
+    inlined = next(i for i in listed["main.numCPUs"].insns if i.file.endswith("runtime/debug.go"))
+    (inner, outer) = binary.inline_positions(f, f.entry + inlined.off)
+    assert inner[0] == "runtime.NumCPU" and inner[1].endswith("runtime/debug.go") and inner[2] == inlined.line
+    assert outer == ("main.numCPUs", str(go_corpus.root / "corpus" / "main.go"), call_line)
 
 
 def test_inline_tree_of_two_inlined_user_calls(listed, binary):
