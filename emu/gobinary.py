@@ -326,19 +326,6 @@ class GoBinary:
     def u64(self, addr: int) -> int:
         return int.from_bytes(self.read(addr, 8), "little")
 
-    def u32(self, addr: int) -> int:
-        return int.from_bytes(self.read(addr, 4), "little")
-
-    def i32(self, addr: int) -> int:
-        return int.from_bytes(self.read(addr, 4), "little", signed=True)
-
-    def cstring(self, addr: int) -> str:
-        s = self.section_at(addr)
-        if s is None or s.nobits:
-            raise EmuError(f"{self.path}: string at {addr:#x} is outside the file image")
-        o = addr - s.addr
-        return s.data[o:s.data.index(b"\0", o)].decode("utf-8", "replace")
-
     # ---- moduledata ------------------------------------------------------------------------------
     def _read_moduledata(self) -> None:
         mod = self.sections.get(".go.module")
@@ -619,9 +606,12 @@ class GoBinary:
         (str_off,) = struct.unpack("<i", self.read(addr + 40, 4))
         if str_off == 0:
             return ""
-        p = self.moduledata["types"] + str_off
-        n, q = _uvarint(self.read(p + 1, 10), 0)
-        name = self.read(p + 1 + q, n).decode("utf-8", "replace")
+        p = self.moduledata["types"] + str_off + 1       # skip the flag byte (internal/abi/type.go:615-690)
+        sec = self.section_at(p)
+        if sec is None or sec.nobits:
+            raise EmuError(f"{self.path}: type name at {p:#x} is outside the file image")
+        n, q = _uvarint(sec.data, p - sec.addr)
+        name = sec.data[q:q + n].decode("utf-8", "replace")
         return name[1:] if tflag & TFLAG_EXTRA_STAR and name.startswith("*") else name
 
     def _ptr_words(self, addr: int, size: int, ptrbytes: int, tflag: int, kind: int) -> list[int]:
