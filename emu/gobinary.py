@@ -80,6 +80,20 @@ class Section:
 
 
 @dataclass(frozen=True)
+class Segment:
+    """A PT_LOAD program header: what a loader maps (memsz bytes at addr, the first len(data) from the file)."""
+    addr: int
+    memsz: int
+    data: bytes = field(repr=False)
+    writable: bool
+    executable: bool
+
+    @property
+    def end(self) -> int:
+        return self.addr + self.memsz
+
+
+@dataclass(frozen=True)
 class GoFunc:
     """One `_func` record (runtime/runtime2.go:1074-1115) with its pc range resolved."""
     index: int          # position in ftab
@@ -285,6 +299,10 @@ class GoBinary:
                                               bool(h.sh_flags & SH_FLAGS.SHF_WRITE),
                                               bool(h.sh_flags & SH_FLAGS.SHF_EXECINSTR), nobits)
         self._section_names = names
+        self.segments: list[Segment] = [
+            Segment(seg["p_vaddr"], seg["p_memsz"], self.raw[seg["p_offset"]:seg["p_offset"] + seg["p_filesz"]],
+                    bool(seg["p_flags"] & 2), bool(seg["p_flags"] & 1))
+            for seg in elf.iter_segments() if seg["p_type"] == "PT_LOAD"]
         self._by_addr = sorted(self.sections.values(), key=lambda s: s.addr)
         self._starts = [s.addr for s in self._by_addr]
 

@@ -194,6 +194,12 @@ def test_func_lookup_and_symbols(binary):
     assert binary.sections[".bss"].nobits and binary.sections[".data"].writable
     assert not binary.sections[".text"].writable and binary.sections[".text"].executable
     assert binary.write_barrier_flag == binary.symbols["runtime.writeBarrier"][0]
+    # every loadable section lies inside one PT_LOAD segment with the same bytes and permissions
+    for sec in binary.sections.values():
+        (seg,) = [g for g in binary.segments if g.addr <= sec.addr and sec.end <= g.end]
+        assert seg.writable == sec.writable and seg.executable >= sec.executable, sec.name
+        if not sec.nobits:
+            assert seg.data[sec.addr - seg.addr:sec.end - seg.addr] == sec.data, sec.name
 
 
 def test_every_function_has_consistent_tables(binary):
