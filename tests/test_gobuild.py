@@ -43,6 +43,7 @@ def test_a_package_built_in_a_fresh_cache_is_then_cached(tmp_path, go_corpus, mo
     assert not r1.cached and gobuild.is_elf(r1.binary)
     r2 = gobuild.build(d)
     assert r2.cached and r2.binary == r1.binary
+    shutil.rmtree(r1.binary.parent)     # a tmp_path source is never built again: keep the cache small
 
 
 def test_elf_passes_through(go_corpus):
@@ -75,7 +76,9 @@ def test_module_directory_with_assembly_builds_in_module_mode(tmp_path, go_corpu
     d = tmp_path / "mod"
     shutil.copytree(go_corpus.root / "asmpkg", d)
     (d / "go.mod").write_text("module example.com/asmpkg\n\ngo 1.27\n")
-    b = GoBinary.open(gobuild.build(d).binary)
+    r = gobuild.build(d)
+    b = GoBinary.open(r.binary)
+    shutil.rmtree(r.binary.parent)      # a tmp_path source is never built again: keep the cache small
     f = b.func_named("main.sumAsm")
     assert f.is_asm and b.file_line(f, f.entry) == (str(d / "sum_amd64.s"), 5)
 
