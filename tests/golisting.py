@@ -21,6 +21,9 @@ _HEX = re.compile(r"^\t0x(?P<off>[0-9a-f]{4,})(?P<bytes>(?: [0-9a-f]{2})+)  ")
 _REL = re.compile(r"^\trel (?P<off>\d+)\+(?P<size>\d+) t=")
 _TEXT_FRAME = re.compile(r"\$(?P<frame>-?\d+)-(?P<args>\d+)\s*$")
 PSEUDO = {"TEXT", "FUNCDATA", "PCDATA", "NOP"}    # NOP only when zero-width (see _zero_width)
+#: Prefixes the assembler lists as instructions of their own (`LOCK` then `ORL SI, (AX)` one byte later);
+#: the machine instruction starts at the prefix, so the two lines are merged into one Insn.
+PREFIXES = {"LOCK", "REP", "REPN", "XACQUIRE", "XRELEASE"}
 _SP_IMM = re.compile(r"^\$(?P<n>-?\d+), SP$")
 
 
@@ -110,6 +113,7 @@ def _zero_width(raw, i: int, size: int) -> bool:
 def _simulate(fn: ListedFunc, raw) -> None:
     pcdata: dict[int, int] = {}
     sp = 0
+    prefix: tuple[int, str] | None = None      # (offset, name) of a pending LOCK/REP line
     for i, (off, pos, op, args) in enumerate(raw):
         if op == "TEXT":
             m = _TEXT_FRAME.search(args)
@@ -125,6 +129,11 @@ def _simulate(fn: ListedFunc, raw) -> None:
             continue
         if op == "FUNCDATA":
             continue
+        if op in PREFIXES:
+            prefix = (off, op)
+            continue
+        if prefix is not None:
+            off, op, prefix = prefix[0], f"{prefix[1]} {op}", None
         file, line = _parse_pos(pos)
         fn.insns.append(Insn(off, op, args, file, line, dict(pcdata), sp))
         m = _SP_IMM.match(args)

@@ -78,6 +78,12 @@ def test_pcsp_agrees_with_sp_simulated_from_listing(listed, binary):
         assert max(r.value for r in table) == lf.locals, lf.name
 
 
+def test_lock_prefix_is_part_of_the_instruction(listed):
+    (ins,) = [i for i in listed["main.atomicOr"].insns if i.op.split()[-1] == "ORL"]
+    assert ins.op == "LOCK ORL" and ins.args == "SI, (AX)"
+    assert ins.off + 1 not in {i.off for i in listed["main.atomicOr"].insns}
+
+
 def test_big_frame_delta(binary):
     f = binary.func_named("main.bigFrame")
     assert max(r.value for r in binary.pcsp(f)) >= 32 * 1024 + 8
