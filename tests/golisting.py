@@ -98,9 +98,12 @@ def parse_listing(text: str) -> dict[str, list[ListedFunc]]:
 
 
 def _starts_morestack_stub(raw, i: int) -> bool:
-    """The NOP at raw[i] starts the morestack stub: the next real instructions call runtime.morestack*."""
-    real = [r for r in raw[i + 1:] if r[2] not in PSEUDO - {"NOP"}][:3]
-    return any(op == "CALL" and a.startswith("runtime.morestack") for _, _, op, a in real)
+    """The NOP at raw[i] starts the morestack stub: after it (and the argument spills, one per register
+    argument) the first control transfer is a call of runtime.morestack*."""
+    for _, _, op, args in raw[i + 1:]:
+        if op in ("CALL", "RET", "JMP") or op.startswith("J"):
+            return op == "CALL" and args.startswith("runtime.morestack")
+    return False
 
 
 def _zero_width(raw, i: int, size: int) -> bool:
