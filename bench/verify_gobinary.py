@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from golisting import parse_listing  # noqa: E402
+from golisting import machine_sp_deltas, parse_listing  # noqa: E402
 
 from emu import gobinary, gobuild  # noqa: E402
 
@@ -26,6 +26,33 @@ def code_matches(b: gobinary.GoBinary, f: gobinary.GoFunc, lf) -> bool:
     for off, size in lf.relocs:
         code[off:off + size] = lf.code[off:off + size]
     return bytes(code) == bytes(lf.code)
+
+
+def asm_sp_mismatches(b: gobinary.GoBinary) -> tuple[int, int, list]:
+    """pcsp of assembly functions (no listing) against SP simulated over their machine code
+    (golisting.machine_sp_deltas). Skipped: SPWRITE
+    functions (they write SP in ways pcsp cannot say) and those with a morestack stub (its delta-0 marker
+    is invisible in machine code)."""
+    import capstone
+    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    funcs = insns = 0
+    bad = []
+    for f in b.funcs:
+        if not f.is_asm or f.flag & gobinary.FUNC_FLAG_SPWRITE or not f.pcsp:
+            continue
+        code = b.read(f.entry, f.size)
+        decoded = list(md.disasm(code, f.entry))
+        if sum(i.size for i in decoded) != f.size or any(
+                i.mnemonic == "call" and b.func_for(int(i.op_str, 16) if i.op_str.startswith("0x") else 0)
+                and b.func_for(int(i.op_str, 16)).name.startswith("runtime.morestack") for i in decoded):
+            continue
+        funcs += 1
+        for i, sp in zip(decoded, machine_sp_deltas(decoded)):
+            insns += 1
+            got = b.sp_delta(f, i.address)
+            if got != sp:
+                bad.append((f.name, hex(i.address - f.entry), i.mnemonic, i.op_str, got, sp))
+    return funcs, insns, bad
 
 
 def tail(path: str) -> str:
@@ -64,7 +91,11 @@ def main() -> int:
           f"without a matching listing (assembly, linker-made); {len(bad)} disagreements")
     for item in bad[:20]:
         print("  ", item)
-    return 1 if bad else 0
+    afuncs, ainsns, abad = asm_sp_mismatches(b)
+    print(f"assembly pcsp: {ainsns:,} instructions in {afuncs} functions simulated; {len(abad)} disagreements")
+    for item in abad[:20]:
+        print("  ", item)
+    return 1 if bad or abad else 0
 
 
 if __name__ == "__main__":

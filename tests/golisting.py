@@ -185,3 +185,24 @@ def stack_slots(fn: ListedFunc) -> dict[int, str]:
         for m in _SLOT.finditer(ins.args):
             slots.setdefault(int(m["off"]), m["name"])
     return slots
+
+
+def machine_sp_deltas(decoded) -> list[int]:
+    """SP delta before each of a function's capstone instructions, simulated in program order as the Go
+    assembler tracks it (cmd/internal/obj/x86/obj6.go): push/pop (pushfq/popfq too) move 8 bytes,
+    sub/add rsp,imm their immediate, after a ret the delta is the frame again. For assembly functions,
+    which have no listing; not valid for SPWRITE functions or across a morestack stub."""
+    out, sp, frame = [], 0, 0
+    for i in decoded:
+        out.append(sp)
+        m, ops = i.mnemonic, i.op_str
+        if m in ("push", "pushfq"):
+            sp += 8
+        elif m in ("pop", "popfq"):
+            sp -= 8
+        elif m in ("sub", "add") and ops.startswith("rsp, "):
+            sp += int(ops[5:], 0) * (1 if m == "sub" else -1)
+        elif m == "ret":
+            sp = frame
+        frame = max(frame, sp)
+    return out

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import elf_copy_without
-from golisting import parse_listing, parse_live, stack_slots
+from golisting import machine_sp_deltas, parse_listing, parse_live, stack_slots
 
 from emu import gobinary as gb
 from emu.errors import EmuError
@@ -82,6 +82,21 @@ def test_lock_prefix_is_part_of_the_instruction(listed):
     (ins,) = [i for i in listed["main.atomicOr"].insns if i.op.split()[-1] == "ORL"]
     assert ins.op == "LOCK ORL" and ins.args == "SI, (AX)"
     assert ins.off + 1 not in {i.off for i in listed["main.atomicOr"].insns}
+
+
+def test_real_async_preempt_pcsp_agrees_with_its_machine_code(binary):
+    """runtime.asyncPreempt is assembly (no listing): its pcsp against SP simulated over its instructions."""
+    import capstone
+    f = binary.func_named("runtime.asyncPreempt")
+    assert f.is_asm and not f.flag & gb.FUNC_FLAG_SPWRITE
+    decoded = list(capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64).disasm(binary.read(f.entry, f.size),
+                                                                                   f.entry))
+    assert sum(i.size for i in decoded) == f.size
+    want = machine_sp_deltas(decoded)
+    assert [binary.sp_delta(f, i.address) for i in decoded] == want
+    call = next(k for k, i in enumerate(decoded) if i.mnemonic == "call")
+    assert binary.func_for(int(decoded[call].op_str, 16)).name == "runtime.asyncPreempt2"
+    assert want[call] == max(want) > 16       # BP, flags, then the register save area
 
 
 def test_big_frame_delta(binary):
