@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from elftools.elf.constants import SH_FLAGS
+from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
 from .errors import EmuError
@@ -274,7 +275,10 @@ class GoBinary:
             raise EmuError(f"{path}: {e.strerror}") from None
         if raw[:4] != b"\x7fELF":
             raise EmuError(f"{path}: not an ELF file")
-        return cls(p, raw)
+        try:
+            return cls(p, raw)
+        except (ELFError, IndexError, ValueError, struct.error) as e:    # truncated or corrupt tables
+            raise EmuError(f"{path}: malformed ELF or Go tables ({type(e).__name__}: {e})") from None
 
     # ---- ELF -------------------------------------------------------------------------------------
     def _read_elf(self) -> None:

@@ -306,6 +306,20 @@ def test_leading_zero_value_delta_is_not_a_terminator():
         [(100, 104, -1), (104, 108, -3)]
 
 
+def test_non_go_elf_is_a_clear_error():
+    import sys
+    from pathlib import Path
+    with pytest.raises(EmuError, match="not a Go 1.20"):
+        gb.GoBinary.open(Path(sys.executable).resolve())      # the (C) Python interpreter
+
+
+def test_truncated_binary_is_a_clear_error(tmp_path, go_corpus):
+    p = tmp_path / "truncated"
+    p.write_bytes(go_corpus.prog.read_bytes()[:1 << 20])
+    with pytest.raises(EmuError, match="malformed ELF or Go tables"):
+        gb.GoBinary.open(p)
+
+
 def test_not_a_go_binary_is_a_clear_error(tmp_path):
     p = tmp_path / "x"
     p.write_bytes(b"not an elf")
