@@ -89,34 +89,36 @@ def async_preempt_stack(stub_max_sp_delta: int, *helper_max_sp_deltas: int) -> i
     return stub_max_sp_delta + sum(helper_max_sp_deltas) + 8 * gs.PTR_SIZE
 
 
-def is_async_safe_point(prog: Program, st: SchedState, pc: int, sp: int, headroom: int) -> Verdict:
-    """isAsyncSafePoint(gp, pc, sp, lr): may the signal handler inject asyncPreempt at pc?"""
+def safe_point_checks(prog: Program, st: SchedState, pc: int, sp: int, headroom: int):
+    """Yield (check, refusal) for isAsyncSafePoint's checks in Go's order (runtime/preempt.go:403-480):
+    refusal is None when the check passes, else the reason code; nothing is yielded after a refusal.
+    `preemu explain` shows each step; is_async_safe_point only wants the first refusal."""
     # 1. Only user Gs can have safe points; the signal may land on g0 or gsignal.
-    if st.m_curg != st.gp:
-        return Verdict(False, "not-curg")
+    yield "curg", None if st.m_curg == st.gp else "not-curg"
     # 2. The M must be preemptible and own a running P.
     if st.m_p == 0:
-        return Verdict(False, "no-p")
-    why = can_preempt_m(st)
-    if why is not None:
-        return Verdict(False, why)
+        yield "canPreemptM", "no-p"
+        return
+    yield "canPreemptM", can_preempt_m(st)
     # 3. Room on the stack for the injected call (no red zone below SP; stub + helpers + 8 words).
-    if sp < st.stack_lo or sp - st.stack_lo < headroom:
-        return Verdict(False, "stack-headroom")
+    yield "stack", "stack-headroom" if sp < st.stack_lo or sp - st.stack_lo < headroom else None
     # 5. The PC must be in Go code.
     f = prog.func_for(pc)
-    if f is None:
-        return Verdict(False, "no-func")
+    yield "findfunc", None if f is not None else "no-func"
     # 7. Compiler/assembler-marked unsafe points (prologue window, write barriers, nosplit, ...).
-    if prog.unsafe_point(pc) == gs.UNSAFE_POINT_UNSAFE:
-        return Verdict(False, "unsafe-point")
+    yield "unsafePoint", "unsafe-point" if prog.unsafe_point(pc) == gs.UNSAFE_POINT_UNSAFE else None
     # 8. Assembly functions have no register maps and may do anything.
-    if f.asm:
-        return Verdict(False, "asm-func")
+    yield "asm", "asm-func" if f.asm else None
     # 9. Runtime and reflect code is never async-preempted, even when inlined into user code.
     insn = prog.insn_at(pc)
     name = (insn.inline if insn is not None and insn.inline else None) or f.goname
-    if name.startswith(RUNTIME_PREFIXES):
-        return Verdict(False, "runtime-func")
+    yield "runtime", "runtime-func" if name.startswith(RUNTIME_PREFIXES) else None
+
+
+def is_async_safe_point(prog: Program, st: SchedState, pc: int, sp: int, headroom: int) -> Verdict:
+    """isAsyncSafePoint(gp, pc, sp, lr): may the signal handler inject asyncPreempt at pc?"""
+    for _, refusal in safe_point_checks(prog, st, pc, sp, headroom):
+        if refusal is not None:
+            return Verdict(False, refusal)
     # 10. amd64: resume exactly where we were.
     return Verdict(True, "safe", pc)
