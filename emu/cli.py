@@ -141,10 +141,10 @@ def cmd_explain(a, out) -> int:
     if not func:
         raise EmuError("--func is required (the goroutine's entry function)")
     program = loader.load_program(path)
-    world = loader.build_world(program, func, layout or "go1.14", None, 1 if seed is None else seed, regs_, gc=gc)
+    world = loader.build_world(program, func, layout or "go1.14", a.stub, 1 if seed is None else seed, regs_, gc=gc)
     try:
         at = episode.resolve_at(world, a.at)
-        story = explain.explain(world, at, path, func, a.force_unsafe, 1 if seed is None else seed)
+        story = explain.explain(world, at, path, func, a.force_unsafe, 1 if seed is None else seed, a.signal_delay)
     except ValueError as e:
         raise EmuError(str(e)) from None
     if a.html:
@@ -285,6 +285,9 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--layout", choices=sorted(L.LAYOUTS), help="stub layout (default go1.14)")
     x.add_argument("--gc", action="store_true", help="run a GC while the goroutine is preempted; show the scan")
     x.add_argument("--force-unsafe", action="store_true", help="inject even where Go refuses; shows the damage")
+    x.add_argument("--stub", help="use this asyncPreempt stub instead of the generated one")
+    x.add_argument("--signal-delay", type=int, default=0, metavar="N",
+                   help="sysmon's request comes N instructions before the signal (default 0)")
     x.add_argument("--seed", type=int, default=None, help="seed for unset registers and clobber values")
     x.add_argument("--html", metavar="OUT.html", help="also write the story as one self-contained page")
     x.add_argument("--json", action="store_true", help="print the steps as one JSON object")

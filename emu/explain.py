@@ -84,6 +84,7 @@ class Check:
 @dataclass
 class Step:
     phase: str                      # goroutine | request | signal | pushCall | stub | asyncPreempt2 | gc | ...
+    short: str                      # a few words for a step list
     title: str
     text: list[str]
     pc: int                         # the next instruction to run (highlighted)
@@ -208,8 +209,9 @@ def unsafe_class(prog, pc: int) -> str:
 class _Narrator:
     """Runs one preemption on a World and records a Step after each part of it."""
 
-    def __init__(self, world: World, at: int, force_unsafe: bool, seed: int):
+    def __init__(self, world: World, at: int, force_unsafe: bool, seed: int, delay: int = 0):
         self.w, self.m = world, world.machine
+        self.delay = delay
         self.clobber = Sweeper(world, seed)._clobber_table      # the sweep's asyncPreempt2 clobber values
         self.prog = self.m.all
         self.at, self.force = at, force_unsafe
@@ -231,12 +233,12 @@ class _Narrator:
             out.append(f"{self.m.read_u64(a):#018x}" if self.w.stack_lo <= a < self.w.stack_hi else "unmapped")
         return out
 
-    def add(self, phase: str, title: str, text: list[str], executed=(), table=None, checks=()) -> Step:
+    def add(self, phase: str, title: str, text: list[str], executed=(), table=None, checks=(), short=None) -> Step:
         r = self.regs_now()
         stack = self.stack_now()
         changed = [n for n in REG_ORDER if self._prev_regs and self._prev_regs.get(n) != r[n]]
         sch = [i for i, v in enumerate(stack) if self._prev_stack and self._prev_stack[i] != v]
-        s = Step(phase, title, text, self.m.pc, list(executed), r, changed, stack, sch, self.m.reg("RSP"),
+        s = Step(phase, short or phase, title, text, self.m.pc, list(executed), r, changed, stack, sch, self.m.reg("RSP"),
                  regs.describe_flags(int(r["RFLAGS"], 16)), f"M{self.w.cur}/P{self.w.cur}", table, list(checks))
         self._prev_regs, self._prev_stack = r, stack
         self.steps.append(s)
@@ -270,52 +272,42 @@ class _Narrator:
     # --- the story ---------------------------------------------------------------------------
     def run(self) -> tuple[str, str]:
         w, m, prog = self.w, self.m, self.prog
-        at = self.at
+        at, delay = self.at, self.delay
         w.reset()
         if at:
             m.run(m.pc, at)
         self.pc = pc = m.pc
-        before = m.dump_state()
-        s = before.get("RSP")
+        s = m.reg("RSP")
         self.s = s
-        self.stack_above = m.read(s, w.stack_hi - s)
         insn = prog.insn_at(pc)
         f = prog.func_for(pc)
-        frame_size = insn.sp_delta if insn is not None else 0
-        injected_possible = True
-        lay = w.layout
-        bottom = lay.save_area_base(s) - 32 if injected_possible else s - 16
+        self.frame_size = frame_size = insn.sp_delta if insn is not None else 0
+        # the stack window: the interrupted frame and its return address down to asyncPreempt2's frame
         self.top = min(w.stack_hi - 8, s + frame_size + 8)
-        self.nwords = (self.top - max(bottom, w.stack_lo)) // 8 + 1
-        self.frame_size = frame_size
+        self.nwords = (self.top - max(w.layout.save_area_base(s) - 32, w.stack_lo)) // 8 + 1
 
-        # 1. the goroutine, interrupted between two instructions
+        w.reset()
+        if at - delay:
+            m.run(m.pc, at - delay)
+        if delay:
+            self._request()
+            executed = []
+            for _ in range(delay):
+                executed.append(m.pc)
+                m.run(m.pc, 1)
+        before = m.dump_state()
+        self.stack_above = m.read(s, w.stack_hi - s)
         flags = regs.describe_flags(before.get("RFLAGS"))
         self.add("goroutine", f"The goroutine runs {f.name}: boundary {at}", [
-            f"After {at} instruction{'s' if at != 1 else ''} G1 is about to execute {describe_pc(prog, pc)}.",
+            (f"G1 ran {delay} more instruction{'s' if delay != 1 else ''} after the request. " if delay else "")
+            + f"After {at} instruction{'s' if at != 1 else ''} G1 is about to execute {describe_pc(prog, pc)}.",
             f"Its frame is {frame_size} bytes (SP delta at this PC); RSP = S = {s:#x}; flags: {flags}.",
-            "Every register below is live: whatever happens next must give all of them back bit for bit."])
-
-        # 2. sysmon's request
-        w.preempt_one()
+            "Every register below is live: whatever happens next must give all of them back bit for bit."],
+            executed=executed if delay else ())
+        if not delay:
+            self._request()
         G, M, P = gs.G_FIELDS, gs.M_FIELDS, gs.P_FIELDS
-        rd = lambda base, fl, n: int.from_bytes(m.read(base + fl[n].offset, fl[n].size), "little")  # noqa: E731
-        self.add("request", "sysmon asks: preemptone and preemptM", [
-            "sysmon saw G1 run too long (retake, forcePreemptNS = 10 ms) and calls preemptone "
-            "(runtime/proc.go:6917):",
-            f"  g.preempt = {rd(w.gp, G, 'preempt')} at {w.gp + G['preempt'].offset:#x}; "
-            f"g.stackguard0 = {rd(w.gp, G, 'stackguard0'):#x} (stackPreempt) -- the cooperative request, "
-            "seen by the next function prologue",
-            f"  p.preempt = {rd(w.pp, P, 'preempt')}; preemptM (runtime/signal_unix.go:369): "
-            f"m.signalPending = {rd(w.mp, M, 'signalPending')}, tgkill(M{w.cur}, SIGURG) -- the asynchronous one"],
-            table={"title": "g, m and p after the request", "columns": ["struct", "field", "address", "value"],
-                   "rows": [["g (G1)", "preempt", f"{w.gp + G['preempt'].offset:#x}", str(rd(w.gp, G, 'preempt'))],
-                            ["g (G1)", "stackguard0", f"{w.gp + G['stackguard0'].offset:#x}",
-                             f"{rd(w.gp, G, 'stackguard0'):#x}"],
-                            [f"p (P{w.cur})", "preempt", f"{w.pp + P['preempt'].offset:#x}",
-                             str(rd(w.pp, P, 'preempt'))],
-                            [f"m (M{w.cur})", "signalPending", f"{w.mp + M['signalPending'].offset:#x}",
-                             str(rd(w.mp, M, 'signalPending'))]]})
+        rd = self._field
 
         # 3. the signal: doSigPreempt -> wantAsyncPreempt -> isAsyncSafePoint
         st = w.sched_state()
@@ -331,6 +323,7 @@ class _Narrator:
                              f"REFUSE: {refusal}"])
                 if refusal is not None:
                     refused_by = refusal
+                    break
             for check, (q, cite) in CHECK_QUESTIONS.items():
                 if check not in seen:
                     rows.append([check, cite, q, "-", "not reached"])
@@ -388,6 +381,32 @@ class _Narrator:
         if ok:
             self._finish(before)
         return verdict, v.reason
+
+    def _field(self, base: int, fields: dict, name: str) -> int:
+        return int.from_bytes(self.m.read(base + fields[name].offset, fields[name].size), "little")
+
+    def _request(self) -> None:
+        """sysmon's request: preemptone and preemptM, as the World does them."""
+        w, m = self.w, self.m
+        w.preempt_one()
+        G, M, P = gs.G_FIELDS, gs.M_FIELDS, gs.P_FIELDS
+        rd = self._field
+        self.add("request", "sysmon asks: preemptone and preemptM", [
+            "sysmon saw G1 run too long (retake, forcePreemptNS = 10 ms) and calls preemptone "
+            "(runtime/proc.go:6917):",
+            f"  g.preempt = {rd(w.gp, G, 'preempt')} at {w.gp + G['preempt'].offset:#x}; "
+            f"g.stackguard0 = {rd(w.gp, G, 'stackguard0'):#x} (stackPreempt) -- the cooperative request, "
+            "seen by the next function prologue",
+            f"  p.preempt = {rd(w.pp, P, 'preempt')}; preemptM (runtime/signal_unix.go:369): "
+            f"m.signalPending = {rd(w.mp, M, 'signalPending')}, tgkill(M{w.cur}, SIGURG) -- the asynchronous one"],
+            table={"title": "g, m and p after the request", "columns": ["struct", "field", "address", "value"],
+                   "rows": [["g (G1)", "preempt", f"{w.gp + G['preempt'].offset:#x}", str(rd(w.gp, G, 'preempt'))],
+                            ["g (G1)", "stackguard0", f"{w.gp + G['stackguard0'].offset:#x}",
+                             f"{rd(w.gp, G, 'stackguard0'):#x}"],
+                            [f"p (P{w.cur})", "preempt", f"{w.pp + P['preempt'].offset:#x}",
+                             str(rd(w.pp, P, 'preempt'))],
+                            [f"m (M{w.cur})", "signalPending", f"{w.mp + M['signalPending'].offset:#x}",
+                             str(rd(w.mp, M, 'signalPending'))]]})
 
     def _observed(self, check: str, st, s: int) -> str:
         prog, pc, w = self.prog, self.pc, self.w
@@ -486,7 +505,7 @@ class _Narrator:
                                  fmt_reg(sl.reg.name, val)])
             table = {"title": f"the asyncPreempt frame ({lay.name} layout), S = {s:#x}",
                      "columns": ["slot", "address", "holds", "value"], "rows": rows}
-        self.add("stub", title, text, executed=pcs, table=table)
+        self.add("stub", title, text, executed=pcs, table=table, short=_STUB_SHORT[key])
 
     def _async_preempt2(self, m0: int, executed: list[int], before, gc0: int) -> None:
         w, m = self.w, self.m
@@ -632,6 +651,9 @@ def _restores(i) -> bool:
     return "[rsp" in i.op_str
 
 
+_STUB_SHORT = {"bp": "PUSHQ BP", "flags": "PUSHFQ", "adjsp": "ADJSP", "save": "save", "locate": "find xRegs",
+               "restore": "restore", "unadjsp": "drop frame", "rflags": "POPFQ", "rbp": "POPQ BP"}
+
 _STUB_TEXT = {
     "bp": ("asyncPreempt: PUSHQ BP; MOVQ SP, BP",
            lambda lay, s, rsp: f"The stub saves the interrupted RBP at S-16 = {s - 16:#x} and makes RBP point there "
@@ -660,12 +682,17 @@ _STUB_TEXT = {
 }
 
 
-def explain(world: World, at: int, source: str, func: str, force_unsafe: bool = False, seed: int = 1) -> Story:
-    """Tell one preemption at boundary `at` of the goroutine in `world`, step by step."""
+def explain(world: World, at: int, source: str, func: str, force_unsafe: bool = False, seed: int = 1,
+            signal_delay: int = 0) -> Story:
+    """Tell one preemption at boundary `at` of the goroutine in `world`, step by step; sysmon's request
+    comes `signal_delay` instructions before the signal (as in `preempt --signal-delay`)."""
     ref = run_reference(world)
     if at >= ref.boundaries:
         raise ValueError(f"--at {at}: the goroutine ends after {ref.boundaries} instructions")
-    n = _Narrator(world, at, force_unsafe, seed)
+    if not 0 <= signal_delay <= at:
+        raise ValueError(f"--signal-delay {signal_delay}: the request must come at or after the goroutine's start "
+                         f"(boundary {at} - {signal_delay})")
+    n = _Narrator(world, at, force_unsafe, seed, signal_delay)
     n.ref = ref
     verdict, reason = n.run()
     labels = n.label_stack(n.s, n.frame_size, verdict != "refused")

@@ -56,7 +56,7 @@ def render_text(story: Story) -> str:
     for k, s in enumerate(story.steps, 1):
         L.append(f"[{k}/{n}] {s.title}    ({s.mp}, pc {s.pc:#x})")
         L += [f"    {t}" for t in s.text]
-        if k == 1:
+        if s.phase == "goroutine":
             L += _code_context(story, s.pc)
             L.append("    registers:")
             L += _registers(s.regs, s.flags)

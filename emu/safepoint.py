@@ -90,9 +90,10 @@ def async_preempt_stack(stub_max_sp_delta: int, *helper_max_sp_deltas: int) -> i
 
 
 def safe_point_checks(prog: Program, st: SchedState, pc: int, sp: int, headroom: int):
-    """Yield (check, refusal) for isAsyncSafePoint's checks in Go's order (runtime/preempt.go:403-480):
-    refusal is None when the check passes, else the reason code; nothing is yielded after a refusal.
-    `preemu explain` shows each step; is_async_safe_point only wants the first refusal."""
+    """Yield (check, refusal) for isAsyncSafePoint's checks in Go's order (runtime/preempt.go:390-480):
+    refusal is None when the check passes, else the reason code. Go returns at the first refusal, so
+    must the caller (later checks may assume earlier ones passed). `preemu explain` shows each step;
+    is_async_safe_point only wants the first refusal."""
     # 1. Only user Gs can have safe points; the signal may land on g0 or gsignal.
     yield "curg", None if st.m_curg == st.gp else "not-curg"
     # 2. The M must be preemptible and own a running P.

@@ -1,0 +1,172 @@
+"""preemu explain: one preemption told step by step; text, JSON and HTML from one step list."""
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import pytest
+
+from emu import cli, episode, explain, explain_html, explain_text, loader, sweep
+from emu.safepoint import is_async_safe_point, safe_point_checks
+
+from conftest import ASM, DATA, ROOT
+
+
+def _story(path, func, at, layout="go1.14", stub=None, gc=False, force=False, delay=0, **regs):
+    prog = loader.load_program(path)
+    w = loader.build_world(prog, func, layout, stub, 1, regs, gc=gc)
+    k = episode.resolve_at(w, str(at))
+    return explain.explain(w, k, str(path), func, force, 1, delay)
+
+
+def _cli(*args):
+    out = io.StringIO()
+    rc = cli.main(list(args), out=out)
+    return rc, out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def adc():
+    return _story(ASM / "adc_chain.s", "adc_chain", 5, RCX=64)
+
+
+def test_adc_chain_tells_the_whole_story(adc):
+    phases = [s.phase for s in adc.steps]
+    order = ["goroutine", "request", "signal", "pushCall", "stub", "asyncPreempt2", "compare", "resume", "end"]
+    assert sorted(set(phases) & set(order), key=phases.index) == order
+    assert adc.verdict == "injected" and adc.reason == "safe" and adc.ok
+    assert len(adc.checks) >= 8 and all(c.ok for c in adc.checks)
+    # the interrupted PC is the 6th instruction executed (boundary 5)
+    assert adc.pc == adc.steps[0].pc and adc.steps[0].regs["RIP"] == f"{adc.pc:#018x}"
+
+
+def test_pushcall_step_shows_its_one_write(adc):
+    s0 = adc.steps[0]
+    S = int(s0.regs["RSP"], 16)
+    push = next(s for s in adc.steps if s.phase == "pushCall")
+    assert push.changed == ["RSP", "RIP"]
+    assert int(push.regs["RSP"], 16) == S - 8
+    i = (adc.stack_top - (S - 8)) // 8
+    assert push.stack_changed == [i] and int(push.stack[i], 16) == adc.pc
+    assert adc.stack_labels[i] == "resume PC (pushCall)"
+    assert f"[{S - 8:#x}] = {adc.pc:#x}" in "\n".join(push.text)
+
+
+def test_stub_frame_table_holds_the_interrupted_values(adc):
+    save = next(s for s in adc.steps if s.phase == "stub" and s.table)
+    before = adc.steps[0].regs
+    rows = {r[2].split()[0]: r[3] for r in save.table["rows"]}
+    assert rows["AX"] == before["RAX"] and rows["R15"] == before["R15"]
+    assert rows["X3"] == before["XMM3"]
+    assert int(rows["RFLAGS"], 16) == int(before["RFLAGS"], 16)
+
+
+def test_async_preempt2_clobbers_and_migrates(adc):
+    ap2 = next(s for s in adc.steps if s.phase == "asyncPreempt2")
+    assert ap2.mp == "M1/P1" and adc.steps[0].mp == "M0/P0"
+    assert {"RAX", "R15", "RFLAGS", "XMM0", "XMM15"} <= set(ap2.changed)
+    assert "RBP" not in ap2.changed
+    resume = next(s for s in adc.steps if s.phase == "resume")
+    assert resume.regs == {**adc.steps[0].regs, "RIP": resume.regs["RIP"]}
+    assert int(resume.regs["RIP"], 16) == adc.pc
+
+
+def test_text_json_html_come_from_one_step_list(adc):
+    text = explain_text.render_text(adc)
+    data = explain_text.to_json(adc)
+    titles = re.findall(r"^\[\d+/\d+\] (.*?)    \(", text, re.M)
+    assert titles == [s["title"] for s in data["steps"]] == [s.title for s in adc.steps]
+    page = explain_html.render(adc)
+    embedded = re.search(r'<script id="story" type="application/json">(.*?)</script>', page, re.S).group(1)
+    assert json.loads(embedded.replace("<\\/", "</")) == json.loads(json.dumps(data))
+    assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "") and "https://" not in page
+
+
+def test_explain_agrees_with_the_sweep_verdict_at_every_pc():
+    path = ASM / "call_loop.s"
+    prog = loader.load_program(path)
+    w = loader.build_world(prog, "call_loop", registers={"RCX": 2})
+    res = sweep.sweep(w, "call_loop", 1, 100_000)
+    first = sweep.first_boundaries(w, res.reference.boundaries)
+    pcs = [pc for pc in first if prog.insn_at(pc) is not None][:12] + \
+        [pc for pc, st in res.per_pc.items() if "unsafe-point" in st.verdicts][:3]
+    for pc in pcs:
+        story = explain.explain(w, first[pc], str(path), "call_loop")
+        expect = res.per_pc[pc].verdicts.most_common(1)[0][0]
+        assert story.reason == expect, (hex(pc), story.reason, expect)
+        assert story.ok
+
+
+def test_safe_point_checks_match_is_async_safe_point():
+    prog = loader.load_program(ASM / "unsafe_points.s")
+    w = loader.build_world(prog, "unsafe_tour", registers={})
+    w.preempt_one()
+    st = w.sched_state()
+    sp = w.machine.reg("RSP")
+    seen = set()
+    for f in prog.funcs:
+        for i in f.insns:
+            v = is_async_safe_point(prog, st, i.addr, sp, w.headroom)
+            first = next((r for _, r in safe_point_checks(prog, st, i.addr, sp, w.headroom) if r), "safe")
+            assert first == v.reason
+            seen.add(v.reason)
+    assert {"safe", "unsafe-point", "asm-func", "runtime-func"} <= seen
+
+
+def test_refused_pc_names_the_rule_and_why():
+    story = _story(ASM / "call_loop.s", "call_loop", "square_add+4", RCX=5)
+    assert story.verdict == "refused" and story.reason == "unsafe-point"
+    sig = next(s for s in story.steps if s.phase == "signal")
+    outcome = {r[0]: r[-1] for r in sig.table["rows"]}
+    assert outcome["findfunc"] == "pass" and outcome["unsafePoint"] == "REFUSE: unsafe-point"
+    assert outcome["asm"] == outcome["runtime"] == "not reached"
+    assert "golang/go#35470" in " ".join(sig.text)
+    assert not any(s.phase in ("pushCall", "stub") for s in story.steps)
+    ack = next(s for s in story.steps if s.phase == "ack")
+    assert ack.checks[0].ok and story.ok
+
+
+def test_force_unsafe_in_the_prologue_window_shows_the_damage():
+    rc, out = _cli("explain", str(ASM / "call_loop.s"), "--func", "call_loop", "--reg", "RCX=5",
+                   "--at", "square_add+4", "--signal-delay", "1", "--force-unsafe")
+    assert rc == 1
+    assert "verdict: FORCED" in out
+    assert "[FAIL] no needless stack growth" in out and "golang/go#35470" in out
+
+
+def test_a_stub_without_pushfq_fails_the_rflags_check():
+    story = _story(ASM / "adc_chain.s", "adc_chain", 5, stub=DATA / "stub_no_pushfq.s", RCX=64)
+    failed = {c.name for c in story.checks if not c.ok}
+    assert "RFLAGS bit-exact" in failed and "14 GPRs bit-exact" not in failed
+    cmp = next(s for s in story.steps if s.phase == "compare")
+    assert ["RFLAGS"] == [r[0] for r in cmp.table["rows"] if r[-1] == "DIFFERS"]
+
+
+def test_gc_lists_frames_and_objects():
+    rc, out = _cli("explain", str(ROOT / "scenarios" / "gc_ptr_in_frame_slot.toml"), "--at", "30", "--json")
+    assert rc == 0
+    d = json.loads(out)
+    gc = next(s for s in d["steps"] if s["phase"] == "gc")
+    kinds = {r[1]: r[4] for r in gc["table"]["rows"]}
+    assert kinds["interrupted"].startswith("conservative") and kinds["asyncPreempt2"].startswith("precise")
+    assert any("root: interrupted frame ptr_in_frame_slot" in t and "object 0x6000000" in t for t in gc["text"])
+    assert any(c["name"] == "no use of freed objects" and c["ok"] for s in d["steps"] for c in s["checks"])
+
+
+def test_go127_layout_saves_vectors_in_the_p():
+    story = _story(ASM / "adc_chain.s", "adc_chain", 5, layout="go1.27", RCX=64)
+    assert story.ok
+    assert any(s.short == "find xRegs" for s in story.steps)
+    rows = [s for s in story.steps if s.short == "save"][-1].table["rows"]
+    x3 = next(r for r in rows if r[2].startswith("X3 (P0 scratch)"))
+    assert x3[3] == story.steps[0].regs["XMM3"]
+
+
+def test_bad_input_is_a_clear_error(capsys):
+    rc, _ = _cli("explain", str(ASM / "adc_chain.s"), "--func", "adc_chain", "--reg", "RCX=4", "--at", "99999")
+    assert rc == 2 and "the goroutine ends after" in capsys.readouterr().err
+    rc, _ = _cli("explain", str(ROOT / "scenarios" / "starvation.toml"), "--at", "1")
+    assert rc == 2 and "sweep scenario" in capsys.readouterr().err
+    rc, _ = _cli("explain", str(ASM / "adc_chain.s"), "--at", "1")
+    assert rc == 2 and "--func" in capsys.readouterr().err
