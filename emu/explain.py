@@ -31,15 +31,13 @@ from .sweep import Sweeper, final_violations, run_reference
 
 #: isAsyncSafePoint's checks: what Go asks, and where (Go 1.27.3 source)
 CHECK_QUESTIONS = {
-    "curg": ("mp.curg == gp: the signal landed on the user G, not on g0 or gsignal", "runtime/preempt.go:396"),
-    "canPreemptM": ("mp.p != 0 && canPreemptM(mp): no locks, not in malloc, preemptoff unset, P running",
-                    "runtime/preempt.go:401"),
-    "stack": ("sp - gp.stack.lo >= asyncPreemptStack: room for the injected call", "runtime/preempt.go:406"),
-    "findfunc": ("findfunc(pc).valid(): the PC is Go code", "runtime/preempt.go:427"),
-    "unsafePoint": ("PCDATA_UnsafePoint(pc) != UnsafePointUnsafe", "runtime/preempt.go:443"),
-    "asm": ("not an assembly function (FuncFlagAsm / no locals pointer map)", "runtime/preempt.go:450"),
-    "runtime": ("the innermost (inlined) function is not runtime., internal/runtime/ or reflect.",
-                "runtime/preempt.go:461"),
+    "curg": ("mp.curg == gp (not on g0 or gsignal)", "runtime/preempt.go:396"),
+    "canPreemptM": ("mp.p != 0 && canPreemptM(mp)", "runtime/preempt.go:401"),
+    "stack": ("sp - stack.lo >= asyncPreemptStack", "runtime/preempt.go:406"),
+    "findfunc": ("findfunc(pc).valid(): Go code", "runtime/preempt.go:427"),
+    "unsafePoint": ("PCDATA_UnsafePoint(pc) != Unsafe", "runtime/preempt.go:443"),
+    "asm": ("not assembly (FuncFlagAsm)", "runtime/preempt.go:450"),
+    "runtime": ("not runtime., internal/runtime/, reflect.", "runtime/preempt.go:461"),
 }
 
 #: Why Go has each rule: what would go wrong if it injected there anyway.
@@ -62,10 +60,10 @@ WHY = {
 }
 
 WHY_UNSAFE = {
-    "prologue": "the stack-check prologue: between CMPQ SP, 16(R14) and JLS the flags hold the comparison against "
-                "stackguard0, which the preemption request set to stackPreempt. Resuming after the preemption "
-                "(which resets stackguard0) would branch on those stale flags into morestack and grow the stack "
-                "for nothing (golang/go#35470)",
+    "prologue": "the stack-check prologue: between CMPQ SP, 16(R14) and JLS the flags hold a comparison with "
+                "stackguard0. If the request set stackguard0 = stackPreempt before the CMP, they say 'call "
+                "morestack'; resuming after the preemption (which resets stackguard0) would branch on those stale "
+                "flags and grow the stack for nothing (golang/go#35470; --signal-delay 1 --force-unsafe shows it)",
     "write-barrier": "a write-barrier sequence: the flag test, the buffer stores and the pointer store must not be "
                      "split by a GC phase change, or a pointer store escapes the barrier",
     "nosplit": "a //go:nosplit function: it has no stack check, so the compiler marks all of it unsafe",
@@ -302,7 +300,11 @@ class _Narrator:
             (f"G1 ran {delay} more instruction{'s' if delay != 1 else ''} after the request. " if delay else "")
             + f"After {at} instruction{'s' if at != 1 else ''} G1 is about to execute {describe_pc(prog, pc)}.",
             f"Its frame is {frame_size} bytes (SP delta at this PC); RSP = S = {s:#x}; flags: {flags}.",
-            "Every register below is live: whatever happens next must give all of them back bit for bit."],
+            "Every register below is live: whatever happens next must give all of them back bit for bit."]
+            + ([f"{insn.mnemonic.upper()} is interrupted between two iterations: RCX = "
+                f"{before.get('RCX')} iterations left, its pointer registers already advanced. Resuming at this PC "
+                "continues it (REP is not an unsafe point, golang/go#13160)."] if insn is not None and insn.is_rep
+               else []),
             executed=executed if delay else ())
         if not delay:
             self._request()
@@ -311,7 +313,7 @@ class _Narrator:
 
         # 3. the signal: doSigPreempt -> wantAsyncPreempt -> isAsyncSafePoint
         st = w.sched_state()
-        rows = [["wantAsyncPreempt", "runtime/preempt.go:369", "gp.preempt || p.preempt, and G1 is _Grunning",
+        rows = [["wantAsyncPreempt", "runtime/preempt.go:369", "(gp.preempt || p.preempt) && _Grunning",
                  "yes" if want_async_preempt(st) else "no", "pass" if want_async_preempt(st) else "REFUSE"]]
         refused_by = None
         if want_async_preempt(st):

@@ -60,7 +60,13 @@ def render_text(story: Story) -> str:
             L += _code_context(story, s.pc)
             L.append("    registers:")
             L += _registers(s.regs, s.flags)
-        if s.table:
+        if s.table and s.phase == "compare":        # the terminal shows only what differs
+            differ = [r for r in s.table["rows"] if r[-1] != "same"]
+            L.append(f"    {len(s.table['rows'])} registers compared with the interrupted state: "
+                     + (f"{len(differ)} differ{'s' if len(differ) == 1 else ''}" if differ else "all equal"))
+            if differ:
+                L += _table({**s.table, "rows": differ})
+        elif s.table:
             L += _table(s.table)
         if prev is not None and s.changed and s.phase not in ("compare",):
             if len(s.changed) <= 6:
