@@ -170,3 +170,12 @@ def test_bad_input_is_a_clear_error(capsys):
     assert rc == 2 and "sweep scenario" in capsys.readouterr().err
     rc, _ = _cli("explain", str(ASM / "adc_chain.s"), "--at", "1")
     assert rc == 2 and "--func" in capsys.readouterr().err
+
+
+def test_readme_explain_example_is_real_output(monkeypatch):
+    text = (ROOT / "README.md").read_text()
+    m = re.search(r"```\n\$ preemu (explain [^\n]*)\n(.*?)```", text, re.S)
+    assert m, "README has a `$ preemu explain` block"
+    monkeypatch.chdir(ROOT)
+    rc, out = _cli(*m.group(1).split())
+    assert rc == 0 and out == m.group(2)
