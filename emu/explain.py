@@ -38,6 +38,7 @@ CHECK_QUESTIONS = {
     "unsafePoint": ("PCDATA_UnsafePoint(pc) != Unsafe", "runtime/preempt.go:443"),
     "asm": ("not assembly (FuncFlagAsm)", "runtime/preempt.go:450"),
     "runtime": ("not runtime., internal/runtime/, reflect.", "runtime/preempt.go:461"),
+    "other": ("a check preemu's explain table does not list", "runtime/preempt.go:390"),
 }
 
 #: Why Go has each rule: what would go wrong if it injected there anyway.
@@ -327,7 +328,7 @@ class _Narrator:
                     refused_by = refusal
                     break
             for check, (q, cite) in CHECK_QUESTIONS.items():
-                if check not in seen:
+                if check not in seen and check != "other":
                     rows.append([check, cite, q, "-", "not reached"])
         else:
             refused_by = "no-request"
@@ -477,8 +478,9 @@ class _Narrator:
         return False
 
     def _fault(self, e: Fault, s: int, pc: int) -> bool:
-        self.add("fault", "The stub faulted", [f"{e.error} at {e.where}."],
-                 checks=[Check("stub runs without faulting", False, f"{e.error} at {e.where}")])
+        where = describe_pc(self.prog, e.pc)
+        self.add("fault", "The stub faulted", [f"{e.error} at {where}."],
+                 checks=[Check("stub runs without faulting", False, f"{e.error} at {where}")])
         return False
 
     def _stub_step(self, key: str, pcs: list[int], s: int) -> None:
@@ -596,7 +598,7 @@ class _Narrator:
             final, fault = None, e
         checks = []
         if fault is not None:
-            checks.append(Check("runs to goexit", False, f"{fault.error} at {fault.where}"))
+            checks.append(Check("runs to goexit", False, f"{fault.error} at {describe_pc(m.all, fault.pc)}"))
         elif final is None:
             checks.append(Check("runs to goexit", False, f"still running at {describe_pc(m.all, m.pc)}"))
         else:

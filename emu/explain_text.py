@@ -5,6 +5,7 @@ from collections import OrderedDict
 
 from . import __version__
 from .explain import REG_ORDER, Story
+from .report import JSON_SCHEMA
 
 _VERDICT = {"injected": "injected: an async safe point", "refused": "refused by Go",
             "forced": "FORCED (--force-unsafe) although Go refuses"}
@@ -95,6 +96,6 @@ def render_text(story: Story) -> str:
 
 
 def to_json(story: Story) -> dict:
-    d = OrderedDict(tool="preemu", version=__version__, command="explain")
+    d = OrderedDict(tool="preemu", version=__version__, schema=JSON_SCHEMA, command="explain")
     d.update(story.to_json())
     return d

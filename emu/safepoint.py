@@ -89,37 +89,63 @@ def async_preempt_stack(stub_max_sp_delta: int, *helper_max_sp_deltas: int) -> i
     return stub_max_sp_delta + sum(helper_max_sp_deltas) + 8 * gs.PTR_SIZE
 
 
-def safe_point_checks(prog: Program, st: SchedState, pc: int, sp: int, headroom: int):
-    """Yield (check, refusal) for isAsyncSafePoint's checks in Go's order (runtime/preempt.go:390-480):
-    refusal is None when the check passes, else the reason code. Go returns at the first refusal, so
-    must the caller (later checks may assume earlier ones passed). `preemu explain` shows each step;
-    is_async_safe_point only wants the first refusal."""
+def is_async_safe_point(prog: Program, st: SchedState, pc: int, sp: int, headroom: int) -> Verdict:
+    """isAsyncSafePoint(gp, pc, sp, lr): may the signal handler inject asyncPreempt at pc?"""
     # 1. Only user Gs can have safe points; the signal may land on g0 or gsignal.
-    yield "curg", None if st.m_curg == st.gp else "not-curg"
+    if st.m_curg != st.gp:
+        return Verdict(False, "not-curg")
     # 2. The M must be preemptible and own a running P.
     if st.m_p == 0:
-        yield "canPreemptM", "no-p"
-        return
-    yield "canPreemptM", can_preempt_m(st)
+        return Verdict(False, "no-p")
+    why = can_preempt_m(st)
+    if why is not None:
+        return Verdict(False, why)
     # 3. Room on the stack for the injected call (no red zone below SP; stub + helpers + 8 words).
-    yield "stack", "stack-headroom" if sp < st.stack_lo or sp - st.stack_lo < headroom else None
+    if sp < st.stack_lo or sp - st.stack_lo < headroom:
+        return Verdict(False, "stack-headroom")
     # 5. The PC must be in Go code.
     f = prog.func_for(pc)
-    yield "findfunc", None if f is not None else "no-func"
+    if f is None:
+        return Verdict(False, "no-func")
     # 7. Compiler/assembler-marked unsafe points (prologue window, write barriers, nosplit, ...).
-    yield "unsafePoint", "unsafe-point" if prog.unsafe_point(pc) == gs.UNSAFE_POINT_UNSAFE else None
+    if prog.unsafe_point(pc) == gs.UNSAFE_POINT_UNSAFE:
+        return Verdict(False, "unsafe-point")
     # 8. Assembly functions have no register maps and may do anything.
-    yield "asm", "asm-func" if f.asm else None
+    if f.asm:
+        return Verdict(False, "asm-func")
     # 9. Runtime and reflect code is never async-preempted, even when inlined into user code.
     insn = prog.insn_at(pc)
     name = (insn.inline if insn is not None and insn.inline else None) or f.goname
-    yield "runtime", "runtime-func" if name.startswith(RUNTIME_PREFIXES) else None
-
-
-def is_async_safe_point(prog: Program, st: SchedState, pc: int, sp: int, headroom: int) -> Verdict:
-    """isAsyncSafePoint(gp, pc, sp, lr): may the signal handler inject asyncPreempt at pc?"""
-    for _, refusal in safe_point_checks(prog, st, pc, sp, headroom):
-        if refusal is not None:
-            return Verdict(False, refusal)
+    if name.startswith(RUNTIME_PREFIXES):
+        return Verdict(False, "runtime-func")
     # 10. amd64: resume exactly where we were.
     return Verdict(True, "safe", pc)
+
+
+#: isAsyncSafePoint's checks in Go's order (runtime/preempt.go:390-480) and the refusals each can give.
+#: is_async_safe_point returns at the first refusal, so its reason tells how far the checks got.
+CHECK_ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("curg", ("not-curg",)),
+    ("canPreemptM", ("no-p", "m-locks", "m-mallocing", "m-preemptoff", "p-not-running", "g-syscall")),
+    ("stack", ("stack-headroom",)),
+    ("findfunc", ("no-func",)),
+    ("unsafePoint", ("unsafe-point",)),
+    ("asm", ("asm-func",)),
+    ("runtime", ("runtime-func",)),
+)
+
+
+def safe_point_checks(prog: Program, st: SchedState, pc: int, sp: int, headroom: int) -> list[tuple[str, str | None]]:
+    """isAsyncSafePoint's checks in Go's order up to the first refusal, as [(check, None or the refusal)].
+
+    Derived from the one oracle's verdict (`preemu explain` shows each check; sweeps call
+    is_async_safe_point directly and pay nothing for this)."""
+    v = is_async_safe_point(prog, st, pc, sp, headroom)
+    out: list[tuple[str, str | None]] = []
+    for check, reasons in CHECK_ORDER:
+        if v.reason in reasons:
+            return out + [(check, v.reason)]
+        out.append((check, None))
+    if not v.ok:                                  # a refusal this table does not know yet
+        out.append(("other", v.reason))
+    return out

@@ -4,11 +4,12 @@ from __future__ import annotations
 import io
 import json
 import re
+from dataclasses import replace
 
 import pytest
 
 from emu import cli, episode, explain, explain_html, explain_text, loader, sweep
-from emu.safepoint import is_async_safe_point, safe_point_checks
+from emu.safepoint import CHECK_ORDER, REASONS, is_async_safe_point, safe_point_checks
 
 from conftest import ASM, DATA, ROOT
 
@@ -98,20 +99,35 @@ def test_explain_agrees_with_the_sweep_verdict_at_every_pc():
         assert story.ok
 
 
-def test_safe_point_checks_match_is_async_safe_point():
+def test_check_order_lists_every_refusal_and_follows_go():
+    listed = [r for _, reasons in CHECK_ORDER for r in reasons]
+    assert sorted(listed) == sorted(set(REASONS) - {"safe", "asyncpreemptoff", "no-request"})
+    assert set(explain.CHECK_QUESTIONS) == {c for c, _ in CHECK_ORDER} | {"other"}
     prog = loader.load_program(ASM / "unsafe_points.s")
     w = loader.build_world(prog, "unsafe_tour", registers={})
     w.preempt_one()
     st = w.sched_state()
-    sp = w.machine.reg("RSP")
-    seen = set()
-    for f in prog.funcs:
-        for i in f.insns:
-            v = is_async_safe_point(prog, st, i.addr, sp, w.headroom)
-            first = next((r for _, r in safe_point_checks(prog, st, i.addr, sp, w.headroom) if r), "safe")
-            assert first == v.reason
-            seen.add(v.reason)
-    assert {"safe", "unsafe-point", "asm-func", "runtime-func"} <= seen
+    ok_sp, low_sp = w.machine.reg("RSP"), st.stack_lo + 8
+    safe_pc = prog.get_func("unsafe_tour").start
+    unsafe_pc = prog.get_func("atomic_or32").start
+    asm_runtime_pc = prog.get_func("memclr").start              # assembly AND runtime.: asm comes first
+    runtime_pc = prog.get_func("procyield").start
+    # two refusals at once: the one Go checks first must win, and the trace must stop there
+    cases = [(replace(st, m_curg=0, m_locks=1), safe_pc, ok_sp, "not-curg"),
+             (replace(st, m_locks=1, m_mallocing=1), safe_pc, low_sp, "m-locks"),
+             (st, unsafe_pc, low_sp, "stack-headroom"),
+             (st, 0x10, low_sp, "stack-headroom"),
+             (st, asm_runtime_pc, ok_sp, "asm-func"),
+             (st, runtime_pc, ok_sp, "runtime-func"),
+             (st, unsafe_pc, ok_sp, "unsafe-point"),
+             (st, safe_pc, ok_sp, "safe")]
+    for state, pc, sp, want in cases:
+        assert is_async_safe_point(prog, state, pc, sp, w.headroom).reason == want
+        trace = safe_point_checks(prog, state, pc, sp, w.headroom)
+        assert [r for _, r in trace[:-1]] == [None] * (len(trace) - 1)
+        assert trace[-1][1] == (None if want == "safe" else want)
+        assert len(trace) == (len(CHECK_ORDER) if want == "safe" else
+                              1 + next(i for i, (_, rs) in enumerate(CHECK_ORDER) if want in rs))
 
 
 def test_refused_pc_names_the_rule_and_why():
