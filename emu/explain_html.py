@@ -118,6 +118,7 @@ th { text-align: left; color: var(--dim); font-weight: 600; border-bottom: 1px s
 td { padding: 1px 6px; border-bottom: 1px solid #f0f0ec; vertical-align: top; }
 td.m, .mono { font-family: var(--mono); font-size: 12px; }
 td.nw { white-space: nowrap; }
+.cite { color: var(--dim); font-size: 11px; }
 .tw { overflow-x: auto; }
 .stack text { font-size: 10.5px; }
 .tt { font-weight: 600; margin: 8px 0 2px; font-size: 13px; }
@@ -280,13 +281,18 @@ function renderStack(st) {
 
 function renderTable(t) {
   if (!t) return "";
+  const cite = t.columns.indexOf("Go source");        // shown under the check's name, to save width
+  const cols = t.columns.filter((c, k) => k !== cite);
   let h = '<div class="tt">' + esc(t.title) + '</div><div class="tw"><table><thead><tr>' +
-    t.columns.map((c) => "<th>" + esc(c) + "</th>").join("") + "</tr></thead><tbody>";
-  for (const r of t.rows) {
+    cols.map((c) => "<th>" + esc(c) + "</th>").join("") + "</tr></thead><tbody>";
+  for (const row of t.rows) {
+    const r = row.filter((c, k) => k !== cite);
+    if (cite > 0) r[0] = row[0] + "\n" + row[cite];
     const last = String(r[r.length - 1]);
     const cls = last.startsWith("REFUSE") || last === "DIFFERS" ? "refuse" : last === "not reached" ? "skip" : "";
     h += '<tr class="' + cls + '">' + r.map((c) => '<td class="m' + (String(c).length < 26 ? " nw" : "") + '">' +
-      esc(c) + "</td>").join("") + "</tr>";
+      esc(c).replace("\n", '<br><span class="cite">') + (String(c).includes("\n") ? "</span>" : "") + "</td>")
+      .join("") + "</tr>";
   }
   return h + "</tbody></table></div>";
 }
