@@ -144,7 +144,8 @@ def cmd_explain(a, out) -> int:
     world = loader.build_world(program, func, layout or "go1.14", a.stub, 1 if seed is None else seed, regs_, gc=gc)
     try:
         at = episode.resolve_at(world, a.at)
-        story = explain.explain(world, at, path, func, a.force_unsafe, 1 if seed is None else seed, a.signal_delay)
+        story = explain.explain(world, at, path, func, a.force_unsafe, 1 if seed is None else seed, a.signal_delay,
+                                a.gc_during_preemption)
     except ValueError as e:
         raise EmuError(str(e)) from None
     if a.html:
@@ -285,6 +286,8 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--layout", choices=sorted(L.LAYOUTS), help="stub layout (default go1.14)")
     x.add_argument("--gc", action="store_true", help="run a GC while the goroutine is preempted; show the scan")
     x.add_argument("--force-unsafe", action="store_true", help="inject even where Go refuses; shows the damage")
+    x.add_argument("--gc-during-preemption", action="store_true",
+                   help="a GC mark phase turns the write barrier on while the goroutine is off CPU")
     x.add_argument("--stub", help="use this asyncPreempt stub instead of the generated one")
     x.add_argument("--signal-delay", type=int, default=0, metavar="N",
                    help="sysmon's request comes N instructions before the signal (default 0)")

@@ -13,8 +13,7 @@ Mirrors in order: runtime/proc.go:6917 preemptone, signal_unix.go:369 preemptM, 
 doSigPreempt, preempt.go:369 wantAsyncPreempt, preempt.go:390 isAsyncSafePoint, signal_amd64.go:80
 pushCall, the generated asyncPreempt (mkpreempt.go), preempt.go:317 asyncPreempt2 and
 mgcmark.go:904 scanstack. Left out: scheduler scenarios (other goroutines running in between;
-the sweep World has one G, which resumes on the other M/P), and the write-barrier damage class
-(`preempt --gc-during-preemption` shows it).
+the sweep World has one G, which resumes on the other M/P).
 """
 from __future__ import annotations
 
@@ -208,9 +207,11 @@ def unsafe_class(prog, pc: int) -> str:
 class _Narrator:
     """Runs one preemption on a World and records a Step after each part of it."""
 
-    def __init__(self, world: World, at: int, force_unsafe: bool, seed: int, delay: int = 0):
+    def __init__(self, world: World, at: int, force_unsafe: bool, seed: int, delay: int = 0,
+                 gc_during_preemption: bool = False):
         self.w, self.m = world, world.machine
         self.delay = delay
+        self.gc_during_preemption = gc_during_preemption
         self.clobber = Sweeper(world, seed)._clobber_table      # the sweep's asyncPreempt2 clobber values
         self.prog = self.m.all
         self.at, self.force = at, force_unsafe
@@ -380,10 +381,38 @@ class _Narrator:
             f"  RSP {s:#x} -> {m.reg('RSP'):#x},  RIP {pc:#x} -> {m.pc:#x} (asyncPreempt)",
             f"then acknowledges: m.preemptGen {gen0} -> {gen1}, m.signalPending = 0. "
             "The handler returns; the thread resumes as if G1 had called asyncPreempt."])
-        ok = self._stub(before, s, pc)
+        if self.gc_during_preemption:            # a GC mark phase starts while G1 is off CPU
+            self.w.on_preempted = lambda: m.write(memmap.WRITE_BARRIER_FLAG, b"\x01\x00\x00\x00")
+        calls0 = m.write_barrier_calls
+        try:
+            ok = self._stub(before, s, pc)
+        finally:
+            self.w.on_preempted = None
+        if ok and self.gc_during_preemption:
+            self._write_barrier_window(pc, verdict == "forced", calls0)
         if ok:
             self._finish(before)
         return verdict, v.reason
+
+    def _write_barrier_window(self, pc: int, forced: bool, calls0: int) -> None:
+        """With the barrier turned on during the preemption: run the rest of a write-barrier window the
+        signal split (episode's check) and say whether the pointer store went through gcWriteBarrier2."""
+        from . import episode
+        m = self.m
+        end = episode._wb_range_end(self.prog, pc) if forced else None
+        if end is None:
+            m.write(memmap.WRITE_BARRIER_FLAG, bytes(4))
+            return
+        ep = episode.Episode(self.at, True, "async", self.at)
+        start = m.pc
+        episode._check_write_barrier(ep, self.w, self.prog, self.at, pc, end, calls0)
+        bad = [v for v in ep.violations if v.kind == "missed-write-barrier"]
+        self.add("write-barrier", "The write-barrier window, split by the preemption", [
+            "A GC mark phase turned the write barrier on while G1 was off CPU. G1 had tested the flag before "
+            "the signal (barrier off) and now finishes the window on that stale answer."],
+            executed=[start], short="barrier",
+            checks=[Check("pointer stores go through the write barrier", not bad,
+                          bad[0].detail if bad else "gcWriteBarrier2 was called")])
 
     def _field(self, base: int, fields: dict, name: str) -> int:
         return int.from_bytes(self.m.read(base + fields[name].offset, fields[name].size), "little")
@@ -522,6 +551,8 @@ class _Narrator:
                 + (f", this time on M{m1}/P{m1} (a preempted G may resume on any M and P)." if m1 != m0 else "."),
                 f"Running other code clobbered {len(clob)} registers (every GPR but RBP, every flag, every XMM): "
                 "only the stub's saved copies can bring them back."]
+        if self.gc_during_preemption:
+            text.append("Meanwhile a GC mark phase starts: the write barrier is now on (writeBarrier flag = 1).")
         if w.layout.xreg_slots:
             text.append("go1.27: xRegSave copied P's scratch into G1's xRegs block; on the new P xRegRestore "
                         "puts that block in p.xRegs.cache, where the stub reloads X0-X15 from.")
@@ -687,7 +718,7 @@ _STUB_TEXT = {
 
 
 def explain(world: World, at: int, source: str, func: str, force_unsafe: bool = False, seed: int = 1,
-            signal_delay: int = 0) -> Story:
+            signal_delay: int = 0, gc_during_preemption: bool = False) -> Story:
     """Tell one preemption at boundary `at` of the goroutine in `world`, step by step; sysmon's request
     comes `signal_delay` instructions before the signal (as in `preempt --signal-delay`)."""
     ref = run_reference(world)
@@ -696,7 +727,7 @@ def explain(world: World, at: int, source: str, func: str, force_unsafe: bool = 
     if not 0 <= signal_delay <= at:
         raise ValueError(f"--signal-delay {signal_delay}: the request must come at or after the goroutine's start "
                          f"(boundary {at} - {signal_delay})")
-    n = _Narrator(world, at, force_unsafe, seed, signal_delay)
+    n = _Narrator(world, at, force_unsafe, seed, signal_delay, gc_during_preemption)
     n.ref = ref
     verdict, reason = n.run()
     labels = n.label_stack(n.s, n.frame_size, verdict != "refused")

@@ -151,6 +151,23 @@ def test_force_unsafe_in_the_prologue_window_shows_the_damage():
     assert "[FAIL] no needless stack growth" in out and "golang/go#35470" in out
 
 
+@pytest.mark.parametrize("args, reason, failed, detail", [
+    (("unsafe_points.s", "unsafe_tour", "RCX=2", "store_pointer+7", "--signal-delay", "1", "--gc-during-preemption"),
+     "unsafe-point", "pointer stores go through the write barrier", "mov qword ptr [rdi], rsi"),
+    (("unsafe_damage.s", "big_frame", "RCX=3", "big_frame+7"),
+     "stack-headroom", "stub runs without faulting", "guard page: 216 bytes below stack.lo"),
+    (("unsafe_damage.s", "below_sp", "RCX=3", "2"),
+     "asm-func", "final registers equal the uninterrupted run", "RBP: expected"),
+])
+def test_force_unsafe_shows_each_class_of_damage(args, reason, failed, detail):
+    """The README's forced-injection table, one story each (the prologue window is tested above)."""
+    file, func, reg, at, *extra = args
+    rc, out = _cli("explain", str(ASM / file), "--func", func, "--reg", reg, "--at", at, *extra)
+    assert rc == 0 and f"verdict: refused by Go ({reason})" in out
+    rc, out = _cli("explain", str(ASM / file), "--func", func, "--reg", reg, "--at", at, *extra, "--force-unsafe")
+    assert rc == 1 and f"[FAIL] {failed}: " in out and detail in out.split(f"[FAIL] {failed}: ")[1].split("\n")[0]
+
+
 def test_a_stub_without_pushfq_fails_the_rflags_check():
     story = _story(ASM / "adc_chain.s", "adc_chain", 5, stub=DATA / "stub_no_pushfq.s", RCX=64)
     failed = {c.name for c in story.checks if not c.ok}
