@@ -127,6 +127,8 @@ def cmd_preempt(a, out) -> int:
 
 def cmd_explain(a, out) -> int:
     func, regs_, layout, gc, seed, path = a.func, _regs(a.reg), a.layout, a.gc, a.seed, a.file
+    if a.html and not os.path.isdir(os.path.dirname(os.path.abspath(a.html))):
+        raise EmuError(f"--html {a.html}: no such directory")
     if a.file.endswith(".toml"):
         sc = scenario.load(a.file)
         if isinstance(sc, scenario.SchedScenario):
@@ -149,8 +151,11 @@ def cmd_explain(a, out) -> int:
     except ValueError as e:
         raise EmuError(str(e)) from None
     if a.html:
-        with open(a.html, "w") as f:
-            f.write(explain_html.render(story))
+        try:
+            with open(a.html, "w") as f:
+                f.write(explain_html.render(story))
+        except OSError as e:
+            raise EmuError(f"--html {a.html}: cannot write: {e.strerror}") from None
     if a.json:
         json.dump(explain_text.to_json(story), out, indent=1)
         out.write("\n")

@@ -96,6 +96,7 @@ class Step:
     mp: str = ""                    # "M0/P0": where the goroutine is bound at this step
     table: dict | None = None       # {"title", "columns", "rows"}
     checks: list[Check] = field(default_factory=list)
+    stack_marks: dict[int, str] = field(default_factory=dict)   # window index -> note (e.g. a GC root)
 
 
 @dataclass
@@ -233,13 +234,15 @@ class _Narrator:
             out.append(f"{self.m.read_u64(a):#018x}" if self.w.stack_lo <= a < self.w.stack_hi else "unmapped")
         return out
 
-    def add(self, phase: str, title: str, text: list[str], executed=(), table=None, checks=(), short=None) -> Step:
+    def add(self, phase: str, title: str, text: list[str], executed=(), table=None, checks=(), short=None,
+            marks=None) -> Step:
         r = self.regs_now()
         stack = self.stack_now()
         changed = [n for n in REG_ORDER if self._prev_regs and self._prev_regs.get(n) != r[n]]
         sch = [i for i, v in enumerate(stack) if self._prev_stack and self._prev_stack[i] != v]
         s = Step(phase, short or phase, title, text, self.m.pc, list(executed), r, changed, stack, sch, self.m.reg("RSP"),
-                 regs.describe_flags(int(r["RFLAGS"], 16)), f"M{self.w.cur}/P{self.w.cur}", table, list(checks))
+                 regs.describe_flags(int(r["RFLAGS"], 16)), f"M{self.w.cur}/P{self.w.cur}", table, list(checks),
+                 marks or {})
         self._prev_regs, self._prev_stack = r, stack
         self.steps.append(s)
         return s
@@ -576,7 +579,9 @@ class _Narrator:
                     + (f" ({len(res.conservative_only)} only conservatively)" if res.conservative_only else ""))
         text.append(f"freed {len(freed)} object(s): {', '.join(f'{o.base:#x}' for o in freed) or '-'} "
                     f"(poisoned with 0xde); heap objects so far: {len(objs)}")
-        self.add("gc", "GC: scan the preempted stack, mark, sweep", text,
+        marks = {(self.top - slot) // 8: f"GC root -> {base:#x}" for where, slot, base in res.roots
+                 if 0 <= self.top - slot < 8 * self.nwords and (self.top - slot) % 8 == 0}
+        self.add("gc", "GC: scan the preempted stack, mark, sweep", text, marks=marks,
                  table={"title": "frames the stack scan visits", "columns": ["function", "frame", "SP", "size",
                                                                            "scanned"], "rows": rows})
 

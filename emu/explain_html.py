@@ -270,12 +270,16 @@ function renderStack(st) {
     svg += '<text x="78" y="' + (y + 12) + '" fill="#1d2330">' + esc(v) + "</text>";
     svg += '<text x="202" y="' + (y + 12) + '" fill="#4b5563">' + esc(label.length > 25 ? label.slice(0, 24) + "\u2026" : label) +
       "<title>" + esc(label) + "</title></text>";
+    const note = st.stack_marks[String(i)];
+    if (note) svg += '<rect class="mark" x="74" y="' + y + '" width="' + (w - 76) + '" height="' + (rowH - 1) +
+      '" fill="none" stroke="#1b7f3b" stroke-width="2"/><text x="0" y="' + (y + 12) +
+      '" fill="#1b7f3b" font-weight="700">root<title>' + esc(note) + "</title></text>";
     if (a === rsp) svg += '<text id="rsp-mark" x="0" y="' + (y + 12) + '" fill="#2357c5" font-weight="700">RSP</text>';
-    else if (a === S0) svg += '<text x="8" y="' + (y + 12) + '" fill="#b3261e" font-weight="700">S</text>';
+    else if (a === S0 && !note) svg += '<text x="8" y="' + (y + 12) + '" fill="#b3261e" font-weight="700">S</text>';
   }
   svg += "</svg>";
   $("stack").innerHTML = svg;
-  const mark = document.getElementById("rsp-mark");
+  const mark = document.querySelector("#stack rect.mark") || document.getElementById("rsp-mark");
   if (mark) mark.scrollIntoView({block: "nearest"});
 }
 

@@ -203,6 +203,12 @@ def test_bad_input_is_a_clear_error(capsys):
     assert rc == 2 and "sweep scenario" in capsys.readouterr().err
     rc, _ = _cli("explain", str(ASM / "adc_chain.s"), "--at", "1")
     assert rc == 2 and "--func" in capsys.readouterr().err
+    rc, _ = _cli("explain", str(ASM / "adc_chain.s"), "--func", "adc_chain", "--reg", "RCX=4", "--at", "3",
+                 "--signal-delay", "5")
+    assert rc == 2 and "--signal-delay 5" in capsys.readouterr().err
+    rc, _ = _cli("explain", str(ASM / "adc_chain.s"), "--func", "adc_chain", "--reg", "RCX=4", "--at", "3",
+                 "--html", "/nonexistent-dir/x.html")
+    assert rc == 2 and "no such directory" in capsys.readouterr().err
 
 
 def test_readme_explain_example_is_real_output(monkeypatch):
