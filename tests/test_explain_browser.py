@@ -5,7 +5,7 @@ import io
 import json
 
 import browser            # tests/browser.py: Debian's chromium through Playwright
-from conftest import ASM
+from conftest import ASM, ROOT
 
 from emu import cli
 
@@ -73,7 +73,7 @@ def test_page_steps_through_the_whole_story(tmp_path):
         assert errors == []
 
 
-def test_page_of_a_refusal_and_of_a_forced_injection(tmp_path):
+def test_page_of_a_refusal_a_forced_injection_and_a_gc(tmp_path):
     refused, d = _write(tmp_path, "refused", ASM / "call_loop.s", "--func", "call_loop", "--reg", "RCX=5",
                         "--at", "square_add+4")
     forced, f = _write(tmp_path, "forced", ASM / "call_loop.s", "--func", "call_loop", "--reg", "RCX=5",
@@ -93,4 +93,10 @@ def test_page_of_a_refusal_and_of_a_forced_injection(tmp_path):
         v = _visible(pg)
         assert v["checksBad"] == sum(not c["ok"] for s in f["steps"] for c in s["checks"]) >= 1
         assert "no needless stack growth" in " ".join(pg.locator("#checklist li.bad").all_text_contents())
+        gc_page, g = _write(tmp_path, "gc", ROOT / "scenarios" / "gc_ptr_in_frame_slot.toml", "--at", "30")
+        pg.goto(gc_page.as_uri())
+        gc = next(i for i, s in enumerate(g["steps"]) if s["phase"] == "gc")
+        pg.click(f"#pills li:nth-child({gc + 1}) button")
+        assert pg.locator("#stack rect.mark").count() == len(g["steps"][gc]["stack_marks"]) == 1
+        assert "interrupted" in pg.text_content("#table") and "conservative" in pg.text_content("#table")
         assert errors == []
