@@ -127,6 +127,7 @@ def cmd_preempt(a, out) -> int:
 
 def cmd_explain(a, out) -> int:
     func, regs_, layout, gc, seed, path = a.func, _regs(a.reg), a.layout, a.gc, a.seed, a.file
+    stub, asyncp = a.stub, a.async_preemption
     if a.html and not os.path.isdir(os.path.dirname(os.path.abspath(a.html))):
         raise EmuError(f"--html {a.html}: no such directory")
     if a.file.endswith(".toml"):
@@ -140,14 +141,16 @@ def cmd_explain(a, out) -> int:
         gc = gc or sc.gc
         seed = sc.seed if a.seed is None else a.seed
         path = os.path.relpath(sc.asm) if not sc.asm.is_absolute() else str(sc.asm)
+        stub = stub or (str(sc.stub) if sc.stub else None)
+        asyncp = asyncp or ("on" if sc.async_preemption else "off")
     if not func:
         raise EmuError("--func is required (the goroutine's entry function)")
     program = loader.load_program(path)
-    world = loader.build_world(program, func, layout or "go1.14", a.stub, 1 if seed is None else seed, regs_, gc=gc)
+    world = loader.build_world(program, func, layout or "go1.14", stub, 1 if seed is None else seed, regs_, gc=gc)
     try:
         at = episode.resolve_at(world, a.at)
         story = explain.explain(world, at, path, func, a.force_unsafe, 1 if seed is None else seed, a.signal_delay,
-                                a.gc_during_preemption)
+                                a.gc_during_preemption, asyncp != "off")
     except ValueError as e:
         raise EmuError(str(e)) from None
     if a.html:
@@ -291,6 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--layout", choices=sorted(L.LAYOUTS), help="stub layout (default go1.14)")
     x.add_argument("--gc", action="store_true", help="run a GC while the goroutine is preempted; show the scan")
     x.add_argument("--force-unsafe", action="store_true", help="inject even where Go refuses; shows the damage")
+    x.add_argument("--async-preemption", choices=["on", "off"],
+                   help="off = GODEBUG=asyncpreemptoff=1: the handler ignores SIGURG (default on)")
     x.add_argument("--gc-during-preemption", action="store_true",
                    help="a GC mark phase turns the write barrier on while the goroutine is off CPU")
     x.add_argument("--stub", help="use this asyncPreempt stub instead of the generated one")

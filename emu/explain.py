@@ -146,8 +146,9 @@ class _Narrator:
     """Runs one preemption on a World and records a Step after each part of it."""
 
     def __init__(self, world: World, at: int, force_unsafe: bool, seed: int, delay: int = 0,
-                 gc_during_preemption: bool = False):
+                 gc_during_preemption: bool = False, async_preemption: bool = True):
         self.w, self.m = world, world.machine
+        self.async_preemption = async_preemption
         self.delay = delay
         self.gc_during_preemption = gc_during_preemption
         self.clobber = Sweeper(world, seed)._clobber_table      # the sweep's asyncPreempt2 clobber values
@@ -255,10 +256,17 @@ class _Narrator:
 
         # 3. the signal: doSigPreempt -> wantAsyncPreempt -> isAsyncSafePoint
         st = w.sched_state()
-        rows = [["wantAsyncPreempt", "runtime/preempt.go:369", "(gp.preempt || p.preempt) && _Grunning",
-                 "yes" if want_async_preempt(st) else "no", "pass" if want_async_preempt(st) else "REFUSE"]]
-        refused_by = None
-        if want_async_preempt(st):
+        off = not self.async_preemption
+        rows = [["asyncpreemptoff", "runtime/signal_unix.go:691", "debug.asyncpreemptoff == 0",
+                 "GODEBUG=asyncpreemptoff=1" if off else "0", "REFUSE: asyncpreemptoff" if off else "pass"]]
+        if not off:
+            rows.append(["wantAsyncPreempt", "runtime/preempt.go:369", "(gp.preempt || p.preempt) && _Grunning",
+                         "yes" if want_async_preempt(st) else "no",
+                         "pass" if want_async_preempt(st) else "REFUSE: no-request"])
+        refused_by = "asyncpreemptoff" if off else None
+        if off:
+            pass
+        elif want_async_preempt(st):
             seen = set()
             for check, refusal in safe_point_checks(prog, st, pc, s, w.headroom):
                 seen.add(check)
@@ -284,23 +292,25 @@ class _Narrator:
             if why:
                 text.append(f"Why Go has this rule: {why}.")
         self.add("signal", "SIGURG arrives: isAsyncSafePoint", text,
-                 table={"title": "isAsyncSafePoint, in Go's order", "columns": ["check", "Go source", "asks",
+                 table={"title": "the handler's checks, in Go's order", "columns": ["check", "Go source", "asks",
                                                                                "here", "outcome"], "rows": rows})
         rec = _RecordingSigctxt(w.sigctx)
         gen0 = rd(w.mp, M, "preemptGen")
         m.write(memmap.CLOBBER_TABLE, self.clobber(before.raw))
-        v = inject.sighandler_sigurg(rec, prog, st, pc, s, w.headroom, m.stub_entry, w.ack)
+        v = inject.sighandler_sigurg(rec, prog, st, pc, s, w.headroom, m.stub_entry, w.ack, off)
         assert v.reason == reason, (v.reason, reason)          # one oracle: the handler's and the table's
         gen1 = rd(w.mp, M, "preemptGen")
 
         if not v.ok and not self.force:
             after = m.dump_state()
             same = not before.diff(after) and m.pc == pc
-            self.add("ack", "Refused: the handler only acknowledges", [
-                f"doSigPreempt acknowledges anyway: m.preemptGen {gen0} -> {gen1}, m.signalPending = 0.",
+            self.add("ack", "Refused: the handler only acknowledges" if not off else "Ignored: no doSigPreempt", [
+                f"doSigPreempt acknowledges anyway: m.preemptGen {gen0} -> {gen1}, m.signalPending = 0." if not off
+                else f"sighandler skips doSigPreempt entirely (Go >= 1.15, golang/go#38531): m.preemptGen stays "
+                     f"{gen1}, nothing is acknowledged.",
                 "The signal context is not touched: G1 resumes at the same PC with the same registers.",
-                "In Go the request stays pending: sysmon re-sends the signal later, and the next function "
-                "prologue sees stackguard0 == stackPreempt and preempts cooperatively "
+                "In Go the request stays pending: " + ("sysmon re-sends the signal later, and " if not off else "")
+                + "the next function prologue sees stackguard0 == stackPreempt and preempts cooperatively "
                 "(`preemu preempt` follows that).",
                 "With --force-unsafe preemu injects here anyway, to show the damage."],
                 checks=[Check("context untouched", same, "registers and PC as interrupted" if same else
@@ -601,7 +611,7 @@ class _Narrator:
 
 
 def explain(world: World, at: int, source: str, func: str, force_unsafe: bool = False, seed: int = 1,
-            signal_delay: int = 0, gc_during_preemption: bool = False) -> Story:
+            signal_delay: int = 0, gc_during_preemption: bool = False, async_preemption: bool = True) -> Story:
     """Tell one preemption at boundary `at` of the goroutine in `world`, step by step; sysmon's request
     comes `signal_delay` instructions before the signal (as in `preempt --signal-delay`)."""
     ref = run_reference(world)
@@ -610,7 +620,7 @@ def explain(world: World, at: int, source: str, func: str, force_unsafe: bool = 
     if not 0 <= signal_delay <= at:
         raise ValueError(f"--signal-delay {signal_delay}: the request must come at or after the goroutine's start "
                          f"(boundary {at} - {signal_delay})")
-    n = _Narrator(world, at, force_unsafe, seed, signal_delay, gc_during_preemption)
+    n = _Narrator(world, at, force_unsafe, seed, signal_delay, gc_during_preemption, async_preemption)
     n.ref = ref
     verdict, reason = n.run()
     labels = n.label_stack(n.s, n.frame_size, verdict != "refused")

@@ -218,3 +218,16 @@ def test_readme_explain_example_is_real_output(monkeypatch):
     monkeypatch.chdir(ROOT)
     rc, out = _cli(*m.group(1).split())
     assert rc == 0 and out == m.group(2)
+
+
+def test_asyncpreemptoff_scenario_ignores_the_signal_without_acknowledging():
+    rc, out = _cli("explain", str(ROOT / "scenarios" / "asyncpreemptoff.toml"), "--at", "7", "--json")
+    d = json.loads(out)
+    assert rc == 0 and d["verdict"] == "refused" and d["reason"] == "asyncpreemptoff"
+    sig = next(s for s in d["steps"] if s["phase"] == "signal")
+    assert [r[0] for r in sig["table"]["rows"]] == ["asyncpreemptoff"]
+    ack = next(s for s in d["steps"] if s["phase"] == "ack")
+    assert "m.preemptGen stays 0" in ack["text"][0] and ack["checks"][0]["ok"]
+    rc, out = _cli("explain", str(ROOT / "scenarios" / "asyncpreemptoff.toml"), "--at", "7",
+                   "--async-preemption", "on")
+    assert rc == 0 and "verdict: injected" in out
