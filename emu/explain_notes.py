@@ -82,6 +82,8 @@ def stub_phase(i) -> str:
         return "call"
     if m.startswith("ret"):
         return "ret"
+    if m.startswith("j"):
+        return "jump"
     if m == "push" and ops == "rbp" or m == "mov" and ops == "rbp,rsp":
         return "bp"
     if m == "pushfq":
@@ -107,7 +109,7 @@ def _restores(i) -> bool:
 
 
 STUB_SHORT = {"bp": "PUSHQ BP", "flags": "PUSHFQ", "adjsp": "ADJSP", "save": "save", "locate": "find xRegs",
-               "restore": "restore", "unadjsp": "drop frame", "rflags": "POPFQ", "rbp": "POPQ BP"}
+               "restore": "restore", "unadjsp": "drop frame", "jump": "JMP", "rflags": "POPFQ", "rbp": "POPQ BP"}
 
 STUB_TEXT = {
     "bp": ("asyncPreempt: PUSHQ BP; MOVQ SP, BP",
@@ -131,6 +133,9 @@ STUB_TEXT = {
                                     + ("from p.xRegs.cache of the P it resumed on)." if lay.xreg_slots else
                                        "first, then the GPRs).")),
     "unadjsp": ("Drop the save area", lambda lay, s, rsp: f"RSP back up to {rsp:#x}."),
+    "jump": ("A jump inside the stub",
+             lambda lay, s, rsp: "Go's stub has one vector save/restore sequence per vector width (SSE, AVX, "
+                                 "AVX-512) and jumps past the ones this CPU does not use."),
     "rflags": ("POPFQ: the flags come back",
                lambda lay, s, rsp: "Flags are restored after the last ADD/SUB, so nothing can change them again."),
     "rbp": ("POPQ BP", lambda lay, s, rsp: f"RBP is restored; RSP = {rsp:#x} = S-8, pointing at the resume PC."),
