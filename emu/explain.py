@@ -193,7 +193,7 @@ class _Narrator:
         ret_slot = s + frame_size
         names[ret_slot] = "return address (caller)" if ret_slot + 8 < self.w.stack_hi else "return address: goexit"
         for a in range(s, ret_slot, 8):
-            names[a] = f"{fr.name} frame, SP+{a - s}"
+            names[a] = f"{fr.name.rsplit('.', 1)[-1]} frame, SP+{a - s}"
         if injected:
             names[s + RESUME_PC_OFFSET] = "resume PC (pushCall)"
             names[s + SAVED_BP_OFFSET] = "saved RBP (PUSHQ BP)"

@@ -57,6 +57,7 @@ _PAGE = """<!DOCTYPE html>
   </section>
   <section class="col middle" aria-label="code and registers">
     <h3 id="code-title">Code</h3>
+    <div id="srcline" class="srcline"></div>
     <div id="code" class="code" tabindex="0" aria-label="disassembly"></div>
     <h3>Registers <span class="hint">changed in this step are highlighted</span></h3>
     <div id="regs"></div>
@@ -140,6 +141,9 @@ tr.skip td { color: #9aa0a6; }
 .code tr.exe td { background: var(--exe); }
 .code tr.current td { background: var(--cur); font-weight: 600; }
 .code td.ln { color: var(--dim); text-align: right; }
+.srcline { font-family: var(--mono); font-size: 12px; color: #8a6d3b; background: #fffbea; border: 1px solid var(--line);
+  border-radius: 6px; padding: 2px 8px; margin-bottom: 4px; white-space: pre; overflow: hidden;
+  text-overflow: ellipsis; min-height: 1.6em; }
 .code td.src { color: #8a6d3b; max-width: 14em; overflow: hidden; text-overflow: ellipsis; }
 .code tr.unsafe td.txt::after { content: "  unsafe"; color: var(--bad); font-size: 11px; }
 #regs table td { font-family: var(--mono); font-size: 12px; padding: 0 5px; }
@@ -207,7 +211,7 @@ function renderCode(st) {
   let name = funcFor(st.pc);
   if (name === null && st.executed.length) name = funcFor(st.executed[st.executed.length - 1]);
   const box = $("code");
-  if (name === null) { box.innerHTML = "<p>(no code at " + esc(st.pc) + ")</p>"; return; }
+  if (name === null) { box.innerHTML = "<p>(no code at " + esc(st.pc) + ")</p>"; $("srcline").textContent = ""; return; }
   const f = D.code[name];
   $("code-title").textContent = "Code: " + name + " (" + f.goname + ")";
   let h = "<table><tbody>";
@@ -223,6 +227,8 @@ function renderCode(st) {
       '</td><td class="src">' + esc(ins.source) + "</td></tr>";
   });
   box.innerHTML = h + "</tbody></table>";
+  const at = f.insns.find((ins) => hex(ins.pc) === hex(st.pc));
+  $("srcline").textContent = at ? at.file + ":" + at.line + "   " + at.source : "";
   const row = box.querySelector("tr.current") || box.querySelector("tr.exe");
   if (row) row.scrollIntoView({block: "nearest"});
 }
