@@ -20,6 +20,7 @@ SCHEMAS = {
     "check-stub": "preemu/check-stub/1",
     "check-stub-mutants": "preemu/check-stub-mutants/1",
     "disasm": "preemu/disasm/1",
+    "explain": "preemu/explain/1",
 }
 
 

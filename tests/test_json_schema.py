@@ -25,6 +25,8 @@ KEYS = {
     "preemu/check-stub/1": "tool version schema command stub layout stub_max_sp_delta async_preempt_stack corpus ok",
     "preemu/check-stub-mutants/1": "tool version schema command layout mutants score total ok",
     "preemu/disasm/1": "tool version schema command file functions",
+    "preemu/explain/1": "tool version schema command file func layout at pc verdict reason gc steps code stack_top "
+                        "stack_labels boundaries ok",
 }
 KEYS["preemu/run/1"] = KEYS["preemu/sweep/1"] + " scenario checks"
 VIOLATION_KEYS = "kind what expected actual boundary pc insn where detail".split()
@@ -69,6 +71,7 @@ def outputs(tmp_path_factory) -> list[dict]:
     docs.append(api.check_stub(ASM / "preempt_amd64_go114.s", loops=["sum_loop"], max_points=5).to_json())
     docs.append(report.mutants_json([], "go1.14"))
     docs.append(_json("disasm", ASM / "sum_loop.s", "--json"))
+    docs.append(_json("explain", ROOT / "scenarios" / "sum_loop.toml", "--at", 10, "--json"))
     return docs
 
 
