@@ -63,11 +63,14 @@ class Machine:
             self.uc.mem_write(addr, code)
         for d in program.data:
             self.uc.mem_write(d.addr, d.init)
+        for r in (memmap.TEXT, memmap.STUB, memmap.RT):      # code is read-only, as in a Go binary
+            self.uc.mem_protect(r.base, r.size, unicorn.UC_PROT_READ | unicorn.UC_PROT_EXEC)
         self._mapped_stacks: set[int] = set()
         self.on_async_preempt2 = on_async_preempt2
         self.on_morestack = on_morestack
         self.stop_reason = STOP_COUNT
         self.write_barrier_calls = 0
+        self.async_preempt2_calls = 0      # how often a stub reached asyncPreempt2 (a stub must call it)
         # trap_handler(machine, sentinel name) -> None (go on) | "stop" | "park"; overrides the
         # on_* callbacks (the scheduler uses it). "park" saves the context in self.parked.
         self.trap_handler: Callable[["Machine", str], str | None] | None = None
@@ -99,6 +102,8 @@ class Machine:
         if name == "gcWriteBarrier2":
             self.write_barrier_calls += 1
             return
+        if name == "asyncPreempt2":
+            self.async_preempt2_calls += 1
         if name == "newobject":
             if self.on_newobject is None:
                 raise GuestFaultInHook("newobject called but this world has no heap")
@@ -134,7 +139,9 @@ class Machine:
 
     def _hook_bad_access(self, uc, access, address, size, value, user_data):
         kind = {unicorn.UC_MEM_READ_UNMAPPED: "reading", unicorn.UC_MEM_WRITE_UNMAPPED: "writing",
-                unicorn.UC_MEM_FETCH_UNMAPPED: "fetching"}.get(access, "accessing")
+                unicorn.UC_MEM_FETCH_UNMAPPED: "fetching",
+                unicorn.UC_MEM_WRITE_PROT: "writing read-only code (self-modifying code is not supported) at",
+                unicorn.UC_MEM_FETCH_PROT: "executing non-code memory at"}.get(access, "accessing")
         self._bad_access = (kind, address)
         return False
 
