@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import layout as L
-from . import loader, mutants, scenario, sweep
+from . import loader, mutants, paths, scenario, sweep
 from .errors import AsmError, EmuError
 
-ROOT = Path(__file__).resolve().parent.parent
-SCENARIOS = ROOT / "scenarios"
+SCENARIOS = paths.SCENARIOS_DIR
 #: The quick corpus used for mutants: together they keep every register and flag live.
 MUTANT_CORPUS = ("xmm_loop", "adc_chain", "r14_scratch", "rep_copy")
 
