@@ -19,7 +19,7 @@ from pathlib import Path
 import capstone
 import keystone
 
-from .errors import AsmError
+from .errors import AsmError, read_utf8
 from .program import DataSym, Func, Insn, Program
 
 _LABEL = re.compile(r"^([A-Za-z_.$][\w.$@]*):\s*(.*)$")
@@ -71,12 +71,11 @@ def _num(text: str, file: str, line: int, what: str) -> int:
 def assemble_file(path: str | Path, base: int, externs: dict[str, int] | None = None,
                   data_base: int | None = None, display_name: str | None = None) -> Program:
     """Assemble the .s file at `path` to address `base`; see assemble_text."""
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise AsmError(display_name or str(path), 0, f"cannot read: {e.strerror}") from None
-    return assemble_text(text, display_name or str(path), base, externs, data_base)
+    name = display_name or str(path)
+    text, line, why = read_utf8(path)
+    if text is None:
+        raise AsmError(name, line, why)
+    return assemble_text(text, name, base, externs, data_base)
 
 
 def assemble_text(text: str, file: str, base: int, externs: dict[str, int] | None = None,

@@ -69,8 +69,11 @@ def corpus(names: tuple[str, ...] | None = None) -> list:
 
 
 def check(stub_path: str | Path, layout_name: str, max_points: int = 2000,
-          names: tuple[str, ...] | None = None, seed: int = 1) -> StubReport:
-    """Sweep the corpus with the stub at `stub_path` in the `layout_name` world."""
+          names: tuple[str, ...] | None = None, seed: int = 1, on_report=None) -> StubReport:
+    """Sweep the corpus with the stub at `stub_path` in the `layout_name` world.
+
+    on_report(report) is called as soon as the report exists (it fills as the corpus runs), so a
+    caller interrupted half-way can still show what is done."""
     lay = L.get_layout(layout_name)
     rep = None
     for sc in corpus(names):
@@ -79,6 +82,8 @@ def check(stub_path: str | Path, layout_name: str, max_points: int = 2000,
         if rep is None:
             rep = StubReport(str(stub_path), lay.name, world.headroom,
                              world.machine.stub.get_func("asyncPreempt").max_sp_delta)
+            if on_report is not None:
+                on_report(rep)
         res = sweep.sweep(world, sc.entry, seed, min(max_points, sc.max_points), sc.budget, canary=True,
                           async_preemption=sc.async_preemption, nested_signals=sc.nested_signals)
         rep.results.append(CorpusResult(sc.name, sc.entry, res.boundaries, res.points, res.injected,

@@ -29,6 +29,12 @@ SENTINELS = {memmap.GOEXIT: "goexit", memmap.ASYNC_PREEMPT2: "asyncPreempt2", me
              memmap.NEWOBJECT: "newobject"}
 
 
+#: x86 exception vectors a guest instruction can raise
+_EXCEPTIONS = {0: "divide error (#DE: division by zero or quotient overflow)", 3: "breakpoint (INT3)",
+               4: "overflow (#OF)", 5: "bound range exceeded (#BR)", 6: "invalid opcode (#UD)",
+               13: "general protection fault (#GP)", 17: "alignment check (#AC)"}
+
+
 class GuestFaultInHook(Exception):
     """Raised inside a hook; Unicorn re-raises it from emu_start and run() reports it as a Fault."""
 
@@ -212,6 +218,17 @@ class Machine:
         return dump.unpack(bytes(self.uc.mem_read(memmap.DUMP_AREA, dump.SIZE)), rip)
 
     # --- running --------------------------------------------------------------------------
+    def where(self, pc: int) -> str:
+        """describe_pc, and for a PC outside every function, how control got there if we can tell."""
+        if self.all.func_for(pc) is not None:
+            return self.all.describe_pc(pc)
+        for f in self.all.funcs:
+            if f.end == pc and f.insns:
+                last = f.insns[-1]
+                return (f"{pc:#x}, just past the end of {f.name}: execution fell off the end of the function "
+                        f"after `{last.text}` ({last.where}); end it with RET or JMP")
+        return f"{pc:#x}, outside any function"
+
     def run(self, begin: int, count: int) -> str:
         """Run from `begin` for at most `count` instructions; return why it stopped.
 
@@ -224,7 +241,7 @@ class Machine:
             self.uc.emu_start(begin, 0, count=count)
         except GuestFaultInHook as e:
             pc = self.pc
-            raise Fault(pc, str(e), self.all.describe_pc(pc)) from None
+            raise Fault(pc, str(e), self.where(pc)) from None
         except unicorn.UcError as e:
             pc = self.pc
             msg = str(e)
@@ -232,15 +249,16 @@ class Machine:
                 kind, addr = self._bad_access
                 where = self.describe_address(addr) if self.describe_address else None
                 msg += f" {kind} {addr:#x} ({where or memmap.describe_address(addr)})"
-            raise Fault(pc, msg, self.all.describe_pc(pc)) from None
+            raise Fault(pc, msg, self.where(pc)) from None
         if self._unexpected_interrupt is not None:
             intno, at = self._unexpected_interrupt
             if intno == 1:       # #DB: the trap flag is set, which only a bad POPFQ does here
                 pc = self.pc
                 raise Fault(pc, "single-step trap: RFLAGS has TF set (a POPFQ loaded a wrong RFLAGS value)",
-                            self.all.describe_pc(pc), reg="RFLAGS")
-            raise Fault(at, f"unexpected interrupt {intno} (e.g. INT3 or a divide error) in guest code",
-                        self.all.describe_pc(at))
+                            self.where(pc), reg="RFLAGS")
+            if intno != 3:       # a fault: RIP still points at the faulting instruction
+                at = self.pc
+            raise Fault(at, f"{_EXCEPTIONS.get(intno, f'interrupt {intno}')} in guest code", self.where(at))
         return self.stop_reason
 
     def watch_heap(self, on_access: Callable[[str, int, int], None]) -> None:

@@ -179,6 +179,8 @@ def run_reference(world: World, budget: int = DEFAULT_BUDGET) -> Reference:
     while True:
         step = min(chunk, budget - base)
         if step <= 0:
+            if m.all.func_for(m.pc) is None:          # Unicorn may spin at an unmapped PC instead of faulting
+                raise GuestFault(m.pc, m.where(m.pc), "execution left the program's code")
             raise BudgetExceeded(f"goroutine {world.program.func_for(world.entry).name}", budget, m.pc,
                                  m.all.describe_pc(m.pc))
         snap = snapshot()
