@@ -100,6 +100,16 @@ class MutantResult:
     diagnosed: bool
     named: list[str]
 
+    @property
+    def killed(self) -> bool:
+        """A mutant counts only when it is caught AND the diagnosis names what it broke."""
+        return self.caught and self.diagnosed
+
+
+def mutation_score(results: list[MutantResult]) -> tuple[int, int]:
+    """(killed, total): the one definition used by the report, the JSON and the exit code."""
+    return sum(r.killed for r in results), len(results)
+
 
 def _named(violations) -> set[str]:
     out = set()
@@ -109,12 +119,13 @@ def _named(violations) -> set[str]:
     return out
 
 
-def run_mutants(layout_name: str, max_points: int = 150) -> list[MutantResult]:
-    """Check every generated mutant against the quick corpus; report caught and correctly diagnosed."""
+def run_mutants(layout_name: str, max_points: int = 150, mutant_list=None) -> list[MutantResult]:
+    """Check every generated mutant (or `mutant_list`) against the quick corpus; report caught and
+    correctly diagnosed."""
     lay = L.get_layout(layout_name)
     out = []
     with tempfile.TemporaryDirectory() as tmp:
-        for mu in mutants.generate(lay):
+        for mu in (mutants.generate(lay) if mutant_list is None else mutant_list):
             path = Path(tmp) / f"{mu.name}.s"
             path.write_text(mu.text)
             try:

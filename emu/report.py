@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from . import __version__, rtcode
+from .checkstub import mutation_score
 from .safepoint import REASONS
 from .sweep import SweepResult
 
@@ -304,7 +305,7 @@ def render_checkstub(rep, interrupted: bool = False) -> str:
 
 
 def render_mutants(results, layout: str) -> str:
-    caught = sum(r.caught and r.diagnosed for r in results)
+    caught, _ = mutation_score(results)
     L = [f"preemu check-stub --mutants ({layout}): {len(results)} mutants of the generated stub", "",
          f"  {'mutant':<26} {'caught':<7} {'diagnosis (expected)':<22} named"]
     for r in results:
@@ -318,7 +319,7 @@ def render_mutants(results, layout: str) -> str:
 
 
 def mutants_json(results, layout: str) -> dict:
-    score = sum(r.caught and r.diagnosed for r in results)
+    score, _ = mutation_score(results)
     return OrderedDict(tool="preemu", version=__version__, schema=JSON_SCHEMA, command="check-stub --mutants",
                        layout=layout, mutants=[{"name": r.mutant.name, "description": r.mutant.description,
                                                 "expect": sorted(r.mutant.expect), "caught": r.caught,
