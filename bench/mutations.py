@@ -74,7 +74,9 @@ def run(name: str, spec) -> bool:
         p = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
                            cwd=work, capture_output=True, text=True)
         killed = p.returncode != 0
-        print(f"  {name:<30} {'killed' if killed else 'SURVIVED'}")
+        by = next((ln.split(" - ")[0].removeprefix("FAILED ") for ln in p.stdout.splitlines()
+                   if ln.startswith(("FAILED", "ERROR"))), "")
+        print(f"  {name:<30} {'killed by ' + by if killed else 'SURVIVED'}")
         return killed
 
 

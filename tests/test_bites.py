@@ -240,3 +240,20 @@ def test_a_broken_stub_in_the_scheduler_world_is_not_silently_accepted(tmp_path)
     w = world_for(prog, "xmm_loop", stub=stub, RCX=30)
     res = sweep.sweep(w, "xmm_loop")
     assert ("register", "RBX") in _kinds(res)
+
+
+def test_sysmon_counts_10_ms_from_the_last_schedule_not_from_the_start():
+    # `work` runs first (runnext) for 2 ms and exits; the spinner starts at 2 ms. retake preempts a P
+    # whose schedtick has not moved for forcePreemptNS = 10 ms, measured from when sysmon last saw it
+    # move (pd.schedwhen), so the first preemption comes at least 10 ms after the spinner started.
+    prog = assemble("spin:\n    xor eax, eax\n.l:\n    add rax, 3\n    jmp .l\n\n"
+                    "work:\n    dec rcx\n    jnz work\n    ret\n")
+    specs = [sched.GoSpec("spinner", "spin"), sched.GoSpec("work", "work", {"RCX": 1_000_000})]
+    s = sched.Scheduler(prog, loader.load_stub("go1.14"), layout.GO114, specs, 1, True, 1.0, 1)
+    r = s.run(40_000_000)
+    ev = [(e["kind"], e["g"], e["t"] / 1e6) for e in r.events if e["kind"] in ("run", "exit", "preempt")]
+    assert [(k, g) for k, g, _ in ev[:4]] == [("run", "work"), ("exit", "work"), ("run", "spinner"),
+                                               ("preempt", "spinner")]
+    started, preempted = ev[2][2], ev[3][2]
+    assert 1.9 <= started <= 2.1
+    assert 10 <= preempted - started <= 20, ev
