@@ -21,7 +21,7 @@ from . import (
     timeline,
 )
 from . import layout as L
-from .errors import EmuError
+from .errors import BudgetExceeded, EmuError, GuestFault
 from .sweep import DEFAULT_BUDGET, sweep
 
 
@@ -127,7 +127,11 @@ def cmd_run(a, out) -> int:
         if getattr(a, opt) is not None:
             raise UsageError(f"--{opt.replace('_', '-')} applies to scheduler scenarios (with [[goroutines]])")
     layout = a.layout or sc.layout
-    program, world, res, checks = scenario.run(sc, layout, a.max_points)
+    try:
+        program, world, res, checks = scenario.run(sc, layout, a.max_points)
+    except (BudgetExceeded, GuestFault) as e:           # name the scenario (and its key) as well
+        raise EmuError(f"{a.scenario}: {str(e).replace('with --budget', 'with `budget = N` in the scenario')}") \
+            from None
     ok = all(c.ok for c in checks)
     src = os.path.relpath(sc.asm) if not sc.asm.is_absolute() else str(sc.asm)
     if a.json:

@@ -109,6 +109,10 @@ CASES = [
     ("preempt --at nonsense", {}, ["preempt", "{asm}/call_loop.s", "--func", "call_loop", "--at", "later"], "later"),
     # --- scenarios -------------------------------------------------------------------------------
     ("toml syntax", {"t.toml": "name = \n"}, ["run", "t.toml"], "t.toml: not valid TOML"),
+    ("scenario runaway", {"t.s": LOOP, "t.toml": "budget = 3\n" + GOOD_TOML}, ["run", "t.toml"],
+     "t.toml: goroutine f did not finish within 3 instructions"),
+    ("scenario guest fault", {"t.s": "f:\n    xor eax, eax\n    mov rax, [rax]\n    ret\n", "t.toml": GOOD_TOML},
+     ["run", "t.toml"], "t.toml: guest fault at"),
     ("scenario unknown key", {"t.s": LOOP, "t.toml": "registerz = 1\n" + GOOD_TOML}, ["run", "t.toml"],
      "t.toml: registerz: unknown key"),
     ("scenario missing asm", {"t.toml": GOOD_TOML.replace('"t.s"', '"none.s"')}, ["run", "t.toml"], "t.toml"),
