@@ -257,3 +257,35 @@ def test_sysmon_counts_10_ms_from_the_last_schedule_not_from_the_start():
     started, preempted = ev[2][2], ev[3][2]
     assert 1.9 <= started <= 2.1
     assert 10 <= preempted - started <= 20, ev
+
+
+# --- stubs that never reach asyncPreempt2, or never return ------------------------------------------------
+def _cli(*argv):
+    import io
+
+    from emu import cli
+    out = io.StringIO()
+    return cli.main([str(a) for a in argv], out), out.getvalue()
+
+
+def test_a_stub_that_just_returns_is_a_named_failure(tmp_path):
+    (tmp_path / "ret.s").write_text("asyncPreempt:\n    ret\n")
+    code, out = _cli("sweep", ASM / "sum_loop.s", "--func", "sum_loop", "--reg", "RCX=5", "--stub", tmp_path / "ret.s")
+    assert code == 1
+    assert "no-asyncPreempt2 asyncPreempt2" in out and "returned without calling asyncPreempt2" in out
+
+
+def test_check_stub_of_the_generated_stub_without_its_call_fails_naming_it(tmp_path):
+    stub = _stub(tmp_path, lambda s: re.sub(r"^ +call asyncPreempt2.*\n", "", s, flags=re.M))
+    code, out = _cli("check-stub", stub, "--max-points", "20")
+    assert code == 1
+    assert "no-asyncPreempt2 asyncPreempt2: in " in out and "stack overflow" not in out
+
+
+def test_check_stub_of_a_looping_stub_stops_at_the_first_runaway_of_each_loop(tmp_path):
+    stub = _stub(tmp_path, lambda s: s.replace("    call asyncPreempt2", ".spin:\n    jmp .spin"))
+    code, out = _cli("check-stub", stub)
+    assert code == 1
+    assert f"expected RET within {sweep.stub_budget('go1.14'):,} instructions" in out
+    # 50x what the reference stub runs: its ~70 instructions plus asyncPreempt2's ~40
+    assert 50 * 100 <= sweep.stub_budget("go1.14") <= 50 * 150
