@@ -17,11 +17,12 @@ import dataclasses
 import os
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from . import checkstub, loader, report, scenario
 from . import layout as L
-from .errors import EmuError
+from .errors import BudgetExceeded, EmuError, GuestFault
+from .gmp import World
 from .program import Program
 from .sweep import DEFAULT_BUDGET, SweepResult
 from .sweep import sweep as _sweep
@@ -163,7 +164,8 @@ class ScenarioReport:
 def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | None = None,
           layout: str | None = None, stub: PathLike | None = None, seed: int = 1, max_points: int = 100_000,
           budget: int = DEFAULT_BUDGET, gc: bool = False, gc_scanner: str = "go", force_unsafe: bool = False,
-          async_preemption: bool = True, nested_signals: bool = False) -> SweepReport:
+          async_preemption: bool = True, nested_signals: bool = False,
+          on_world: Callable[[World], None] | None = None) -> SweepReport:
     """Deliver the preemption signal at every instruction boundary of `func` in `path` (a .s file,
     a Go binary, a .go file or a Go package directory) and verify each injection (`preemu sweep`).
 
@@ -171,6 +173,8 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     random. layout: "go1.14" or "go1.27" (default: go1.27 for Go input, else go1.14). stub: your own
     asyncPreempt (.s) instead of the generated one (for Go input: the binary's own by default, or
     "generated"). max_points caps the injections (the first instance of every static PC is tried).
+    on_world(world) is called with the built World before the sweep (the CLI warns about entry
+    registers there).
     """
     _positive("max_points", max_points)
     _positive("budget", budget)
@@ -180,6 +184,8 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     lay = _layout(layout or loader.default_layout(program))
     world = loader.build_world(program, func, lay, stub_s, seed, dict(registers or {}), gc=gc, scanner=gc_scanner)
     entry = world.program.func_for(world.entry).name
+    if on_world is not None:
+        on_world(world)
     res = _sweep(world, entry, seed, max_points, budget, force_unsafe=force_unsafe,
                  async_preemption=async_preemption, nested_signals=nested_signals)
     return SweepReport(res, program, world.machine.stub, src, stub_s, lay)
@@ -207,7 +213,11 @@ def run_scenario(path: PathLike, *, layout: str | None = None, max_points: int |
     if async_preemption is not None:
         raise EmuError("async_preemption applies to scheduler scenarios (with [[goroutines]])")
     lay = _layout(layout or sc.layout)
-    program, world, res, checks = scenario.run(sc, lay, max_points)
+    try:
+        program, world, res, checks = scenario.run(sc, lay, max_points)
+    except (BudgetExceeded, GuestFault) as e:           # name the scenario (and its key) as well
+        raise EmuError(f"{os.fspath(path)}: {str(e).replace('with --budget', 'with `budget = N` in the scenario')}") \
+            from None
     return ScenarioReport(sc, "sweep", checks, res, src, program, world.machine.stub, lay,
                           time.perf_counter() - t0)
 
@@ -218,12 +228,14 @@ def corpus_loops() -> list[str]:
 
 
 def check_stub(path: PathLike, *, layout: str | None = None, max_points: int = 2000,
-               loops: Sequence[str] | None = None, seed: int = 1) -> checkstub.StubReport:
+               loops: Sequence[str] | None = None, seed: int = 1,
+               on_report: Callable[[checkstub.StubReport], None] | None = None) -> checkstub.StubReport:
     """Sweep the whole regression corpus (or the named `loops`) with your asyncPreempt stub at
     `path` in the Go `layout` world (`preemu check-stub`); a GC at every point, every preemption
     resumed on the other M and P, a canary below the declared headroom. `path` may also be a Go
     program (binary, .go file, package directory): its own runtime.asyncPreempt, in the go1.27 world.
-    layout defaults to go1.14 for a .s stub."""
+    layout defaults to go1.14 for a .s stub. on_report(report) is called as soon as the report
+    exists; it fills as the corpus runs (the CLI prints it when interrupted)."""
     from . import gobuild
     _positive("max_points", max_points)
     stub = display_path(_readable(path, "the stub"))
@@ -237,4 +249,4 @@ def check_stub(path: PathLike, *, layout: str | None = None, max_points: int = 2
         unknown = [n for n in loops if n not in known]
         if unknown:
             raise EmuError(f"unknown corpus loop(s) {', '.join(unknown)} (known: {', '.join(known)})")
-    return checkstub.check(stub, lay, max_points, tuple(loops) if loops is not None else None, seed)
+    return checkstub.check(stub, lay, max_points, tuple(loops) if loops is not None else None, seed, on_report)

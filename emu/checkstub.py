@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import layout as L
-from . import loader, mutants, paths, report, scenario, sweep
+from . import loader, mutants, paths, scenario, sweep
 from .errors import AsmError, EmuError
 from .program import Program
 
@@ -81,14 +81,17 @@ class StubReport:
 
     def to_json(self) -> dict:
         """The object `preemu check-stub --json` prints (schema "preemu/check-stub/1")."""
+        from . import report                  # report imports this module (mutation_score)
         return report.checkstub_json(self)
 
     def render(self) -> str:
         """The text `preemu check-stub` prints."""
+        from . import report
         return report.render_checkstub(self)
 
     def summary(self) -> str:
         """The verdict: PASS, or FAIL with the first example of each violated register, flag or address."""
+        from . import report
         return "\n".join(report.checkstub_verdict(self)) + "\n"
 
 
@@ -112,8 +115,11 @@ def corpus(names: tuple[str, ...] | None = None) -> list:
 
 
 def check(stub_path: str | Path, layout_name: str, max_points: int = 2000,
-          names: tuple[str, ...] | None = None, seed: int = 1) -> StubReport:
-    """Sweep the corpus with the stub at `stub_path` in the `layout_name` world."""
+          names: tuple[str, ...] | None = None, seed: int = 1, on_report=None) -> StubReport:
+    """Sweep the corpus with the stub at `stub_path` in the `layout_name` world.
+
+    on_report(report) is called as soon as the report exists (it fills as the corpus runs), so a
+    caller interrupted half-way can still show what is done."""
     lay = L.get_layout(layout_name)
     rep = None
     for sc in corpus(names):
@@ -122,6 +128,8 @@ def check(stub_path: str | Path, layout_name: str, max_points: int = 2000,
         if rep is None:
             rep = StubReport(str(stub_path), lay.name, world.headroom,
                              world.machine.stub.get_func("asyncPreempt").max_sp_delta, stub_program=world.machine.stub)
+            if on_report is not None:
+                on_report(rep)
         t0 = time.perf_counter()
         res = sweep.sweep(world, sc.entry, seed, min(max_points, sc.max_points), sc.budget, canary=True,
                           async_preemption=sc.async_preemption, nested_signals=sc.nested_signals)
@@ -140,6 +148,16 @@ class MutantResult:
     diagnosed: bool
     named: list[str]
 
+    @property
+    def killed(self) -> bool:
+        """A mutant counts only when it is caught AND the diagnosis names what it broke."""
+        return self.caught and self.diagnosed
+
+
+def mutation_score(results: list[MutantResult]) -> tuple[int, int]:
+    """(killed, total): the one definition used by the report, the JSON and the exit code."""
+    return sum(r.killed for r in results), len(results)
+
 
 def _named(violations) -> set[str]:
     out = set()
@@ -149,12 +167,13 @@ def _named(violations) -> set[str]:
     return out
 
 
-def run_mutants(layout_name: str, max_points: int = 150) -> list[MutantResult]:
-    """Check every generated mutant against the quick corpus; report caught and correctly diagnosed."""
+def run_mutants(layout_name: str, max_points: int = 150, mutant_list=None) -> list[MutantResult]:
+    """Check every generated mutant (or `mutant_list`) against the quick corpus; report caught and
+    correctly diagnosed."""
     lay = L.get_layout(layout_name)
     out = []
     with tempfile.TemporaryDirectory() as tmp:
-        for mu in mutants.generate(lay):
+        for mu in (mutants.generate(lay) if mutant_list is None else mutant_list):
             path = Path(tmp) / f"{mu.name}.s"
             path.write_text(mu.text)
             try:

@@ -28,6 +28,8 @@ KINDS: dict[str, str] = {
     "stub-fault": "The emulated CPU faulted while the stub ran (an unmapped access, a bad POPFQ value setting TF, "
                   "an unexpected interrupt).",
     "stub-budget": "The stub did not return within its instruction budget.",
+    "no-asyncPreempt2": "The stub returned without calling asyncPreempt2: it never lets the scheduler run, so "
+                        "the preemption it was injected for never happens.",
     "final-state": "The goroutine did not end as the uninterrupted reference run did (registers, memory or "
                    "control flow); the first injection that makes it diverge is named.",
     "use-after-free": "The goroutine accessed an object that a GC at an injection point freed: the stack scan "

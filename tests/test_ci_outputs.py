@@ -158,3 +158,9 @@ def test_failed_expectation_is_located_at_its_toml_line(tmp_path, monkeypatch, s
     assert r["locations"][0]["physicalLocation"]["region"]["startLine"] == 8
     (case,) = _cases(xml)
     assert "final.RAX" in case.result[0].message
+
+
+def test_unwritable_output_fails_before_the_run(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    assert cli.main(["check-stub", str(GO114), "--sarif", str(tmp_path / "no" / "x.sarif")]) == 2
+    assert "--sarif" in capsys.readouterr().err
