@@ -103,8 +103,10 @@ def test_pytest_plugin_in_a_project_that_only_installed_preemu(installed):
     r = _run([py, "-m", "pytest", "--preemu-stub=forgot.s", "--preemu-max-points=3", "-rf", "-p", "no:cacheprovider"],
              work)
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
-    failed = [ln for ln in r.stdout.splitlines() if ln.startswith("FAILED forgot.s::")]
-    assert failed and all(ln.endswith(")") and " - register R12 (corpus loop " in ln for ln in failed), failed
+    import re
+    failed = re.findall(r"^FAILED forgot\.s::(\w+) - register R12", r.stdout, re.M)
+    named = re.findall(r"^register R12 \(corpus loop (\w+)\)$", r.stdout, re.M)   # each failure's first line
+    assert failed and sorted(failed) == sorted(named) and set(failed) <= set(loops), r.stdout[-3000:]
 
 
 def test_sarif_from_the_installed_cli_points_at_the_stub_line(installed):
