@@ -22,8 +22,8 @@ import keystone
 from .errors import AsmError
 from .program import DataSym, Func, Insn, Program
 
-_LABEL = re.compile(r"^([A-Za-z_.$][\w.$@]*):\s*(.*)$")
-_IDENT = r"(?<![\w.$@]){}(?![\w$@])"
+_LABEL = re.compile(r"^([A-Za-z_.$][\w.$@/]*):\s*(.*)$")
+_IDENT = r"(?<![\w.$@/]){}(?![\w$@/])"
 _FUNC_DIRECTIVES = {"asm", "nosplit", "goname"}
 _RSP_IMM = re.compile(r"^rsp, (-?(?:0x[0-9a-f]+|\d+))$")
 
@@ -69,21 +69,25 @@ def _num(text: str, file: str, line: int, what: str) -> int:
 
 
 def assemble_file(path: str | Path, base: int, externs: dict[str, int] | None = None,
-                  data_base: int | None = None, display_name: str | None = None) -> Program:
+                  data_base: int | None = None, display_name: str | None = None,
+                  package: str = "main", asm: bool = False) -> Program:
     """Assemble the .s file at `path` to address `base`; see assemble_text."""
     p = Path(path)
     try:
         text = p.read_text()
     except OSError as e:
         raise AsmError(display_name or str(path), 0, f"cannot read: {e.strerror}") from None
-    return assemble_text(text, display_name or str(path), base, externs, data_base)
+    return assemble_text(text, display_name or str(path), base, externs, data_base, package, asm)
 
 
 def assemble_text(text: str, file: str, base: int, externs: dict[str, int] | None = None,
-                  data_base: int | None = None) -> Program:
+                  data_base: int | None = None, package: str = "main", asm: bool = False) -> Program:
     """Assemble `text` (named `file` in messages) at `base`, resolving `externs` to absolute addresses.
 
-    `;@data` buffers are placed from `data_base` upwards (64-byte aligned).
+    `;@data` buffers are placed from `data_base` upwards (64-byte aligned). A function's Go name is
+    its label when the label is already a qualified Go name (see go_name), else `package.label`.
+    With asm=True every function is hand-written assembly (FuncFlagAsm), whatever its directives
+    say: the stub file is runtime assembly (package "runtime"), as runtime/preempt_amd64.s is.
     """
     externs = dict(externs or {})
     funcs, data = _parse(text, file, externs, data_base)
@@ -103,11 +107,17 @@ def assemble_text(text: str, file: str, base: int, externs: dict[str, int] | Non
             s = rx.sub(addr, s)
         return s
 
+    # Go names such as `internal/bytealg.count` are not Keystone symbols: give each such function a
+    # plain assembler symbol and substitute it wherever the name is referenced.
+    sym = {f.name: f.name if re.fullmatch(r"[A-Za-z_]\w*", f.name) else f"__fn{k}_" + re.sub(r"\W", "_", f.name)
+           for k, f in enumerate(funcs)}
+    subst += [(re.compile(_IDENT.format(re.escape(n))), a) for n, a in
+              sorted(sym.items(), key=lambda kv: -len(kv[0])) if n != a]
     stmts: list[str] = []
     lines: list[tuple[_Func, _Line]] = []
     for f in funcs:
         # local labels are scoped to their function: give each a unique assembler name
-        local = [(re.compile(_IDENT.format(re.escape(b[1]))), f".L_{f.name}_{b[1][1:]}")
+        local = [(re.compile(_IDENT.format(re.escape(b[1]))), f".L_{sym[f.name]}_{b[1][1:]}")
                  for b in f.body if isinstance(b, tuple)]
         local.sort(key=lambda rx: -len(rx[0].pattern))
 
@@ -115,7 +125,7 @@ def assemble_text(text: str, file: str, base: int, externs: dict[str, int] | Non
             for rx, new in local:
                 text = rx.sub(new, text)
             return text
-        stmts.append(f"{f.name}:")
+        stmts.append(f"{sym[f.name]}:")
         for b in f.body:
             if isinstance(b, tuple):
                 stmts.append(f"{scoped(b[1])}:")
@@ -125,7 +135,7 @@ def assemble_text(text: str, file: str, base: int, externs: dict[str, int] | Non
     try:
         enc, _ = _ks.asm("\n".join(stmts), base)
     except keystone.KsError as e:
-        _locate_error(lines, resolve, file, base)
+        _locate_error(lines, resolve, file, base, sym.values())
         raise AsmError(file, funcs[0].line, f"assembly failed: {e}") from None
     code = bytes(enc or b"")
     decoded = list(_cs.disasm(code, base))
@@ -134,7 +144,7 @@ def assemble_text(text: str, file: str, base: int, externs: dict[str, int] | Non
         raise AsmError(file, where, f"Capstone decodes {len(decoded)} instructions where the source has "
                        f"{len(lines)}; every source line must be exactly one instruction")
     code, decoded = _fix_absolute_operands(code, decoded, lines, resolve, base, file)
-    return Program(_build_funcs(funcs, lines, decoded, file), data, [(base, code)])
+    return Program(_build_funcs(funcs, lines, decoded, file, package, asm), data, [(base, code)])
 
 
 _BRACKET = re.compile(r"\[([^\]]*)\]")
@@ -302,11 +312,11 @@ def _parse(text: str, file: str, externs: dict[str, int], data_base: int | None)
     return funcs, data
 
 
-def _locate_error(lines, resolve, file, base) -> None:
-    """Re-assemble each instruction alone (labels replaced by an address) and raise on the first failure."""
-    funcs = {f.name for f, _ in lines}
+def _locate_error(lines, resolve, file, base, symbols) -> None:
+    """Re-assemble each instruction alone (labels and the function `symbols` replaced by an address) and
+    raise on the first failure."""
     for f, ln in lines:
-        visible = funcs | {b[1] for b in f.body if isinstance(b, tuple)}
+        visible = set(symbols) | {b[1] for b in f.body if isinstance(b, tuple)}
         s = resolve(ln.text)
         for l in sorted(visible, key=len, reverse=True):
             s = re.sub(_IDENT.format(re.escape(l)), f"{base:#x}", s)
@@ -398,7 +408,15 @@ def _frame_delta(ds, delta, i: int) -> int | None:
     return None
 
 
-def _build_funcs(funcs: list[_Func], lines, decoded, file: str) -> list[Func]:
+def go_name(label: str, package: str = "main") -> str:
+    """The Go symbol name of a function label: a label that is already a qualified Go name
+    (`runtime.spinloop`, `internal/bytealg.count`, `reflect.f`: a `.` after the first character) is
+    that name; any other label is `package.label`, as the compiler names symbols."""
+    return label if "." in label[1:] else f"{package}.{label}"
+
+
+def _build_funcs(funcs: list[_Func], lines, decoded, file: str, package: str = "main",
+                 asm: bool = False) -> list[Func]:
     out: list[Func] = []
     k = 0
     for f in funcs:
@@ -410,6 +428,6 @@ def _build_funcs(funcs: list[_Func], lines, decoded, file: str) -> list[Func]:
                       dl, ln.unsafe or f.nosplit, ln.inline, ln.ptrs) for ln, d, dl in zip(body, ds, deltas)]
         start = insns[0].addr
         end = insns[-1].addr + insns[-1].size
-        goname = f.goname or f"main.{f.name}"
-        out.append(Func(f.name, goname, start, end, bool(f.asm), bool(f.nosplit), tuple(insns)))
+        goname = f.goname or go_name(f.name, package)
+        out.append(Func(f.name, goname, start, end, bool(f.asm or asm), bool(f.nosplit), tuple(insns)))
     return out

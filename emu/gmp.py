@@ -21,7 +21,7 @@ from .gcworld import WorldGC
 from .heap import Heap
 from .machine import Machine
 from .program import Program
-from .safepoint import SchedState
+from .safepoint import GO127, RuntimeRules, SchedState, rules_for
 from .stack import copystack, write_field
 
 G0_SLOT = 0      # g slot of m0.g0
@@ -39,8 +39,9 @@ def read_field(machine: Machine, base: int, fields: dict, name: str) -> int:
     return int.from_bytes(machine.read(base + f.offset, f.size), "little")
 
 
-def read_sched_state(machine: Machine, gp: int, mp: int, pp: int) -> SchedState:
-    """Read what doSigPreempt reads from g (the G the signal landed on), its m and the m's p."""
+def read_sched_state(machine: Machine, gp: int, mp: int, pp: int, rules: RuntimeRules = GO127) -> SchedState:
+    """Read what doSigPreempt reads from g (the G the signal landed on), its m and the m's p, for the
+    runtime `rules` model."""
     G, M, P = gs.G_FIELDS, gs.M_FIELDS, gs.P_FIELDS
     g = machine.read(gp, 184)
     m = machine.read(mp, 272)
@@ -51,7 +52,7 @@ def read_sched_state(machine: Machine, gp: int, mp: int, pp: int) -> SchedState:
         m_curg=_get(m, M, "curg"), m_p=_get(m, M, "p"), m_locks=_get(m, M, "locks"),
         m_mallocing=_get(m, M, "mallocing"), m_preemptoff=_get(m, M, "preemptoff"),
         p_status=_get(p_, P, "status"),
-        p_preempt=bool(machine.read(pp + P["preempt"].offset, 1)[0]) if pp else False)
+        p_preempt=bool(machine.read(pp + P["preempt"].offset, 1)[0]) if pp else False, rules=rules)
 
 
 # --- runtime effects on g/m/p, shared by the single-goroutine World and the Scheduler ----------
@@ -62,21 +63,26 @@ def request_preempt(machine: Machine, gp: int) -> None:
     write_field(machine, gp, G, "stackguard0", gs.STACK_PREEMPT)
 
 
-def preempt_m(machine: Machine, mp: int, pp: int) -> bool:
-    """The asynchronous request: pp.preempt = true; preemptM's signalPending CAS 0 -> 1.
-    Returns whether a signal is sent (at most one is in flight per M)."""
+def preempt_m(machine: Machine, mp: int, pp: int, rules: RuntimeRules = GO127) -> bool:
+    """The asynchronous request: pp.preempt = true; preemptM's signalPending CAS 0 -> 1
+    (signal_unix.go:376). Returns whether a signal is sent (at most one is in flight per M).
+    Go 1.14's preemptM had no signalPending and signalled every time."""
     write_field(machine, pp, gs.P_FIELDS, "preempt", 1)
+    if not rules.signal_pending:
+        return True
     if read_field(machine, mp, gs.M_FIELDS, "signalPending"):
         return False
     write_field(machine, mp, gs.M_FIELDS, "signalPending", 1)
     return True
 
 
-def ack_sigurg(machine: Machine, mp: int) -> None:
-    """doSigPreempt's tail: m.preemptGen += 1; m.signalPending = 0."""
+def ack_sigurg(machine: Machine, mp: int, rules: RuntimeRules = GO127) -> None:
+    """doSigPreempt's tail: m.preemptGen += 1; m.signalPending = 0 (signal_unix.go:353-354;
+    Go 1.14 only bumped preemptGen)."""
     M = gs.M_FIELDS
     write_field(machine, mp, M, "preemptGen", read_field(machine, mp, M, "preemptGen") + 1)
-    write_field(machine, mp, M, "signalPending", 0)
+    if rules.signal_pending:
+        write_field(machine, mp, M, "signalPending", 0)
 
 
 def clear_preempt(machine: Machine, gp: int, pp: int, stack_lo: int) -> None:
@@ -154,6 +160,7 @@ class World(WorldGC):
                  reg_overrides: dict[str, int] | None = None, stack_size: int = memmap.DEFAULT_STACK_SIZE,
                  stub_ret_hooks: bool = True, migrate: bool = True, gc: bool = False, scanner: str = "go"):
         self.layout = layout
+        self.rules = rules_for(layout.name)     # the Go runtime the layout belongs to
         self.program = program
         self.machine = Machine(program, stub, layout.name, on_async_preempt2=self._on_async_preempt2,
                                on_morestack=self._on_morestack, stub_ret_hooks=stub_ret_hooks)
@@ -322,18 +329,18 @@ class World(WorldGC):
     # --- scheduler-side effects -----------------------------------------------------------
     def sched_state(self) -> SchedState:
         """Read what doSigPreempt reads from g, m and p."""
-        return read_sched_state(self.machine, self.gp, self.mp, self.pp)
+        return read_sched_state(self.machine, self.gp, self.mp, self.pp, self.rules)
 
     def preempt_one(self, signal: bool = True) -> None:
         """preemptone: the cooperative request (gp.preempt, stackguard0 = stackPreempt) and, with
         async preemption on, the asynchronous one (pp.preempt) and preemptM's signal."""
         request_preempt(self.machine, self.gp)
         if signal:
-            preempt_m(self.machine, self.mp, self.pp)
+            preempt_m(self.machine, self.mp, self.pp, self.rules)
 
     def resend_signal(self) -> None:
         """preemptM again (sysmon's next tick, suspendG's retry): signalPending CAS 0 -> 1."""
-        preempt_m(self.machine, self.mp, self.pp)
+        preempt_m(self.machine, self.mp, self.pp, self.rules)
 
     def withdraw_request(self) -> None:
         """Clear the requests as execute() would (the sweep treats points as independent)."""
@@ -341,7 +348,7 @@ class World(WorldGC):
 
     def ack(self) -> None:
         """doSigPreempt's tail: m.preemptGen += 1; m.signalPending = 0."""
-        ack_sigurg(self.machine, self.mp)
+        ack_sigurg(self.machine, self.mp, self.rules)
 
     def _on_morestack(self, machine: Machine) -> bool:
         """newstack: stackguard0 == stackPreempt means a cooperative preemption (gopreempt_m, then

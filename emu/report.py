@@ -60,7 +60,7 @@ def pc_table(res: SweepResult, program) -> list[dict]:
 def to_json(res: SweepResult, program, source: str, extra: dict | None = None) -> dict:
     out = OrderedDict(
         tool="preemu", version=__version__, schema=JSON_SCHEMA, command="sweep", file=source, func=res.entry,
-        layout=res.layout, seed=res.seed, boundaries=res.boundaries, points_tried=res.points,
+        layout=res.layout, runtime=res.layout, seed=res.seed, boundaries=res.boundaries, points_tried=res.points,
         injected=res.injected, refused=dict(sorted(res.refused.items())), forced=res.forced,
         violation_count=res.violation_count,
         violations=[v.to_json() for v in res.violations],
@@ -84,9 +84,14 @@ def _group(violations):
     return groups
 
 
+def runtime_label(layout: str) -> str:
+    """The Go runtime whose rules a run modelled ("runtime Go 1.14" for the go1.14 layout)."""
+    return f"runtime Go {layout[2:]}"
+
+
 def render_text(res: SweepResult, program, source: str, stub_desc: str, table: bool = False) -> str:
     L = []
-    L.append(f"preemu sweep: {source}  func {res.entry}  stub {stub_desc}  seed {res.seed}")
+    L.append(f"preemu sweep: {source}  func {res.entry}  stub {stub_desc}  {runtime_label(res.layout)}  seed {res.seed}")
     L.append("")
     L.append(f"  boundaries         {res.boundaries:>9,}   instructions from entry to goexit (each REP iteration counts)")
     L.append(f"  points tried       {res.points:>9,}" + ("   (capped by --max-points)" if res.points < res.boundaries else ""))
@@ -215,7 +220,8 @@ def render_sched(res, sc, source: str, checks) -> str:
     world = "ON (Go >= 1.14: sysmon signals SIGURG)" if res.async_preemption else \
         "OFF (Go 1.13 / asyncpreemptoff=1: prologue checks only)"
     L = [f"scenario {sc.name}: {sc.description}"] + ([f"  cites: {sc.cites}"] if sc.cites else []) + ["",
-         f"preemu schedule: {source}  GOMAXPROCS={res.gomaxprocs}  stub {sc.layout}  seed {sc.seed}",
+         f"preemu schedule: {source}  GOMAXPROCS={res.gomaxprocs}  stub {sc.layout}  {runtime_label(sc.layout)}  "
+         f"seed {sc.seed}",
          f"  async preemption {world}",
          f"  virtual time {res.duration_ns / 1e6:.1f} ms at {res.ns_per_insn:g} ns per instruction"
          + ("; every goroutine exited" if res.finished else ""), "",

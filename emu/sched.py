@@ -32,7 +32,7 @@ from .gmp import (MachineSigContext, ack_sigurg, clear_preempt, drop_curg, initi
 from .layout import StubLayout
 from .machine import Fault, Machine
 from .program import Program
-from .safepoint import async_preempt_stack
+from .safepoint import async_preempt_stack, rules_for
 from .stack import copystack, write_field
 
 FORCE_PREEMPT_NS = 10_000_000        # proc.go forcePreemptNS
@@ -149,6 +149,7 @@ class Scheduler:
         if ns_per_insn <= 0 or quantum_ns < ns_per_insn:
             raise EmuError("ns_per_insn must be positive and the quantum at least one instruction")
         self.layout = layout
+        self.rules = rules_for(layout.name)
         self.async_preemption = async_preemption
         self.ns = ns_per_insn
         self.quantum_insns = int(quantum_ns / ns_per_insn)
@@ -425,7 +426,7 @@ class Scheduler:
 
     def _preempt_m(self, m: M, g: G, t: float, **why) -> None:
         """preemptM: if no signal is in flight to m, send one; it lands at a seeded instruction."""
-        if preempt_m(self.machine, m.addr, m.p.addr):
+        if preempt_m(self.machine, m.addr, m.p.addr, self.rules):
             self.signals_sent += 1
             m.signal_at = self.rnd.randrange(self.quantum_insns)
             self._ev("signal", t, "sysmon", m=m.idx, g=g.name, **why)
@@ -451,15 +452,17 @@ class Scheduler:
         track = f"M{m.idx}"
 
         def ack() -> None:
-            ack_sigurg(mm, m.addr)
+            ack_sigurg(mm, m.addr, self.rules)
 
         g = m.curg
-        if g is None:                                       # landed on g0: the M is in the scheduler or idle
+        if g is None:
+            # Landed on g0: the M is in the scheduler or idle. g0 stays _Gidle (proc.go malg/mcommoninit
+            # never make it _Grunning), so wantAsyncPreempt (preempt.go:369-372) already says no.
             ack()
-            self.refused["not-curg"] += 1
-            self._ev("refuse", t, track, reason="not-curg")
+            self.refused["no-request"] += 1
+            self._ev("refuse", t, track, reason="no-request")
             return
-        st = read_sched_state(mm, g.addr, m.addr, m.p.addr)
+        st = read_sched_state(mm, g.addr, m.addr, m.p.addr, self.rules)
         pc, sp = mm.pc, mm.reg("RSP")
         v = inject.do_sig_preempt(self.sigctx, self.prog, st, pc, sp, self.headroom, self.stub_entry, ack)
         if v.ok:
