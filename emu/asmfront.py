@@ -5,7 +5,7 @@ with Capstone, maps every instruction back to its source line, and records what 
 PCDATA/FUNCDATA (unsafe points, asm/nosplit flags, the SP delta at each PC, inlined ranges).
 The directive syntax is documented in asm/README.md.
 
-Keystone pitfalls handled here (anchors §9): no `sym_resolver` is ever installed (it silently reads
+Keystone pitfalls handled here (FACTS.md §9): no `sym_resolver` is ever installed (it silently reads
 decimal immediates as hex); external names (asyncPreempt2, data buffers, ...) are substituted as
 absolute hex addresses before assembling. Keystone's statement count on errors is unreliable, so a
 failing unit is re-assembled line by line to name the failing line.

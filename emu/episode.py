@@ -1,7 +1,7 @@
 """One preemption episode, step by step: request, signal(s), and how the goroutine is finally stopped.
 
 Where a sweep asks "is it correct to preempt here?" at every boundary, an episode follows Go's own
-sequence once (facts §1.3, §2.3, §2.8, §4.3): at boundary `at` sysmon's preemptone sets gp.preempt,
+sequence once (FACTS.md §1.3, §2.3, §4.3): at boundary `at` sysmon's preemptone sets gp.preempt,
 stackguard0 = stackPreempt and (with async preemption on) pp.preempt and sends SIGURG. The
 handler runs doSigPreempt. If the PC is not an async safe point the request *stays pending*:
 sysmon re-sends the signal every `retry` instructions (one signal in flight per M) and the next

@@ -1,5 +1,5 @@
 """GC stack scan of an asynchronously preempted goroutine, mark and sweep (mirrors runtime/mgcmark.go
-scanstack/scanframeworker/scanConservative and mgcsweep.go, as facts §5 describes them).
+scanstack/scanframeworker/scanConservative and mgcsweep.go, as FACTS.md §5 describes them).
 
 Roots: precise globals (`;@data ... ptrs`), the goroutine's stack, and in the go1.27 layout the
 G's xRegs block (xRegScan, conservative). Frames, innermost first: asyncPreempt2 (precise: no

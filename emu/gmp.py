@@ -172,7 +172,7 @@ class World(WorldGC):
         self.mp = memmap.m_addr(0)
         self.pp = memmap.p_addr(0)
         # A second M/P (with its own g0 and TLS): with `migrate`, every asynchronous preemption
-        # resumes the goroutine on the other M and P, as a reschedule may (facts §6 item 9).
+        # resumes the goroutine on the other M and P, as a reschedule may (FACTS.md §6 item 9).
         self.migrate = migrate
         self.mps = [(memmap.m_addr(0), memmap.p_addr(0), self.g0, memmap.tls_fs_base(0)),
                     (memmap.m_addr(1), memmap.p_addr(1), memmap.g_addr(G0_SLOT_M1), memmap.tls_fs_base(1))]

@@ -98,7 +98,7 @@ def rules_for(version: str) -> RuntimeRules:
 
 @dataclass(frozen=True)
 class SchedState:
-    """The slice of g, m and p that doSigPreempt reads (facts §2.3-2.5)."""
+    """The slice of g, m and p that doSigPreempt reads (FACTS.md §2.3-2.5)."""
 
     gp: int                  # address of the signalled G
     g_status: int

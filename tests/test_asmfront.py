@@ -15,7 +15,7 @@ def test_a_file_without_directives_assembles_and_every_instruction_maps_to_its_l
 
 
 def test_decimal_immediates_stay_decimal():
-    # Keystone's sym_resolver would read 368 as 0x368 (anchors §9.1); we never install one.
+    # Keystone's sym_resolver would read 368 as 0x368 (emu/FACTS.md §9 item 1); we never install one.
     prog = assemble("f:\n  sub rsp, 368\n  add rsp, 368\n  ret\n")
     assert prog.get_func("f").insns[0].op_str == "rsp, 0x170"
 

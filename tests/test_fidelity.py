@@ -159,3 +159,18 @@ def test_reports_name_the_runtime_they_modelled():
     out = io.StringIO()
     code = cli.main(["sweep", "asm/sum_loop.s", "--func", "sum_loop", "--reg", "RCX=3", "--layout", "go1.27"], out)
     assert code == 0 and re.search(r"runtime Go 1\.27", out.getvalue())
+
+
+# --- 7. the facts ship with the repository --------------------------------------------------------
+def test_no_project_file_points_outside_the_repository_and_cites_are_public():
+    from conftest import ROOT
+
+    from emu import scenario
+    files = [p for pat in ("emu/*.py", "emu/*.md", "tests/*.py", "asm/*.s", "asm/*.md", "scenarios/*.toml",
+                           "scenarios/*.md", "README.md", "bench/*.py") for p in ROOT.glob(pat)]
+    internal = re.compile(r"shared/reference|known-bugs [A-E]\d|\bfacts §|anchors §")
+    assert not [p.name for p in files if p.name != "test_fidelity.py" and internal.search(p.read_text())]
+    for p in sorted((ROOT / "scenarios").glob("*.toml")):
+        cites = scenario.load(p).cites
+        assert not cites or re.search(r"golang/go|golang/proposal|[\w-]+/[\w-]+#\d+|FACTS\.md", cites), (p.name, cites)
+    assert (ROOT / "emu" / "FACTS.md").exists()
