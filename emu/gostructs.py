@@ -61,6 +61,7 @@ STACK_PREEMPT = 0xFFFFFFFFFFFFFADE      # uintptrMask & -1314
 STACK_NOSPLIT = 800
 STACK_SMALL = 128
 STACK_GUARD = 928                       # stackNosplit + stackSystem(0) + StackSmall
+FIXED_STACK = 2048                      # fixedStack (stack.go:82-89): a new goroutine's stack, the shrink floor
 PTR_SIZE = 8
 
 # internal/abi/symtab.go: PCDATA_UnsafePoint values

@@ -174,3 +174,65 @@ def test_no_project_file_points_outside_the_repository_and_cites_are_public():
         cites = scenario.load(p).cites
         assert not cites or re.search(r"golang/go|golang/proposal|[\w-]+/[\w-]+#\d+|FACTS\.md", cites), (p.name, cites)
     assert (ROOT / "emu" / "FACTS.md").exists()
+
+
+# --- 5. GC and stacks ---------------------------------------------------------------------------
+def _gc_world(text, entry, stack_size=None, **regs):
+    prog = assemble(text)
+    w = loader.build_world(prog, entry, "go1.14", None, 1, regs, gc=True)
+    return prog, w
+
+
+def test_shrinkstack_counts_stack_nosplit_as_used():
+    from emu.gcworld import would_shrink
+    lo, hi = 0x10000, 0x12000                        # 8 KiB: shrink only if hi - sp + 800 < 2 KiB
+    assert would_shrink(lo, hi, hi - 1000)
+    assert not would_shrink(lo, hi, hi - 1300)      # 1300 + stackNosplit >= 2048 (stack.go:1326)
+    assert not would_shrink(0x10000, 0x10800, 0x10800 - 16)   # half of 2 KiB < fixedStack
+
+
+SPIN = """spin:
+    push rbp
+    mov rbp, rsp
+.loop:
+    dec rcx
+    jnz .loop
+    pop rbp
+    ret
+"""
+
+
+def test_preempt_shrink_is_set_whenever_the_shrink_is_unsafe():
+    # the GC at an async safe point must defer the shrink even when shrinkstack would then find
+    # nothing to do (mgcmark.go:944-950): here more than a quarter of the 8 KiB stack is in use
+    from emu.sweep import sweep
+    big = SPIN.replace("    mov rbp, rsp\n", "    mov rbp, rsp\n    sub rsp, 1800\n").replace("    pop rbp\n",
+                                                                                            "    add rsp, 1800\n    pop rbp\n")
+    prog, w = _gc_world(big, "spin", RCX=3)
+    res = sweep(w, "spin", 1, 100)
+    assert res.ok and res.gc.cycles > 0
+    assert w.shrink_deferred == res.gc.cycles
+    assert gmp.read_field(w.machine, w.gp, gs.G_FIELDS, "preemptShrink") == 1
+
+
+def test_the_saved_bp_slot_of_the_interrupted_frame_is_not_scanned():
+    # A pointer parked where Go expects the interrupted frame's saved BP (the top word of a non-empty
+    # frame) is outside [sp, varp): Go does not scan it, so the object is freed and the later use
+    # is a use-after-free. (Compiled Go code never keeps a pointer there.)
+    text = """hold:
+    mov eax, 32
+    call newobject
+    mov qword ptr [rax], 7
+    push rax
+    xor eax, eax
+.loop:
+    dec rcx
+    jnz .loop
+    pop rax
+    mov rax, qword ptr [rax]
+    ret
+"""
+    from emu.sweep import sweep
+    prog, w = _gc_world(text, "hold", RCX=4)
+    res = sweep(w, "hold", 1, 1000)
+    assert {v.kind for v in res.violations} >= {"use-after-free"}
