@@ -20,6 +20,7 @@ import capstone
 import keystone
 
 from .errors import AsmError
+from .heap import encode_type
 from .program import DataSym, Func, Insn, Program
 
 _LABEL = re.compile(r"^([A-Za-z_.$][\w.$@/]*):\s*(.*)$")
@@ -253,6 +254,22 @@ def _parse(text: str, file: str, externs: dict[str, int], data_base: int | None)
                 inline = args[0]
             elif d == "inline-end":
                 inline = None
+            elif d == "type":
+                # ;@type NAME SIZE OFF...: a type descriptor for `lea rax, [NAME]; call newobject`
+                if data_base is None:
+                    raise AsmError(file, n, ";@type is not allowed in this file")
+                if len(args) < 2 or not re.fullmatch(r"[A-Za-z_]\w*", args[0]):
+                    raise AsmError(file, n, ";@type takes NAME SIZE and the byte offsets of its pointer words")
+                name, size = args[0], _num(args[1], file, n, ";@type size")
+                offs = [_num(a, file, n, ";@type pointer offset") for a in args[2:]]
+                if not 0 < size <= 0x10000 or any(o < 0 or o % 8 or o + 8 > size for o in offs):
+                    raise AsmError(file, n, ";@type size must be 1..65536 and pointer offsets multiples of 8 "
+                                   "inside the object")
+                if name in externs or any(x.name == name for x in data):
+                    raise AsmError(file, n, f";@type {name!r} is defined twice or clashes with a predefined symbol")
+                init = encode_type(size, offs)
+                data.append(DataSym(name, next_data, len(init), init))
+                next_data += (len(init) + 63) // 64 * 64
             elif d == "data":
                 if data_base is None:
                     raise AsmError(file, n, ";@data is not allowed in this file")

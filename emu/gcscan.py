@@ -9,8 +9,8 @@ outgoing-argument area, not the saved-BP slot at its top; its incoming-argument 
 preemu's .s functions, which declare no argument size), then
 every caller precisely from the stack map at its call site (`;@ptrs`). A conservative word that
 points into an allocated object (interior pointers too) marks it; one that points into the stack is
-a stack pointer (counted; preemu has no stack objects). Marked objects are scanned conservatively
-(no heap type bitmaps). Mutant scanners for self-testing: "precise-interrupted" (scan the
+a stack pointer (counted; preemu has no stack objects). Marked objects are scanned precisely through
+their type's pointer mask (scanobject); an untyped object (newobject given a size) counts every word. Mutant scanners for self-testing: "precise-interrupted" (scan the
 interrupted frame with a stack map it does not have) and "skip-save-area".
 """
 from __future__ import annotations
@@ -86,8 +86,9 @@ def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: i
         b = work.pop()
         o = heap.find(b)
         via_precise = b in reach_precise
-        for off, v in _words(read(o.base, o.size)):
-            t = heap.find(v)
+        buf = read(o.base, o.size)
+        for off in o.pointer_words():              # scanobject: only the type's pointer words
+            t = heap.find(int.from_bytes(buf[off:off + 8], "little"))
             if t is None or t.freed_at is not None:
                 continue
             if via_precise and t.base not in reach_precise:

@@ -5,6 +5,7 @@ stack.go isShrinkStackSafe/shrinkstack). Mixed into gmp.World, whose fields it u
 from __future__ import annotations
 
 from . import gostructs as gs
+from .heap import decode_type
 from .machine import Machine
 from .stack import copystack
 
@@ -18,9 +19,13 @@ def would_shrink(lo: int, hi: int, sp: int) -> bool:
 class WorldGC:
     """Allocation and GC for a World (uses its machine, heap, g and stack fields)."""
 
-    def _newobject(self, size: int) -> int:
+    def _newobject(self, rax: int) -> int:
+        """runtime.newobject(typ): RAX is a `;@type` descriptor's address (size and pointer mask) or,
+        for an untyped object, a size."""
+        typ = next((decode_type(d.init) for d in self.program.data if d.addr == rax), None)
+        size, mask = typ if typ is not None else (rax, None)
         try:
-            return self.heap.alloc(size)
+            return self.heap.alloc(size, mask)
         except MemoryError as e:
             from .machine import GuestFaultInHook
             raise GuestFaultInHook(f"runtime.newobject({size}): {e}") from None

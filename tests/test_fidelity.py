@@ -236,3 +236,41 @@ def test_the_saved_bp_slot_of_the_interrupted_frame_is_not_scanned():
     prog, w = _gc_world(text, "hold", RCX=4)
     res = sweep(w, "hold", 1, 1000)
     assert {v.kind for v in res.violations} >= {"use-after-free"}
+
+
+TYPED = """;@type node 16 {ptrs}
+keep:
+    lea rax, [node]
+    call newobject
+    mov r12, rax                    ; r12 = A (a node)
+    mov eax, 16
+    call newobject
+    mov qword ptr [rax], 7
+    mov qword ptr [r12 + 8], rax    ; A.word1 = B; then B lives only in A
+    xor eax, eax
+.loop:
+    dec rcx
+    jnz .loop
+    mov rax, qword ptr [r12 + 8]
+    mov rax, qword ptr [rax]
+    ret
+"""
+
+
+@pytest.mark.parametrize("ptrs,survives", [("8", True), ("", False), ("0", False)])
+def test_heap_objects_are_scanned_through_their_types_pointer_mask(ptrs, survives):
+    from emu.sweep import sweep
+    prog, w = _gc_world(TYPED.format(ptrs=ptrs), "keep", RCX=4)
+    res = sweep(w, "keep", 1, 1000)
+    assert res.gc.cycles > 0
+    uaf = [v for v in res.violations if v.kind == "use-after-free"]
+    assert (not uaf) == survives
+    assert res.ok == survives
+
+
+def test_type_directive_errors_name_the_line():
+    from emu.errors import AsmError
+    for bad in (";@type t\n", ";@type t 16 4\n", ";@type t 16 16\n", ";@type 9t 16\n"):
+        with pytest.raises(AsmError) as e:
+            assemble(bad + "f:\n ret\n")
+        assert e.value.line == 1
