@@ -50,7 +50,7 @@ def read_sched_state(machine: Machine, gp: int, mp: int, pp: int, rules: Runtime
         gp=gp, g_status=_get(g, G, "atomicstatus"), g_preempt=bool(_get(g, G, "preempt")),
         stack_lo=_get(g, G, "stack.lo"), stack_hi=_get(g, G, "stack.hi"),
         m_curg=_get(m, M, "curg"), m_p=_get(m, M, "p"), m_locks=_get(m, M, "locks"),
-        m_mallocing=_get(m, M, "mallocing"), m_preemptoff=_get(m, M, "preemptoff"),
+        m_mallocing=_get(m, M, "mallocing"), m_preemptoff=_get(m, M, "preemptoff.len"),
         p_status=_get(p_, P, "status"),
         p_preempt=bool(machine.read(pp + P["preempt"].offset, 1)[0]) if pp else False, rules=rules)
 

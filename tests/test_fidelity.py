@@ -274,3 +274,20 @@ def test_type_directive_errors_name_the_line():
         with pytest.raises(AsmError) as e:
             assemble(bad + "f:\n ret\n")
         assert e.value.line == 1
+
+
+# --- 6. details ---------------------------------------------------------------------------------
+def test_m_preemptoff_is_read_as_a_string_length():
+    # canPreemptM compares mp.preemptoff with "": the length word at 256 decides, not the pointer at 248
+    prog = assemble(LOOP.format(name="spin"))
+    w = loader.build_world(prog, "spin", "go1.27", None, 1, {"RCX": 3})
+    M = gs.M_FIELDS
+    assert (M["preemptoff.str"].offset, M["preemptoff.len"].offset) == (248, 256)
+    w.machine.write_u64(w.mp + 248, 0x7000)            # a stale pointer with an empty string: still ""
+    assert w.sched_state().m_preemptoff == 0
+    w.machine.write_u64(w.mp + 256, len("gcstart"))
+    assert w.sched_state().m_preemptoff == 7
+    w.preempt_one()
+    from emu.safepoint import is_async_safe_point
+    st = w.sched_state()
+    assert is_async_safe_point(w.machine.all, st, w.machine.pc, w.machine.reg("RSP"), w.headroom).reason == "m-preemptoff"
