@@ -58,13 +58,13 @@ class WorldGC:
     def run_gc(self, machine: Machine) -> None:
         """A full GC while the goroutine sits in asyncPreempt2: scan its stack, mark, sweep.
 
-        Stack shrinking is refused here (isShrinkStackSafe: asyncSafePoint) and deferred through
-        gp.preemptShrink to the next synchronous preemption.
+        Stack shrinking is refused while gp.asyncSafePoint is set (isShrinkStackSafe; the World sets
+        it from the asyncPreempt2 trap until after xRegRestore) and deferred through gp.preemptShrink
+        to the next synchronous preemption.
         """
         from . import gcscan
         from .unwind import UnwindError, unwind
         G = gs.G_FIELDS
-        machine.write(self.gp + G["asyncSafePoint"].offset, b"\x01")
         try:
             frames = unwind(machine.all, machine.read_u64, machine.reg("RSP"), machine.pc)
         except UnwindError as e:
@@ -86,6 +86,8 @@ class WorldGC:
         # scanstack (mgcmark.go:944-950): isShrinkStackSafe is false while asyncSafePoint is set
         # (stack.go:1245), so the shrink is deferred -- preemptShrink is set whether or not
         # shrinkstack would then find anything to shrink.
-        machine.write(self.gp + G["preemptShrink"].offset, b"\x01")
-        self.shrink_deferred += 1
-        machine.write(self.gp + G["asyncSafePoint"].offset, b"\x00")
+        if machine.read(self.gp + G["asyncSafePoint"].offset, 1)[0]:
+            machine.write(self.gp + G["preemptShrink"].offset, b"\x01")
+            self.shrink_deferred += 1
+        else:
+            self._shrinkstack()

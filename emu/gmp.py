@@ -64,10 +64,14 @@ def request_preempt(machine: Machine, gp: int) -> None:
 
 
 def preempt_m(machine: Machine, mp: int, pp: int, rules: RuntimeRules = GO127) -> bool:
-    """The asynchronous request: pp.preempt = true; preemptM's signalPending CAS 0 -> 1
-    (signal_unix.go:376). Returns whether a signal is sent (at most one is in flight per M).
-    Go 1.14's preemptM had no signalPending and signalled every time."""
+    """preemptone's asynchronous request: pp.preempt = true, then preemptM (see signal_m)."""
     write_field(machine, pp, gs.P_FIELDS, "preempt", 1)
+    return signal_m(machine, mp, rules)
+
+
+def signal_m(machine: Machine, mp: int, rules: RuntimeRules = GO127) -> bool:
+    """preemptM: the signalPending CAS 0 -> 1 (signal_unix.go:376). Returns whether a signal is sent
+    (at most one is in flight per M). Go 1.14's preemptM had no signalPending and signalled every time."""
     if not rules.signal_pending:
         return True
     if read_field(machine, mp, gs.M_FIELDS, "signalPending"):
@@ -248,8 +252,9 @@ class World(WorldGC):
 
     def _setup_structs(self) -> None:
         G, M, P = gs.G_FIELDS, gs.M_FIELDS, gs.P_FIELDS
-        for g, (lo, hi), status in ((self.g0, (0, 0), gs.G_RUNNING), (self.gp, (self.stack_lo, self.stack_hi),
-                                                                      gs.G_RUNNING)):
+        # g0 stays _Gidle (FACTS.md §2.4): a SIGURG landing on it fails wantAsyncPreempt
+        for g, (lo, hi), status in ((self.g0, (0, 0), gs.G_IDLE), (self.gp, (self.stack_lo, self.stack_hi),
+                                                                   gs.G_RUNNING)):
             self._wf(g, G, "stack.lo", lo)
             self._wf(g, G, "stack.hi", hi)
             self._wf(g, G, "stackguard0", lo + gs.STACK_GUARD if lo else 0)
@@ -264,7 +269,7 @@ class World(WorldGC):
             self._wf(pp, P, "status", gs.P_RUNNING)
             self._wf(pp, P, "m", mp)
             self._wf(g0, G, "m", mp)
-            self._wf(g0, G, "atomicstatus", gs.G_RUNNING)
+            self._wf(g0, G, "atomicstatus", gs.G_IDLE)
             self.machine.write_u64(fs - 8, g0)
         self.bind(0)
 
@@ -372,10 +377,14 @@ class World(WorldGC):
         return False
 
     def _on_async_preempt2(self, machine: Machine) -> bool:
-        """asyncPreempt2 trap: mcall(gopreempt_m) -> schedule() -> execute(gp) with no other G to run."""
+        """asyncPreempt2 trap: mcall(gopreempt_m) -> schedule() -> execute(gp) with no other G to run.
+
+        gp.asyncSafePoint is set from the trap until after xRegRestore, as asyncPreempt2 does
+        (runtime/preempt.go:317-343)."""
+        P, G = gs.P_FIELDS, gs.G_FIELDS
+        machine.write(self.gp + G["asyncSafePoint"].offset, b"\x01")
         if self.on_preempted is not None:
             self.on_preempted()
-        P = gs.P_FIELDS
         if self.layout.xreg_slots:
             # xRegSave: take this P's cached block (or allocate one), copy scratch into it.
             cache = self.pp + P["xRegs.cache"].offset
@@ -395,5 +404,6 @@ class World(WorldGC):
             # xRegRestore: the P we resume on caches the G's block (its old one is freed).
             machine.write(self.pp + P["xRegs.scratch"].offset, b"\x5a" * gs.XREGS_SIZE)
             xreg_restore(machine, self.pp, self.gp, block)
+        machine.write(self.gp + G["asyncSafePoint"].offset, b"\x00")
         self.withdraw_request()
         return False

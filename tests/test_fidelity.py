@@ -291,3 +291,112 @@ def test_m_preemptoff_is_read_as_a_string_length():
     from emu.safepoint import is_async_safe_point
     st = w.sched_state()
     assert is_async_safe_point(w.machine.all, st, w.machine.pc, w.machine.reg("RSP"), w.headroom).reason == "m-preemptoff"
+
+
+# --- 4. the scheduler -----------------------------------------------------------------------------
+def _sched(gomaxprocs=2, n=4, lay="go1.14"):
+    from emu import layout, sched
+    from conftest import ASM
+    prog = loader.load_program(ASM / "starvation.s")
+    specs = [sched.GoSpec(f"g{i}", "spin") for i in range(n)]
+    s = sched.Scheduler(prog, loader.load_stub(lay), layout.get_layout(lay), specs, gomaxprocs)
+    for p in s.ps:                                   # empty every queue; tests place the Gs themselves
+        p.runq.clear()
+        p.runnext = None
+    return s
+
+
+def test_runqsteal_takes_the_older_half_from_the_head_and_runs_the_last_one_taken():
+    s = _sched()
+    p, q = s.ps
+    a, b, c, d = s.gs
+    q.runq.extend([a, b, c, d])
+    g, inherit = s._find_runnable(p.m, 0)
+    assert (g, inherit) == (b, False)                # runqgrab took a, b (n - n/2); runqsteal runs b
+    assert list(p.runq) == [a] and list(q.runq) == [c, d]
+
+
+def test_runnext_is_stolen_only_when_the_queue_is_empty_on_the_last_round():
+    s = _sched()
+    p, q = s.ps
+    q.runnext = s.gs[0]
+    assert s._find_runnable(p.m, 0) == (s.gs[0], False) and q.runnext is None
+    q.runq.append(s.gs[1])
+    q.runnext = s.gs[2]
+    assert s._find_runnable(p.m, 0) == (s.gs[1], False) and q.runnext is s.gs[2]
+
+
+def test_sysmon_retakes_first_after_its_first_20us_sleep():
+    s = _sched(1, 1)
+    assert s.sysmon_next == 20_000 and s.sysmon_delay == 20
+
+
+def test_retake_keeps_the_schedtick_bookkeeping_of_a_p_without_a_g():
+    s = _sched(1, 1)
+    p = s.ps[0]
+    p.schedtick = 5
+    s._sysmon(1_000_000)                             # no G on the P: the tick is still recorded
+    assert (p.sysmon_tick, p.sysmon_when) == (5, 1_000_000)
+
+
+def test_suspendg_does_not_set_pp_preempt_and_resends_per_acknowledgement_at_most_every_5us():
+    s = _sched(1, 1)
+    m, g = s.ms[0], s.gs[0]
+    s._execute(m, g, False, 0)
+    s._gc_cycle(0)
+    assert gmp.read_field(s.machine, g.addr, gs.G_FIELDS, "preempt") == 1
+    assert s.machine.read(m.p.addr + gs.P_FIELDS["preempt"].offset, 1) == b"\0"
+    assert s.signals_sent == 1
+    s._resend_suspend(g, 10_000)                     # no acknowledgement yet: no new signal
+    assert s.signals_sent == 1
+    gmp.ack_sigurg(s.machine, m.addr, s.rules)       # the M acknowledged (preemptGen moved)
+    s._resend_suspend(g, 10_000)
+    assert s.signals_sent == 2
+    gmp.ack_sigurg(s.machine, m.addr, s.rules)
+    s._resend_suspend(g, 12_000)                     # acknowledged, but within 5 us of the last send
+    assert s.signals_sent == 2
+    s._resend_suspend(g, 15_000)
+    assert s.signals_sent == 3
+
+
+def test_resumeg_readies_the_g_on_the_gc_workers_p():
+    s = _sched(2, 1)
+    m0, m1 = s.ms
+    g = s.gs[0]
+    s._execute(m0, g, False, 0)
+    s._gc_cycle(0)
+    s._preempt_park(m0, g, 1000)
+    assert s.ps[1].runnext is g and s.ps[0].runnext is None
+
+
+def test_a_sigurg_landing_on_g0_fails_want_async_preempt():
+    s = _sched(1, 1)
+    s._deliver(s.ms[0], 0)                           # no current G: the M runs g0, which is _Gidle
+    assert s.refused == {"no-request": 1}
+
+
+def test_async_safe_point_is_set_from_the_trap_until_after_xreg_restore():
+    prog = assemble(LOOP.format(name="spin"))
+    seen = []
+    for lay in ("go1.14", "go1.27"):
+        w = loader.build_world(prog, "spin", lay, None, 1, {"RCX": 50})
+        asp = w.gp + gs.G_FIELDS["asyncSafePoint"].offset
+        w.on_preempted = lambda: seen.append(w.machine.read(asp, 1)[0])
+        from emu.sweep import sweep
+        res = sweep(w, "spin", 1, 20)
+        assert res.ok and res.injected and w.machine.read(asp, 1)[0] == 0
+    assert seen and set(seen) == {1}
+
+
+def test_g0_stays_gidle_so_a_signal_on_it_is_no_request():
+    from emu.gmp import read_sched_state
+    prog = assemble(LOOP.format(name="spin"))
+    w = loader.build_world(prog, "spin", "go1.27", None, 1, {"RCX": 3})
+    w.preempt_one()
+    st = read_sched_state(w.machine, w.g0, w.mp, w.pp, w.rules)     # the signal lands while g0 runs
+    assert st.g_status == gs.G_IDLE
+    c = FakeSigContext(HI - 0x100)
+    assert do_sig_preempt(c, w.machine.all, st, w.machine.pc, c.sp, w.headroom, 0x500000, lambda: None).reason == \
+        "no-request"
+    s = _sched(1, 1)
+    assert gmp.read_field(s.machine, s.ms[0].g0, gs.G_FIELDS, "atomicstatus") == gs.G_IDLE
