@@ -49,6 +49,7 @@ class RuntimeRules:
     runtime_package_prefixes: tuple[str, ...]
     can_preempt_m_curg: bool              # canPreemptM also requires curg != nil and not in a syscall
     signal_pending: bool                  # preemptM coalesces through m.signalPending (#37741)
+    sighandler_checks_asyncpreemptoff: bool = True   # sighandler skips doSigPreempt (#38531, Go 1.15)
 
     def is_runtime_package(self, goname: str) -> bool:
         """Is the function called `goname` compiled as part of the runtime (base.Flag.CompilingRuntime)?"""
@@ -80,11 +81,12 @@ GO127 = RuntimeRules(
 # canPreemptM = `mp.locks == 0 && mp.mallocing == 0 && mp.preemptoff == "" && mp.p.ptr().status ==
 # _Prunning`; the name rule `runtime.`, `runtime/internal/`, `reflect.`; the runtime packages are
 # what cmd/go/internal/work/gc.go passed `-+` to: runtime, runtime/internal/..., internal/cpu,
-# internal/bytealg; no m.signalPending (added for Go 1.15, golang/go#37741).
+# internal/bytealg; no m.signalPending (Go 1.14.0; golang/go#37741, fixed in 1.14.1); sighandler ran
+# doSigPreempt even with asyncpreemptoff=1 (golang/go#38531, fixed in Go 1.15).
 GO114 = RuntimeRules(
     "go1.14", ("runtime.", "runtime/internal/", "reflect."),
     frozenset({"runtime", "internal/cpu", "internal/bytealg"}), ("runtime/internal/",),
-    can_preempt_m_curg=False, signal_pending=False)
+    can_preempt_m_curg=False, signal_pending=False, sighandler_checks_asyncpreemptoff=False)
 RULES = {r.version: r for r in (GO127, GO114)}
 
 

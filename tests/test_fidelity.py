@@ -400,3 +400,16 @@ def test_g0_stays_gidle_so_a_signal_on_it_is_no_request():
         "no-request"
     s = _sched(1, 1)
     assert gmp.read_field(s.machine, s.ms[0].g0, gs.G_FIELDS, "atomicstatus") == gs.G_IDLE
+
+
+def test_go114_preempts_on_a_stray_sigurg_with_asyncpreemptoff():
+    # golang/go#38531: Go 1.14's sighandler ran doSigPreempt even with asyncpreemptoff=1
+    from conftest import ASM
+    prog = loader.load_program(ASM / "sum_loop.s")
+    res = {}
+    from emu.sweep import sweep
+    for lay in ("go1.14", "go1.27"):
+        w = loader.build_world(prog, "sum_loop", lay, None, 1, {"RCX": 5})
+        res[lay] = sweep(w, "sum_loop", 1, 1000, async_preemption=False)
+    assert res["go1.27"].injected == 0 and set(res["go1.27"].refused) == {"asyncpreemptoff"}
+    assert res["go1.14"].injected == res["go1.14"].points > 0 and res["go1.14"].ok
