@@ -413,3 +413,17 @@ def test_go114_preempts_on_a_stray_sigurg_with_asyncpreemptoff():
         res[lay] = sweep(w, "sum_loop", 1, 1000, async_preemption=False)
     assert res["go1.27"].injected == 0 and set(res["go1.27"].refused) == {"asyncpreemptoff"}
     assert res["go1.14"].injected == res["go1.14"].points > 0 and res["go1.14"].ok
+
+
+def test_preempt_resends_at_sysmons_cadence_by_default_and_says_when_compressed():
+    import io
+
+    from emu import cli
+    argv = ["preempt", "asm/call_loop.s", "--func", "call_loop", "--reg", "RCX=5", "--at", "square_add",
+            "--signal-delay", "1"]
+    out = io.StringIO()
+    assert cli.main(argv, out) == 0
+    assert "re-sends the signal every 20,000 instructions (sysmon's 20 us tick" in out.getvalue()
+    out = io.StringIO()
+    assert cli.main(argv + ["--retry", "50"], out) == 0
+    assert "every 50 instructions (compressed" in out.getvalue()
