@@ -293,9 +293,9 @@ def _parse(text: str, file: str, externs: dict[str, int], data_base: int | None)
                 raise AsmError(file, n, f"unknown directive ;@{d} (see asm/README.md)")
         if not code:
             continue
-        if code.startswith(".") and not _LABEL.match(code):
+        if code.startswith(".") and not _LABEL.match(code) and not code.startswith(".byte "):
             raise AsmError(file, n, f"assembler directive {code.split()[0]!r} is not supported; "
-                           "use ;@data for buffers")
+                           "use ;@data for buffers (`.byte` may spell one instruction)")
         m = _LABEL.match(code)
         if m:
             name, code = m.group(1), m.group(2).strip()

@@ -50,6 +50,8 @@ P_SIZE = 0x4000
 #: Size of one xRegs block (Z0..Z31 at i*64, K0..K7 at 2048..2104) and of one vector slot in it.
 XREGS_SIZE = 2112
 XREGS_SLOT = 64
+XREGS_Z = 32                            # xRegs: Z0..Z31 at i*64, then K0..K7 at 2048 + 8*i (preempt_amd64.go)
+XREGS_K = 8
 
 # G status values (runtime2.go)
 G_IDLE, G_RUNNABLE, G_RUNNING, G_SYSCALL, G_WAITING, G_DEAD = 0, 1, 2, 3, 4, 6

@@ -427,3 +427,22 @@ def test_preempt_resends_at_sysmons_cadence_by_default_and_says_when_compressed(
     out = io.StringIO()
     assert cli.main(argv + ["--retry", "50"], out) == 0
     assert "every 50 instructions (compressed" in out.getvalue()
+
+
+def test_the_go127_stub_has_the_real_binarys_offsets_and_dead_avx_blocks():
+    # runtime.asyncPreempt.abi0 of Go 1.27.3 (objdump, emu/FACTS.md §3.2): JMP over the AVX blocks at
+    # +0xda, CALL asyncPreempt2 at +0x286 (return address +0x28b), JMP restoreGPs at +0x30e, the GPR
+    # restores from +0x4ba, RET at +0x505, size 0x506.
+    stub = loader.load_stub("go1.27")
+    f = stub.get_func("asyncPreempt")
+    at = {i.addr - f.start: i for i in f.insns}
+    assert at[0xda].mnemonic == "jmp" and int(at[0xda].op_str, 0) - f.start == 0x286
+    assert at[0x286].mnemonic == "call" and at[0x286].addr + at[0x286].size - f.start == 0x28b
+    assert at[0x30e].mnemonic == "jmp" and int(at[0x30e].op_str, 0) - f.start == 0x4ba
+    assert at[0x505].mnemonic == "ret" and f.end - f.start == 0x506
+    assert f.max_sp_delta == 128
+    dead = [i for i in f.insns if i.source.startswith(".byte")]
+    assert len(dead) == 2 * 40
+    assert {i.mnemonic for i in dead} == {"vmovdqu64", "kmovq"}
+    assert "zmm31, zmmword ptr [rax + 0x7c0]" in {i.op_str for i in dead}       # Z31 at 1984
+    assert "qword ptr [rax + 0x838], k7" in {i.op_str for i in dead}            # K7 at 2104
