@@ -271,14 +271,15 @@ def checkstub_json(rep) -> dict:
 
 def render_checkstub(rep) -> str:
     note = "  (Go 1.27.3's own stub: 264)" if rep.layout == "go1.27" else ""
-    L = [f"preemu check-stub: {rep.stub}  ({rep.layout} world: asyncPreempt2, g/m/p and xRegs as in Go "
-         f"{rep.layout[2:]})",
+    w = max([18] + [len(r.scenario) for r in rep.results])
+    L = [f"preemu check-stub: {rep.stub}  ({rep.layout} world: asyncPreempt2, g/m/p, xRegs and the preemption "
+         f"rules of Go {rep.layout[2:]})",
          f"  stub max SP delta {rep.stub_max_sp_delta} bytes -> asyncPreemptStack {rep.headroom} bytes{note}",
          "  every preemption resumes on the other M and P; a canary guards the stack below the headroom;",
          "  a full GC (stack scan, mark, sweep) runs at every injection point", "",
-         f"  {'corpus loop':<18} {'boundaries':>10} {'points':>7} {'injected':>9} {'refused':>8} {'violations':>11}"]
+         f"  {'corpus loop':<{w}} {'boundaries':>10} {'points':>7} {'injected':>9} {'refused':>8} {'violations':>11}"]
     for r in rep.results:
-        L.append(f"  {r.scenario:<18} {r.boundaries:>10,} {r.points:>7,} {r.injected:>9,} "
+        L.append(f"  {r.scenario:<{w}} {r.boundaries:>10,} {r.points:>7,} {r.injected:>9,} "
                  f"{sum(r.refused.values()):>8,} {r.violation_count:>11,}")
     L.append("")
     if rep.ok:
