@@ -118,7 +118,7 @@ def cmd_preempt(a, out) -> int:
         json.dump(report.episode_json(ep, a.file, a.func), out, indent=1)
         out.write("\n")
     else:
-        out.write(report.render_episode(ep, a.file, a.func))
+        out.write(report.render_episode(ep, a.file, a.func, world.layout.name))
     return 0 if ep.ok else 1
 
 

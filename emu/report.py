@@ -160,9 +160,9 @@ _OUTCOME = {
 }
 
 
-def render_episode(ep, source: str, func: str) -> str:
+def render_episode(ep, source: str, func: str, layout: str = "go1.14") -> str:
     """The step-by-step story of one preemption request."""
-    L = [f"preemu preempt: {source}  func {func}  request at boundary {ep.at}  "
+    L = [f"preemu preempt: {source}  func {func}  {runtime_label(layout)}  request at boundary {ep.at}  "
          f"async preemption {'on' if ep.async_preemption else 'off'}", ""]
     for e in ep.events:
         L.append(f"  [{e.boundary:>7}] {e.kind:<13} {e.text}")
@@ -197,7 +197,7 @@ def sched_json(res, sc, source: str, checks) -> dict:
     lat = res.latencies_ns
     return OrderedDict(
         tool="preemu", version=__version__, schema=JSON_SCHEMA, command="run", kind="schedule", scenario=sc.name,
-        file=source, seed=sc.seed, layout=sc.layout, gomaxprocs=res.gomaxprocs,
+        file=source, seed=sc.seed, layout=sc.layout, runtime=sc.layout, gomaxprocs=res.gomaxprocs,
         async_preemption=res.async_preemption, ns_per_insn=res.ns_per_insn, duration_ms=res.duration_ns / 1e6,
         wake_latency_ms={"p50": res.percentile(0.5), "p90": res.percentile(0.9), "p99": res.percentile(0.99),
                          "max": (lat[-1] / 1e6) if lat else None, "count": len(lat)},

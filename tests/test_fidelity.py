@@ -159,6 +159,9 @@ def test_reports_name_the_runtime_they_modelled():
     out = io.StringIO()
     code = cli.main(["sweep", "asm/sum_loop.s", "--func", "sum_loop", "--reg", "RCX=3", "--layout", "go1.27"], out)
     assert code == 0 and re.search(r"runtime Go 1\.27", out.getvalue())
+    out = io.StringIO()
+    assert cli.main(["preempt", "asm/call_loop.s", "--func", "call_loop", "--reg", "RCX=5", "--at", "5"], out) == 0
+    assert "runtime Go 1.14" in out.getvalue().splitlines()[0]
 
 
 # --- 7. the facts ship with the repository --------------------------------------------------------
