@@ -68,7 +68,8 @@ def test_explicit_spdelta_is_needed_after_an_untrackable_rsp_write():
     ("  nop\nf:\n ret\n", 1, "before the first function"),
     ("f:\n.x:\n nop\n.x:\n ret\n", 4, "defined twice"),
     ("f:\n jmp .y\n.x:\n ret\ng:\n.y:\n ret\n", 2, ".y"),
-    ("f:\n .byte 1\n", 2, "not supported"),
+    ("f:\n .p2align 4\n", 2, "not supported"),
+    ("f:\n .byte 1\n", 2, "exactly one instruction"),
     ("goexit:\n ret\n", 1, "predefined"),
 ])
 def test_assembly_errors_name_file_and_line(src, line, words):
