@@ -1,7 +1,8 @@
 """The safe-point oracle: wantAsyncPreempt and isAsyncSafePoint (mirrors runtime/preempt.go, amd64).
 
 A pure function of (program metadata, G/M/P state, pc, sp): no Unicorn import, no memory access.
-Checks run in Go's order and each refusal carries a stable reason code (REASONS). Two runtimes are
+Checks run in Go's order (numbered as in FACTS.md §2.5) and each refusal carries a stable reason
+code (REASONS). Two runtimes are
 modelled (RuntimeRules; the layout name picks one): Go 1.27.3 (the default) and Go 1.14, whose
 canPreemptM has four terms, whose name rule knows `runtime/internal/` instead of
 `internal/runtime/`, and whose compiler treated a smaller set of packages as the runtime (emu/FACTS.md
@@ -169,25 +170,25 @@ def is_async_safe_point(prog: Program, st: SchedState, pc: int, sp: int, headroo
     # 3. Room on the stack for the injected call (no red zone below SP; stub + helpers + 8 words).
     if sp < st.stack_lo or sp - st.stack_lo < headroom:
         return Verdict(False, "stack-headroom")
-    # 5. The PC must be in Go code.
+    # 4. The PC must be in Go code.
     f = prog.func_for(pc)
     if f is None:
         return Verdict(False, "no-func")
-    # 7. Compiler/assembler-marked unsafe points (prologue window, write barriers, nosplit, and
+    # 5. Compiler/assembler-marked unsafe points (prologue window, write barriers, nosplit, and
     # every PC of Go code in the runtime packages), preempt.go:443-448.
     if prog.unsafe_point(pc) == gs.UNSAFE_POINT_UNSAFE or compiled_as_runtime(f, st.rules):
         return Verdict(False, "unsafe-point")
-    # 8. Assembly functions have no register maps and may do anything (preempt.go:450; Go 1.14 tested
+    # 6. Assembly functions have no register maps and may do anything (preempt.go:450; Go 1.14 tested
     # `fd == nil || fd == &no_pointers_stackmap`, the same functions for our inputs).
     if f.asm:
         return Verdict(False, "asm-func")
-    # 9. Runtime and reflect code is never async-preempted, even when inlined into user code
+    # 7. Runtime and reflect code is never async-preempted, even when inlined into user code
     # (preempt.go:460-464: the innermost inlined function's name).
     insn = prog.insn_at(pc)
     name = (insn.inline if insn is not None and insn.inline else None) or f.goname
     if name.startswith(st.rules.name_prefixes):
         return Verdict(False, "runtime-func")
-    # 10. amd64: resume exactly where we were.
+    # 8. amd64: resume exactly where we were.
     return Verdict(True, "safe", pc)
 
 
