@@ -4,12 +4,11 @@ Models what the stack-scan issue needs of runtime/malloc.go and mgcsweep.go: run
 returns zeroed memory; a mark phase sets mark bits; sweep frees every allocated, unmarked object and
 poisons its memory (0xDE bytes) so a later access is a use-after-free. Objects are bump-allocated,
 16-byte aligned, one after another, and never reused, so a run with GCs allocates exactly the
-addresses of the uninterrupted run. Each object carries the pointer mask of its type (Go's
-heapBits / GCData: bit i set = word i holds a pointer), and the GC scans it precisely through that
-mask (mgcmark.go scanobject). `newobject` takes RAX = the address of a type descriptor declared with
-`;@type NAME SIZE OFF...` (as Go's newobject takes a *_type), or RAX = a plain size for an untyped
-object, every word of which is treated as a pointer. Left out: size-class spans, the
-allocation-black rule (isFreeOrNewlyAllocated), finalizers.
+addresses of the uninterrupted run. Left out: size-class spans, the allocation-black rule
+(isFreeOrNewlyAllocated), finalizers. Objects of a real Go binary carry their type's pointer words
+(scanned precisely, mgcmark.go scanobject); so do objects of .s programs allocated with
+`lea rax, [T]; call newobject` for a type declared `;@type T SIZE OFF...` (as Go's newobject takes a
+*_type); an object allocated by size (`mov eax, SIZE`) carries none (scanned conservatively).
 """
 from __future__ import annotations
 
@@ -20,11 +19,11 @@ from . import memmap
 
 ALIGN = 16
 POISON = 0xDE
-TYPE_MAGIC = b"GOTYPE\0\0"      # first 8 bytes of a type descriptor in the data region
+TYPE_MAGIC = b"GOTYPE\0\0"      # first 8 bytes of a `;@type` descriptor in the data region
 
 
 def encode_type(size: int, ptr_offsets) -> bytes:
-    """A type descriptor (a stand-in for abi.Type: Size_ and the GCData pointer mask)."""
+    """A `;@type` descriptor (a stand-in for abi.Type: Size_ and the GCData pointer mask)."""
     mask = 0
     for off in ptr_offsets:
         mask |= 1 << (off // 8)
@@ -32,11 +31,12 @@ def encode_type(size: int, ptr_offsets) -> bytes:
     return TYPE_MAGIC + size.to_bytes(8, "little") + mask.to_bytes(nbytes, "little")
 
 
-def decode_type(init: bytes) -> tuple[int, int] | None:
-    """(size, pointer mask) of a type descriptor, or None if `init` is not one."""
+def decode_type(init: bytes) -> tuple[int, tuple[int, ...]] | None:
+    """(size, pointer word indices) of a `;@type` descriptor, or None if `init` is not one."""
     if not init.startswith(TYPE_MAGIC) or len(init) < 17:
         return None
-    return int.from_bytes(init[8:16], "little"), int.from_bytes(init[16:], "little")
+    size, mask = int.from_bytes(init[8:16], "little"), int.from_bytes(init[16:], "little")
+    return size, tuple(w for w in range((size + 7) // 8) if (mask >> w) & 1)
 
 
 @dataclass
@@ -44,13 +44,9 @@ class Obj:
     base: int
     size: int
     freed_at: int | None = None        # the injection boundary of the GC that freed it
-    ptrmask: int | None = None         # bit i: word i is a pointer; None: untyped, every word may be
-
-    def pointer_words(self):
-        """Offsets of the words scanobject looks at (the type's pointer mask)."""
-        for off in range(0, self.size - 7, 8):
-            if self.ptrmask is None or (self.ptrmask >> (off // 8)) & 1:
-                yield off
+    # word offsets (in 8-byte words) the GC scans as pointers (the type's bitmap, mbitmap.go); None =
+    # no type information: every word is scanned conservatively
+    ptr_words: tuple[int, ...] | None = None
 
 
 class Heap:
@@ -63,7 +59,7 @@ class Heap:
 
     # --- state for snapshots ----------------------------------------------------------------
     def snapshot(self):
-        return (self.next, [(o.base, o.size, o.freed_at, o.ptrmask) for o in self.objs])
+        return (self.next, [(o.base, o.size, o.freed_at, o.ptr_words) for o in self.objs])
 
     def restore(self, snap) -> None:
         self.next, objs = snap
@@ -76,13 +72,13 @@ class Heap:
         return self.base, self.next - self.base
 
     # --- mallocgc ---------------------------------------------------------------------------
-    def alloc(self, size: int, ptrmask: int | None = None) -> int:
-        """runtime.newobject: the address of fresh zeroed memory (the arena starts zeroed) for an object
-        of `size` bytes whose pointer words are `ptrmask` (None: untyped)."""
+    def alloc(self, size: int, ptr_words: tuple[int, ...] | None = None) -> int:
+        """runtime.newobject(size): the address of fresh zeroed memory (the arena starts zeroed).
+        `ptr_words`: the object's pointer words from its type (precise scan), or None (conservative)."""
         size = max(ALIGN, (size + ALIGN - 1) // ALIGN * ALIGN)
         if self.next + size > self.limit:
             raise MemoryError(f"heap exhausted ({self.limit - self.base} bytes)")
-        o = Obj(self.next, size, None, ptrmask)
+        o = Obj(self.next, size, None, ptr_words)
         self.next += size
         self.objs.append(o)
         self._bases.append(o.base)
