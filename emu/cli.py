@@ -239,9 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--reg", action="append", metavar="NAME=VALUE", help="entry register value; repeatable")
     e.add_argument("--async-preemption", choices=["on", "off"], default="on",
                    help="off = Go 1.13 / GODEBUG=asyncpreemptoff=1: only prologues can preempt")
-    e.add_argument("--retry", type=int, default=episode.SYSMON_TICK_INSNS, metavar="N",
-                   help="sysmon re-sends a refused signal every N instructions (default 20000: its 20 us tick "
-                        "at 1 ns per instruction)")
+    e.add_argument("--retry", type=int, default=episode.DEFAULT_RETRY, metavar="N",
+                   help="sysmon re-sends a refused signal every N instructions (default 50: compressed; "
+                        "sysmon's own tick is 20 us-10 ms, 20000 instructions or more at 1 ns each)")
     e.add_argument("--signal-delay", type=int, default=0, metavar="N",
                    help="the signal arrives N instructions after the request (default 0)")
     e.add_argument("--max-wait", type=int, default=100_000, metavar="N",

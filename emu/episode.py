@@ -78,9 +78,12 @@ def _wb_range_end(prog, pc: int) -> int | None:
 #: sysmon's re-send cadence: while the request stays pending, retake calls preemptone on every sysmon
 #: tick; the shortest tick is usleep(20) (proc.go:6550-6557), 20,000 instructions at 1 ns each.
 SYSMON_TICK_INSNS = 20_000
+#: the default re-send interval of an episode: sysmon's cadence compressed, so that a short loop is
+#: still signalled again before it returns; the output says so.
+DEFAULT_RETRY = 50
 
 
-def run_episode(world: World, at: int, async_preemption: bool = True, retry: int = SYSMON_TICK_INSNS,
+def run_episode(world: World, at: int, async_preemption: bool = True, retry: int = DEFAULT_RETRY,
                 max_wait: int = 100_000, force_unsafe: bool = False, signal_delay: int = 0,
                 gc_during_preemption: bool = False) -> Episode:
     """Request a preemption at boundary `at` and follow it until the goroutine is stopped."""
