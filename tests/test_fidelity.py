@@ -449,3 +449,25 @@ def test_the_go127_stub_has_the_real_binarys_offsets_and_dead_avx_blocks():
     assert {i.mnemonic for i in dead} == {"vmovdqu64", "kmovq"}
     assert "zmm31, zmmword ptr [rax + 0x7c0]" in {i.op_str for i in dead}       # Z31 at 1984
     assert "qword ptr [rax + 0x838], k7" in {i.op_str for i in dead}            # K7 at 2104
+
+
+def test_the_interrupted_frames_argument_area_is_scanned_conservatively():
+    # scanframeworker (mgcmark.go:1110-1115): [argp, argp+argBytes) of the interrupted frame; the only
+    # pointer to the object sits in the interrupted function's argument spill area
+    from types import SimpleNamespace
+
+    from emu import gcscan
+    from emu.heap import Heap
+    from emu.unwind import Frame
+    heap = Heap()
+    obj = heap.alloc(32)
+    sp = 0x10000
+    mem = {sp + 24 + 8 + 8: obj}                      # frame of 24 bytes, return address, then arg word 1
+    read = lambda a, n: b"".join(mem.get(a + i, 0).to_bytes(8, "little") for i in range(0, n, 8))
+    binary = SimpleNamespace(func_for=lambda pc: SimpleNamespace(args=16))
+    prog = SimpleNamespace(binary=binary, insn_at=lambda pc: None)
+    frames = [Frame("f", 0x400000, sp, 24, "interrupted", None)]
+    res = gcscan.scan(read, heap, prog, frames, 0x8000, 0x20000, [], None)
+    assert obj in res.marked and obj in res.conservative_only
+    res = gcscan.scan(read, heap, SimpleNamespace(insn_at=lambda pc: None), frames, 0x8000, 0x20000, [], None)
+    assert obj not in res.marked                       # a .s function declares no arguments
