@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from . import __version__, rtcode
+from .checkstub import mutation_score
 from .safepoint import REASONS
 from .sweep import SweepResult
 
@@ -271,7 +272,8 @@ def checkstub_json(rep) -> dict:
         ok=rep.ok)
 
 
-def render_checkstub(rep) -> str:
+def render_checkstub(rep, interrupted: bool = False) -> str:
+    w = max([18] + [len(r.scenario) for r in rep.results])
     note = "  (Go 1.27.3's own stub: 264)" if rep.layout == "go1.27" else ""
     w = max([18] + [len(r.scenario) for r in rep.results])
     L = [f"preemu check-stub: {rep.stub}  ({rep.layout} world: asyncPreempt2, g/m/p, xRegs and the preemption "
@@ -284,6 +286,9 @@ def render_checkstub(rep) -> str:
         L.append(f"  {r.scenario:<{w}} {r.boundaries:>10,} {r.points:>7,} {r.injected:>9,} "
                  f"{sum(r.refused.values()):>8,} {r.violation_count:>11,}")
     L.append("")
+    if rep.ok and interrupted:
+        L.append("INTERRUPTED: no violation in the corpus loops above; the rest of the corpus did not run.")
+        return "\n".join(L) + "\n"
     if rep.ok:
         L.append("PASS: the stub restored every register, flag and XMM register bit for bit at every point, on "
                  "another M and P,")
@@ -309,7 +314,7 @@ def render_checkstub(rep) -> str:
 
 
 def render_mutants(results, layout: str) -> str:
-    caught = sum(r.caught and r.diagnosed for r in results)
+    caught, _ = mutation_score(results)
     L = [f"preemu check-stub --mutants ({layout}): {len(results)} mutants of the generated stub", "",
          f"  {'mutant':<26} {'caught':<7} {'diagnosis (expected)':<22} named"]
     for r in results:
@@ -323,7 +328,7 @@ def render_mutants(results, layout: str) -> str:
 
 
 def mutants_json(results, layout: str) -> dict:
-    score = sum(r.caught and r.diagnosed for r in results)
+    score, _ = mutation_score(results)
     return OrderedDict(tool="preemu", version=__version__, schema=JSON_SCHEMA, command="check-stub --mutants",
                        layout=layout, mutants=[{"name": r.mutant.name, "description": r.mutant.description,
                                                 "expect": sorted(r.mutant.expect), "caught": r.caught,
