@@ -176,7 +176,7 @@ def is_async_safe_point(prog: Program, st: SchedState, pc: int, sp: int, headroo
         return Verdict(False, "no-func")
     # 5. Compiler/assembler-marked unsafe points (prologue window, write barriers, nosplit, and
     # every PC of Go code in the runtime packages), preempt.go:443-448.
-    if prog.unsafe_point(pc) == gs.UNSAFE_POINT_UNSAFE or compiled_as_runtime(f, st.rules):
+    if prog.unsafe_point(pc) == gs.UNSAFE_POINT_UNSAFE or (not from_binary(prog) and compiled_as_runtime(f, st.rules)):
         return Verdict(False, "unsafe-point")
     # 6. Assembly functions have no register maps and may do anything (preempt.go:450; Go 1.14 tested
     # `fd == nil || fd == &no_pointers_stackmap`, the same functions for our inputs).
@@ -190,6 +190,14 @@ def is_async_safe_point(prog: Program, st: SchedState, pc: int, sp: int, headroo
         return Verdict(False, "runtime-func")
     # 8. amd64: resume exactly where we were.
     return Verdict(True, "safe", pc)
+
+
+def from_binary(prog) -> bool:
+    """Does `prog` come from a real Go binary? Its PCDATA already holds the compiler's marks, including
+    the safe PCs a runtime function has before its first PCDATA change (the prologue: pcvalue starts
+    at -1), which the name rule then refuses; .s programs get the compiler's rule from
+    compiled_as_runtime instead."""
+    return getattr(prog, "binary", None) is not None
 
 
 def compiled_as_runtime(f, rules: RuntimeRules) -> bool:
