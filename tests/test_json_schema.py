@@ -14,10 +14,10 @@ from emu import cli, report
 
 #: Frozen: edit only by adding a new version.
 KEYS = {
-    "preemu/sweep/1": "tool version schema command file func layout seed boundaries points_tried injected refused "
+    "preemu/sweep/1": "tool version schema command file func layout runtime seed boundaries points_tried injected refused "
                       "forced violation_count violations violation_groups points_per_second async_preempt_stack "
                       "uncovered_pcs final_registers points ok gc",
-    "preemu/run-schedule/1": "tool version schema command kind scenario file seed layout gomaxprocs async_preemption "
+    "preemu/run-schedule/1": "tool version schema command kind scenario file seed layout runtime gomaxprocs async_preemption "
                              "ns_per_insn duration_ms wake_latency_ms starved starved_goroutines preemptions signals "
                              "goroutines gc checks ok",
     "preemu/preempt/1": "tool version schema command file func at async_preemption outcome preempted_at "
