@@ -1,4 +1,4 @@
-"""The `preemu` command: sweep, run, preempt, check-stub, gen-stub, disasm.
+"""The `preemu` command: sweep, run, preempt, check-stub, gen-stub, disasm, exec.
 
 Exit codes: 0 all checks hold, 1 a check failed, 2 bad input (one line on stderr, no traceback).
 """
@@ -179,6 +179,53 @@ def cmd_disasm(a, out) -> int:
     return 0
 
 
+def _exec_options(a, passthrough):
+    from .linux import process
+    env = []
+    for kv in a.env or []:
+        if "=" not in kv:
+            raise EmuError(f"--env {kv!r}: write KEY=VALUE, e.g. --env GODEBUG=asyncpreemptoff=1")
+        env.append(kv)
+    delay = 0
+    if a.signal_at:
+        if not a.signal_at.startswith("insn:") or not a.signal_at[5:].isdigit():
+            raise EmuError(f"--signal-at {a.signal_at!r}: write insn:N (take a pending signal N instructions "
+                           "of its target thread after it is sent)")
+        delay = int(a.signal_at[5:])
+    return process.Options(argv=[os.path.basename(a.target), *a.args], env=env, seed=a.seed, quantum=a.quantum,
+                           ns_per_insn=a.ns_per_insn, max_virtual_ms=a.max_virtual_ms, budget=a.budget,
+                           ncpu=a.cpus, signal_delay=delay, passthrough=passthrough, trace=bool(a.trace))
+
+
+def cmd_exec(a, out) -> int:
+    from .linux import elfimage, gotool, process
+    from .linux import report as xreport
+
+    def passthrough(stream: str, data: bytes) -> None:
+        if stream == "stdout":
+            out.write(data.decode(errors="replace"))
+            out.flush()
+        else:
+            sys.stderr.write(data.decode(errors="replace"))
+
+    opts = _exec_options(a, None if a.json else passthrough)
+    image = elfimage.load(str(gotool.build(a.target)))
+    p = process.Process(image, opts).run()
+    if a.trace:
+        xreport.write_chrome_trace(a.trace, p, a.target)
+    if a.json:
+        json.dump(xreport.to_json(p, a.target), out, indent=1)
+        out.write("\n")
+    else:
+        for line in xreport.render_text(p, a.target).splitlines():
+            print(f"preemu: {line}", file=sys.stderr)
+    if p.error is not None and not a.json:
+        raise p.error
+    if p.watch.violations or p.starved or p.error is not None:
+        return 1
+    return p.exit_code
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="preemu", description="Emulate Go's asynchronous goroutine preemption on x86-64, "
                 "one instruction boundary at a time.")
@@ -261,6 +308,26 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--check", action="store_true", help="only report stale files (exit 1 if any)")
     g.set_defaults(fn=cmd_gen_stub)
 
+    x = sub.add_parser("exec", help="run a whole static Go program (its own runtime, sysmon and signal handler) "
+                       "and watch every preemption")
+    x.add_argument("target", help="a static linux/amd64 Go binary, a .go file or a package directory")
+    x.add_argument("args", nargs="*", help="the program's arguments (after --)")
+    x.add_argument("--env", action="append", metavar="KEY=VALUE", help="environment variable; repeatable")
+    x.add_argument("--max-virtual-ms", type=float, default=None, metavar="N",
+                   help="stop after N ms of virtual time and report the program starved")
+    x.add_argument("--budget", type=int, default=None, metavar="N",
+                   help="stop after N instructions and report the program starved (default 2e9)")
+    x.add_argument("--ns-per-insn", type=int, default=1, metavar="N", help="virtual ns per instruction (default 1)")
+    x.add_argument("--quantum", type=int, default=20_000, metavar="N",
+                   help="instructions a thread runs before the next one is scheduled (default 20000)")
+    x.add_argument("--cpus", type=int, default=2, metavar="N", help="CPUs sched_getaffinity reports (default 2)")
+    x.add_argument("--seed", type=int, default=1, help="seed for AT_RANDOM and getrandom")
+    x.add_argument("--signal-at", metavar="insn:N",
+                   help="take each pending signal N instructions of its target after it is sent (default: at once)")
+    x.add_argument("--trace", metavar="OUT.json", help="write a Perfetto/Chrome trace, one track per thread")
+    x.add_argument("--json", action="store_true", help="print one JSON object (program output captured in it)")
+    x.set_defaults(fn=cmd_exec)
+
     d = sub.add_parser("disasm", help="list a program with its metadata (SP deltas, unsafe points)")
     d.add_argument("file")
     d.set_defaults(fn=cmd_disasm)
@@ -271,6 +338,15 @@ def main(argv: list[str] | None = None, out=None) -> int:
     out = out or sys.stdout
     parser = build_parser()
     a = parser.parse_args(argv)
+    if a.cmd == "exec":
+        for opt in ("max_virtual_ms", "ns_per_insn", "quantum", "cpus"):
+            if getattr(a, opt) is not None and getattr(a, opt) <= 0:
+                parser.error(f"--{opt.replace('_', '-')} must be positive")
+        if a.budget is None:
+            from .linux.process import DEFAULT_BUDGET
+            a.budget = DEFAULT_BUDGET
+        if not 1 <= a.cpus <= 64:
+            parser.error("--cpus must be between 1 and 64")
     for opt in ("max_points", "retry", "max_wait", "budget"):
         if getattr(a, opt, None) is not None and getattr(a, opt) <= 0:
             parser.error(f"--{opt.replace('_', '-')} must be positive")
