@@ -206,3 +206,16 @@ def test_syscall_table_names_match_numbers():
     assert len(kernel.ALL_NAMES) == 335
     for nr, (name, _) in kernel.TABLE.items():
         assert kernel.name_of(nr) == name
+
+
+def test_oracle_agrees_with_the_runtime_on_every_sigurg(binaries, starve):
+    """preemu's safepoint oracle, fed the real g/m/p state and pclntab, gives a verdict for every SIGURG
+    and it matches what the runtime's handler did (any disagreement would be a violation)."""
+    pytest.importorskip("emu.gobinary", reason="the pclntab reader lands with the real-Go issue")
+    p = starve
+    assert all(e.oracle is not None for e in p.watch.signals if e.delivered_ns is not None)
+    assert [e.oracle for e in p.watch.signals if e.outcome == "injected"] == ["safe"]
+    assert all(e.oracle != "safe" for e in p.watch.signals if e.outcome == "declined")
+    assert p.watch.preemptions[0].goid >= 1 and not p.watch.violations
+    off = run(binaries["starve"], env=["GODEBUG=asyncpreemptoff=1"], max_virtual_ms=30)
+    assert not off.watch.signals          # sysmon itself sends none (runtime/preempt.go preemptM)

@@ -69,7 +69,7 @@ class Slice:
 
 
 class Process:
-    def __init__(self, image: Image, opts: Options, oracle=None) -> None:
+    def __init__(self, image: Image, opts: Options, oracle="auto") -> None:
         self.image, self.opts = image, opts
         self.uc = Uc(UC_ARCH_X86, UC_MODE_64)
         self.mem = AddressSpace(self.uc)
@@ -102,6 +102,9 @@ class Process:
         self._after_stop = None
         self.async_preemption_on = "asyncpreemptoff=1" not in " ".join(opts.env)
         self._load()
+        if oracle == "auto":
+            from . import oracle as oracle_mod
+            oracle = oracle_mod.make(self, image.path)
         self.watch = Watch(self, image.symbol("runtime.asyncPreempt.abi0"), oracle)
 
     # --- setup -------------------------------------------------------------------------------

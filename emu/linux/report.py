@@ -63,7 +63,7 @@ def render_text(p, target: str) -> str:
         res = ("never resumed (the program ended first)" if not r.resumed else
                "resumed with registers and flags bit-exact" if r.resume_ok else
                "resumed with DIFFERENT state: " + "; ".join(r.resume_diffs))
-        out.append(f"  g {r.g:#x} on thread {r.tid} at {r.where} ({r.pc:#x}), t={_ms(p, r.time_ns):.3f} ms; "
+        out.append(f"  goroutine {r.goid} (g {r.g:#x}) on thread {r.tid} at {r.where} ({r.pc:#x}), t={_ms(p, r.time_ns):.3f} ms; "
                    f"oracle: {r.oracle or 'unavailable'}; {res}")
     if w.violations:
         out.append(f"VIOLATIONS: {len(w.violations)}")

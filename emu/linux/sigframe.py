@@ -57,6 +57,8 @@ class Delivered:
     regs: dict          # the interrupted registers (GPRs, RIP, EFLAGS)
     xmm: list[int]
     mxcsr: int
+    sig: int = 0
+    fs_base: int = 0    # the thread's TLS base (Go keeps g at -8 from it)
 
 
 def read_regs(uc) -> dict:
@@ -114,7 +116,7 @@ def setup_rt_frame(uc, sig: int, handler: int, restorer: int, blocked_mask: int,
     uc.reg_write(X.UC_X86_REG_RDX, frame + UC)
     uc.reg_write(X.UC_X86_REG_RAX, 0)
     uc.reg_write(X.UC_X86_REG_EFLAGS, regs["EFLAGS"] & ~ENTRY_CLEAR)
-    return Delivered(frame, frame + UC, fpstate, regs, xmm, mxcsr)
+    return Delivered(frame, frame + UC, fpstate, regs, xmm, mxcsr, sig, uc.reg_read(X.UC_X86_REG_FS_BASE))
 
 
 @dataclass

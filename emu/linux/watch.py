@@ -18,6 +18,7 @@ import capstone
 from unicorn import UC_HOOK_CODE
 from unicorn import x86_const as X
 
+from .. import gostructs as gs
 from .sigframe import GREGS, XMM
 
 #: registers the resume check compares (RIP and RSP are checked separately)
@@ -34,13 +35,14 @@ class Preemption:
     where: str
     sp: int
     oracle: str | None = None         # the oracle's reason code for this PC ("safe" or why not)
+    goid: int = 0
     resumed: bool = False
     resume_ok: bool | None = None
     resume_diffs: list = field(default_factory=list)
     resume_tid: int | None = None
 
     def to_json(self) -> dict:
-        return {"time_ns": self.time_ns, "thread": self.tid, "g": hex(self.g), "pc": hex(self.pc),
+        return {"time_ns": self.time_ns, "thread": self.tid, "goid": self.goid, "g": hex(self.g), "pc": hex(self.pc),
                 "where": self.where, "sp": hex(self.sp), "oracle": self.oracle, "resumed": self.resumed,
                 "registers_ok": self.resume_ok, "register_diffs": self.resume_diffs, "resume_thread": self.resume_tid}
 
@@ -115,7 +117,7 @@ class Watch:
             outcome = "injected"
             g = self.p.read_u64(self.p.fs_base() - 8)
             rec = Preemption(self.p.now(), t.tid, g, old["RIP"], self.p.image.describe(old["RIP"]), old["RSP"],
-                             ev.oracle if ev else None)
+                             ev.oracle if ev else None, goid=self.p.read_u64(g + gs.G_FIELDS["goid"].offset))
             rec._regs, rec._xmm = old, frame.xmm
             self.preemptions.append(rec)
             self._awaiting[g] = rec
@@ -130,9 +132,9 @@ class Watch:
                                f"interrupted at {self.p.image.describe(old['RIP'])}", pc=hex(old["RIP"]))
         if ev is not None:
             ev.outcome = outcome
-            if outcome == "declined" and ev.oracle == "safe" and self.p.async_preemption_on:
-                # Go declines for reasons outside the PC too (no request pending): only note it
-                pass
+            if outcome == "declined" and ev.oracle == "safe":
+                self.violation("oracle-disagrees", f"the runtime declined the signal at {ev.where} "
+                               f"({ev.pc:#x}) but preemu's oracle says it is an async safe point", pc=hex(ev.pc))
 
     # --- asyncPreempt returning ------------------------------------------------------------
     def _on_ret(self, uc, addr, size, _) -> None:
