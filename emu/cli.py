@@ -200,6 +200,7 @@ def _exec_options(a, passthrough):
 def cmd_exec(a, out) -> int:
     from .linux import elfimage, gotool, process
     from .linux import report as xreport
+    from .linux import scenario as xscenario
 
     def passthrough(stream: str, data: bytes) -> None:
         if stream == "stdout":
@@ -208,22 +209,44 @@ def cmd_exec(a, out) -> int:
         else:
             sys.stderr.write(data.decode(errors="replace"))
 
+    sc = None
+    if a.target.endswith(".toml"):
+        sc = xscenario.load(a.target, a.variant)
+        a.args, a.env = sc.args, sc.env
+        for k, v in sc.run.items():
+            setattr(a, k, v)
+        target = str(sc.program)
+    elif a.variant:
+        raise EmuError("--variant needs a scenario file (.toml)")
+    else:
+        target = a.target
     opts = _exec_options(a, None if a.json else passthrough)
-    image = elfimage.load(str(gotool.build(a.target)))
+    image = elfimage.load(str(gotool.build(target)))
     p = process.Process(image, opts).run()
+    fails = xscenario.check(sc, p) if sc else []
     if a.trace:
         xreport.write_chrome_trace(a.trace, p, a.target)
     if a.json:
-        json.dump(xreport.to_json(p, a.target), out, indent=1)
+        j = xreport.to_json(p, a.target)
+        if sc:
+            j["scenario"] = {"name": sc.name, "variant": a.variant, "failed": fails}
+            j["ok"] = j["ok"] and not fails
+        json.dump(j, out, indent=1)
         out.write("\n")
     else:
-        for line in xreport.render_text(p, a.target).splitlines():
+        text = xreport.render_text(p, a.target)
+        if sc:
+            text += f"scenario {sc.name}{' (' + a.variant + ')' if a.variant else ''}: " + \
+                ("all expectations hold\n" if not fails else "FAILED\n" + "".join(f"  {f}\n" for f in fails))
+        for line in text.splitlines():
             print(f"preemu: {line}", file=sys.stderr)
     if p.error is not None and not a.json:
         raise p.error
-    if p.watch.violations or p.starved or p.error is not None:
+    if p.watch.violations or p.error is not None or fails:
         return 1
-    return p.exit_code
+    if sc:
+        return 0
+    return 1 if p.starved else p.exit_code
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -310,7 +333,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     x = sub.add_parser("exec", help="run a whole static Go program (its own runtime, sysmon and signal handler) "
                        "and watch every preemption")
-    x.add_argument("target", help="a static linux/amd64 Go binary, a .go file or a package directory")
+    x.add_argument("target", help="a static linux/amd64 Go binary, a .go file, a package directory, "
+                   "or a scenario (.toml, see scenarios/go)")
     x.add_argument("args", nargs="*", help="the program's arguments (after --)")
     x.add_argument("--env", action="append", metavar="KEY=VALUE", help="environment variable; repeatable")
     x.add_argument("--max-virtual-ms", type=float, default=None, metavar="N",
@@ -326,6 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="take each pending signal N instructions of its target after it is sent (default: at once)")
     x.add_argument("--trace", metavar="OUT.json", help="write a Perfetto/Chrome trace, one track per thread")
     x.add_argument("--json", action="store_true", help="print one JSON object (program output captured in it)")
+    x.add_argument("--variant", metavar="NAME", help="scenario files: run this variant (e.g. asyncpreemptoff)")
     x.set_defaults(fn=cmd_exec)
 
     d = sub.add_parser("disasm", help="list a program with its metadata (SP deltas, unsafe points)")
