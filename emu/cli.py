@@ -186,15 +186,17 @@ def _exec_options(a, passthrough):
         if "=" not in kv:
             raise EmuError(f"--env {kv!r}: write KEY=VALUE, e.g. --env GODEBUG=asyncpreemptoff=1")
         env.append(kv)
-    delay = 0
-    if a.signal_at:
-        if not a.signal_at.startswith("insn:") or not a.signal_at[5:].isdigit():
-            raise EmuError(f"--signal-at {a.signal_at!r}: write insn:N (take a pending signal N instructions "
-                           "of its target thread after it is sent)")
+    delay, at_pc = 0, None
+    if a.signal_at and a.signal_at.startswith("insn:"):
+        if not a.signal_at[5:].isdigit():
+            raise EmuError(f"--signal-at {a.signal_at!r}: write insn:N with N a number of instructions")
         delay = int(a.signal_at[5:])
+    elif a.signal_at:
+        at_pc = a.signal_at                  # FUNC+OFF, resolved against the binary's symbols later
     return process.Options(argv=[os.path.basename(a.target), *a.args], env=env, seed=a.seed, quantum=a.quantum,
                            ns_per_insn=a.ns_per_insn, max_virtual_ms=a.max_virtual_ms, budget=a.budget,
-                           ncpu=a.cpus, signal_delay=delay, passthrough=passthrough, trace=bool(a.trace))
+                           ncpu=a.cpus, signal_delay=delay, signal_at_pc=at_pc, passthrough=passthrough,
+                           trace=bool(a.trace))
 
 
 def cmd_exec(a, out) -> int:
@@ -222,6 +224,8 @@ def cmd_exec(a, out) -> int:
         target = a.target
     opts = _exec_options(a, None if a.json else passthrough)
     image = elfimage.load(str(gotool.build(target)))
+    if opts.signal_at_pc is not None:
+        opts.signal_at_pc = image.resolve(opts.signal_at_pc, "--signal-at")
     p = process.Process(image, opts).run()
     fails = xscenario.check(sc, p) if sc else []
     if a.trace:
@@ -346,8 +350,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="instructions a thread runs before the next one is scheduled (default 20000)")
     x.add_argument("--cpus", type=int, default=2, metavar="N", help="CPUs sched_getaffinity reports (default 2)")
     x.add_argument("--seed", type=int, default=1, help="seed for AT_RANDOM and getrandom")
-    x.add_argument("--signal-at", metavar="insn:N",
-                   help="take each pending signal N instructions of its target after it is sent (default: at once)")
+    x.add_argument("--signal-at", metavar="FUNC+OFF|insn:N",
+                   help="take each pending signal when its target thread is about to execute FUNC+OFF (e.g. "
+                   "main.spin+0x9), or N of its instructions after it is sent (default: at its next instruction)")
     x.add_argument("--trace", metavar="OUT.json", help="write a Perfetto/Chrome trace, one track per thread")
     x.add_argument("--json", action="store_true", help="print one JSON object (program output captured in it)")
     x.add_argument("--variant", metavar="NAME", help="scenario files: run this variant (e.g. asyncpreemptoff)")

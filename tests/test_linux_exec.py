@@ -219,3 +219,16 @@ def test_oracle_agrees_with_the_runtime_on_every_sigurg(binaries, starve):
     assert p.watch.preemptions[0].goid >= 1 and not p.watch.violations
     off = run(binaries["starve"], env=["GODEBUG=asyncpreemptoff=1"], max_virtual_ms=30)
     assert not off.watch.signals          # sysmon itself sends none (runtime/preempt.go preemptM)
+
+
+def test_signal_at_a_chosen_pc(binaries, capsys):
+    image = elfimage.load(str(binaries["starve"]))
+    loop = [a for a in (image.resolve("main.main.gowrap1+0x" + f"{o:x}", "x") for o in (0x18, 0x1a, 0x1c))]
+    for pc in loop[:2]:
+        p = process.Process(image, process.Options(argv=["prog"], signal_at_pc=pc)).run()
+        assert [r.pc for r in p.watch.preemptions] == [pc] and p.watch.preemptions[0].resume_ok
+        assert all(e.pc == pc for e in p.watch.signals if e.pc is not None)
+    with pytest.raises(EmuError, match="not an instruction boundary"):
+        image.resolve("main.main.gowrap1+0x1b", "--signal-at")
+    assert cli.main(["exec", str(binaries["starve"]), "--signal-at", "main.nope+3"]) == 2
+    assert "no function 'main.nope'" in capsys.readouterr().err

@@ -57,6 +57,29 @@ class Image:
         except KeyError:
             raise EmuError(f"{self.path}: no symbol {name!r} in .symtab (is the binary stripped?)") from None
 
+    def resolve(self, spec: str, what: str) -> int:
+        """FUNC+OFF (offset decimal or 0x hex), FUNC, or a 0x address -> address; EmuError names `what`."""
+        name, _, off = spec.partition("+")
+        try:
+            offset = int(off, 0) if off else 0
+            if name.startswith("0x") and not off:
+                return int(name, 16)
+        except ValueError:
+            raise EmuError(f"{what} {spec!r}: the offset is not a number (write FUNC+0x9 or FUNC+9)") from None
+        if name not in self.symbols:
+            near = sorted(n for n in self.symbols if n.endswith("." + name.rsplit(".", 1)[-1]))[:5]
+            hint = f" (did you mean {', '.join(near)}?)" if near else ""
+            raise EmuError(f"{what} {spec!r}: no function {name!r} in the binary's symbol table{hint}")
+        addr, size = self.symbols[name]
+        if size and offset >= size:
+            raise EmuError(f"{what} {spec!r}: offset {offset:#x} is past the end of {name} (size {size:#x})")
+        starts = [i.address - addr for i in capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+                  .disasm(self.text_bytes(addr, size), addr)]
+        if size and offset not in starts:
+            raise EmuError(f"{what} {spec!r}: not an instruction boundary of {name} "
+                           f"(boundaries: {', '.join(hex(o) for o in starts[:12])}{' ...' if len(starts) > 12 else ''})")
+        return addr + offset
+
     def func_at(self, pc: int) -> tuple[str, int] | None:
         """(function name, offset) of the .symtab function containing pc, or None."""
         i = bisect.bisect_right(self._func_starts, pc) - 1

@@ -9,8 +9,8 @@ time), a pending signal's chosen boundary is reached, or a syscall that replaces
 address of the SYSCALL and Unicorn adds 2 after the callback, even to a RIP written in it.
 
 Signals are delivered as Linux does (kernel/signal.c, arch/x86/kernel/signal.c) when the target
-thread next runs, or `signal_delay` of its instructions later (--signal-at insn:N); the landing
-PC is recorded. Left out: multiple CPUs, priorities, process-directed signals, core dumps.
+thread next runs, `signal_delay` of its instructions later (--signal-at insn:N), or when it is
+about to execute a chosen PC (--signal-at FUNC+OFF, a one-shot code hook); the landing PC is recorded. Left out: multiple CPUs, priorities, process-directed signals, core dumps.
 """
 from __future__ import annotations
 
@@ -56,6 +56,7 @@ class Options:
     budget: int = DEFAULT_BUDGET
     ncpu: int = 2
     signal_delay: int = 0              # a pending signal is taken after N more instructions of its target
+    signal_at_pc: int | None = None    # ... or when its target is about to execute this PC (--signal-at FUNC+OFF)
     passthrough: object = None         # callable(stream_name, bytes) for live output, or None
     trace: bool = False
 
@@ -424,10 +425,15 @@ class Process:
         uc.context_restore(t.ctx)
         self.cur = t
         sig = t.deliverable()
-        if sig and t.signal_countdown <= 0:
+        at = self.opts.signal_at_pc
+        if sig and t.signal_countdown <= 0 and (at is None or uc.reg_read(X.UC_X86_REG_RIP) == at):
             self._deliver(t, sig)
             if self.exit_code is not None:
                 return
+        watch_pc = at is not None and t.deliverable()
+        if watch_pc:
+            self._pc_hook = uc.hook_add(UC_HOOK_CODE, self._on_signal_pc, None, at, at)
+            uc.ctl_remove_cache(at, at + 1)    # hooks added after translation only fire on fresh blocks
         limit = self.opts.quantum
         d = self._earliest_deadline()
         if d is not None:
@@ -448,6 +454,9 @@ class Process:
         finally:
             n = self.counter.executed
             self.in_slice = False
+            if watch_pc:
+                uc.hook_del(self._pc_hook)
+                uc.ctl_remove_cache(at, at + 1)
         self.clock += n * ns
         self.insns += n
         t.insns += n
@@ -464,6 +473,10 @@ class Process:
         self._wake_due()                 # a sleeper whose deadline ended this slice runs next (wakeup preemption)
         if t.state == RUNNABLE:
             self.runq.append(t)
+
+    def _on_signal_pc(self, uc, addr, size, _) -> None:
+        if self.counter.executed < self.counter._c.limit:
+            uc.emu_stop()                  # before the instruction runs: the signal is taken here next slice
 
     def _fault(self, e: UcError) -> Exception:
         pc = self.uc.reg_read(X.UC_X86_REG_RIP)
