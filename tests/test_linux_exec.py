@@ -232,3 +232,24 @@ def test_signal_at_a_chosen_pc(binaries, capsys):
         image.resolve("main.main.gowrap1+0x1b", "--signal-at")
     assert cli.main(["exec", str(binaries["starve"]), "--signal-at", "main.nope+3"]) == 2
     assert "no function 'main.nope'" in capsys.readouterr().err
+
+
+def _readme_examples():
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Whole programs"):text.index("## Commands")]
+    for block in re.findall(r"```\n(\$ preemu exec .*?)```", section, re.S):
+        cmd, *expected = block.strip("\n").split("\n")
+        yield cmd[len("$ preemu "):].split(), expected
+
+
+@pytest.mark.parametrize("argv,expected", list(_readme_examples()), ids=lambda x: " ".join(x)[:40] if isinstance(x, list) and x and x[0] == "exec" else "")
+def test_readme_exec_examples(argv, expected, capsys, monkeypatch):
+    """The README's exec examples print what the README shows (wall seconds aside)."""
+    pytest.importorskip("emu.gobinary", reason="the oracle's verdicts in the README need the pclntab reader")
+    monkeypatch.chdir(ROOT)
+    out = io.StringIO()
+    rc = cli.main(argv, out=out)
+    got = out.getvalue().splitlines() + capsys.readouterr().err.splitlines()
+    wall = re.compile(r"[\d.]+ s wall")
+    assert [wall.sub("s wall", x) for x in got] == [wall.sub("s wall", x) for x in expected]
+    assert rc == (1 if any("STARVED" in x for x in expected) else 0)
