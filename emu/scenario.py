@@ -120,16 +120,21 @@ def _files(ps: str, p: Path, data: dict) -> tuple[Path, Path | None]:
     return out[0], out[1]
 
 
+def read_toml(path: str | Path) -> dict:
+    """The scenario file's TOML table; a missing file or a syntax error is a ScenarioError."""
+    try:
+        return tomllib.loads(Path(path).read_text())
+    except OSError as e:
+        raise ScenarioError(str(path), "", f"cannot read: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(str(path), "", f"not valid TOML: {e}") from None
+
+
 def load(path: str | Path) -> "Scenario | SchedScenario":
     """Read and validate a scenario file (a sweep scenario, or a scheduler one with [[goroutines]])."""
     p = Path(path)
     ps = str(path)
-    try:
-        data = tomllib.loads(p.read_text())
-    except OSError as e:
-        raise ScenarioError(ps, "", f"cannot read: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ScenarioError(ps, "", f"not valid TOML: {e}") from None
+    data = read_toml(p)
     if "goroutines" in data:
         return load_sched(p, data)
     _check_top(ps, data, _TOP, ("name", "asm", "entry"), ("max_points", "budget"))

@@ -86,6 +86,8 @@ def test_runs_are_byte_identical(binaries, starve):
     a, b = (dict(json.loads(json.dumps(_json(x))), wall_s=0) for x in (starve, again))
     assert a == b
     assert [s.__dict__ for s in starve.slices] == [s.__dict__ for s in again.slices]
+    from emu.linux import report
+    assert json.dumps(report.chrome_trace(starve, "s")) == json.dumps(report.chrome_trace(again, "s"))
 
 
 def _json(p):
@@ -223,8 +225,7 @@ def test_oracle_agrees_with_the_runtime_on_every_sigurg(binaries, starve):
 
 def test_signal_at_a_chosen_pc(binaries, capsys):
     image = elfimage.load(str(binaries["starve"]))
-    loop = [a for a in (image.resolve("main.main.gowrap1+0x" + f"{o:x}", "x") for o in (0x18, 0x1a, 0x1c))]
-    for pc in loop[:2]:
+    for pc in (image.resolve(f"main.main.gowrap1+{off}", "x") for off in ("0x18", "0x1a")):
         p = process.Process(image, process.Options(argv=["prog"], signal_at_pc=pc)).run()
         assert [r.pc for r in p.watch.preemptions] == [pc] and p.watch.preemptions[0].resume_ok
         assert all(e.pc == pc for e in p.watch.signals if e.pc is not None)
@@ -242,7 +243,7 @@ def _readme_examples():
         yield cmd[len("$ preemu "):].split(), expected
 
 
-@pytest.mark.parametrize("argv,expected", list(_readme_examples()), ids=lambda x: " ".join(x)[:40] if isinstance(x, list) and x and x[0] == "exec" else "")
+@pytest.mark.parametrize("argv,expected", list(_readme_examples()), ids=["starve", "asyncpreemptoff"])
 def test_readme_exec_examples(argv, expected, capsys, monkeypatch):
     """The README's exec examples print what the README shows (wall seconds aside)."""
     pytest.importorskip("emu.gobinary", reason="the oracle's verdicts in the README need the pclntab reader")

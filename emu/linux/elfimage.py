@@ -76,8 +76,8 @@ class Image:
         starts = [i.address - addr for i in capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
                   .disasm(self.text_bytes(addr, size), addr)]
         if size and offset not in starts:
-            raise EmuError(f"{what} {spec!r}: not an instruction boundary of {name} "
-                           f"(boundaries: {', '.join(hex(o) for o in starts[:12])}{' ...' if len(starts) > 12 else ''})")
+            some = ", ".join(hex(o) for o in starts[:12]) + (" ..." if len(starts) > 12 else "")
+            raise EmuError(f"{what} {spec!r}: not an instruction boundary of {name} (boundaries: {some})")
         return addr + offset
 
     def func_at(self, pc: int) -> tuple[str, int] | None:

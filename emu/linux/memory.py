@@ -122,7 +122,8 @@ class AddressSpace:
             if addr & (PAGE - 1):
                 return -22
             a = addr
-        elif addr and not self.vmas.overlaps(page_down(addr), page_down(addr) + size) and page_down(addr) + size <= MMAP_TOP:
+        elif addr and page_down(addr) + size <= MMAP_TOP and not self.vmas.overlaps(page_down(addr),
+                                                                                   page_down(addr) + size):
             a = page_down(addr)           # a free hint is honoured, as Linux does
         elif flags & MAP_FIXED_NOREPLACE:
             return -17                    # EEXIST

@@ -10,7 +10,8 @@ address of the SYSCALL and Unicorn adds 2 after the callback, even to a RIP writ
 
 Signals are delivered as Linux does (kernel/signal.c, arch/x86/kernel/signal.c) when the target
 thread next runs, `signal_delay` of its instructions later (--signal-at insn:N), or when it is
-about to execute a chosen PC (--signal-at FUNC+OFF, a one-shot code hook); the landing PC is recorded. Left out: multiple CPUs, priorities, process-directed signals, core dumps.
+about to execute a chosen PC (--signal-at FUNC+OFF, a one-shot code hook); the landing PC is recorded.
+Left out: multiple CPUs, priorities, process-directed signals, core dumps.
 """
 from __future__ import annotations
 
@@ -403,8 +404,8 @@ class Process:
             if t is None:
                 d = self._earliest_deadline()
                 if d is None:
-                    self.error = EmuError("deadlock: every thread waits with no timeout "
-                                          f"({', '.join(f'{x.tid}: {x.wait.kind}' for x in self.threads.values() if x.state == BLOCKED)})")
+                    waits = ", ".join(f"{x.tid}: {x.wait.kind}" for x in self.threads.values() if x.state == BLOCKED)
+                    self.error = EmuError(f"deadlock: every thread waits with no timeout ({waits})")
                     break
                 if limit_ns is not None and d > limit_ns:
                     self.idle_ns += limit_ns - self.clock

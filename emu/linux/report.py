@@ -63,7 +63,8 @@ def render_text(p, target: str) -> str:
         res = ("never resumed (the program ended first)" if not r.resumed else
                "resumed with registers and flags bit-exact" if r.resume_ok else
                "resumed with DIFFERENT state: " + "; ".join(r.resume_diffs))
-        out.append(f"  goroutine {r.goid} (g {r.g:#x}) on thread {r.tid} at {r.where} ({r.pc:#x}), t={_ms(p, r.time_ns):.3f} ms; "
+        out.append(f"  goroutine {r.goid} (g {r.g:#x}) on thread {r.tid} at {r.where} ({r.pc:#x}), "
+                   f"t={_ms(p, r.time_ns):.3f} ms; "
                    f"oracle: {r.oracle or 'unavailable'}; {res}")
     if w.violations:
         out.append(f"VIOLATIONS: {len(w.violations)}")
@@ -89,7 +90,8 @@ def chrome_trace(p, target: str) -> dict:
         if e.delivered_ns is not None:
             ev.append({"ph": "i", "s": "t", "pid": 1, "tid": e.target, "ts": us(e.delivered_ns),
                        "name": f"signal {e.sig} at {e.where}: {e.outcome}", "args": {"oracle": e.oracle}})
-            ev.append({"ph": "s", "id": i, "pid": 1, "tid": e.sender, "ts": us(e.time_ns), "name": "signal", "cat": "sig"})
+            ev.append({"ph": "s", "id": i, "pid": 1, "tid": e.sender, "ts": us(e.time_ns), "name": "signal",
+                       "cat": "sig"})
             ev.append({"ph": "f", "bp": "e", "id": i, "pid": 1, "tid": e.target, "ts": us(e.delivered_ns),
                        "name": "signal", "cat": "sig"})
     for r in p.watch.preemptions:

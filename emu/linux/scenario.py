@@ -17,11 +17,11 @@ Every async preemption's register check and oracle agreement are always checked 
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ScenarioError
+from ..scenario import read_toml
 
 RUN_KEYS = {"max_virtual_ms": (int, float), "budget": int, "seed": int, "quantum": int, "ns_per_insn": int, "cpus": int}
 EXPECT_KEYS = {"exit_code": int, "starved": bool, "stdout_regex": str, "stdout_number_range": list,
@@ -52,12 +52,7 @@ def _check(path: str, where: str, table: dict, allowed: dict) -> None:
 
 def load(path: str, variant: str | None = None) -> ExecScenario:
     p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text())
-    except OSError as e:
-        raise ScenarioError(path, "", f"cannot read: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ScenarioError(path, "", f"not valid TOML: {e}") from None
+    data = read_toml(p)
     for k in data:
         if k not in TOP_KEYS:
             raise ScenarioError(path, k, f"unknown key (allowed: {', '.join(sorted(TOP_KEYS))})")
