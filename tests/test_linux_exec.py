@@ -199,7 +199,7 @@ def test_cli_exec_bad_input(capsys, tmp_path):
     assert "no such file" in capsys.readouterr().err
     assert cli.main(["exec", str(GO / "hello"), "--env", "NOEQUALS"]) == 2
     assert "KEY=VALUE" in capsys.readouterr().err
-    assert cli.main(["exec", str(GO / "hello"), "--signal-at", "main.spin"]) == 2
+    assert cli.main(["exec", str(GO / "hello"), "--signal-at", "insn:abc"]) == 2
     assert "insn:N" in capsys.readouterr().err
 
 
