@@ -254,3 +254,16 @@ def test_readme_exec_examples(argv, expected, capsys, monkeypatch):
     wall = re.compile(r"[\d.]+ s wall")
     assert [wall.sub("s wall", x) for x in got] == [wall.sub("s wall", x) for x in expected]
     assert rc == (1 if any("STARVED" in x for x in expected) else 0)
+
+
+def test_nil_dereference_becomes_a_go_panic():
+    """An unmapped access is a synchronous SIGSEGV with si_addr; the runtime's handler injects sigpanic
+    and the program dies as natively: Go's panic message and exit status 2."""
+    p = run(gotool.build(str(DATA / "go" / "nilderef")))
+    err = bytes(p.fds.stderr.data).decode()
+    assert p.exit_code == 2 and p.error is None and bytes(p.fds.stdout.data) == b"before\n"
+    assert "invalid memory address or nil pointer dereference" in err
+    assert "[signal SIGSEGV: segmentation violation code=0x1 addr=0x8 pc=" in err and "main.main()" in err
+    [segv] = [e for e in p.watch.signals if e.sig == 11]
+    assert segv.outcome == "sigpanic" and segv.where.startswith("main.main+") and "0x8" in segv.fault
+    assert not p.watch.violations

@@ -41,7 +41,8 @@ def test_frame_placement_and_round_trip():
             X.UC_X86_REG_EFLAGS: 0x202 | 0x400 | 0x1, X.UC_X86_REG_XMM3: 0xAB << 64}
     for r, v in regs.items():
         uc.reg_write(r, v)
-    d = sigframe.setup_rt_frame(uc, 23, 0x5000, 0x6000, 0b101, (0x20000, 0x8000), 1000, 1000, on_altstack=False)
+    d = sigframe.setup_rt_frame(uc, sigframe.SigInfo(23, pid=1000, uid=1000), 0x5000, 0x6000, 0b101,
+                                (0x20000, 0x8000), on_altstack=False)
     rsp = uc.reg_read(X.UC_X86_REG_RSP)
     assert rsp == d.frame and (rsp + 8) % 16 == 0 and d.fpstate % 64 == 0    # as after a CALL
     assert d.fpstate + sigframe.FXSAVE_SIZE <= 0x28000 and rsp + sigframe.FRAME_SIZE <= d.fpstate
@@ -62,7 +63,7 @@ def test_frame_placement_and_round_trip():
 def test_frame_without_altstack_skips_the_red_zone():
     uc = _cpu()
     uc.reg_write(X.UC_X86_REG_RSP, 0x28000)
-    d = sigframe.setup_rt_frame(uc, 23, 0x5000, 0x6000, 0, None, 1, 1, on_altstack=False)
+    d = sigframe.setup_rt_frame(uc, sigframe.SigInfo(23), 0x5000, 0x6000, 0, None, on_altstack=False)
     assert d.fpstate + sigframe.FXSAVE_SIZE <= 0x28000 - sigframe.REDZONE
 
 

@@ -11,6 +11,8 @@ address of the SYSCALL and Unicorn adds 2 after the callback, even to a RIP writ
 Signals are delivered as Linux does (kernel/signal.c, arch/x86/kernel/signal.c) when the target
 thread next runs, `signal_delay` of its instructions later (--signal-at insn:N), or when it is
 about to execute a chosen PC (--signal-at FUNC+OFF, a one-shot code hook); the landing PC is recorded.
+An access to an unmapped page becomes a synchronous SIGSEGV for the faulting thread (SEGV_MAPERR,
+si_addr and the mcontext's trapno/err/cr2), taken before anything else runs.
 Left out: multiple CPUs, priorities, process-directed signals, core dumps.
 """
 from __future__ import annotations
@@ -22,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 
 import capstone
-from unicorn import UC_ARCH_X86, UC_HOOK_CODE, UC_HOOK_INSN, UC_MODE_64, Uc, UcError
+from unicorn import UC_ARCH_X86, UC_HOOK_CODE, UC_HOOK_INSN, UC_HOOK_MEM_UNMAPPED, UC_MODE_64, Uc, UcError
 from unicorn import unicorn_const as UCC
 from unicorn import x86_const as X
 
@@ -32,7 +34,7 @@ from .elfimage import Image
 from .fds import Epoll, FdTable
 from .icount import InsnCounter
 from .memory import AddressSpace
-from .sigframe import restore_rt_frame, setup_rt_frame
+from .sigframe import PF_INSTR, PF_USER, PF_WRITE, SEGV_MAPERR, X86_TRAP_PF, SigInfo, restore_rt_frame, setup_rt_frame
 from .threads import BLOCKED, EXITED, RUNNABLE, Thread, Wait
 from .watch import Watch
 
@@ -102,6 +104,7 @@ class Process:
         self._pending_events: dict[tuple[int, int], object] = {}
         self._stop_slice = False
         self._after_stop = None
+        self._fault = None                      # (access type, address) of the last unmapped access
         self.async_preemption_on = "asyncpreemptoff=1" not in " ".join(opts.env)
         self._load()
         if oracle == "auto":
@@ -120,6 +123,7 @@ class Process:
         self.uc.reg_write(X.UC_X86_REG_RIP, self.image.entry)
         self.uc.hook_add(UC_HOOK_INSN, self._on_syscall, None, 1, 0, X.UC_X86_INS_SYSCALL)
         self.uc.hook_add(UC_HOOK_INSN, self._on_cpuid, None, 1, 0, X.UC_X86_INS_CPUID)
+        self.uc.hook_add(UC_HOOK_MEM_UNMAPPED, self._on_unmapped)
         self._hook_rdtsc()
         main = Thread(self.pid, self.uc.context_save(), name="main")
         self.threads[main.tid] = main
@@ -313,19 +317,23 @@ class Process:
 
     def _deliver(self, t: Thread, sig: int) -> None:
         ev = t.pending.pop(sig)
+        if ev.info is not None:
+            t.sigmask &= ~(1 << (sig - 1))      # synchronous: taken even if blocked, and then fatal
         handler, flags, restorer, mask = self.sigactions.get(sig, (SIG_DFL, 0, 0, 0))
         if handler == SIG_IGN or (handler == SIG_DFL and sig in DEFAULT_IGNORED):
             ev.outcome = "ignored"
             return
-        if handler == SIG_DFL:
-            ev.outcome = "fatal"
+        if handler == SIG_DFL or (ev.info is not None and t.sigmask & (1 << (sig - 1))):
+            ev.outcome = "fatal"          # a fault with its signal blocked or defaulted kills (force_sig_fault)
             self.exit_code = 128 + sig
-            self.stop_reason = f"killed by signal {sig} ({SIGNAL_NAMES.get(sig, '?')})"
+            self.stop_reason = f"killed by signal {sig} ({SIGNAL_NAMES.get(sig, '?')})" + \
+                (f": {ev.fault}" if ev.info is not None else "")
             return
         rsp = self.uc.reg_read(X.UC_X86_REG_RSP)
         alt = t.altstack if flags & SA_ONSTACK else None
         on_alt = t.altstack is not None and t.altstack[0] <= rsp - 128 < t.altstack[0] + t.altstack[1]
-        frame = setup_rt_frame(self.uc, sig, handler, restorer, t.sigmask, alt, self.pid, 1000, on_alt)
+        info = ev.info or SigInfo(sig, pid=self.pid, uid=1000)
+        frame = setup_rt_frame(self.uc, info, handler, restorer, t.sigmask, alt, on_alt)
         t.sigmask |= mask | (0 if flags & SA_NODEFER else 1 << (sig - 1))
         t.frames.append(frame)
         self.watch.delivered(ev, t, frame)
@@ -451,7 +459,8 @@ class Process:
         try:
             uc.emu_start(uc.reg_read(X.UC_X86_REG_RIP), _U64)
         except UcError as e:
-            self.error = self._fault(e)
+            if not self._page_fault(t, e):
+                self.error = self._guest_fault(e)
         finally:
             n = self.counter.executed
             self.in_slice = False
@@ -467,19 +476,41 @@ class Process:
             self.slices.append(Slice(t.tid, start, self.clock, t.state))
         if self.error is not None:
             return
-        if self._after_stop is not None and t.state != EXITED:
+        if self._after_stop is not None and t.state != EXITED and self.error is None:
             self._after_stop(t)
         if t.state != EXITED:
             t.ctx = uc.context_save()
         self._wake_due()                 # a sleeper whose deadline ended this slice runs next (wakeup preemption)
-        if t.state == RUNNABLE:
+        if t.state == RUNNABLE and t not in self.runq:
             self.runq.append(t)
 
     def _on_signal_pc(self, uc, addr, size, _) -> None:
         if self.counter.executed < self.counter._c.limit:
             uc.emu_stop()                  # before the instruction runs: the signal is taken here next slice
 
-    def _fault(self, e: UcError) -> Exception:
+    def _on_unmapped(self, uc, access, addr, size, value, _) -> bool:
+        self._fault = (access, addr)
+        return False                           # let the engine stop with UC_ERR_*_UNMAPPED
+
+    def _page_fault(self, t: Thread, e: UcError) -> bool:
+        """An access to an unmapped page becomes a synchronous SIGSEGV for the thread, as the kernel's page
+        fault handler does (arch/x86/mm/fault.c, force_sig_fault SEGV_MAPERR): True if one was raised."""
+        kinds = {UCC.UC_ERR_READ_UNMAPPED: 0, UCC.UC_ERR_WRITE_UNMAPPED: PF_WRITE,
+                 UCC.UC_ERR_FETCH_UNMAPPED: PF_INSTR}
+        if e.errno not in kinds or self._fault is None or 11 in t.pending:
+            return False
+        addr = self._fault[1]
+        self._fault = None
+        pc = self.uc.reg_read(X.UC_X86_REG_RIP)
+        ev = self.watch.sent(11, t.tid, t.tid)
+        ev.info = SigInfo(11, SEGV_MAPERR, addr=addr, trapno=X86_TRAP_PF, err=PF_USER | kinds[e.errno])
+        what = {0: "read of", PF_WRITE: "write to", PF_INSTR: "fetch from"}[kinds[e.errno]]
+        ev.fault = f"{what} unmapped address {addr:#x} at {self._where(pc)}"
+        t.pending[11] = ev
+        self.runq.appendleft(t)                # the faulting thread takes its signal before anything else runs
+        return True
+
+    def _guest_fault(self, e: UcError) -> Exception:
         pc = self.uc.reg_read(X.UC_X86_REG_RIP)
         detail = str(e)
         if e.errno == UCC.UC_ERR_INSN_INVALID:

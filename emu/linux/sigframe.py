@@ -32,6 +32,22 @@ REDZONE = 128
 UC_SIGCONTEXT_SS, UC_STRICT_RESTORE_SS = 0x2, 0x4
 SS_ONSTACK, SS_DISABLE = 1, 2
 SI_TKILL = -6
+SEGV_MAPERR = 1
+X86_TRAP_PF = 14
+PF_WRITE, PF_USER, PF_INSTR = 0x2, 0x4, 0x10      # page-fault error code bits (arch/x86 traps.h)
+
+
+@dataclass(frozen=True)
+class SigInfo:
+    """What siginfo and the mcontext's err/trapno/cr2 say about a signal."""
+
+    signo: int
+    code: int = SI_TKILL
+    pid: int = 0              # SI_TKILL: the sender
+    uid: int = 0
+    addr: int | None = None   # SIGSEGV: the faulting address (si_addr; also cr2)
+    trapno: int = 0
+    err: int = 0
 USER_CS, USER_SS = 0x33, 0x2B
 #: EFLAGS bits rt_sigreturn takes from the frame (signal_64.c FIX_EFLAGS: AC OF DF TF SF ZF AF PF CF RF)
 FIX_EFLAGS = 0x40DD5 | 0x10000
@@ -80,8 +96,8 @@ def _fxsave(uc) -> tuple[bytes, list[int], int]:
     return bytes(img), xmm, mxcsr
 
 
-def setup_rt_frame(uc, sig: int, handler: int, restorer: int, blocked_mask: int, altstack, sender_pid: int,
-                   sender_uid: int, on_altstack: bool) -> Delivered:
+def setup_rt_frame(uc, info: SigInfo, handler: int, restorer: int, blocked_mask: int, altstack,
+                   on_altstack: bool) -> Delivered:
     """Build the frame for `sig` on the current thread (loaded in uc) and enter the handler.
 
     altstack is (ss_sp, ss_size, ss_flags) or None for "use the current stack".
@@ -106,7 +122,13 @@ def setup_rt_frame(uc, sig: int, handler: int, restorer: int, blocked_mask: int,
     struct.pack_into("<HHHH", b, greg_offset("CSGSFS"), USER_CS, 0, 0, USER_SS)
     struct.pack_into("<Q", b, FPSTATE_PTR, fpstate)
     struct.pack_into("<Q", b, UC_SIGMASK, blocked_mask)
-    struct.pack_into("<iiiiII", b, SIGINFO, sig, 0, SI_TKILL, 0, sender_pid, sender_uid)
+    sig = info.signo
+    struct.pack_into("<QQ", b, greg_offset("ERR"), info.err, info.trapno)
+    struct.pack_into("<Q", b, greg_offset("CR2"), info.addr or 0)
+    if info.addr is None:
+        struct.pack_into("<iiiiII", b, SIGINFO, sig, 0, info.code, 0, info.pid, info.uid)
+    else:
+        struct.pack_into("<iiiiQ", b, SIGINFO, sig, 0, info.code, 0, info.addr)
     uc.mem_write(fpstate, fx)
     uc.mem_write(frame, bytes(b))
     uc.reg_write(X.UC_X86_REG_RSP, frame)

@@ -4,7 +4,8 @@ At delivery the interrupted registers are kept with the frame. At rt_sigreturn t
 Go handler leaves behind is compared with them: untouched means the handler declined (not a safe
 point, no request, asyncpreemptoff...); RIP = asyncPreempt with SP one word lower holding the
 interrupted PC is the injection sigctxt.pushCall makes (runtime/signal_amd64.go pushCall,
-runtime/preempt.go doSigPreempt); anything else is recorded as "other" and, if registers other
+runtime/preempt.go doSigPreempt); RIP = sigpanic0 is preparePanic's answer to a fault (sigpanic);
+anything else is recorded as "other" and, if registers other
 than RIP/RSP changed, as a violation. When asyncPreempt returns (a code hook on its RET), the
 registers and flags must equal the interrupted ones bit for bit (runtime/preempt_amd64.s).
 The safe-point verdict for each signalled PC comes from an oracle callable (see oracle.py).
@@ -56,19 +57,23 @@ class SignalEvent:
     delivered_ns: int | None = None
     pc: int | None = None
     where: str = ""
-    outcome: str = "pending"          # injected / declined / other / ignored / pending
+    outcome: str = "pending"          # injected/declined/sigpanic/other/ignored/fatal/merged/pending
     oracle: str | None = None
+    info: object = None               # sigframe.SigInfo of a synchronous fault (None: a tgkill)
+    fault: str = ""                   # what faulted, for a synchronous SIGSEGV
 
     def to_json(self) -> dict:
         return {"sig": self.sig, "from": self.sender, "to": self.target, "sent_ns": self.time_ns,
                 "delivered_ns": self.delivered_ns, "pc": None if self.pc is None else hex(self.pc),
-                "where": self.where, "outcome": self.outcome, "oracle": self.oracle}
+                "where": self.where, "outcome": self.outcome, "oracle": self.oracle,
+                **({"fault": self.fault} if self.fault else {})}
 
 
 class Watch:
     def __init__(self, proc, async_preempt: int, oracle=None) -> None:
         self.p = proc
         self.async_preempt = async_preempt
+        self.sigpanic = proc.image.symbols.get("runtime.sigpanic0.abi0", (None, 0))[0]   # preparePanic's target
         self.oracle = oracle
         self.signals: list[SignalEvent] = []
         self.preemptions: list[Preemption] = []
@@ -125,7 +130,7 @@ class Watch:
                 self.violation("oracle-disagrees", f"the runtime injected asyncPreempt at {rec.where} "
                                f"({rec.pc:#x}) but preemu's oracle says {rec.oracle!r}", pc=hex(rec.pc))
         else:
-            outcome = "other"
+            outcome = "sigpanic" if new["RIP"] == self.sigpanic else "other"
             extra = set(changed) - {"RIP", "RSP"}
             if extra:
                 self.violation("context-modified", f"the handler changed {sorted(extra)} of the context "
