@@ -267,3 +267,41 @@ def test_nil_dereference_becomes_a_go_panic():
     [segv] = [e for e in p.watch.signals if e.sig == 11]
     assert segv.outcome == "sigpanic" and segv.where.startswith("main.main+") and "0x8" in segv.fault
     assert not p.watch.violations
+
+
+def _scenario_runs():
+    from emu.linux import scenario
+    for f in sorted(GO.glob("*.toml")):
+        yield f.name, None
+        for v in scenario.load(str(f)).variants:
+            yield f.name, v
+
+
+@pytest.mark.parametrize("name,variant", list(_scenario_runs()))
+def test_exec_scenarios_hold(name, variant):
+    out = io.StringIO()
+    rc = cli.main(["exec", str(GO / name), "--json"] + (["--variant", variant] if variant else []), out=out)
+    j = json.loads(out.getvalue())
+    assert rc == 0 and j["scenario"]["failed"] == [] and j["violations"] == [], j["scenario"]
+
+
+def test_a_signal_interrupts_a_wait(binaries):
+    """A signal to a blocked thread: an SA_RESTART futex wait without timeout restarts (RIP back on the
+    SYSCALL, RAX = the syscall number again); other waits fail with EINTR (kernel/signal.c)."""
+    from emu.linux import kernel
+    from emu.linux.threads import Thread, Wait
+    p = process.Process(elfimage.load(str(binaries["hello"])), process.Options(argv=["prog"]))
+    sender = p.threads[p.pid]
+    p.sigactions[23] = (0x1234, process.SA_RESTART | process.SA_ONSTACK, 0x5678, 0)
+    for wait, rip_back, rax in [(Wait("futex", None, 0, restart=True, futex=0x1000), 2, 202),
+                                (Wait("futex", 5, -110, restart=False, futex=0x1000), 0, -kernel.EINTR),
+                                (Wait("sleep", 5, 0), 0, -kernel.EINTR)]:
+        t = Thread(len(p.threads) + 2000, p.uc.context_save())
+        p.threads[t.tid] = t
+        t.ctx.reg_write(X.UC_X86_REG_RIP, 0x401000)
+        p.block(t, wait)
+        assert p.send_signal(sender, t.tid, 23) == 0
+        assert t.state == "runnable" and 23 in t.pending and t in p.runq
+        assert t.ctx.reg_read(X.UC_X86_REG_RIP) == 0x401000 - rip_back
+        assert t.ctx.reg_read(X.UC_X86_REG_RAX) == rax & (2**64 - 1)
+        assert p.futex_waiters[0x1000] == []
