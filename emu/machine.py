@@ -25,8 +25,9 @@ STOP_TRAP = "trap"          # a sentinel hook asked to stop (scheduler trap)
 
 #: INT3 sentinels in the runtime text, by address
 SENTINELS = {memmap.GOEXIT: "goexit", memmap.ASYNC_PREEMPT2: "asyncPreempt2", memmap.MORESTACK: "morestack",
-             memmap.GC_WRITE_BARRIER2: "gcWriteBarrier2", memmap.NANOSLEEP: "nanosleep",
-             memmap.NEWOBJECT: "newobject"}
+             memmap.NANOSLEEP: "nanosleep", memmap.NEWOBJECT: "newobject", memmap.MALLOCGC: "mallocgc",
+             memmap.GO_NEWOBJECT: "gonewobject"}
+SENTINELS.update({a: "gcWriteBarrier" for a in memmap.GC_WRITE_BARRIER.values()})
 
 
 class GuestFaultInHook(Exception):
@@ -57,12 +58,24 @@ class Machine:
         self.runtime = rtcode.runtime_program(layout_name)
         self.all = program.merged(stub).merged(self.runtime)
         self.uc = unicorn.Uc(unicorn.UC_ARCH_X86, unicorn.UC_MODE_64)
-        for r in memmap.FIXED_REGIONS:
+        img = program.image
+        # The program's regions first, then preemu's: mapping in the other order changes how many
+        # instructions a REP MOVSB between two watched heap objects counts (a Unicorn 2.1.4 quirk seen
+        # in gc_ptr_interior), so keep this order.
+        for base, size in img.regions:
+            self.uc.mem_map(base, size)
+        for r in memmap.RUNTIME_REGIONS:
             self.uc.mem_map(r.base, r.size)
         for addr, code in self.all.code:
             self.uc.mem_write(addr, code)
         for d in program.data:
             self.uc.mem_write(d.addr, d.init)
+        for addr, patch in img.patches:
+            self.uc.mem_write(addr, patch)
+        self.traps = dict(img.traps)     # runtime functions preemu does not model: reaching one is an error
+        for addr in self.traps:
+            self.uc.mem_write(addr, b"\xcc")
+        self.text = img.text
         self._mapped_stacks: set[int] = set()
         self.on_async_preempt2 = on_async_preempt2
         self.on_morestack = on_morestack
@@ -72,6 +85,8 @@ class Machine:
         # on_* callbacks (the scheduler uses it). "park" saves the context in self.parked.
         self.trap_handler: Callable[["Machine", str], str | None] | None = None
         self.on_newobject: Callable[[int], int] | None = None      # runtime.newobject: size -> pointer
+        # mallocgc / Go's newobject: (size, *abi.Type or 0) -> pointer (a real Go binary's allocations)
+        self.on_alloc: Callable[[int, int], int] | None = None
         self.parked: tuple[str, object] | None = None
         self.stub_ret_armed = False
         stub_func = stub.funcs[0]
@@ -90,14 +105,27 @@ class Machine:
     def _hook_intr(self, uc, intno, user_data):
         at = uc.reg_read(X.UC_X86_REG_RIP) - 1          # INT3 traps after the instruction
         name = SENTINELS.get(at) if intno == 3 else None
+        if name is None and intno == 3 and at in self.traps:
+            raise GuestFaultInHook(f"the goroutine called {self.traps[at]}, runtime code that needs the Go runtime's "
+                                   f"own state; preemu models allocation, write barriers, morestack and "
+                                   f"asyncPreempt2 only (return address {self.read_u64(uc.reg_read(X.UC_X86_REG_RSP)):#x})")
         if name is None:
             self.stop_reason = STOP_TRAP
             self._bad_access = None
             self._unexpected_interrupt = (intno, at)
             uc.emu_stop()
             return
-        if name == "gcWriteBarrier2":
+        if name == "gcWriteBarrier":
             self.write_barrier_calls += 1
+            return
+        if name in ("mallocgc", "gonewobject"):
+            if self.on_alloc is None:
+                raise GuestFaultInHook(f"runtime.{name} called but this world has no heap")
+            if name == "mallocgc":
+                size, typ = uc.reg_read(X.UC_X86_REG_RAX), uc.reg_read(X.UC_X86_REG_RBX)
+            else:
+                size, typ = None, uc.reg_read(X.UC_X86_REG_RAX)
+            uc.reg_write(X.UC_X86_REG_RAX, self.on_alloc(size, typ))
             return
         if name == "newobject":
             if self.on_newobject is None:
@@ -250,7 +278,7 @@ class Machine:
         The translation cache is flushed so already-translated code sees the hook (Unicorn #2200).
         """
         h = self.uc.hook_add(unicorn.UC_HOOK_BLOCK, lambda uc, a, s, u: on_block(a, s),
-                             begin=memmap.TEXT_BASE, end=memmap.TEXT.end - 1)
+                             begin=self.text[0], end=self.text[1] - 1)
         self.uc.ctl_flush_tb()
         return h
 
@@ -265,5 +293,5 @@ class Machine:
             self._trace_hook = None
         if on_insn is not None:
             self._trace_hook = self.uc.hook_add(unicorn.UC_HOOK_CODE, lambda uc, a, s, u: on_insn(a),
-                                                begin=memmap.TEXT_BASE, end=memmap.TEXT.end - 1)
+                                                begin=self.text[0], end=self.text[1] - 1)
         self.uc.ctl_flush_tb()
