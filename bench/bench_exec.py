@@ -13,13 +13,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from emu.linux import elfimage, gotool, process  # noqa: E402
+from emu import gobuild  # noqa: E402
+from emu.linux import elfimage, process  # noqa: E402
 
 GO = ROOT / "scenarios" / "go"
 
 
 def run(prog: str, **kw):
-    image = elfimage.load(str(gotool.build(str(GO / prog))))
+    image = elfimage.load(str(gobuild.build(GO / prog).binary))
     w0, c0 = time.perf_counter(), time.process_time()
     p = process.Process(image, process.Options(argv=[prog], **kw)).run()
     return p, time.perf_counter() - w0, time.process_time() - c0

@@ -214,7 +214,8 @@ def _exec_options(a, passthrough):
 
 
 def cmd_exec(a, out) -> int:
-    from .linux import elfimage, gotool, process
+    from . import gobuild
+    from .linux import elfimage, process
     from .linux import report as xreport
     from .linux import scenario as xscenario
 
@@ -237,7 +238,7 @@ def cmd_exec(a, out) -> int:
     else:
         target = a.target
     opts = _exec_options(a, None if a.json else passthrough)
-    image = elfimage.load(str(gotool.build(target)))
+    image = elfimage.load(str(gobuild.build(target).binary))
     if opts.signal_at_pc is not None:
         opts.signal_at_pc = image.resolve(opts.signal_at_pc, "--signal-at")
     p = process.Process(image, opts).run()

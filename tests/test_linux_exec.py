@@ -12,7 +12,8 @@ from unicorn import x86_const as X
 
 from emu import cli
 from emu.errors import EmuError
-from emu.linux import elfimage, gotool, process, sigframe
+from emu import gobuild
+from emu.linux import elfimage, process, sigframe
 
 from conftest import DATA, ROOT
 
@@ -21,7 +22,7 @@ GO = ROOT / "scenarios" / "go"
 
 @pytest.fixture(scope="module")
 def binaries():
-    return {n: gotool.build(str(GO / n)) for n in ("hello", "starve")}
+    return {n: gobuild.build(GO / n).binary for n in ("hello", "starve")}
 
 
 def run(path, env=(), **kw) -> process.Process:
@@ -115,7 +116,7 @@ def test_signal_delay_moves_the_landing_pc(binaries, starve):
 
 
 def test_unsupported_syscall_is_a_clear_error():
-    p = run(gotool.build(str(DATA / "go" / "unsupported")))
+    p = run(gobuild.build(DATA / "go" / "unsupported").binary)
     assert isinstance(p.error, EmuError)
     msg = str(p.error)
     assert "unsupported syscall getppid (number 110)" in msg and "pc 0x" in msg and "thread 1000" in msg
@@ -213,7 +214,6 @@ def test_syscall_table_names_match_numbers():
 def test_oracle_agrees_with_the_runtime_on_every_sigurg(binaries, starve):
     """preemu's safepoint oracle, fed the real g/m/p state and pclntab, gives a verdict for every SIGURG
     and it matches what the runtime's handler did (any disagreement would be a violation)."""
-    pytest.importorskip("emu.gobinary", reason="the pclntab reader lands with the real-Go issue")
     p = starve
     assert all(e.oracle is not None for e in p.watch.signals if e.delivered_ns is not None)
     assert [e.oracle for e in p.watch.signals if e.outcome == "injected"] == ["safe"]
@@ -246,7 +246,6 @@ def _readme_examples():
 @pytest.mark.parametrize("argv,expected", list(_readme_examples()), ids=["starve", "asyncpreemptoff"])
 def test_readme_exec_examples(argv, expected, capsys, monkeypatch):
     """The README's exec examples print what the README shows (wall seconds aside)."""
-    pytest.importorskip("emu.gobinary", reason="the oracle's verdicts in the README need the pclntab reader")
     monkeypatch.chdir(ROOT)
     out = io.StringIO()
     rc = cli.main(argv, out=out)
@@ -259,7 +258,7 @@ def test_readme_exec_examples(argv, expected, capsys, monkeypatch):
 def test_nil_dereference_becomes_a_go_panic():
     """An unmapped access is a synchronous SIGSEGV with si_addr; the runtime's handler injects sigpanic
     and the program dies as natively: Go's panic message and exit status 2."""
-    p = run(gotool.build(str(DATA / "go" / "nilderef")))
+    p = run(gobuild.build(DATA / "go" / "nilderef").binary)
     err = bytes(p.fds.stderr.data).decode()
     assert p.exit_code == 2 and p.error is None and bytes(p.fds.stdout.data) == b"before\n"
     assert "invalid memory address or nil pointer dereference" in err

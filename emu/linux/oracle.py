@@ -3,63 +3,23 @@
 At each SIGURG delivery this reads, from guest memory, the slice of g/m/p state that the runtime's
 sighandler consults (runtime/signal_unix.go:691 `sig == sigPreempt && debug.asyncpreemptoff == 0`,
 doSigPreempt at :342, wantAsyncPreempt and isAsyncSafePoint in runtime/preempt.go:369-390), and
-the function metadata from the binary's pclntab (emu/gobinary.py: findfunc, PCDATA_UnsafePoint,
-FuncFlagAsm / locals pointer map, the inline tree), then asks emu/safepoint.py for its verdict.
-The watch compares the verdict with what the runtime did. Struct offsets are the Go 1.27.3 table
-in emu/gostructs.py (m.preemptoff is a string: its length is the word after the pointer);
-asyncPreemptStack is read from the runtime's own variable. Without emu/gobinary.py (pclntab
-reader) the oracle is unavailable and verdicts are reported as None.
+the function metadata from the binary's pclntab (emu/gofront.py's lazy GoProgram over
+emu/gobinary.py: findfunc, PCDATA_UnsafePoint, FuncFlagAsm / locals pointer map, the inline tree),
+then asks emu/safepoint.py for its verdict. The watch compares the verdict with what the runtime
+did. Struct offsets are the Go 1.27.3 table in emu/gostructs.py, checked against the binary's DWARF
+(gofront.check_struct_layout; m.preemptoff is a string: its length is the word after the pointer);
+asyncPreemptStack is read from the runtime's own variable. A binary whose runtime has another
+layout runs without the oracle (verdicts None, the reason in the report).
 """
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
+from .. import gobinary, gofront, safepoint
 from .. import gostructs as gs
-from .. import safepoint
-
-try:                                   # the pclntab reader (issue "real Go": emu/gobinary.py)
-    from .. import gobinary
-except ImportError:                    # pragma: no cover - depends on which branch is merged
-    gobinary = None
+from ..errors import EmuError
 
 SIGURG = gs.SIG_PREEMPT
-
-
-@dataclass(frozen=True)
-class _Func:
-    goname: str
-    asm: bool
-
-
-@dataclass(frozen=True)
-class _Insn:
-    inline: str | None
-
-
-class BinaryProgram:
-    """The three questions safepoint.is_async_safe_point asks of a Program, answered from a pclntab."""
-
-    def __init__(self, binary) -> None:
-        self.bin = binary
-
-    def func_for(self, pc: int) -> _Func | None:
-        f = self.bin.func_for(pc)
-        if f is None:
-            return None
-        no_locals_map = self.bin.funcdata_addr(f, gobinary.FUNCDATA_LocalsPointerMaps) is None
-        return _Func(f.name, f.is_asm or no_locals_map)
-
-    def unsafe_point(self, pc: int) -> int:
-        f = self.bin.func_for(pc)
-        return gs.UNSAFE_POINT_SAFE if f is None else self.bin.unsafe_point(f, pc)
-
-    def insn_at(self, pc: int) -> _Insn | None:
-        f = self.bin.func_for(pc)
-        if f is None:
-            return None
-        frames = self.bin.inline_frames(f, pc)          # innermost first, ending with f itself
-        return _Insn(frames[0] if len(frames) > 1 else None)
 
 
 def _field(table: dict, name: str) -> int:
@@ -88,7 +48,8 @@ class Oracle:
 
     def __init__(self, proc, binary_path: str) -> None:
         self.proc = proc
-        self.prog = BinaryProgram(gobinary.GoBinary.open(binary_path))
+        self.layout = gofront.check_struct_layout(binary_path)      # g/m/p offsets must be Go 1.27.3's
+        self.prog = gofront.GoProgram(gobinary.GoBinary.open(binary_path), binary_path)   # lazy findfunc
         self.headroom_addr = proc.image.symbol("runtime.asyncPreemptStack")
 
     def __call__(self, t, frame) -> str | None:
@@ -107,5 +68,8 @@ class Oracle:
 
 
 def make(proc, binary_path: str):
-    """The oracle for this process, or None when the pclntab reader is not available."""
-    return Oracle(proc, binary_path) if gobinary is not None else None
+    """The oracle for this process, or (None, why) when this binary's runtime does not fit the model."""
+    try:
+        return Oracle(proc, binary_path), ""
+    except EmuError as e:
+        return None, str(e)

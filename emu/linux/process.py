@@ -107,9 +107,10 @@ class Process:
         self._fault = None                      # (access type, address) of the last unmapped access
         self.async_preemption_on = "asyncpreemptoff=1" not in " ".join(opts.env)
         self._load()
+        self.oracle_note = ""
         if oracle == "auto":
             from . import oracle as oracle_mod
-            oracle = oracle_mod.make(self, image.path)
+            oracle, self.oracle_note = oracle_mod.make(self, image.path)
         self.watch = Watch(self, image.symbol("runtime.asyncPreempt.abi0"), oracle)
 
     # --- setup -------------------------------------------------------------------------------

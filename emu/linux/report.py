@@ -34,6 +34,7 @@ def to_json(p, target: str) -> dict:
                     "list": [ev.to_json() for ev in w.signals]},
         "preemptions": {"async": [r.to_json() for r in w.preemptions], "declined": declined_by_reason(p)},
         "violations": w.violations,
+        "oracle": "emu/safepoint.py" if w.oracle is not None else f"unavailable: {p.oracle_note}",
         "ok": not w.violations and p.error is None,
     }
 
@@ -66,6 +67,8 @@ def render_text(p, target: str) -> str:
         out.append(f"  goroutine {r.goid} (g {r.g:#x}) on thread {r.tid} at {r.where} ({r.pc:#x}), "
                    f"t={_ms(p, r.time_ns):.3f} ms; "
                    f"oracle: {r.oracle or 'unavailable'}; {res}")
+    if w.oracle is None and p.oracle_note:
+        out.append(f"oracle unavailable: {p.oracle_note}")
     if w.violations:
         out.append(f"VIOLATIONS: {len(w.violations)}")
         out += [f"  {v['kind']}: {v['message']}" for v in w.violations]
