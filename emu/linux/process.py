@@ -28,6 +28,7 @@ from unicorn import UC_ARCH_X86, UC_HOOK_CODE, UC_HOOK_INSN, UC_HOOK_MEM_UNMAPPE
 from unicorn import unicorn_const as UCC
 from unicorn import x86_const as X
 
+from .. import gostructs as gs
 from ..errors import EmuError, GuestFault
 from . import cpuid, kernel, startup
 from .elfimage import Image
@@ -126,7 +127,7 @@ class Process:
         self.uc.hook_add(UC_HOOK_INSN, self._on_cpuid, None, 1, 0, X.UC_X86_INS_CPUID)
         self.uc.hook_add(UC_HOOK_MEM_UNMAPPED, self._on_unmapped)
         self._hook_rdtsc()
-        main = Thread(self.pid, self.uc.context_save(), name="main")
+        main = Thread(self.pid, self.uc.context_save(), name="m0")
         self.threads[main.tid] = main
         self.runq.append(main)
 
@@ -220,10 +221,23 @@ class Process:
         ctx.reg_write(X.UC_X86_REG_RSP, stack)
         if tls is not None:
             ctx.reg_write(X.UC_X86_REG_FS_BASE, tls)
-        t = Thread(tid, ctx, sigmask=parent.sigmask, name=f"thread {len(self.threads)}")
+        t = Thread(tid, ctx, sigmask=parent.sigmask, name=self._m_name(self.uc.reg_read(X.UC_X86_REG_R13)))
         self.threads[tid] = t
         self.runq.append(t)
         return tid
+
+    def _m_name(self, mp: int) -> str:
+        """Name a new thread after its M: runtime·clone passes mp in R13 (sys_linux_amd64.s), and
+        newm's mstartfn (runtime/proc.go) tells sysmon and the template thread from plain Ms."""
+        try:
+            fn = self.read_u64(mp + gs.M_FIELDS["mstartfn"].offset)
+            mid = self.read_u64(mp + gs.M_FIELDS["id"].offset)
+            start = self.image.func_at(self.read_u64(fn)) if fn else None
+        except UcError:
+            return "thread"
+        if start is not None and start[0].startswith("runtime."):
+            return start[0].removeprefix("runtime.")
+        return f"m{mid}"
 
     def exit_thread(self, t: Thread, code: int) -> None:
         t.state = EXITED

@@ -54,17 +54,18 @@ def render_text(p, target: str) -> str:
     outcomes = collections.Counter(ev.outcome for ev in w.signals)
     out.append(f"signals: {len(w.signals)} sent" + (": " + ", ".join(f"{n} {k}" for k, n in sorted(outcomes.items()))
                                                    if w.signals else ""))
+    name = {t.tid: f"{t.name}({t.tid})" for t in p.threads.values()}
     for ev in w.signals:
         at = f" at {ev.where} ({ev.pc:#x}), t={_ms(p, ev.delivered_ns):.3f} ms" if ev.pc is not None else ""
         why = f" [oracle: {ev.oracle}]" if ev.oracle else ""
-        out.append(f"  SIGURG {ev.sender} -> {ev.target}{at}: {ev.outcome}{why}" if ev.sig == 23 else
-                   f"  signal {ev.sig} {ev.sender} -> {ev.target}{at}: {ev.outcome}{why}")
+        what = "SIGURG" if ev.sig == 23 else "SIGSEGV" if ev.sig == 11 else f"signal {ev.sig}"
+        out.append(f"  {what} {name[ev.sender]} -> {name[ev.target]}{at}: {ev.outcome}{why}")
     out.append(f"async preemptions: {len(w.preemptions)}")
     for r in w.preemptions:
         res = ("never resumed (the program ended first)" if not r.resumed else
                "resumed with registers and flags bit-exact" if r.resume_ok else
                "resumed with DIFFERENT state: " + "; ".join(r.resume_diffs))
-        out.append(f"  goroutine {r.goid} (g {r.g:#x}) on thread {r.tid} at {r.where} ({r.pc:#x}), "
+        out.append(f"  goroutine {r.goid} (g {r.g:#x}) on {name[r.tid]} at {r.where} ({r.pc:#x}), "
                    f"t={_ms(p, r.time_ns):.3f} ms; "
                    f"oracle: {r.oracle or 'unavailable'}; {res}")
     if w.oracle is None and p.oracle_note:
