@@ -119,7 +119,7 @@ def test_unsupported_syscall_is_a_clear_error():
     p = run(gobuild.build(DATA / "go" / "unsupported").binary)
     assert isinstance(p.error, EmuError)
     msg = str(p.error)
-    assert "unsupported syscall getppid (number 110)" in msg and "pc 0x" in msg and "thread 1000" in msg
+    assert "unsupported syscall getppid (number 110)" in msg and "pc 0x" in msg and "thread m0(1000)" in msg
 
 
 def test_goamd64_v3_is_refused(binaries, tmp_path):

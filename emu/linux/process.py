@@ -203,8 +203,8 @@ class Process:
         md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
         insn = next(iter(md.disasm(code, pc)), None)
         text = f"{insn.mnemonic} {insn.op_str}".strip() if insn else "??"
-        tid = self.cur.tid if self.cur else self.pid
-        return f"pc {pc:#x} {self.image.describe(pc)} ({text}) in thread {tid}"
+        t = self.cur or self.threads[self.pid]
+        return f"pc {pc:#x} {self.image.describe(pc)} ({text}) in thread {t.name}({t.tid})"
 
     def read_or_empty(self, addr: int, n: int) -> bytes:
         try:

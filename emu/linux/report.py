@@ -46,7 +46,7 @@ def render_text(p, target: str) -> str:
     if p.starved:
         out.append(f"STARVED: {p.stop_reason}; the program did not finish ({vms:.3f} ms virtual)")
     elif p.error is not None:
-        out.append(f"stopped: {p.error}")
+        out.append(f"stopped after {vms:.3f} ms virtual by the error below")
     else:
         out.append(f"exit {p.exit_code} after {vms:.3f} ms virtual ({p.stop_reason})")
     out.append(f"{p.insns:,} instructions at {p.opts.ns_per_insn} ns each, {p.idle_ns / 1e6:.3f} ms idle, "
