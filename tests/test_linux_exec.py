@@ -304,3 +304,21 @@ def test_a_signal_interrupts_a_wait(binaries):
         assert t.ctx.reg_read(X.UC_X86_REG_RIP) == 0x401000 - rip_back
         assert t.ctx.reg_read(X.UC_X86_REG_RAX) == rax & (2**64 - 1)
         assert p.futex_waiters[0x1000] == []
+
+
+def test_oracle_disagreement_on_a_declined_signal(binaries):
+    image = elfimage.load(str(binaries["starve"]))
+    p = process.Process(image, process.Options(argv=["prog"]), oracle=lambda t, frame: "safe").run()
+    declined = [e for e in p.watch.signals if e.outcome == "declined"]
+    assert declined and [v["kind"] for v in p.watch.violations] == ["oracle-disagrees"] * len(declined)
+    assert "declined" in p.watch.violations[0]["message"]
+
+
+def test_frame_bookkeeping_checks_bite(binaries):
+    """rt_sigreturn on a frame preemu did not deliver, and asyncPreempt returning for a goroutine
+    never injected, are violations."""
+    p = _with_hook(binaries["hello"], lambda im: im.symbol("runtime.sigtramp.abi0"), lambda p, uc: p.cur.frames.clear())
+    assert p.watch.violations and {v["kind"] for v in p.watch.violations} == {"sigreturn-frame"}
+    p = _with_hook(binaries["starve"], lambda im: im.symbol("runtime.asyncPreempt.abi0"),
+                   lambda p, uc: p.watch._awaiting.clear())
+    assert [v["kind"] for v in p.watch.violations] == ["unmatched-return"]
