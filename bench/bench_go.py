@@ -18,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PREEMU = Path(sys.executable).with_name("preemu")
-CMD = [str(PREEMU), "sweep", "tests/go/gcprog", "--func", "buildList", "--reg", "RAX=10"]
+CMD = [str(PREEMU), "sweep", "tests/go/corpus", "--func", "honestList", "--reg", "RAX=10"]
 
 
 def run(env) -> tuple[float, float]:

@@ -15,7 +15,7 @@ Mirrors the runtime's own readers of the linker's tables (Go 1.27.3):
 Decoding is lazy: opening reads the section headers, moduledata and the fixed-size _func headers of every
 function (names and pc-table ends included); the pc-value tables, stack maps, inline tree and types are
 decoded on first request per function and cached. Left out: several text sections (textsectmap with more
-than one entry), stack objects (FUNCDATA_StackObjects), open-coded defer info, PIE load bias (addresses
+than one entry), open-coded defer info, PIE load bias (addresses
 are link-time addresses), and the runtime's own AIX/PPC64 special cases.
 """
 from __future__ import annotations
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from elftools.elf.constants import SH_FLAGS
+from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
 from .errors import EmuError
@@ -77,6 +78,20 @@ class Section:
     @property
     def end(self) -> int:
         return self.addr + self.size
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A PT_LOAD program header: what a loader maps (memsz bytes at addr, the first len(data) from the file)."""
+    addr: int
+    memsz: int
+    data: bytes = field(repr=False)
+    writable: bool
+    executable: bool
+
+    @property
+    def end(self) -> int:
+        return self.addr + self.memsz
 
 
 @dataclass(frozen=True)
@@ -132,6 +147,14 @@ class InlinedCall(NamedTuple):
     name: str
     parent_pc: int      # offset from the outer function's entry of an instruction at the call site
     start_line: int
+
+
+class StackObject(NamedTuple):
+    """A stack object record (runtime/stack.go:1372-1380): an address-taken local the GC scans by type."""
+    off: int                    # < 0: from varp; >= 0: from argp
+    size: int
+    ptrbytes: int
+    ptr_words: tuple[int, ...]  # word indices (from the object's start) that hold pointers
 
 
 class Frame(NamedTuple):
@@ -252,7 +275,10 @@ class GoBinary:
             raise EmuError(f"{path}: {e.strerror}") from None
         if raw[:4] != b"\x7fELF":
             raise EmuError(f"{path}: not an ELF file")
-        return cls(p, raw)
+        try:
+            return cls(p, raw)
+        except (ELFError, IndexError, ValueError, struct.error) as e:    # truncated or corrupt tables
+            raise EmuError(f"{path}: malformed ELF or Go tables ({type(e).__name__}: {e})") from None
 
     # ---- ELF -------------------------------------------------------------------------------------
     def _read_elf(self) -> None:
@@ -277,6 +303,10 @@ class GoBinary:
                                               bool(h.sh_flags & SH_FLAGS.SHF_WRITE),
                                               bool(h.sh_flags & SH_FLAGS.SHF_EXECINSTR), nobits)
         self._section_names = names
+        self.segments: list[Segment] = [
+            Segment(seg["p_vaddr"], seg["p_memsz"], self.raw[seg["p_offset"]:seg["p_offset"] + seg["p_filesz"]],
+                    bool(seg["p_flags"] & 2), bool(seg["p_flags"] & 1))
+            for seg in elf.iter_segments() if seg["p_type"] == "PT_LOAD"]
         self._by_addr = sorted(self.sections.values(), key=lambda s: s.addr)
         self._starts = [s.addr for s in self._by_addr]
 
@@ -317,19 +347,6 @@ class GoBinary:
 
     def u64(self, addr: int) -> int:
         return int.from_bytes(self.read(addr, 8), "little")
-
-    def u32(self, addr: int) -> int:
-        return int.from_bytes(self.read(addr, 4), "little")
-
-    def i32(self, addr: int) -> int:
-        return int.from_bytes(self.read(addr, 4), "little", signed=True)
-
-    def cstring(self, addr: int) -> str:
-        s = self.section_at(addr)
-        if s is None or s.nobits:
-            raise EmuError(f"{self.path}: string at {addr:#x} is outside the file image")
-        o = addr - s.addr
-        return s.data[o:s.data.index(b"\0", o)].decode("utf-8", "replace")
 
     # ---- moduledata ------------------------------------------------------------------------------
     def _read_moduledata(self) -> None:
@@ -507,7 +524,7 @@ class GoBinary:
         blob = self.read(addr + 8, n * nbytes) if n > 0 else b""
         return StackMap(nbit, [int.from_bytes(blob[i * nbytes:(i + 1) * nbytes], "little") for i in range(n)])
 
-    def frame(self, f: GoFunc, pc: int, sp: int) -> Frame:
+    def frame(self, f: GoFunc, pc: int, sp: int = 0) -> Frame:
         """Geometry of f's frame with SP = sp at pc (runtime/traceback.go:327-331, 378-411)."""
         fp = sp + self.sp_delta(f, pc) + PTR_SIZE
         varp = fp - PTR_SIZE
@@ -523,9 +540,10 @@ class GoBinary:
             idx = self.pcdata_value(f, PCDATA_StackMapIndex, continpc - 1)
         return 0 if idx == -1 else idx
 
-    def live_pointer_slots(self, f: GoFunc, continpc: int, sp: int) -> list[int]:
+    def live_pointer_slots(self, f: GoFunc, continpc: int, sp: int = 0) -> list[int]:
         """Addresses of the stack words the GC scans precisely in f's frame (stkframe.go:157-240,
-        mgcmark.go:1135-1143): the locals bitmap below varp and the args bitmap from argp.
+        mgcmark.go:1135-1143): the locals bitmap below varp and the args bitmap from argp; with sp=0
+        they are offsets from the frame's SP (argument words are above the return address).
         Raises EmuError where the runtime would throw ("missing stackmap", "bad symbol table")."""
         fr = self.frame(f, continpc, sp)
         idx = self.stackmap_index(f, continpc)
@@ -548,6 +566,20 @@ class GoBinary:
             out += [fr.argp + PTR_SIZE * i for i in range(sm.nbit) if sm.bitmaps[idx] >> i & 1]
         return out
 
+    def stack_objects(self, f: GoFunc) -> list[StackObject]:
+        """FUNCDATA_StackObjects: uintptr count, then 16-byte {off, size, ptrBytes int32, gcdataoff u32}
+        records whose mask is at moduledata.rodata + gcdataoff (runtime/stkframe.go:245-251, stack.go:1372-1403)."""
+        addr = self.funcdata_addr(f, FUNCDATA_StackObjects)
+        if addr is None:
+            return []
+        out = []
+        for i in range(self.u64(addr)):
+            off, size, ptrbytes, gcdataoff = struct.unpack("<iiiI", self.read(addr + 8 + 16 * i, 16))
+            nwords = ptrbytes // PTR_SIZE
+            mask = int.from_bytes(self.read(self.moduledata["rodata"] + gcdataoff, (nwords + 7) // 8), "little")
+            out.append(StackObject(off, size, ptrbytes, tuple(w for w in range(nwords) if mask >> w & 1)))
+        return out
+
     def inline_tree(self, f: GoFunc) -> list[InlinedCall]:
         """FUNCDATA_InlTree records (symtabinl.go:13-19); the count is max(PCDATA_InlTreeIndex) + 1."""
         addr = self.funcdata_addr(f, FUNCDATA_InlTree)
@@ -566,14 +598,20 @@ class GoBinary:
 
     def inline_frames(self, f: GoFunc, pc: int) -> list[str]:
         """Logical function names at pc, innermost first, ending with f.name (symtabinl.go:67-98)."""
+        return [name for name, _file, _line in self.inline_positions(f, pc)]
+
+    def inline_positions(self, f: GoFunc, pc: int) -> list[tuple[str, str, int]]:
+        """(function, file, line) of each logical frame at pc, innermost first: the innermost at pc,
+        each outer one at its call site (inlineUnwinder.next/fileLine, symtabinl.go:91-141)."""
         tree = self.inline_tree(f)
-        names = []
+        out = []
         idx = self.pcdata_value(f, PCDATA_InlTreeIndex, pc) if tree else -1
         while 0 <= idx < len(tree):
-            names.append(tree[idx].name)
-            idx = self.pcdata_value(f, PCDATA_InlTreeIndex, f.entry + tree[idx].parent_pc)
-        names.append(f.name)
-        return names
+            out.append((tree[idx].name, *self.file_line(f, pc)))
+            pc = f.entry + tree[idx].parent_pc
+            idx = self.pcdata_value(f, PCDATA_InlTreeIndex, pc)
+        out.append((f.name, *self.file_line(f, pc)))
+        return out
 
     # ---- types and global pointer bitmaps --------------------------------------------------------
     def go_type(self, addr: int) -> GoType:
@@ -590,9 +628,12 @@ class GoBinary:
         (str_off,) = struct.unpack("<i", self.read(addr + 40, 4))
         if str_off == 0:
             return ""
-        p = self.moduledata["types"] + str_off
-        n, q = _uvarint(self.read(p + 1, 10), 0)
-        name = self.read(p + 1 + q, n).decode("utf-8", "replace")
+        p = self.moduledata["types"] + str_off + 1       # skip the flag byte (internal/abi/type.go:615-690)
+        sec = self.section_at(p)
+        if sec is None or sec.nobits:
+            raise EmuError(f"{self.path}: type name at {p:#x} is outside the file image")
+        n, q = _uvarint(sec.data, p - sec.addr)
+        name = sec.data[q:q + n].decode("utf-8", "replace")
         return name[1:] if tflag & TFLAG_EXTRA_STAR and name.startswith("*") else name
 
     def _ptr_words(self, addr: int, size: int, ptrbytes: int, tflag: int, kind: int) -> list[int]:

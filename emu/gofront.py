@@ -233,67 +233,39 @@ def _trapped(name: str) -> bool:
 
 def build_func(b, gf, symbol: str | None = None) -> Func:
     """Decode one function of the binary into the program model; `symbol` (its ELF name) names it."""
+    from .gobinary import FUNCDATA_InlTree, FUNCDATA_LocalsPointerMaps, PCDATA_UnsafePoint, value_at
     code = b.read(gf.entry, gf.end - gf.entry)
     sp = b.pcsp(gf)
-    unsafe = b.pcdata(gf, 0)
-    files = [(r.start, r.end, (r.file, r.line)) for r in b.lines(gf)]
-    locals_maps = b.stackmap(gf, 1)          # FUNCDATA_LocalsPointerMaps
-    args_maps = b.stackmap(gf, 0)            # FUNCDATA_ArgsPointerMaps
-    smi = b.pcdata(gf, 1) if locals_maps is not None or args_maps is not None else None
-    has_inl = b.funcdata_addr(gf, 3) is not None          # FUNCDATA_InlTree
+    unsafe = b.pcdata(gf, PCDATA_UnsafePoint)
+    files = b.lines(gf)
+    has_maps = b.funcdata_addr(gf, FUNCDATA_LocalsPointerMaps) is not None
+    has_inl = b.funcdata_addr(gf, FUNCDATA_InlTree) is not None
     insns = []
     for addr, size, mn, ops in _cs.disasm_lite(code, gf.entry):
-        delta = _lookup(sp, addr, 0)
-        file, line = _lookup(files, addr, ("", 0))
+        delta = value_at(sp, addr, 0)
+        i = bisect.bisect_right(files, addr, key=lambda r: r.start) - 1
+        file, line = (files[i].file, files[i].line) if i >= 0 and addr < files[i].end else ("", 0)
         src = ""
         if line > 0:
             lines = _source_lines(file)
             if 0 < line <= len(lines):
                 src = lines[line - 1].strip()
         ptr_slots = None
-        if mn == "call" and smi is not None:
-            idx = max(_lookup(smi, addr, -1), 0)
-            ptr_slots = _call_site_slots(locals_maps, args_maps, idx, delta)
+        if mn == "call" and has_maps:
+            # the stack map the GC uses for this frame while the callee runs (stkframe.go getStackMap,
+            # looked up at the return address - 1), as offsets from the frame's SP
+            ptr_slots = tuple(sorted(b.live_pointer_slots(gf, addr + size, 0)))
         inline = None
         if has_inl:
             frames = b.inline_frames(gf, addr)                # innermost first, ending with gf.name
             inline = frames[0] if len(frames) > 1 else None
         insns.append(Insn(addr, size, mn, ops, _rel(file), line, src, gf.name, delta,
-                          _lookup(unsafe, addr, -1) == gostructs.UNSAFE_POINT_UNSAFE, inline, ptr_slots))
+                          value_at(unsafe, addr) == gostructs.UNSAFE_POINT_UNSAFE, inline, ptr_slots))
     if not insns:
         raise EmuError(f"{gf.name}: no instructions could be decoded at {gf.entry:#x}")
-    asm = gf.is_asm or locals_maps is None
     name = "asyncPreempt" if gf.name == "runtime.asyncPreempt" else symbol or gf.name
-    return Func(name, gf.name, gf.entry, gf.end, asm, False, tuple(insns))
-
-
-def _lookup(ranges, pc, default):
-    """Value of a decoded pc-value table [(start, end, value)] at pc."""
-    if not ranges:
-        return default
-    i = bisect.bisect_right(ranges, (pc, float("inf"))) - 1
-    if i >= 0 and ranges[i][0] <= pc < ranges[i][1]:
-        return ranges[i][2]
-    return default
-
-
-def _call_site_slots(locals_maps, args_maps, idx: int, delta: int) -> tuple[int, ...]:
-    """Stack-map bits at a call site as offsets from SP inside the frame (traceback.go frame geometry:
-    fp = sp + delta + 8, varp = fp - 8 (- 8 more for the saved BP when the frame has one), argp = fp;
-    locals word i at varp - 8*nbit + 8*i (mgcmark.go:1135), args word i at argp + 8*i)."""
-    out = []
-    varp = delta + 8 - 8 - (8 if delta > 0 else 0)
-    if locals_maps is not None:
-        nbit, bitmaps = locals_maps
-        if idx < len(bitmaps):
-            bm = bitmaps[idx]
-            out += [varp - 8 * nbit + 8 * i for i in range(nbit) if bm >> i & 1]
-    if args_maps is not None:
-        nbit, bitmaps = args_maps
-        if idx < len(bitmaps):
-            bm = bitmaps[idx]
-            out += [delta + 8 + 8 * i for i in range(nbit) if bm >> i & 1]
-    return tuple(sorted(out))
+    # FuncFlagAsm, or no locals pointer map: isAsyncSafePoint's "assembly code" rule (preempt.go:450-458)
+    return Func(name, gf.name, gf.entry, gf.end, gf.is_asm or not has_maps, False, tuple(insns))
 
 
 def _image(b, layout_source: str) -> tuple[Image, list[tuple[int, bytes]], list[DataSym]]:

@@ -101,6 +101,22 @@ class GoCorpus:
         return self._open[path]
 
 
+def elf_copy_without(src: Path, dst: Path, prefix: str) -> Path:
+    """Copy an ELF file, renaming every section whose name starts with prefix (same length, so the
+    string table keeps its layout): what a reader sees of a binary built without those sections."""
+    from elftools.elf.elffile import ELFFile
+    raw = bytearray(src.read_bytes())
+    with src.open("rb") as fh:
+        elf = ELFFile(fh)
+        names = elf.get_section(elf["e_shstrndx"])["sh_offset"]
+        for sec in elf.iter_sections():
+            if sec.name.startswith(prefix):
+                o = names + sec["sh_name"]
+                raw[o:o + len(prefix)] = b"X" * len(prefix)
+    dst.write_bytes(bytes(raw))
+    return dst
+
+
 @pytest.fixture(scope="session")
 def go_corpus() -> GoCorpus:
     return GoCorpus()

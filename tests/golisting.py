@@ -1,13 +1,13 @@
 """Parse the Go compiler's `-S` listing and `-live` report into per-instruction reference values.
 
 Test support for tests/test_gobinary.py and the lead's agreement tests: the listing is the compiler's own
-word on what it emitted, independent of the pclntab encoding that emu/gobinary.py decodes. Rules follow
-../shared reference go-binary-format §5/§6/§13: PCDATA values are sticky from the offset where they appear
-(initial -1); zero-width pseudo-ops (TEXT, FUNCDATA, PCDATA, a NOP followed by a line at the same offset)
-share the next instruction's offset;
-SP delta: a PUSHQ/POPQ/SUBQ $n,SP/ADDQ $n,SP counts from the next instruction, after a RET the delta is the
-full frame again (cmd/internal/obj/x86/obj6.go:846-850), and the morestack stub runs with delta 0 from the
-NOP that starts it (obj6.go:1082-1084).
+word on what it emitted, independent of the pclntab encoding that emu/gobinary.py decodes. Rules (the Go
+binary-format notes §5, §6, §13): PCDATA values are sticky from the offset where they appear (initial -1);
+zero-width pseudo-ops (TEXT, FUNCDATA, PCDATA, a NOP followed by a line at the same offset) share the next
+instruction's offset. SP delta: a PUSHQ/POPQ/SUBQ $n,SP/ADDQ $n,SP counts from the next instruction, after
+a RET the delta is the full frame again (cmd/internal/obj/x86/obj6.go:846-850), and the morestack stub runs
+with delta 0 from the NOP that starts it (obj6.go:1082-1084). Only the ops compiled Go code uses to move SP
+are modelled (no PUSHFQ, LEAQ/MOVQ to SP): assembly functions have no listing anyway.
 """
 from __future__ import annotations
 
@@ -21,6 +21,9 @@ _HEX = re.compile(r"^\t0x(?P<off>[0-9a-f]{4,})(?P<bytes>(?: [0-9a-f]{2})+)  ")
 _REL = re.compile(r"^\trel (?P<off>\d+)\+(?P<size>\d+) t=")
 _TEXT_FRAME = re.compile(r"\$(?P<frame>-?\d+)-(?P<args>\d+)\s*$")
 PSEUDO = {"TEXT", "FUNCDATA", "PCDATA", "NOP"}    # NOP only when zero-width (see _zero_width)
+#: Prefixes the assembler lists as instructions of their own (`LOCK` then `ORL SI, (AX)` one byte later);
+#: the machine instruction starts at the prefix, so the two lines are merged into one Insn.
+PREFIXES = {"LOCK", "REP", "REPN", "XACQUIRE", "XRELEASE"}
 _SP_IMM = re.compile(r"^\$(?P<n>-?\d+), SP$")
 
 
@@ -95,9 +98,12 @@ def parse_listing(text: str) -> dict[str, list[ListedFunc]]:
 
 
 def _starts_morestack_stub(raw, i: int) -> bool:
-    """The NOP at raw[i] starts the morestack stub: the next real instructions call runtime.morestack*."""
-    real = [r for r in raw[i + 1:] if r[2] not in PSEUDO - {"NOP"}][:3]
-    return any(op == "CALL" and a.startswith("runtime.morestack") for _, _, op, a in real)
+    """The NOP at raw[i] starts the morestack stub: after it (and the argument spills, one per register
+    argument) the first control transfer is a call of runtime.morestack*."""
+    for _, _, op, args in raw[i + 1:]:
+        if op in ("CALL", "RET", "JMP") or op.startswith("J"):
+            return op == "CALL" and args.startswith("runtime.morestack")
+    return False
 
 
 def _zero_width(raw, i: int, size: int) -> bool:
@@ -110,6 +116,7 @@ def _zero_width(raw, i: int, size: int) -> bool:
 def _simulate(fn: ListedFunc, raw) -> None:
     pcdata: dict[int, int] = {}
     sp = 0
+    prefix: tuple[int, str] | None = None      # (offset, name) of a pending LOCK/REP line
     for i, (off, pos, op, args) in enumerate(raw):
         if op == "TEXT":
             m = _TEXT_FRAME.search(args)
@@ -125,6 +132,11 @@ def _simulate(fn: ListedFunc, raw) -> None:
             continue
         if op == "FUNCDATA":
             continue
+        if op in PREFIXES:
+            prefix = (off, op)
+            continue
+        if prefix is not None:
+            off, op, prefix = prefix[0], f"{prefix[1]} {op}", None
         file, line = _parse_pos(pos)
         fn.insns.append(Insn(off, op, args, file, line, dict(pcdata), sp))
         m = _SP_IMM.match(args)
@@ -173,3 +185,24 @@ def stack_slots(fn: ListedFunc) -> dict[int, str]:
         for m in _SLOT.finditer(ins.args):
             slots.setdefault(int(m["off"]), m["name"])
     return slots
+
+
+def machine_sp_deltas(decoded) -> list[int]:
+    """SP delta before each of a function's capstone instructions, simulated in program order as the Go
+    assembler tracks it (cmd/internal/obj/x86/obj6.go): push/pop (pushfq/popfq too) move 8 bytes,
+    sub/add rsp,imm their immediate, after a ret the delta is the frame again. For assembly functions,
+    which have no listing; not valid for SPWRITE functions or across a morestack stub."""
+    out, sp, frame = [], 0, 0
+    for i in decoded:
+        out.append(sp)
+        m, ops = i.mnemonic, i.op_str
+        if m in ("push", "pushfq"):
+            sp += 8
+        elif m in ("pop", "popfq"):
+            sp -= 8
+        elif m in ("sub", "add") and ops.startswith("rsp, "):
+            sp += int(ops[5:], 0) * (1 if m == "sub" else -1)
+        elif m == "ret":
+            sp = frame
+        frame = max(frame, sp)
+    return out

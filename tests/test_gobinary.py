@@ -2,14 +2,15 @@
 from __future__ import annotations
 
 import pytest
-from golisting import parse_listing, parse_live, stack_slots
+from conftest import elf_copy_without
+from golisting import machine_sp_deltas, parse_listing, parse_live, stack_slots
 
 from emu import gobinary as gb
 from emu.errors import EmuError
 
-CORPUS_FUNCS = ["main.sumsq", "main.buildList", "main.honestList", "main.newNode", "main.hideXor",
+CORPUS_FUNCS = ["main.sumsq", "main.buildList", "main.honestList", "main.newNode", "main.xorKey", "main.hideXor",
                 "main.nosplitAdd", "main.bigFrame", "main.atomicOr", "main.numCPUs",
-                "main.inlineCaller", "main.makeBig", "main.main"]
+                "main.inlineCaller", "main.makeBig", "main.readVal", "main.stackObject", "main.main"]
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +78,27 @@ def test_pcsp_agrees_with_sp_simulated_from_listing(listed, binary):
         assert max(r.value for r in table) == lf.locals, lf.name
 
 
+def test_lock_prefix_is_part_of_the_instruction(listed):
+    (ins,) = [i for i in listed["main.atomicOr"].insns if i.op.split()[-1] == "ORL"]
+    assert ins.op == "LOCK ORL" and ins.args == "SI, (AX)"
+    assert ins.off + 1 not in {i.off for i in listed["main.atomicOr"].insns}
+
+
+def test_real_async_preempt_pcsp_agrees_with_its_machine_code(binary):
+    """runtime.asyncPreempt is assembly (no listing): its pcsp against SP simulated over its instructions."""
+    import capstone
+    f = binary.func_named("runtime.asyncPreempt")
+    assert f.is_asm and not f.flag & gb.FUNC_FLAG_SPWRITE
+    decoded = list(capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64).disasm(binary.read(f.entry, f.size),
+                                                                                   f.entry))
+    assert sum(i.size for i in decoded) == f.size
+    want = machine_sp_deltas(decoded)
+    assert [binary.sp_delta(f, i.address) for i in decoded] == want
+    call = next(k for k, i in enumerate(decoded) if i.mnemonic == "call")
+    assert binary.func_for(int(decoded[call].op_str, 16)).name == "runtime.asyncPreempt2"
+    assert want[call] == max(want) > 16       # BP, flags, then the register save area
+
+
 def test_big_frame_delta(binary):
     f = binary.func_named("main.bigFrame")
     assert max(r.value for r in binary.pcsp(f)) >= 32 * 1024 + 8
@@ -124,7 +146,22 @@ def test_args_live_at_entry(binary, go_corpus):
     assert args.nbit >= 1 and args.bitmaps[0] & 1     # p is the first argument word
 
 
-def test_inline_tree_names_runtime_numcpu_where_the_listing_shows_its_source(listed, binary):
+def test_stack_object_of_an_address_taken_local(listed, binary):
+    f = binary.func_named("main.stackObject")
+    (obj,) = binary.stack_objects(f)
+    assert (obj.size, obj.ptrbytes, obj.ptr_words) == (24, 16, (0, 1))
+    assert obj.off < 0      # a local: relative to varp
+    # the listing names the words of nd `main.nd+X(SP)`; the lowest X is its start: varp + off
+    lf = listed["main.stackObject"]
+    sp = 0x10000
+    body = next(i for i in lf.insns if "main.nd+" in i.args)
+    fr = binary.frame(f, f.entry + body.off, sp)
+    nd_start = min(off for off, name in stack_slots(lf).items() if name == "nd")
+    assert nd_start == fr.varp + obj.off - sp
+    assert binary.stack_objects(binary.func_named("main.sumsq")) == []
+
+
+def test_inline_tree_names_runtime_numcpu_where_the_listing_shows_its_source(listed, binary, go_corpus):
     f = binary.func_named("main.numCPUs")
     tree = binary.inline_tree(f)
     assert [c.name for c in tree] == ["runtime.NumCPU"]
@@ -135,7 +172,13 @@ def test_inline_tree_names_runtime_numcpu_where_the_listing_shows_its_source(lis
         else:
             assert frames == ["main.numCPUs"], hex(ins.off)
     # the call site named by parentPc is a line of numCPUs itself
-    assert binary.file_line(f, f.entry + tree[0].parent_pc)[1] == 140
+    src = (go_corpus.root / "corpus" / "main.go").read_text().splitlines()
+    call_line = next(n for n, text in enumerate(src, 1) if "s += runtime.NumCPU()" in text)
+    assert binary.file_line(f, f.entry + tree[0].parent_pc)[1] == call_line
+    inlined = next(i for i in listed["main.numCPUs"].insns if i.file.endswith("runtime/debug.go"))
+    (inner, outer) = binary.inline_positions(f, f.entry + inlined.off)
+    assert inner[0] == "runtime.NumCPU" and inner[1].endswith("runtime/debug.go") and inner[2] == inlined.line
+    assert outer == ("main.numCPUs", str(go_corpus.root / "corpus" / "main.go"), call_line)
 
 
 def test_inline_tree_of_two_inlined_user_calls(listed, binary):
@@ -172,6 +215,12 @@ def test_func_lookup_and_symbols(binary):
     assert binary.sections[".bss"].nobits and binary.sections[".data"].writable
     assert not binary.sections[".text"].writable and binary.sections[".text"].executable
     assert binary.write_barrier_flag == binary.symbols["runtime.writeBarrier"][0]
+    # every loadable section lies inside one PT_LOAD segment with the same bytes and permissions
+    for sec in binary.sections.values():
+        (seg,) = [g for g in binary.segments if g.addr <= sec.addr and sec.end <= g.end]
+        assert seg.writable == sec.writable and seg.executable >= sec.executable, sec.name
+        if not sec.nobits:
+            assert seg.data[sec.addr - seg.addr:sec.end - seg.addr] == sec.data, sec.name
 
 
 def test_every_function_has_consistent_tables(binary):
@@ -257,6 +306,20 @@ def test_leading_zero_value_delta_is_not_a_terminator():
         [(100, 104, -1), (104, 108, -3)]
 
 
+def test_non_go_elf_is_a_clear_error():
+    import sys
+    from pathlib import Path
+    with pytest.raises(EmuError, match="not a Go 1.20"):
+        gb.GoBinary.open(Path(sys.executable).resolve())      # the (C) Python interpreter
+
+
+def test_truncated_binary_is_a_clear_error(tmp_path, go_corpus):
+    p = tmp_path / "truncated"
+    p.write_bytes(go_corpus.prog.read_bytes()[:1 << 20])
+    with pytest.raises(EmuError, match="malformed ELF or Go tables"):
+        gb.GoBinary.open(p)
+
+
 def test_not_a_go_binary_is_a_clear_error(tmp_path):
     p = tmp_path / "x"
     p.write_bytes(b"not an elf")
@@ -264,3 +327,50 @@ def test_not_a_go_binary_is_a_clear_error(tmp_path):
         gb.GoBinary.open(p)
     with pytest.raises(EmuError, match="No such file"):
         gb.GoBinary.open(tmp_path / "missing")
+
+
+def _patched_copy(tmp_path, src, addr_of, new: bytes):
+    """A copy of binary src with the bytes at link address addr_of(GoBinary) replaced."""
+    b = gb.GoBinary.open(src)
+    addr = addr_of(b)
+    sec = b.section_at(addr)
+    from elftools.elf.elffile import ELFFile
+    with open(src, "rb") as fh:
+        off = ELFFile(fh).get_section_by_name(sec.name)["sh_offset"] + addr - sec.addr
+    raw = bytearray(src.read_bytes())
+    raw[off:off + len(new)] = new
+    p = tmp_path / "patched"
+    p.write_bytes(bytes(raw))
+    return p
+
+
+def test_binary_without_symtab_still_has_its_function_table(tmp_path, go_corpus, binary):
+    """`-ldflags=-s` drops .symtab; moduledata and the pclntab stay (reference §1)."""
+    p = elf_copy_without(go_corpus.prog, tmp_path / "stripped", ".symtab")
+    b = gb.GoBinary.open(p)
+    assert b.symbols == {} and b.write_barrier_flag is None
+    f, g = b.func_named("main.buildList"), binary.func_named("main.buildList")
+    assert (f.entry, f.end) == (g.entry, g.end) and b.pcsp(f) == binary.pcsp(g)
+
+
+def test_wrong_pclntab_magic_is_named(tmp_path, go_corpus):
+    p = _patched_copy(tmp_path, go_corpus.prog, lambda b: b.moduledata["pcHeader"], b"\xfb\xff\xff\xff")
+    with pytest.raises(EmuError, match="pclntab magic 0xfffffffb is not Go 1.20"):
+        gb.GoBinary.open(p)
+
+
+def test_ftab_entry_disagreeing_with_func_record_is_named(tmp_path, go_corpus):
+    def ftab_entry_of_func_1(b):
+        return b.moduledata["pclntable"] + 8      # ftab[1].entryoff
+    p = _patched_copy(tmp_path, go_corpus.prog, ftab_entry_of_func_1, b"\x01\x00\x00\x00")
+    with pytest.raises(EmuError, match="_func 1 entry .* disagrees with ftab 0x1"):
+        gb.GoBinary.open(p)
+
+
+def test_missing_locals_map_where_the_runtime_throws(binary):
+    # runtime.asyncPreempt (asm) has a frame but no locals stack map: the runtime would throw
+    # "missing stackmap" if it ever had to scan it precisely.
+    f = binary.func_named("runtime.asyncPreempt")
+    pc = next(r.start for r in binary.pcsp(f) if r.value > 16)
+    with pytest.raises(EmuError, match="missing stackmap"):
+        binary.live_pointer_slots(f, pc, 0x10000)

@@ -43,6 +43,7 @@ def test_a_package_built_in_a_fresh_cache_is_then_cached(tmp_path, go_corpus, mo
     assert not r1.cached and gobuild.is_elf(r1.binary)
     r2 = gobuild.build(d)
     assert r2.cached and r2.binary == r1.binary
+    shutil.rmtree(r1.binary.parent)     # a tmp_path source is never built again: keep the cache small
 
 
 def test_elf_passes_through(go_corpus):
@@ -68,3 +69,26 @@ def test_is_go_input(go_corpus, tmp_path):
     assert not gobuild.is_go_input(tmp_path / "x.s")
     with pytest.raises(EmuError, match="not a Go binary"):
         gobuild.build(tmp_path / "x.s")
+
+
+def test_module_directory_with_assembly_builds_in_module_mode(tmp_path, go_corpus):
+    from emu.gobinary import GoBinary
+    d = tmp_path / "mod"
+    shutil.copytree(go_corpus.root / "asmpkg", d)
+    (d / "go.mod").write_text("module example.com/asmpkg\n\ngo 1.27\n")
+    r = gobuild.build(d)
+    b = GoBinary.open(r.binary)
+    shutil.rmtree(r.binary.parent)      # a tmp_path source is never built again: keep the cache small
+    f = b.func_named("main.sumAsm")
+    assert f.is_asm and b.file_line(f, f.entry) == (str(d / "sum_amd64.s"), 5)
+
+
+def test_assembler_error_names_the_s_file_and_line(tmp_path, go_corpus):
+    d = tmp_path / "badasm"
+    shutil.copytree(go_corpus.root / "asmpkg", d)
+    src = d / "sum_amd64.s"
+    src.write_text(src.read_text().replace("XORQ AX, AX", "FOOQ AX, AX"))
+    with pytest.raises(gobuild.BuildError) as ei:
+        gobuild.build(d)
+    assert (ei.value.file, ei.value.line) == (str(src), 6)
+    assert ei.value.message == 'unrecognized instruction "FOOQ"'

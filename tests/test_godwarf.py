@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import elf_copy_without
 
 from emu import godwarf, gostructs
 from emu.errors import EmuError
@@ -60,18 +61,6 @@ def test_missing_names_are_clear_errors(dwarf):
 
 
 def test_stripped_binary_has_no_dwarf(tmp_path, go_corpus):
-    from elftools.elf.elffile import ELFFile
-    # A copy with the .debug_* sections renamed is what pyelftools sees for `-ldflags=-w`.
-    raw = bytearray(go_corpus.prog.read_bytes())
-    with go_corpus.prog.open("rb") as f:
-        elf = ELFFile(f)
-        shstr = elf.get_section(elf["e_shstrndx"])
-        base = shstr["sh_offset"]
-        for sec in elf.iter_sections():
-            if sec.name.startswith(".debug_"):
-                o = base + sec["sh_name"]
-                raw[o:o + 7] = b".nodbg_"
-    p = tmp_path / "nodwarf"
-    p.write_bytes(bytes(raw))
+    p = elf_copy_without(go_corpus.prog, tmp_path / "nodwarf", ".debug_")   # as `-ldflags=-w` builds it
     with pytest.raises(godwarf.DwarfError, match="no DWARF"):
         godwarf.GoDwarf.open(p)

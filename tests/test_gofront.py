@@ -109,31 +109,30 @@ def test_go_syntax_assembly_is_refused_as_an_asm_function():
 
 
 def test_gc_finds_a_pointer_hidden_by_xor_only_as_a_use_after_free(capsys):
-    code, text = run_cli("sweep", f"{GO}/gcprog", "--func", "hideXor", "--reg", "RAX=20",
-                         "--reg", "RBX=0x5a5a5a5a5a5a5a5a", "--gc")
+    code, text = run_cli("sweep", f"{GO}/corpus", "--func", "hideXor", "--reg", "RAX=20", "--gc")
     assert code == 1
-    assert "use-after-free object 0x28000000 (16 bytes)" in text and "main.go:34" in text
+    assert "use-after-free object 0x28000000 (32 bytes)" in text and "corpus/main.go:105" in text
 
 
 def test_gc_keeps_an_honest_list_alive_and_frees_what_is_dead():
-    code, text = run_cli("sweep", f"{GO}/gcprog", "--func", "buildList", "--reg", "RAX=6", "--gc", "--json")
+    code, text = run_cli("sweep", f"{GO}/corpus", "--func", "honestList", "--reg", "RAX=6", "--gc", "--json")
     d = json.loads(text)
     assert code == 0 and d["violation_count"] == 0
     assert d["gc"]["allocated"] == 6 and d["gc"]["freed"] == 6    # each freed only after its last use
 
 
 def test_precise_heap_scan_follows_the_type_bitmap(corpus_prog):
-    """Objects of a Go program carry their type's pointer words: a cell (next, val) has word 0 only."""
-    world = loader.build_world(loader.load_program(f"{GO}/gcprog"), "buildList", None, None, 1, {"RAX": 3})
+    """Objects of a Go program carry their type's pointer words: a Node (next, name, val) has words 0, 1."""
+    world = loader.build_world(corpus_prog, "honestList", None, None, 1, {"RAX": 3})
     ref_objs = []
     orig = world.heap.alloc
     world.heap.alloc = lambda size, words=None: ref_objs.append((size, words)) or orig(size, words)
-    sweep(world, "main.buildList", 1, 5)
-    assert ref_objs and all(words == (0,) for size, words in ref_objs)
+    sweep(world, "main.honestList", 1, 5)
+    assert ref_objs and all(words == (0, 1) for size, words in ref_objs)
 
 
 def test_check_stub_on_a_go_program_checks_its_runtime_asyncpreempt():
-    code, text = run_cli("check-stub", f"{GO}/gcprog", "--max-points", "40")
+    code, text = run_cli("check-stub", f"{GO}/corpus", "--max-points", "40")
     assert code == 0, text
     assert "go1.27 world" in text and "PASS" in text
 

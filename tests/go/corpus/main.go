@@ -81,19 +81,27 @@ func newNode(v int) *Node {
 	return &Node{val: v}
 }
 
+// xorKey returns the mask hideXor applies; being a call, the compiler cannot
+// cancel the two XORs and keep the plain pointer in a register.
+//
+//go:noinline
+func xorKey() uintptr {
+	return 0x5a5a5a5a5a5a5a5a
+}
+
 // hideXor keeps its only reference to a heap cell XOR-masked in an integer
 // while the loop runs, so the GC cannot see it: a GC during the loop frees
 // the cell and the final read is a use after free.
 //
 //go:noinline
 func hideXor(n int) int {
-	const mask = 0x5a5a5a5a5a5a5a5a
-	h := uintptr(unsafe.Pointer(newNode(42))) ^ mask
+	m := xorKey()
+	h := uintptr(unsafe.Pointer(newNode(42))) ^ m
 	s := 0
 	for i := 0; i < n; i++ {
 		s += i
 	}
-	p := (*Node)(unsafe.Pointer(h ^ mask))
+	p := (*Node)(unsafe.Pointer(h ^ xorKey()))
 	return p.val + s
 }
 
@@ -160,6 +168,24 @@ func makeBig() *Big {
 	return b
 }
 
+// readVal only reads through its argument, so the argument does not escape.
+//
+//go:noinline
+func readVal(p *Node) int {
+	return p.val
+}
+
+// stackObject keeps an address-taken, non-escaping Node on its stack: a
+// stack object the GC scans through its type's mask.
+//
+//go:noinline
+func stackObject(n int) int {
+	var nd Node
+	nd.next = sink
+	nd.val = n
+	return readVal(&nd)
+}
+
 func main() {
 	n := len(os.Args) + 9
 	s := sumsq(n)
@@ -172,6 +198,7 @@ func main() {
 	s += numCPUs(n)
 	s += inlineCaller(s, n)
 	sinkBig = makeBig()
+	s += stackObject(n)
 	sinkAny = s
 	table[1] = sink
 	if s == 0 {
