@@ -235,9 +235,9 @@ class Process:
             start = self.image.func_at(self.read_u64(fn)) if fn else None
         except UcError:
             return "thread"
-        if start is not None and start[0].startswith("runtime."):
+        if start is not None and start[0] in ("runtime.sysmon", "runtime.templateThread"):
             return start[0].removeprefix("runtime.")
-        return f"m{mid}"
+        return f"m{mid}"                       # a plain M (mstartfn nil or mspinning)
 
     def exit_thread(self, t: Thread, code: int) -> None:
         t.state = EXITED
