@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import layout as L
-from . import loader, mutants, scenario, sweep
+from . import loader, mutants, paths, scenario, sweep
 from .errors import AsmError, EmuError
 
-ROOT = Path(__file__).resolve().parent.parent
-SCENARIOS = ROOT / "scenarios"
+SCENARIOS = paths.SCENARIOS_DIR
 #: The quick corpus used for mutants: together they keep every register and flag live.
 MUTANT_CORPUS = ("xmm_loop", "adc_chain", "r14_scratch", "rep_copy")
 
@@ -70,8 +69,11 @@ def corpus(names: tuple[str, ...] | None = None) -> list:
 
 
 def check(stub_path: str | Path, layout_name: str, max_points: int = 2000,
-          names: tuple[str, ...] | None = None, seed: int = 1) -> StubReport:
-    """Sweep the corpus with the stub at `stub_path` in the `layout_name` world."""
+          names: tuple[str, ...] | None = None, seed: int = 1, on_report=None) -> StubReport:
+    """Sweep the corpus with the stub at `stub_path` in the `layout_name` world.
+
+    on_report(report) is called as soon as the report exists (it fills as the corpus runs), so a
+    caller interrupted half-way can still show what is done."""
     lay = L.get_layout(layout_name)
     rep = None
     for sc in corpus(names):
@@ -80,6 +82,8 @@ def check(stub_path: str | Path, layout_name: str, max_points: int = 2000,
         if rep is None:
             rep = StubReport(str(stub_path), lay.name, world.headroom,
                              world.machine.stub.get_func("asyncPreempt").max_sp_delta)
+            if on_report is not None:
+                on_report(rep)
         res = sweep.sweep(world, sc.entry, seed, min(max_points, sc.max_points), sc.budget, canary=True,
                           async_preemption=sc.async_preemption, nested_signals=sc.nested_signals)
         rep.results.append(CorpusResult(sc.name, sc.entry, res.boundaries, res.points, res.injected,
@@ -96,6 +100,16 @@ class MutantResult:
     diagnosed: bool
     named: list[str]
 
+    @property
+    def killed(self) -> bool:
+        """A mutant counts only when it is caught AND the diagnosis names what it broke."""
+        return self.caught and self.diagnosed
+
+
+def mutation_score(results: list[MutantResult]) -> tuple[int, int]:
+    """(killed, total): the one definition used by the report, the JSON and the exit code."""
+    return sum(r.killed for r in results), len(results)
+
 
 def _named(violations) -> set[str]:
     out = set()
@@ -105,12 +119,13 @@ def _named(violations) -> set[str]:
     return out
 
 
-def run_mutants(layout_name: str, max_points: int = 150) -> list[MutantResult]:
-    """Check every generated mutant against the quick corpus; report caught and correctly diagnosed."""
+def run_mutants(layout_name: str, max_points: int = 150, mutant_list=None) -> list[MutantResult]:
+    """Check every generated mutant (or `mutant_list`) against the quick corpus; report caught and
+    correctly diagnosed."""
     lay = L.get_layout(layout_name)
     out = []
     with tempfile.TemporaryDirectory() as tmp:
-        for mu in mutants.generate(lay):
+        for mu in (mutants.generate(lay) if mutant_list is None else mutant_list):
             path = Path(tmp) / f"{mu.name}.s"
             path.write_text(mu.text)
             try:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from . import loader, regs
 from . import sweep as S
-from .errors import EmuError, ScenarioError
+from .errors import EmuError, ScenarioError, read_utf8
 from .layout import LAYOUTS
 from .safepoint import REASONS
 
@@ -121,13 +121,15 @@ def _files(ps: str, p: Path, data: dict) -> tuple[Path, Path | None]:
 
 
 def read_toml(path: str | Path) -> dict:
-    """The scenario file's TOML table; a missing file or a syntax error is a ScenarioError."""
+    """The scenario file's TOML table; an unreadable or non-UTF-8 file or a syntax error is a ScenarioError."""
+    ps = str(path)
+    text, line, why = read_utf8(path)
+    if text is None:
+        raise ScenarioError(ps, f"line {line}" if line else "", why)
     try:
-        return tomllib.loads(Path(path).read_text())
-    except OSError as e:
-        raise ScenarioError(str(path), "", f"cannot read: {e.strerror}") from None
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise ScenarioError(str(path), "", f"not valid TOML: {e}") from None
+        raise ScenarioError(ps, "", f"not valid TOML: {e}") from None
 
 
 def load(path: str | Path) -> "Scenario | SchedScenario":

@@ -235,26 +235,6 @@ def test_signal_at_a_chosen_pc(binaries, capsys):
     assert "no function 'main.nope'" in capsys.readouterr().err
 
 
-def _readme_examples():
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Whole programs"):text.index("## Commands")]
-    for block in re.findall(r"```\n(\$ preemu exec .*?)```", section, re.S):
-        cmd, *expected = block.strip("\n").split("\n")
-        yield cmd[len("$ preemu "):].split(), expected
-
-
-@pytest.mark.parametrize("argv,expected", list(_readme_examples()), ids=["starve", "asyncpreemptoff"])
-def test_readme_exec_examples(argv, expected, capsys, monkeypatch):
-    """The README's exec examples print what the README shows (wall seconds aside)."""
-    monkeypatch.chdir(ROOT)
-    out = io.StringIO()
-    rc = cli.main(argv, out=out)
-    got = out.getvalue().splitlines() + capsys.readouterr().err.splitlines()
-    wall = re.compile(r"[\d.]+ s wall")
-    assert [wall.sub("s wall", x) for x in got] == [wall.sub("s wall", x) for x in expected]
-    assert rc == (1 if any("STARVED" in x for x in expected) else 0)
-
-
 def test_nil_dereference_becomes_a_go_panic():
     """An unmapped access is a synchronous SIGSEGV with si_addr; the runtime's handler injects sigpanic
     and the program dies as natively: Go's panic message and exit status 2."""
