@@ -3,7 +3,7 @@
 Mirrors what `execve` needs (PT_LOAD segments, e_entry, the program headers for AT_PHDR) and
 refuses what this mode cannot run: other architectures, dynamic executables (PT_INTERP), and
 binaries built for GOAMD64=v3 or higher, which use VEX (AVX) instructions unconditionally that
-Unicorn 2.1.4 rejects or silently mis-executes (see the shared reference, section 2.5).
+Unicorn 2.1.4 rejects (VEX.256) or silently mis-executes (VEX.128 runs as the legacy SSE form).
 Symbol names come from .symtab; function metadata (pclntab) is not read here.
 """
 from __future__ import annotations

@@ -7,7 +7,7 @@ the function metadata from the binary's pclntab (emu/gofront.py's lazy GoProgram
 emu/gobinary.py: findfunc, PCDATA_UnsafePoint, FuncFlagAsm / locals pointer map, the inline tree),
 then asks emu/safepoint.py for its verdict. The watch compares the verdict with what the runtime
 did. Struct offsets are the Go 1.27.3 table in emu/gostructs.py, checked against the binary's DWARF
-(gofront.check_struct_layout; m.preemptoff is a string: its length is the word after the pointer);
+(gofront.check_struct_layout; m.preemptoff is a string: its length word counts);
 asyncPreemptStack is read from the runtime's own variable. A binary whose runtime has another
 layout runs without the oracle (verdicts None, the reason in the report).
 """
@@ -38,7 +38,7 @@ def sched_state(proc, g: int) -> safepoint.SchedState:
         stack_lo=u(g + _field(G, "stack.lo"), 8), stack_hi=u(g + _field(G, "stack.hi"), 8),
         m_curg=u(m + _field(M, "curg"), 8) if m else 0, m_p=mp,
         m_locks=u(m + _field(M, "locks"), 4) if m else 0, m_mallocing=u(m + _field(M, "mallocing"), 4) if m else 0,
-        m_preemptoff=u(m + _field(M, "preemptoff") + gs.PTR_SIZE, 8) if m else 0,
+        m_preemptoff=u(m + _field(M, "preemptoff.len"), 8) if m else 0,
         p_status=u(mp + _field(P, "status"), 4) if mp else 0,
         p_preempt=bool(u(mp + _field(P, "preempt"), 1)) if mp else False)
 

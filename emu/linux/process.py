@@ -531,5 +531,5 @@ class Process:
         if e.errno == UCC.UC_ERR_INSN_INVALID:
             detail += " (a VEX/AVX instruction? preemu's CPU has no AVX)"
         elif e.errno in (UCC.UC_ERR_READ_UNMAPPED, UCC.UC_ERR_WRITE_UNMAPPED, UCC.UC_ERR_FETCH_UNMAPPED):
-            detail += " (synchronous SIGSEGV delivery is not modelled: a nil dereference ends the run here)"
+            detail += " (a fault while the thread's SIGSEGV was still pending: the kernel would kill it)"
         return GuestFault(pc, self._where(pc), detail)
