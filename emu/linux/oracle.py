@@ -15,32 +15,21 @@ from __future__ import annotations
 
 import struct
 
-from .. import gobinary, gofront, safepoint
+from unicorn import UcError
+
+from .. import gmp, gobinary, gofront, safepoint
 from .. import gostructs as gs
 from ..errors import EmuError
 
 SIGURG = gs.SIG_PREEMPT
 
 
-def _field(table: dict, name: str) -> int:
-    return table[name].offset
-
-
 def sched_state(proc, g: int) -> safepoint.SchedState:
-    """Read the SchedState of goroutine g (and its M and P) from guest memory."""
-    def u(addr: int, size: int) -> int:
-        return int.from_bytes(proc.read(addr, size), "little")
-    G, M, P = gs.G_FIELDS, gs.M_FIELDS, gs.P_FIELDS
-    m = u(g + _field(G, "m"), 8)
-    mp = u(m + _field(M, "p"), 8) if m else 0
-    return safepoint.SchedState(
-        gp=g, g_status=u(g + _field(G, "atomicstatus"), 4), g_preempt=bool(u(g + _field(G, "preempt"), 1)),
-        stack_lo=u(g + _field(G, "stack.lo"), 8), stack_hi=u(g + _field(G, "stack.hi"), 8),
-        m_curg=u(m + _field(M, "curg"), 8) if m else 0, m_p=mp,
-        m_locks=u(m + _field(M, "locks"), 4) if m else 0, m_mallocing=u(m + _field(M, "mallocing"), 4) if m else 0,
-        m_preemptoff=u(m + _field(M, "preemptoff.len"), 8) if m else 0,
-        p_status=u(mp + _field(P, "status"), 4) if mp else 0,
-        p_preempt=bool(u(mp + _field(P, "preempt"), 1)) if mp else False)
+    """The SchedState of goroutine g, its M and the M's P, read from guest memory by the same reader
+    the emulated runtime uses (gmp.read_sched_state; `proc.read` stands in for the machine's)."""
+    m = proc.read_u64(g + gs.G_FIELDS["m"].offset)
+    pp = proc.read_u64(m + gs.M_FIELDS["p"].offset) if m else 0
+    return gmp.read_sched_state(proc, g, m, pp)
 
 
 class Oracle:
@@ -60,7 +49,10 @@ class Oracle:
         g = self.proc.read_u64(frame.fs_base - 8)
         if g == 0:
             return "not-curg"
-        st = sched_state(self.proc, g)
+        try:
+            st = sched_state(self.proc, g)
+        except UcError:                         # a g/m/p pointer into unmapped memory: no verdict
+            return None
         if not safepoint.want_async_preempt(st):
             return "no-request"
         headroom = struct.unpack("<Q", self.proc.read(self.headroom_addr, 8))[0]
