@@ -22,6 +22,7 @@ SCHEMAS = {
     "check-stub-mutants": "preemu/check-stub-mutants/1",
     "disasm": "preemu/disasm/1",
     "explain": "preemu/explain/1",
+    "exec": "preemu/exec/1",                  # with a scenario, also: scenario
 }
 
 

@@ -25,6 +25,9 @@ KEYS = {
     "preemu/check-stub/1": "tool version schema command stub layout stub_max_sp_delta async_preempt_stack corpus ok",
     "preemu/check-stub-mutants/1": "tool version schema command layout mutants score total ok",
     "preemu/disasm/1": "tool version schema command file functions",
+    "preemu/exec/1": "tool version schema command binary argv env seed exit_code stdout stderr starved stop_reason "
+                     "error virtual_ns idle_ns instructions ns_per_insn quantum threads wall_s syscalls signals "
+                     "preemptions violations oracle ok",
     "preemu/explain/1": "tool version schema command file func layout at pc verdict reason gc steps code stack_top "
                         "stack_labels boundaries ok",
 }
@@ -72,6 +75,7 @@ def outputs(tmp_path_factory) -> list[dict]:
     docs.append(report.mutants_json([], "go1.14"))
     docs.append(_json("disasm", ASM / "sum_loop.s", "--json"))
     docs.append(_json("explain", ROOT / "scenarios" / "sum_loop.toml", "--at", 10, "--json"))
+    docs.append(_json("exec", ROOT / "scenarios" / "go" / "hello", "--json"))
     return docs
 
 

@@ -21,7 +21,9 @@ def declined_by_reason(p) -> dict[str, int]:
 
 def to_json(p, target: str) -> dict:
     w = p.watch
+    from ..report import SCHEMAS
     return {
+        "tool": "preemu", "version": __version__, "schema": SCHEMAS["exec"], "command": "exec",
         "binary": target, "argv": p.opts.argv, "env": p.opts.env, "seed": p.opts.seed,
         "exit_code": p.exit_code, "stdout": bytes(p.fds.stdout.data).decode(errors="replace"),
         "stderr": bytes(p.fds.stderr.data).decode(errors="replace"),
