@@ -9,14 +9,23 @@ tracing. Every UcError is translated here.
 """
 from __future__ import annotations
 
+import ctypes
+import mmap
 from dataclasses import dataclass
 from typing import Callable
 
 import unicorn
 import unicorn.x86_const as X
+from unicorn.unicorn_py3.unicorn import uclib as _uclib
 
 from . import dump, memmap, regs, rtcode
 from .program import Program
+
+#: Regions holding guest code stay in Unicorn-owned memory (its writes invalidate translations); every
+#: data region and stack is host memory shared with Python (uc_mem_map_ptr), so reading or writing
+#: g/m/p, stacks and buffers costs a slice, not an engine call.
+CODE_REGIONS = (memmap.TEXT, memmap.STUB, memmap.RT)
+_CHUNK = 20                 # host-backed regions are found by address >> _CHUNK (1 MiB chunks)
 
 STOP_COUNT = "count"        # the instruction budget ran out (or the exact count was reached)
 STOP_GOEXIT = "goexit"      # the goroutine returned into goexit
@@ -57,8 +66,12 @@ class Machine:
         self.runtime = rtcode.runtime_program(layout_name)
         self.all = program.merged(stub).merged(self.runtime)
         self.uc = unicorn.Uc(unicorn.UC_ARCH_X86, unicorn.UC_MODE_64)
+        self._init_fast_path()
         for r in memmap.FIXED_REGIONS:
-            self.uc.mem_map(r.base, r.size)
+            if r in CODE_REGIONS:
+                self.uc.mem_map(r.base, r.size)
+            else:
+                self._map_host(r.base, r.size)
         for addr, code in self.all.code:
             self.uc.mem_write(addr, code)
         for d in program.data:
@@ -85,6 +98,42 @@ class Machine:
         self._bad_access: tuple[str, int] | None = None
         self.describe_address: Callable[[int], str | None] | None = None   # set by the owner of the stacks
         self.uc.hook_add(unicorn.UC_HOOK_MEM_INVALID, self._hook_bad_access)
+
+    def _map_host(self, base: int, size: int) -> None:
+        """Map [base, base+size) onto a host buffer Python reads and writes directly."""
+        buf = mmap.mmap(-1, size)
+        anchor = ctypes.c_char.from_buffer(buf)
+        st = _uclib.uc_mem_map_ptr(self._h, base, size, unicorn.UC_PROT_ALL, ctypes.addressof(anchor))
+        if st:
+            del anchor
+            raise unicorn.UcError(st)
+        entry = (base, base + size, buf, anchor)
+        for c in range(base >> _CHUNK, ((base + size - 1) >> _CHUNK) + 1):
+            self._host.setdefault(c, []).append(entry)
+
+    def _unmap_host(self, base: int, size: int) -> None:
+        st = _uclib.uc_mem_unmap(self._h, base, size)
+        if st:
+            raise unicorn.UcError(st)
+        for c in range(base >> _CHUNK, ((base + size - 1) >> _CHUNK) + 1):
+            self._host[c] = [e for e in self._host[c] if e[0] != base]
+
+    def _init_fast_path(self) -> None:
+        """The hot path calls Unicorn's C API directly through ctypes with preallocated buffers: the
+        Python binding's per-call conversions (buffer allocation, register class lookup) cost 2-4x
+        the call itself. Relies on the pinned unicorn 2.1.4 binding (uclib, Uc._uch, _hook_exception)."""
+        self._h = self.uc._uch
+        self._host: dict[int, list] = {}       # chunk -> [(base, end, host buffer, ctypes anchor)]
+        self._u64 = ctypes.c_uint64()
+        self._u64_ref = ctypes.byref(self._u64)
+        self._rbuf = ctypes.create_string_buffer(4096)
+        self._rbuf_addr = ctypes.addressof(self._rbuf)
+        n = len(regs.DUMPED)
+        self._dump_n = n
+        self._dump_ids = (ctypes.c_int32 * n)(*[r.uc_id for r in regs.DUMPED])
+        self._dump_buf = ctypes.create_string_buffer(dump.SIZE)
+        base = ctypes.addressof(self._dump_buf)
+        self._dump_ptrs = (ctypes.c_void_p * n)(*[base + dump.OFFSETS[r.name] for r in regs.DUMPED])
 
     # --- hooks (tiny; they run inside emu_start) -------------------------------------------
     def _hook_intr(self, uc, intno, user_data):
@@ -143,42 +192,81 @@ class Machine:
         """Map [lo, hi) read/write; the page below lo stays unmapped (the guard page)."""
         if lo in self._mapped_stacks:
             return
-        self.uc.mem_map(lo, hi - lo)
+        self._map_host(lo, hi - lo)
         self._mapped_stacks.add(lo)
 
     def unmap_stack(self, lo: int, hi: int) -> None:
-        self.uc.mem_unmap(lo, hi - lo)
+        self._unmap_host(lo, hi - lo)
         self._mapped_stacks.discard(lo)
 
     def read(self, addr: int, size: int) -> bytes:
-        return bytes(self.uc.mem_read(addr, size))
+        for base, end, buf, _ in self._host.get(addr >> _CHUNK, ()):
+            if base <= addr and addr + size <= end:
+                return buf[addr - base:addr - base + size]
+        if size > len(self._rbuf):
+            self._rbuf = ctypes.create_string_buffer(size)
+            self._rbuf_addr = ctypes.addressof(self._rbuf)
+        st = _uclib.uc_mem_read(self._h, addr, self._rbuf, size)
+        if st:
+            raise unicorn.UcError(st, addr, size)
+        return ctypes.string_at(self._rbuf_addr, size)
 
     def write(self, addr: int, data: bytes) -> None:
-        self.uc.mem_write(addr, data)
+        n = len(data)
+        for base, end, buf, _ in self._host.get(addr >> _CHUNK, ()):
+            if base <= addr and addr + n <= end:
+                buf[addr - base:addr - base + n] = data
+                return
+        st = _uclib.uc_mem_write(self._h, addr, bytes(data), len(data))
+        if st:
+            raise unicorn.UcError(st, addr, len(data))
 
     def read_u64(self, addr: int) -> int:
-        return int.from_bytes(self.uc.mem_read(addr, 8), "little")
+        return int.from_bytes(self.read(addr, 8), "little")
 
     def write_u64(self, addr: int, value: int) -> None:
-        self.uc.mem_write(addr, (value & (2**64 - 1)).to_bytes(8, "little"))
+        self.write(addr, (value & (2**64 - 1)).to_bytes(8, "little"))
 
     # --- registers ------------------------------------------------------------------------
+    def _reg64(self, uc_id: int) -> int:
+        st = _uclib.uc_reg_read(self._h, uc_id, self._u64_ref)
+        if st:
+            raise unicorn.UcError(st)
+        return self._u64.value
+
+    def _set_reg64(self, uc_id: int, value: int) -> None:
+        self._u64.value = value & 0xFFFF_FFFF_FFFF_FFFF
+        st = _uclib.uc_reg_write(self._h, uc_id, self._u64_ref)
+        if st:
+            raise unicorn.UcError(st)
+
     def reg(self, name: str) -> int:
-        return self.uc.reg_read(regs.lookup(name).uc_id)
+        r = regs.lookup(name)
+        return self._reg64(r.uc_id) if r.size == 8 else self.uc.reg_read(r.uc_id)
 
     def set_reg(self, name: str, value: int) -> None:
         r = regs.lookup(name)
-        self.uc.reg_write(r.uc_id, value & ((1 << (8 * r.size)) - 1))
+        if r.size == 8:
+            self._set_reg64(r.uc_id, value)
+        else:
+            self.uc.reg_write(r.uc_id, value & ((1 << (8 * r.size)) - 1))
 
     @property
     def pc(self) -> int:
-        return self.uc.reg_read(X.UC_X86_REG_RIP)
+        return self._reg64(X.UC_X86_REG_RIP)
 
     def set_fs_base(self, value: int) -> None:
-        self.uc.reg_write(X.UC_X86_REG_FS_BASE, value)
+        self._set_reg64(X.UC_X86_REG_FS_BASE, value)
 
-    def save_context(self):
-        return self.uc.context_save()
+    def save_context(self, into=None):
+        """Return the CPU context; with `into` (an earlier context), overwrite that one instead of
+        allocating (the sweep keeps one per run)."""
+        if into is None:
+            return self.uc.context_save()
+        st = _uclib.uc_context_save(self._h, into.context)
+        if st:
+            raise unicorn.UcError(st)
+        return into
 
     def restore_context(self, ctx) -> None:
         self.uc.context_restore(ctx)
@@ -198,11 +286,11 @@ class Machine:
         return count - spins, self.parked
 
     def dump_state(self) -> dump.RegState:
-        """Return every dumped register plus RIP, without changing any guest-visible state."""
-        rip = self.pc
-        self.uc.mem_write(memmap.DUMP_AREA + dump.RESUME_SLOT, rip.to_bytes(8, "little"))
-        self.uc.emu_start(memmap.DUMPER, 0, count=rtcode.DUMPER_INSNS)
-        return dump.unpack(bytes(self.uc.mem_read(memmap.DUMP_AREA, dump.SIZE)), rip)
+        """Return every dumped register plus RIP (one batched register read into the dump record)."""
+        st = _uclib.uc_reg_read_batch(self._h, self._dump_ids, self._dump_ptrs, self._dump_n)
+        if st:
+            raise unicorn.UcError(st)
+        return dump.RegState(self._dump_buf.raw, self.pc)
 
     # --- running --------------------------------------------------------------------------
     def run(self, begin: int, count: int) -> str:
@@ -213,8 +301,14 @@ class Machine:
         self.stop_reason = STOP_COUNT
         self._bad_access = None
         self._unexpected_interrupt = None
+        uc = self.uc
         try:
-            self.uc.emu_start(begin, 0, count=count)
+            uc._hook_exception = None        # what Uc.emu_start does, minus its wrapper's cost
+            st = _uclib.uc_emu_start(self._h, begin, 0, 0, count)
+            if st:
+                raise unicorn.UcError(st)
+            if uc._hook_exception is not None:
+                raise uc._hook_exception
         except GuestFaultInHook as e:
             pc = self.pc
             raise Fault(pc, str(e), self.all.describe_pc(pc)) from None
