@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import mmap
+import struct
 from dataclasses import dataclass
 from typing import Callable
 
@@ -25,6 +26,8 @@ from .program import Program
 #: data region and stack is host memory shared with Python (uc_mem_map_ptr), so reading or writing
 #: g/m/p, stacks and buffers costs a slice, not an engine call.
 CODE_REGIONS = (memmap.TEXT, memmap.STUB, memmap.RT)
+_reg_read, _reg_write = _uclib.uc_reg_read, _uclib.uc_reg_write
+_UINT = {1: struct.Struct("<B"), 2: struct.Struct("<H"), 4: struct.Struct("<I"), 8: struct.Struct("<Q")}
 _CHUNK = 20                 # host-backed regions are found by address >> _CHUNK (1 MiB chunks)
 
 STOP_COUNT = "count"        # the instruction budget ran out (or the exact count was reached)
@@ -115,6 +118,7 @@ class Machine:
         st = _uclib.uc_mem_unmap(self._h, base, size)
         if st:
             raise unicorn.UcError(st)
+        self._uint_refs.clear()
         for c in range(base >> _CHUNK, ((base + size - 1) >> _CHUNK) + 1):
             self._host[c] = [e for e in self._host[c] if e[0] != base]
 
@@ -124,26 +128,28 @@ class Machine:
         the call itself. Relies on the pinned unicorn 2.1.4 binding (uclib, Uc._uch, _hook_exception)."""
         self._h = self.uc._uch
         self._host: dict[int, list] = {}       # chunk -> [(base, end, host buffer, ctypes anchor)]
+        self._uint_refs: dict[tuple[int, int], tuple] = {}    # (addr, size) -> (Struct, buffer, offset)
         self._u64 = ctypes.c_uint64()
-        self._u64_ref = ctypes.byref(self._u64)
+        self._u64_ref = ctypes.addressof(self._u64)    # a plain int converts fastest to void*
         self._rbuf = ctypes.create_string_buffer(4096)
         self._rbuf_addr = ctypes.addressof(self._rbuf)
-        n = len(regs.DUMPED)
+        # one batched read fills a dump record, then RIP into the 8 bytes after it
+        n = len(regs.DUMPED) + 1
         self._dump_n = n
-        self._dump_ids = (ctypes.c_int32 * n)(*[r.uc_id for r in regs.DUMPED])
-        self._dump_buf = ctypes.create_string_buffer(dump.SIZE)
+        self._dump_ids = (ctypes.c_int32 * n)(*[r.uc_id for r in regs.DUMPED], regs.RIP.uc_id)
+        self._dump_buf = ctypes.create_string_buffer(dump.SIZE + 8)
         base = ctypes.addressof(self._dump_buf)
-        self._dump_ptrs = (ctypes.c_void_p * n)(*[base + dump.OFFSETS[r.name] for r in regs.DUMPED])
+        self._dump_ptrs = (ctypes.c_void_p * n)(*[base + dump.OFFSETS[r.name] for r in regs.DUMPED], base + dump.SIZE)
 
     # --- hooks (tiny; they run inside emu_start) -------------------------------------------
     def _hook_intr(self, uc, intno, user_data):
-        at = uc.reg_read(X.UC_X86_REG_RIP) - 1          # INT3 traps after the instruction
+        at = self._reg64(X.UC_X86_REG_RIP) - 1          # INT3 traps after the instruction
         name = SENTINELS.get(at) if intno == 3 else None
         if name is None:
             self.stop_reason = STOP_TRAP
             self._bad_access = None
             self._unexpected_interrupt = (intno, at)
-            uc.emu_stop()
+            _uclib.uc_emu_stop(self._h)
             return
         if name == "gcWriteBarrier2":
             self.write_barrier_calls += 1
@@ -173,13 +179,13 @@ class Machine:
             self.stop_reason = STOP_GOEXIT if name == "goexit" else STOP_TRAP
             if name == "goexit":
                 uc.reg_write(X.UC_X86_REG_RIP, at)      # stay on goexit: running again stops again
-            uc.emu_stop()
+            _uclib.uc_emu_stop(self._h)
 
     def _hook_stub_ret(self, uc, address, size, user_data):
         if self.stub_ret_armed:
             self.stub_ret_armed = False
             self.stop_reason = STOP_STUB_RET
-            uc.emu_stop()
+            _uclib.uc_emu_stop(self._h)
 
     def _hook_bad_access(self, uc, access, address, size, value, user_data):
         kind = {unicorn.UC_MEM_READ_UNMAPPED: "reading", unicorn.UC_MEM_WRITE_UNMAPPED: "writing",
@@ -221,22 +227,47 @@ class Machine:
         if st:
             raise unicorn.UcError(st, addr, len(data))
 
+    def _uint_ref(self, addr: int, size: int):
+        """(Struct, host buffer, offset) of the `size`-byte integer at addr, or None if not host memory."""
+        ref = self._uint_refs.get((addr, size))
+        if ref is None:
+            for base, end, buf, _ in self._host.get(addr >> _CHUNK, ()):
+                if base <= addr and addr + size <= end:
+                    ref = self._uint_refs[(addr, size)] = (_UINT[size], buf, addr - base)
+                    break
+        return ref
+
+    def read_uint(self, addr: int, size: int) -> int:
+        """Read a little-endian integer of 1, 2, 4 or 8 bytes."""
+        ref = self._uint_ref(addr, size)
+        if ref is None:
+            return int.from_bytes(self.read(addr, size), "little")
+        return ref[0].unpack_from(ref[1], ref[2])[0]
+
+    def write_uint(self, addr: int, size: int, value: int) -> None:
+        """Write a little-endian integer of 1, 2, 4 or 8 bytes (value already in range)."""
+        ref = self._uint_ref(addr, size)
+        if ref is None:
+            self.write(addr, value.to_bytes(size, "little"))
+        else:
+            ref[0].pack_into(ref[1], ref[2], value)
+
     def read_u64(self, addr: int) -> int:
-        return int.from_bytes(self.read(addr, 8), "little")
+        return self.read_uint(addr, 8)
 
     def write_u64(self, addr: int, value: int) -> None:
-        self.write(addr, (value & (2**64 - 1)).to_bytes(8, "little"))
+        self.write_uint(addr, 8, value & 0xFFFF_FFFF_FFFF_FFFF)
 
     # --- registers ------------------------------------------------------------------------
     def _reg64(self, uc_id: int) -> int:
-        st = _uclib.uc_reg_read(self._h, uc_id, self._u64_ref)
+        st = _reg_read(self._h, uc_id, self._u64_ref)
         if st:
             raise unicorn.UcError(st)
         return self._u64.value
 
     def _set_reg64(self, uc_id: int, value: int) -> None:
         self._u64.value = value & 0xFFFF_FFFF_FFFF_FFFF
-        st = _uclib.uc_reg_write(self._h, uc_id, self._u64_ref)
+        st = _reg_write(self._h, uc_id, self._u64_ref)
         if st:
             raise unicorn.UcError(st)
 
@@ -290,7 +321,8 @@ class Machine:
         st = _uclib.uc_reg_read_batch(self._h, self._dump_ids, self._dump_ptrs, self._dump_n)
         if st:
             raise unicorn.UcError(st)
-        return dump.RegState(self._dump_buf.raw, self.pc)
+        raw = self._dump_buf.raw
+        return dump.RegState(raw[:dump.SIZE], int.from_bytes(raw[dump.SIZE:], "little"))
 
     # --- running --------------------------------------------------------------------------
     def run(self, begin: int, count: int) -> str:

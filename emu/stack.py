@@ -14,7 +14,7 @@ from .machine import Machine
 def write_field(machine: Machine, base: int, fields: dict, name: str, value: int) -> None:
     """Store `value` into field `name` of the struct at `base`."""
     f = fields[name]
-    machine.write(base + f.offset, (value & ((1 << (8 * f.size)) - 1)).to_bytes(f.size, "little"))
+    machine.write_uint(base + f.offset, f.size, value & ((1 << (8 * f.size)) - 1))
 
 
 def copystack(machine: Machine, gp: int, lo: int, hi: int, slot_base: int, new_size: int | None = None) -> tuple[int, int]:

@@ -247,8 +247,13 @@ class Sweeper:
         violations: list[verify.Violation] = []
         all_prog = m.all
         if nested_signals:          # each point twice: the second signal lands right after the RET
-            points = [k for k in points for _ in range(2)]
+            points = (k for k in points for _ in range(2))
         stub_func = m.stub.get_func("asyncPreempt")
+        plain_rets = {i.addr for f in m.stub.funcs for i in f.insns if i.mnemonic == "ret" and not i.op_str}
+        rsp_at = dump.OFFSETS["RSP"]
+        ctx = None
+        clobber = self._clobber_table
+        stub_entry, headroom = m.stub_entry, w.headroom
         for k in points:
             if k > pos:
                 try:
@@ -259,16 +264,16 @@ class Sweeper:
                         "the goroutine faulted after earlier injections"))
                     return injected, refused, violations, None
                 pos = k
-            pc = m.pc
             w.current_boundary = k
             before = m.dump_state()
-            s = before.get("RSP")
+            pc = before.rip
             raw_before = before.raw
+            s = int.from_bytes(raw_before[rsp_at:rsp_at + 8], "little")
             w.preempt_one()
             st = w.sched_state()
-            ctx = m.save_context()
+            ctx = m.save_context(ctx)
             bound = w.cur
-            v = inject.sighandler_sigurg(w.sigctx, all_prog, st, pc, s, w.headroom, m.stub_entry, w.ack,
+            v = inject.sighandler_sigurg(w.sigctx, all_prog, st, pc, s, headroom, stub_entry, w.ack,
                                          not async_preemption)
             if stats is not None:
                 ps = stats.get(pc)
@@ -280,17 +285,20 @@ class Sweeper:
                 if not force_unsafe:
                     w.withdraw_request()
                     continue
-                inject.push_call(w.sigctx, m.stub_entry, pc)
+                inject.push_call(w.sigctx, stub_entry, pc)
                 self.forced += 1
             else:
                 injected += 1
-            stack_before = m.read(s, w.stack_hi - s)
-            m.write(memmap.CLOBBER_TABLE, self._clobber_table(raw_before))
-            floor = s - w.headroom                       # the stub may use [floor, S) and no more
+            stack_hi = w.stack_hi
+            stack_before = m.read(s, stack_hi - s)
+            m.write(memmap.CLOBBER_TABLE, clobber(raw_before))
+            floor = s - headroom                         # the stub may use [floor, S) and no more
             canary_lo = max(w.stack_lo, floor - CANARY_SIZE)
             if canary and floor > canary_lo:
                 m.write(canary_lo, CANARY[:floor - canary_lo])
-            make = verify.violation_maker(all_prog, k, pc)
+
+            def make(*a, _k=k, _pc=pc):                  # built only when a check fails
+                return verify.violation_maker(all_prog, _k, _pc)(*a)
 
             found: list[verify.Violation] = []
             m.stub_ret_armed = True
@@ -299,7 +307,7 @@ class Sweeper:
                     reason, nested = self._step_stub_with_signals(stub_func, refused, make)
                     found += nested
                 else:
-                    reason = m.run(m.stub_entry, self.stub_budget)
+                    reason = m.run(stub_entry, self.stub_budget)
             except Fault as f:
                 reason = None
                 found.append(make("stub-fault", f.reg or f"{f.pc:#x}", "no fault", f.error,
@@ -311,7 +319,7 @@ class Sweeper:
             if not found:
                 after = m.dump_state()
                 raw_after = after.raw
-                sp_after = after.get("RSP")
+                sp_after = int.from_bytes(raw_after[rsp_at:rsp_at + 8], "little")
                 if sp_after != s - 8:
                     found.append(make("resume", "RSP", f"{s:#x}", f"{sp_after + 8:#x}",
                                       "RSP after the stub's RET would differ from the interrupted RSP"))
@@ -329,7 +337,7 @@ class Sweeper:
                                       "assumes"))
                 if verify_each:
                     found += verify.compare_registers(before, after, raw_before, raw_after, make)
-                    found += verify.compare_memory(s, stack_before, m.read(s, w.stack_hi - s), make,
+                    found += verify.compare_memory(s, stack_before, m.read(s, stack_hi - s), make,
                                                    "goroutine stack at or above the interrupted RSP changed")
             if found:
                 violations += found
@@ -338,7 +346,11 @@ class Sweeper:
                 m.write(s, stack_before)
                 w.withdraw_request()
                 continue
-            m.run(m.pc, 1)                       # execute the stub's RET
+            if after.rip in plain_rets:          # the stub's RET (checked above: [S-8] = pc, RSP = S-8)
+                m.set_reg("RSP", s)
+                m.set_reg("RIP", pc)
+            else:                                # RET imm16 and the like: let the CPU execute it
+                m.run(after.rip, 1)
         try:
             m.run(m.pc, ref.boundaries - pos)
         except Fault as f:
