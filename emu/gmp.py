@@ -299,8 +299,16 @@ class World(WorldGC):
                 [(a, m.read(a, n)) for a, n in self.writable_regions()],
                 len(self.stack_moves), self.cur, self.heap.snapshot())
 
+    def portable_snapshot(self):
+        """snapshot() as plain data (registers by name, not a Unicorn context): a world built the
+        same way in another process can restore() it."""
+        m = self.machine
+        return (m.cpu_state(), (self.stack_lo, self.stack_hi),
+                [(a, m.read(a, n)) for a, n in self.writable_regions()],
+                list(self.stack_moves), self.cur, self.heap.snapshot())
+
     def restore(self, snap) -> None:
-        """Return to a snapshot, re-mapping the stack if it has moved since."""
+        """Return to a snapshot (or a portable one), re-mapping the stack if it has moved since."""
         ctx, (lo, hi), mem, moves, cur, heap = snap
         m = self.machine
         if self.heap.next > heap[0]:                  # objects allocated since: back to zeroed arena
@@ -310,8 +318,14 @@ class World(WorldGC):
             m.unmap_stack(self.stack_lo, self.stack_hi)
             m.map_stack(lo, hi)
             self.stack_lo, self.stack_hi = lo, hi
-        del self.stack_moves[moves:]
-        m.restore_context(ctx)
+        if isinstance(moves, list):
+            self.stack_moves[:] = moves
+        else:
+            del self.stack_moves[moves:]
+        if isinstance(ctx, dict):
+            m.set_cpu_state(ctx)
+        else:
+            m.restore_context(ctx)
         for a, data in mem:
             m.write(a, data)
         self.cur = cur

@@ -27,6 +27,7 @@ from .program import Program
 #: g/m/p, stacks and buffers costs a slice, not an engine call.
 CODE_REGIONS = (memmap.TEXT, memmap.STUB, memmap.RT)
 _reg_read, _reg_write = _uclib.uc_reg_read, _uclib.uc_reg_write
+_PORTABLE_EXTRA = ("FS_BASE", "GS_BASE", "MXCSR", "FPCW", "FPSW")
 _UINT = {1: struct.Struct("<B"), 2: struct.Struct("<H"), 4: struct.Struct("<I"), 8: struct.Struct("<Q")}
 _CHUNK = 20                 # host-backed regions are found by address >> _CHUNK (1 MiB chunks)
 
@@ -301,6 +302,25 @@ class Machine:
 
     def restore_context(self, ctx) -> None:
         self.uc.context_restore(ctx)
+
+    def cpu_state(self) -> dict:
+        """The CPU state as plain data (picklable, unlike a Unicorn context): every dumped register,
+        RIP, the FS/GS bases and the SSE/x87 control words. x87 data registers are left out (as
+        everywhere in preemu)."""
+        d = self.dump_state()
+        out = {"raw": d.raw, "RIP": d.rip}
+        for name in _PORTABLE_EXTRA:
+            out[name] = self.uc.reg_read(getattr(X, f"UC_X86_REG_{name}"))
+        return out
+
+    def set_cpu_state(self, state: dict) -> None:
+        """Load a cpu_state() (taken on a machine built the same way, maybe in another process)."""
+        rec = dump.RegState(state["raw"], state["RIP"])
+        for r in regs.DUMPED:
+            self.set_reg(r.name, rec.get(r.name))
+        for name in _PORTABLE_EXTRA:
+            self.uc.reg_write(getattr(X, f"UC_X86_REG_{name}"), state[name])
+        self.set_reg("RIP", rec.rip)
 
     def run_parkable(self, begin: int, count: int) -> tuple[int, tuple[str, object] | None]:
         """Run exactly `count` instructions; if a trap parks the G, return how many it ran first.

@@ -83,12 +83,12 @@ class SweepResult:
         return self.violation_count == 0
 
 
-def select_points(n: int, max_points: int, must: set[int] = frozenset()) -> list[int]:
+def select_points(n: int, max_points: int, must: set[int] = frozenset()) -> "range | list[int]":
     """Choose the boundaries to inject at: all of them, or (when capped) exactly max_points of them:
     every boundary in `must` (the first dynamic instance of each static PC), then the first
     boundaries, the last ones, and the rest evenly spread."""
     if n <= max_points:
-        return list(range(n))
+        return range(n)                  # a range, not a list: memory does not grow with the points
     pts = set(sorted(must)[:max_points])
 
     def fill(candidates) -> None:
@@ -231,20 +231,25 @@ class Sweeper:
     def _clobber_table(self, raw_before: bytes) -> bytes:
         return (int.from_bytes(raw_before, "little") ^ self._mask).to_bytes(dump.SIZE, "little")
 
-    def run_chain(self, points: list[int], ref: Reference, verify_each: bool = True, stats=None,
+    def run_chain(self, points, ref: Reference, verify_each: bool = True, stats=None,
                   force_unsafe: bool = False, canary: bool = False, async_preemption: bool = True,
-                  nested_signals: bool = False):
+                  nested_signals: bool = False, start=None, keep: int = 200):
         """Inject at each boundary in `points` (sorted) in one run; return (injected, refused, violations, final).
 
-        With force_unsafe, points the oracle refuses are injected anyway (counted in self.forced).
+        The run starts at the entry, or at `start` = (boundary, portable snapshot of the reference
+        run there). With force_unsafe, points the oracle refuses are injected anyway (counted in
+        self.forced). `violations` is a ViolationLog keeping the first `keep`.
         """
         w, m = self.world, self.m
         w.reset()
         pos = 0
+        if start is not None:
+            pos, snap = start
+            w.restore(snap)
         injected = 0
         self.forced = 0
         refused: Counter = Counter()
-        violations: list[verify.Violation] = []
+        violations = ViolationLog(keep)
         all_prog = m.all
         if nested_signals:          # each point twice: the second signal lands right after the RET
             points = (k for k in points for _ in range(2))
@@ -340,7 +345,7 @@ class Sweeper:
                     found += verify.compare_memory(s, stack_before, m.read(s, stack_hi - s), make,
                                                    "goroutine stack at or above the interrupted RSP changed")
             if found:
-                violations += found
+                violations.extend(found)
                 m.restore_context(ctx)           # recover: back to boundary k, as if never injected
                 w.bind(bound)
                 m.write(s, stack_before)
@@ -381,10 +386,11 @@ class Sweeper:
             pc = m.pc
         return "budget", []
 
-    def attribute(self, points: list[int], ref: Reference, force_unsafe: bool = False) -> int | None:
+    def attribute(self, points, ref: Reference, force_unsafe: bool = False, start=None) -> int | None:
         """Return the first boundary whose injection makes the final state diverge (bisection)."""
         def diverges(prefix: int) -> bool:
-            _, _, viol, final = self.run_chain(points[:prefix], ref, verify_each=False, force_unsafe=force_unsafe)
+            _, _, viol, final = self.run_chain(points[:prefix], ref, verify_each=False, force_unsafe=force_unsafe,
+                                               start=start)
             return bool(viol) or bool(final_violations(self.world, final, ref, 0))
         lo, hi = 0, len(points)
         if not diverges(hi):
@@ -398,46 +404,161 @@ class Sweeper:
         return points[hi - 1]
 
 
-def sweep(world: World, entry: str, seed: int = 1, max_points: int = 100_000,
-          budget: int = DEFAULT_BUDGET, max_violations: int = 200, force_unsafe: bool = False,
-          canary: bool = False, async_preemption: bool = True, nested_signals: bool = False) -> SweepResult:
-    """Inject at every boundary (capped by max_points) of the goroutine in `world` and verify each.
+class ViolationLog:
+    """Violations of a run: the first `keep` in full, every one counted by (kind, what), so memory
+    stays bounded however many points fail."""
 
-    With a world built with gc=True, a full GC runs at every injection and any later access to an
-    object it freed is a use-after-free violation.
-    """
-    ref = run_reference(world, budget)
-    must = set(first_boundaries(world, ref.boundaries).values()) if ref.boundaries > max_points else set()
-    points = select_points(ref.boundaries, max_points, must)
-    sw = Sweeper(world, seed)
+    def __init__(self, keep: int = 200):
+        self.keep, self.kept, self.count, self.groups = keep, [], 0, Counter()
+
+    def append(self, v: verify.Violation) -> None:
+        self.count += 1
+        self.groups[(v.kind, v.what)] += 1
+        if len(self.kept) < self.keep:
+            self.kept.append(v)
+
+    def extend(self, vs) -> None:
+        for v in vs:
+            self.append(v)
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+    def merge(self, other: "ViolationLog") -> None:
+        self.count += other.count
+        self.groups.update(other.groups)
+        self.kept += other.kept[:max(0, self.keep - len(self.kept))]
+
+
+#: Points per shard. Fixed (not derived from the number of workers), so a sweep's result is the same
+#: whether its shards run in one process, in N local processes or on a Dask cluster.
+SHARD_POINTS = 10_000
+
+
+def shard_plan(n_points: int, size: int = SHARD_POINTS) -> list[tuple[int, int]]:
+    """Split point indices [0, n_points) into consecutive [start, end) shards of `size` points."""
+    return [(a, min(a + size, n_points)) for a in range(0, n_points, size)] or [(0, 0)]
+
+
+@dataclass
+class ChainOptions:
+    seed: int = 1
+    force_unsafe: bool = False
+    canary: bool = False
+    async_preemption: bool = True
+    nested_signals: bool = False
+    max_violations: int = 200
+
+
+@dataclass
+class ShardResult:
+    """What one shard of a sweep found; shards merge by adding up, in shard order."""
+
+    index: int
+    points: int
+    injected: int
+    forced: int
+    refused: Counter
+    violations: ViolationLog
+    per_pc: dict[int, PcStats]
+    cpu_seconds: float = 0.0          # timing (process CPU time of the shard)
+
+
+def start_states(world: World, boundaries: list[int]) -> list:
+    """Run the goroutine uninterrupted once and save a portable snapshot at each boundary (sorted):
+    the contexts shards start from, so no shard replays from entry."""
+    m = world.machine
+    world.reset()
+    pos, out = 0, []
+    for b in boundaries:
+        if b > pos:
+            m.run(m.pc, b - pos)
+            pos = b
+        out.append(world.portable_snapshot())
+    return out
+
+
+def run_shard(world: World, ref: Reference, index: int, points, start, opts: ChainOptions) -> ShardResult:
+    """Inject at `points` starting from `start` ((boundary, portable snapshot) or None for the entry),
+    run on to goexit and compare with the reference; attribute a final divergence to its first culprit."""
+    t0 = time.process_time()
+    sw = Sweeper(world, opts.seed)
     stats: dict[int, PcStats] = {}
-    t0 = time.perf_counter()
-    injected, refused, violations, final = sw.run_chain(points, ref, stats=stats, force_unsafe=force_unsafe,
-                                                        canary=canary, async_preemption=async_preemption,
-                                                        nested_signals=nested_signals)
-    elapsed = time.perf_counter() - t0
+    injected, refused, violations, final = sw.run_chain(
+        points, ref, stats=stats, force_unsafe=opts.force_unsafe, canary=opts.canary,
+        async_preemption=opts.async_preemption, nested_signals=opts.nested_signals, start=start,
+        keep=opts.max_violations)
     forced = sw.forced
-    gc = None
     if world.gc_enabled:
-        gc = GcStats(world.gc_cycles, world.gc_freed, sorted(world.retained_conservatively), world.shrink_deferred,
-                     len(world.heap.objs), world.retained_dead())
         for base, size, kind, addr, apc, freed_at in world.uaf:
             make = verify.violation_maker(world.machine.all, freed_at, apc)
             violations.append(make("use-after-free", f"object {base:#x} ({size} bytes)", "a live object",
                                    f"{kind} of freed memory at {addr:#x}",
                                    f"freed by the GC at the injection at boundary {freed_at}; accessed at pc {apc:#x}"))
-    fv = final_violations(world, final, ref, points[-1] if points else 0)
+    fv = final_violations(world, final, ref, points[-1] if len(points) else 0)
     if fv:
-        culprit = sw.attribute(points, ref, force_unsafe)
+        culprit = sw.attribute(points, ref, opts.force_unsafe, start)
         if culprit is not None:
             for v in fv:
                 v.detail += f"; first diverging injection: boundary {culprit}"
-        violations += fv
+        violations.extend(fv)
+    return ShardResult(index, len(points), injected, forced, refused, violations, stats, time.process_time() - t0)
+
+
+def sweep(world: World, entry: str, seed: int = 1, max_points: int = 100_000,
+          budget: int = DEFAULT_BUDGET, max_violations: int = 200, force_unsafe: bool = False,
+          canary: bool = False, async_preemption: bool = True, nested_signals: bool = False,
+          runner=None) -> SweepResult:
+    """Inject at every boundary (capped by max_points) of the goroutine in `world` and verify each.
+
+    The points are cut into shards of SHARD_POINTS; every shard after the first starts from a
+    snapshot of the reference run at its first boundary. `runner(tasks, ref, opts)` -> ShardResults
+    (in any order) runs them elsewhere (emu.shards: local processes, Dask); by default they run here.
+    With a world built with gc=True, a full GC runs at every injection (one shard: the GC's history
+    spans the run) and any later access to an object it freed is a use-after-free violation.
+    """
+    t0 = time.perf_counter()
+    ref = run_reference(world, budget)
+    must = set(first_boundaries(world, ref.boundaries).values()) if ref.boundaries > max_points else set()
+    points = select_points(ref.boundaries, max_points, must)
+    opts = ChainOptions(seed, force_unsafe, canary, async_preemption, nested_signals, max_violations)
+    plan = [(0, len(points))] if world.gc_enabled else shard_plan(len(points))
+    starts = [None] + start_states(world, [points[a] for a, _ in plan[1:]])
+    tasks = [(i, points[a:b], None if st is None else (points[a], st)) for i, ((a, b), st) in enumerate(zip(plan, starts))]
+    if runner is None or world.gc_enabled:
+        results = [run_shard(world, ref, i, pts, st, opts) for i, pts, st in tasks]
+    else:
+        results = list(runner(tasks, ref, opts))
+    return merge_shards(world, entry, ref, opts, sorted(results, key=lambda r: r.index),
+                        time.perf_counter() - t0)
+
+
+def merge_shards(world: World, entry: str, ref: Reference, opts: ChainOptions, results: list[ShardResult],
+                 elapsed: float) -> SweepResult:
+    """Add up shard results (in shard order) into one SweepResult."""
+    log = ViolationLog(opts.max_violations)
+    refused: Counter = Counter()
+    stats: dict[int, PcStats] = {}
+    injected = forced = points = 0
+    for r in results:
+        points += r.points
+        injected += r.injected
+        forced += r.forced
+        refused.update(r.refused)
+        log.merge(r.violations)
+        for pc, ps in r.per_pc.items():
+            mine = stats.get(pc)
+            if mine is None:
+                stats[pc] = PcStats(pc, Counter(ps.verdicts))
+            else:
+                mine.verdicts.update(ps.verdicts)
+    gc = None
+    if world.gc_enabled:
+        gc = GcStats(world.gc_cycles, world.gc_freed, sorted(world.retained_conservatively), world.shrink_deferred,
+                     len(world.heap.objs), world.retained_dead())
     seen = set(stats)
     static = [i.addr for f in world.program.funcs if any(f.start <= pc < f.end for pc in seen) for i in f.insns]
     uncovered = [pc for pc in static if pc not in seen]
-    count = len(violations)
-    groups = Counter((v.kind, v.what) for v in violations)
-    return SweepResult(entry, world.layout.name, seed, ref.boundaries, len(points), injected, refused,
-                       violations[:max_violations], count, elapsed, stats, ref, world.headroom, uncovered, groups,
+    return SweepResult(entry, world.layout.name, opts.seed, ref.boundaries, points, injected, refused,
+                       log.kept, log.count, elapsed, stats, ref, world.headroom, uncovered, log.groups,
                        forced, gc)
