@@ -9,19 +9,12 @@ import json
 import os
 import sys
 
-from . import (
-    __version__,
-    checkstub,
-    episode,
-    loader,
-    report,
-    scenario,
-    stubgen,
-    timeline,
-)
+from . import __version__
 from . import layout as L
 from .errors import EmuError
-from .sweep import DEFAULT_BUDGET, sweep
+
+# Commands import what they use when they run: `preemu --help` and a small sweep pay for no module
+# they do not need (bench/bench_sweep.py reports the fixed startup cost).
 
 
 class _Parser(argparse.ArgumentParser):
@@ -45,12 +38,22 @@ def _stub_desc(layout: str, stub: str | None) -> str:
     return f"{stub} ({layout} checks)" if stub else f"{layout} (generated)"
 
 
+def _runner(a, spec, world):
+    """The shard runner for --jobs/--executor/--results/--quiet (progress only on a terminal)."""
+    from . import shards
+    jobs = a.jobs if a.jobs is not None else (os.cpu_count() or 1)
+    return shards.ShardRunner(spec, jobs, a.executor, a.results, not a.quiet and sys.stderr.isatty(), world)
+
+
 def cmd_sweep(a, out) -> int:
+    from . import loader, report, shards, sweep
     program = loader.load_program(a.file)
-    world = loader.build_world(program, a.func, a.layout, a.stub, a.seed, _regs(a.reg), gc=a.gc,
-                               scanner=a.gc_scanner)
-    res = sweep(world, a.func, a.seed, a.max_points, a.budget, force_unsafe=a.force_unsafe,
-                async_preemption=a.async_preemption == "on", nested_signals=a.nested_signals)
+    regs = _regs(a.reg)
+    world = loader.build_world(program, a.func, a.layout, a.stub, a.seed, regs, gc=a.gc, scanner=a.gc_scanner)
+    spec = shards.WorldSpec(a.file, a.func, a.layout, a.stub, a.seed, tuple(regs.items()), a.gc, a.gc_scanner)
+    res = sweep.sweep(world, a.func, a.seed, a.max_points, a.budget or sweep.DEFAULT_BUDGET,
+                      force_unsafe=a.force_unsafe, async_preemption=a.async_preemption == "on",
+                      nested_signals=a.nested_signals, runner=_runner(a, spec, world))
     if a.json:
         json.dump(report.to_json(res, program, a.file), out, indent=1)
         out.write("\n")
@@ -60,6 +63,7 @@ def cmd_sweep(a, out) -> int:
 
 
 def cmd_run(a, out) -> int:
+    from . import report, scenario, shards
     sc = scenario.load(a.scenario)
     if isinstance(sc, scenario.SchedScenario):
         return _run_sched(a, sc, out)
@@ -67,7 +71,9 @@ def cmd_run(a, out) -> int:
         if getattr(a, opt) is not None:
             raise EmuError(f"--{opt.replace('_', '-')} applies to scheduler scenarios (with [[goroutines]])")
     layout = a.layout or sc.layout
-    program, world, res, checks = scenario.run(sc, layout, a.max_points)
+    spec = shards.WorldSpec(str(sc.asm), sc.entry, layout, None if sc.stub is None else str(sc.stub), sc.seed,
+                            tuple(sc.registers.items()), sc.gc, sc.gc_scanner)
+    program, world, res, checks = scenario.run(sc, layout, a.max_points, lambda w: _runner(a, spec, w))
     ok = all(c.ok for c in checks)
     src = os.path.relpath(sc.asm) if not sc.asm.is_absolute() else str(sc.asm)
     if a.json:
@@ -86,6 +92,7 @@ def cmd_run(a, out) -> int:
 
 
 def _run_sched(a, sc, out) -> int:
+    from . import report, scenario, timeline
     if a.max_points is not None or a.table or a.layout is not None:
         raise EmuError("--max-points, --table and --layout apply to sweep scenarios")
     asyncp = None if a.async_preemption is None else a.async_preemption == "on"
@@ -106,6 +113,7 @@ def _run_sched(a, sc, out) -> int:
 
 
 def cmd_preempt(a, out) -> int:
+    from . import episode, loader, report
     program = loader.load_program(a.file)
     world = loader.build_world(program, a.func, a.layout, a.stub, a.seed, _regs(a.reg))
     try:
@@ -123,6 +131,7 @@ def cmd_preempt(a, out) -> int:
 
 
 def cmd_check_stub(a, out) -> int:
+    from . import checkstub, report
     if a.mutants:
         if a.file:
             raise EmuError("--mutants checks the generated stub's mutants; give no FILE")
@@ -147,6 +156,7 @@ def cmd_check_stub(a, out) -> int:
 
 
 def cmd_gen_stub(a, out) -> int:
+    from . import stubgen
     stale = []
     for lay in L.LAYOUTS.values():
         path = stubgen.stub_path(lay.name)
@@ -161,6 +171,7 @@ def cmd_gen_stub(a, out) -> int:
 
 
 def cmd_disasm(a, out) -> int:
+    from . import loader
     program = loader.load_program(a.file)
     for f in program.funcs:
         flags = [x for x, on in (("asm", f.asm), ("nosplit", f.nosplit)) if on]
@@ -179,6 +190,19 @@ def cmd_disasm(a, out) -> int:
     return 0
 
 
+def _interrupted(e: BaseException, out) -> int:
+    """Ctrl-C: one line on stderr, what finished so far on stdout, exit status 130."""
+    from .shards import Interrupted
+    print("preemu: interrupted (Ctrl-C)", file=sys.stderr)
+    if isinstance(e, Interrupted) and e.done:
+        pts = sum(r.points for r in e.done)
+        inj = sum(r.injected for r in e.done)
+        viol = sum(r.violations.count for r in e.done)
+        out.write(f"partial: {len(e.done)} of {e.total} shards finished: {pts:,} points, {inj:,} injected, "
+                  f"{viol:,} violation(s)\n")
+    return 130
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="preemu", description="Emulate Go's asynchronous goroutine preemption on x86-64, "
                 "one instruction boundary at a time.")
@@ -186,7 +210,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--traceback", action="store_true", help="show Python tracebacks for errors")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
 
+    def parallel(sp):
+        sp.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                        help="run the sweep's shards in N local processes (default: the number of CPUs)")
+        sp.add_argument("--executor", metavar="dask://HOST:PORT",
+                        help="run the shards on a Dask cluster instead (default: $DASK_SCHEDULER_ADDRESS if set)")
+        sp.add_argument("--results", metavar="FILE.jsonl",
+                        help="append each finished shard to FILE; re-running the same command skips those shards")
+        sp.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+
     def common(sp):
+        parallel(sp)
         sp.add_argument("--max-points", type=int, default=None, metavar="N",
                         help="inject at no more than N boundaries (default: 100000)")
         sp.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -200,7 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--stub", help="use this asyncPreempt stub instead of the generated one")
     s.add_argument("--layout", default="go1.14", choices=sorted(L.LAYOUTS), help="stub layout (default go1.14)")
     s.add_argument("--seed", type=int, default=1, help="seed for unset registers and clobber values")
-    s.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="instruction budget of the goroutine")
+    s.add_argument("--budget", type=int, default=None, help="instruction budget of the goroutine (default 20000000)")
     s.add_argument("--force-unsafe", action="store_true",
                    help="inject even where Go refuses (teaching / verifier self-test): shows the damage")
     s.add_argument("--async-preemption", choices=["on", "off"], default="on",
@@ -271,7 +305,7 @@ def main(argv: list[str] | None = None, out=None) -> int:
     out = out or sys.stdout
     parser = build_parser()
     a = parser.parse_args(argv)
-    for opt in ("max_points", "retry", "max_wait", "budget"):
+    for opt in ("max_points", "retry", "max_wait", "budget", "jobs"):
         if getattr(a, opt, None) is not None and getattr(a, opt) <= 0:
             parser.error(f"--{opt.replace('_', '-')} must be positive")
     if getattr(a, "signal_delay", 0) < 0:
@@ -280,6 +314,8 @@ def main(argv: list[str] | None = None, out=None) -> int:
         a.max_points = 100_000
     try:
         return a.fn(a, out)
+    except KeyboardInterrupt as e:
+        return _interrupted(e, out)
     except EmuError as e:
         if a.traceback:
             raise

@@ -435,8 +435,9 @@ class ViolationLog:
 SHARD_POINTS = 10_000
 
 
-def shard_plan(n_points: int, size: int = SHARD_POINTS) -> list[tuple[int, int]]:
+def shard_plan(n_points: int, size: int | None = None) -> list[tuple[int, int]]:
     """Split point indices [0, n_points) into consecutive [start, end) shards of `size` points."""
+    size = size or SHARD_POINTS
     return [(a, min(a + size, n_points)) for a in range(0, n_points, size)] or [(0, 0)]
 
 
