@@ -7,6 +7,7 @@ lean loop doing the same Unicorn work without the model (issue #11); determinist
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -181,6 +182,51 @@ def bench_starvation() -> None:
           f"({raw / dt:.2f}x)")
 
 
+def _child(argv: list[str]) -> tuple[float, str]:
+    """Run a child process; return (its CPU seconds, its stdout)."""
+    import resource
+    import subprocess
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, check=False).stdout
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), out
+
+
+def bench_startup() -> None:
+    """Fixed cost of a command: interpreter alone, `preemu --help`, and a 12-boundary sweep."""
+    py = sys.executable
+    base = min(_child([py, "-c", "pass"])[0] for _ in range(3))
+    helps = min(_child([py, "-m", "emu", "--help"])[0] for _ in range(3))
+    small = min(_child([py, "-m", "emu", "sweep", str(ASM), "--func", "sum_loop", "--reg", "RCX=1", "--quiet"])[0]
+                for _ in range(3))
+    print(f"  python alone {base * 1e3:5.0f} ms CPU; preemu --help {helps * 1e3:5.0f} ms; "
+          f"sweep of 12 boundaries {small * 1e3:5.0f} ms")
+
+
+_RSS = """
+import resource, sys
+sys.path.insert(0, {root!r})
+from emu import loader, sweep
+prog = loader.load_program({asm!r})
+w = loader.build_world(prog, "sum_loop", "go1.14", None, 1, {{"RCX": {n}}})
+res = sweep.sweep(w, "sum_loop", 1, 10**9)
+assert res.ok
+print(res.points, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def bench_memory(small: int, large: int) -> None:
+    """Peak RSS of a whole sweep (one process) for two sizes: it must not grow with the points."""
+    rows = []
+    for n in (small, large):
+        _, out = _child([sys.executable, "-c", _RSS.format(root=str(ROOT), asm=str(ASM), n=n)])
+        pts, rss = map(int, out.split())
+        rows.append((pts, rss))
+    (p0, r0), (p1, r1) = rows
+    print(f"  peak RSS: {p0:,} points {r0 / 1024:.1f} MiB, {p1:,} points {r1 / 1024:.1f} MiB "
+          f"({(r1 - r0) / r0 * 100:+.1f} %; target within 10 %)")
+
+
 if __name__ == "__main__":
     print(f"verified injection points (sum_loop, {POINTS_ITER * 9 + 3:,} points; CPU time, best of 3):")
     bench_sweep(POINTS_ITER)
@@ -188,3 +234,8 @@ if __name__ == "__main__":
     bench_throughput(5_000_000)
     print("scheduler:")
     bench_starvation()
+    print("startup (lazy imports):")
+    bench_startup()
+    print("memory:")
+    big = int(os.environ.get("BENCH_MEMORY_ITER", "100000"))     # 100,000 iterations = 900,003 points
+    bench_memory(1000, big)
