@@ -69,23 +69,31 @@ def corpus(names: tuple[str, ...] | None = None) -> list:
     return out
 
 
+def _check_one(task) -> tuple[int, int, CorpusResult]:
+    """Sweep one corpus loop with the stub: (headroom, the stub's max SP delta, the result)."""
+    sc_path, stub_path, layout_name, max_points, seed = task
+    sc = scenario.load(sc_path)
+    program = loader.load_program(_rel(sc.asm))
+    world = loader.build_world(program, sc.entry, layout_name, stub_path, seed, sc.registers, gc=True)
+    res = sweep.sweep(world, sc.entry, seed, min(max_points, sc.max_points), sc.budget, canary=True,
+                      async_preemption=sc.async_preemption, nested_signals=sc.nested_signals)
+    return (world.headroom, world.machine.stub.get_func("asyncPreempt").max_sp_delta,
+            CorpusResult(sc.name, sc.entry, res.boundaries, res.points, res.injected, dict(res.refused),
+                         res.violations, res.violation_count))
+
+
 def check(stub_path: str | Path, layout_name: str, max_points: int = 2000,
-          names: tuple[str, ...] | None = None, seed: int = 1) -> StubReport:
-    """Sweep the corpus with the stub at `stub_path` in the `layout_name` world."""
+          names: tuple[str, ...] | None = None, seed: int = 1, jobs: int = 1) -> StubReport:
+    """Sweep the corpus with the stub at `stub_path` in the `layout_name` world (one corpus loop per
+    task, in `jobs` local processes; the report is in corpus order whatever `jobs` is)."""
+    from .shards import map_ordered
     lay = L.get_layout(layout_name)
-    rep = None
-    for sc in corpus(names):
-        program = loader.load_program(_rel(sc.asm))
-        world = loader.build_world(program, sc.entry, lay.name, stub_path, seed, sc.registers, gc=True)
-        if rep is None:
-            rep = StubReport(str(stub_path), lay.name, world.headroom,
-                             world.machine.stub.get_func("asyncPreempt").max_sp_delta)
-        res = sweep.sweep(world, sc.entry, seed, min(max_points, sc.max_points), sc.budget, canary=True,
-                          async_preemption=sc.async_preemption, nested_signals=sc.nested_signals)
-        rep.results.append(CorpusResult(sc.name, sc.entry, res.boundaries, res.points, res.injected,
-                                        dict(res.refused), res.violations, res.violation_count))
-    if rep is None:
+    tasks = [(sc.path, str(stub_path), lay.name, max_points, seed) for sc in corpus(names)]
+    if not tasks:
         raise EmuError("the regression corpus is empty (no sweep scenarios found)")
+    done = map_ordered(_check_one, tasks, jobs)
+    rep = StubReport(str(stub_path), lay.name, done[0][0], done[0][1])
+    rep.results = [r for _, _, r in done]
     return rep
 
 
@@ -105,20 +113,24 @@ def _named(violations) -> set[str]:
     return out
 
 
-def run_mutants(layout_name: str, max_points: int = 150) -> list[MutantResult]:
-    """Check every generated mutant against the quick corpus; report caught and correctly diagnosed."""
+def _check_mutant(task) -> MutantResult:
+    mu, layout_name, max_points, tmp = task
+    path = Path(tmp) / f"{mu.name}.s"
+    path.write_text(mu.text)
+    try:
+        rep = check(path, layout_name, max_points, MUTANT_CORPUS)
+        viol = [v for r in rep.results for v in r.violations]
+    except AsmError as e:
+        raise AssertionError(f"mutant {mu.name} does not assemble: {e}") from None
+    named = _named(viol)
+    return MutantResult(mu, bool(viol), mu.expect <= named, sorted(named - {
+        "register", "flags", "memory", "resume", "final-state"}))
+
+
+def run_mutants(layout_name: str, max_points: int = 150, jobs: int = 1) -> list[MutantResult]:
+    """Check every generated mutant against the quick corpus (one mutant per task, in `jobs` local
+    processes); report caught and correctly diagnosed."""
+    from .shards import map_ordered
     lay = L.get_layout(layout_name)
-    out = []
     with tempfile.TemporaryDirectory() as tmp:
-        for mu in mutants.generate(lay):
-            path = Path(tmp) / f"{mu.name}.s"
-            path.write_text(mu.text)
-            try:
-                rep = check(path, lay.name, max_points, MUTANT_CORPUS)
-                viol = [v for r in rep.results for v in r.violations]
-            except AsmError as e:
-                raise AssertionError(f"mutant {mu.name} does not assemble: {e}") from None
-            named = _named(viol)
-            out.append(MutantResult(mu, bool(viol), mu.expect <= named, sorted(named - {
-                "register", "flags", "memory", "resume", "final-state"})))
-    return out
+        return map_ordered(_check_mutant, [(mu, lay.name, max_points, tmp) for mu in mutants.generate(lay)], jobs)

@@ -38,11 +38,14 @@ def _stub_desc(layout: str, stub: str | None) -> str:
     return f"{stub} ({layout} checks)" if stub else f"{layout} (generated)"
 
 
+def _jobs(a) -> int:
+    return a.jobs if a.jobs is not None else (os.cpu_count() or 1)
+
+
 def _runner(a, spec, world):
     """The shard runner for --jobs/--executor/--results/--quiet (progress only on a terminal)."""
     from . import shards
-    jobs = a.jobs if a.jobs is not None else (os.cpu_count() or 1)
-    return shards.ShardRunner(spec, jobs, a.executor, a.results, not a.quiet and sys.stderr.isatty(), world)
+    return shards.ShardRunner(spec, _jobs(a), a.executor, a.results, not a.quiet and sys.stderr.isatty(), world)
 
 
 def cmd_sweep(a, out) -> int:
@@ -135,7 +138,7 @@ def cmd_check_stub(a, out) -> int:
     if a.mutants:
         if a.file:
             raise EmuError("--mutants checks the generated stub's mutants; give no FILE")
-        results = checkstub.run_mutants(a.layout, a.max_points or 150)
+        results = checkstub.run_mutants(a.layout, a.max_points or 150, _jobs(a))
         if a.json:
             json.dump(report.mutants_json(results, a.layout), out, indent=1)
             out.write("\n")
@@ -146,7 +149,7 @@ def cmd_check_stub(a, out) -> int:
         raise EmuError("check-stub needs a stub FILE.s (or --mutants)")
     if not os.path.isfile(a.file):
         raise EmuError(f"{a.file}: cannot read: no such file")
-    rep = checkstub.check(a.file, a.layout, a.max_points or 2000)
+    rep = checkstub.check(a.file, a.layout, a.max_points or 2000, jobs=_jobs(a))
     if a.json:
         json.dump(report.checkstub_json(rep), out, indent=1)
         out.write("\n")
@@ -289,6 +292,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--mutants", action="store_true", help="check the generated stub's mutants; print the score")
     c.add_argument("--max-points", type=int, default=None, metavar="N", help="cap per corpus loop (default 2000)")
     c.add_argument("--json", action="store_true")
+    c.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                   help="check corpus loops (or mutants) in N local processes (default: the number of CPUs)")
     c.set_defaults(fn=cmd_check_stub)
 
     g = sub.add_parser("gen-stub", help="regenerate asm/preempt_amd64_*.s from the register table")

@@ -59,6 +59,19 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the coordinator's to handle
 
 
+def map_ordered(fn, items: list, jobs: int) -> list:
+    """[fn(x) for x in items], in up to `jobs` local processes when jobs > 1 (results in item order).
+    fn must be a module-level function (it is pickled)."""
+    if jobs <= 1 or len(items) <= 1:
+        return [fn(x) for x in items]
+    from concurrent.futures import ProcessPoolExecutor
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(items)), initializer=_ignore_sigint)
+    try:
+        return list(pool.map(fn, items))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 # --- results file (JSON lines, one per finished shard) ---------------------------------------
 def shard_to_json(r: sweep.ShardResult) -> dict:
     return {"index": r.index, "points": r.points, "injected": r.injected, "forced": r.forced,

@@ -104,3 +104,12 @@ def test_memory_does_not_grow_with_the_points():
     for _ in range(10_000):
         log.append(v)
     assert (log.count, len(log.kept), log.groups[("register", "RAX")]) == (10_000, 3, 10_000)
+
+
+def test_check_stub_reports_the_same_with_jobs_2():
+    from emu import checkstub, report
+    names = ("sum_loop", "adc_chain", "xmm_loop")
+    one = report.checkstub_json(checkstub.check(BROKEN, "go1.14", 100, names, jobs=1))
+    two = report.checkstub_json(checkstub.check(BROKEN, "go1.14", 100, names, jobs=2))
+    assert one == two and not one["ok"]
+    assert [c["scenario"] for c in one["corpus"]] == sorted(names)
