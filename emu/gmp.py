@@ -25,6 +25,9 @@ from .program import Program
 from .safepoint import SchedState
 from .stack import copystack, write_field
 
+#: What other goroutines leave in a P's xRegs scratch (the stub must not rely on it)
+_SCRATCH_OTHER_G, _SCRATCH_RESUMED = b"\xa5" * gs.XREGS_SIZE, b"\x5a" * gs.XREGS_SIZE
+
 G0_SLOT = 0      # g slot of m0.g0
 USER_G_SLOT = 1  # g slot of the goroutine under test
 G0_SLOT_M1 = 2   # g slot of m1.g0
@@ -414,7 +417,7 @@ class World(WorldGC):
                 block = next(b for b in self.xreg_blocks if b not in used)
             machine.write_u64(cache, 0)
             xreg_save(machine, self.pp, self.gp, block)
-            machine.write(self.pp + P["xRegs.scratch"].offset, b"\xa5" * gs.XREGS_SIZE)   # reused by other Gs
+            machine.write(self.pp + P["xRegs.scratch"].offset, _SCRATCH_OTHER_G)   # reused by other Gs
         if self.gc_enabled:                             # a GC cycle while the G is off CPU
             self.run_gc(machine)
         if self.migrate:                                # schedule() elsewhere; execute() on the other M/P
@@ -422,7 +425,7 @@ class World(WorldGC):
             self.migrations += 1
         if self.layout.xreg_slots:
             # xRegRestore: the P we resume on caches the G's block (its old one is freed).
-            machine.write(self.pp + P["xRegs.scratch"].offset, b"\x5a" * gs.XREGS_SIZE)
+            machine.write(self.pp + P["xRegs.scratch"].offset, _SCRATCH_RESUMED)
             xreg_restore(machine, self.pp, self.gp, block)
         self.withdraw_request()
         return False

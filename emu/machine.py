@@ -13,6 +13,7 @@ import ctypes
 import mmap
 import struct
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 import unicorn
@@ -129,7 +130,7 @@ class Machine:
         the call itself. Relies on the pinned unicorn 2.1.4 binding (uclib, Uc._uch, _hook_exception)."""
         self._h = self.uc._uch
         self._host: dict[int, list] = {}       # chunk -> [(base, end, host buffer, ctypes anchor)]
-        self._uint_refs: dict[tuple[int, int], tuple] = {}    # (addr, size) -> (Struct, buffer, offset)
+        self._uint_refs: dict[int, tuple] = {}     # addr << 4 | size -> (read, write) on host memory
         self._u64 = ctypes.c_uint64()
         self._u64_ref = ctypes.addressof(self._u64)    # a plain int converts fastest to void*
         self._rbuf = ctypes.create_string_buffer(4096)
@@ -228,30 +229,30 @@ class Machine:
         if st:
             raise unicorn.UcError(st, addr, len(data))
 
-    def _uint_ref(self, addr: int, size: int):
-        """(Struct, host buffer, offset) of the `size`-byte integer at addr, or None if not host memory."""
-        ref = self._uint_refs.get((addr, size))
-        if ref is None:
-            for base, end, buf, _ in self._host.get(addr >> _CHUNK, ()):
-                if base <= addr and addr + size <= end:
-                    ref = self._uint_refs[(addr, size)] = (_UINT[size], buf, addr - base)
-                    break
-        return ref
+    def _uint_access(self, addr: int, size: int):
+        """(read, write) functions for the `size`-byte integer at addr in host memory, or None."""
+        for base, end, buf, _ in self._host.get(addr >> _CHUNK, ()):
+            if base <= addr and addr + size <= end:
+                st, off = _UINT[size], addr - base
+                acc = (partial(st.unpack_from, buf, off), partial(st.pack_into, buf, off))
+                self._uint_refs[addr << 4 | size] = acc
+                return acc
+        return None
 
     def read_uint(self, addr: int, size: int) -> int:
         """Read a little-endian integer of 1, 2, 4 or 8 bytes."""
-        ref = self._uint_ref(addr, size)
-        if ref is None:
+        acc = self._uint_refs.get(addr << 4 | size) or self._uint_access(addr, size)
+        if acc is None:
             return int.from_bytes(self.read(addr, size), "little")
-        return ref[0].unpack_from(ref[1], ref[2])[0]
+        return acc[0]()[0]
 
     def write_uint(self, addr: int, size: int, value: int) -> None:
         """Write a little-endian integer of 1, 2, 4 or 8 bytes (value already in range)."""
-        ref = self._uint_ref(addr, size)
-        if ref is None:
+        acc = self._uint_refs.get(addr << 4 | size) or self._uint_access(addr, size)
+        if acc is None:
             self.write(addr, value.to_bytes(size, "little"))
         else:
-            ref[0].pack_into(ref[1], ref[2], value)
+            acc[1](value)
 
     def read_u64(self, addr: int) -> int:
         return self.read_uint(addr, 8)

@@ -259,16 +259,20 @@ class Sweeper:
         ctx = None
         clobber = self._clobber_table
         stub_entry, headroom = m.stub_entry, w.headroom
+        resume = None                    # the PC the stub's RET returned to, when RIP is not yet written
         for k in points:
             if k > pos:
                 try:
-                    m.run(m.pc, k - pos)
+                    m.run(m.pc if resume is None else resume, k - pos)
                 except Fault as f:
                     violations.append(verify.violation_maker(all_prog, k, f.pc)(
                         "final-state", "control flow", "no fault", f.error,
                         "the goroutine faulted after earlier injections"))
                     return injected, refused, violations, None
                 pos = k
+            elif resume is not None:
+                m.set_reg("RIP", resume)
+            resume = None
             w.current_boundary = k
             before = m.dump_state()
             pc = before.rip
@@ -351,13 +355,13 @@ class Sweeper:
                 m.write(s, stack_before)
                 w.withdraw_request()
                 continue
-            if after.rip in plain_rets:          # the stub's RET (checked above: [S-8] = pc, RSP = S-8)
-                m.set_reg("RSP", s)
-                m.set_reg("RIP", pc)
+            if after.rip in plain_rets:          # the stub's RET (checked above: [S-8] = pc, RSP = S-8);
+                m.set_reg("RSP", s)              # RIP = pc is written by the next run's start
+                resume = pc
             else:                                # RET imm16 and the like: let the CPU execute it
                 m.run(after.rip, 1)
         try:
-            m.run(m.pc, ref.boundaries - pos)
+            m.run(m.pc if resume is None else resume, ref.boundaries - pos)
         except Fault as f:
             violations.append(verify.violation_maker(all_prog, pos, f.pc)(
                 "final-state", "control flow", "no fault", f.error, "the goroutine faulted after the injections"))
