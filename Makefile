@@ -27,6 +27,7 @@ test: $(BIN)/preemu
 
 bench: $(BIN)/preemu
 	$(BIN)/python bench/bench_sweep.py
+	$(BIN)/python bench/bench_go.py
 
 gen-stub: $(BIN)/preemu
 	$(BIN)/preemu gen-stub

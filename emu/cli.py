@@ -48,11 +48,19 @@ def _runner(a, spec, world):
     return shards.ShardRunner(spec, _jobs(a), a.executor, a.results, not a.quiet and sys.stderr.isatty(), world)
 
 
+def _layout(a, program) -> str:
+    from . import loader
+    a.layout = a.layout or loader.default_layout(program)
+    return a.layout
+
+
 def cmd_sweep(a, out) -> int:
     from . import loader, report, shards, sweep
     program = loader.load_program(a.file)
     regs = _regs(a.reg)
-    world = loader.build_world(program, a.func, a.layout, a.stub, a.seed, regs, gc=a.gc, scanner=a.gc_scanner)
+    world = loader.build_world(program, a.func, _layout(a, program), a.stub, a.seed, regs, gc=a.gc,
+                               scanner=a.gc_scanner)
+    a.func = world.program.func_for(world.entry).name
     spec = shards.WorldSpec(a.file, a.func, a.layout, a.stub, a.seed, tuple(regs.items()), a.gc, a.gc_scanner)
     res = sweep.sweep(world, a.func, a.seed, a.max_points, a.budget or sweep.DEFAULT_BUDGET,
                       force_unsafe=a.force_unsafe, async_preemption=a.async_preemption == "on",
@@ -61,7 +69,8 @@ def cmd_sweep(a, out) -> int:
         json.dump(report.to_json(res, program, a.file), out, indent=1)
         out.write("\n")
     else:
-        out.write(report.render_text(res, program, a.file, _stub_desc(a.layout, a.stub), a.table))
+        out.write(report.render_text(res, program, a.file, loader.stub_description(program, a.layout, a.stub),
+                                     a.table))
     return 0 if res.ok else 1
 
 
@@ -118,7 +127,7 @@ def _run_sched(a, sc, out) -> int:
 def cmd_preempt(a, out) -> int:
     from . import episode, loader, report
     program = loader.load_program(a.file)
-    world = loader.build_world(program, a.func, a.layout, a.stub, a.seed, _regs(a.reg))
+    world = loader.build_world(program, a.func, _layout(a, program), a.stub, a.seed, _regs(a.reg))
     try:
         at = episode.resolve_at(world, a.at)
         ep = episode.run_episode(world, at, a.async_preemption == "on", a.retry, a.max_wait, a.force_unsafe,
@@ -138,6 +147,7 @@ def cmd_check_stub(a, out) -> int:
     if a.mutants:
         if a.file:
             raise EmuError("--mutants checks the generated stub's mutants; give no FILE")
+        a.layout = a.layout or "go1.14"
         results = checkstub.run_mutants(a.layout, a.max_points or 150, _jobs(a))
         if a.json:
             json.dump(report.mutants_json(results, a.layout), out, indent=1)
@@ -147,9 +157,14 @@ def cmd_check_stub(a, out) -> int:
         return 0 if all(r.caught and r.diagnosed for r in results) else 1
     if not a.file:
         raise EmuError("check-stub needs a stub FILE.s (or --mutants)")
-    if not os.path.isfile(a.file):
+    if not os.path.exists(a.file):
         raise EmuError(f"{a.file}: cannot read: no such file")
-    rep = checkstub.check(a.file, a.layout, a.max_points or 2000, jobs=_jobs(a))
+    from . import gobuild
+    if gobuild.is_go_input(a.file):
+        if a.layout not in (None, "go1.27"):
+            raise EmuError(f"{a.file}: a Go 1.27 program's runtime.asyncPreempt runs in the go1.27 world")
+        a.layout = "go1.27"
+    rep = checkstub.check(a.file, a.layout or "go1.14", a.max_points or 2000, jobs=_jobs(a))
     if a.json:
         json.dump(report.checkstub_json(rep), out, indent=1)
         out.write("\n")
@@ -174,22 +189,22 @@ def cmd_gen_stub(a, out) -> int:
 
 
 def cmd_disasm(a, out) -> int:
-    from . import loader
+    from . import disasm, loader
     program = loader.load_program(a.file)
-    for f in program.funcs:
-        flags = [x for x, on in (("asm", f.asm), ("nosplit", f.nosplit)) if on]
-        out.write(f"{f.name}  ({f.goname}{', ' + ', '.join(flags) if flags else ''})  "
-                  f"{f.start:#x}-{f.end:#x}  max SP delta {f.max_sp_delta}\n")
-        for i in f.insns:
-            meta = []
-            if i.unsafe:
-                meta.append("UNSAFE")
-            if i.inline:
-                meta.append(f"inline {i.inline}")
-            out.write(f"  {i.addr:#x}  sp+{i.sp_delta:<4} {i.text:<44} ; line {i.line}"
-                      f"{'  [' + ', '.join(meta) + ']' if meta else ''}\n")
-    for d in program.data:
-        out.write(f"data {d.name}: {d.addr:#x}, {d.size} bytes\n")
+    if a.func:
+        try:
+            name = program.resolve(a.func) if loader.is_go(program) else a.func
+            funcs = [program.get_func(name)]
+        except KeyError:
+            raise EmuError(f"no function {a.func!r} in {a.file}") from None
+    else:
+        funcs = program.user_funcs() if loader.is_go(program) else list(program.funcs)
+    if a.json:
+        json.dump({"tool": "preemu", "command": "disasm", "file": a.file,
+                   "functions": [disasm.func_json(program, f) for f in funcs]}, out, indent=1)
+        out.write("\n")
+    else:
+        out.write(disasm.render(program, funcs))
     return 0
 
 
@@ -230,12 +245,14 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--table", action="store_true", help="print the per-PC verdict table")
 
     s = sub.add_parser("sweep", help="inject the preemption signal at every boundary of a function and verify")
-    s.add_argument("file", help="assembly file (.s, Intel syntax)")
+    s.add_argument("file", help="assembly file (.s, Intel syntax), Go binary, .go file or Go package directory")
     s.add_argument("--func", required=True, help="entry function of the goroutine")
     s.add_argument("--reg", action="append", metavar="NAME=VALUE",
                    help="entry register value (number or data symbol); repeatable")
-    s.add_argument("--stub", help="use this asyncPreempt stub instead of the generated one")
-    s.add_argument("--layout", default="go1.14", choices=sorted(L.LAYOUTS), help="stub layout (default go1.14)")
+    s.add_argument("--stub", help="use this asyncPreempt stub (.s) instead of the generated one; with Go input the "
+                   "default is the binary's own runtime.asyncPreempt, `generated` selects preemu's go1.27 stub")
+    s.add_argument("--layout", default=None, choices=sorted(L.LAYOUTS),
+                   help="stub layout (default go1.14 for .s input, go1.27 for Go input)")
     s.add_argument("--seed", type=int, default=1, help="seed for unset registers and clobber values")
     s.add_argument("--budget", type=int, default=None, help="instruction budget of the goroutine (default 20000000)")
     s.add_argument("--force-unsafe", action="store_true",
@@ -253,7 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("preempt", help="follow one preemption request step by step (pending requests, "
                        "retries, cooperative preemption)")
-    e.add_argument("file", help="assembly file (.s, Intel syntax)")
+    e.add_argument("file", help="assembly file (.s, Intel syntax), Go binary, .go file or Go package directory")
     e.add_argument("--func", required=True, help="entry function of the goroutine")
     e.add_argument("--at", required=True, metavar="WHEN",
                    help="when sysmon asks: a boundary number, line:N or FUNC+OFFSET (its first execution)")
@@ -270,7 +287,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--gc-during-preemption", action="store_true",
                    help="a GC mark phase turns the write barrier on while the goroutine is off CPU")
     e.add_argument("--stub", help="use this asyncPreempt stub instead of the generated one")
-    e.add_argument("--layout", default="go1.14", choices=sorted(L.LAYOUTS))
+    e.add_argument("--layout", default=None, choices=sorted(L.LAYOUTS),
+                   help="stub layout (default go1.14 for .s input, go1.27 for Go input)")
     e.add_argument("--seed", type=int, default=1)
     e.add_argument("--json", action="store_true")
     e.set_defaults(fn=cmd_preempt)
@@ -286,9 +304,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(fn=cmd_run)
 
     c = sub.add_parser("check-stub", help="run an asyncPreempt stub over the whole regression corpus")
-    c.add_argument("file", nargs="?", help="the stub (.s, Intel syntax): entry label asyncPreempt, calls asyncPreempt2")
-    c.add_argument("--layout", default="go1.14", choices=sorted(L.LAYOUTS),
-                   help="the world the stub runs in (asyncPreempt2 and xRegs behaviour), default go1.14")
+    c.add_argument("file", nargs="?", help="the stub (.s, Intel syntax): entry label asyncPreempt, calls asyncPreempt2; "
+                   "or a Go binary / .go file / package directory, whose runtime.asyncPreempt is checked")
+    c.add_argument("--layout", default=None, choices=sorted(L.LAYOUTS),
+                   help="the world the stub runs in (asyncPreempt2 and xRegs behaviour), default go1.14 "
+                   "(go1.27 for a Go program, whose own runtime.asyncPreempt is checked)")
     c.add_argument("--mutants", action="store_true", help="check the generated stub's mutants; print the score")
     c.add_argument("--max-points", type=int, default=None, metavar="N", help="cap per corpus loop (default 2000)")
     c.add_argument("--json", action="store_true")
@@ -301,7 +321,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.set_defaults(fn=cmd_gen_stub)
 
     d = sub.add_parser("disasm", help="list a program with its metadata (SP deltas, unsafe points)")
-    d.add_argument("file")
+    d.add_argument("file", help="assembly file (.s), Go binary, .go file or Go package directory")
+    d.add_argument("--func", help="only this function (Go input: `main.f` or `f`; default: the program's own)")
+    d.add_argument("--json", action="store_true", help="one JSON object: per instruction offset, pc, insn, line, "
+                   "unsafe (PCDATA_UnsafePoint), verdict and reason")
     d.set_defaults(fn=cmd_disasm)
     return p
 

@@ -7,8 +7,8 @@ pointers), the asyncPreempt frame (conservative over [sp, varp): the saved GPRs,
 and in go1.14 the X registers), the interrupted frame (conservative over its whole frame), then
 every caller precisely from the stack map at its call site (`;@ptrs`). A conservative word that
 points into an allocated object (interior pointers too) marks it; one that points into the stack is
-a stack pointer (counted; preemu has no stack objects). Marked objects are scanned conservatively
-(no heap type bitmaps). Mutant scanners for self-testing: "precise-interrupted" (scan the
+a stack pointer (counted; preemu has no stack objects). Marked objects are scanned through their
+type's pointer words when they have one (Go binaries), else conservatively. Mutant scanners for self-testing: "precise-interrupted" (scan the
 interrupted frame with a stack map it does not have) and "skip-save-area".
 """
 from __future__ import annotations
@@ -58,9 +58,14 @@ def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: i
             for off, v in _words(read(lo, hi - lo)):
                 consider(where, lo + off, v, False)
 
-    for g_addr, size in globals_:
-        for off, v in _words(read(g_addr, size)):
-            consider("global", g_addr + off, v, True)
+    if globals_:        # one read covering every global (a Go binary has thousands of pointer words)
+        lo = min(a for a, _ in globals_)
+        words = memoryview(read(lo, max(a + n for a, n in globals_) - lo)).cast("Q")
+        for g_addr, size in globals_:
+            for i in range((g_addr - lo) // 8, (g_addr - lo + size) // 8):
+                v = words[i]
+                if heap.base <= v < heap.limit or stack_lo <= v < stack_hi:
+                    consider("global", lo + 8 * i, v, True)
     if xregs is not None:
         conservative_range("xRegs block", xregs[0], xregs[0] + xregs[1])
     for fr in frames:
@@ -76,7 +81,8 @@ def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: i
             for off in (frame_ptr_slots(prog, fr) or ()):
                 consider(f"frame {fr.func} (stack map)", fr.sp + off, int.from_bytes(read(fr.sp + off, 8), "little"),
                          True)
-    # greyobject / drain: marked objects are scanned (conservatively; no type bitmaps)
+    # greyobject / drain: marked objects are scanned through their type's pointer words when they
+    # have one (scanobject, mgcmark.go), else conservatively
     work = list(precise | conservative)
     seen = set(work)
     reach_precise = set(precise)
@@ -84,7 +90,10 @@ def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: i
         b = work.pop()
         o = heap.find(b)
         via_precise = b in reach_precise
-        for off, v in _words(read(o.base, o.size)):
+        words = _words(read(o.base, o.size))
+        if o.ptr_words is not None:
+            words = [(off, v) for off, v in words if off // 8 in o.ptr_words]
+        for off, v in words:
             t = heap.find(v)
             if t is None or t.freed_at is not None:
                 continue

@@ -19,6 +19,23 @@ class WorldGC:
             from .machine import GuestFaultInHook
             raise GuestFaultInHook(f"runtime.newobject({size}): {e}") from None
 
+    def _alloc(self, size: int | None, typ: int) -> int:
+        """mallocgc(size, typ, needzero) / newobject(typ) of a real Go binary: size None = typ.Size_."""
+        t = self.program.binary.go_type(typ) if typ else None
+        if size is None:
+            size = t.size
+        words = None
+        if t is not None:      # heapSetType's tiling (mbitmap.go:34-47): word w is a pointer iff
+            # r = 8w mod Size_ < PtrBytes and the type's mask has bit r/8
+            mask = set(t.ptr_words)
+            words = tuple(w for w in range(size // 8) if (8 * w) % t.size < t.ptrbytes and (8 * w) % t.size // 8 in mask) \
+                if t.size else ()
+        try:
+            return self.heap.alloc(size, words)
+        except MemoryError as e:
+            from .machine import GuestFaultInHook
+            raise GuestFaultInHook(f"runtime.mallocgc({size}): {e}") from None
+
     def _heap_access(self, kind: str, addr: int, pc: int) -> None:
         o = self.heap.find(addr)
         if o is not None:
@@ -62,7 +79,7 @@ class WorldGC:
         if self.layout.xreg_slots:
             block = machine.read_u64(self.gp + G["xRegs.state"].offset)
             xregs = (block, gs.XREGS_SIZE) if block else None
-        globals_ = [(d.addr, d.size) for d in self.program.data if d.ptrs]
+        globals_ = [(d.addr, d.size) for d in self.program.data if d.ptrs] + list(self.program.image.gc_roots)
         res = gcscan.scan(machine.read, self.heap, machine.all, frames, self.stack_lo, self.stack_hi, globals_,
                           xregs, self.scanner)
         freed = gcscan.sweep_heap(self.heap, res.marked, machine.write, self.current_boundary)

@@ -177,7 +177,8 @@ class World(WorldGC):
 
     def __init__(self, program: Program, stub: Program, layout: L.StubLayout, entry: str, seed: int = 1,
                  reg_overrides: dict[str, int] | None = None, stack_size: int = memmap.DEFAULT_STACK_SIZE,
-                 stub_ret_hooks: bool = True, migrate: bool = True, gc: bool = False, scanner: str = "go"):
+                 stub_ret_hooks: bool = True, migrate: bool = True, gc: bool = False, scanner: str = "go",
+                 arg_area: int = 8):
         self.layout = layout
         self.program = program
         self.machine = Machine(program, stub, layout.name, on_async_preempt2=self._on_async_preempt2,
@@ -205,8 +206,9 @@ class World(WorldGC):
         # off-heap xRegState blocks (go1.27): two, one per P at most
         self.xreg_blocks = [memmap.XREG_BASE, memmap.XREG_BASE + memmap.XREG_SLOT]
         self._setup_structs()
-        # newproc: the entry's return address is goexit; keep 8 bytes of "caller frame" above it.
-        self.start_sp = self.stack_hi - 16
+        # newproc: the entry's return address is goexit; above it the caller's frame keeps the
+        # argument area (Go's ABIInternal spill slots for register arguments; 8 bytes for .s input).
+        self.start_sp = self.stack_hi - 8 - (arg_area + 15) // 16 * 16
         self.machine.write_u64(self.start_sp, memmap.GOEXIT)
         self.start_regs = initial_registers(seed, layout, reg_overrides or {})
         self.start_regs["RSP"] = self.start_sp
@@ -219,6 +221,7 @@ class World(WorldGC):
         # The heap; with `gc`, a full GC runs at every asynchronous preemption (asyncPreempt2 trap).
         self.heap = Heap()
         self.machine.on_newobject = self._newobject
+        self.machine.on_alloc = self._alloc
         self.gc_enabled, self.scanner = gc, scanner
         self.current_boundary = 0
         self._clear_run_stats()

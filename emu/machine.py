@@ -23,10 +23,11 @@ from unicorn.unicorn_py3.unicorn import uclib as _uclib
 from . import dump, memmap, regs, rtcode
 from .program import Program
 
-#: Regions holding guest code stay in Unicorn-owned memory (its writes invalidate translations); every
-#: data region and stack is host memory shared with Python (uc_mem_map_ptr), so reading or writing
-#: g/m/p, stacks and buffers costs a slice, not an engine call.
-CODE_REGIONS = (memmap.TEXT, memmap.STUB, memmap.RT)
+#: The program's own regions (its text and data) and preemu's code regions stay in Unicorn-owned
+#: memory (writes there invalidate translations); preemu's data regions and the stacks are host
+#: memory shared with Python (uc_mem_map_ptr), so reading or writing g/m/p, stacks and the heap
+#: costs a slice, not an engine call.
+CODE_REGIONS = (memmap.STUB, memmap.RT)
 _reg_read, _reg_write = _uclib.uc_reg_read, _uclib.uc_reg_write
 _PORTABLE_EXTRA = ("FS_BASE", "GS_BASE", "MXCSR", "FPCW", "FPSW")
 _UINT = {1: struct.Struct("<B"), 2: struct.Struct("<H"), 4: struct.Struct("<I"), 8: struct.Struct("<Q")}
@@ -39,8 +40,9 @@ STOP_TRAP = "trap"          # a sentinel hook asked to stop (scheduler trap)
 
 #: INT3 sentinels in the runtime text, by address
 SENTINELS = {memmap.GOEXIT: "goexit", memmap.ASYNC_PREEMPT2: "asyncPreempt2", memmap.MORESTACK: "morestack",
-             memmap.GC_WRITE_BARRIER2: "gcWriteBarrier2", memmap.NANOSLEEP: "nanosleep",
-             memmap.NEWOBJECT: "newobject"}
+             memmap.NANOSLEEP: "nanosleep", memmap.NEWOBJECT: "newobject", memmap.MALLOCGC: "mallocgc",
+             memmap.GO_NEWOBJECT: "gonewobject"}
+SENTINELS.update({a: "gcWriteBarrier" for a in memmap.GC_WRITE_BARRIER.values()})
 
 
 class GuestFaultInHook(Exception):
@@ -72,7 +74,13 @@ class Machine:
         self.all = program.merged(stub).merged(self.runtime)
         self.uc = unicorn.Uc(unicorn.UC_ARCH_X86, unicorn.UC_MODE_64)
         self._init_fast_path()
-        for r in memmap.FIXED_REGIONS:
+        img = program.image
+        # The program's regions first, then preemu's: mapping in the other order changes how many
+        # instructions a REP MOVSB between two watched heap objects counts (a Unicorn 2.1.4 quirk seen
+        # in gc_ptr_interior), so keep this order.
+        for base, size in img.regions:
+            self.uc.mem_map(base, size)
+        for r in memmap.RUNTIME_REGIONS:
             if r in CODE_REGIONS:
                 self.uc.mem_map(r.base, r.size)
             else:
@@ -81,6 +89,12 @@ class Machine:
             self.uc.mem_write(addr, code)
         for d in program.data:
             self.uc.mem_write(d.addr, d.init)
+        for addr, patch in img.patches:
+            self.uc.mem_write(addr, patch)
+        self.traps = dict(img.traps)     # runtime functions preemu does not model: reaching one is an error
+        for addr in self.traps:
+            self.uc.mem_write(addr, b"\xcc")
+        self.text = img.text
         self._mapped_stacks: set[int] = set()
         self.on_async_preempt2 = on_async_preempt2
         self.on_morestack = on_morestack
@@ -90,6 +104,8 @@ class Machine:
         # on_* callbacks (the scheduler uses it). "park" saves the context in self.parked.
         self.trap_handler: Callable[["Machine", str], str | None] | None = None
         self.on_newobject: Callable[[int], int] | None = None      # runtime.newobject: size -> pointer
+        # mallocgc / Go's newobject: (size, *abi.Type or 0) -> pointer (a real Go binary's allocations)
+        self.on_alloc: Callable[[int, int], int] | None = None
         self.parked: tuple[str, object] | None = None
         self.stub_ret_armed = False
         stub_func = stub.funcs[0]
@@ -147,14 +163,27 @@ class Machine:
     def _hook_intr(self, uc, intno, user_data):
         at = self._reg64(X.UC_X86_REG_RIP) - 1          # INT3 traps after the instruction
         name = SENTINELS.get(at) if intno == 3 else None
+        if name is None and intno == 3 and at in self.traps:
+            raise GuestFaultInHook(f"the goroutine called {self.traps[at]}, runtime code that needs the Go runtime's "
+                                   f"own state; preemu models allocation, write barriers, morestack and "
+                                   f"asyncPreempt2 only (return address {self.read_u64(uc.reg_read(X.UC_X86_REG_RSP)):#x})")
         if name is None:
             self.stop_reason = STOP_TRAP
             self._bad_access = None
             self._unexpected_interrupt = (intno, at)
             _uclib.uc_emu_stop(self._h)
             return
-        if name == "gcWriteBarrier2":
+        if name == "gcWriteBarrier":
             self.write_barrier_calls += 1
+            return
+        if name in ("mallocgc", "gonewobject"):
+            if self.on_alloc is None:
+                raise GuestFaultInHook(f"runtime.{name} called but this world has no heap")
+            if name == "mallocgc":
+                size, typ = uc.reg_read(X.UC_X86_REG_RAX), uc.reg_read(X.UC_X86_REG_RBX)
+            else:
+                size, typ = None, uc.reg_read(X.UC_X86_REG_RAX)
+            uc.reg_write(X.UC_X86_REG_RAX, self.on_alloc(size, typ))
             return
         if name == "newobject":
             if self.on_newobject is None:
@@ -397,7 +426,7 @@ class Machine:
         The translation cache is flushed so already-translated code sees the hook (Unicorn #2200).
         """
         h = self.uc.hook_add(unicorn.UC_HOOK_BLOCK, lambda uc, a, s, u: on_block(a, s),
-                             begin=memmap.TEXT_BASE, end=memmap.TEXT.end - 1)
+                             begin=self.text[0], end=self.text[1] - 1)
         self.uc.ctl_flush_tb()
         return h
 
@@ -412,5 +441,5 @@ class Machine:
             self._trace_hook = None
         if on_insn is not None:
             self._trace_hook = self.uc.hook_add(unicorn.UC_HOOK_CODE, lambda uc, a, s, u: on_insn(a),
-                                                begin=memmap.TEXT_BASE, end=memmap.TEXT.end - 1)
+                                                begin=self.text[0], end=self.text[1] - 1)
         self.uc.ctl_flush_tb()

@@ -1,11 +1,12 @@
 """Every guest address preemu uses, defined once.
 
-A Go-like address space: program text, runtime text (the asyncPreempt stub and the sentinel
-routines that stand in for Go runtime functions), preemu's private dump/clobber area, user data
-buffers, g/m/p structs, per-M TLS blocks (FS base so that FS:-8 holds the current g), and goroutine
-stacks with an unmapped guard page below each. All addresses are below 2 GiB so 32-bit absolute
-addressing works. Nothing here models a real Go binary's layout; real binaries come later through
-the same Program model.
+A Go-like address space: user program text and data (.s input) at the addresses a small Go binary
+would use, and preemu's own regions far above them so that a real Go binary (linked at 0x400000,
+growing upward) can be loaded at its link addresses instead (gofront): runtime text (the
+asyncPreempt stub and the sentinel routines that stand in for Go runtime functions), preemu's
+private dump/clobber area, g/m/p structs, per-M TLS blocks (FS base so that FS:-8 holds the current
+g), goroutine stacks with an unmapped guard page below each, and the heap. All addresses are below
+2 GiB so 32-bit absolute addressing works.
 """
 from __future__ import annotations
 
@@ -15,28 +16,28 @@ PAGE = 0x1000
 
 TEXT_BASE = 0x0040_0000          # user program text (.s files)
 TEXT_SIZE = 0x0010_0000
-STUB_BASE = 0x0050_0000          # asyncPreempt stub (generated or --stub)
+STUB_BASE = 0x2000_0000          # asyncPreempt stub (generated or --stub)
 STUB_SIZE = 0x0001_0000
-RT_BASE = 0x0051_0000            # runtime sentinels (asyncPreempt2, goexit, ...)
+RT_BASE = 0x2001_0000            # runtime sentinels (asyncPreempt2, goexit, ...)
 RT_SIZE = 0x0001_0000
-PRIV_BASE = 0x0060_0000          # preemu-private data: clobber table, runtime globals
+PRIV_BASE = 0x2010_0000          # preemu-private data: clobber table, runtime globals
 PRIV_SIZE = 0x0001_0000
 DATA_BASE = 0x0070_0000          # user data buffers declared with ;@data
 DATA_SIZE = 0x0010_0000
-G_BASE = 0x0080_0000             # g structs, G_SLOT apart
+G_BASE = 0x2020_0000             # g structs, G_SLOT apart
 G_SLOT = 0x1000
-M_BASE = 0x0090_0000             # m structs
+M_BASE = 0x2030_0000             # m structs
 M_SLOT = 0x1000
-P_BASE = 0x00A0_0000             # p structs
+P_BASE = 0x2040_0000             # p structs
 P_SLOT = 0x4000
-XREG_BASE = 0x00B0_0000          # off-heap xRegState blocks (Go 1.27 layout)
+XREG_BASE = 0x2050_0000          # off-heap xRegState blocks (Go 1.27 layout)
 XREG_SLOT = 0x1000
 XREG_SIZE = 0x0010_0000
-TLS_BASE = 0x00C0_0000           # one page per M; FS base = page + TLS_FS_OFFSET
+TLS_BASE = 0x2060_0000           # one page per M; FS base = page + TLS_FS_OFFSET
 TLS_FS_OFFSET = 0x800
-HEAP_BASE = 0x0600_0000         # the GC'd heap arena (bump-allocated objects, 16-byte aligned); above the stacks
+HEAP_BASE = 0x2800_0000         # the GC'd heap arena (bump-allocated objects, 16-byte aligned); above the stacks
 HEAP_SIZE = 0x0040_0000
-STACK_BASE = 0x0100_0000         # goroutine stacks: [guard page][stack]... one slot per G
+STACK_BASE = 0x2100_0000         # goroutine stacks: [guard page][stack]... one slot per G
 STACK_SLOT = 0x0010_0000
 STACK_GUARD_SIZE = PAGE
 DEFAULT_STACK_SIZE = 0x2000      # 8 KiB, like a fresh Go stack
@@ -72,8 +73,11 @@ XREGS = Region("xregs", XREG_BASE, XREG_SIZE)
 HEAP = Region("heap", HEAP_BASE, HEAP_SIZE)
 TLS = Region("tls", TLS_BASE, PAGE * MAX_MS)
 
-#: Regions mapped at machine creation (stacks are mapped per goroutine).
-FIXED_REGIONS = (TEXT, STUB, RT, PRIV, DATA, GS, MS, PS, XREGS, TLS, HEAP)
+#: Regions mapped at machine creation (stacks are mapped per goroutine): preemu's own, always;
+#: the user regions only for programs assembled from .s files (a Go binary maps its own sections).
+RUNTIME_REGIONS = (STUB, RT, PRIV, GS, MS, PS, XREGS, TLS, HEAP)
+USER_REGIONS = (TEXT, DATA)
+FIXED_REGIONS = USER_REGIONS + RUNTIME_REGIONS
 
 # Runtime sentinel entry points (fixed slots inside RT; rtcode.py fills them).
 RT_SLOT = 0x400
@@ -85,6 +89,10 @@ GC_WRITE_BARRIER2 = RT_BASE + 5 * RT_SLOT
 NANOSLEEP = RT_BASE + 6 * RT_SLOT
 PARK_SPIN = RT_BASE + 7 * RT_SLOT
 NEWOBJECT = RT_BASE + 8 * RT_SLOT
+MALLOCGC = RT_BASE + 9 * RT_SLOT          # Go 1.27's size-class mallocgc entry points (RAX size, RBX type)
+GO_NEWOBJECT = RT_BASE + 10 * RT_SLOT     # the real runtime.newobject(typ) (RAX = *abi.Type)
+#: runtime.gcWriteBarrier1..8 of a real Go binary (each hands out N slots in R11)
+GC_WRITE_BARRIER = {n: GC_WRITE_BARRIER2 if n == 2 else RT_BASE + (10 + n) * RT_SLOT for n in range(1, 9)}
 
 # preemu-private data layout inside PRIV
 CLOBBER_TABLE = PRIV_BASE + 0x400  # values asyncPreempt2 loads into every register

