@@ -113,3 +113,15 @@ def test_check_stub_reports_the_same_with_jobs_2():
     two = report.checkstub_json(checkstub.check(BROKEN, "go1.14", 100, names, jobs=2))
     assert one == two and not one["ok"]
     assert [c["scenario"] for c in one["corpus"]] == sorted(names)
+
+
+def test_help_imports_no_engine_module():
+    import subprocess
+    import sys
+    code = ("import sys; from emu import cli\n"
+            "try:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith('emu.') or m in ('capstone', 'keystone')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = out.strip().splitlines()[-1]
+    for heavy in ("emu.sweep", "emu.loader", "emu.checkstub", "emu.scenario", "capstone", "keystone", "emu.shards"):
+        assert f"'{heavy}'" not in loaded, loaded
