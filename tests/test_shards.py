@@ -125,3 +125,35 @@ def test_help_imports_no_engine_module():
     loaded = out.strip().splitlines()[-1]
     for heavy in ("emu.sweep", "emu.loader", "emu.checkstub", "emu.scenario", "capstone", "keystone", "emu.shards"):
         assert f"'{heavy}'" not in loaded, loaded
+
+
+def _on_a_terminal(*argv) -> str:
+    """Run preemu with stdout/stderr on a pseudo-terminal (120 columns); return what it printed."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import sys
+    import termios
+    pid, fd = pty.fork()
+    if pid == 0:
+        fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        os.execv(sys.executable, [sys.executable, "-m", "emu", *map(str, argv)])
+    out = b""
+    while True:
+        try:
+            d = os.read(fd, 4096)
+        except OSError:
+            break
+        if not d:
+            break
+        out += d
+    os.waitpid(pid, 0)
+    return out.decode(errors="replace")
+
+
+def test_progress_shows_on_a_terminal_unless_quiet():
+    args = ["sweep", SUM, "--func", "sum_loop", "--reg", "RCX=300", "--jobs", "1"]
+    shown = _on_a_terminal(*args)
+    assert "preemu sweep: 100%" in shown and "2.70k/2.70k" in shown and "points/s" in shown
+    assert "%|" not in _on_a_terminal(*args, "--quiet")
