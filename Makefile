@@ -3,7 +3,8 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench gen-stub clean
+.PHONY: demo test bench gen-stub clean chromium explain-screenshot
+CHROMIUM ?= /usr/bin/chromium
 
 $(BIN)/preemu: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -22,8 +23,18 @@ demo: $(BIN)/preemu
 	$(BIN)/preemu run scenarios/starvation.toml
 	$(BIN)/preemu run scenarios/starvation.toml --async-preemption off
 
-test: $(BIN)/preemu
+test: $(BIN)/preemu chromium
 	$(BIN)/python -m pytest
+
+# The explain page's browser test drives Debian's chromium (Playwright's own browser download cannot
+# work here). Installed when missing; CI runs as root on a clean clone. Quick when present.
+chromium:
+	@test -x $(CHROMIUM) || { echo "installing chromium (apt-get) for the browser test"; \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+		|| { echo "could not install chromium: run 'apt-get install chromium' as root"; exit 1; }; }
+
+explain-screenshot: $(BIN)/preemu chromium
+	$(BIN)/python tests/browser.py scenarios/timelines/explain_adc_chain.png
 
 bench: $(BIN)/preemu
 	$(BIN)/python bench/bench_sweep.py

@@ -1,4 +1,4 @@
-"""The `preemu` command: sweep, run, preempt, check-stub, gen-stub, disasm.
+"""The `preemu` command: sweep, run, preempt, explain, check-stub, gen-stub, disasm.
 
 Exit codes: 0 all checks hold, 1 a check failed, 2 bad input (one line on stderr, no traceback).
 """
@@ -140,6 +140,52 @@ def cmd_preempt(a, out) -> int:
     else:
         out.write(report.render_episode(ep, a.file, a.func))
     return 0 if ep.ok else 1
+
+
+def cmd_explain(a, out) -> int:
+    from . import episode, explain, explain_html, explain_text, loader, scenario
+    func, regs_, layout, gc, seed, path = a.func, _regs(a.reg), a.layout, a.gc, a.seed, a.file
+    stub, asyncp = a.stub, a.async_preemption
+    if a.html and not os.path.isdir(os.path.dirname(os.path.abspath(a.html))):
+        raise EmuError(f"--html {a.html}: no such directory")
+    if a.file.endswith(".toml"):
+        sc = scenario.load(a.file)
+        if isinstance(sc, scenario.SchedScenario):
+            raise EmuError(f"{a.file}: explain takes a sweep scenario (a scheduler scenario runs several "
+                           "goroutines; explain follows one)")
+        func = func or sc.entry
+        regs_ = {**sc.registers, **regs_}
+        layout = layout or sc.layout
+        gc = gc or sc.gc
+        seed = sc.seed if a.seed is None else a.seed
+        path = os.path.relpath(sc.asm) if not sc.asm.is_absolute() else str(sc.asm)
+        stub = stub or (str(sc.stub) if sc.stub else None)
+        asyncp = asyncp or ("on" if sc.async_preemption else "off")
+    if not func:
+        raise EmuError("--func is required (the goroutine's entry function)")
+    program = loader.load_program(path)
+    world = loader.build_world(program, func, layout, stub, 1 if seed is None else seed, regs_, gc=gc)
+    func = world.program.func_for(world.entry).name
+    try:
+        at = episode.resolve_at(world, a.at)
+        story = explain.explain(world, at, path, func, a.force_unsafe, 1 if seed is None else seed, a.signal_delay,
+                                a.gc_during_preemption, asyncp != "off")
+    except ValueError as e:
+        raise EmuError(str(e)) from None
+    if a.html:
+        try:
+            with open(a.html, "w") as f:
+                f.write(explain_html.render(story))
+        except OSError as e:
+            raise EmuError(f"--html {a.html}: cannot write: {e.strerror}") from None
+    if a.json:
+        json.dump(explain_text.to_json(story), out, indent=1)
+        out.write("\n")
+    elif a.html:
+        out.write(f"wrote {a.html}: {len(story.steps)} steps, {'OK' if story.ok else 'FAIL'}\n")
+    else:
+        out.write(explain_text.render_text(story))
+    return 0 if story.ok else 1
 
 
 def cmd_check_stub(a, out) -> int:
@@ -292,6 +338,27 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--seed", type=int, default=1)
     e.add_argument("--json", action="store_true")
     e.set_defaults(fn=cmd_preempt)
+
+    x = sub.add_parser("explain", help="tell one preemption step by step (text, --json, or an --html page)")
+    x.add_argument("file", help="assembly file (.s) or a sweep scenario (.toml)")
+    x.add_argument("--func", help="entry function of the goroutine (a scenario gives its own)")
+    x.add_argument("--at", required=True, metavar="WHEN",
+                   help="where the signal lands: a boundary number, line:N or FUNC+OFFSET (its first execution)")
+    x.add_argument("--reg", action="append", metavar="NAME=VALUE", help="entry register value; repeatable")
+    x.add_argument("--layout", choices=sorted(L.LAYOUTS), help="stub layout (default go1.14)")
+    x.add_argument("--gc", action="store_true", help="run a GC while the goroutine is preempted; show the scan")
+    x.add_argument("--force-unsafe", action="store_true", help="inject even where Go refuses; shows the damage")
+    x.add_argument("--async-preemption", choices=["on", "off"],
+                   help="off = GODEBUG=asyncpreemptoff=1: the handler ignores SIGURG (default on)")
+    x.add_argument("--gc-during-preemption", action="store_true",
+                   help="a GC mark phase turns the write barrier on while the goroutine is off CPU")
+    x.add_argument("--stub", help="use this asyncPreempt stub instead of the generated one")
+    x.add_argument("--signal-delay", type=int, default=0, metavar="N",
+                   help="sysmon's request comes N instructions before the signal (default 0)")
+    x.add_argument("--seed", type=int, default=None, help="seed for unset registers and clobber values")
+    x.add_argument("--html", metavar="OUT.html", help="also write the story as one self-contained page")
+    x.add_argument("--json", action="store_true", help="print the steps as one JSON object")
+    x.set_defaults(fn=cmd_explain)
 
     r = sub.add_parser("run", help="run a scenario file and check its expectations")
     r.add_argument("scenario", help="scenario .toml file")

@@ -83,6 +83,7 @@ class WorldGC:
         res = gcscan.scan(machine.read, self.heap, machine.all, frames, self.stack_lo, self.stack_hi, globals_,
                           xregs, self.scanner)
         freed = gcscan.sweep_heap(self.heap, res.marked, machine.write, self.current_boundary)
+        self.last_gc = (frames, res, freed)          # what `preemu explain` shows of this cycle
         self.gc_cycles += 1
         self.gc_freed += len(freed)
         self.retained_conservatively |= res.conservative_only

@@ -120,3 +120,32 @@ def is_async_safe_point(prog: Program, st: SchedState, pc: int, sp: int, headroo
         return Verdict(False, "runtime-func")
     # 10. amd64: resume exactly where we were.
     return Verdict(True, "safe", pc)
+
+
+#: isAsyncSafePoint's checks in Go's order (runtime/preempt.go:390-480) and the refusals each can give.
+#: is_async_safe_point returns at the first refusal, so its reason tells how far the checks got.
+CHECK_ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("curg", ("not-curg",)),
+    ("canPreemptM", ("no-p", "m-locks", "m-mallocing", "m-preemptoff", "p-not-running", "g-syscall")),
+    ("stack", ("stack-headroom",)),
+    ("findfunc", ("no-func",)),
+    ("unsafePoint", ("unsafe-point",)),
+    ("asm", ("asm-func",)),
+    ("runtime", ("runtime-func",)),
+)
+
+
+def safe_point_checks(prog: Program, st: SchedState, pc: int, sp: int, headroom: int) -> list[tuple[str, str | None]]:
+    """isAsyncSafePoint's checks in Go's order up to the first refusal, as [(check, None or the refusal)].
+
+    Derived from the one oracle's verdict (`preemu explain` shows each check; sweeps call
+    is_async_safe_point directly and pay nothing for this)."""
+    v = is_async_safe_point(prog, st, pc, sp, headroom)
+    out: list[tuple[str, str | None]] = []
+    for check, reasons in CHECK_ORDER:
+        if v.reason in reasons:
+            return out + [(check, v.reason)]
+        out.append((check, None))
+    if not v.ok:                                  # a refusal this table does not know yet
+        out.append(("other", v.reason))
+    return out
