@@ -151,13 +151,15 @@ class Machine:
         self._u64_ref = ctypes.addressof(self._u64)    # a plain int converts fastest to void*
         self._rbuf = ctypes.create_string_buffer(4096)
         self._rbuf_addr = ctypes.addressof(self._rbuf)
-        # one batched read fills a dump record, then RIP into the 8 bytes after it
+        # one batched read fills a dump record, and RIP
         n = len(regs.DUMPED) + 1
         self._dump_n = n
         self._dump_ids = (ctypes.c_int32 * n)(*[r.uc_id for r in regs.DUMPED], regs.RIP.uc_id)
-        self._dump_buf = ctypes.create_string_buffer(dump.SIZE + 8)
-        base = ctypes.addressof(self._dump_buf)
-        self._dump_ptrs = (ctypes.c_void_p * n)(*[base + dump.OFFSETS[r.name] for r in regs.DUMPED], base + dump.SIZE)
+        self._dump_buf = ctypes.create_string_buffer(dump.SIZE)
+        self._dump_rip = ctypes.c_uint64()
+        self._dump_addr = base = ctypes.addressof(self._dump_buf)
+        self._dump_ptrs = (ctypes.c_void_p * n)(*[base + dump.OFFSETS[r.name] for r in regs.DUMPED],
+                                                 ctypes.addressof(self._dump_rip))
 
     # --- hooks (tiny; they run inside emu_start) -------------------------------------------
     def _hook_intr(self, uc, intno, user_data):
@@ -371,8 +373,7 @@ class Machine:
         st = _uclib.uc_reg_read_batch(self._h, self._dump_ids, self._dump_ptrs, self._dump_n)
         if st:
             raise unicorn.UcError(st)
-        raw = self._dump_buf.raw
-        return dump.RegState(raw[:dump.SIZE], int.from_bytes(raw[dump.SIZE:], "little"))
+        return dump.RegState(ctypes.string_at(self._dump_addr, dump.SIZE), self._dump_rip.value)
 
     # --- running --------------------------------------------------------------------------
     def run(self, begin: int, count: int) -> str:

@@ -301,10 +301,11 @@ class Sweeper:
             stack_hi = w.stack_hi
             stack_before = m.read(s, stack_hi - s)
             m.write(memmap.CLOBBER_TABLE, clobber(raw_before))
-            floor = s - headroom                         # the stub may use [floor, S) and no more
-            canary_lo = max(w.stack_lo, floor - CANARY_SIZE)
-            if canary and floor > canary_lo:
-                m.write(canary_lo, CANARY[:floor - canary_lo])
+            floor = canary_lo = s - headroom             # the stub may use [floor, S) and no more
+            if canary:
+                canary_lo = max(w.stack_lo, floor - CANARY_SIZE)
+                if floor > canary_lo:
+                    m.write(canary_lo, CANARY[:floor - canary_lo])
 
             def make(*a, _k=k, _pc=pc):                  # built only when a check fails
                 return verify.violation_maker(all_prog, _k, _pc)(*a)
@@ -337,8 +338,8 @@ class Sweeper:
                     if ret_to != pc:
                         found.append(make("resume", "RIP", f"{pc:#x}", f"{ret_to:#x}",
                                           "the stub's RET would not return to the interrupted PC"))
-                now = m.read(canary_lo, floor - canary_lo) if canary and floor > canary_lo else b""
-                if now != CANARY[:len(now)]:
+                now = m.read(canary_lo, floor - canary_lo) if floor > canary_lo else b""
+                if now and now != CANARY[:len(now)]:
                     low = next(i for i in range(len(now)) if now[i] != CANARY[i])
                     found.append(make("headroom", f"{canary_lo + low:#x}", f"nothing below S-{w.headroom}",
                                       f"written {floor - canary_lo - low} bytes below it",
