@@ -97,7 +97,13 @@ def run_key(spec: WorldSpec, ref: sweep.Reference, opts: sweep.ChainOptions, tas
     """Identifies one sweep: same program text, world, options and shard plan -> same key."""
     h = hashlib.sha256()
     for path in (spec.asm, spec.stub):
-        if path:
+        if path and os.path.isdir(path):          # a Go package directory: every file in it
+            for root, dirs, files in os.walk(path):
+                dirs.sort()
+                for name in sorted(files):
+                    with open(os.path.join(root, name), "rb") as f:
+                        h.update(name.encode() + f.read())
+        elif path and os.path.isfile(path):       # (not a file: "generated" stub)
             with open(path, "rb") as f:
                 h.update(f.read())
     plan = [(i, len(pts), pts[0] if len(pts) else -1) for i, pts, _ in tasks]
