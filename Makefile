@@ -38,6 +38,7 @@ explain-screenshot: $(BIN)/preemu chromium
 
 bench: $(BIN)/preemu
 	$(BIN)/python bench/bench_sweep.py
+	$(BIN)/python bench/bench_asm.py
 	$(BIN)/python bench/bench_go.py
 
 gen-stub: $(BIN)/preemu

@@ -97,7 +97,7 @@ def lean_floor_cpu(layout: str, iterations: int) -> tuple[float, int]:
             m.set_reg("RIP", m.stub_entry)
             m.write(memmap.CLOBBER_TABLE, table)
             m.stub_ret_armed = True
-            assert m.run(m.stub_entry, sweep.STUB_BUDGET) == STOP_STUB_RET
+            assert m.run(m.stub_entry, sweep.stub_budget(layout)) == STOP_STUB_RET
             after = m.dump_state()
             assert raw[:o] == after.raw[:o] and raw[o + 8:] == after.raw[o + 8:]
             assert m.read_u64(s - 8) == pc and m.read(s, hi - s) == stack

@@ -19,7 +19,7 @@ from pathlib import Path
 import capstone
 import keystone
 
-from .errors import AsmError
+from .errors import AsmError, read_utf8
 from .program import DataSym, Func, Insn, Program
 
 _LABEL = re.compile(r"^([A-Za-z_.$][\w.$@]*):\s*(.*)$")
@@ -71,12 +71,11 @@ def _num(text: str, file: str, line: int, what: str) -> int:
 def assemble_file(path: str | Path, base: int, externs: dict[str, int] | None = None,
                   data_base: int | None = None, display_name: str | None = None) -> Program:
     """Assemble the .s file at `path` to address `base`; see assemble_text."""
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise AsmError(display_name or str(path), 0, f"cannot read: {e.strerror}") from None
-    return assemble_text(text, display_name or str(path), base, externs, data_base)
+    name = display_name or str(path)
+    text, line, why = read_utf8(path)
+    if text is None:
+        raise AsmError(name, line, why)
+    return assemble_text(text, name, base, externs, data_base)
 
 
 def assemble_text(text: str, file: str, base: int, externs: dict[str, int] | None = None,
@@ -107,14 +106,10 @@ def assemble_text(text: str, file: str, base: int, externs: dict[str, int] | Non
     lines: list[tuple[_Func, _Line]] = []
     for f in funcs:
         # local labels are scoped to their function: give each a unique assembler name
-        local = [(re.compile(_IDENT.format(re.escape(b[1]))), f".L_{f.name}_{b[1][1:]}")
-                 for b in f.body if isinstance(b, tuple)]
-        local.sort(key=lambda rx: -len(rx[0].pattern))
+        local = {b[1]: f".L_{f.name}_{b[1][1:]}" for b in f.body if isinstance(b, tuple)}
 
-        def scoped(text: str) -> str:
-            for rx, new in local:
-                text = rx.sub(new, text)
-            return text
+        def scoped(text: str, local=local) -> str:
+            return _replace_labels(text, local)
         stmts.append(f"{f.name}:")
         for b in f.body:
             if isinstance(b, tuple):
@@ -201,6 +196,9 @@ def _parse(text: str, file: str, externs: dict[str, int], data_base: int | None)
     cur: _Func | None = None
     unsafe, inline, spdelta, ptrs = False, None, None, None
     next_data = data_base
+    func_names: set[str] = set()
+    labels: set[str] = set()          # local labels of the current function
+    cur_has_insn = False
     for n, raw in enumerate(text.splitlines(), 1):
         code, comment = _strip_comment(raw)
         if comment is not None and comment.startswith("@"):
@@ -209,7 +207,7 @@ def _parse(text: str, file: str, externs: dict[str, int], data_base: int | None)
                 raise AsmError(file, n, "empty directive")
             d, args = words[0], words[1:]
             if d in _FUNC_DIRECTIVES:
-                target = cur if (cur is not None and not any(isinstance(b, _Line) for b in cur.body)) else None
+                target = cur if (cur is not None and not cur_has_insn) else None
                 if d == "goname":
                     if len(args) != 1:
                         raise AsmError(file, n, ";@goname takes one name, e.g. ;@goname runtime.memmove")
@@ -273,23 +271,28 @@ def _parse(text: str, file: str, externs: dict[str, int], data_base: int | None)
         if m:
             name, code = m.group(1), m.group(2).strip()
             if not name.startswith("."):
-                if any(f.name == name for f in funcs):
+                if name in func_names:
                     raise AsmError(file, n, f"function {name!r} defined twice")
                 cur = _Func(name, n, **pending)
                 pending = {}
                 funcs.append(cur)
+                func_names.add(name)
+                labels = set()
+                cur_has_insn = False
                 unsafe, inline = False, None
             else:
                 if cur is None:
                     raise AsmError(file, n, f"local label {name!r} outside a function")
-                if any(isinstance(b, tuple) and b[1] == name for b in cur.body):
+                if name in labels:
                     raise AsmError(file, n, f"label {name!r} defined twice in {cur.name}")
+                labels.add(name)
                 cur.body.append(("label", name))
             if not code:
                 continue
         if cur is None:
             raise AsmError(file, n, "instruction before the first function label")
         cur.body.append(_Line(n, code, unsafe, inline, spdelta, ptrs))
+        cur_has_insn = True
         spdelta = None
         if ptrs is not None and not code.split()[0].lower().startswith("call"):
             raise AsmError(file, n, ";@ptrs describes a call site: put it on the line before a CALL")
@@ -304,17 +307,42 @@ def _parse(text: str, file: str, externs: dict[str, int], data_base: int | None)
 
 def _locate_error(lines, resolve, file, base) -> None:
     """Re-assemble each instruction alone (labels replaced by an address) and raise on the first failure."""
-    funcs = {f.name for f, _ in lines}
+    funcs = {f.name: f"{base:#x}" for f, _ in lines}
+    local: dict[str, str] = {}
+    owner = None
     for f, ln in lines:
-        visible = funcs | {b[1] for b in f.body if isinstance(b, tuple)}
-        s = resolve(ln.text)
-        for l in sorted(visible, key=len, reverse=True):
-            s = re.sub(_IDENT.format(re.escape(l)), f"{base:#x}", s)
+        if f is not owner:
+            owner, local = f, {b[1]: f"{base:#x}" for b in f.body if isinstance(b, tuple)}
+        s = _replace_labels(_replace_labels(resolve(ln.text), local), funcs, _GLOBAL_TOKEN)
         try:
             _ks.asm(s, base)
         except keystone.KsError as e:
             msg = str(e).split(" (KS_ERR")[0]
             raise AsmError(file, ln.line, f"{msg}: `{ln.text}`") from None
+
+
+_LOCAL_TOKEN = re.compile(r"(?<![\w.$@])\.[\w.$@]*")
+_GLOBAL_TOKEN = re.compile(r"(?<![\w.$@])[A-Za-z_$][\w.$@]*")
+
+
+def _replace_labels(text: str, names: dict[str, str], token: re.Pattern = _LOCAL_TOKEN) -> str:
+    """Replace every label of `names` that appears as a whole name in `text` (one pass over the text).
+
+    A name is whole when not followed by [\\w$@]; a token such as `.a.b` is replaced by its longest
+    prefix that is a label and ends at a '.' or at the token's end (`.a.b` -> label `.a` + `.b`).
+    """
+    if not names:
+        return text
+
+    def sub(m: re.Match) -> str:
+        t = m.group(0)
+        cut = len(t)
+        while cut > 0:
+            if t[:cut] in names:
+                return names[t[:cut]] + t[cut:]
+            cut = t.rfind(".", 0, cut)
+        return t
+    return token.sub(sub, text)
 
 
 def _sp_effect(d, delta: int, frame_delta: int | None) -> int | None:
@@ -355,9 +383,9 @@ def _sp_deltas(f: _Func, body: list[_Line], ds: list, file: str) -> list[int]:
     index = {d.address: i for i, d in enumerate(ds)}
     delta: list[int | None] = [None] * n
     origin: list[str] = [""] * n
-    work = [(0, 0, "the function entry")]
+    work = [(0, 0, None, "the function entry")]    # (index, SP delta, delta at `mov rbp, rsp`, why)
     while work:
-        i, v, why = work.pop()
+        i, v, fp, why = work.pop()
         if body[i].spdelta is not None:
             v = body[i].spdelta
         if v is None:
@@ -370,16 +398,18 @@ def _sp_deltas(f: _Func, body: list[_Line], ds: list, file: str) -> list[int]:
             continue
         delta[i], origin[i] = v, why
         d = ds[i]
-        after = _sp_effect(d, v, _frame_delta(ds, delta, i))
+        if d.mnemonic == "mov" and d.op_str == "rbp, rsp":
+            fp = v
+        after = _sp_effect(d, v, fp)
         m = d.mnemonic
         here = f"`{body[i].text}` at line {body[i].line}"
         target = _branch_target(d)
         if target is not None and target in index:
-            work.append((index[target], v, here))
+            work.append((index[target], v, fp, here))
         if m.startswith("ret") or m == "jmp" or m in ("hlt", "ud2"):
             continue
         if i + 1 < n:
-            work.append((i + 1, after, here))
+            work.append((i + 1, after, fp, here))
     # unreachable instructions (dead code): linear value from the previous instruction
     for i in range(n):
         if delta[i] is None:
@@ -388,14 +418,6 @@ def _sp_deltas(f: _Func, body: list[_Line], ds: list, file: str) -> list[int]:
             else:
                 delta[i] = (_sp_effect(ds[i - 1], delta[i - 1], None) or 0) if i else 0
     return delta
-
-
-def _frame_delta(ds, delta, i: int) -> int | None:
-    """The delta at which this function executed `mov rbp, rsp` (for LEAVE), if known."""
-    for j in range(i, -1, -1):
-        if ds[j].mnemonic == "mov" and ds[j].op_str == "rbp, rsp" and delta[j] is not None:
-            return delta[j]
-    return None
 
 
 def _build_funcs(funcs: list[_Func], lines, decoded, file: str) -> list[Func]:

@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import layout as L
-from . import loader, mutants, scenario, sweep
+from . import loader, mutants, paths, scenario, sweep
 from .errors import AsmError, EmuError
 
-ROOT = Path(__file__).resolve().parent.parent
-SCENARIOS = ROOT / "scenarios"
+SCENARIOS = paths.SCENARIOS_DIR
 #: The quick corpus used for mutants: together they keep every register and flag live.
 MUTANT_CORPUS = ("xmm_loop", "adc_chain", "r14_scratch", "rep_copy")
 
@@ -83,17 +82,25 @@ def _check_one(task) -> tuple[int, int, CorpusResult]:
 
 
 def check(stub_path: str | Path, layout_name: str, max_points: int = 2000,
-          names: tuple[str, ...] | None = None, seed: int = 1, jobs: int = 1) -> StubReport:
+          names: tuple[str, ...] | None = None, seed: int = 1, on_report=None, jobs: int = 1) -> StubReport:
     """Sweep the corpus with the stub at `stub_path` in the `layout_name` world (one corpus loop per
-    task, in `jobs` local processes; the report is in corpus order whatever `jobs` is)."""
+    task, in `jobs` local processes; the report is in corpus order whatever `jobs` is).
+
+    on_report(report) is called as soon as the report exists (it fills as the corpus runs), so a
+    caller interrupted half-way can still show what is done."""
     from .shards import map_ordered
     lay = L.get_layout(layout_name)
-    tasks = [(sc.path, str(stub_path), lay.name, max_points, seed) for sc in corpus(names)]
-    if not tasks:
+    scs = corpus(names)
+    if not scs:
         raise EmuError("the regression corpus is empty (no sweep scenarios found)")
-    done = map_ordered(_check_one, tasks, jobs)
-    rep = StubReport(str(stub_path), lay.name, done[0][0], done[0][1])
-    rep.results = [r for _, _, r in done]
+    first = loader.build_world(loader.load_program(_rel(scs[0].asm)), scs[0].entry, lay.name, stub_path, seed,
+                               scs[0].registers, gc=True)          # the stub's figures, before any sweep
+    rep = StubReport(str(stub_path), lay.name, first.headroom, first.machine.stub.get_func("asyncPreempt").max_sp_delta)
+    if on_report is not None:
+        on_report(rep)
+    tasks = [(sc.path, str(stub_path), lay.name, max_points, seed) for sc in scs]
+    for _, _, result in map_ordered(_check_one, tasks, jobs):
+        rep.results.append(result)
     return rep
 
 
@@ -103,6 +110,16 @@ class MutantResult:
     caught: bool
     diagnosed: bool
     named: list[str]
+
+    @property
+    def killed(self) -> bool:
+        """A mutant counts only when it is caught AND the diagnosis names what it broke."""
+        return self.caught and self.diagnosed
+
+
+def mutation_score(results: list[MutantResult]) -> tuple[int, int]:
+    """(killed, total): the one definition used by the report, the JSON and the exit code."""
+    return sum(r.killed for r in results), len(results)
 
 
 def _named(violations) -> set[str]:
@@ -127,10 +144,11 @@ def _check_mutant(task) -> MutantResult:
         "register", "flags", "memory", "resume", "final-state"}))
 
 
-def run_mutants(layout_name: str, max_points: int = 150, jobs: int = 1) -> list[MutantResult]:
-    """Check every generated mutant against the quick corpus (one mutant per task, in `jobs` local
-    processes); report caught and correctly diagnosed."""
+def run_mutants(layout_name: str, max_points: int = 150, mutant_list=None, jobs: int = 1) -> list[MutantResult]:
+    """Check every generated mutant (or `mutant_list`) against the quick corpus (one mutant per task,
+    in `jobs` local processes); report caught and correctly diagnosed."""
     from .shards import map_ordered
     lay = L.get_layout(layout_name)
+    todo = mutants.generate(lay) if mutant_list is None else mutant_list
     with tempfile.TemporaryDirectory() as tmp:
-        return map_ordered(_check_mutant, [(mu, lay.name, max_points, tmp) for mu in mutants.generate(lay)], jobs)
+        return list(map_ordered(_check_mutant, [(mu, lay.name, max_points, tmp) for mu in todo], jobs))

@@ -11,17 +11,42 @@ import sys
 
 from . import __version__
 from . import layout as L
-from .errors import EmuError
+from .errors import BudgetExceeded, EmuError, GuestFault
 
 # Commands import what they use when they run: `preemu --help` and a small sweep pay for no module
 # they do not need (bench/bench_sweep.py reports the fixed startup cost).
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # argparse's own exit code is 2 already; keep its message to one line
-        self.print_usage(sys.stderr)
-        print(f"preemu: error: {message}", file=sys.stderr)
+    def error(self, message):  # exit 2 with one line (the usage is one `--help` away)
+        print(f"preemu: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
         raise SystemExit(2)
+
+
+class UsageError(EmuError):
+    """An option value or combination the command cannot honour (exit 2, one line)."""
+
+
+#: A command may leave here a callable returning (partial summary text, how far it got) or None:
+#: on Ctrl-C, main() prints it before exiting 130.
+_PARTIAL: list = []
+
+
+def warn(message: str) -> None:
+    print(f"preemu: warning: {message}", file=sys.stderr)
+
+
+def _writable(path: str | None, option: str) -> None:
+    """Fail before a long run, not after it, when an output file cannot be written."""
+    if path is None:
+        return
+    if os.path.isdir(path):
+        raise UsageError(f"{option} {path}: is a directory")
+    parent = os.path.dirname(path) or "."
+    if not os.path.isdir(parent):
+        raise UsageError(f"{option} {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise UsageError(f"{option} {path}: cannot write there (permission denied)")
 
 
 def _regs(items: list[str]) -> dict[str, str]:
@@ -48,6 +73,28 @@ def _runner(a, spec, world):
     return shards.ShardRunner(spec, _jobs(a), a.executor, a.results, not a.quiet and sys.stderr.isatty(), world)
 
 
+def _check_regs(given: dict[str, str], world) -> None:
+    """Say what happens with entry registers that compiled Go code would never see."""
+    from . import regs
+    names = {regs.lookup(k).name for k in given}       # build_world has validated them
+    start = world.start_regs
+    if "R14" in names:
+        warn(f"--reg R14: R14 holds g ({world.gp:#x}) on entry in Go's ABIInternal; the goroutine starts with "
+             f"R14 = {start['R14']:#x} instead (as code that uses R14 as a scratch register would)")
+    if "RFLAGS" in names:
+        fl = start["RFLAGS"]
+        extra = fl & ~(regs.USER_FLAGS_MASK | 0x2)
+        if extra:
+            raise UsageError(f"--reg RFLAGS={fl:#x}: only the arithmetic flags and DF can be set "
+                             f"(CF PF AF ZF SF DF OF); {extra:#x} has other bits (TF would single-step trap)")
+        if fl & (1 << regs.FLAG_BITS["DF"]):
+            warn("--reg RFLAGS: DF is set; Go's ABI requires DF clear at function entry, and the goroutine "
+                 "starts with DF set (string instructions run downwards)")
+    if "XMM15" in names and world.layout.name != "go1.14" and start["XMM15"] != 0:
+        warn(f"--reg XMM15: X15 is the zero register in Go's ABIInternal ({world.layout.name} layout); the "
+             "goroutine starts with X15 != 0, which compiled Go code never sees")
+
+
 def _layout(a, program) -> str:
     from . import loader
     a.layout = a.layout or loader.default_layout(program)
@@ -56,15 +103,21 @@ def _layout(a, program) -> str:
 
 def cmd_sweep(a, out) -> int:
     from . import loader, report, shards, sweep
+    _writable(a.results, "--results")
+    if a.gc_scanner is not None and not a.gc:
+        raise UsageError("--gc-scanner chooses the stack scanner of --gc; add --gc")
     program = loader.load_program(a.file)
-    regs = _regs(a.reg)
-    world = loader.build_world(program, a.func, _layout(a, program), a.stub, a.seed, regs, gc=a.gc,
-                               scanner=a.gc_scanner)
+    given = _regs(a.reg)
+    scanner = a.gc_scanner or "go"
+    world = loader.build_world(program, a.func, _layout(a, program), a.stub, a.seed, given, gc=a.gc, scanner=scanner)
     a.func = world.program.func_for(world.entry).name
-    spec = shards.WorldSpec(a.file, a.func, a.layout, a.stub, a.seed, tuple(regs.items()), a.gc, a.gc_scanner)
+    _check_regs(given, world)
+    spec = shards.WorldSpec(a.file, a.func, a.layout, a.stub, a.seed, tuple(given.items()), a.gc, scanner)
     res = sweep.sweep(world, a.func, a.seed, a.max_points, a.budget or sweep.DEFAULT_BUDGET,
                       force_unsafe=a.force_unsafe, async_preemption=a.async_preemption == "on",
                       nested_signals=a.nested_signals, runner=_runner(a, spec, world))
+    if a.force_unsafe and res.forced == 0:
+        warn("--force-unsafe had no effect: Go's oracle refused no boundary of this run")
     if a.json:
         json.dump(report.to_json(res, program, a.file), out, indent=1)
         out.write("\n")
@@ -81,11 +134,15 @@ def cmd_run(a, out) -> int:
         return _run_sched(a, sc, out)
     for opt in ("async_preemption", "trace", "timeline"):
         if getattr(a, opt) is not None:
-            raise EmuError(f"--{opt.replace('_', '-')} applies to scheduler scenarios (with [[goroutines]])")
+            raise UsageError(f"--{opt.replace('_', '-')} applies to scheduler scenarios (with [[goroutines]])")
     layout = a.layout or sc.layout
     spec = shards.WorldSpec(str(sc.asm), sc.entry, layout, None if sc.stub is None else str(sc.stub), sc.seed,
                             tuple(sc.registers.items()), sc.gc, sc.gc_scanner)
-    program, world, res, checks = scenario.run(sc, layout, a.max_points, lambda w: _runner(a, spec, w))
+    try:
+        program, world, res, checks = scenario.run(sc, layout, a.max_points, lambda w: _runner(a, spec, w))
+    except (BudgetExceeded, GuestFault) as e:           # name the scenario (and its key) as well
+        raise EmuError(f"{a.scenario}: {str(e).replace('with --budget', 'with `budget = N` in the scenario')}") \
+            from None
     ok = all(c.ok for c in checks)
     src = os.path.relpath(sc.asm) if not sc.asm.is_absolute() else str(sc.asm)
     if a.json:
@@ -106,8 +163,10 @@ def cmd_run(a, out) -> int:
 def _run_sched(a, sc, out) -> int:
     from . import report, scenario, timeline
     if a.max_points is not None or a.table or a.layout is not None:
-        raise EmuError("--max-points, --table and --layout apply to sweep scenarios")
+        raise UsageError("--max-points, --table and --layout apply to sweep scenarios")
     asyncp = None if a.async_preemption is None else a.async_preemption == "on"
+    _writable(a.trace, "--trace")
+    _writable(a.timeline, "--timeline")
     res, checks = scenario.run_sched(sc, asyncp)
     src = os.path.relpath(sc.asm)
     if a.trace:
@@ -127,7 +186,9 @@ def _run_sched(a, sc, out) -> int:
 def cmd_preempt(a, out) -> int:
     from . import episode, loader, report
     program = loader.load_program(a.file)
-    world = loader.build_world(program, a.func, _layout(a, program), a.stub, a.seed, _regs(a.reg))
+    given = _regs(a.reg)
+    world = loader.build_world(program, a.func, _layout(a, program), a.stub, a.seed, given)
+    _check_regs(given, world)
     try:
         at = episode.resolve_at(world, a.at)
         ep = episode.run_episode(world, at, a.async_preemption == "on", a.retry, a.max_wait, a.force_unsafe,
@@ -192,15 +253,16 @@ def cmd_check_stub(a, out) -> int:
     from . import checkstub, report
     if a.mutants:
         if a.file:
-            raise EmuError("--mutants checks the generated stub's mutants; give no FILE")
+            raise UsageError("--mutants checks the generated stub's mutants; give no FILE")
         a.layout = a.layout or "go1.14"
-        results = checkstub.run_mutants(a.layout, a.max_points or 150, _jobs(a))
+        results = checkstub.run_mutants(a.layout, a.max_points or 150, jobs=_jobs(a))
         if a.json:
             json.dump(report.mutants_json(results, a.layout), out, indent=1)
             out.write("\n")
         else:
             out.write(report.render_mutants(results, a.layout))
-        return 0 if all(r.caught and r.diagnosed for r in results) else 1
+        killed, total = checkstub.mutation_score(results)
+        return 0 if killed == total else 1
     if not a.file:
         raise EmuError("check-stub needs a stub FILE.s (or --mutants)")
     if not os.path.exists(a.file):
@@ -210,7 +272,11 @@ def cmd_check_stub(a, out) -> int:
         if a.layout not in (None, "go1.27"):
             raise EmuError(f"{a.file}: a Go 1.27 program's runtime.asyncPreempt runs in the go1.27 world")
         a.layout = "go1.27"
-    rep = checkstub.check(a.file, a.layout or "go1.14", a.max_points or 2000, jobs=_jobs(a))
+    so_far = []
+    _PARTIAL[:] = [lambda: (report.render_checkstub(so_far[0], interrupted=True),
+                            f"after {len(so_far[0].results)} corpus loop(s)") if so_far and not a.json else None]
+    rep = checkstub.check(a.file, a.layout or "go1.14", a.max_points or 2000, on_report=so_far.append,
+                          jobs=_jobs(a))
     if a.json:
         json.dump(report.checkstub_json(rep), out, indent=1)
         out.write("\n")
@@ -254,17 +320,16 @@ def cmd_disasm(a, out) -> int:
     return 0
 
 
-def _interrupted(e: BaseException, out) -> int:
-    """Ctrl-C: one line on stderr, what finished so far on stdout, exit status 130."""
-    from .shards import Interrupted
-    print("preemu: interrupted (Ctrl-C)", file=sys.stderr)
-    if isinstance(e, Interrupted) and e.done:
-        pts = sum(r.points for r in e.done)
-        inj = sum(r.injected for r in e.done)
-        viol = sum(r.violations.count for r in e.done)
-        out.write(f"partial: {len(e.done)} of {e.total} shards finished: {pts:,} points, {inj:,} injected, "
-                  f"{viol:,} violation(s)\n")
-    return 130
+def _shards_partial(e: BaseException):
+    """(summary, note) of the shards a Ctrl-C'd sweep finished (shards.Interrupted carries them), or None."""
+    done = getattr(e, "done", None)
+    if not done:
+        return None
+    pts = sum(r.points for r in done)
+    inj = sum(r.injected for r in done)
+    viol = sum(r.violations.count for r in done)
+    return (f"partial: {len(done)} of {e.total} shards finished: {pts:,} points, {inj:,} injected, "
+            f"{viol:,} violation(s)\n", f"after {len(done)} of {e.total} shards")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -273,6 +338,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"preemu {__version__}")
     p.add_argument("--traceback", action="store_true", help="show Python tracebacks for errors")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    add_parser = sub.add_parser
+
+    def add_sub(*args, **kw):        # every subcommand also accepts --traceback after its name
+        sp = add_parser(*args, **kw)
+        sp.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS,
+                        help="show Python tracebacks for errors")
+        return sp
+    sub.add_parser = add_sub
 
     def parallel(sp):
         sp.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
@@ -307,8 +380,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="off = GODEBUG=asyncpreemptoff=1: every SIGURG must leave the context untouched")
     s.add_argument("--gc", action="store_true",
                    help="run a full GC (stack scan, mark, sweep) at every injection; report use-after-free")
-    s.add_argument("--gc-scanner", default="go", choices=["go", "precise-interrupted", "skip-save-area"],
-                   help="the stack scanner (the two mutants prove the use-after-free oracle bites)")
+    s.add_argument("--gc-scanner", default=None, choices=["go", "precise-interrupted", "skip-save-area"],
+                   help="with --gc: the stack scanner, default go (the two mutants prove the use-after-free "
+                   "oracle bites)")
     s.add_argument("--nested-signals", action="store_true",
                    help="also deliver SIGURG at every instruction of the stub, and again right after its RET")
     common(s)
@@ -396,21 +470,27 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _check_values(a) -> None:
+    for opt in ("max_points", "retry", "max_wait", "budget", "jobs"):
+        if getattr(a, opt, None) is not None and getattr(a, opt) <= 0:
+            raise UsageError(f"--{opt.replace('_', '-')} must be positive, got {getattr(a, opt)}")
+    if getattr(a, "signal_delay", 0) < 0:
+        raise UsageError(f"--signal-delay must not be negative, got {a.signal_delay}")
+    if getattr(a, "json", False) and getattr(a, "table", False):
+        raise UsageError("--table prints the per-PC table as text; with --json it is in `points`")
+
+
 def main(argv: list[str] | None = None, out=None) -> int:
+    """Run the command; every error is one line on stderr (exit 2), Ctrl-C exits 130."""
     out = out or sys.stdout
     parser = build_parser()
     a = parser.parse_args(argv)
-    for opt in ("max_points", "retry", "max_wait", "budget", "jobs"):
-        if getattr(a, opt, None) is not None and getattr(a, opt) <= 0:
-            parser.error(f"--{opt.replace('_', '-')} must be positive")
-    if getattr(a, "signal_delay", 0) < 0:
-        parser.error("--signal-delay must not be negative")
+    _PARTIAL.clear()
     if a.cmd == "sweep" and a.max_points is None:
         a.max_points = 100_000
     try:
+        _check_values(a)
         return a.fn(a, out)
-    except KeyboardInterrupt as e:
-        return _interrupted(e, out)
     except EmuError as e:
         if a.traceback:
             raise
@@ -418,6 +498,22 @@ def main(argv: list[str] | None = None, out=None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt as e:
+        partial = (_PARTIAL[0]() if _PARTIAL else None) or _shards_partial(e)
+        if partial is not None:
+            out.write(partial[0])
+            out.flush()
+            print(f"preemu: interrupted (Ctrl-C) {partial[1]}; the summary above is partial", file=sys.stderr)
+        else:
+            print(f"preemu: interrupted (Ctrl-C) during `preemu {a.cmd}`; nothing to summarise yet",
+                  file=sys.stderr)
+        return 130
+    except Exception as e:          # a bug in preemu: still one line, unless --traceback
+        if a.traceback:
+            raise
+        print(f"preemu: internal error: {type(e).__name__}: {e} (rerun with --traceback and report it)",
+              file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from . import inject, memmap, verify
 from .gmp import World
 from .machine import STOP_STUB_RET, Fault
 from .safepoint import REASONS
-from .sweep import STUB_BUDGET, Reference, final_violations, run_reference
+from .sweep import Reference, final_violations, run_reference, stub_budget
 
 
 @dataclass
@@ -122,7 +122,7 @@ def run_episode(world: World, at: int, async_preemption: bool = True, retry: int
                 calls0 = m.write_barrier_calls
                 m.stub_ret_armed = True
                 try:
-                    reason = m.run(m.stub_entry, STUB_BUDGET)
+                    reason = m.run(m.stub_entry, stub_budget(w.layout.name))
                 except Fault as f:
                     m.stub_ret_armed = False
                     w.on_preempted = None

@@ -27,7 +27,7 @@ class AsmError(EmuError):
 
     def __init__(self, file: str, line: int, message: str):
         self.file, self.line, self.message = file, line, message
-        super().__init__(f"{file}:{line}: {message}")
+        super().__init__(f"{file}:{line}: {message}" if line else f"{file}: {message}")
 
 
 class ScenarioError(EmuError):
@@ -54,3 +54,20 @@ class BudgetExceeded(EmuError):
         self.budget, self.pc = budget, pc
         super().__init__(f"{what} did not finish within {budget} instructions (stopped at {pc:#x} {where}); "
                          f"raise the budget with --budget if the loop is meant to run longer")
+
+
+
+def read_utf8(path) -> tuple[str | None, int, str]:
+    """Read `path` as UTF-8 text: (text, 0, "") or (None, line or 0, one-line reason with the byte offset)."""
+    from pathlib import Path
+    try:
+        data = Path(path).read_bytes()
+    except IsADirectoryError:
+        return None, 0, "cannot read: it is a directory"
+    except OSError as e:
+        return None, 0, f"cannot read: {e.strerror}"
+    try:
+        return data.decode("utf-8"), 0, ""
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        return None, line, f"not UTF-8 text: byte {data[e.start]:#04x} at byte offset {e.start}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from . import asmfront, memmap, regs, rtcode, stubgen
+from . import asmfront, guestcheck, memmap, regs, rtcode, stubgen
 from . import layout as L
 from .errors import AsmError, EmuError
 from .gmp import World
@@ -21,7 +21,9 @@ def load_program(path: str | Path) -> Program:
     if gobuild.is_go_input(path):
         from . import gofront
         return gofront.load(path)
-    return asmfront.assemble_file(path, memmap.TEXT_BASE, rtcode.runtime_externs(), memmap.DATA_BASE)
+    program = asmfront.assemble_file(path, memmap.TEXT_BASE, rtcode.runtime_externs(), memmap.DATA_BASE)
+    guestcheck.check_program(program)
+    return program
 
 
 def is_go(program: Program) -> bool:
@@ -53,6 +55,7 @@ def load_stub(layout_name: str, path: str | Path | None = None) -> Program:
     prog = asmfront.assemble_file(src, memmap.STUB_BASE, rtcode.runtime_externs())
     if not prog.has_func("asyncPreempt"):
         raise AsmError(str(src), 1, "the stub must define the label `asyncPreempt` (its entry point)")
+    guestcheck.check_stub(prog)
     return prog
 
 

@@ -45,6 +45,12 @@ SENTINELS = {memmap.GOEXIT: "goexit", memmap.ASYNC_PREEMPT2: "asyncPreempt2", me
 SENTINELS.update({a: "gcWriteBarrier" for a in memmap.GC_WRITE_BARRIER.values()})
 
 
+#: x86 exception vectors a guest instruction can raise
+_EXCEPTIONS = {0: "divide error (#DE: division by zero or quotient overflow)", 3: "breakpoint (INT3)",
+               4: "overflow (#OF)", 5: "bound range exceeded (#BR)", 6: "invalid opcode (#UD)",
+               13: "general protection fault (#GP)", 17: "alignment check (#AC)"}
+
+
 class GuestFaultInHook(Exception):
     """Raised inside a hook; Unicorn re-raises it from emu_start and run() reports it as a Fault."""
 
@@ -95,11 +101,15 @@ class Machine:
         for addr in self.traps:
             self.uc.mem_write(addr, b"\xcc")
         self.text = img.text
+        lo, hi = img.text[0] & ~(memmap.PAGE - 1), -(-img.text[1] // memmap.PAGE) * memmap.PAGE
+        for base, end in ((lo, hi), (memmap.STUB.base, memmap.STUB.end), (memmap.RT.base, memmap.RT.end)):
+            self.uc.mem_protect(base, end - base, unicorn.UC_PROT_READ | unicorn.UC_PROT_EXEC)   # code is read-only
         self._mapped_stacks: set[int] = set()
         self.on_async_preempt2 = on_async_preempt2
         self.on_morestack = on_morestack
         self.stop_reason = STOP_COUNT
         self.write_barrier_calls = 0
+        self.async_preempt2_calls = 0      # how often a stub reached asyncPreempt2 (a stub must call it)
         # trap_handler(machine, sentinel name) -> None (go on) | "stop" | "park"; overrides the
         # on_* callbacks (the scheduler uses it). "park" saves the context in self.parked.
         self.trap_handler: Callable[["Machine", str], str | None] | None = None
@@ -178,6 +188,8 @@ class Machine:
         if name == "gcWriteBarrier":
             self.write_barrier_calls += 1
             return
+        if name == "asyncPreempt2":
+            self.async_preempt2_calls += 1
         if name in ("mallocgc", "gonewobject"):
             if self.on_alloc is None:
                 raise GuestFaultInHook(f"runtime.{name} called but this world has no heap")
@@ -222,7 +234,9 @@ class Machine:
 
     def _hook_bad_access(self, uc, access, address, size, value, user_data):
         kind = {unicorn.UC_MEM_READ_UNMAPPED: "reading", unicorn.UC_MEM_WRITE_UNMAPPED: "writing",
-                unicorn.UC_MEM_FETCH_UNMAPPED: "fetching"}.get(access, "accessing")
+                unicorn.UC_MEM_FETCH_UNMAPPED: "fetching",
+                unicorn.UC_MEM_WRITE_PROT: "writing read-only code (self-modifying code is not supported) at",
+                unicorn.UC_MEM_FETCH_PROT: "executing non-code memory at"}.get(access, "accessing")
         self._bad_access = (kind, address)
         return False
 
@@ -376,6 +390,17 @@ class Machine:
         return dump.RegState(ctypes.string_at(self._dump_addr, dump.SIZE), self._dump_rip.value)
 
     # --- running --------------------------------------------------------------------------
+    def where(self, pc: int) -> str:
+        """describe_pc, and for a PC outside every function, how control got there if we can tell."""
+        if self.all.func_for(pc) is not None:
+            return self.all.describe_pc(pc)
+        for f in self.all.funcs:
+            if f.end == pc and f.insns:
+                last = f.insns[-1]
+                return (f"{pc:#x}, just past the end of {f.name}: execution fell off the end of the function "
+                        f"after `{last.text}` ({last.where}); end it with RET or JMP")
+        return f"{pc:#x}, outside any function"
+
     def run(self, begin: int, count: int) -> str:
         """Run from `begin` for at most `count` instructions; return why it stopped.
 
@@ -394,7 +419,7 @@ class Machine:
                 raise uc._hook_exception
         except GuestFaultInHook as e:
             pc = self.pc
-            raise Fault(pc, str(e), self.all.describe_pc(pc)) from None
+            raise Fault(pc, str(e), self.where(pc)) from None
         except unicorn.UcError as e:
             pc = self.pc
             msg = str(e)
@@ -402,15 +427,16 @@ class Machine:
                 kind, addr = self._bad_access
                 where = self.describe_address(addr) if self.describe_address else None
                 msg += f" {kind} {addr:#x} ({where or memmap.describe_address(addr)})"
-            raise Fault(pc, msg, self.all.describe_pc(pc)) from None
+            raise Fault(pc, msg, self.where(pc)) from None
         if self._unexpected_interrupt is not None:
             intno, at = self._unexpected_interrupt
             if intno == 1:       # #DB: the trap flag is set, which only a bad POPFQ does here
                 pc = self.pc
                 raise Fault(pc, "single-step trap: RFLAGS has TF set (a POPFQ loaded a wrong RFLAGS value)",
-                            self.all.describe_pc(pc), reg="RFLAGS")
-            raise Fault(at, f"unexpected interrupt {intno} (e.g. INT3 or a divide error) in guest code",
-                        self.all.describe_pc(at))
+                            self.where(pc), reg="RFLAGS")
+            if intno != 3:       # a fault: RIP still points at the faulting instruction
+                at = self.pc
+            raise Fault(at, f"{_EXCEPTIONS.get(intno, f'interrupt {intno}')} in guest code", self.where(at))
         return self.stop_reason
 
     def watch_heap(self, on_access: Callable[[str, int, int], None]) -> None:

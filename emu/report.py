@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from . import __version__, rtcode
+from .checkstub import mutation_score
 from .safepoint import REASONS
 from .sweep import SweepResult
 
@@ -265,18 +266,22 @@ def checkstub_json(rep) -> dict:
         ok=rep.ok)
 
 
-def render_checkstub(rep) -> str:
+def render_checkstub(rep, interrupted: bool = False) -> str:
+    w = max([18] + [len(r.scenario) for r in rep.results])
     note = "  (Go 1.27.3's own stub: 264)" if rep.layout == "go1.27" else ""
     L = [f"preemu check-stub: {rep.stub}  ({rep.layout} world: asyncPreempt2, g/m/p and xRegs as in Go "
          f"{rep.layout[2:]})",
          f"  stub max SP delta {rep.stub_max_sp_delta} bytes -> asyncPreemptStack {rep.headroom} bytes{note}",
          "  every preemption resumes on the other M and P; a canary guards the stack below the headroom;",
          "  a full GC (stack scan, mark, sweep) runs at every injection point", "",
-         f"  {'corpus loop':<18} {'boundaries':>10} {'points':>7} {'injected':>9} {'refused':>8} {'violations':>11}"]
+         f"  {'corpus loop':<{w}} {'boundaries':>10} {'points':>7} {'injected':>9} {'refused':>8} {'violations':>11}"]
     for r in rep.results:
-        L.append(f"  {r.scenario:<18} {r.boundaries:>10,} {r.points:>7,} {r.injected:>9,} "
+        L.append(f"  {r.scenario:<{w}} {r.boundaries:>10,} {r.points:>7,} {r.injected:>9,} "
                  f"{sum(r.refused.values()):>8,} {r.violation_count:>11,}")
     L.append("")
+    if rep.ok and interrupted:
+        L.append("INTERRUPTED: no violation in the corpus loops above; the rest of the corpus did not run.")
+        return "\n".join(L) + "\n"
     if rep.ok:
         L.append("PASS: the stub restored every register, flag and XMM register bit for bit at every point, on "
                  "another M and P,")
@@ -302,7 +307,7 @@ def render_checkstub(rep) -> str:
 
 
 def render_mutants(results, layout: str) -> str:
-    caught = sum(r.caught and r.diagnosed for r in results)
+    caught, _ = mutation_score(results)
     L = [f"preemu check-stub --mutants ({layout}): {len(results)} mutants of the generated stub", "",
          f"  {'mutant':<26} {'caught':<7} {'diagnosis (expected)':<22} named"]
     for r in results:
@@ -316,7 +321,7 @@ def render_mutants(results, layout: str) -> str:
 
 
 def mutants_json(results, layout: str) -> dict:
-    score = sum(r.caught and r.diagnosed for r in results)
+    score, _ = mutation_score(results)
     return OrderedDict(tool="preemu", version=__version__, schema=JSON_SCHEMA, command="check-stub --mutants",
                        layout=layout, mutants=[{"name": r.mutant.name, "description": r.mutant.description,
                                                 "expect": sorted(r.mutant.expect), "caught": r.caught,

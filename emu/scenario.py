@@ -32,7 +32,7 @@ from pathlib import Path
 
 from . import loader, regs
 from . import sweep as S
-from .errors import EmuError, ScenarioError
+from .errors import EmuError, ScenarioError, read_utf8
 from .layout import LAYOUTS
 from .safepoint import REASONS
 
@@ -124,10 +124,11 @@ def load(path: str | Path) -> "Scenario | SchedScenario":
     """Read and validate a scenario file (a sweep scenario, or a scheduler one with [[goroutines]])."""
     p = Path(path)
     ps = str(path)
+    text, line, why = read_utf8(p)
+    if text is None:
+        raise ScenarioError(ps, f"line {line}" if line else "", why)
     try:
-        data = tomllib.loads(p.read_text())
-    except OSError as e:
-        raise ScenarioError(ps, "", f"cannot read: {e.strerror}") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(ps, "", f"not valid TOML: {e}") from None
     if "goroutines" in data:

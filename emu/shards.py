@@ -59,15 +59,16 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the coordinator's to handle
 
 
-def map_ordered(fn, items: list, jobs: int) -> list:
-    """[fn(x) for x in items], in up to `jobs` local processes when jobs > 1 (results in item order).
-    fn must be a module-level function (it is pickled)."""
+def map_ordered(fn, items: list, jobs: int):
+    """Yield fn(x) for x in items, in item order, computed in up to `jobs` local processes when
+    jobs > 1. fn must be a module-level function (it is pickled)."""
     if jobs <= 1 or len(items) <= 1:
-        return [fn(x) for x in items]
+        yield from map(fn, items)
+        return
     from concurrent.futures import ProcessPoolExecutor
     pool = ProcessPoolExecutor(max_workers=min(jobs, len(items)), initializer=_ignore_sigint)
     try:
-        return list(pool.map(fn, items))
+        yield from pool.map(fn, items)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 

@@ -19,13 +19,16 @@ from dataclasses import dataclass, field
 
 import unicorn
 
-from . import dump, inject, memmap, regs, verify
+from functools import lru_cache
+
+from . import asmfront, dump, inject, memmap, regs, rtcode, stubgen, verify
+from . import layout as L
 from .errors import BudgetExceeded, GuestFault
 from .gmp import World
 from .machine import STOP_STUB_RET, Fault
 
 DEFAULT_BUDGET = 20_000_000
-STUB_BUDGET = 200_000
+STUB_BUDGET_FACTOR = 50      # a stub's run may take 50x the reference stub's instructions
 MAX_CHUNK = 1 << 20
 CANARY_SIZE = 256
 CANARY = bytes((0xC5 ^ i) & 0xFF for i in range(CANARY_SIZE))
@@ -107,6 +110,18 @@ def select_points(n: int, max_points: int, must: set[int] = frozenset()) -> "ran
     return sorted(pts)
 
 
+@lru_cache(maxsize=None)
+def stub_budget(layout_name: str) -> int:
+    """The instruction budget of one stub run: STUB_BUDGET_FACTOR x what the generated (reference) stub
+    of this layout executes, asyncPreempt2 and its callees included. A stub that loops ends here."""
+    lay = L.get_layout(layout_name)
+    ref = asmfront.assemble_text(stubgen.generate(lay), "<reference stub>", memmap.STUB_BASE, rtcode.runtime_externs())
+    rt = rtcode.runtime_program(lay.name)
+    n = sum(len(f.insns) for f in ref.funcs) + sum(len(f.insns) for f in rt.funcs
+                                                    if f.name in ("asyncPreempt2", "xRegRestore"))
+    return STUB_BUDGET_FACTOR * n
+
+
 def first_boundaries(world: World, n: int) -> dict[int, int]:
     """Return {pc: first boundary at which pc executes} for the goroutine's run (opt-in block hook).
 
@@ -164,6 +179,8 @@ def run_reference(world: World, budget: int = DEFAULT_BUDGET) -> Reference:
     while True:
         step = min(chunk, budget - base)
         if step <= 0:
+            if m.all.func_for(m.pc) is None:          # Unicorn may spin at an unmapped PC instead of faulting
+                raise GuestFault(m.pc, m.where(m.pc), "execution left the program's code")
             raise BudgetExceeded(f"goroutine {world.program.func_for(world.entry).name}", budget, m.pc,
                                  m.all.describe_pc(m.pc))
         snap = snapshot()
@@ -216,7 +233,7 @@ def final_violations(w: World, final, ref: Reference, last_boundary: int) -> lis
 class Sweeper:
     """Runs chained injection sweeps over one World."""
 
-    def __init__(self, world: World, seed: int = 1, stub_budget: int = STUB_BUDGET):
+    def __init__(self, world: World, seed: int = 1, stub_budget: int | None = None):
         self.world = world
         self.m = world.machine
         # Clobber masks: asyncPreempt2 loads (interrupted value XOR mask) into every register, so
@@ -226,7 +243,8 @@ class Sweeper:
         masks = {r.name: (rnd.getrandbits(8 * r.size) | 1) for r in regs.DUMPED}
         masks["RFLAGS"] = regs.USER_FLAGS_MASK
         self._mask = int.from_bytes(dump.pack(masks), "little")
-        self.stub_budget = stub_budget
+        self.stub_budget = stub_budget or globals()["stub_budget"](world.layout.name)
+        self.runaway = False         # a stub run hit the budget: the chain stopped there
 
     def _clobber_table(self, raw_before: bytes) -> bytes:
         return (int.from_bytes(raw_before, "little") ^ self._mask).to_bytes(dump.SIZE, "little")
@@ -248,6 +266,7 @@ class Sweeper:
             w.restore(snap)
         injected = 0
         self.forced = 0
+        self.runaway = False
         refused: Counter = Counter()
         violations = ViolationLog(keep)
         all_prog = m.all
@@ -282,8 +301,14 @@ class Sweeper:
             st = w.sched_state()
             ctx = m.save_context(ctx)
             bound = w.cur
-            v = inject.sighandler_sigurg(w.sigctx, all_prog, st, pc, s, headroom, stub_entry, w.ack,
-                                         not async_preemption)
+            try:
+                v = inject.sighandler_sigurg(w.sigctx, all_prog, st, pc, s, headroom, stub_entry, w.ack,
+                                             not async_preemption)
+            except unicorn.UcError:
+                raise GuestFault(pc, all_prog.describe_pc(pc),
+                                 f"the signal handler cannot push the resume PC at RSP-8 = {s - 8:#x} "
+                                 f"({memmap.describe_address(s - 8)}): RSP does not point into the goroutine's "
+                                 "stack") from None
             if stats is not None:
                 ps = stats.get(pc)
                 if ps is None:
@@ -311,6 +336,7 @@ class Sweeper:
                 return verify.violation_maker(all_prog, _k, _pc)(*a)
 
             found: list[verify.Violation] = []
+            calls_before = m.async_preempt2_calls
             m.stub_ret_armed = True
             try:
                 if nested_signals:
@@ -324,8 +350,19 @@ class Sweeper:
                                   f"the stub faulted at {f.where}"))
             m.stub_ret_armed = False
             if reason is not None and reason not in (STOP_STUB_RET, "nested"):
-                found.append(make("stub-budget", "asyncPreempt", "RET within the budget",
-                                  f"no RET after {self.stub_budget} instructions (stopped at {m.pc:#x})"))
+                found.append(make("stub-budget", "asyncPreempt", f"RET within {self.stub_budget:,} instructions",
+                                  f"no RET after {self.stub_budget:,} instructions (stopped at "
+                                  f"{all_prog.describe_pc(m.pc)})",
+                                  f"the stub ran away; its budget is {STUB_BUDGET_FACTOR}x the reference stub's "
+                                  "instructions; the sweep stops at the first runaway"))
+                violations.extend(found)
+                self.runaway = True
+                return injected, refused, violations, None
+            if reason == STOP_STUB_RET and m.async_preempt2_calls == calls_before:
+                found.append(make("no-asyncPreempt2", "asyncPreempt2", "CALL asyncPreempt2",
+                                  "the stub returned without calling asyncPreempt2",
+                                  "the stub returned without calling asyncPreempt2: the goroutine was never "
+                                  "descheduled, so nothing it saves or restores was tested"))
             if not found:
                 after = m.dump_state()
                 raw_after = after.raw
@@ -468,6 +505,7 @@ class ShardResult:
     violations: ViolationLog
     per_pc: dict[int, PcStats]
     cpu_seconds: float = 0.0          # timing (process CPU time of the shard)
+    gc: "GcStats | None" = None       # --gc worlds (always one shard run here)
 
 
 def start_states(world: World, boundaries: list[int]) -> list:
@@ -495,20 +533,24 @@ def run_shard(world: World, ref: Reference, index: int, points, start, opts: Cha
         async_preemption=opts.async_preemption, nested_signals=opts.nested_signals, start=start,
         keep=opts.max_violations)
     forced = sw.forced
-    if world.gc_enabled:
+    gc = None
+    if world.gc_enabled:                  # taken now: attributing a divergence below re-runs the chain
+        gc = GcStats(world.gc_cycles, world.gc_freed, sorted(world.retained_conservatively), world.shrink_deferred,
+                     len(world.heap.objs), world.retained_dead())
         for base, size, kind, addr, apc, freed_at in world.uaf:
             make = verify.violation_maker(world.machine.all, freed_at, apc)
             violations.append(make("use-after-free", f"object {base:#x} ({size} bytes)", "a live object",
                                    f"{kind} of freed memory at {addr:#x}",
                                    f"freed by the GC at the injection at boundary {freed_at}; accessed at pc {apc:#x}"))
-    fv = final_violations(world, final, ref, points[-1] if len(points) else 0)
+    fv = [] if sw.runaway else final_violations(world, final, ref, points[-1] if len(points) else 0)
     if fv:
         culprit = sw.attribute(points, ref, opts.force_unsafe, start)
         if culprit is not None:
             for v in fv:
                 v.detail += f"; first diverging injection: boundary {culprit}"
         violations.extend(fv)
-    return ShardResult(index, len(points), injected, forced, refused, violations, stats, time.process_time() - t0)
+    return ShardResult(index, len(points), injected, forced, refused, violations, stats, time.process_time() - t0,
+                       gc)
 
 
 def sweep(world: World, entry: str, seed: int = 1, max_points: int = 100_000,
@@ -558,10 +600,7 @@ def merge_shards(world: World, entry: str, ref: Reference, opts: ChainOptions, r
                 stats[pc] = PcStats(pc, Counter(ps.verdicts))
             else:
                 mine.verdicts.update(ps.verdicts)
-    gc = None
-    if world.gc_enabled:
-        gc = GcStats(world.gc_cycles, world.gc_freed, sorted(world.retained_conservatively), world.shrink_deferred,
-                     len(world.heap.objs), world.retained_dead())
+    gc = results[0].gc if results else None
     seen = set(stats)
     static = [i.addr for f in world.program.funcs if any(f.start <= pc < f.end for pc in seen) for i in f.insns]
     uncovered = [pc for pc in static if pc not in seen]

@@ -15,7 +15,7 @@ from . import dump, regs
 
 @dataclass
 class Violation:
-    kind: str            # register | flags | resume | memory | stub-fault | stub-budget | final-state
+    kind: str            # register | flags | resume | memory | stub-fault | stub-budget | no-asyncPreempt2 | final-state | ...
     what: str            # register name, address, or short subject
     expected: str
     actual: str

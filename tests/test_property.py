@@ -2,13 +2,22 @@
 
 hypothesis generates the loop bodies (ALU with flags, shifts, CMOV/SETcc, SSE integer and float
 ops, REP string ops on a scratch buffer, DF set and cleared); a failing program is shrunk to a
-minimal one and printed. Derandomized, so CI runs are reproducible.
+minimal one and printed. Derandomized, so CI runs are reproducible. Every program is also swept
+with a stub that does not restore R15 (the loop counter, live at every boundary): that must fail,
+naming R15.
 """
+import re
+import tempfile
+from pathlib import Path
+
 from conftest import assemble
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from emu import loader, sweep
+from emu import loader, stubgen, sweep
+
+BROKEN = Path(tempfile.mkdtemp(prefix="preemu-prop-")) / "no_r15_restore.s"
+BROKEN.write_text(re.sub(r"^ +mov r15, qword ptr .*\n", "", stubgen.stub_path("go1.14").read_text(), flags=re.M))
 
 GPR = ["rax", "rbx", "rdx", "r8", "r9", "r10", "r11", "r12", "r13"]
 GPR8 = {"rax": "al", "rbx": "bl", "rdx": "dl", "r8": "r8b", "r9": "r9b", "r10": "r10b", "r11": "r11b",
@@ -55,3 +64,7 @@ def test_random_loops_sweep_clean_with_both_layouts(blocks, iterations):
         res = sweep.sweep(w, "prop", max_points=400)
         assert res.ok, f"{lay}: {res.violations[0].describe()}\n{src}"
         assert res.injected == res.points
+    w = loader.build_world(prog, "prop", "go1.14", BROKEN)
+    res = sweep.sweep(w, "prop", max_points=400)
+    assert {(v.kind, v.what) for v in res.violations} == {("register", "R15")}, src
+    assert res.violation_count == res.injected == res.points

@@ -87,7 +87,8 @@ def test_ctrl_c_prints_one_line_the_partial_summary_and_exits_130(small_shards, 
     code = cli.main(["sweep", str(SUM), "--func", "sum_loop", "--reg", "RCX=300", "--jobs", "1", "--quiet"], out)
     err = capsys.readouterr().err
     assert code == 130
-    assert err.strip().splitlines() == ["preemu: interrupted (Ctrl-C)"] and "Traceback" not in err
+    assert err.strip().splitlines() == ["preemu: interrupted (Ctrl-C) after 2 of 4 shards; the summary above is "
+                                        "partial"] and "Traceback" not in err
     assert out.getvalue().startswith("partial: 2 of 4 shards finished: 1,400 points, 1,400 injected, 0 violation(s)")
 
 

@@ -1,0 +1,92 @@
+"""Mutation check (not a test): re-apply the semantic mutations of emu/ that once survived the whole
+suite (issue #13) and show that each one now makes the suite fail.
+
+Each mutation is a textual patch applied to a copy of the repository in a temporary directory (the
+checkout is never touched); the tests that should kill it run there. Run with
+`.venv/bin/python bench/mutations.py [NAME ...]`; exit 0 when every mutation is killed.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+KILLERS = ["tests/test_bites.py"]
+
+#: name -> (file, old text, new text, tests to run)
+MUTATIONS = {
+    "verify-low-32-bits": ("emu/verify.py", "        b, a = before.values[r.name], after.values[r.name]\n",
+                           "        b, a = before.values[r.name], after.values[r.name]\n"
+                           "        if r.kind == 'gp':\n            b, a = b & 0xFFFFFFFF, a & 0xFFFFFFFF\n", KILLERS),
+    "no-resume-pc-check": ("emu/sweep.py", "                    if ret_to != pc:", "                    if False:", KILLERS),
+    "final-memory-unchecked": ("emu/sweep.py", "    for a, data in ref.final_memory:", "    for a, data in []:",
+                               KILLERS),
+    "clobber-xmm-low-64": ("emu/sweep.py", "(rnd.getrandbits(8 * r.size) | 1)",
+                           "((rnd.getrandbits(8 * r.size) & (2**64 - 1)) | 1)", KILLERS),
+    "clobber-keeps-df": ("emu/sweep.py", 'masks["RFLAGS"] = regs.USER_FLAGS_MASK',
+                         'masks["RFLAGS"] = regs.USER_FLAGS_MASK & ~0x400', KILLERS),
+    "asyncpreempt2-keeps-rflags": ("emu/rtcode.py", """           f"push qword ptr {_abs(t + o['RFLAGS'])}", "popfq"]""",
+                                   "           ]", KILLERS),
+    "nested-acceptance-unreported": ("emu/sweep.py", "                if v.ok:\n                    return \"nested\"",
+                                     "                if False:\n                    return \"nested\"", KILLERS),
+    "asyncpreemptoff-acks": ("emu/inject.py", '        return Verdict(False, "asyncpreemptoff")',
+                             '        ack()\n        return Verdict(False, "asyncpreemptoff")', KILLERS),
+    "headroom-first": ("emu/safepoint.py", "    # 1. Only user Gs can have safe points",
+                       "    if sp < st.stack_lo or sp - st.stack_lo < headroom:\n"
+                       "        return Verdict(False, \"stack-headroom\")\n    # 1. Only user Gs can have safe points",
+                       KILLERS),
+    "mallocing-before-locks": ("emu/safepoint.py", "    if st.m_locks != 0:\n        return \"m-locks\"\n"
+                               "    if st.m_mallocing != 0:\n        return \"m-mallocing\"\n",
+                               "    if st.m_mallocing != 0:\n        return \"m-mallocing\"\n"
+                               "    if st.m_locks != 0:\n        return \"m-locks\"\n", KILLERS),
+    "callers-conservative": ("emu/gcscan.py", "        else:\n            for off in (frame_ptr_slots(prog, fr) or ()):",
+                             "        else:\n            conservative_range('caller', fr.sp, fr.sp + fr.size)\n"
+                             "            for off in (frame_ptr_slots(prog, fr) or ()):", KILLERS),
+    "any-violation-diagnosed": ("emu/checkstub.py", "bool(viol), mu.expect <= named,", "bool(viol), bool(viol),",
+                                KILLERS),
+    "caught-or-diagnosed-killed": ("emu/checkstub.py", "return self.caught and self.diagnosed",
+                                   "return self.caught or self.diagnosed", KILLERS),
+    "sysmon-when-never-reset": ("emu/sched.py", "p.sysmon_tick, p.sysmon_when = p.schedtick, t",
+                                "p.sysmon_tick = p.schedtick", KILLERS),
+    "no-runnext-on-ready": ("emu/sched.py", "            self._runqput(into, g, True)",
+                            "            self._runqput(into, g, False)", KILLERS),
+    "no-global-queue-poll": ("emu/sched.py", "if p.schedtick % GLOBAL_QUEUE_EVERY == 0 and self.global_q:",
+                             "if False:", KILLERS),
+}
+
+
+def run(name: str, spec) -> bool:
+    """Apply one mutation in a scratch copy; return True if the killing tests fail."""
+    path, old, new, tests = spec
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp) / "repo"
+        shutil.copytree(ROOT, work, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", ".hypothesis",
+                                                                  "build", "*.egg-info"))
+        f = work / path
+        text = f.read_text()
+        if text.count(old) != 1:
+            print(f"  {name:<30} PATCH DOES NOT APPLY ({path}: the text to mutate is gone or ambiguous)")
+            return False
+        f.write_text(text.replace(old, new))
+        p = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
+                           cwd=work, capture_output=True, text=True)
+        killed = p.returncode != 0
+        by = next((ln.split(" - ")[0].removeprefix("FAILED ") for ln in p.stdout.splitlines()
+                   if ln.startswith(("FAILED", "ERROR"))), "")
+        print(f"  {name:<30} {'killed by ' + by if killed else 'SURVIVED'}")
+        return killed
+
+
+def main(names: list[str]) -> int:
+    chosen = {n: MUTATIONS[n] for n in (names or MUTATIONS)}
+    print(f"re-applying {len(chosen)} mutation(s); each must make {', '.join(KILLERS)} fail")
+    ok = [run(n, spec) for n, spec in chosen.items()]
+    print(f"{sum(ok)}/{len(ok)} killed")
+    return 0 if all(ok) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,75 @@
+"""A real install: build the wheel, install it (not editable) in a fresh venv, and run the commands
+from a directory that is not the checkout. The venv sees the engines already installed here through
+a .pth file (the wheel goes in with --no-deps), so the test needs no network."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run(cmd, cwd, timeout=300):
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    return subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("install")
+    wheels = tmp / "wheels"
+    r = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", wheels, ROOT],
+             cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    (wheel,) = wheels.glob("preemu-*.whl")
+    venv = tmp / "venv"
+    r = _run([sys.executable, "-m", "venv", "--without-pip", venv], cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    py = venv / "bin" / "python"
+    site = Path(_run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], tmp).stdout.strip())
+    (site / "engines.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    r = _run([sys.executable, "-m", "pip", "--python", py, "install", "--no-deps", "-q", wheel], cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    work = tmp / "elsewhere"
+    work.mkdir()
+    return venv, work, site
+
+
+def test_the_installed_package_is_the_wheel_not_the_checkout(installed):
+    venv, work, site = installed
+    r = _run([venv / "bin" / "python", "-c", "import emu, emu.paths as p; print(emu.__file__); print(p.ASM_DIR)"],
+             work)
+    assert r.returncode == 0, r.stderr
+    mod, asm = r.stdout.split()
+    assert Path(mod).is_relative_to(site) and Path(asm).is_relative_to(site)
+    assert (Path(asm) / "preempt_amd64_go114.s").is_file()
+
+
+def test_commands_work_from_another_directory(installed):
+    venv, work, site = installed
+    preemu = venv / "bin" / "preemu"
+    (work / "loop.s").write_text("count:\n    xor eax, eax\n.l:\n    inc rax\n    cmp rax, rcx\n    jb .l\n    ret\n")
+    r = _run([preemu, "sweep", "loop.s", "--func", "count", "--reg", "RCX=5"], work)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "OK: every injection" in r.stdout
+
+    (work / "loop.toml").write_text('name = "loop"\ndescription = "d"\nasm = "loop.s"\nentry = "count"\n'
+                                    '[registers]\nRCX = 4\n[expect]\nviolations = 0\n')
+    r = _run([preemu, "run", "loop.toml"], work)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "scenario loop: PASS" in r.stdout
+
+    r = _run([preemu, "gen-stub", "--check"], work)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("up to date") == 2
+
+    stub = site / "emu" / "asm" / "preempt_amd64_go114.s"
+    (work / "my_stub.s").write_text(stub.read_text())
+    r = _run([preemu, "check-stub", "my_stub.s", "--max-points", "3"], work)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "sum_loop" in r.stdout and "corpus is empty" not in r.stdout + r.stderr
