@@ -1,6 +1,6 @@
 ; The places where Go never preempts asynchronously -- one of each, marked as Go marks them
-; (facts §4.2 prologue window, §4.4 write barriers, atomic RMW loops, nosplit, runtime code;
-; §2.5 checks 7-9). A sweep refuses exactly these PCs, each with Go's reason.
+; (emu/FACTS.md §4.2 prologue window, §4.4 write barriers, atomic RMW loops, nosplit, runtime code;
+; §2.5 checks 5-7). A sweep refuses exactly these PCs, each with Go's reason.
 ; In: RCX = rounds.
 ;@data slot 8 0
 ;@data flags 8 0

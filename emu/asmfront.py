@@ -5,7 +5,7 @@ with Capstone, maps every instruction back to its source line, and records what 
 PCDATA/FUNCDATA (unsafe points, asm/nosplit flags, the SP delta at each PC, inlined ranges).
 The directive syntax is documented in asm/README.md.
 
-Keystone pitfalls handled here (anchors §9): no `sym_resolver` is ever installed (it silently reads
+Keystone pitfalls handled here (FACTS.md §9): no `sym_resolver` is ever installed (it silently reads
 decimal immediates as hex); external names (asyncPreempt2, data buffers, ...) are substituted as
 absolute hex addresses before assembling. Keystone's statement count on errors is unreliable, so a
 failing unit is re-assembled line by line to name the failing line.
@@ -20,10 +20,11 @@ import capstone
 import keystone
 
 from .errors import AsmError, read_utf8
+from .heap import encode_type
 from .program import DataSym, Func, Insn, Program
 
-_LABEL = re.compile(r"^([A-Za-z_.$][\w.$@]*):\s*(.*)$")
-_IDENT = r"(?<![\w.$@]){}(?![\w$@])"
+_LABEL = re.compile(r"^([A-Za-z_.$][\w.$@/]*):\s*(.*)$")
+_IDENT = r"(?<![\w.$@/]){}(?![\w$@/])"
 _FUNC_DIRECTIVES = {"asm", "nosplit", "goname"}
 _RSP_IMM = re.compile(r"^rsp, (-?(?:0x[0-9a-f]+|\d+))$")
 
@@ -69,20 +70,24 @@ def _num(text: str, file: str, line: int, what: str) -> int:
 
 
 def assemble_file(path: str | Path, base: int, externs: dict[str, int] | None = None,
-                  data_base: int | None = None, display_name: str | None = None) -> Program:
+                  data_base: int | None = None, display_name: str | None = None,
+                  package: str = "main", asm: bool = False) -> Program:
     """Assemble the .s file at `path` to address `base`; see assemble_text."""
     name = display_name or str(path)
     text, line, why = read_utf8(path)
     if text is None:
         raise AsmError(name, line, why)
-    return assemble_text(text, name, base, externs, data_base)
+    return assemble_text(text, name, base, externs, data_base, package, asm)
 
 
 def assemble_text(text: str, file: str, base: int, externs: dict[str, int] | None = None,
-                  data_base: int | None = None) -> Program:
+                  data_base: int | None = None, package: str = "main", asm: bool = False) -> Program:
     """Assemble `text` (named `file` in messages) at `base`, resolving `externs` to absolute addresses.
 
-    `;@data` buffers are placed from `data_base` upwards (64-byte aligned).
+    `;@data` buffers are placed from `data_base` upwards (64-byte aligned). A function's Go name is
+    its label when the label is already a qualified Go name (see go_name), else `package.label`.
+    With asm=True every function is hand-written assembly (FuncFlagAsm), whatever its directives
+    say: the stub file is runtime assembly (package "runtime"), as runtime/preempt_amd64.s is.
     """
     externs = dict(externs or {})
     funcs, data = _parse(text, file, externs, data_base)
@@ -102,15 +107,21 @@ def assemble_text(text: str, file: str, base: int, externs: dict[str, int] | Non
             s = rx.sub(addr, s)
         return s
 
+    # Go names such as `internal/bytealg.count` are not Keystone symbols: give each such function a
+    # plain assembler symbol and substitute it wherever the name is referenced.
+    sym = {f.name: f.name if re.fullmatch(r"[A-Za-z_]\w*", f.name) else f"__fn{k}_" + re.sub(r"\W", "_", f.name)
+           for k, f in enumerate(funcs)}
+    subst += [(re.compile(_IDENT.format(re.escape(n))), a) for n, a in
+              sorted(sym.items(), key=lambda kv: -len(kv[0])) if n != a]
     stmts: list[str] = []
     lines: list[tuple[_Func, _Line]] = []
     for f in funcs:
         # local labels are scoped to their function: give each a unique assembler name
-        local = {b[1]: f".L_{f.name}_{b[1][1:]}" for b in f.body if isinstance(b, tuple)}
+        local = {b[1]: f".L_{sym[f.name]}_{b[1][1:]}" for b in f.body if isinstance(b, tuple)}
 
         def scoped(text: str, local=local) -> str:
             return _replace_labels(text, local)
-        stmts.append(f"{f.name}:")
+        stmts.append(f"{sym[f.name]}:")
         for b in f.body:
             if isinstance(b, tuple):
                 stmts.append(f"{scoped(b[1])}:")
@@ -120,7 +131,7 @@ def assemble_text(text: str, file: str, base: int, externs: dict[str, int] | Non
     try:
         enc, _ = _ks.asm("\n".join(stmts), base)
     except keystone.KsError as e:
-        _locate_error(lines, resolve, file, base)
+        _locate_error(lines, resolve, file, base, sym.values())
         raise AsmError(file, funcs[0].line, f"assembly failed: {e}") from None
     code = bytes(enc or b"")
     decoded = list(_cs.disasm(code, base))
@@ -129,7 +140,7 @@ def assemble_text(text: str, file: str, base: int, externs: dict[str, int] | Non
         raise AsmError(file, where, f"Capstone decodes {len(decoded)} instructions where the source has "
                        f"{len(lines)}; every source line must be exactly one instruction")
     code, decoded = _fix_absolute_operands(code, decoded, lines, resolve, base, file)
-    return Program(_build_funcs(funcs, lines, decoded, file), data, [(base, code)])
+    return Program(_build_funcs(funcs, lines, decoded, file, package, asm), data, [(base, code)])
 
 
 _BRACKET = re.compile(r"\[([^\]]*)\]")
@@ -241,6 +252,22 @@ def _parse(text: str, file: str, externs: dict[str, int], data_base: int | None)
                 inline = args[0]
             elif d == "inline-end":
                 inline = None
+            elif d == "type":
+                # ;@type NAME SIZE OFF...: a type descriptor for `lea rax, [NAME]; call newobject`
+                if data_base is None:
+                    raise AsmError(file, n, ";@type is not allowed in this file")
+                if len(args) < 2 or not re.fullmatch(r"[A-Za-z_]\w*", args[0]):
+                    raise AsmError(file, n, ";@type takes NAME SIZE and the byte offsets of its pointer words")
+                name, size = args[0], _num(args[1], file, n, ";@type size")
+                offs = [_num(a, file, n, ";@type pointer offset") for a in args[2:]]
+                if not 0 < size <= 0x10000 or any(o < 0 or o % 8 or o + 8 > size for o in offs):
+                    raise AsmError(file, n, ";@type size must be 1..65536 and pointer offsets multiples of 8 "
+                                   "inside the object")
+                if name in externs or any(x.name == name for x in data):
+                    raise AsmError(file, n, f";@type {name!r} is defined twice or clashes with a predefined symbol")
+                init = encode_type(size, offs)
+                data.append(DataSym(name, next_data, len(init), init))
+                next_data += (len(init) + 63) // 64 * 64
             elif d == "data":
                 if data_base is None:
                     raise AsmError(file, n, ";@data is not allowed in this file")
@@ -264,9 +291,9 @@ def _parse(text: str, file: str, externs: dict[str, int], data_base: int | None)
                 raise AsmError(file, n, f"unknown directive ;@{d} (see asm/README.md)")
         if not code:
             continue
-        if code.startswith(".") and not _LABEL.match(code):
+        if code.startswith(".") and not _LABEL.match(code) and not code.startswith(".byte "):
             raise AsmError(file, n, f"assembler directive {code.split()[0]!r} is not supported; "
-                           "use ;@data for buffers")
+                           "use ;@data for buffers (`.byte` may spell one instruction)")
         m = _LABEL.match(code)
         if m:
             name, code = m.group(1), m.group(2).strip()
@@ -305,9 +332,10 @@ def _parse(text: str, file: str, externs: dict[str, int], data_base: int | None)
     return funcs, data
 
 
-def _locate_error(lines, resolve, file, base) -> None:
-    """Re-assemble each instruction alone (labels replaced by an address) and raise on the first failure."""
-    funcs = {f.name: f"{base:#x}" for f, _ in lines}
+def _locate_error(lines, resolve, file, base, symbols) -> None:
+    """Re-assemble each instruction alone (labels and the function `symbols` replaced by an address) and
+    raise on the first failure."""
+    funcs = {s: f"{base:#x}" for s in symbols}
     local: dict[str, str] = {}
     owner = None
     for f, ln in lines:
@@ -420,7 +448,15 @@ def _sp_deltas(f: _Func, body: list[_Line], ds: list, file: str) -> list[int]:
     return delta
 
 
-def _build_funcs(funcs: list[_Func], lines, decoded, file: str) -> list[Func]:
+def go_name(label: str, package: str = "main") -> str:
+    """The Go symbol name of a function label: a label that is already a qualified Go name
+    (`runtime.spinloop`, `internal/bytealg.count`, `reflect.f`: a `.` after the first character) is
+    that name; any other label is `package.label`, as the compiler names symbols."""
+    return label if "." in label[1:] else f"{package}.{label}"
+
+
+def _build_funcs(funcs: list[_Func], lines, decoded, file: str, package: str = "main",
+                 asm: bool = False) -> list[Func]:
     out: list[Func] = []
     k = 0
     for f in funcs:
@@ -432,6 +468,6 @@ def _build_funcs(funcs: list[_Func], lines, decoded, file: str) -> list[Func]:
                       dl, ln.unsafe or f.nosplit, ln.inline, ln.ptrs) for ln, d, dl in zip(body, ds, deltas)]
         start = insns[0].addr
         end = insns[-1].addr + insns[-1].size
-        goname = f.goname or f"main.{f.name}"
-        out.append(Func(f.name, goname, start, end, bool(f.asm), bool(f.nosplit), tuple(insns)))
+        goname = f.goname or go_name(f.name, package)
+        out.append(Func(f.name, goname, start, end, bool(f.asm or asm), bool(f.nosplit), tuple(insns)))
     return out

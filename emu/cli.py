@@ -191,7 +191,8 @@ def cmd_preempt(a, out) -> int:
     _check_regs(given, world)
     try:
         at = episode.resolve_at(world, a.at)
-        ep = episode.run_episode(world, at, a.async_preemption == "on", a.retry, a.max_wait, a.force_unsafe,
+        retry = episode.DEFAULT_RETRY if a.retry is None else a.retry
+        ep = episode.run_episode(world, at, a.async_preemption == "on", retry, a.max_wait, a.force_unsafe,
                                  a.signal_delay, a.gc_during_preemption)
     except ValueError as e:
         raise EmuError(str(e)) from None
@@ -199,7 +200,7 @@ def cmd_preempt(a, out) -> int:
         json.dump(report.episode_json(ep, a.file, a.func), out, indent=1)
         out.write("\n")
     else:
-        out.write(report.render_episode(ep, a.file, a.func))
+        out.write(report.render_episode(ep, a.file, a.func, world.layout.name))
     return 0 if ep.ok else 1
 
 
@@ -397,8 +398,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--reg", action="append", metavar="NAME=VALUE", help="entry register value; repeatable")
     e.add_argument("--async-preemption", choices=["on", "off"], default="on",
                    help="off = Go 1.13 / GODEBUG=asyncpreemptoff=1: only prologues can preempt")
-    e.add_argument("--retry", type=int, default=50, metavar="N",
-                   help="sysmon re-sends a refused signal every N instructions (default 50)")
+    e.add_argument("--retry", type=int, default=None, metavar="N",
+                   help="sysmon re-sends a refused signal every N instructions (default 50: compressed; "
+                        "sysmon's own tick is 20 us-10 ms, 20000 instructions or more at 1 ns each)")
     e.add_argument("--signal-delay", type=int, default=0, metavar="N",
                    help="the signal arrives N instructions after the request (default 0)")
     e.add_argument("--max-wait", type=int, default=100_000, metavar="N",

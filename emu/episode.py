@@ -1,7 +1,7 @@
 """One preemption episode, step by step: request, signal(s), and how the goroutine is finally stopped.
 
 Where a sweep asks "is it correct to preempt here?" at every boundary, an episode follows Go's own
-sequence once (facts §1.3, §2.3, §2.8, §4.3): at boundary `at` sysmon's preemptone sets gp.preempt,
+sequence once (FACTS.md §1.3, §2.3, §4.3): at boundary `at` sysmon's preemptone sets gp.preempt,
 stackguard0 = stackPreempt and (with async preemption on) pp.preempt and sends SIGURG. The
 handler runs doSigPreempt. If the PC is not an async safe point the request *stays pending*:
 sysmon re-sends the signal every `retry` instructions (one signal in flight per M) and the next
@@ -75,7 +75,15 @@ def _wb_range_end(prog, pc: int) -> int | None:
     return None
 
 
-def run_episode(world: World, at: int, async_preemption: bool = True, retry: int = 50,
+#: sysmon's re-send cadence: while the request stays pending, retake calls preemptone on every sysmon
+#: tick; the shortest tick is usleep(20) (proc.go:6550-6557), 20,000 instructions at 1 ns each.
+SYSMON_TICK_INSNS = 20_000
+#: the default re-send interval of an episode: sysmon's cadence compressed, so that a short loop is
+#: still signalled again before it returns; the output says so.
+DEFAULT_RETRY = 50
+
+
+def run_episode(world: World, at: int, async_preemption: bool = True, retry: int = DEFAULT_RETRY,
                 max_wait: int = 100_000, force_unsafe: bool = False, signal_delay: int = 0,
                 gc_during_preemption: bool = False) -> Episode:
     """Request a preemption at boundary `at` and follow it until the goroutine is stopped."""
@@ -157,7 +165,7 @@ def run_episode(world: World, at: int, async_preemption: bool = True, retry: int
                 explained.add(v.reason)
                 say(pos, "refuse", f"signal at {where(pc)}: refused ({v.reason}: {REASONS[v.reason]}); "
                     "ack: preemptGen += 1, signalPending = 0; the request stays pending and sysmon "
-                    f"re-sends the signal every {retry} instructions")
+                    f"re-sends the signal every {retry:,} instructions{_cadence(retry)}")
             next_signal = pos + retry
             w.resend_signal()
         try:
@@ -273,3 +281,11 @@ def _finish(ep: Episode, w: World, ref: Reference, pos: int) -> None:
         return
     final = m.dump_state() if m.pc == memmap.GOEXIT else None
     ep.violations += final_violations(w, final, ref, pos)
+
+
+def _cadence(retry: int) -> str:
+    """Say how the re-send interval relates to sysmon's timing."""
+    if retry == SYSMON_TICK_INSNS:
+        return " (sysmon's 20 us tick at 1 ns per instruction)"
+    return f" (compressed: sysmon's tick is 20 us-10 ms, {SYSMON_TICK_INSNS:,}+ instructions at 1 ns each)" \
+        if retry < SYSMON_TICK_INSNS else ""

@@ -1,14 +1,16 @@
 """GC stack scan of an asynchronously preempted goroutine, mark and sweep (mirrors runtime/mgcmark.go
-scanstack/scanframeworker/scanConservative and mgcsweep.go, as facts §5 describes them).
+scanstack/scanframeworker/scanConservative and mgcsweep.go, as FACTS.md §5 describes them).
 
 Roots: precise globals (`;@data ... ptrs`), the goroutine's stack, and in the go1.27 layout the
 G's xRegs block (xRegScan, conservative). Frames, innermost first: asyncPreempt2 (precise: no
 pointers), the asyncPreempt frame (conservative over [sp, varp): the saved GPRs, the RFLAGS word
-and in go1.14 the X registers), the interrupted frame (conservative over its whole frame), then
+and in go1.14 the X registers), the interrupted frame (conservative over [sp, varp): its locals and
+outgoing-argument area, not the saved-BP slot at its top; and over its incoming-argument area
+[argp, argp+argBytes), which is empty for preemu's .s functions: they declare no argument size), then
 every caller precisely from the stack map at its call site (`;@ptrs`). A conservative word that
 points into an allocated object (interior pointers too) marks it; one that points into the stack is
 a stack pointer (counted; preemu has no stack objects). Marked objects are scanned through their
-type's pointer words when they have one (Go binaries), else conservatively. Mutant scanners for self-testing: "precise-interrupted" (scan the
+type's pointer words when they have one (Go binaries, `;@type` allocations), else conservatively. Mutant scanners for self-testing: "precise-interrupted" (scan the
 interrupted frame with a stack map it does not have) and "skip-save-area".
 """
 from __future__ import annotations
@@ -76,10 +78,12 @@ def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: i
             continue                                  # precise, and holds no pointers
         if fr.kind == "asyncPreempt":
             if scanner != "skip-save-area":           # [sp, varp): everything but saved BP and return PC
-                conservative_range("asyncPreempt save area", fr.sp, fr.sp + fr.size - 8)
+                conservative_range("asyncPreempt save area", fr.sp, varp(fr))
         elif fr.kind == "interrupted":
             if scanner != "precise-interrupted":
-                conservative_range(f"interrupted frame {fr.func}", fr.sp, fr.sp + fr.size)
+                conservative_range(f"interrupted frame {fr.func}", fr.sp, varp(fr))
+                argp = fr.ret_slot + 8                # frame.argp = fp (amd64: above the return address)
+                conservative_range(f"interrupted frame {fr.func} arguments", argp, argp + arg_bytes(prog, fr))
         else:
             for off in (frame_ptr_slots(prog, fr) or ()):
                 consider(f"frame {fr.func} (stack map)", fr.sp + off, int.from_bytes(read(fr.sp + off, 8), "little"),
@@ -121,6 +125,23 @@ def sweep_heap(heap: Heap, marked: set[int], write, boundary: int) -> list:
             write(o.base, bytes([POISON]) * o.size)
             freed.append(o)
     return freed
+
+
+def varp(fr: Frame) -> int:
+    """frame.varp (traceback.go:384-408): fp - 8 (the return address) - 8 (the saved BP) when the frame is not
+    empty; scanframeworker scans [sp, varp) conservatively (mgcmark.go:1094-1107)."""
+    top = fr.sp + fr.size                 # the return-address slot, = fp - 8
+    return top - 8 if top > fr.sp else top
+
+
+def arg_bytes(prog, fr: Frame) -> int:
+    """frame.argBytes() (stkframe.go:72): the function's argument+result size when the function table
+    knows it (Go binaries); scanframeworker scans [argp, argp+argBytes) conservatively
+    (mgcmark.go:1110-1115). preemu's .s functions declare no argument size. Left out: the
+    ArgsSizeUnknown case, where Go falls back to the argument map's length."""
+    binary = getattr(prog, "binary", None)
+    gf = binary.func_for(fr.pc) if binary is not None else None
+    return gf.args if gf is not None and gf.args > 0 else 0
 
 
 def frame_ptr_slots(prog, fr: Frame):

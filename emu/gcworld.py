@@ -5,16 +5,27 @@ stack.go isShrinkStackSafe/shrinkstack). Mixed into gmp.World, whose fields it u
 from __future__ import annotations
 
 from . import gostructs as gs
+from .heap import decode_type
 from .machine import Machine
 from .stack import copystack
+
+
+def would_shrink(lo: int, hi: int, sp: int) -> bool:
+    """shrinkstack's test (stack.go:1313-1328): the half is at least fixedStack and
+    used = hi - sp + stackNosplit is below a quarter of the stack."""
+    return (hi - lo) // 2 >= gs.FIXED_STACK and hi - sp + gs.STACK_NOSPLIT < (hi - lo) // 4
 
 
 class WorldGC:
     """Allocation and GC for a World (uses its machine, heap, g and stack fields)."""
 
-    def _newobject(self, size: int) -> int:
+    def _newobject(self, rax: int) -> int:
+        """runtime.newobject(typ): RAX is a `;@type` descriptor's address (size and pointer words) or,
+        for an untyped object, a size."""
+        typ = next((decode_type(d.init) for d in self.program.data if d.addr == rax), None)
+        size, words = typ if typ is not None else (rax, None)
         try:
-            return self.heap.alloc(size)
+            return self.heap.alloc(size, words)
         except MemoryError as e:
             from .machine import GuestFaultInHook
             raise GuestFaultInHook(f"runtime.newobject({size}): {e}") from None
@@ -49,12 +60,13 @@ class WorldGC:
         return sorted(b for b, c in self._cons_at.items() if self._last_access.get(b, -1) < c)
 
     def _shrinkstack(self) -> None:
-        """shrinkstack: halve the stack if less than a quarter is in use (runtime/stack.go)."""
+        """shrinkstack (runtime/stack.go:1286): halve the stack unless the half would be below
+        fixedStack (:1317) or `used` -- everything down to SP plus stackNosplit (:1326) -- is at
+        least a quarter of it."""
         G = gs.G_FIELDS
         self.machine.write(self.gp + G["preemptShrink"].offset, b"\x00")
         lo, hi = self.stack_lo, self.stack_hi
-        used = hi - self.machine.reg("RSP")
-        if (hi - lo) // 2 < 2048 or used >= (hi - lo) // 4:
+        if not would_shrink(lo, hi, self.machine.reg("RSP")):
             return
         self.stack_lo, self.stack_hi = copystack(self.machine, self.gp, lo, hi, self.stack_slot_base, (hi - lo) // 2)
         self.stack_moves.append((lo, hi, self.stack_lo, self.stack_hi))
@@ -63,13 +75,13 @@ class WorldGC:
     def run_gc(self, machine: Machine) -> None:
         """A full GC while the goroutine sits in asyncPreempt2: scan its stack, mark, sweep.
 
-        Stack shrinking is refused here (isShrinkStackSafe: asyncSafePoint) and deferred through
-        gp.preemptShrink to the next synchronous preemption.
+        Stack shrinking is refused while gp.asyncSafePoint is set (isShrinkStackSafe; the World sets
+        it from the asyncPreempt2 trap until after xRegRestore) and deferred through gp.preemptShrink
+        to the next synchronous preemption.
         """
         from . import gcscan
         from .unwind import UnwindError, unwind
         G = gs.G_FIELDS
-        machine.write(self.gp + G["asyncSafePoint"].offset, b"\x01")
         try:
             frames = unwind(machine.all, machine.read_u64, machine.reg("RSP"), machine.pc)
         except UnwindError as e:
@@ -89,8 +101,11 @@ class WorldGC:
         self.retained_conservatively |= res.conservative_only
         for b in res.conservative_only:
             self._cons_at[b] = self.gc_cycles       # kept alive only conservatively by GC number gc_cycles
-        used = self.stack_hi - machine.reg("RSP")
-        if (self.stack_hi - self.stack_lo) // 2 >= 2048 and used < (self.stack_hi - self.stack_lo) // 4:
-            machine.write(self.gp + G["preemptShrink"].offset, b"\x01")   # isShrinkStackSafe: no
+        # scanstack (mgcmark.go:944-950): isShrinkStackSafe is false while asyncSafePoint is set
+        # (stack.go:1245), so the shrink is deferred -- preemptShrink is set whether or not
+        # shrinkstack would then find anything to shrink.
+        if machine.read(self.gp + G["asyncSafePoint"].offset, 1)[0]:
+            machine.write(self.gp + G["preemptShrink"].offset, b"\x01")
             self.shrink_deferred += 1
-        machine.write(self.gp + G["asyncSafePoint"].offset, b"\x00")
+        else:
+            self._shrinkstack()

@@ -22,7 +22,7 @@ from .gcworld import WorldGC
 from .heap import Heap
 from .machine import Machine
 from .program import Program
-from .safepoint import SchedState
+from .safepoint import GO127, RuntimeRules, SchedState, rules_for
 from .stack import copystack, write_field
 
 #: What other goroutines leave in a P's xRegs scratch (the stub must not rely on it)
@@ -56,26 +56,27 @@ class _FieldReader:
 
 
 _G_SCHED = _FieldReader(gs.G_FIELDS, ("stack.lo", "stack.hi", "atomicstatus", "preempt"))
-_M_SCHED = _FieldReader(gs.M_FIELDS, ("curg", "p", "mallocing", "preemptoff", "locks"))
+_M_SCHED = _FieldReader(gs.M_FIELDS, ("curg", "p", "mallocing", "preemptoff.len", "locks"))
 _P_SCHED = _FieldReader(gs.P_FIELDS, ("status", "preempt"))
 
 
 _SCHED_STATES: dict[tuple, SchedState] = {}     # SchedState is frozen: equal reads share one object
 
 
-def read_sched_state(machine: Machine, gp: int, mp: int, pp: int) -> SchedState:
-    """Read what doSigPreempt reads from g (the G the signal landed on), its m and the m's p."""
-    key = (gp, *_G_SCHED.read(machine, gp), *_M_SCHED.read(machine, mp),
+def read_sched_state(machine: Machine, gp: int, mp: int, pp: int, rules: RuntimeRules = GO127) -> SchedState:
+    """Read what doSigPreempt reads from g (the G the signal landed on), its m and the m's p, for the
+    runtime `rules` model."""
+    key = (gp, id(rules), *_G_SCHED.read(machine, gp), *_M_SCHED.read(machine, mp),
            *(_P_SCHED.read(machine, pp) if pp else (0, 0)))
     st = _SCHED_STATES.get(key)
-    if st is None:
+    if st is None or st.rules is not rules:
         if len(_SCHED_STATES) > 256:
             _SCHED_STATES.clear()
-        _, lo, hi, g_status, g_preempt, curg, m_p, mallocing, preemptoff, locks, p_status, p_preempt = key
+        _, _, lo, hi, g_status, g_preempt, curg, m_p, mallocing, preemptoff, locks, p_status, p_preempt = key
         st = _SCHED_STATES[key] = SchedState(
             gp=gp, g_status=g_status, g_preempt=bool(g_preempt), stack_lo=lo, stack_hi=hi, m_curg=curg, m_p=m_p,
             m_locks=locks, m_mallocing=mallocing, m_preemptoff=preemptoff, p_status=p_status,
-            p_preempt=bool(p_preempt))
+            p_preempt=bool(p_preempt), rules=rules)
     return st
 
 
@@ -87,21 +88,30 @@ def request_preempt(machine: Machine, gp: int) -> None:
     write_field(machine, gp, G, "stackguard0", gs.STACK_PREEMPT)
 
 
-def preempt_m(machine: Machine, mp: int, pp: int) -> bool:
-    """The asynchronous request: pp.preempt = true; preemptM's signalPending CAS 0 -> 1.
-    Returns whether a signal is sent (at most one is in flight per M)."""
+def preempt_m(machine: Machine, mp: int, pp: int, rules: RuntimeRules = GO127) -> bool:
+    """preemptone's asynchronous request: pp.preempt = true, then preemptM (see signal_m)."""
     write_field(machine, pp, gs.P_FIELDS, "preempt", 1)
+    return signal_m(machine, mp, rules)
+
+
+def signal_m(machine: Machine, mp: int, rules: RuntimeRules = GO127) -> bool:
+    """preemptM: the signalPending CAS 0 -> 1 (signal_unix.go:376). Returns whether a signal is sent
+    (at most one is in flight per M). Go 1.14's preemptM had no signalPending and signalled every time."""
+    if not rules.signal_pending:
+        return True
     if read_field(machine, mp, gs.M_FIELDS, "signalPending"):
         return False
     write_field(machine, mp, gs.M_FIELDS, "signalPending", 1)
     return True
 
 
-def ack_sigurg(machine: Machine, mp: int) -> None:
-    """doSigPreempt's tail: m.preemptGen += 1; m.signalPending = 0."""
+def ack_sigurg(machine: Machine, mp: int, rules: RuntimeRules = GO127) -> None:
+    """doSigPreempt's tail: m.preemptGen += 1; m.signalPending = 0 (signal_unix.go:353-354;
+    Go 1.14 only bumped preemptGen)."""
     M = gs.M_FIELDS
     write_field(machine, mp, M, "preemptGen", read_field(machine, mp, M, "preemptGen") + 1)
-    write_field(machine, mp, M, "signalPending", 0)
+    if rules.signal_pending:
+        write_field(machine, mp, M, "signalPending", 0)
 
 
 def clear_preempt(machine: Machine, gp: int, pp: int, stack_lo: int) -> None:
@@ -180,6 +190,7 @@ class World(WorldGC):
                  stub_ret_hooks: bool = True, migrate: bool = True, gc: bool = False, scanner: str = "go",
                  arg_area: int = 8):
         self.layout = layout
+        self.rules = rules_for(layout.name)     # the Go runtime the layout belongs to
         self.program = program
         self.machine = Machine(program, stub, layout.name, on_async_preempt2=self._on_async_preempt2,
                                on_morestack=self._on_morestack, stub_ret_hooks=stub_ret_hooks)
@@ -191,7 +202,7 @@ class World(WorldGC):
         self.mp = memmap.m_addr(0)
         self.pp = memmap.p_addr(0)
         # A second M/P (with its own g0 and TLS): with `migrate`, every asynchronous preemption
-        # resumes the goroutine on the other M and P, as a reschedule may (facts §6 item 9).
+        # resumes the goroutine on the other M and P, as a reschedule may (FACTS.md §6 item 9).
         self.migrate = migrate
         self.mps = [(memmap.m_addr(0), memmap.p_addr(0), self.g0, memmap.tls_fs_base(0)),
                     (memmap.m_addr(1), memmap.p_addr(1), memmap.g_addr(G0_SLOT_M1), memmap.tls_fs_base(1))]
@@ -269,8 +280,9 @@ class World(WorldGC):
 
     def _setup_structs(self) -> None:
         G, M, P = gs.G_FIELDS, gs.M_FIELDS, gs.P_FIELDS
-        for g, (lo, hi), status in ((self.g0, (0, 0), gs.G_RUNNING), (self.gp, (self.stack_lo, self.stack_hi),
-                                                                      gs.G_RUNNING)):
+        # g0 stays _Gidle (FACTS.md §2.4): a SIGURG landing on it fails wantAsyncPreempt
+        for g, (lo, hi), status in ((self.g0, (0, 0), gs.G_IDLE), (self.gp, (self.stack_lo, self.stack_hi),
+                                                                   gs.G_RUNNING)):
             self._wf(g, G, "stack.lo", lo)
             self._wf(g, G, "stack.hi", hi)
             self._wf(g, G, "stackguard0", lo + gs.STACK_GUARD if lo else 0)
@@ -285,7 +297,7 @@ class World(WorldGC):
             self._wf(pp, P, "status", gs.P_RUNNING)
             self._wf(pp, P, "m", mp)
             self._wf(g0, G, "m", mp)
-            self._wf(g0, G, "atomicstatus", gs.G_RUNNING)
+            self._wf(g0, G, "atomicstatus", gs.G_IDLE)
             self.machine.write_u64(fs - 8, g0)
         self.bind(0)
 
@@ -364,18 +376,18 @@ class World(WorldGC):
     # --- scheduler-side effects -----------------------------------------------------------
     def sched_state(self) -> SchedState:
         """Read what doSigPreempt reads from g, m and p."""
-        return read_sched_state(self.machine, self.gp, self.mp, self.pp)
+        return read_sched_state(self.machine, self.gp, self.mp, self.pp, self.rules)
 
     def preempt_one(self, signal: bool = True) -> None:
         """preemptone: the cooperative request (gp.preempt, stackguard0 = stackPreempt) and, with
         async preemption on, the asynchronous one (pp.preempt) and preemptM's signal."""
         request_preempt(self.machine, self.gp)
         if signal:
-            preempt_m(self.machine, self.mp, self.pp)
+            preempt_m(self.machine, self.mp, self.pp, self.rules)
 
     def resend_signal(self) -> None:
         """preemptM again (sysmon's next tick, suspendG's retry): signalPending CAS 0 -> 1."""
-        preempt_m(self.machine, self.mp, self.pp)
+        preempt_m(self.machine, self.mp, self.pp, self.rules)
 
     def withdraw_request(self) -> None:
         """Clear the requests as execute() would (the sweep treats points as independent)."""
@@ -383,7 +395,7 @@ class World(WorldGC):
 
     def ack(self) -> None:
         """doSigPreempt's tail: m.preemptGen += 1; m.signalPending = 0."""
-        ack_sigurg(self.machine, self.mp)
+        ack_sigurg(self.machine, self.mp, self.rules)
 
     def _on_morestack(self, machine: Machine) -> bool:
         """newstack: stackguard0 == stackPreempt means a cooperative preemption (gopreempt_m, then
@@ -407,10 +419,14 @@ class World(WorldGC):
         return False
 
     def _on_async_preempt2(self, machine: Machine) -> bool:
-        """asyncPreempt2 trap: mcall(gopreempt_m) -> schedule() -> execute(gp) with no other G to run."""
+        """asyncPreempt2 trap: mcall(gopreempt_m) -> schedule() -> execute(gp) with no other G to run.
+
+        gp.asyncSafePoint is set from the trap until after xRegRestore, as asyncPreempt2 does
+        (runtime/preempt.go:317-343)."""
+        P, G = gs.P_FIELDS, gs.G_FIELDS
+        machine.write(self.gp + G["asyncSafePoint"].offset, b"\x01")
         if self.on_preempted is not None:
             self.on_preempted()
-        P = gs.P_FIELDS
         if self.layout.xreg_slots:
             # xRegSave: take this P's cached block (or allocate one), copy scratch into it.
             cache = self.pp + P["xRegs.cache"].offset
@@ -430,5 +446,6 @@ class World(WorldGC):
             # xRegRestore: the P we resume on caches the G's block (its old one is freed).
             machine.write(self.pp + P["xRegs.scratch"].offset, _SCRATCH_RESUMED)
             xreg_restore(machine, self.pp, self.gp, block)
+        machine.write(self.gp + G["asyncSafePoint"].offset, b"\x00")
         self.withdraw_request()
         return False

@@ -34,7 +34,8 @@ G_SIZE = 0x200
 #: runtime.m
 M_FIELDS = _fields(
     ("g0", 0, 8), ("procid", 64, 8), ("gsignal", 72, 8), ("curg", 184, 8), ("p", 208, 8),
-    ("mallocing", 240, 4), ("preemptoff", 248, 8),  # preemptoff is a string; we keep its length word
+    # preemptoff is a Go string header (runtime2.go:649): data pointer at 248, length at 256
+    ("mallocing", 240, 4), ("preemptoff.str", 248, 8), ("preemptoff.len", 256, 8),
     ("locks", 264, 4), ("preemptGen", 912, 4), ("signalPending", 916, 4),
 )
 M_SIZE = 0x400
@@ -49,6 +50,8 @@ P_SIZE = 0x4000
 #: Size of one xRegs block (Z0..Z31 at i*64, K0..K7 at 2048..2104) and of one vector slot in it.
 XREGS_SIZE = 2112
 XREGS_SLOT = 64
+XREGS_Z = 32                            # xRegs: Z0..Z31 at i*64, then K0..K7 at 2048 + 8*i (preempt_amd64.go)
+XREGS_K = 8
 
 # G status values (runtime2.go)
 G_IDLE, G_RUNNABLE, G_RUNNING, G_SYSCALL, G_WAITING, G_DEAD = 0, 1, 2, 3, 4, 6
@@ -61,6 +64,7 @@ STACK_PREEMPT = 0xFFFFFFFFFFFFFADE      # uintptrMask & -1314
 STACK_NOSPLIT = 800
 STACK_SMALL = 128
 STACK_GUARD = 928                       # stackNosplit + stackSystem(0) + StackSmall
+FIXED_STACK = 2048                      # fixedStack (stack.go:82-89): a new goroutine's stack, the shrink floor
 PTR_SIZE = 8
 
 # internal/abi/symtab.go: PCDATA_UnsafePoint values

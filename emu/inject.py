@@ -43,7 +43,9 @@ def do_sig_preempt(ctx: SigContext, prog, st: SchedState, pc: int, sp: int, head
 def sighandler_sigurg(ctx: SigContext, prog, st: SchedState, pc: int, sp: int, headroom: int, stub_entry: int,
                       ack: Callable[[], None], async_preempt_off: bool = False) -> Verdict:
     """sighandler's SIGURG branch: with GODEBUG=asyncpreemptoff=1 doSigPreempt is skipped entirely
-    (Go >= 1.15, #38531): no injection and no acknowledgement; the context is never rewritten."""
-    if async_preempt_off:
+    (signal_unix.go:691-693, Go >= 1.15, golang/go#38531): no injection and no acknowledgement; the
+    context is never rewritten. Go 1.14 ran doSigPreempt anyway, so a stray SIGURG could still
+    preempt a G with a pending (cooperative) request."""
+    if async_preempt_off and st.rules.sighandler_checks_asyncpreemptoff:
         return Verdict(False, "asyncpreemptoff")
     return do_sig_preempt(ctx, prog, st, pc, sp, headroom, stub_entry, ack)

@@ -4,9 +4,9 @@ mkpreempt.go's `layout.add(op, reg, size)` hands out offsets in register order; 
 Two layouts are modelled:
 
 * go1.14 -- everything on the goroutine stack: `PUSHQ BP; MOVQ SP,BP; PUSHFQ; ADJSP $368`, the 14
-  GPRs at 0..104(SP), X0..X15 at 112..352(SP) (facts §3.1).
+  GPRs at 0..104(SP), X0..X15 at 112..352(SP) (FACTS.md §3.1).
 * go1.27 -- GPRs on the stack (`ADJSP $112`), X0..X15 in the current P's `p.xRegs.scratch` at i*64,
-  restored from `p.xRegs.cache` of the P the goroutine resumes on (facts §3.3).
+  restored from `p.xRegs.cache` of the P the goroutine resumes on (FACTS.md §3.2).
 
 Addresses are expressed relative to S, the interrupted RSP (before pushCall):
 S-8 resume PC, S-16 saved RBP, S-24 saved RFLAGS, then the ADJSP area below.

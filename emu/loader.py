@@ -46,13 +46,17 @@ def stub_description(program: Program, layout: str, stub: str | None) -> str:
 
 
 def load_stub(layout_name: str, path: str | Path | None = None) -> Program:
-    """Assemble the stub: the checked-in generated one for `layout_name`, or the user's file."""
+    """Assemble the stub: the checked-in generated one for `layout_name`, or the user's file.
+
+    Whatever the file says, it is runtime.asyncPreempt: runtime assembly (runtime/preempt_amd64.s,
+    `TEXT ·asyncPreempt(SB),NOSPLIT|NOFRAME,$0-0`), so every function in it is FuncFlagAsm in
+    package runtime and a second signal landing inside it is refused (runtime/preempt.go:450)."""
     from . import gobuild
     if path is not None and gobuild.is_go_input(path):       # a Go program's own runtime.asyncPreempt
         from . import gofront
         return gofront.relocated_stub(path)
     src = Path(path) if path is not None else stubgen.stub_path(layout_name)
-    prog = asmfront.assemble_file(src, memmap.STUB_BASE, rtcode.runtime_externs())
+    prog = asmfront.assemble_file(src, memmap.STUB_BASE, rtcode.runtime_externs(), package="runtime", asm=True)
     if not prog.has_func("asyncPreempt"):
         raise AsmError(str(src), 1, "the stub must define the label `asyncPreempt` (its entry point)")
     guestcheck.check_stub(prog)

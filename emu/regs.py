@@ -6,7 +6,7 @@ order (SP and BP are handled by the frame itself) and X0..X15. Every other modul
 stub generator, state dumps, verifiers, reports) derives order and offsets from here.
 
 Left out: x87/MMX, MXCSR, YMM upper halves, AVX-512 Z/K registers (Go's SSE stub path never saves
-them either; see go-preemption-facts §6 item 11).
+them either; see emu/FACTS.md §6 item 11).
 """
 from __future__ import annotations
 

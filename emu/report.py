@@ -63,7 +63,7 @@ def pc_table(res: SweepResult, program) -> list[dict]:
 def to_json(res: SweepResult, program, source: str, extra: dict | None = None) -> dict:
     out = OrderedDict(
         tool="preemu", version=__version__, schema=JSON_SCHEMA, command="sweep", file=source, func=res.entry,
-        layout=res.layout, seed=res.seed, boundaries=res.boundaries, points_tried=res.points,
+        layout=res.layout, runtime=res.layout, seed=res.seed, boundaries=res.boundaries, points_tried=res.points,
         injected=res.injected, refused=dict(sorted(res.refused.items())), forced=res.forced,
         violation_count=res.violation_count,
         violations=[v.to_json() for v in res.violations],
@@ -87,9 +87,14 @@ def _group(violations):
     return groups
 
 
+def runtime_label(layout: str) -> str:
+    """The Go runtime whose rules a run modelled ("runtime Go 1.14" for the go1.14 layout)."""
+    return f"runtime Go {layout[2:]}"
+
+
 def render_text(res: SweepResult, program, source: str, stub_desc: str, table: bool = False) -> str:
     L = []
-    L.append(f"preemu sweep: {source}  func {res.entry}  stub {stub_desc}  seed {res.seed}")
+    L.append(f"preemu sweep: {source}  func {res.entry}  stub {stub_desc}  {runtime_label(res.layout)}  seed {res.seed}")
     L.append("")
     L.append(f"  boundaries         {res.boundaries:>9,}   instructions from entry to goexit (each REP iteration counts)")
     L.append(f"  points tried       {res.points:>9,}" + ("   (capped by --max-points)" if res.points < res.boundaries else ""))
@@ -158,9 +163,9 @@ _OUTCOME = {
 }
 
 
-def render_episode(ep, source: str, func: str) -> str:
+def render_episode(ep, source: str, func: str, layout: str = "go1.14") -> str:
     """The step-by-step story of one preemption request."""
-    L = [f"preemu preempt: {source}  func {func}  request at boundary {ep.at}  "
+    L = [f"preemu preempt: {source}  func {func}  {runtime_label(layout)}  request at boundary {ep.at}  "
          f"async preemption {'on' if ep.async_preemption else 'off'}", ""]
     for e in ep.events:
         L.append(f"  [{e.boundary:>7}] {e.kind:<13} {e.text}")
@@ -195,7 +200,7 @@ def sched_json(res, sc, source: str, checks) -> dict:
     lat = res.latencies_ns
     return OrderedDict(
         tool="preemu", version=__version__, schema=JSON_SCHEMA, command="run", kind="schedule", scenario=sc.name,
-        file=source, seed=sc.seed, layout=sc.layout, gomaxprocs=res.gomaxprocs,
+        file=source, seed=sc.seed, layout=sc.layout, runtime=sc.layout, gomaxprocs=res.gomaxprocs,
         async_preemption=res.async_preemption, ns_per_insn=res.ns_per_insn, duration_ms=res.duration_ns / 1e6,
         wake_latency_ms={"p50": res.percentile(0.5), "p90": res.percentile(0.9), "p99": res.percentile(0.99),
                          "max": (lat[-1] / 1e6) if lat else None, "count": len(lat)},
@@ -218,7 +223,8 @@ def render_sched(res, sc, source: str, checks) -> str:
     world = "ON (Go >= 1.14: sysmon signals SIGURG)" if res.async_preemption else \
         "OFF (Go 1.13 / asyncpreemptoff=1: prologue checks only)"
     L = [f"scenario {sc.name}: {sc.description}"] + ([f"  cites: {sc.cites}"] if sc.cites else []) + ["",
-         f"preemu schedule: {source}  GOMAXPROCS={res.gomaxprocs}  stub {sc.layout}  seed {sc.seed}",
+         f"preemu schedule: {source}  GOMAXPROCS={res.gomaxprocs}  stub {sc.layout}  {runtime_label(sc.layout)}  "
+         f"seed {sc.seed}",
          f"  async preemption {world}",
          f"  virtual time {res.duration_ns / 1e6:.1f} ms at {res.ns_per_insn:g} ns per instruction"
          + ("; every goroutine exited" if res.finished else ""), "",
@@ -269,8 +275,9 @@ def checkstub_json(rep) -> dict:
 def render_checkstub(rep, interrupted: bool = False) -> str:
     w = max([18] + [len(r.scenario) for r in rep.results])
     note = "  (Go 1.27.3's own stub: 264)" if rep.layout == "go1.27" else ""
-    L = [f"preemu check-stub: {rep.stub}  ({rep.layout} world: asyncPreempt2, g/m/p and xRegs as in Go "
-         f"{rep.layout[2:]})",
+    w = max([18] + [len(r.scenario) for r in rep.results])
+    L = [f"preemu check-stub: {rep.stub}  ({rep.layout} world: asyncPreempt2, g/m/p, xRegs and the preemption "
+         f"rules of Go {rep.layout[2:]})",
          f"  stub max SP delta {rep.stub_max_sp_delta} bytes -> asyncPreemptStack {rep.headroom} bytes{note}",
          "  every preemption resumes on the other M and P; a canary guards the stack below the headroom;",
          "  a full GC (stack scan, mark, sweep) runs at every injection point", "",

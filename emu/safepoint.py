@@ -1,10 +1,16 @@
-"""The safe-point oracle: wantAsyncPreempt and isAsyncSafePoint (mirrors runtime/preempt.go, Go 1.27, amd64).
+"""The safe-point oracle: wantAsyncPreempt and isAsyncSafePoint (mirrors runtime/preempt.go, amd64).
 
 A pure function of (program metadata, G/M/P state, pc, sp): no Unicorn import, no memory access.
-Checks run in Go's order and each refusal carries a stable reason code (REASONS). amd64 only
-ever emits Safe (-1) and Unsafe (-2) UnsafePoint values, so the resume PC is always the
-interrupted PC; the restart cases (arm64/mips/loong64) are left out, as is the
-goexperiment.RuntimeSecret check (off by default).
+Checks run in Go's order (numbered as in FACTS.md §2.5) and each refusal carries a stable reason
+code (REASONS). Two runtimes are
+modelled (RuntimeRules; the layout name picks one): Go 1.27.3 (the default) and Go 1.14, whose
+canPreemptM has four terms, whose name rule knows `runtime/internal/` instead of
+`internal/runtime/`, and whose compiler treated a smaller set of packages as the runtime (emu/FACTS.md
+§2). amd64 only ever emits Safe (-1) and Unsafe (-2) UnsafePoint values, so the resume PC is always
+the interrupted PC; the restart cases (arm64/mips/loong64) are left out, as is the
+goexperiment.RuntimeSecret check (off by default). Left out for Go 1.14: CALL sites inside nosplit
+and runtime functions, which Go 1.14's liveness pass left safe (its preempt.go comment: "nosplit
+functions (except at calls)"); preemu marks every PC of such a function unsafe in both versions.
 """
 from __future__ import annotations
 
@@ -32,12 +38,70 @@ REASONS = {
     "runtime-func": "the innermost (possibly inlined) function is runtime., internal/runtime/ or reflect. code",
 }
 
-RUNTIME_PREFIXES = ("runtime.", "internal/runtime/", "reflect.")
+
+
+@dataclass(frozen=True)
+class RuntimeRules:
+    """What differs between the Go runtimes preemu models (facts: emu/FACTS.md §2)."""
+
+    version: str                          # "go1.27" | "go1.14"
+    name_prefixes: tuple[str, ...]        # isAsyncSafePoint's name rule (check 9)
+    runtime_packages: frozenset[str]      # packages the compiler builds as the runtime: every PC unsafe
+    runtime_package_prefixes: tuple[str, ...]
+    can_preempt_m_curg: bool              # canPreemptM also requires curg != nil and not in a syscall
+    signal_pending: bool                  # preemptM coalesces through m.signalPending (#37741)
+    sighandler_checks_asyncpreemptoff: bool = True   # sighandler skips doSigPreempt (#38531, Go 1.15)
+
+    def is_runtime_package(self, goname: str) -> bool:
+        """Is the function called `goname` compiled as part of the runtime (base.Flag.CompilingRuntime)?"""
+        pkg = package_of(goname)
+        return pkg in self.runtime_packages or pkg.startswith(self.runtime_package_prefixes)
+
+
+def package_of(goname: str) -> str:
+    """The package path of a Go symbol name: up to the first '.' after the last '/'
+    (`internal/runtime/atomic.(*Uint32).Load` -> `internal/runtime/atomic`)."""
+    slash = goname.rfind("/")
+    dot = goname.find(".", slash + 1)
+    return goname[:dot] if dot > 0 else goname
+
+
+# Go 1.27.3: runtime/preempt.go:289-291 (canPreemptM, six terms), :462-464 (name prefixes);
+# the runtime packages are cmd/internal/objabi/pkgspecial.go:45-75 (runtimePkgs), which
+# cmd/compile/internal/base/flag.go:217-219 turns into Flag.CompilingRuntime and
+# cmd/compile/internal/liveness/plive.go:494-505,508-513 into "every point is unsafe";
+# signal_unix.go:376 (preemptM's signalPending CAS) and :353-354 (doSigPreempt's acknowledgement).
+GO127 = RuntimeRules(
+    "go1.27", ("runtime.", "internal/runtime/", "reflect."),
+    frozenset({"runtime", "internal/abi", "internal/bytealg", "internal/byteorder", "internal/chacha8rand",
+               "internal/coverage/rtcov", "internal/cpu", "internal/goarch", "internal/godebugs",
+               "internal/goexperiment", "internal/goos", "internal/profilerecord", "internal/strconv",
+               "internal/stringslite"}),
+    ("internal/runtime/",), can_preempt_m_curg=True, signal_pending=True)
+# Go 1.14 (tag go1.14; read from a go1.14.6 copy of src/runtime/preempt.go, line numbers not verified):
+# canPreemptM = `mp.locks == 0 && mp.mallocing == 0 && mp.preemptoff == "" && mp.p.ptr().status ==
+# _Prunning`; the name rule `runtime.`, `runtime/internal/`, `reflect.`; the runtime packages are
+# what cmd/go/internal/work/gc.go passed `-+` to: runtime, runtime/internal/..., internal/cpu,
+# internal/bytealg; no m.signalPending (Go 1.14.0; golang/go#37741, fixed in 1.14.1); sighandler ran
+# doSigPreempt even with asyncpreemptoff=1 (golang/go#38531, fixed in Go 1.15).
+GO114 = RuntimeRules(
+    "go1.14", ("runtime.", "runtime/internal/", "reflect."),
+    frozenset({"runtime", "internal/cpu", "internal/bytealg"}), ("runtime/internal/",),
+    can_preempt_m_curg=False, signal_pending=False, sighandler_checks_asyncpreemptoff=False)
+RULES = {r.version: r for r in (GO127, GO114)}
+
+
+def rules_for(version: str) -> RuntimeRules:
+    """The runtime rules of `version` ("go1.14" or "go1.27", the layout names)."""
+    try:
+        return RULES[version]
+    except KeyError:
+        raise KeyError(f"unknown Go runtime {version!r}; choose one of {', '.join(RULES)}") from None
 
 
 @dataclass(frozen=True)
 class SchedState:
-    """The slice of g, m and p that doSigPreempt reads (facts §2.3-2.5)."""
+    """The slice of g, m and p that doSigPreempt reads (FACTS.md §2.3-2.5)."""
 
     gp: int                  # address of the signalled G
     g_status: int
@@ -51,6 +115,7 @@ class SchedState:
     m_preemptoff: int        # length of the m.preemptoff string; non-zero means set
     p_status: int
     p_preempt: bool
+    rules: RuntimeRules = GO127  # the runtime whose checks apply
 
 
 @dataclass(frozen=True)
@@ -70,7 +135,9 @@ def want_async_preempt(st: SchedState) -> bool:
 
 
 def can_preempt_m(st: SchedState) -> str | None:
-    """canPreemptM: return None if the M may be preempted, else the refusal reason."""
+    """canPreemptM: return None if the M may be preempted, else the refusal reason.
+
+    Go 1.27.3 runtime/preempt.go:289-291; Go 1.14 has only the first four terms."""
     if st.m_locks != 0:
         return "m-locks"
     if st.m_mallocing != 0:
@@ -79,7 +146,7 @@ def can_preempt_m(st: SchedState) -> str | None:
         return "m-preemptoff"
     if st.p_status != gs.P_RUNNING:
         return "p-not-running"
-    if st.m_curg == 0 or (st.g_status & ~gs.G_SCAN) == gs.G_SYSCALL:
+    if st.rules.can_preempt_m_curg and (st.m_curg == 0 or (st.g_status & ~gs.G_SCAN) == gs.G_SYSCALL):
         return "g-syscall"
     return None
 
@@ -103,23 +170,44 @@ def is_async_safe_point(prog: Program, st: SchedState, pc: int, sp: int, headroo
     # 3. Room on the stack for the injected call (no red zone below SP; stub + helpers + 8 words).
     if sp < st.stack_lo or sp - st.stack_lo < headroom:
         return Verdict(False, "stack-headroom")
-    # 5. The PC must be in Go code.
+    # 4. The PC must be in Go code.
     f = prog.func_for(pc)
     if f is None:
         return Verdict(False, "no-func")
-    # 7. Compiler/assembler-marked unsafe points (prologue window, write barriers, nosplit, ...).
-    if prog.unsafe_point(pc) == gs.UNSAFE_POINT_UNSAFE:
+    # 5. Compiler/assembler-marked unsafe points (prologue window, write barriers, nosplit, and
+    # every PC of Go code in the runtime packages), preempt.go:443-448.
+    if prog.unsafe_point(pc) == gs.UNSAFE_POINT_UNSAFE or (not from_binary(prog) and compiled_as_runtime(f, st.rules)):
         return Verdict(False, "unsafe-point")
-    # 8. Assembly functions have no register maps and may do anything.
+    # 6. Assembly functions have no register maps and may do anything (preempt.go:450; Go 1.14 tested
+    # `fd == nil || fd == &no_pointers_stackmap`, the same functions for our inputs).
     if f.asm:
         return Verdict(False, "asm-func")
-    # 9. Runtime and reflect code is never async-preempted, even when inlined into user code.
+    # 7. Runtime and reflect code is never async-preempted, even when inlined into user code
+    # (preempt.go:460-464: the innermost inlined function's name).
     insn = prog.insn_at(pc)
     name = (insn.inline if insn is not None and insn.inline else None) or f.goname
-    if name.startswith(RUNTIME_PREFIXES):
+    if name.startswith(st.rules.name_prefixes):
         return Verdict(False, "runtime-func")
-    # 10. amd64: resume exactly where we were.
+    # 8. amd64: resume exactly where we were.
     return Verdict(True, "safe", pc)
+
+
+def from_binary(prog) -> bool:
+    """Does `prog` come from a real Go binary? Its PCDATA already holds the compiler's marks, including
+    the safe PCs a runtime function has before its first PCDATA change (the prologue: pcvalue starts
+    at -1), which the name rule then refuses; .s programs get the compiler's rule from
+    compiled_as_runtime instead."""
+    return getattr(prog, "binary", None) is not None
+
+
+def compiled_as_runtime(f, rules: RuntimeRules) -> bool:
+    """Did the compiler mark every PC of `f` unsafe because its package is part of the runtime?
+
+    cmd/compile/internal/liveness/plive.go:494-505 (IsUnsafe: CompilingRuntime || NoSplit) and
+    :508-513 (allUnsafe). Assembly functions get no compiler PCDATA: they are refused at check 6
+    (FACTS.md §2.5).
+    """
+    return not f.asm and rules.is_runtime_package(f.goname)
 
 
 #: isAsyncSafePoint's checks in Go's order (runtime/preempt.go:390-480) and the refusals each can give.

@@ -28,16 +28,18 @@ from . import gostructs as gs
 from . import inject, memmap, regs
 from .errors import EmuError
 from .gmp import (MachineSigContext, ack_sigurg, clear_preempt, drop_curg, initial_registers, preempt_m, read_field,
-                  read_sched_state, request_preempt, set_curg, xreg_restore, xreg_save)
+                  read_sched_state, request_preempt, set_curg, signal_m, xreg_restore, xreg_save)
 from .layout import StubLayout
 from .machine import Fault, Machine
 from .program import Program
-from .safepoint import async_preempt_stack
+from .safepoint import async_preempt_stack, rules_for
 from .stack import copystack, write_field
 
 FORCE_PREEMPT_NS = 10_000_000        # proc.go forcePreemptNS
 SYSMON_MIN_US, SYSMON_MAX_US = 20, 10_000
 GLOBAL_QUEUE_EVERY = 61              # schedule(): check the global run queue every 61 schedticks
+STEAL_TRIES = 4                      # proc.go:3848 stealTries
+SUSPEND_RESEND_NS = 5_000            # preempt.go:115,232: suspendG's preemptM at most every yieldDelay/2
 RUNQ_SIZE = 256
 
 
@@ -149,6 +151,7 @@ class Scheduler:
         if ns_per_insn <= 0 or quantum_ns < ns_per_insn:
             raise EmuError("ns_per_insn must be positive and the quantum at least one instruction")
         self.layout = layout
+        self.rules = rules_for(layout.name)
         self.async_preemption = async_preemption
         self.ns = ns_per_insn
         self.quantum_insns = int(quantum_ns / ns_per_insn)
@@ -183,20 +186,22 @@ class Scheduler:
         self._running: G | None = None
         self._trap_time = 0
         self.now = 0
-        self.sysmon_next = 0
-        self.sysmon_delay = 0
+        self.sysmon_next = SYSMON_MIN_US * 1000          # sysmon sleeps usleep(20) before its first retake
+        self.sysmon_delay = SYSMON_MIN_US
         self.sysmon_idle = 0
         self.gc_every_ns = 0
         self.gc_next = 0
         self.gc_cycles = 0
         self.gc_waits: list[int] = []
         self.suspending: dict[G, float] = {}
+        self.suspend_sent: dict[G, tuple] = {}               # suspendG's (asyncM, asyncGen, nextPreemptM)
+        self.gc_worker_p: dict[G, P] = {}                    # the P whose GC worker suspends the G
 
     # --- setup ------------------------------------------------------------------------------
     def _setup_m(self, m: M) -> None:
         mm, G_, M_, P_ = self.machine, gs.G_FIELDS, gs.M_FIELDS, gs.P_FIELDS
         write_field(mm, m.g0, G_, "m", m.addr)
-        write_field(mm, m.g0, G_, "atomicstatus", gs.G_RUNNING)
+        write_field(mm, m.g0, G_, "atomicstatus", gs.G_IDLE)   # g0 is never _Grunning (FACTS.md §2.4)
         write_field(mm, m.addr, M_, "g0", m.g0)
         write_field(mm, m.addr, M_, "p", m.p.addr)
         write_field(mm, m.addr, M_, "procid", m.idx + 1)
@@ -273,15 +278,16 @@ class Scheduler:
             self._runqput(p, self.global_q.popleft(), False)
         return g
 
-    def _check_timers(self, p: P, into: P, t: float) -> None:
+    def _check_timers(self, p: P, into: P, t: float) -> bool:
         due = sorted((d, g.idx, g) for d, g in p.timers if d <= t)
         if not due:
-            return
+            return False
         p.timers = [(d, g) for d, g in p.timers if d > t]
         for d, _, g in due:                                  # ready(gp): runqput(current P, gp, next=true)
             g.status, g.wake_deadline, g.runnable_since = "runnable", d, d
             self._runqput(into, g, True)
             self._ev("ready", t, f"M{into.m.idx}", g=g.name, late_ms=(t - d) / 1e6)
+        return True
 
     def _find_runnable(self, m: M, t: float) -> tuple[G | None, bool]:
         p = m.p
@@ -296,20 +302,38 @@ class Scheduler:
         g = self._globrunqget(p, 0)
         if g is not None:
             return g, False
-        others = [q for q in self.ps if q is not p]
-        self.rnd.shuffle(others)
-        for q in others:                                     # stealWork: timers, then half the queue
-            self._check_timers(q, p, t)
-            g, inherit = self._runqget(p)
-            if g is not None:
-                return g, inherit
-            n = (len(q.runq) + 1) // 2
-            if n:
-                stolen = [q.runq.pop() for _ in range(n)][::-1]
-                for s in stolen[1:]:
-                    self._runqput(p, s, False)
-                return stolen[0], False
+        return self._steal_work(p, t)
+
+    def _steal_work(self, p: P, t: float) -> tuple[G | None, bool]:
+        """stealWork (proc.go:3843-3905): stealTries = 4 rounds over the other Ps in a random order;
+        only the last round checks their timers and may take their runnext."""
+        for i in range(STEAL_TRIES):
+            last = i == STEAL_TRIES - 1
+            others = [q for q in self.ps if q is not p]
+            self.rnd.shuffle(others)                         # stealOrder.start(cheaprand())
+            for q in others:
+                if last and self._check_timers(q, p, t):     # readied Gs went to our P: run one
+                    g, inherit = self._runqget(p)
+                    if g is not None:
+                        return g, inherit
+                g = self._runqsteal(p, q, last)
+                if g is not None:
+                    return g, False
         return None, False
+
+    def _runqsteal(self, p: P, q: P, steal_runnext: bool) -> G | None:
+        """runqsteal/runqgrab (proc.go:7713-7797): grab the older half (n - n/2) from the head of q's
+        queue, queue all but the last one taken on p and run that one. With an empty queue, take q's
+        runnext on the last round only (runqgrab first sleeps usleep(3), which preemu does not charge)."""
+        n = len(q.runq) - len(q.runq) // 2
+        if n == 0:
+            if steal_runnext and q.runnext is not None:
+                g, q.runnext = q.runnext, None
+                return g
+            return None
+        batch = [q.runq.popleft() for _ in range(n)]
+        p.runq.extend(batch[:-1])
+        return batch[-1]
 
     # --- execute and the traps ----------------------------------------------------------------
     def _execute(self, m: M, g: G, inherit: bool, t: float) -> None:
@@ -414,21 +438,39 @@ class Scheduler:
             write_field(mm, g.addr, G_, "preemptStop", 1)
             request_preempt(mm, g.addr)
             self.suspending[g] = t
+            # the mark worker running suspendG spins on a P other than the G's (the only P with
+            # GOMAXPROCS=1, once the G has parked)
+            own = next(m.p for m in self.ms if m.curg is g)
+            self.gc_worker_p[g] = next((p for p in self.ps if p is not own), own)
             self._ev("suspendG", t, "sysmon", g=g.name)
             self._resend_suspend(g, t)
 
     def _resend_suspend(self, g: G, t: float) -> None:
-        """suspendG's loop: (re-)signal the G's M while it keeps running (preemptM)."""
+        """suspendG's _Grunning case (preempt.go:193-235): it requests a synchronous preemption but
+        does not set pp.preempt, and calls preemptM only when the G's M or that M's preemptGen changed
+        since its last send (an acknowledgement), at most every yieldDelay/2 = 5 us."""
         if not self.async_preemption or g.status != "running":
             return
-        self._preempt_m(next(m for m in self.ms if m.curg is g), g, t, why="suspendG")
+        m = next(m for m in self.ms if m.curg is g)
+        gen = read_field(self.machine, m.addr, gs.M_FIELDS, "preemptGen")
+        last_m, last_gen, next_ns = self.suspend_sent.get(g, (None, None, 0))
+        if (m.addr, gen) == (last_m, last_gen) or t < next_ns:
+            return
+        self.suspend_sent[g] = (m.addr, gen, t + SUSPEND_RESEND_NS)
+        if signal_m(self.machine, m.addr, self.rules):
+            self._signal_sent(m, g, t, why="suspendG")
 
     def _preempt_m(self, m: M, g: G, t: float, **why) -> None:
-        """preemptM: if no signal is in flight to m, send one; it lands at a seeded instruction."""
-        if preempt_m(self.machine, m.addr, m.p.addr):
-            self.signals_sent += 1
+        """preemptone's pp.preempt and preemptM: if no signal is in flight to m, send one."""
+        if preempt_m(self.machine, m.addr, m.p.addr, self.rules):
+            self._signal_sent(m, g, t, **why)
+
+    def _signal_sent(self, m: M, g: G, t: float, **why) -> None:
+        """SIGURG to m: it lands at a seeded instruction of the next round (a pending one coalesces)."""
+        self.signals_sent += 1
+        if m.signal_at is None:
             m.signal_at = self.rnd.randrange(self.quantum_insns)
-            self._ev("signal", t, "sysmon", m=m.idx, g=g.name, **why)
+        self._ev("signal", t, "sysmon", m=m.idx, g=g.name, **why)
 
     def _preempt_park(self, m: M, g: G, t: float) -> None:
         """preemptPark: _Gpreempted until suspendG claims it; the scan runs; resumeG readies it."""
@@ -441,7 +483,10 @@ class Scheduler:
         write_field(mm, g.addr, G_, "atomicstatus", gs.G_RUNNABLE)   # scanned; resumeG -> ready
         self._ev("scanned", t, f"M{m.idx}", g=g.name, waited_ms=(t - since) / 1e6)
         g.status, g.runnable_since = "runnable", t
-        self._runqput(m.p, g, True)
+        self.suspend_sent.pop(g, None)
+        # resumeG -> ready(gp, 0, true) (preempt.go:280, proc.go:1150): runnext of the P that runs
+        # the GC worker, not of the P the G was preempted on
+        self._runqput(self.gc_worker_p.pop(g, m.p), g, True)
 
     # --- signals --------------------------------------------------------------------------------
     def _deliver(self, m: M, t: float) -> None:
@@ -451,15 +496,17 @@ class Scheduler:
         track = f"M{m.idx}"
 
         def ack() -> None:
-            ack_sigurg(mm, m.addr)
+            ack_sigurg(mm, m.addr, self.rules)
 
         g = m.curg
-        if g is None:                                       # landed on g0: the M is in the scheduler or idle
+        if g is None:
+            # Landed on g0: the M is in the scheduler or idle. g0 stays _Gidle (proc.go malg/mcommoninit
+            # never make it _Grunning), so wantAsyncPreempt (preempt.go:369-372) already says no.
             ack()
-            self.refused["not-curg"] += 1
-            self._ev("refuse", t, track, reason="not-curg")
+            self.refused["no-request"] += 1
+            self._ev("refuse", t, track, reason="no-request")
             return
-        st = read_sched_state(mm, g.addr, m.addr, m.p.addr)
+        st = read_sched_state(mm, g.addr, m.addr, m.p.addr, self.rules)
         pc, sp = mm.pc, mm.reg("RSP")
         v = inject.do_sig_preempt(self.sigctx, self.prog, st, pc, sp, self.headroom, self.stub_entry, ack)
         if v.ok:
@@ -481,9 +528,7 @@ class Scheduler:
 
     def _sysmon(self, t: float) -> None:
         """One sysmon iteration at time t (it just woke from usleep(delay))."""
-        for p in self.ps:                                    # retake
-            if p.m.curg is None:
-                continue
+        for p in self.ps:                                    # retake (proc.go:6681): every _Prunning P
             if p.sysmon_tick != p.schedtick:
                 p.sysmon_tick, p.sysmon_when = p.schedtick, t
             elif p.sysmon_when + FORCE_PREEMPT_NS <= t:

@@ -6,8 +6,12 @@ tests/test_stubgen.py fails when a checked-in file is stale. Regenerate with `pr
 Order is Go's: PUSHQ BP; MOVQ SP,BP; PUSHFQ *before* ADJSP (which clobbers flags); save in register
 order; CALL asyncPreempt2; restore in reverse order; ADJSP back *before* POPFQ; POPQ BP; RET.
 The go1.27 layout reloads g from TLS (FS:-8), follows g.m.p to p.xRegs.scratch for X0..X15, and
-restores them from p.xRegs.cache of the P current after the call. Left out: the AVX2/AVX-512 save
-paths (GOEXPERIMENT=simd) and darwin's VZEROUPPER.
+restores them from p.xRegs.cache of the P current after the call. As in the real
+runtime/preempt_amd64.s of a default build, the SSE path ends in a `JMP` over the AVX2 and AVX-512
+blocks, which only GOEXPERIMENT=simd reaches (their CMPB/JE dispatch is left out, so they are dead
+code); the AVX-512 block is emitted as `.byte` lines, one instruction each, because Keystone cannot
+encode it. Every offset and return address then matches runtime.asyncPreempt.abi0 of Go 1.27.3
+(the CALL at +0x286, its return address +0x28b, RET at +0x505). Left out: darwin's VZEROUPPER.
 """
 from __future__ import annotations
 
@@ -56,6 +60,7 @@ def generate(lay: L.StubLayout) -> str:
         emit(f"lea rax, [rax + {p['xRegs.scratch'].offset}]", "&p.xRegs.scratch")
         for s in lay.xreg_slots:
             emit(f"movups {_mem('rax', s.offset, 'xmmword')}, {s.reg.asm}", f"{s.reg.go_name} -> scratch+{s.offset}")
+        _avx_blocks(out, emit, lay, store=True, done=".preempt")
     emit("call asyncPreempt2")
     if lay.xreg_slots:
         emit(f"mov rax, qword ptr [r14 + {g['m'].offset}]", "R14 = g again (ABIInternal callee)")
@@ -63,6 +68,7 @@ def generate(lay: L.StubLayout) -> str:
         emit(f"mov rax, qword ptr [rax + {p['xRegs.cache'].offset}]", "p.xRegs.cache")
         for s in reversed(lay.xreg_slots):
             emit(f"movups {s.reg.asm}, {_mem('rax', s.offset, 'xmmword')}")
+        _avx_blocks(out, emit, lay, store=False, done=".restore_gps")
     for s in reversed(lay.stack_slots):
         if s.reg.kind == "gp":
             emit(f"mov {s.reg.asm}, {_mem('rsp', s.offset, 'qword')}")
@@ -73,6 +79,47 @@ def generate(lay: L.StubLayout) -> str:
     emit("pop rbp")
     emit("ret")
     return "".join(out)
+
+
+def _evex_vmovdqu64(z: int, off: int, store: bool) -> bytes:
+    """VMOVDQU64 zmm<->m512 [rax + off] (EVEX.512.F3.0F.W1 7F store / 6F load, disp8*64 compression)."""
+    r, r2 = (~z >> 3) & 1, (~z >> 4) & 1
+    p0 = (r << 7) | (1 << 6) | (1 << 5) | (r2 << 4) | 0b01
+    modrm_mod = 0 if off == 0 else 1
+    out = bytes([0x62, p0, 0xFE, 0x48, 0x7F if store else 0x6F, (modrm_mod << 6) | ((z & 7) << 3)])
+    return out + (bytes([off // 64]) if off else b"")
+
+
+def _vex_kmovq(k: int, off: int, store: bool) -> bytes:
+    """KMOVQ m64<->k [rax + off] (VEX.L0.0F.W1 91 store / 90 load, disp32)."""
+    return bytes([0xC4, 0xE1, 0xF8, 0x91 if store else 0x90, 0x80 | (k << 3)]) + off.to_bytes(4, "little")
+
+
+def _avx_blocks(out: list, emit, lay: L.StubLayout, store: bool, done: str) -> None:
+    """The SSE path's JMP over the (dead) AVX2 and AVX-512 blocks, the blocks, and the label `done`."""
+    slots = lay.xreg_slots if store else tuple(reversed(lay.xreg_slots))
+    z_offs = [i * gostructs.XREGS_SLOT for i in range(gostructs.XREGS_Z)]
+    k_offs = [gostructs.XREGS_Z * gostructs.XREGS_SLOT + 8 * i for i in range(gostructs.XREGS_K)]
+    emit(f"jmp {done}", "end of the SSE path (a default build never takes the AVX paths)")
+    out.append(f"{'.save_avx2' if store else '.restore_avx2'}:\n")
+    for s in slots:
+        y = s.reg.asm.replace("xmm", "ymm")
+        emit(f"vmovdqu {_mem('rax', s.offset, 'ymmword')}, {y}" if store else
+             f"vmovdqu {y}, {_mem('rax', s.offset, 'ymmword')}")
+    emit(f"jmp {done}")
+    out.append(f"{'.save_avx512' if store else '.restore_avx512'}:\n")
+    zs = list(enumerate(z_offs))
+    ks = list(enumerate(k_offs))
+    if store:
+        items = [("VMOVDQU64 Z%d, %d(AX)" % (i, o), _evex_vmovdqu64(i, o, True)) for i, o in zs] + \
+                [("KMOVQ K%d, %d(AX)" % (i, o), _vex_kmovq(i, o, True)) for i, o in ks]
+    else:
+        items = [("KMOVQ %d(AX), K%d" % (o, i), _vex_kmovq(i, o, False)) for i, o in reversed(ks)] + \
+                [("VMOVDQU64 %d(AX), Z%d" % (o, i), _evex_vmovdqu64(i, o, False)) for i, o in reversed(zs)]
+    for go, enc in items:
+        emit(".byte " + ", ".join(f"{b:#04x}" for b in enc), go)
+    emit(f"jmp {done}")
+    out.append(f"{done}:\n")
 
 
 def write_all() -> list[Path]:

@@ -1,6 +1,6 @@
 """The unwinder: from asyncPreempt2's frame out to the goroutine's entry, by return addresses.
 
-Mirrors runtime/traceback.go's unwinder as the stack scan uses it (facts §5.1): each frame's size
+Mirrors runtime/traceback.go's unwinder as the stack scan uses it (FACTS.md §5.1): each frame's size
 comes from the function's SP delta (pcsp) at the frame's PC -- exactly at the interrupted PC for the
 frame that was preempted (correct mid-prologue), at the call instruction for every caller. The frame
 above an injected asyncPreempt is the interrupted one (unwindTrap: its PC is used as is, not PC-1).

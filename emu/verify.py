@@ -1,4 +1,4 @@
-"""Verifiers: compare the state after the stub returns with the interrupted state (facts §6 items 6-9).
+"""Verifiers: compare the state after the stub returns with the interrupted state (emu/FACTS.md §6 items 6-9).
 
 At the stub's RET: every GPR, RBP, RFLAGS and XMM0-15 must equal the interrupted values bit for
 bit, RSP must be S-8 with the resume PC at [S-8] (so RET lands on the interrupted PC with RSP = S),

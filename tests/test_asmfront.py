@@ -15,7 +15,7 @@ def test_a_file_without_directives_assembles_and_every_instruction_maps_to_its_l
 
 
 def test_decimal_immediates_stay_decimal():
-    # Keystone's sym_resolver would read 368 as 0x368 (anchors §9.1); we never install one.
+    # Keystone's sym_resolver would read 368 as 0x368 (emu/FACTS.md §9 item 1); we never install one.
     prog = assemble("f:\n  sub rsp, 368\n  add rsp, 368\n  ret\n")
     assert prog.get_func("f").insns[0].op_str == "rsp, 0x170"
 
@@ -68,7 +68,8 @@ def test_explicit_spdelta_is_needed_after_an_untrackable_rsp_write():
     ("  nop\nf:\n ret\n", 1, "before the first function"),
     ("f:\n.x:\n nop\n.x:\n ret\n", 4, "defined twice"),
     ("f:\n jmp .y\n.x:\n ret\ng:\n.y:\n ret\n", 2, ".y"),
-    ("f:\n .byte 1\n", 2, "not supported"),
+    ("f:\n .p2align 4\n", 2, "not supported"),
+    ("f:\n .byte 1\n", 2, "exactly one instruction"),
     ("goexit:\n ret\n", 1, "predefined"),
 ])
 def test_assembly_errors_name_file_and_line(src, line, words):

@@ -1,4 +1,4 @@
-"""Pinned Unicorn/Keystone behaviour preemu depends on (anchors §2, §9). If an engine upgrade
+"""Pinned Unicorn/Keystone behaviour preemu depends on (emu/FACTS.md §9). If an engine upgrade
 changes any of these, the sweep's notion of a boundary is wrong: fix the engine use, not the test."""
 import unicorn
 import unicorn.x86_const as X

@@ -111,7 +111,8 @@ def test_check_order_lists_every_refusal_and_follows_go():
     safe_pc = prog.get_func("unsafe_tour").start
     unsafe_pc = prog.get_func("atomic_or32").start
     asm_runtime_pc = prog.get_func("memclr").start              # assembly AND runtime.: asm comes first
-    runtime_pc = prog.get_func("procyield").start
+    runtime_pc = next(i.addr for i in prog.get_func("unsafe_tour").insns if i.inline)   # runtime.add inlined
+    runtime_go_pc = prog.get_func("procyield").start            # Go code of package runtime: every PC unsafe
     # two refusals at once: the one Go checks first must win, and the trace must stop there
     cases = [(replace(st, m_curg=0, m_locks=1), safe_pc, ok_sp, "not-curg"),
              (replace(st, m_locks=1, m_mallocing=1), safe_pc, low_sp, "m-locks"),
@@ -119,6 +120,7 @@ def test_check_order_lists_every_refusal_and_follows_go():
              (st, 0x10, low_sp, "stack-headroom"),
              (st, asm_runtime_pc, ok_sp, "asm-func"),
              (st, runtime_pc, ok_sp, "runtime-func"),
+             (st, runtime_go_pc, ok_sp, "unsafe-point"),
              (st, unsafe_pc, ok_sp, "unsafe-point"),
              (st, safe_pc, ok_sp, "safe")]
     for state, pc, sp, want in cases:

@@ -36,7 +36,7 @@ def test_push_call_makes_one_8_byte_store_and_moves_only_sp_and_pc():
     ({}, F.insns[2].addr, "runtime-func"),
     ({}, PROG.symbol("g"), "asm-func"),
     ({}, PROG.symbol("h"), "runtime-func"),
-    ({}, PROG.symbol("k"), "runtime-func"),
+    ({}, PROG.symbol("k"), "unsafe-point"),                     # Go code of a runtime package
     ({"m_locks": 1, "m_curg": 0x900}, 0x123, "not-curg"),       # Go's order: curg first
     ({"m_locks": 1}, 0x123, "m-locks"),                         # M state before the PC lookup
 ])

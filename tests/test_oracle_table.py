@@ -59,7 +59,7 @@ TABLE = {
     "nosplit":         ["unsafe-point"] * 2 + ["no-request"] * 2 + ["not-curg", "no-p", "m-locks", "m-mallocing", "m-preemptoff", "p-not-running", "no-request", "stack-headroom"],
     "asm-runtime":     ["asm-func"] * 2 + ["no-request"] * 2 + ["not-curg", "no-p", "m-locks", "m-mallocing", "m-preemptoff", "p-not-running", "no-request", "stack-headroom"],
     "inlined-runtime": ["runtime-func"] * 2 + ["no-request"] * 2 + ["not-curg", "no-p", "m-locks", "m-mallocing", "m-preemptoff", "p-not-running", "no-request", "stack-headroom"],
-    "runtime-go":      ["runtime-func"] * 2 + ["no-request"] * 2 + ["not-curg", "no-p", "m-locks", "m-mallocing", "m-preemptoff", "p-not-running", "no-request", "stack-headroom"],
+    "runtime-go":      ["unsafe-point"] * 2 + ["no-request"] * 2 + ["not-curg", "no-p", "m-locks", "m-mallocing", "m-preemptoff", "p-not-running", "no-request", "stack-headroom"],
     "unknown":         ["no-func"] * 2 + ["no-request"] * 2 + ["not-curg", "no-p", "m-locks", "m-mallocing", "m-preemptoff", "p-not-running", "no-request", "stack-headroom"],
 }
 

@@ -1,4 +1,4 @@
-"""The register table and the frame layouts derived from it match Go's (facts §3.1, §3.3, §2.6)."""
+"""The register table and the frame layouts derived from it match Go's (emu/FACTS.md §3.1, §3.2, §2.6)."""
 from emu import layout, regs, rtcode, safepoint
 
 
@@ -33,7 +33,7 @@ def test_async_preempt_stack_is_computed_from_frames_as_go_does():
     rt127 = rtcode.runtime_program("go1.27")
     ap2 = rt127.get_func("asyncPreempt2").max_sp_delta
     xrr = rt127.get_func("xRegRestore").max_sp_delta
-    # Go 1.27.3 measured 264 = 128 + 24 + 48 + 64 (facts §2.6)
+    # Go 1.27.3 measured 264 = 128 + 24 + 48 + 64 (emu/FACTS.md §2.6)
     assert safepoint.async_preempt_stack(layout.GO127.max_sp_delta, ap2, xrr) == 264
     rt114 = rtcode.runtime_program("go1.14")
     assert safepoint.async_preempt_stack(layout.GO114.max_sp_delta, rt114.get_func("asyncPreempt2").max_sp_delta) \
