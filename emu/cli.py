@@ -1,4 +1,4 @@
-"""The `preemu` command: sweep, run, preempt, explain, check-stub, gen-stub, disasm.
+"""The `preemu` command: sweep, run, preempt, explain, check-stub, gen-stub, disasm, exec.
 
 Exit codes: 0 all checks hold, 1 a check failed, 2 bad input (one line on stderr, no traceback).
 """
@@ -333,6 +333,81 @@ def _shards_partial(e: BaseException):
             f"{viol:,} violation(s)\n", f"after {len(done)} of {e.total} shards")
 
 
+def _exec_options(a, passthrough):
+    from .linux import process
+    env = []
+    for kv in a.env or []:
+        if "=" not in kv:
+            raise EmuError(f"--env {kv!r}: write KEY=VALUE, e.g. --env GODEBUG=asyncpreemptoff=1")
+        env.append(kv)
+    delay, at_pc = 0, None
+    if a.signal_at and a.signal_at.startswith("insn:"):
+        if not a.signal_at[5:].isdigit():
+            raise EmuError(f"--signal-at {a.signal_at!r}: write insn:N with N a number of instructions")
+        delay = int(a.signal_at[5:])
+    elif a.signal_at:
+        at_pc = a.signal_at                  # FUNC+OFF, resolved against the binary's symbols later
+    return process.Options(argv=[os.path.basename(a.target), *a.args], env=env, seed=a.seed, quantum=a.quantum,
+                           ns_per_insn=a.ns_per_insn, max_virtual_ms=a.max_virtual_ms, budget=a.budget,
+                           ncpu=a.cpus, signal_delay=delay, signal_at_pc=at_pc, passthrough=passthrough,
+                           trace=bool(a.trace))
+
+
+def cmd_exec(a, out) -> int:
+    from . import gobuild
+    from .linux import elfimage, process
+    from .linux import report as xreport
+    from .linux import scenario as xscenario
+
+    def passthrough(stream: str, data: bytes) -> None:
+        if stream == "stdout":
+            out.write(data.decode(errors="replace"))
+            out.flush()
+        else:
+            sys.stderr.write(data.decode(errors="replace"))
+
+    sc = None
+    if a.target.endswith(".toml"):
+        sc = xscenario.load(a.target, a.variant)
+        a.args, a.env = sc.args, sc.env
+        for k, v in sc.run.items():
+            setattr(a, k, v)
+        target = str(sc.program)
+    elif a.variant:
+        raise EmuError("--variant needs a scenario file (.toml)")
+    else:
+        target = a.target
+    opts = _exec_options(a, None if a.json else passthrough)
+    image = elfimage.load(str(gobuild.build(target).binary))
+    if opts.signal_at_pc is not None:
+        opts.signal_at_pc = image.resolve(opts.signal_at_pc, "--signal-at")
+    p = process.Process(image, opts).run()
+    fails = xscenario.check(sc, p) if sc else []
+    if a.trace:
+        xreport.write_chrome_trace(a.trace, p, a.target)
+    if a.json:
+        j = xreport.to_json(p, a.target)
+        if sc:
+            j["scenario"] = {"name": sc.name, "variant": a.variant, "failed": fails}
+            j["ok"] = j["ok"] and not fails
+        json.dump(j, out, indent=1)
+        out.write("\n")
+    else:
+        text = xreport.render_text(p, a.target)
+        if sc:
+            text += f"scenario {sc.name}{' (' + a.variant + ')' if a.variant else ''}: " + \
+                ("all expectations hold\n" if not fails else "FAILED\n" + "".join(f"  {f}\n" for f in fails))
+        for line in text.splitlines():
+            print(f"preemu: {line}", file=sys.stderr)
+    if p.error is not None and not a.json:
+        raise p.error
+    if p.watch.violations or p.error is not None or fails:
+        return 1
+    if sc:
+        return 0
+    return 1 if p.starved else p.exit_code
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="preemu", description="Emulate Go's asynchronous goroutine preemption on x86-64, "
                 "one instruction boundary at a time.")
@@ -463,6 +538,29 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--check", action="store_true", help="only report stale files (exit 1 if any)")
     g.set_defaults(fn=cmd_gen_stub)
 
+    x = sub.add_parser("exec", help="run a whole static Go program (its own runtime, sysmon and signal handler) "
+                       "and watch every preemption")
+    x.add_argument("target", help="a static linux/amd64 Go binary, a .go file, a package directory, "
+                   "or a scenario (.toml, see scenarios/go)")
+    x.add_argument("args", nargs="*", help="the program's arguments (after --)")
+    x.add_argument("--env", action="append", metavar="KEY=VALUE", help="environment variable; repeatable")
+    x.add_argument("--max-virtual-ms", type=float, default=None, metavar="N",
+                   help="stop after N ms of virtual time and report the program starved")
+    x.add_argument("--budget", type=int, default=None, metavar="N",
+                   help="stop after N instructions and report the program starved (default 2e9)")
+    x.add_argument("--ns-per-insn", type=int, default=1, metavar="N", help="virtual ns per instruction (default 1)")
+    x.add_argument("--quantum", type=int, default=20_000, metavar="N",
+                   help="instructions a thread runs before the next one is scheduled (default 20000)")
+    x.add_argument("--cpus", type=int, default=2, metavar="N", help="CPUs sched_getaffinity reports (default 2)")
+    x.add_argument("--seed", type=int, default=1, help="seed for AT_RANDOM and getrandom")
+    x.add_argument("--signal-at", metavar="FUNC+OFF|insn:N",
+                   help="take each pending signal when its target thread is about to execute FUNC+OFF (e.g. "
+                   "main.spin+0x9), or N of its instructions after it is sent (default: at its next instruction)")
+    x.add_argument("--trace", metavar="OUT.json", help="write a Perfetto/Chrome trace, one track per thread")
+    x.add_argument("--json", action="store_true", help="print one JSON object (program output captured in it)")
+    x.add_argument("--variant", metavar="NAME", help="scenario files: run this variant (e.g. asyncpreemptoff)")
+    x.set_defaults(fn=cmd_exec)
+
     d = sub.add_parser("disasm", help="list a program with its metadata (SP deltas, unsafe points)")
     d.add_argument("file", help="assembly file (.s), Go binary, .go file or Go package directory")
     d.add_argument("--func", help="only this function (Go input: `main.f` or `f`; default: the program's own)")
@@ -480,6 +578,15 @@ def _check_values(a) -> None:
         raise UsageError(f"--signal-delay must not be negative, got {a.signal_delay}")
     if getattr(a, "json", False) and getattr(a, "table", False):
         raise UsageError("--table prints the per-PC table as text; with --json it is in `points`")
+    if a.cmd == "exec":
+        for opt in ("max_virtual_ms", "ns_per_insn", "quantum"):
+            if getattr(a, opt) is not None and getattr(a, opt) <= 0:
+                raise UsageError(f"--{opt.replace('_', '-')} must be positive, got {getattr(a, opt)}")
+        if not 1 <= a.cpus <= 64:
+            raise UsageError(f"--cpus must be between 1 and 64, got {a.cpus}")
+        if a.budget is None:
+            from .linux.process import DEFAULT_BUDGET
+            a.budget = DEFAULT_BUDGET
 
 
 def main(argv: list[str] | None = None, out=None) -> int:

@@ -33,7 +33,8 @@ G_SIZE = 0x200
 
 #: runtime.m
 M_FIELDS = _fields(
-    ("g0", 0, 8), ("procid", 64, 8), ("gsignal", 72, 8), ("curg", 184, 8), ("p", 208, 8),
+    ("g0", 0, 8), ("procid", 64, 8), ("gsignal", 72, 8), ("mstartfn", 176, 8), ("curg", 184, 8), ("p", 208, 8),
+    ("id", 232, 8),
     # preemptoff is a Go string header (runtime2.go:649): data pointer at 248, length at 256
     ("mallocing", 240, 4), ("preemptoff.str", 248, 8), ("preemptoff.len", 256, 8),
     ("locks", 264, 4), ("preemptGen", 912, 4), ("signalPending", 916, 4),

@@ -120,17 +120,23 @@ def _files(ps: str, p: Path, data: dict) -> tuple[Path, Path | None]:
     return out[0], out[1]
 
 
+def read_toml(path: str | Path) -> dict:
+    """The scenario file's TOML table; an unreadable or non-UTF-8 file or a syntax error is a ScenarioError."""
+    ps = str(path)
+    text, line, why = read_utf8(path)
+    if text is None:
+        raise ScenarioError(ps, f"line {line}" if line else "", why)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(ps, "", f"not valid TOML: {e}") from None
+
+
 def load(path: str | Path) -> "Scenario | SchedScenario":
     """Read and validate a scenario file (a sweep scenario, or a scheduler one with [[goroutines]])."""
     p = Path(path)
     ps = str(path)
-    text, line, why = read_utf8(p)
-    if text is None:
-        raise ScenarioError(ps, f"line {line}" if line else "", why)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ScenarioError(ps, "", f"not valid TOML: {e}") from None
+    data = read_toml(p)
     if "goroutines" in data:
         return load_sched(p, data)
     _check_top(ps, data, _TOP, ("name", "asm", "entry"), ("max_points", "budget"))

@@ -1,0 +1,22 @@
+"""Whole-program mode: run an unmodified static linux/amd64 Go binary in Unicorn, deterministically.
+
+The Go runtime's own code does everything (sysmon, retake/preemptone, tgkill, sighandler,
+doSigPreempt, pushCall, asyncPreempt); this package plays the Linux kernel underneath it:
+
+  elfimage   the ELF file: PT_LOAD segments, .symtab, GOAMD64 check (refuses v3+)
+  memory     the address space: mmap reservations and commits, munmap, mprotect, madvise
+  startup    the initial stack: argv, envp, auxv (AT_PAGESZ, AT_RANDOM, AT_HWCAP, no vDSO)
+  cpuid      CPUID pinned to a documented feature set without AVX
+  icount     exact instruction counts through a native UC_HOOK_CODE callback
+  sigframe   the x86-64 rt_sigframe (siginfo, ucontext, FXSAVE image) and rt_sigreturn
+  kernel     threads, the syscall table, futex/epoll/eventfd, virtual time, signal delivery
+  watch      records each SIGURG's fate and checks registers when asyncPreempt returns
+  process    the run loop: one Unicorn, threads multiplexed in exact instruction quanta
+  report     text, JSON and Perfetto output of a run
+
+Facts it rests on (measured in a feasibility run of Go 1.27.3 under Unicorn 2.1.4): the runtime needs
+only AT_PAGESZ, AT_RANDOM and AT_NULL in auxv; without a vDSO every clock read is a clock_gettime
+syscall; in a SYSCALL hook Unicorn adds 2 to RIP after the callback (even to a RIP written there);
+emu_start(count=) cannot report the count when a hook stops early; VEX.256 faults and VEX.128 is
+silently executed as its legacy SSE form.
+"""

@@ -1,0 +1,169 @@
+"""The process address space: what mmap, munmap, mprotect and madvise do to it (mm/mmap.c, in brief).
+
+Two interval sets: `vmas` is every range the process has asked for (PROT_NONE reservations
+included), `mapped` the ranges that are also mapped in Unicorn, i.e. accessible. PROT_NONE
+ranges stay unmapped in the engine, so touching them faults as on Linux (Go's nil checks rely
+on page 0 and its reservations being inaccessible); accessible ranges are mapped read-write-
+execute (R/W/X distinctions are not enforced). Left out: file mappings, MAP_SHARED semantics,
+MAP_GROWSDOWN, mremap, brk.
+"""
+from __future__ import annotations
+
+PAGE = 4096
+MMAP_TOP = 0x7F00_0000_0000          # anonymous maps without a usable hint are placed below this
+PROT_NONE = 0
+MAP_FIXED, MAP_ANONYMOUS, MAP_FIXED_NOREPLACE = 0x10, 0x20, 0x100000
+
+
+def page_down(x: int) -> int:
+    return x & ~(PAGE - 1)
+
+
+def page_up(x: int) -> int:
+    return (x + PAGE - 1) & ~(PAGE - 1)
+
+
+class Intervals:
+    """A set of disjoint half-open [start, end) ranges, kept sorted and merged."""
+
+    def __init__(self) -> None:
+        self.r: list[tuple[int, int]] = []
+
+    def add(self, a: int, b: int) -> None:
+        out, placed = [], False
+        for s, e in self.r:
+            if e < a or s > b:
+                if s > b and not placed:
+                    out.append((a, b))
+                    placed = True
+                out.append((s, e))
+            else:
+                a, b = min(a, s), max(b, e)
+        if not placed:
+            out.append((a, b))
+        self.r = sorted(out)
+
+    def remove(self, a: int, b: int) -> None:
+        out = []
+        for s, e in self.r:
+            if e <= a or s >= b:
+                out.append((s, e))
+                continue
+            if s < a:
+                out.append((s, a))
+            if e > b:
+                out.append((b, e))
+        self.r = out
+
+    def overlaps(self, a: int, b: int) -> list[tuple[int, int]]:
+        """The parts of [a, b) inside the set."""
+        return [(max(s, a), min(e, b)) for s, e in self.r if s < b and e > a]
+
+    def gaps(self, a: int, b: int) -> list[tuple[int, int]]:
+        """The parts of [a, b) outside the set."""
+        out, cur = [], a
+        for s, e in self.overlaps(a, b):
+            if s > cur:
+                out.append((cur, s))
+            cur = e
+        if cur < b:
+            out.append((cur, b))
+        return out
+
+    def contains(self, a: int, b: int) -> bool:
+        return not self.gaps(a, b)
+
+
+class AddressSpace:
+    """Linux's view (vmas) and the engine's view (mapped) of one process."""
+
+    def __init__(self, uc) -> None:
+        self.uc = uc
+        self.vmas = Intervals()
+        self.mapped = Intervals()
+        self.next_top = MMAP_TOP
+
+    # --- the engine side ---------------------------------------------------------------
+    def _make_accessible(self, a: int, b: int, zero_existing: bool) -> None:
+        for s, e in self.mapped.overlaps(a, b) if zero_existing else ():
+            self.uc.mem_write(s, bytes(e - s))
+        for s, e in self.mapped.gaps(a, b):
+            self.uc.mem_map(s, e - s)
+        self.mapped.add(a, b)
+
+    def _make_inaccessible(self, a: int, b: int) -> None:
+        for s, e in self.mapped.overlaps(a, b):
+            self.uc.mem_unmap(s, e - s)
+        self.mapped.remove(a, b)
+
+    def map_fixed(self, addr: int, size: int, accessible: bool = True) -> None:
+        """Map [addr, addr+size) as the loader does (segments, the initial stack)."""
+        a, b = page_down(addr), page_up(addr + size)
+        self.vmas.add(a, b)
+        if accessible:
+            self._make_accessible(a, b, zero_existing=False)
+
+    # --- the syscalls --------------------------------------------------------------------
+    def _find_free(self, size: int) -> int:
+        top = self.next_top
+        while True:
+            a = top - size
+            if not self.vmas.overlaps(a, top):
+                self.next_top = a
+                return a
+            top = min(s for s, e in self.vmas.overlaps(a, top))
+
+    def mmap(self, addr: int, length: int, prot: int, flags: int) -> int:
+        """Return the mapped address, or a negative errno."""
+        if length == 0:
+            return -22
+        size = page_up(length)
+        if flags & MAP_FIXED:
+            if addr & (PAGE - 1):
+                return -22
+            a = addr
+        elif addr and page_down(addr) + size <= MMAP_TOP and not self.vmas.overlaps(page_down(addr),
+                                                                                   page_down(addr) + size):
+            a = page_down(addr)           # a free hint is honoured, as Linux does
+        elif flags & MAP_FIXED_NOREPLACE:
+            return -17                    # EEXIST
+        else:
+            a = self._find_free(size)
+        self.vmas.add(a, a + size)
+        if prot == PROT_NONE:
+            self._make_inaccessible(a, a + size)
+        else:
+            self._make_accessible(a, a + size, zero_existing=True)   # a fresh anonymous map reads as zeros
+        return a
+
+    def munmap(self, addr: int, length: int) -> int:
+        if addr & (PAGE - 1) or length == 0:
+            return -22
+        a, b = addr, page_up(addr + length)
+        self._make_inaccessible(a, b)
+        self.vmas.remove(a, b)
+        return 0
+
+    def mprotect(self, addr: int, length: int, prot: int) -> int:
+        if addr & (PAGE - 1):
+            return -22
+        a, b = addr, page_up(addr + length)
+        if not self.vmas.contains(a, b):
+            return -12                    # ENOMEM: part of the range is not mapped
+        if prot == PROT_NONE:
+            self._make_inaccessible(a, b)
+        else:
+            self._make_accessible(a, b, zero_existing=False)
+        return 0
+
+    def madvise(self, addr: int, length: int, advice: int) -> int:
+        MADV_DONTNEED = 4
+        if addr & (PAGE - 1):
+            return -22
+        if advice == MADV_DONTNEED:       # private anonymous pages read back as zeros
+            for s, e in self.mapped.overlaps(addr, page_up(addr + length)):
+                self.uc.mem_write(s, bytes(e - s))
+        return 0
+
+    def committed_bytes(self) -> int:
+        return sum(e - s for s, e in self.mapped.r)

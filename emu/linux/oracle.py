@@ -1,0 +1,67 @@
+"""preemu's safe-point oracle (emu/safepoint.py) asked about a real Go binary at a real signal.
+
+At each SIGURG delivery this reads, from guest memory, the slice of g/m/p state that the runtime's
+sighandler consults (runtime/signal_unix.go:691 `sig == sigPreempt && debug.asyncpreemptoff == 0`,
+doSigPreempt at :342, wantAsyncPreempt and isAsyncSafePoint in runtime/preempt.go:369-390), and
+the function metadata from the binary's pclntab (emu/gofront.py's lazy GoProgram over
+emu/gobinary.py: findfunc, PCDATA_UnsafePoint, FuncFlagAsm / locals pointer map, the inline tree),
+then asks emu/safepoint.py for its verdict. The watch compares the verdict with what the runtime
+did. Struct offsets are the Go 1.27.3 table in emu/gostructs.py, checked against the binary's DWARF
+(gofront.check_struct_layout; m.preemptoff is a string: its length word counts);
+asyncPreemptStack is read from the runtime's own variable. A binary whose runtime has another
+layout runs without the oracle (verdicts None, the reason in the report).
+"""
+from __future__ import annotations
+
+import struct
+
+from unicorn import UcError
+
+from .. import gmp, gobinary, gofront, safepoint
+from .. import gostructs as gs
+from ..errors import EmuError
+
+SIGURG = gs.SIG_PREEMPT
+
+
+def sched_state(proc, g: int) -> safepoint.SchedState:
+    """The SchedState of goroutine g, its M and the M's P, read from guest memory by the same reader
+    the emulated runtime uses (gmp.read_sched_state; `proc.read` stands in for the machine's)."""
+    m = proc.read_u64(g + gs.G_FIELDS["m"].offset)
+    pp = proc.read_u64(m + gs.M_FIELDS["p"].offset) if m else 0
+    return gmp.read_sched_state(proc, g, m, pp)
+
+
+class Oracle:
+    """Callable (thread, delivered frame) -> reason code, as the Watch expects."""
+
+    def __init__(self, proc, binary_path: str) -> None:
+        self.proc = proc
+        self.layout = gofront.check_struct_layout(binary_path)      # g/m/p offsets must be Go 1.27.3's
+        self.prog = gofront.GoProgram(gobinary.GoBinary.open(binary_path), binary_path)   # lazy findfunc
+        self.headroom_addr = proc.image.symbol("runtime.asyncPreemptStack")
+
+    def __call__(self, t, frame) -> str | None:
+        if frame.sig != SIGURG:
+            return None
+        if not self.proc.async_preemption_on:
+            return "asyncpreemptoff"
+        g = self.proc.read_u64(frame.fs_base - 8)
+        if g == 0:
+            return "not-curg"
+        try:
+            st = sched_state(self.proc, g)
+        except UcError:                         # a g/m/p pointer into unmapped memory: no verdict
+            return None
+        if not safepoint.want_async_preempt(st):
+            return "no-request"
+        headroom = struct.unpack("<Q", self.proc.read(self.headroom_addr, 8))[0]
+        return safepoint.is_async_safe_point(self.prog, st, frame.regs["RIP"], frame.regs["RSP"], headroom).reason
+
+
+def make(proc, binary_path: str):
+    """The oracle for this process, or (None, why) when this binary's runtime does not fit the model."""
+    try:
+        return Oracle(proc, binary_path), ""
+    except EmuError as e:
+        return None, str(e)

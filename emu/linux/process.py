@@ -1,0 +1,535 @@
+"""One emulated Linux process: load the binary, multiplex its threads on one Unicorn, run to exit.
+
+The scheduler is a single emulated CPU: round-robin over runnable threads in instruction quanta,
+counted exactly (icount), so virtual time = instructions x ns-per-insn + idle jumps is exact and
+a run is a pure function of (binary, args, env, options, seed). A slice ends when its quantum
+runs out, the thread blocks or yields, a sleeping thread's deadline arrives (so sleeps end on
+time), a pending signal's chosen boundary is reached, or a syscall that replaces the CPU context
+(rt_sigreturn, exit) must be finished outside Unicorn's hook: in a SYSCALL hook RIP is the
+address of the SYSCALL and Unicorn adds 2 after the callback, even to a RIP written in it.
+
+Signals are delivered as Linux does (kernel/signal.c, arch/x86/kernel/signal.c) when the target
+thread next runs, `signal_delay` of its instructions later (--signal-at insn:N), or when it is
+about to execute a chosen PC (--signal-at FUNC+OFF, a one-shot code hook); the landing PC is recorded.
+An access to an unmapped page becomes a synchronous SIGSEGV for the faulting thread (SEGV_MAPERR,
+si_addr and the mcontext's trapno/err/cr2), taken before anything else runs.
+Left out: multiple CPUs, priorities, process-directed signals, core dumps.
+"""
+from __future__ import annotations
+
+import collections
+import random
+import struct
+import time
+from dataclasses import dataclass, field
+
+import capstone
+from unicorn import UC_ARCH_X86, UC_HOOK_CODE, UC_HOOK_INSN, UC_HOOK_MEM_UNMAPPED, UC_MODE_64, Uc, UcError
+from unicorn import unicorn_const as UCC
+from unicorn import x86_const as X
+
+from .. import gostructs as gs
+from ..errors import EmuError, GuestFault
+from . import cpuid, kernel, startup
+from .elfimage import Image
+from .fds import Epoll, FdTable
+from .icount import InsnCounter
+from .memory import AddressSpace
+from .sigframe import PF_INSTR, PF_USER, PF_WRITE, SEGV_MAPERR, X86_TRAP_PF, SigInfo, restore_rt_frame, setup_rt_frame
+from .threads import BLOCKED, EXITED, RUNNABLE, Thread, Wait
+from .watch import Watch
+
+BOOT_NS = 10**12                 # CLOCK_MONOTONIC at the first instruction: "1000 s since boot"
+FIRST_TID = 1000
+SA_ONSTACK, SA_RESTART, SA_NODEFER = 0x08000000, 0x10000000, 0x40000000
+SIG_DFL, SIG_IGN = 0, 1
+DEFAULT_IGNORED = {17, 18, 23, 28}     # SIGCHLD, SIGCONT, SIGURG, SIGWINCH: default action is ignore
+SIGNAL_NAMES = {23: "SIGURG", 11: "SIGSEGV", 6: "SIGABRT", 2: "SIGINT", 9: "SIGKILL", 15: "SIGTERM"}
+_U64 = (1 << 64) - 1
+DEFAULT_BUDGET = 2_000_000_000
+
+
+@dataclass
+class Options:
+    argv: list[str]
+    env: list[str] = field(default_factory=list)
+    seed: int = 1
+    quantum: int = 20_000
+    ns_per_insn: int = 1
+    max_virtual_ms: float | None = None
+    budget: int = DEFAULT_BUDGET
+    ncpu: int = 2
+    signal_delay: int = 0              # a pending signal is taken after N more instructions of its target
+    signal_at_pc: int | None = None    # ... or when its target is about to execute this PC (--signal-at FUNC+OFF)
+    passthrough: object = None         # callable(stream_name, bytes) for live output, or None
+    trace: bool = False
+
+
+@dataclass
+class Slice:
+    tid: int
+    start_ns: int
+    end_ns: int
+    why: str
+
+
+class Process:
+    def __init__(self, image: Image, opts: Options, oracle="auto") -> None:
+        self.image, self.opts = image, opts
+        self.uc = Uc(UC_ARCH_X86, UC_MODE_64)
+        self.mem = AddressSpace(self.uc)
+        self.fds = FdTable()
+        self.rng = random.Random(opts.seed)
+        self.counter = InsnCounter(self.uc)
+        self.boot_ns = BOOT_NS
+        self.clock = BOOT_NS
+        self.in_slice = False
+        self.pid = FIRST_TID
+        self.ncpu = opts.ncpu
+        self.rlimits = {kernel.RLIMIT_NOFILE: (1024, 524288)}
+        self.sigactions: dict[int, tuple] = {}
+        self.threads: dict[int, Thread] = {}
+        self.runq: collections.deque[Thread] = collections.deque()
+        self.futex_waiters: dict[int, list[Thread]] = collections.defaultdict(list)
+        self.cur: Thread | None = None
+        self.exit_code: int | None = None
+        self.stop_reason = ""
+        self.error: Exception | None = None
+        self.starved = False
+        self.insns = 0
+        self.idle_ns = 0
+        self.syscall_counts: collections.Counter = collections.Counter()
+        self.paths: list[str] = []
+        self.slices: list[Slice] = []
+        self.syscall_log: list[tuple] = []          # (time_ns, tid, name, args, result) when tracing
+        self._pending_events: dict[tuple[int, int], object] = {}
+        self._stop_slice = False
+        self._after_stop = None
+        self._fault = None                      # (access type, address) of the last unmapped access
+        self.async_preemption_on = "asyncpreemptoff=1" not in " ".join(opts.env)
+        self._load()
+        self.oracle_note = ""
+        if oracle == "auto":
+            from . import oracle as oracle_mod
+            oracle, self.oracle_note = oracle_mod.make(self, image.path)
+        self.watch = Watch(self, image.symbol("runtime.asyncPreempt.abi0"), oracle)
+
+    # --- setup -------------------------------------------------------------------------------
+    def _load(self) -> None:
+        for s in self.image.segments:
+            self.mem.map_fixed(s.vaddr, s.memsz)
+            self.uc.mem_write(s.vaddr, s.data)
+        rnd = self.random_bytes(16)
+        sp = startup.build_stack(self.mem, self.image, self.opts.argv, self.opts.env, rnd)
+        self.uc.reg_write(X.UC_X86_REG_RSP, sp)
+        self.uc.reg_write(X.UC_X86_REG_RIP, self.image.entry)
+        self.uc.hook_add(UC_HOOK_INSN, self._on_syscall, None, 1, 0, X.UC_X86_INS_SYSCALL)
+        self.uc.hook_add(UC_HOOK_INSN, self._on_cpuid, None, 1, 0, X.UC_X86_INS_CPUID)
+        self.uc.hook_add(UC_HOOK_MEM_UNMAPPED, self._on_unmapped)
+        self._hook_rdtsc()
+        main = Thread(self.pid, self.uc.context_save(), name="m0")
+        self.threads[main.tid] = main
+        self.runq.append(main)
+
+    def _hook_rdtsc(self) -> None:
+        """RDTSC/RDTSCP read the host clock in Unicorn; answer them from virtual time instead."""
+        for a, n in self.image.find_insns(("rdtsc", "rdtscp")):
+            self.uc.hook_add(UC_HOOK_CODE, self._on_rdtsc, n, a, a)
+
+    def _on_rdtsc(self, uc, addr, size, n) -> None:
+        if self.counter.executed >= self.counter._c.limit:
+            return                      # the counter is stopping the engine before this instruction
+        tsc = self.now()
+        uc.reg_write(X.UC_X86_REG_RAX, tsc & 0xFFFFFFFF)
+        uc.reg_write(X.UC_X86_REG_RDX, (tsc >> 32) & 0xFFFFFFFF)
+        if n == 3:
+            uc.reg_write(X.UC_X86_REG_RCX, 0)
+        uc.reg_write(X.UC_X86_REG_RIP, addr + n)
+
+    def _on_cpuid(self, uc, _) -> int:
+        a, b, c, d = cpuid.cpuid(uc.reg_read(X.UC_X86_REG_EAX) & 0xFFFFFFFF, uc.reg_read(X.UC_X86_REG_ECX) & 0xFFFFFFFF)
+        for r, v in ((X.UC_X86_REG_RAX, a), (X.UC_X86_REG_RBX, b), (X.UC_X86_REG_RCX, c), (X.UC_X86_REG_RDX, d)):
+            uc.reg_write(r, v)
+        return 1                        # skip the engine's own CPUID
+
+    # --- helpers the syscalls use ------------------------------------------------------------------
+    def read(self, addr: int, n: int) -> bytes:
+        return bytes(self.uc.mem_read(addr, n))
+
+    def write(self, addr: int, data: bytes) -> None:
+        self.uc.mem_write(addr, data)
+
+    def read_u64(self, addr: int) -> int:
+        return struct.unpack("<Q", self.read(addr, 8))[0]
+
+    def read_cstr(self, addr: int, limit: int = 4096) -> str:
+        out = bytearray()
+        while len(out) < limit:
+            chunk = self.read(addr + len(out), 64)
+            z = chunk.find(b"\0")
+            if z >= 0:
+                out += chunk[:z]
+                break
+            out += chunk
+        return out.decode(errors="replace")
+
+    def fs_base(self) -> int:
+        return self.uc.reg_read(X.UC_X86_REG_FS_BASE)
+
+    def now(self) -> int:
+        """Virtual CLOCK_MONOTONIC in ns (exact, also in the middle of a slice)."""
+        if self.in_slice:
+            return self.clock + self.counter.executed * self.opts.ns_per_insn
+        return self.clock
+
+    def random_bytes(self, n: int) -> bytes:
+        return bytes(self.rng.getrandbits(8) for _ in range(n))
+
+    def note_path(self, path: str) -> None:
+        self.paths.append(path)
+
+    def output(self, stream, data: bytes) -> None:
+        stream.data += data
+        if self.opts.passthrough:
+            self.opts.passthrough(stream.name, data)
+
+    def unsupported(self, name: str, detail: str):
+        raise EmuError(f"unsupported {name} at {self._where()}: {detail}")
+
+    def _where(self, pc: int | None = None) -> str:
+        if pc is None:
+            pc = self.uc.reg_read(X.UC_X86_REG_RIP)
+        code = self.read_or_empty(pc, 16)
+        md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+        insn = next(iter(md.disasm(code, pc)), None)
+        text = f"{insn.mnemonic} {insn.op_str}".strip() if insn else "??"
+        t = self.cur or self.threads[self.pid]
+        return f"pc {pc:#x} {self.image.describe(pc)} ({text}) in thread {t.name}({t.tid})"
+
+    def read_or_empty(self, addr: int, n: int) -> bytes:
+        try:
+            return self.read(addr, n)
+        except UcError:
+            return b""
+
+    # --- threads ---------------------------------------------------------------------------------
+    def new_thread(self, parent: Thread, stack: int, tls: int | None) -> int:
+        tid = FIRST_TID + len(self.threads)
+        ctx = self.uc.context_save()
+        ctx.reg_write(X.UC_X86_REG_RIP, self.uc.reg_read(X.UC_X86_REG_RIP) + 2)   # the hook's RIP+2 rule
+        ctx.reg_write(X.UC_X86_REG_RAX, 0)
+        ctx.reg_write(X.UC_X86_REG_RSP, stack)
+        if tls is not None:
+            ctx.reg_write(X.UC_X86_REG_FS_BASE, tls)
+        t = Thread(tid, ctx, sigmask=parent.sigmask, name=self._m_name(self.uc.reg_read(X.UC_X86_REG_R13)))
+        self.threads[tid] = t
+        self.runq.append(t)
+        return tid
+
+    def _m_name(self, mp: int) -> str:
+        """Name a new thread after its M: runtime·clone passes mp in R13 (sys_linux_amd64.s), and
+        newm's mstartfn (runtime/proc.go) tells sysmon and the template thread from plain Ms."""
+        try:
+            fn = self.read_u64(mp + gs.M_FIELDS["mstartfn"].offset)
+            mid = self.read_u64(mp + gs.M_FIELDS["id"].offset)
+            start = self.image.func_at(self.read_u64(fn)) if fn else None
+        except UcError:
+            return "thread"
+        if start is not None and start[0] in ("runtime.sysmon", "runtime.templateThread"):
+            return start[0].removeprefix("runtime.")
+        return f"m{mid}"                       # a plain M (mstartfn nil or mspinning)
+
+    def exit_thread(self, t: Thread, code: int) -> None:
+        t.state = EXITED
+        if all(x.state == EXITED for x in self.threads.values()):
+            self.exit_group(code & 0xFF)
+
+    def exit_group(self, code: int) -> None:
+        self.exit_code = code
+        self.stop_reason = "exit"
+        for t in self.threads.values():
+            t.state = EXITED
+        self._stop_slice = True
+
+    def yield_slice(self) -> None:
+        self._stop_slice = True
+
+    def block(self, t: Thread, w: Wait) -> None:
+        t.state, t.wait = BLOCKED, w
+        if w.kind == "futex":
+            self.futex_waiters[w.futex].append(t)
+
+    def wake(self, t: Thread, result: int) -> None:
+        w = t.wait
+        if w is not None and w.kind == "futex":
+            self.futex_waiters[w.futex].remove(t)
+        t.state, t.wait = RUNNABLE, None
+        t.ctx.reg_write(X.UC_X86_REG_RAX, result & _U64)
+        self.runq.append(t)
+
+    def futex_wake(self, addr: int, n: int) -> int:
+        woken = 0
+        for t in list(self.futex_waiters.get(addr, ())):
+            if woken >= n:
+                break
+            self.wake(t, 0)
+            woken += 1
+        return woken
+
+    def epoll_collect(self, ep: Epoll, events: int, maxevents: int) -> int:
+        ready = ep.ready(self.fds)[:maxevents]
+        for i, (rev, data) in enumerate(ready):
+            self.write(events + 12 * i, struct.pack("<IQ", rev, data))
+        return len(ready)
+
+    def wake_pollers(self) -> None:
+        for t in self.threads.values():
+            if t.state == BLOCKED and t.wait.kind == "epoll":
+                ep = self.fds.get(t.wait.epfd)
+                if isinstance(ep, Epoll) and ep.ready(self.fds):
+                    self.wake(t, self.epoll_collect(ep, t.wait.events, t.wait.maxevents))
+
+    def _wake_due(self) -> None:
+        due = sorted((t.wait.deadline, t.tid) for t in self.threads.values()
+                     if t.state == BLOCKED and t.wait.deadline is not None and t.wait.deadline <= self.clock)
+        for _, tid in due:
+            t = self.threads[tid]
+            self.wake(t, t.wait.on_timeout)
+
+    def _earliest_deadline(self) -> int | None:
+        ds = [t.wait.deadline for t in self.threads.values() if t.state == BLOCKED and t.wait.deadline is not None]
+        return min(ds) if ds else None
+
+    # --- signals ---------------------------------------------------------------------------------
+    def send_signal(self, sender: Thread, tid: int, sig: int) -> int:
+        t = self.threads.get(tid)
+        if t is None or t.state == EXITED:
+            return -kernel.ESRCH
+        if sig == 0:
+            return 0
+        ev = self.watch.sent(sig, sender.tid, tid)
+        if sig in t.pending:
+            ev.outcome = "merged"           # a standard signal already pending is not queued twice
+            return 0
+        t.pending[sig] = ev
+        t.signal_countdown = self.opts.signal_delay
+        if t is sender:
+            self._stop_slice = True          # taken on the way back to user mode
+        elif t.state == BLOCKED and not t.sigmask & (1 << (sig - 1)):
+            self._interrupt(t, sig)
+        return 0
+
+    def _interrupt(self, t: Thread, sig: int) -> None:
+        """A signal arrives while t waits: restart the call (SA_RESTART futex wait) or fail it with EINTR."""
+        t.signal_countdown = 0
+        flags = self.sigactions.get(sig, (0, 0, 0, 0))[1]
+        if t.wait.restart and flags & SA_RESTART:
+            rip = t.ctx.reg_read(X.UC_X86_REG_RIP)
+            self.wake(t, 202)
+            t.ctx.reg_write(X.UC_X86_REG_RIP, rip - 2)
+        else:
+            self.wake(t, -kernel.EINTR)
+
+    def _deliver(self, t: Thread, sig: int) -> None:
+        ev = t.pending.pop(sig)
+        if ev.info is not None:
+            t.sigmask &= ~(1 << (sig - 1))      # synchronous: taken even if blocked, and then fatal
+        handler, flags, restorer, mask = self.sigactions.get(sig, (SIG_DFL, 0, 0, 0))
+        if handler == SIG_IGN or (handler == SIG_DFL and sig in DEFAULT_IGNORED):
+            ev.outcome = "ignored"
+            return
+        if handler == SIG_DFL or (ev.info is not None and t.sigmask & (1 << (sig - 1))):
+            ev.outcome = "fatal"          # a fault with its signal blocked or defaulted kills (force_sig_fault)
+            self.exit_code = 128 + sig
+            self.stop_reason = f"killed by signal {sig} ({SIGNAL_NAMES.get(sig, '?')})" + \
+                (f": {ev.fault}" if ev.info is not None else "")
+            return
+        rsp = self.uc.reg_read(X.UC_X86_REG_RSP)
+        alt = t.altstack if flags & SA_ONSTACK else None
+        on_alt = t.altstack is not None and t.altstack[0] <= rsp - 128 < t.altstack[0] + t.altstack[1]
+        info = ev.info or SigInfo(sig, pid=self.pid, uid=1000)
+        frame = setup_rt_frame(self.uc, info, handler, restorer, t.sigmask, alt, on_alt)
+        t.sigmask |= mask | (0 if flags & SA_NODEFER else 1 << (sig - 1))
+        t.frames.append(frame)
+        self.watch.delivered(ev, t, frame)
+
+    def request_sigreturn(self, t: Thread) -> None:
+        self._after_stop = self._finish_sigreturn
+        self._stop_slice = True
+
+    def _finish_sigreturn(self, t: Thread) -> None:
+        rsp = self.uc.reg_read(X.UC_X86_REG_RSP)
+        frame = t.frames.pop() if t.frames and t.frames[-1].ucontext == rsp else None
+        restored = restore_rt_frame(self.uc)
+        t.sigmask = restored.sigmask & ~((1 << 8) | (1 << 18))      # SIGKILL/SIGSTOP cannot be blocked
+        if frame is None:
+            self.watch.violation("sigreturn-frame", f"rt_sigreturn in thread {t.tid} with ucontext {rsp:#x}, "
+                                 "which is not the frame preemu delivered last")
+        else:
+            self.watch.sigreturn(t, frame, restored)
+
+    # --- the run loop ----------------------------------------------------------------------------
+    def _on_syscall(self, uc, _) -> None:
+        t = self.cur
+        nr = uc.reg_read(X.UC_X86_REG_RAX)
+        entry = kernel.TABLE.get(nr)
+        t.syscalls += 1
+        if entry is None:
+            self.error = EmuError(f"unsupported syscall {kernel.name_of(nr)} (number {nr}) at {self._where()}")
+            uc.emu_stop()
+            return
+        name, fn = entry
+        self.syscall_counts[name] += 1
+        args = [uc.reg_read(r) for r in (X.UC_X86_REG_RDI, X.UC_X86_REG_RSI, X.UC_X86_REG_RDX,
+                                         X.UC_X86_REG_R10, X.UC_X86_REG_R8, X.UC_X86_REG_R9)]
+        try:
+            res = fn(self, t, *args)
+        except EmuError as e:
+            self.error = e
+            uc.emu_stop()
+            return
+        except UcError as e:
+            self.error = EmuError(f"{name} at {self._where()}: bad guest pointer ({e})")
+            uc.emu_stop()
+            return
+        if self.opts.trace:
+            self.syscall_log.append((self.now(), t.tid, name, args[:3], "block" if res is kernel.BLOCK else
+                                     "stop" if res is kernel.STOP else res))
+        if res is kernel.BLOCK or res is kernel.STOP:
+            uc.emu_stop()
+            return
+        uc.reg_write(X.UC_X86_REG_RAX, res & _U64)
+        if self._stop_slice:
+            uc.emu_stop()
+
+    def _limit_ns(self) -> int | None:
+        if self.opts.max_virtual_ms is None:
+            return None
+        return self.boot_ns + int(self.opts.max_virtual_ms * 1_000_000)
+
+    def _starve(self, why: str) -> None:
+        self.starved = True
+        self.stop_reason = why
+
+    def run(self) -> "Process":
+        t0 = time.perf_counter()
+        ns = self.opts.ns_per_insn
+        limit_ns = self._limit_ns()
+        while self.exit_code is None and self.error is None:
+            self._wake_due()
+            if limit_ns is not None and self.clock >= limit_ns:
+                self._starve(f"reached --max-virtual-ms {self.opts.max_virtual_ms:g}")
+                break
+            if self.insns >= self.opts.budget:
+                self._starve(f"reached the instruction budget ({self.opts.budget})")
+                break
+            t = self.runq.popleft() if self.runq else None
+            if t is None:
+                d = self._earliest_deadline()
+                if d is None:
+                    waits = ", ".join(f"{x.tid}: {x.wait.kind}" for x in self.threads.values() if x.state == BLOCKED)
+                    self.error = EmuError(f"deadlock: every thread waits with no timeout ({waits})")
+                    break
+                if limit_ns is not None and d > limit_ns:
+                    self.idle_ns += limit_ns - self.clock
+                    self.clock = limit_ns
+                    continue
+                self.idle_ns += d - self.clock
+                self.clock = d
+                continue
+            if t.state != RUNNABLE:
+                continue
+            self._run_slice(t, ns, limit_ns)
+        self.watch.finish()
+        self.wall_s = time.perf_counter() - t0
+        return self
+
+    def _run_slice(self, t: Thread, ns: int, limit_ns: int | None) -> None:
+        uc = self.uc
+        uc.context_restore(t.ctx)
+        self.cur = t
+        sig = t.deliverable()
+        at = self.opts.signal_at_pc
+        if sig and t.signal_countdown <= 0 and (at is None or uc.reg_read(X.UC_X86_REG_RIP) == at):
+            self._deliver(t, sig)
+            if self.exit_code is not None:
+                return
+        watch_pc = at is not None and t.deliverable()
+        if watch_pc:
+            self._pc_hook = uc.hook_add(UC_HOOK_CODE, self._on_signal_pc, None, at, at)
+            uc.ctl_remove_cache(at, at + 1)    # hooks added after translation only fire on fresh blocks
+        limit = self.opts.quantum
+        d = self._earliest_deadline()
+        if d is not None:
+            limit = min(limit, max(1, -(-(d - self.clock) // ns)))
+        if t.deliverable() and t.signal_countdown > 0:
+            limit = min(limit, t.signal_countdown)
+        if limit_ns is not None:
+            limit = min(limit, max(1, -(-(limit_ns - self.clock) // ns)))
+        limit = min(limit, self.opts.budget - self.insns)
+        self._stop_slice, self._after_stop = False, None
+        self.counter.arm(limit)
+        start = self.clock
+        self.in_slice = True
+        try:
+            uc.emu_start(uc.reg_read(X.UC_X86_REG_RIP), _U64)
+        except UcError as e:
+            if not self._page_fault(t, e):
+                self.error = self._guest_fault(e)
+        finally:
+            n = self.counter.executed
+            self.in_slice = False
+            if watch_pc:
+                uc.hook_del(self._pc_hook)
+                uc.ctl_remove_cache(at, at + 1)
+        self.clock += n * ns
+        self.insns += n
+        t.insns += n
+        if t.signal_countdown > 0:
+            t.signal_countdown = max(0, t.signal_countdown - n)
+        if self.opts.trace:
+            self.slices.append(Slice(t.tid, start, self.clock, t.state))
+        if self.error is not None:
+            return
+        if self._after_stop is not None and t.state != EXITED and self.error is None:
+            self._after_stop(t)
+        if t.state != EXITED:
+            t.ctx = uc.context_save()
+        self._wake_due()                 # a sleeper whose deadline ended this slice runs next (wakeup preemption)
+        if t.state == RUNNABLE and t not in self.runq:
+            self.runq.append(t)
+
+    def _on_signal_pc(self, uc, addr, size, _) -> None:
+        if self.counter.executed < self.counter._c.limit:
+            uc.emu_stop()                  # before the instruction runs: the signal is taken here next slice
+
+    def _on_unmapped(self, uc, access, addr, size, value, _) -> bool:
+        self._fault = (access, addr)
+        return False                           # let the engine stop with UC_ERR_*_UNMAPPED
+
+    def _page_fault(self, t: Thread, e: UcError) -> bool:
+        """An access to an unmapped page becomes a synchronous SIGSEGV for the thread, as the kernel's page
+        fault handler does (arch/x86/mm/fault.c, force_sig_fault SEGV_MAPERR): True if one was raised."""
+        kinds = {UCC.UC_ERR_READ_UNMAPPED: 0, UCC.UC_ERR_WRITE_UNMAPPED: PF_WRITE,
+                 UCC.UC_ERR_FETCH_UNMAPPED: PF_INSTR}
+        if e.errno not in kinds or self._fault is None or 11 in t.pending:
+            return False
+        addr = self._fault[1]
+        self._fault = None
+        pc = self.uc.reg_read(X.UC_X86_REG_RIP)
+        ev = self.watch.sent(11, t.tid, t.tid)
+        ev.info = SigInfo(11, SEGV_MAPERR, addr=addr, trapno=X86_TRAP_PF, err=PF_USER | kinds[e.errno])
+        what = {0: "read of", PF_WRITE: "write to", PF_INSTR: "fetch from"}[kinds[e.errno]]
+        ev.fault = f"{what} unmapped address {addr:#x} at {self._where(pc)}"
+        t.pending[11] = ev
+        self.runq.appendleft(t)                # the faulting thread takes its signal before anything else runs
+        return True
+
+    def _guest_fault(self, e: UcError) -> Exception:
+        pc = self.uc.reg_read(X.UC_X86_REG_RIP)
+        detail = str(e)
+        if e.errno == UCC.UC_ERR_INSN_INVALID:
+            detail += " (a VEX/AVX instruction? preemu's CPU has no AVX)"
+        elif e.errno in (UCC.UC_ERR_READ_UNMAPPED, UCC.UC_ERR_WRITE_UNMAPPED, UCC.UC_ERR_FETCH_UNMAPPED):
+            detail += " (a fault while the thread's SIGSEGV was still pending: the kernel would kill it)"
+        return GuestFault(pc, self._where(pc), detail)

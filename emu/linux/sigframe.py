@@ -1,0 +1,176 @@
+"""The x86-64 signal frame: what Linux writes at delivery and reads back at rt_sigreturn.
+
+Mirrors arch/x86/kernel/signal.c (get_sigframe, align_sigframe), signal_64.c (x64_setup_rt_frame,
+restore_sigcontext), arch/x86/include/asm/sigframe.h (struct rt_sigframe) and the uapi ucontext/
+sigcontext headers; Go reads the same bytes as runtime/defs_linux_amd64.go's ucontext/mcontext and
+runtime/signal_linux_amd64.go's sigctxt. The FP area is a 512-byte FXSAVE image (the CPU has no
+XSAVE, see cpuid), so uc_flags carries UC_SIGCONTEXT_SS|UC_STRICT_RESTORE_SS but not UC_FP_XSTATE.
+Left out: x87 register stack contents (zeros), the 32-bit frame, SA_SIGINFO-less handlers.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from unicorn import x86_const as X
+
+# --- layout: one table, offsets from the frame base (RSP at handler entry) --------------------
+PRETCODE = 0
+UC = 8                                   # struct ucontext
+UC_FLAGS, UC_LINK, UC_STACK = UC + 0, UC + 8, UC + 16        # uc_stack: ss_sp, ss_flags(+pad), ss_size
+MCONTEXT = UC + 40                       # struct sigcontext (Go: mcontext.gregs[23], fpregs, reserved)
+#: mcontext general registers in order (Go's gregs index = position)
+GREGS = ("R8", "R9", "R10", "R11", "R12", "R13", "R14", "R15", "RDI", "RSI", "RBP", "RBX", "RDX",
+         "RAX", "RCX", "RSP", "RIP", "EFLAGS", "CSGSFS", "ERR", "TRAPNO", "OLDMASK", "CR2")
+FPSTATE_PTR = MCONTEXT + 8 * len(GREGS)  # 232
+UC_SIGMASK = MCONTEXT + 256              # 304
+SIGINFO = UC_SIGMASK + 8                 # 312 (128 bytes)
+FRAME_SIZE = SIGINFO + 128               # 440
+FXSAVE_SIZE = 512
+REDZONE = 128
+
+UC_SIGCONTEXT_SS, UC_STRICT_RESTORE_SS = 0x2, 0x4
+SS_ONSTACK, SS_DISABLE = 1, 2
+SI_TKILL = -6
+SEGV_MAPERR = 1
+X86_TRAP_PF = 14
+PF_WRITE, PF_USER, PF_INSTR = 0x2, 0x4, 0x10      # page-fault error code bits (arch/x86 traps.h)
+
+
+@dataclass(frozen=True)
+class SigInfo:
+    """What siginfo and the mcontext's err/trapno/cr2 say about a signal."""
+
+    signo: int
+    code: int = SI_TKILL
+    pid: int = 0              # SI_TKILL: the sender
+    uid: int = 0
+    addr: int | None = None   # SIGSEGV: the faulting address (si_addr; also cr2)
+    trapno: int = 0
+    err: int = 0
+USER_CS, USER_SS = 0x33, 0x2B
+#: EFLAGS bits rt_sigreturn takes from the frame (signal_64.c FIX_EFLAGS: AC OF DF TF SF ZF AF PF CF RF)
+FIX_EFLAGS = 0x40DD5 | 0x10000
+#: bits cleared at handler entry (DF, TF, AC; RF too)
+ENTRY_CLEAR = 0x400 | 0x100 | 0x40000 | 0x10000
+
+_REG = {n: getattr(X, f"UC_X86_REG_{n}") for n in GREGS[:17]}
+_REG["EFLAGS"] = X.UC_X86_REG_EFLAGS
+XMM = [getattr(X, f"UC_X86_REG_XMM{i}") for i in range(16)]
+
+
+def greg_offset(name: str) -> int:
+    return MCONTEXT + 8 * GREGS.index(name)
+
+
+@dataclass
+class Delivered:
+    """What delivery left behind, to recognise the frame at rt_sigreturn."""
+
+    frame: int          # frame base (RSP at handler entry)
+    ucontext: int
+    fpstate: int
+    regs: dict          # the interrupted registers (GPRs, RIP, EFLAGS)
+    xmm: list[int]
+    mxcsr: int
+    sig: int = 0
+    fs_base: int = 0    # the thread's TLS base (Go keeps g at -8 from it)
+
+
+def read_regs(uc) -> dict:
+    return {n: uc.reg_read(r) for n, r in _REG.items()}
+
+
+def _fxsave(uc) -> tuple[bytes, list[int], int]:
+    fcw, fsw, ftw = uc.reg_read(X.UC_X86_REG_FPCW), uc.reg_read(X.UC_X86_REG_FPSW), uc.reg_read(X.UC_X86_REG_FPTAG)
+    mxcsr = uc.reg_read(X.UC_X86_REG_MXCSR)
+    xmm = [uc.reg_read(r) for r in XMM]
+    abridged_tag = 0
+    for i in range(8):                    # FXSAVE keeps one "valid" bit per x87 register
+        if (ftw >> (2 * i)) & 3 != 3:
+            abridged_tag |= 1 << i
+    img = bytearray(FXSAVE_SIZE)
+    struct.pack_into("<HHBxHQQII", img, 0, fcw, fsw, abridged_tag, 0, 0, 0, mxcsr, 0xFFFF)
+    for i, v in enumerate(xmm):
+        img[160 + 16 * i:176 + 16 * i] = v.to_bytes(16, "little")
+    return bytes(img), xmm, mxcsr
+
+
+def setup_rt_frame(uc, info: SigInfo, handler: int, restorer: int, blocked_mask: int, altstack,
+                   on_altstack: bool) -> Delivered:
+    """Build the frame for `sig` on the current thread (loaded in uc) and enter the handler.
+
+    altstack is (ss_sp, ss_size, ss_flags) or None for "use the current stack".
+    """
+    regs = read_regs(uc)
+    sp = regs["RSP"] - REDZONE
+    if altstack is not None and not on_altstack:
+        sp = altstack[0] + altstack[1]
+    fpstate = (sp - FXSAVE_SIZE) & ~63
+    frame = ((fpstate - FRAME_SIZE) & ~15) - 8
+    fx, xmm, mxcsr = _fxsave(uc)
+    b = bytearray(FRAME_SIZE)
+    struct.pack_into("<Q", b, PRETCODE, restorer)
+    struct.pack_into("<QQ", b, UC_FLAGS, UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS, 0)
+    if altstack is None:
+        struct.pack_into("<QiiQ", b, UC_STACK, 0, SS_DISABLE, 0, 0)
+    else:
+        struct.pack_into("<QiiQ", b, UC_STACK, altstack[0], SS_ONSTACK if on_altstack else 0, 0, altstack[1])
+    for n in GREGS[:17]:
+        struct.pack_into("<Q", b, greg_offset(n), regs[n])
+    struct.pack_into("<Q", b, greg_offset("EFLAGS"), regs["EFLAGS"])
+    struct.pack_into("<HHHH", b, greg_offset("CSGSFS"), USER_CS, 0, 0, USER_SS)
+    struct.pack_into("<Q", b, FPSTATE_PTR, fpstate)
+    struct.pack_into("<Q", b, UC_SIGMASK, blocked_mask)
+    sig = info.signo
+    struct.pack_into("<QQ", b, greg_offset("ERR"), info.err, info.trapno)
+    struct.pack_into("<Q", b, greg_offset("CR2"), info.addr or 0)
+    if info.addr is None:
+        struct.pack_into("<iiiiII", b, SIGINFO, sig, 0, info.code, 0, info.pid, info.uid)
+    else:
+        struct.pack_into("<iiiiQ", b, SIGINFO, sig, 0, info.code, 0, info.addr)
+    uc.mem_write(fpstate, fx)
+    uc.mem_write(frame, bytes(b))
+    uc.reg_write(X.UC_X86_REG_RSP, frame)
+    uc.reg_write(X.UC_X86_REG_RIP, handler)
+    uc.reg_write(X.UC_X86_REG_RDI, sig)
+    uc.reg_write(X.UC_X86_REG_RSI, frame + SIGINFO)
+    uc.reg_write(X.UC_X86_REG_RDX, frame + UC)
+    uc.reg_write(X.UC_X86_REG_RAX, 0)
+    uc.reg_write(X.UC_X86_REG_EFLAGS, regs["EFLAGS"] & ~ENTRY_CLEAR)
+    return Delivered(frame, frame + UC, fpstate, regs, xmm, mxcsr, sig, uc.reg_read(X.UC_X86_REG_FS_BASE))
+
+
+@dataclass
+class Restored:
+    regs: dict
+    sigmask: int
+    fpstate: int
+
+
+def restore_rt_frame(uc) -> Restored:
+    """rt_sigreturn: the handler's RET popped pretcode, so the ucontext is at RSP (frame = RSP - 8)."""
+    frame = uc.reg_read(X.UC_X86_REG_RSP) - 8
+    b = bytes(uc.mem_read(frame, FRAME_SIZE))
+    regs = {n: struct.unpack_from("<Q", b, greg_offset(n))[0] for n in GREGS[:17]}
+    old_flags = uc.reg_read(X.UC_X86_REG_EFLAGS)
+    regs["EFLAGS"] = (old_flags & ~FIX_EFLAGS) | (struct.unpack_from("<Q", b, greg_offset("EFLAGS"))[0] & FIX_EFLAGS)
+    fpstate = struct.unpack_from("<Q", b, FPSTATE_PTR)[0]
+    sigmask = struct.unpack_from("<Q", b, UC_SIGMASK)[0]
+    for n, r in _REG.items():
+        uc.reg_write(r, regs[n])
+    if fpstate:
+        fx = bytes(uc.mem_read(fpstate, FXSAVE_SIZE))
+        fcw, fsw = struct.unpack_from("<HH", fx, 0)
+        mxcsr = struct.unpack_from("<I", fx, 24)[0]
+        uc.reg_write(X.UC_X86_REG_FPCW, fcw)
+        uc.reg_write(X.UC_X86_REG_FPSW, fsw)
+        uc.reg_write(X.UC_X86_REG_MXCSR, mxcsr)
+        for i, r in enumerate(XMM):
+            uc.reg_write(r, int.from_bytes(fx[160 + 16 * i:176 + 16 * i], "little"))
+    else:                                   # NULL fpstate: the FPU is reset to its init state
+        uc.reg_write(X.UC_X86_REG_FPCW, 0x37F)
+        uc.reg_write(X.UC_X86_REG_MXCSR, 0x1F80)
+        for r in XMM:
+            uc.reg_write(r, 0)
+    return Restored(regs, sigmask, fpstate)

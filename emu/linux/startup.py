@@ -1,0 +1,55 @@
+"""The initial process stack as the kernel builds it at execve (fs/binfmt_elf.c create_elf_tables).
+
+From RSP up: argc, argv[0..n-1], NULL, envp[..], NULL, auxv (type, value) pairs ending in AT_NULL;
+the strings and AT_RANDOM's 16 bytes lie above. No AT_SYSINFO_EHDR is given, so the Go runtime
+finds no vDSO and makes clock_gettime a real syscall (runtime/sys_linux_amd64.s, the fallback
+path of nanotime1/walltime). runtime/os_linux.go sysauxv reads AT_PAGESZ, AT_RANDOM, AT_SECURE,
+AT_HWCAP(2) and AT_SYSINFO_EHDR; the rest is what Linux passes anyway.
+"""
+from __future__ import annotations
+
+import struct
+
+from .cpuid import HWCAP
+from .elfimage import Image
+
+STACK_TOP = 0x7FFF_F000_0000
+STACK_SIZE = 8 << 20
+
+AT_NULL, AT_PHDR, AT_PHENT, AT_PHNUM, AT_PAGESZ, AT_ENTRY = 0, 3, 4, 5, 6, 9
+AT_UID, AT_EUID, AT_GID, AT_EGID, AT_PLATFORM, AT_HWCAP, AT_CLKTCK = 11, 12, 13, 14, 15, 16, 17
+AT_SECURE, AT_RANDOM, AT_HWCAP2, AT_EXECFN = 23, 25, 26, 31
+
+
+def build_stack(mem, image: Image, argv: list[str], envp: list[str], random16: bytes) -> int:
+    """Map the stack, write argv/envp/auxv, and return the initial RSP (16-byte aligned)."""
+    mem.map_fixed(STACK_TOP - STACK_SIZE, STACK_SIZE)
+    blob = bytearray()
+    base = STACK_TOP - 0x1000            # strings live in the top page region, below a guard gap
+
+    def put(b: bytes) -> int:
+        addr = base + len(blob)
+        blob.extend(b)
+        return addr
+
+    arg_ptrs = [put(a.encode() + b"\0") for a in argv]
+    env_ptrs = [put(e.encode() + b"\0") for e in envp]
+    platform = put(b"x86_64\0")
+    execfn = arg_ptrs[0] if arg_ptrs else 0
+    while len(blob) % 16:
+        blob.append(0)
+    rnd = put(random16)
+    if len(blob) > 0x1000:
+        raise ValueError("argv and environment exceed 4 KiB")
+    auxv = [(AT_PHDR, image.phdr_addr), (AT_PHENT, image.phentsize), (AT_PHNUM, image.phnum),
+            (AT_PAGESZ, 4096), (AT_ENTRY, image.entry), (AT_UID, 1000), (AT_EUID, 1000), (AT_GID, 1000),
+            (AT_EGID, 1000), (AT_SECURE, 0), (AT_RANDOM, rnd), (AT_HWCAP, HWCAP), (AT_HWCAP2, 0),
+            (AT_CLKTCK, 100), (AT_PLATFORM, platform), (AT_EXECFN, execfn), (AT_NULL, 0)]
+    words = [len(argv), *arg_ptrs, 0, *env_ptrs, 0]
+    for k, v in auxv:
+        words += [k, v]
+    table = struct.pack(f"<{len(words)}Q", *words)
+    sp = (base - len(table)) & ~0xF
+    mem.uc.mem_write(base, bytes(blob))
+    mem.uc.mem_write(sp, table)
+    return sp

@@ -1,0 +1,46 @@
+"""Threads (tasks) and what they wait for: the per-thread half of the kernel state.
+
+Each thread keeps its CPU state as a Unicorn context between slices (FS base included, so Go's
+TLS needs nothing more), its signal mask, alternate signal stack and pending signals, and, when
+blocked, a Wait saying what wakes it: a futex word, a deadline, an epoll instance.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+RUNNABLE, BLOCKED, EXITED = "runnable", "blocked", "exited"
+
+
+@dataclass
+class Wait:
+    kind: str                      # "futex", "sleep", "epoll"
+    deadline: int | None           # virtual ns, or None = no timeout
+    on_timeout: int                # the syscall's result when the deadline passes
+    restart: bool = False          # SA_RESTART-able (futex wait without timeout): restart, not EINTR
+    futex: int = 0
+    epfd: int = -1
+    events: int = 0
+    maxevents: int = 0
+
+
+@dataclass
+class Thread:
+    tid: int
+    ctx: object
+    state: str = RUNNABLE
+    wait: Wait | None = None
+    sigmask: int = 0
+    altstack: tuple[int, int] | None = None        # (ss_sp, ss_size) when set
+    pending: dict = field(default_factory=dict)    # signo -> sender tid
+    signal_countdown: int = 0                      # instructions still to run before a pending signal is taken
+    frames: list = field(default_factory=list)     # sigframe.Delivered, innermost last
+    insns: int = 0
+    syscalls: int = 0
+    name: str = ""
+
+    def deliverable(self) -> int:
+        """The lowest pending signal not blocked by the mask, or 0."""
+        for sig in sorted(self.pending):
+            if not self.sigmask & (1 << (sig - 1)):
+                return sig
+        return 0

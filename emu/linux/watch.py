@@ -1,0 +1,177 @@
+"""preemu's checks on the real runtime: the fate of every signal and every async preemption.
+
+At delivery the interrupted registers are kept with the frame. At rt_sigreturn the ucontext the
+Go handler leaves behind is compared with them: untouched means the handler declined (not a safe
+point, no request, asyncpreemptoff...); RIP = asyncPreempt with SP one word lower holding the
+interrupted PC is the injection sigctxt.pushCall makes (runtime/signal_amd64.go pushCall,
+runtime/preempt.go doSigPreempt); RIP = sigpanic0 is preparePanic's answer to a fault (sigpanic);
+anything else is recorded as "other" and, if registers other
+than RIP/RSP changed, as a violation. When asyncPreempt returns (a code hook on its RET), the
+registers and flags must equal the interrupted ones bit for bit (runtime/preempt_amd64.s).
+The safe-point verdict for each signalled PC comes from an oracle callable (see oracle.py).
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+import capstone
+from unicorn import UC_HOOK_CODE
+from unicorn import x86_const as X
+
+from .. import gostructs as gs
+from .sigframe import GREGS, XMM
+
+#: registers the resume check compares (RIP and RSP are checked separately)
+CHECKED = [n for n in GREGS[:15]]
+FLAGS_MASK = 0xCD5         # CF PF AF ZF SF DF OF: what user code can observe
+
+
+@dataclass
+class Preemption:
+    time_ns: int
+    tid: int
+    g: int
+    pc: int
+    where: str
+    sp: int
+    oracle: str | None = None         # the oracle's reason code for this PC ("safe" or why not)
+    goid: int = 0
+    resumed: bool = False
+    resume_ok: bool | None = None
+    resume_diffs: list = field(default_factory=list)
+    resume_tid: int | None = None
+
+    def to_json(self) -> dict:
+        return {"time_ns": self.time_ns, "thread": self.tid, "goid": self.goid, "g": hex(self.g), "pc": hex(self.pc),
+                "where": self.where, "sp": hex(self.sp), "oracle": self.oracle, "resumed": self.resumed,
+                "registers_ok": self.resume_ok, "register_diffs": self.resume_diffs, "resume_thread": self.resume_tid}
+
+
+@dataclass
+class SignalEvent:
+    time_ns: int
+    sig: int
+    sender: int
+    target: int
+    delivered_ns: int | None = None
+    pc: int | None = None
+    where: str = ""
+    outcome: str = "pending"          # injected/declined/sigpanic/other/ignored/fatal/merged/pending
+    oracle: str | None = None
+    info: object = None               # sigframe.SigInfo of a synchronous fault (None: a tgkill)
+    fault: str = ""                   # what faulted, for a synchronous SIGSEGV
+
+    def to_json(self) -> dict:
+        return {"sig": self.sig, "from": self.sender, "to": self.target, "sent_ns": self.time_ns,
+                "delivered_ns": self.delivered_ns, "pc": None if self.pc is None else hex(self.pc),
+                "where": self.where, "outcome": self.outcome, "oracle": self.oracle,
+                **({"fault": self.fault} if self.fault else {})}
+
+
+class Watch:
+    def __init__(self, proc, async_preempt: int, oracle=None) -> None:
+        self.p = proc
+        self.async_preempt = async_preempt
+        self.sigpanic = proc.image.symbols.get("runtime.sigpanic0.abi0", (None, 0))[0]   # preparePanic's target
+        self.oracle = oracle
+        self.signals: list[SignalEvent] = []
+        self.preemptions: list[Preemption] = []
+        self.violations: list[dict] = []
+        self._awaiting: dict[int, Preemption] = {}          # g -> injection not yet returned from
+        self._hook_rets(proc.uc, proc.image)
+
+    def _hook_rets(self, uc, image) -> None:
+        size = image.symbols.get("runtime.asyncPreempt.abi0", (0, 0))[1]
+        code = image.text_bytes(self.async_preempt, size)
+        md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+        self.ret_addrs = [i.address for i in md.disasm(code, self.async_preempt) if i.mnemonic == "ret"]
+        for a in self.ret_addrs:
+            uc.hook_add(UC_HOOK_CODE, self._on_ret, None, a, a)
+
+    def violation(self, kind: str, message: str, **extra) -> None:
+        self.violations.append({"kind": kind, "message": message, **extra})
+
+    # --- signals ---------------------------------------------------------------------------
+    def sent(self, sig: int, sender: int, target: int) -> SignalEvent:
+        ev = SignalEvent(self.p.now(), sig, sender, target)
+        self.signals.append(ev)
+        return ev
+
+    def delivered(self, ev: SignalEvent | None, t, frame) -> None:
+        pc = frame.regs["RIP"]
+        if ev is None:
+            return
+        ev.delivered_ns, ev.pc, ev.where = self.p.now(), pc, self.p.image.describe(pc)
+        frame.event = ev
+        if self.oracle is not None:
+            ev.oracle = self.oracle(t, frame)
+
+    def sigreturn(self, t, frame, restored) -> None:
+        """Classify what the handler did to the interrupted context."""
+        ev = getattr(frame, "event", None)
+        old, new = frame.regs, restored.regs
+        changed = [n for n in GREGS[:17] if old[n] != new[n]]
+        if (old["EFLAGS"] ^ new["EFLAGS"]) & FLAGS_MASK:
+            changed.append("EFLAGS")
+        if not changed:
+            outcome = "declined"
+        elif (new["RIP"] == self.async_preempt and new["RSP"] == old["RSP"] - 8
+              and set(changed) == {"RIP", "RSP"}
+              and struct.unpack("<Q", self.p.read(new["RSP"], 8))[0] == old["RIP"]):
+            outcome = "injected"
+            g = self.p.read_u64(self.p.fs_base() - 8)
+            rec = Preemption(self.p.now(), t.tid, g, old["RIP"], self.p.image.describe(old["RIP"]), old["RSP"],
+                             ev.oracle if ev else None, goid=self.p.read_u64(g + gs.G_FIELDS["goid"].offset))
+            rec._regs, rec._xmm = old, frame.xmm
+            self.preemptions.append(rec)
+            self._awaiting[g] = rec
+            if rec.oracle is not None and rec.oracle != "safe":
+                self.violation("oracle-disagrees", f"the runtime injected asyncPreempt at {rec.where} "
+                               f"({rec.pc:#x}) but preemu's oracle says {rec.oracle!r}", pc=hex(rec.pc))
+        else:
+            outcome = "sigpanic" if new["RIP"] == self.sigpanic else "other"
+            extra = set(changed) - {"RIP", "RSP"}
+            if extra:
+                self.violation("context-modified", f"the handler changed {sorted(extra)} of the context "
+                               f"interrupted at {self.p.image.describe(old['RIP'])}", pc=hex(old["RIP"]))
+        if ev is not None:
+            ev.outcome = outcome
+            if outcome == "declined" and ev.oracle == "safe":
+                self.violation("oracle-disagrees", f"the runtime declined the signal at {ev.where} "
+                               f"({ev.pc:#x}) but preemu's oracle says it is an async safe point", pc=hex(ev.pc))
+
+    # --- asyncPreempt returning ------------------------------------------------------------
+    def _on_ret(self, uc, addr, size, _) -> None:
+        g = self.p.read_u64(uc.reg_read(X.UC_X86_REG_FS_BASE) - 8)
+        rec = self._awaiting.pop(g, None)
+        if rec is None:
+            self.violation("unmatched-return", f"asyncPreempt returned on g {g:#x}, which was never injected")
+            return
+        rsp = uc.reg_read(X.UC_X86_REG_RSP)
+        diffs = []
+        for n in CHECKED:
+            v = uc.reg_read(getattr(X, f"UC_X86_REG_{n}"))
+            if v != rec._regs[n]:
+                diffs.append(f"{n}: {rec._regs[n]:#x} -> {v:#x}")
+        fl = uc.reg_read(X.UC_X86_REG_EFLAGS)
+        if (fl ^ rec._regs["EFLAGS"]) & FLAGS_MASK:
+            diffs.append(f"RFLAGS: {rec._regs['EFLAGS'] & FLAGS_MASK:#x} -> {fl & FLAGS_MASK:#x}")
+        for i, r in enumerate(XMM):
+            v = uc.reg_read(r)
+            if v != rec._xmm[i]:
+                diffs.append(f"X{i}: {rec._xmm[i]:#x} -> {v:#x}")
+        ret_to = self.p.read_u64(rsp)
+        if ret_to != rec.pc:
+            diffs.append(f"return address {ret_to:#x}, interrupted at {rec.pc:#x}")
+        if rsp + 8 != rec.sp:
+            diffs.append(f"RSP: {rec.sp:#x} -> {rsp + 8:#x}")
+        rec.resumed, rec.resume_ok, rec.resume_diffs = True, not diffs, diffs
+        rec.resume_tid = self.p.cur.tid
+        if diffs:
+            self.violation("resume-registers", f"goroutine {g:#x} preempted at {rec.where} resumed with "
+                           f"different state: {'; '.join(diffs)}", pc=hex(rec.pc))
+
+    def finish(self) -> None:
+        """At exit: an injection whose asyncPreempt never returned is only reported, not a violation."""
+        self.unreturned = list(self._awaiting.values())

@@ -1,0 +1,149 @@
+"""Whole-program mode, part by part: the signal frame, the address space, CPUID, the instruction counter,
+and the exec scenario files."""
+from __future__ import annotations
+
+import io
+import json
+
+import keystone
+import pytest
+from unicorn import UC_ARCH_X86, UC_MODE_64, Uc
+from unicorn import x86_const as X
+
+from emu import cli
+from emu.errors import ScenarioError
+from emu.linux import cpuid, memory, scenario, sigframe
+from emu.linux.icount import InsnCounter
+
+from conftest import ROOT
+
+GO = ROOT / "scenarios" / "go"
+
+
+# --- rt_sigframe --------------------------------------------------------------------------------
+def test_sigframe_layout_is_the_kernels():
+    """Offsets from arch/x86 struct rt_sigframe / ucontext / sigcontext (64-bit)."""
+    assert sigframe.greg_offset("RSP") == 168 and sigframe.greg_offset("RIP") == 176
+    assert sigframe.greg_offset("EFLAGS") == 184 and sigframe.FPSTATE_PTR == 232
+    assert (sigframe.UC_SIGMASK, sigframe.SIGINFO, sigframe.FRAME_SIZE) == (304, 312, 440)
+    assert len(sigframe.GREGS) == 23                       # Go's mcontext.gregs[23]
+
+
+def _cpu():
+    uc = Uc(UC_ARCH_X86, UC_MODE_64)
+    uc.mem_map(0x10000, 0x20000)
+    return uc
+
+
+def test_frame_placement_and_round_trip():
+    uc = _cpu()
+    regs = {X.UC_X86_REG_RSP: 0x18008, X.UC_X86_REG_RIP: 0x1234, X.UC_X86_REG_RBX: 77,
+            X.UC_X86_REG_EFLAGS: 0x202 | 0x400 | 0x1, X.UC_X86_REG_XMM3: 0xAB << 64}
+    for r, v in regs.items():
+        uc.reg_write(r, v)
+    d = sigframe.setup_rt_frame(uc, sigframe.SigInfo(23, pid=1000, uid=1000), 0x5000, 0x6000, 0b101,
+                                (0x20000, 0x8000), on_altstack=False)
+    rsp = uc.reg_read(X.UC_X86_REG_RSP)
+    assert rsp == d.frame and (rsp + 8) % 16 == 0 and d.fpstate % 64 == 0    # as after a CALL
+    assert d.fpstate + sigframe.FXSAVE_SIZE <= 0x28000 and rsp + sigframe.FRAME_SIZE <= d.fpstate
+    assert uc.reg_read(X.UC_X86_REG_RIP) == 0x5000 and uc.reg_read(X.UC_X86_REG_RDI) == 23
+    assert uc.reg_read(X.UC_X86_REG_RDX) == rsp + sigframe.UC and uc.reg_read(X.UC_X86_REG_EFLAGS) & 0x400 == 0
+    assert int.from_bytes(uc.mem_read(rsp, 8), "little") == 0x6000                   # pretcode = restorer
+    # the handler edits RIP in the ucontext, clobbers registers, returns (pops pretcode), rt_sigreturn
+    uc.mem_write(rsp + sigframe.greg_offset("RIP"), (0x4444).to_bytes(8, "little"))
+    uc.reg_write(X.UC_X86_REG_RBX, 0)
+    uc.reg_write(X.UC_X86_REG_XMM3, 0)
+    uc.reg_write(X.UC_X86_REG_RSP, rsp + 8)
+    r = sigframe.restore_rt_frame(uc)
+    assert uc.reg_read(X.UC_X86_REG_RIP) == 0x4444 and uc.reg_read(X.UC_X86_REG_RBX) == 77
+    assert uc.reg_read(X.UC_X86_REG_RSP) == 0x18008 and uc.reg_read(X.UC_X86_REG_XMM3) == 0xAB << 64
+    assert uc.reg_read(X.UC_X86_REG_EFLAGS) & 0xCD5 == 0x401 and r.sigmask == 0b101
+
+
+def test_frame_without_altstack_skips_the_red_zone():
+    uc = _cpu()
+    uc.reg_write(X.UC_X86_REG_RSP, 0x28000)
+    d = sigframe.setup_rt_frame(uc, sigframe.SigInfo(23), 0x5000, 0x6000, 0, None, on_altstack=False)
+    assert d.fpstate + sigframe.FXSAVE_SIZE <= 0x28000 - sigframe.REDZONE
+
+
+# --- address space ------------------------------------------------------------------------------
+def test_mmap_reserve_commit_and_unmap():
+    uc = _cpu()
+    mem = memory.AddressSpace(uc)
+    base = mem.mmap(0, 1 << 20, memory.PROT_NONE, 0x22)               # reservation: not accessible
+    assert base % 4096 == 0 and mem.committed_bytes() == 0
+    with pytest.raises(Exception):
+        uc.mem_read(base, 1)
+    assert mem.mmap(base + 0x2000, 0x3000, 3, 0x32) == base + 0x2000   # MAP_FIXED commit inside it
+    uc.mem_write(base + 0x2000, b"x")
+    assert mem.mmap(base + 0x2000, 0x1000, 3, 0x32) == base + 0x2000   # a fresh map reads as zeros
+    assert bytes(uc.mem_read(base + 0x2000, 1)) == b"\0"
+    assert mem.mmap(base, 0x1000, 3, 0x22) != base                     # a hint inside a mapping is not honoured
+    assert mem.munmap(base + 0x3000, 0x1000) == 0 and mem.committed_bytes() == 0x2000 + 0x1000
+    uc.mem_write(base + 0x4000, b"y")
+    assert mem.madvise(base + 0x4000, 0x1000, 4) == 0 and bytes(uc.mem_read(base + 0x4000, 1)) == b"\0"
+    assert mem.mprotect(0x7000_0000, 0x1000, 3) == -12                 # not mapped: ENOMEM
+
+
+def test_intervals():
+    s = memory.Intervals()
+    s.add(0, 10)
+    s.add(20, 30)
+    s.add(10, 20)
+    assert s.r == [(0, 30)]
+    s.remove(5, 25)
+    assert s.r == [(0, 5), (25, 30)] and s.gaps(0, 30) == [(5, 25)] and not s.contains(0, 30)
+
+
+# --- CPUID and counting -------------------------------------------------------------------------
+def test_cpuid_has_sse42_and_no_avx():
+    _, _, ecx, edx = cpuid.cpuid(1, 0)
+    assert ecx & (1 << 20) and ecx & (1 << 23) and edx & (1 << 26)        # SSE4.2, POPCNT, SSE2
+    assert not ecx & ((1 << 28) | (1 << 27) | (1 << 26) | (1 << 12))      # AVX, OSXSAVE, XSAVE, FMA
+    assert not cpuid.cpuid(7, 0)[1] & ((1 << 5) | (1 << 16))              # AVX2, AVX512F
+    assert cpuid.cpuid(0, 0)[0] == 7 and cpuid.cpuid(0x12345, 0) == (0, 0, 0, 0)
+
+
+def test_counter_is_exact_and_stops_before_the_limit():
+    uc = _cpu()
+    code = bytes(keystone.Ks(keystone.KS_ARCH_X86, keystone.KS_MODE_64).asm("l: inc rax; cmp rax, rbx; jne l; hlt",
+                                                                           0x10000)[0])
+    uc.mem_write(0x10000, code)
+    uc.reg_write(X.UC_X86_REG_RBX, 1000)
+    c = InsnCounter(uc)
+    c.arm(100)
+    uc.emu_start(0x10000, 0x30000)
+    assert c.executed == 100 and uc.reg_read(X.UC_X86_REG_RAX) == 34 and uc.reg_read(X.UC_X86_REG_RIP) == 0x10003
+    c.arm(5)                                     # resumes where it stopped, counts from zero again
+    uc.emu_start(uc.reg_read(X.UC_X86_REG_RIP), 0x30000)
+    assert c.executed == 5 and uc.reg_read(X.UC_X86_REG_RAX) == 35 and uc.reg_read(X.UC_X86_REG_RIP) == 0x10000
+
+
+# --- scenario files -----------------------------------------------------------------------------
+def test_scenario_variants_and_errors(tmp_path):
+    sc = scenario.load(str(GO / "starvation.toml"))
+    assert sc.variants == ["asyncpreemptoff"] and sc.expect["exit_code"] == 0
+    off = scenario.load(str(GO / "starvation.toml"), "asyncpreemptoff")
+    assert off.env == ["GODEBUG=asyncpreemptoff=1"] and off.expect == {"starved": True, "max_async_preemptions": 0}
+    bad = tmp_path / "bad.toml"
+    for text, key in [('program = "x"', "program"), (f'program = "{GO / "hello"}"\nmax_virtual_ms = "a"',
+                                                      "max_virtual_ms"),
+                      (f'program = "{GO / "hello"}"\n[expect]\nexit = 0', "expect.exit"), ("foo = 1", "foo")]:
+        bad.write_text(text)
+        with pytest.raises(ScenarioError) as e:
+            scenario.load(str(bad))
+        assert e.value.key == key
+    with pytest.raises(ScenarioError, match="no such variant"):
+        scenario.load(str(GO / "hello.toml"), "nope")
+
+
+def test_scenario_failure_names_the_expectation(tmp_path, capsys):
+    f = tmp_path / "s.toml"
+    f.write_text(f'program = "{GO / "hello"}"\nmax_virtual_ms = 50\n[expect]\nexit_code = 3\n'
+                 'stdout_regex = "bye"\n')
+    out = io.StringIO()
+    assert cli.main(["exec", str(f), "--json"], out=out) == 1
+    failed = json.loads(out.getvalue())["scenario"]["failed"]
+    assert [x.split(":")[0] for x in failed] == ["expect.exit_code", "expect.stdout_regex"]
+    assert cli.main(["exec", str(tmp_path / "missing.toml")]) == 2
