@@ -1,11 +1,13 @@
 """Benchmark (not a test): verified injection points per second, and deterministic run throughput
 against raw Unicorn on the same loop. Run with `make bench` or `.venv/bin/python bench/bench_sweep.py`.
 
-Targets (issue #2): >= 5,000 verified points/s on one core; deterministic run throughput >= 0.8x
-Unicorn's own count= throughput.
+Targets: <= 55 µs of CPU per verified point on the sum_loop sweep in both layouts, shown next to a
+lean loop doing the same Unicorn work without the model (issue #11); deterministic run throughput
+>= 0.8x Unicorn's own count= throughput (issue #2).
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -19,6 +21,7 @@ sys.path.insert(0, str(ROOT))
 from emu import loader, memmap, sweep  # noqa: E402
 
 ASM = ROOT / "asm" / "sum_loop.s"
+POINTS_ITER = 2000          # sum_loop iterations: 9 boundaries each
 
 
 def best_of(n, fn):
@@ -31,13 +34,91 @@ def best_of(n, fn):
     return best, out
 
 
-def bench_sweep(layout: str, iterations: int) -> None:
+def cpu_best_of(n, fn):
+    """Best CPU time (time.process_time) of n runs: the machine is shared, wall time is noise."""
+    best = None
+    for _ in range(n):
+        t0 = time.process_time()
+        out = fn()
+        dt = time.process_time() - t0
+        best = dt if best is None or dt < best else best
+    return best, out
+
+
+def sweep_cpu(layout: str, iterations: int) -> tuple[float, int]:
+    """CPU seconds of a whole sum_loop sweep (reference run included) and its number of points."""
     prog = loader.load_program(ASM)
     world = loader.build_world(prog, "sum_loop", layout, None, 1, {"RCX": iterations})
-    res = sweep.sweep(world, "sum_loop", 1, 10**9)
-    assert res.ok and res.injected == res.boundaries
-    print(f"  sweep {layout}: {res.points:,} points verified in {res.elapsed:.2f} s "
-          f"= {res.points_per_second:,.0f} verified points/s")
+
+    def run():
+        res = sweep.sweep(world, "sum_loop", 1, 10**9)
+        assert res.ok and res.injected == res.boundaries
+        return res.points
+    return cpu_best_of(1, run)
+
+
+def lean_floor_cpu(layout: str, iterations: int) -> tuple[float, int]:
+    """The same Unicorn work per point with none of the model around it: advance one boundary, dump
+    the registers, read the stack, pushCall, write the clobber table, run the stub (its asyncPreempt2
+    trap only copies the go1.27 stub's xRegs scratch to a block it restores from), dump again,
+    compare registers and stack, RET."""
+    from emu import dump, gostructs, memmap
+    from emu.machine import STOP_STUB_RET
+    prog = loader.load_program(ASM)
+    w = loader.build_world(prog, "sum_loop", layout, None, 1, {"RCX": iterations})
+    n = sweep.run_reference(w, 10**9).boundaries
+    m = w.machine
+    cache = w.pp + gostructs.P_FIELDS["xRegs.cache"].offset
+    scratch = w.pp + gostructs.P_FIELDS["xRegs.scratch"].offset
+
+    def trap(mm):
+        if layout != "go1.14":
+            mm.write(memmap.XREG_BASE, mm.read(scratch, gostructs.XREGS_SIZE))
+            mm.write_u64(cache, memmap.XREG_BASE)
+        return False
+    m.on_async_preempt2 = trap
+    o = dump.OFFSETS["RSP"]
+    table = bytes(dump.SIZE)
+
+    def run():
+        w.reset()
+        ctx = m.save_context()
+        hi = w.stack_hi
+        for k in range(n):
+            if k:
+                m.run(m.pc, 1)
+            before = m.dump_state()
+            pc, raw = before.rip, before.raw
+            s = int.from_bytes(raw[o:o + 8], "little")
+            stack = m.read(s, hi - s)
+            m.save_context(ctx)
+            m.write_u64(s - 8, pc)
+            m.set_reg("RSP", s - 8)
+            m.set_reg("RIP", m.stub_entry)
+            m.write(memmap.CLOBBER_TABLE, table)
+            m.stub_ret_armed = True
+            assert m.run(m.stub_entry, sweep.stub_budget(layout)) == STOP_STUB_RET
+            after = m.dump_state()
+            assert raw[:o] == after.raw[:o] and raw[o + 8:] == after.raw[o + 8:]
+            assert m.read_u64(s - 8) == pc and m.read(s, hi - s) == stack
+            m.set_reg("RSP", s)
+            m.set_reg("RIP", pc)
+        return n
+    return cpu_best_of(1, run)
+
+
+def bench_sweep(iterations: int, rounds: int = 3) -> None:
+    """µs of CPU per verified point, next to the lean-loop floor measured in the same run
+    (interleaved, best of `rounds`, so both see the same machine load)."""
+    for layout in ("go1.14", "go1.27"):
+        best_s = best_l = None
+        for _ in range(rounds):
+            t, pts = sweep_cpu(layout, iterations)
+            best_s = t / pts if best_s is None else min(best_s, t / pts)
+            t, pts = lean_floor_cpu(layout, iterations)
+            best_l = t / pts if best_l is None else min(best_l, t / pts)
+        print(f"  sweep {layout}: {best_s * 1e6:6.1f} µs CPU/point ({1 / best_s:,.0f} verified points/s per core); "
+              f"lean-loop floor {best_l * 1e6:5.1f} µs; ratio {best_s / best_l:.2f}x  (target <= 55 µs)")
 
 
 def raw_unicorn(prog, iterations: int, n_insns: int):
@@ -101,11 +182,60 @@ def bench_starvation() -> None:
           f"({raw / dt:.2f}x)")
 
 
+def _child(argv: list[str]) -> tuple[float, str]:
+    """Run a child process; return (its CPU seconds, its stdout)."""
+    import resource
+    import subprocess
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, check=False).stdout
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), out
+
+
+def bench_startup() -> None:
+    """Fixed cost of a command: interpreter alone, `preemu --help`, and a 12-boundary sweep."""
+    py = sys.executable
+    base = min(_child([py, "-c", "pass"])[0] for _ in range(3))
+    helps = min(_child([py, "-m", "emu", "--help"])[0] for _ in range(3))
+    small = min(_child([py, "-m", "emu", "sweep", str(ASM), "--func", "sum_loop", "--reg", "RCX=1", "--quiet"])[0]
+                for _ in range(3))
+    print(f"  python alone {base * 1e3:5.0f} ms CPU; preemu --help {helps * 1e3:5.0f} ms; "
+          f"sweep of 12 boundaries {small * 1e3:5.0f} ms")
+
+
+_RSS = """
+import resource, sys
+sys.path.insert(0, {root!r})
+from emu import loader, sweep
+prog = loader.load_program({asm!r})
+w = loader.build_world(prog, "sum_loop", "go1.14", None, 1, {{"RCX": {n}}})
+res = sweep.sweep(w, "sum_loop", 1, 10**9)
+assert res.ok
+print(res.points, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def bench_memory(small: int, large: int) -> None:
+    """Peak RSS of a whole sweep (one process) for two sizes: it must not grow with the points."""
+    rows = []
+    for n in (small, large):
+        _, out = _child([sys.executable, "-c", _RSS.format(root=str(ROOT), asm=str(ASM), n=n)])
+        pts, rss = map(int, out.split())
+        rows.append((pts, rss))
+    (p0, r0), (p1, r1) = rows
+    print(f"  peak RSS: {p0:,} points {r0 / 1024:.1f} MiB, {p1:,} points {r1 / 1024:.1f} MiB "
+          f"({(r1 - r0) / r0 * 100:+.1f} %; target within 10 %)")
+
+
 if __name__ == "__main__":
-    print("verified injection points per second (one core):")
-    bench_sweep("go1.14", 2000)
-    bench_sweep("go1.27", 2000)
+    print(f"verified injection points (sum_loop, {POINTS_ITER * 9 + 3:,} points; CPU time, best of 3):")
+    bench_sweep(POINTS_ITER)
     print("deterministic run throughput:")
     bench_throughput(5_000_000)
     print("scheduler:")
     bench_starvation()
+    print("startup (lazy imports):")
+    bench_startup()
+    print("memory:")
+    big = int(os.environ.get("BENCH_MEMORY_ITER", "100000"))     # 100,000 iterations = 900,003 points
+    bench_memory(1000, big)

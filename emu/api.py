@@ -165,7 +165,7 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
           layout: str | None = None, stub: PathLike | None = None, seed: int = 1, max_points: int = 100_000,
           budget: int = DEFAULT_BUDGET, gc: bool = False, gc_scanner: str = "go", force_unsafe: bool = False,
           async_preemption: bool = True, nested_signals: bool = False,
-          on_world: Callable[[World], None] | None = None) -> SweepReport:
+          on_world: Callable[[World], None] | None = None, runner: Callable[[World], Any] | None = None) -> SweepReport:
     """Deliver the preemption signal at every instruction boundary of `func` in `path` (a .s file,
     a Go binary, a .go file or a Go package directory) and verify each injection (`preemu sweep`).
 
@@ -174,7 +174,7 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     asyncPreempt (.s) instead of the generated one (for Go input: the binary's own by default, or
     "generated"). max_points caps the injections (the first instance of every static PC is tried).
     on_world(world) is called with the built World before the sweep (the CLI warns about entry
-    registers there).
+    registers there); runner(world) may return a shard runner (emu.shards) for the sweep.
     """
     _positive("max_points", max_points)
     _positive("budget", budget)
@@ -187,12 +187,14 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     if on_world is not None:
         on_world(world)
     res = _sweep(world, entry, seed, max_points, budget, force_unsafe=force_unsafe,
-                 async_preemption=async_preemption, nested_signals=nested_signals)
+                 async_preemption=async_preemption, nested_signals=nested_signals,
+                 runner=runner(world) if runner is not None else None)
     return SweepReport(res, program, world.machine.stub, src, stub_s, lay)
 
 
 def run_scenario(path: PathLike, *, layout: str | None = None, max_points: int | None = None,
-                 async_preemption: bool | None = None, stub: PathLike | None = None) -> ScenarioReport:
+                 async_preemption: bool | None = None, stub: PathLike | None = None,
+                 runner: Callable[[World], Any] | None = None) -> ScenarioReport:
     """Run a scenario file (`preemu run`) and check its expectations.
 
     A sweep scenario honours `layout` and `max_points`; a scheduler scenario (one with
@@ -214,7 +216,7 @@ def run_scenario(path: PathLike, *, layout: str | None = None, max_points: int |
         raise EmuError("async_preemption applies to scheduler scenarios (with [[goroutines]])")
     lay = _layout(layout or sc.layout)
     try:
-        program, world, res, checks = scenario.run(sc, lay, max_points)
+        program, world, res, checks = scenario.run(sc, lay, max_points, runner)
     except (BudgetExceeded, GuestFault) as e:           # name the scenario (and its key) as well
         raise EmuError(f"{os.fspath(path)}: {str(e).replace('with --budget', 'with `budget = N` in the scenario')}") \
             from None
@@ -229,13 +231,15 @@ def corpus_loops() -> list[str]:
 
 def check_stub(path: PathLike, *, layout: str | None = None, max_points: int = 2000,
                loops: Sequence[str] | None = None, seed: int = 1,
-               on_report: Callable[[checkstub.StubReport], None] | None = None) -> checkstub.StubReport:
+               on_report: Callable[[checkstub.StubReport], None] | None = None,
+               jobs: int = 1) -> checkstub.StubReport:
     """Sweep the whole regression corpus (or the named `loops`) with your asyncPreempt stub at
     `path` in the Go `layout` world (`preemu check-stub`); a GC at every point, every preemption
     resumed on the other M and P, a canary below the declared headroom. `path` may also be a Go
     program (binary, .go file, package directory): its own runtime.asyncPreempt, in the go1.27 world.
     layout defaults to go1.14 for a .s stub. on_report(report) is called as soon as the report
-    exists; it fills as the corpus runs (the CLI prints it when interrupted)."""
+    exists; it fills as the corpus runs (the CLI prints it when interrupted). jobs: local processes,
+    one corpus loop per task (the report is in corpus order whatever jobs is)."""
     from . import gobuild
     _positive("max_points", max_points)
     stub = display_path(_readable(path, "the stub"))
@@ -249,4 +253,5 @@ def check_stub(path: PathLike, *, layout: str | None = None, max_points: int = 2
         unknown = [n for n in loops if n not in known]
         if unknown:
             raise EmuError(f"unknown corpus loop(s) {', '.join(unknown)} (known: {', '.join(known)})")
-    return checkstub.check(stub, lay, max_points, tuple(loops) if loops is not None else None, seed, on_report)
+    return checkstub.check(stub, lay, max_points, tuple(loops) if loops is not None else None, seed, on_report,
+                           jobs)

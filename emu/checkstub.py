@@ -114,30 +114,41 @@ def corpus(names: tuple[str, ...] | None = None) -> list:
     return out
 
 
+def _check_one(task) -> tuple[int, int, CorpusResult]:
+    """Sweep one corpus loop with the stub: (headroom, the stub's max SP delta, the result)."""
+    sc_path, stub_path, layout_name, max_points, seed = task
+    sc = scenario.load(sc_path)
+    program = loader.load_program(_rel(sc.asm))
+    world = loader.build_world(program, sc.entry, layout_name, stub_path, seed, sc.registers, gc=True)
+    t0 = time.perf_counter()
+    res = sweep.sweep(world, sc.entry, seed, min(max_points, sc.max_points), sc.budget, canary=True,
+                      async_preemption=sc.async_preemption, nested_signals=sc.nested_signals)
+    return (world.headroom, world.machine.stub.get_func("asyncPreempt").max_sp_delta,
+            CorpusResult(sc.name, sc.entry, res.boundaries, res.points, res.injected, dict(res.refused),
+                         res.violations, res.violation_count, time.perf_counter() - t0))
+
+
 def check(stub_path: str | Path, layout_name: str, max_points: int = 2000,
-          names: tuple[str, ...] | None = None, seed: int = 1, on_report=None) -> StubReport:
-    """Sweep the corpus with the stub at `stub_path` in the `layout_name` world.
+          names: tuple[str, ...] | None = None, seed: int = 1, on_report=None, jobs: int = 1) -> StubReport:
+    """Sweep the corpus with the stub at `stub_path` in the `layout_name` world (one corpus loop per
+    task, in `jobs` local processes; the report is in corpus order whatever `jobs` is).
 
     on_report(report) is called as soon as the report exists (it fills as the corpus runs), so a
     caller interrupted half-way can still show what is done."""
+    from .shards import map_ordered
     lay = L.get_layout(layout_name)
-    rep = None
-    for sc in corpus(names):
-        program = loader.load_program(_rel(sc.asm))
-        world = loader.build_world(program, sc.entry, lay.name, stub_path, seed, sc.registers, gc=True)
-        if rep is None:
-            rep = StubReport(str(stub_path), lay.name, world.headroom,
-                             world.machine.stub.get_func("asyncPreempt").max_sp_delta, stub_program=world.machine.stub)
-            if on_report is not None:
-                on_report(rep)
-        t0 = time.perf_counter()
-        res = sweep.sweep(world, sc.entry, seed, min(max_points, sc.max_points), sc.budget, canary=True,
-                          async_preemption=sc.async_preemption, nested_signals=sc.nested_signals)
-        rep.results.append(CorpusResult(sc.name, sc.entry, res.boundaries, res.points, res.injected,
-                                        dict(res.refused), res.violations, res.violation_count,
-                                        time.perf_counter() - t0))
-    if rep is None:
+    scs = corpus(names)
+    if not scs:
         raise EmuError("the regression corpus is empty (no sweep scenarios found)")
+    first = loader.build_world(loader.load_program(_rel(scs[0].asm)), scs[0].entry, lay.name, stub_path, seed,
+                               scs[0].registers, gc=True)          # the stub's figures, before any sweep
+    rep = StubReport(str(stub_path), lay.name, first.headroom, first.machine.stub.get_func("asyncPreempt").max_sp_delta,
+                     stub_program=first.machine.stub)
+    if on_report is not None:
+        on_report(rep)
+    tasks = [(sc.path, str(stub_path), lay.name, max_points, seed) for sc in scs]
+    for _, _, result in map_ordered(_check_one, tasks, jobs):
+        rep.results.append(result)
     return rep
 
 
@@ -167,21 +178,25 @@ def _named(violations) -> set[str]:
     return out
 
 
-def run_mutants(layout_name: str, max_points: int = 150, mutant_list=None) -> list[MutantResult]:
-    """Check every generated mutant (or `mutant_list`) against the quick corpus; report caught and
-    correctly diagnosed."""
+def _check_mutant(task) -> MutantResult:
+    mu, layout_name, max_points, tmp = task
+    path = Path(tmp) / f"{mu.name}.s"
+    path.write_text(mu.text)
+    try:
+        rep = check(path, layout_name, max_points, MUTANT_CORPUS)
+        viol = [v for r in rep.results for v in r.violations]
+    except AsmError as e:
+        raise AssertionError(f"mutant {mu.name} does not assemble: {e}") from None
+    named = _named(viol)
+    return MutantResult(mu, bool(viol), mu.expect <= named, sorted(named - {
+        "register", "flags", "memory", "resume", "final-state"}))
+
+
+def run_mutants(layout_name: str, max_points: int = 150, mutant_list=None, jobs: int = 1) -> list[MutantResult]:
+    """Check every generated mutant (or `mutant_list`) against the quick corpus (one mutant per task,
+    in `jobs` local processes); report caught and correctly diagnosed."""
+    from .shards import map_ordered
     lay = L.get_layout(layout_name)
-    out = []
+    todo = mutants.generate(lay) if mutant_list is None else mutant_list
     with tempfile.TemporaryDirectory() as tmp:
-        for mu in (mutants.generate(lay) if mutant_list is None else mutant_list):
-            path = Path(tmp) / f"{mu.name}.s"
-            path.write_text(mu.text)
-            try:
-                rep = check(path, lay.name, max_points, MUTANT_CORPUS)
-                viol = [v for r in rep.results for v in r.violations]
-            except AsmError as e:
-                raise AssertionError(f"mutant {mu.name} does not assemble: {e}") from None
-            named = _named(viol)
-            out.append(MutantResult(mu, bool(viol), mu.expect <= named, sorted(named - {
-                "register", "flags", "memory", "resume", "final-state"})))
-    return out
+        return list(map_ordered(_check_mutant, [(mu, lay.name, max_points, tmp) for mu in todo], jobs))

@@ -9,26 +9,12 @@ import json
 import os
 import sys
 
-from . import (
-    __version__,
-    api,
-    checkstub,
-    episode,
-    explain,
-    explain_html,
-    explain_text,
-    junit,
-    loader,
-    regs,
-    report,
-    sarif,
-    scenario,
-    stubgen,
-    timeline,
-)
+from . import __version__
 from . import layout as L
 from .errors import EmuError
-from .sweep import DEFAULT_BUDGET
+
+# Commands import what they use when they run: `preemu --help` and a small sweep pay for no module
+# they do not need (bench/bench_sweep.py reports the fixed startup cost).
 
 
 class _Parser(argparse.ArgumentParser):
@@ -75,6 +61,7 @@ def _regs(items: list[str]) -> dict[str, str]:
 
 def _emit(a, rep, out, text: str) -> int:
     """Write the --junit-xml and --sarif files if asked, then the JSON or the text; return the exit code."""
+    from . import junit, sarif
     if getattr(a, "junit_xml", None):
         junit.write(a.junit_xml, junit.from_report(rep))
     if getattr(a, "sarif", None):
@@ -87,8 +74,19 @@ def _emit(a, rep, out, text: str) -> int:
     return 0 if rep.ok else 1
 
 
+def _jobs(a) -> int:
+    return a.jobs if a.jobs is not None else (os.cpu_count() or 1)
+
+
+def _runner(a, spec, world):
+    """The shard runner for --jobs/--executor/--results/--quiet (progress only on a terminal)."""
+    from . import shards
+    return shards.ShardRunner(spec, _jobs(a), a.executor, a.results, not a.quiet and sys.stderr.isatty(), world)
+
+
 def _check_regs(given: dict[str, str], world) -> None:
     """Say what happens with entry registers that compiled Go code would never see."""
+    from . import regs
     names = {regs.lookup(k).name for k in given}       # build_world has validated them
     start = world.start_regs
     if "R14" in names:
@@ -109,26 +107,38 @@ def _check_regs(given: dict[str, str], world) -> None:
 
 
 def _layout(a, program) -> str:
+    from . import loader
     a.layout = a.layout or loader.default_layout(program)
     return a.layout
 
 
 def cmd_sweep(a, out) -> int:
+    from . import api, shards, sweep
+    _writable(a.results, "--results")
     if a.gc_scanner is not None and not a.gc:
         raise UsageError("--gc-scanner chooses the stack scanner of --gc; add --gc")
     given = _regs(a.reg)
+    scanner = a.gc_scanner or "go"
+
+    def runner(w):
+        spec = shards.WorldSpec(a.file, w.program.func_for(w.entry).name, w.layout.name, a.stub, a.seed,
+                                tuple(given.items()), a.gc, scanner)
+        return _runner(a, spec, w)
     rep = api.sweep(a.file, a.func, registers=given, layout=a.layout, stub=a.stub, seed=a.seed,
-                    max_points=a.max_points, budget=a.budget, gc=a.gc, gc_scanner=a.gc_scanner or "go",
+                    max_points=a.max_points, budget=a.budget or sweep.DEFAULT_BUDGET, gc=a.gc, gc_scanner=scanner,
                     force_unsafe=a.force_unsafe, async_preemption=a.async_preemption == "on",
-                    nested_signals=a.nested_signals, on_world=lambda world: _check_regs(given, world))
+                    nested_signals=a.nested_signals, on_world=lambda world: _check_regs(given, world),
+                    runner=runner)
     if a.force_unsafe and rep.result.forced == 0:
         warn("--force-unsafe had no effect: Go's oracle refused no boundary of this run")
     return _emit(a, rep, out, "" if a.json else rep.render(a.table))
 
 
 def cmd_run(a, out) -> int:
+    from . import api, scenario, shards, timeline
     asyncp = None if a.async_preemption is None else a.async_preemption == "on"
     sc = scenario.load(a.scenario)
+    runner = None
     if isinstance(sc, scenario.SchedScenario):
         if a.max_points is not None or a.table or a.layout is not None:
             raise UsageError("--max-points, --table and --layout apply to sweep scenarios")
@@ -138,7 +148,13 @@ def cmd_run(a, out) -> int:
         for opt in ("async_preemption", "trace", "timeline"):
             if getattr(a, opt) is not None:
                 raise UsageError(f"--{opt.replace('_', '-')} applies to scheduler scenarios (with [[goroutines]])")
-    rep = api.run_scenario(a.scenario, layout=a.layout, max_points=a.max_points, async_preemption=asyncp)
+        spec = shards.WorldSpec(str(sc.asm), sc.entry, a.layout or sc.layout, None if sc.stub is None else str(sc.stub),
+                                sc.seed, tuple(sc.registers.items()), sc.gc, sc.gc_scanner)
+
+        def runner(w):
+            return _runner(a, spec, w)
+    rep = api.run_scenario(a.scenario, layout=a.layout, max_points=a.max_points, async_preemption=asyncp,
+                           runner=runner)
     if rep.kind == "schedule":
         res = rep.result
         if a.trace:
@@ -151,13 +167,15 @@ def cmd_run(a, out) -> int:
 
 
 def cmd_preempt(a, out) -> int:
+    from . import episode, loader, report
     program = loader.load_program(a.file)
     given = _regs(a.reg)
     world = loader.build_world(program, a.func, _layout(a, program), a.stub, a.seed, given)
     _check_regs(given, world)
     try:
         at = episode.resolve_at(world, a.at)
-        ep = episode.run_episode(world, at, a.async_preemption == "on", a.retry, a.max_wait, a.force_unsafe,
+        retry = episode.DEFAULT_RETRY if a.retry is None else a.retry
+        ep = episode.run_episode(world, at, a.async_preemption == "on", retry, a.max_wait, a.force_unsafe,
                                  a.signal_delay, a.gc_during_preemption)
     except ValueError as e:
         raise EmuError(str(e)) from None
@@ -170,6 +188,7 @@ def cmd_preempt(a, out) -> int:
 
 
 def cmd_explain(a, out) -> int:
+    from . import episode, explain, explain_html, explain_text, loader, scenario
     func, regs_, layout, gc, seed, path = a.func, _regs(a.reg), a.layout, a.gc, a.seed, a.file
     stub, asyncp = a.stub, a.async_preemption
     if a.html and not os.path.isdir(os.path.dirname(os.path.abspath(a.html))):
@@ -215,13 +234,14 @@ def cmd_explain(a, out) -> int:
 
 
 def cmd_check_stub(a, out) -> int:
+    from . import api, checkstub, report
     if a.mutants:
         if a.junit_xml or a.sarif:
             raise EmuError("--junit-xml and --sarif apply to a stub check, not to --mutants")
         if a.file:
             raise UsageError("--mutants checks the generated stub's mutants; give no FILE")
         a.layout = a.layout or "go1.14"
-        results = checkstub.run_mutants(a.layout, a.max_points or 150)
+        results = checkstub.run_mutants(a.layout, a.max_points or 150, jobs=_jobs(a))
         if a.json:
             json.dump(report.mutants_json(results, a.layout), out, indent=1)
             out.write("\n")
@@ -234,11 +254,13 @@ def cmd_check_stub(a, out) -> int:
     so_far = []
     _PARTIAL[:] = [lambda: (report.render_checkstub(so_far[0], interrupted=True),
                             f"after {len(so_far[0].results)} corpus loop(s)") if so_far and not a.json else None]
-    rep = api.check_stub(a.file, layout=a.layout, max_points=a.max_points or 2000, on_report=so_far.append)
+    rep = api.check_stub(a.file, layout=a.layout, max_points=a.max_points or 2000, on_report=so_far.append,
+                         jobs=_jobs(a))
     return _emit(a, rep, out, "" if a.json else rep.render())
 
 
 def cmd_gen_stub(a, out) -> int:
+    from . import stubgen
     stale = []
     for lay in L.LAYOUTS.values():
         path = stubgen.stub_path(lay.name)
@@ -253,7 +275,7 @@ def cmd_gen_stub(a, out) -> int:
 
 
 def cmd_disasm(a, out) -> int:
-    from . import disasm
+    from . import disasm, loader
     program = loader.load_program(a.file)
     if a.func:
         try:
@@ -269,6 +291,18 @@ def cmd_disasm(a, out) -> int:
     else:
         out.write(disasm.render(program, funcs))
     return 0
+
+
+def _shards_partial(e: BaseException):
+    """(summary, note) of the shards a Ctrl-C'd sweep finished (shards.Interrupted carries them), or None."""
+    done = getattr(e, "done", None)
+    if not done:
+        return None
+    pts = sum(r.points for r in done)
+    inj = sum(r.injected for r in done)
+    viol = sum(r.violations.count for r in done)
+    return (f"partial: {len(done)} of {e.total} shards finished: {pts:,} points, {inj:,} injected, "
+            f"{viol:,} violation(s)\n", f"after {len(done)} of {e.total} shards")
 
 
 def _exec_options(a, passthrough):
@@ -361,7 +395,17 @@ def build_parser() -> argparse.ArgumentParser:
         return sp
     sub.add_parser = add_sub
 
+    def parallel(sp):
+        sp.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                        help="run the sweep's shards in N local processes (default: the number of CPUs)")
+        sp.add_argument("--executor", metavar="dask://HOST:PORT",
+                        help="run the shards on a Dask cluster instead (default: $DASK_SCHEDULER_ADDRESS if set)")
+        sp.add_argument("--results", metavar="FILE.jsonl",
+                        help="append each finished shard to FILE; re-running the same command skips those shards")
+        sp.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+
     def common(sp):
+        parallel(sp)
         sp.add_argument("--max-points", type=int, default=None, metavar="N",
                         help="inject at no more than N boundaries (default: 100000)")
         sp.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -382,7 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--layout", default=None, choices=sorted(L.LAYOUTS),
                    help="stub layout (default go1.14 for .s input, go1.27 for Go input)")
     s.add_argument("--seed", type=int, default=1, help="seed for unset registers and clobber values")
-    s.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="instruction budget of the goroutine")
+    s.add_argument("--budget", type=int, default=None, help="instruction budget of the goroutine (default 20000000)")
     s.add_argument("--force-unsafe", action="store_true",
                    help="inject even where Go refuses (teaching / verifier self-test): shows the damage")
     s.add_argument("--async-preemption", choices=["on", "off"], default="on",
@@ -406,7 +450,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--reg", action="append", metavar="NAME=VALUE", help="entry register value; repeatable")
     e.add_argument("--async-preemption", choices=["on", "off"], default="on",
                    help="off = Go 1.13 / GODEBUG=asyncpreemptoff=1: only prologues can preempt")
-    e.add_argument("--retry", type=int, default=episode.DEFAULT_RETRY, metavar="N",
+    e.add_argument("--retry", type=int, default=None, metavar="N",
                    help="sysmon re-sends a refused signal every N instructions (default 50: compressed; "
                         "sysmon's own tick is 20 us-10 ms, 20000 instructions or more at 1 ns each)")
     e.add_argument("--signal-delay", type=int, default=0, metavar="N",
@@ -464,6 +508,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--max-points", type=int, default=None, metavar="N", help="cap per corpus loop (default 2000)")
     c.add_argument("--json", action="store_true")
     ci_outputs(c)
+    c.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                   help="check corpus loops (or mutants) in N local processes (default: the number of CPUs)")
     c.set_defaults(fn=cmd_check_stub)
 
     g = sub.add_parser("gen-stub", help="regenerate asm/preempt_amd64_*.s from the register table")
@@ -503,7 +549,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _check_values(a) -> None:
-    for opt in ("max_points", "retry", "max_wait", "budget"):
+    for opt in ("max_points", "retry", "max_wait", "budget", "jobs"):
         if getattr(a, opt, None) is not None and getattr(a, opt) <= 0:
             raise UsageError(f"--{opt.replace('_', '-')} must be positive, got {getattr(a, opt)}")
     if getattr(a, "signal_delay", 0) < 0:
@@ -541,8 +587,8 @@ def main(argv: list[str] | None = None, out=None) -> int:
         return 2
     except BrokenPipeError:
         return 0
-    except KeyboardInterrupt:
-        partial = _PARTIAL[0]() if _PARTIAL else None
+    except KeyboardInterrupt as e:
+        partial = (_PARTIAL[0]() if _PARTIAL else None) or _shards_partial(e)
         if partial is not None:
             out.write(partial[0])
             out.flush()

@@ -1,8 +1,8 @@
 """Register snapshots as flat byte records, in the order of regs.DUMPED.
 
-Reading 34 registers through Unicorn's API costs ~140 µs; a 37-instruction guest routine (the
-dumper in rtcode) stores them all into preemu's private page in ~10 µs, and one mem_read brings
-them back. The same record layout serves as the clobber table asyncPreempt2 loads registers from.
+Machine.dump_state fills one record with a single batched register read (uc_reg_read_batch into
+a preallocated buffer, ~2 µs for all 34 registers). The same record layout serves as the clobber
+table asyncPreempt2 loads registers from.
 """
 from __future__ import annotations
 
@@ -14,11 +14,10 @@ for _r in regs.DUMPED:
     OFFSETS[_r.name] = _off
     _off += _r.size
 SIZE = _off            # bytes in one record
-RESUME_SLOT = SIZE     # the dumper jumps through the 8-byte slot right after the record
 
 
 class RegState:
-    """Architectural state of one CPU at one boundary (RIP kept apart: guest code cannot dump it).
+    """Architectural state of one CPU at one boundary (RIP kept apart: it is compared separately).
 
     Holds the raw dump record; registers are decoded only when asked for (the sweep's fast path
     compares raw records).

@@ -9,6 +9,18 @@ error: it is a verdict.
 class EmuError(Exception):
     """Base class: a problem with the user's input or with the emulated program."""
 
+    def __reduce__(self):
+        # Picklable whatever the subclass's constructor takes: errors cross process boundaries
+        # when shards run in worker processes (emu.shards).
+        return (_rebuild, (type(self), str(self), self.__dict__))
+
+
+def _rebuild(cls, text: str, state: dict) -> EmuError:
+    e = Exception.__new__(cls)
+    Exception.__init__(e, text)
+    e.__dict__.update(state)
+    return e
+
 
 class AsmError(EmuError):
     """An assembly source problem, located at file:line."""

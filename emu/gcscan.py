@@ -56,9 +56,12 @@ def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: i
         res.roots.append((where, slot, o.base))
 
     def conservative_range(where: str, lo: int, hi: int) -> None:
-        if hi > lo:
-            for off, v in _words(read(lo, hi - lo)):
-                consider(where, lo + off, v, False)
+        n = (hi - lo) // 8
+        if n > 0:                 # only words that could point into the heap or the stack are looked up
+            hb, hl = heap.base, heap.limit
+            for i, v in enumerate(memoryview(read(lo, 8 * n)).cast("Q")):
+                if hb <= v < hl or stack_lo <= v < stack_hi:
+                    consider(where, lo + 8 * i, v, False)
 
     if globals_:        # one read covering every global (a Go binary has thousands of pointer words)
         lo = min(a for a, _ in globals_)

@@ -13,6 +13,7 @@ Left out: more than one goroutine (that is sched.py), timers.
 from __future__ import annotations
 
 import random
+import struct
 
 from . import gostructs as gs
 from . import layout as L
@@ -24,35 +25,59 @@ from .program import Program
 from .safepoint import GO127, RuntimeRules, SchedState, rules_for
 from .stack import copystack, write_field
 
+#: What other goroutines leave in a P's xRegs scratch (the stub must not rely on it)
+_SCRATCH_OTHER_G, _SCRATCH_RESUMED = b"\xa5" * gs.XREGS_SIZE, b"\x5a" * gs.XREGS_SIZE
+
 G0_SLOT = 0      # g slot of m0.g0
 USER_G_SLOT = 1  # g slot of the goroutine under test
 G0_SLOT_M1 = 2   # g slot of m1.g0
 
 
-def _get(buf: bytes, fields: dict, name: str) -> int:
-    f = fields[name]
-    return int.from_bytes(buf[f.offset:f.offset + f.size], "little")
-
-
 def read_field(machine: Machine, base: int, fields: dict, name: str) -> int:
     f = fields[name]
-    return int.from_bytes(machine.read(base + f.offset, f.size), "little")
+    return machine.read_uint(base + f.offset, f.size)
+
+
+class _FieldReader:
+    """Reads several fields of one struct (given in offset order) with one memory read and one
+    struct.unpack; the format is derived from the gostructs table."""
+
+    def __init__(self, fields: dict, names: tuple[str, ...]):
+        fmt, pos = "<", 0
+        for n in names:
+            f = fields[n]
+            assert f.offset >= pos, "fields must be listed in offset order"
+            fmt += f"{f.offset - pos}x" + {1: "B", 4: "I", 8: "Q"}[f.size]
+            pos = f.offset + f.size
+        self.size, self._unpack = pos, struct.Struct(fmt).unpack
+
+    def read(self, machine: Machine, base: int) -> tuple[int, ...]:
+        return self._unpack(machine.read(base, self.size))
+
+
+_G_SCHED = _FieldReader(gs.G_FIELDS, ("stack.lo", "stack.hi", "atomicstatus", "preempt"))
+_M_SCHED = _FieldReader(gs.M_FIELDS, ("curg", "p", "mallocing", "preemptoff.len", "locks"))
+_P_SCHED = _FieldReader(gs.P_FIELDS, ("status", "preempt"))
+
+
+_SCHED_STATES: dict[tuple, SchedState] = {}     # SchedState is frozen: equal reads share one object
 
 
 def read_sched_state(machine: Machine, gp: int, mp: int, pp: int, rules: RuntimeRules = GO127) -> SchedState:
     """Read what doSigPreempt reads from g (the G the signal landed on), its m and the m's p, for the
     runtime `rules` model."""
-    G, M, P = gs.G_FIELDS, gs.M_FIELDS, gs.P_FIELDS
-    g = machine.read(gp, 184)
-    m = machine.read(mp, 272)
-    p_ = machine.read(pp, 8) if pp else bytes(8)
-    return SchedState(
-        gp=gp, g_status=_get(g, G, "atomicstatus"), g_preempt=bool(_get(g, G, "preempt")),
-        stack_lo=_get(g, G, "stack.lo"), stack_hi=_get(g, G, "stack.hi"),
-        m_curg=_get(m, M, "curg"), m_p=_get(m, M, "p"), m_locks=_get(m, M, "locks"),
-        m_mallocing=_get(m, M, "mallocing"), m_preemptoff=_get(m, M, "preemptoff.len"),
-        p_status=_get(p_, P, "status"),
-        p_preempt=bool(machine.read(pp + P["preempt"].offset, 1)[0]) if pp else False, rules=rules)
+    key = (gp, id(rules), *_G_SCHED.read(machine, gp), *_M_SCHED.read(machine, mp),
+           *(_P_SCHED.read(machine, pp) if pp else (0, 0)))
+    st = _SCHED_STATES.get(key)
+    if st is None or st.rules is not rules:
+        if len(_SCHED_STATES) > 256:
+            _SCHED_STATES.clear()
+        _, _, lo, hi, g_status, g_preempt, curg, m_p, mallocing, preemptoff, locks, p_status, p_preempt = key
+        st = _SCHED_STATES[key] = SchedState(
+            gp=gp, g_status=g_status, g_preempt=bool(g_preempt), stack_lo=lo, stack_hi=hi, m_curg=curg, m_p=m_p,
+            m_locks=locks, m_mallocing=mallocing, m_preemptoff=preemptoff, p_status=p_status,
+            p_preempt=bool(p_preempt), rules=rules)
+    return st
 
 
 # --- runtime effects on g/m/p, shared by the single-goroutine World and the Scheduler ----------
@@ -292,8 +317,16 @@ class World(WorldGC):
                 [(a, m.read(a, n)) for a, n in self.writable_regions()],
                 len(self.stack_moves), self.cur, self.heap.snapshot())
 
+    def portable_snapshot(self):
+        """snapshot() as plain data (registers by name, not a Unicorn context): a world built the
+        same way in another process can restore() it."""
+        m = self.machine
+        return (m.cpu_state(), (self.stack_lo, self.stack_hi),
+                [(a, m.read(a, n)) for a, n in self.writable_regions()],
+                list(self.stack_moves), self.cur, self.heap.snapshot())
+
     def restore(self, snap) -> None:
-        """Return to a snapshot, re-mapping the stack if it has moved since."""
+        """Return to a snapshot (or a portable one), re-mapping the stack if it has moved since."""
         ctx, (lo, hi), mem, moves, cur, heap = snap
         m = self.machine
         if self.heap.next > heap[0]:                  # objects allocated since: back to zeroed arena
@@ -303,8 +336,14 @@ class World(WorldGC):
             m.unmap_stack(self.stack_lo, self.stack_hi)
             m.map_stack(lo, hi)
             self.stack_lo, self.stack_hi = lo, hi
-        del self.stack_moves[moves:]
-        m.restore_context(ctx)
+        if isinstance(moves, list):
+            self.stack_moves[:] = moves
+        else:
+            del self.stack_moves[moves:]
+        if isinstance(ctx, dict):
+            m.set_cpu_state(ctx)
+        else:
+            m.restore_context(ctx)
         for a, data in mem:
             m.write(a, data)
         self.cur = cur
@@ -397,7 +436,7 @@ class World(WorldGC):
                 block = next(b for b in self.xreg_blocks if b not in used)
             machine.write_u64(cache, 0)
             xreg_save(machine, self.pp, self.gp, block)
-            machine.write(self.pp + P["xRegs.scratch"].offset, b"\xa5" * gs.XREGS_SIZE)   # reused by other Gs
+            machine.write(self.pp + P["xRegs.scratch"].offset, _SCRATCH_OTHER_G)   # reused by other Gs
         if self.gc_enabled:                             # a GC cycle while the G is off CPU
             self.run_gc(machine)
         if self.migrate:                                # schedule() elsewhere; execute() on the other M/P
@@ -405,7 +444,7 @@ class World(WorldGC):
             self.migrations += 1
         if self.layout.xreg_slots:
             # xRegRestore: the P we resume on caches the G's block (its old one is freed).
-            machine.write(self.pp + P["xRegs.scratch"].offset, b"\x5a" * gs.XREGS_SIZE)
+            machine.write(self.pp + P["xRegs.scratch"].offset, _SCRATCH_RESUMED)
             xreg_restore(machine, self.pp, self.gp, block)
         machine.write(self.gp + G["asyncSafePoint"].offset, b"\x00")
         self.withdraw_request()

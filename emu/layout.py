@@ -14,6 +14,7 @@ S-8 resume PC, S-16 saved RBP, S-24 saved RFLAGS, then the ADJSP area below.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from . import gostructs, regs
 
@@ -43,11 +44,11 @@ class StubLayout:
                 return s
         raise KeyError(f"{name} has no save slot in the {self.name} layout")
 
-    @property
+    @cached_property
     def stack_slots(self) -> tuple[Slot, ...]:
         return tuple(s for s in self.slots if s.home == "stack")
 
-    @property
+    @cached_property
     def xreg_slots(self) -> tuple[Slot, ...]:
         return tuple(s for s in self.slots if s.home == "xregs")
 

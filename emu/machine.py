@@ -9,14 +9,29 @@ tracing. Every UcError is translated here.
 """
 from __future__ import annotations
 
+import ctypes
+import mmap
+import struct
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 import unicorn
 import unicorn.x86_const as X
+from unicorn.unicorn_py3.unicorn import uclib as _uclib
 
 from . import dump, memmap, regs, rtcode
 from .program import Program
+
+#: The program's own regions (its text and data) and preemu's code regions stay in Unicorn-owned
+#: memory (writes there invalidate translations); preemu's data regions and the stacks are host
+#: memory shared with Python (uc_mem_map_ptr), so reading or writing g/m/p, stacks and the heap
+#: costs a slice, not an engine call.
+CODE_REGIONS = (memmap.STUB, memmap.RT)
+_reg_read, _reg_write = _uclib.uc_reg_read, _uclib.uc_reg_write
+_PORTABLE_EXTRA = ("FS_BASE", "GS_BASE", "MXCSR", "FPCW", "FPSW")
+_UINT = {1: struct.Struct("<B"), 2: struct.Struct("<H"), 4: struct.Struct("<I"), 8: struct.Struct("<Q")}
+_CHUNK = 20                 # host-backed regions are found by address >> _CHUNK (1 MiB chunks)
 
 STOP_COUNT = "count"        # the instruction budget ran out (or the exact count was reached)
 STOP_GOEXIT = "goexit"      # the goroutine returned into goexit
@@ -64,6 +79,7 @@ class Machine:
         self.runtime = rtcode.runtime_program(layout_name)
         self.all = program.merged(stub).merged(self.runtime)
         self.uc = unicorn.Uc(unicorn.UC_ARCH_X86, unicorn.UC_MODE_64)
+        self._init_fast_path()
         img = program.image
         # The program's regions first, then preemu's: mapping in the other order changes how many
         # instructions a REP MOVSB between two watched heap objects counts (a Unicorn 2.1.4 quirk seen
@@ -71,7 +87,10 @@ class Machine:
         for base, size in img.regions:
             self.uc.mem_map(base, size)
         for r in memmap.RUNTIME_REGIONS:
-            self.uc.mem_map(r.base, r.size)
+            if r in CODE_REGIONS:
+                self.uc.mem_map(r.base, r.size)
+            else:
+                self._map_host(r.base, r.size)
         for addr, code in self.all.code:
             self.uc.mem_write(addr, code)
         for d in program.data:
@@ -111,9 +130,50 @@ class Machine:
         self.describe_address: Callable[[int], str | None] | None = None   # set by the owner of the stacks
         self.uc.hook_add(unicorn.UC_HOOK_MEM_INVALID, self._hook_bad_access)
 
+    def _map_host(self, base: int, size: int) -> None:
+        """Map [base, base+size) onto a host buffer Python reads and writes directly."""
+        buf = mmap.mmap(-1, size)
+        anchor = ctypes.c_char.from_buffer(buf)
+        st = _uclib.uc_mem_map_ptr(self._h, base, size, unicorn.UC_PROT_ALL, ctypes.addressof(anchor))
+        if st:
+            del anchor
+            raise unicorn.UcError(st)
+        entry = (base, base + size, buf, anchor)
+        for c in range(base >> _CHUNK, ((base + size - 1) >> _CHUNK) + 1):
+            self._host.setdefault(c, []).append(entry)
+
+    def _unmap_host(self, base: int, size: int) -> None:
+        st = _uclib.uc_mem_unmap(self._h, base, size)
+        if st:
+            raise unicorn.UcError(st)
+        self._uint_refs.clear()
+        for c in range(base >> _CHUNK, ((base + size - 1) >> _CHUNK) + 1):
+            self._host[c] = [e for e in self._host[c] if e[0] != base]
+
+    def _init_fast_path(self) -> None:
+        """The hot path calls Unicorn's C API directly through ctypes with preallocated buffers: the
+        Python binding's per-call conversions (buffer allocation, register class lookup) cost 2-4x
+        the call itself. Relies on the pinned unicorn 2.1.4 binding (uclib, Uc._uch, _hook_exception)."""
+        self._h = self.uc._uch
+        self._host: dict[int, list] = {}       # chunk -> [(base, end, host buffer, ctypes anchor)]
+        self._uint_refs: dict[int, tuple] = {}     # addr << 4 | size -> (read, write) on host memory
+        self._u64 = ctypes.c_uint64()
+        self._u64_ref = ctypes.addressof(self._u64)    # a plain int converts fastest to void*
+        self._rbuf = ctypes.create_string_buffer(4096)
+        self._rbuf_addr = ctypes.addressof(self._rbuf)
+        # one batched read fills a dump record, and RIP
+        n = len(regs.DUMPED) + 1
+        self._dump_n = n
+        self._dump_ids = (ctypes.c_int32 * n)(*[r.uc_id for r in regs.DUMPED], regs.RIP.uc_id)
+        self._dump_buf = ctypes.create_string_buffer(dump.SIZE)
+        self._dump_rip = ctypes.c_uint64()
+        self._dump_addr = base = ctypes.addressof(self._dump_buf)
+        self._dump_ptrs = (ctypes.c_void_p * n)(*[base + dump.OFFSETS[r.name] for r in regs.DUMPED],
+                                                 ctypes.addressof(self._dump_rip))
+
     # --- hooks (tiny; they run inside emu_start) -------------------------------------------
     def _hook_intr(self, uc, intno, user_data):
-        at = uc.reg_read(X.UC_X86_REG_RIP) - 1          # INT3 traps after the instruction
+        at = self._reg64(X.UC_X86_REG_RIP) - 1          # INT3 traps after the instruction
         name = SENTINELS.get(at) if intno == 3 else None
         if name is None and intno == 3 and at in self.traps:
             raise GuestFaultInHook(f"the goroutine called {self.traps[at]}, runtime code that needs the Go runtime's "
@@ -123,7 +183,7 @@ class Machine:
             self.stop_reason = STOP_TRAP
             self._bad_access = None
             self._unexpected_interrupt = (intno, at)
-            uc.emu_stop()
+            _uclib.uc_emu_stop(self._h)
             return
         if name == "gcWriteBarrier":
             self.write_barrier_calls += 1
@@ -164,13 +224,13 @@ class Machine:
             self.stop_reason = STOP_GOEXIT if name == "goexit" else STOP_TRAP
             if name == "goexit":
                 uc.reg_write(X.UC_X86_REG_RIP, at)      # stay on goexit: running again stops again
-            uc.emu_stop()
+            _uclib.uc_emu_stop(self._h)
 
     def _hook_stub_ret(self, uc, address, size, user_data):
         if self.stub_ret_armed:
             self.stub_ret_armed = False
             self.stop_reason = STOP_STUB_RET
-            uc.emu_stop()
+            _uclib.uc_emu_stop(self._h)
 
     def _hook_bad_access(self, uc, access, address, size, value, user_data):
         kind = {unicorn.UC_MEM_READ_UNMAPPED: "reading", unicorn.UC_MEM_WRITE_UNMAPPED: "writing",
@@ -185,45 +245,128 @@ class Machine:
         """Map [lo, hi) read/write; the page below lo stays unmapped (the guard page)."""
         if lo in self._mapped_stacks:
             return
-        self.uc.mem_map(lo, hi - lo)
+        self._map_host(lo, hi - lo)
         self._mapped_stacks.add(lo)
 
     def unmap_stack(self, lo: int, hi: int) -> None:
-        self.uc.mem_unmap(lo, hi - lo)
+        self._unmap_host(lo, hi - lo)
         self._mapped_stacks.discard(lo)
 
     def read(self, addr: int, size: int) -> bytes:
-        return bytes(self.uc.mem_read(addr, size))
+        for base, end, buf, _ in self._host.get(addr >> _CHUNK, ()):
+            if base <= addr and addr + size <= end:
+                return buf[addr - base:addr - base + size]
+        if size > len(self._rbuf):
+            self._rbuf = ctypes.create_string_buffer(size)
+            self._rbuf_addr = ctypes.addressof(self._rbuf)
+        st = _uclib.uc_mem_read(self._h, addr, self._rbuf, size)
+        if st:
+            raise unicorn.UcError(st, addr, size)
+        return ctypes.string_at(self._rbuf_addr, size)
 
     def write(self, addr: int, data: bytes) -> None:
-        self.uc.mem_write(addr, data)
+        n = len(data)
+        for base, end, buf, _ in self._host.get(addr >> _CHUNK, ()):
+            if base <= addr and addr + n <= end:
+                buf[addr - base:addr - base + n] = data
+                return
+        st = _uclib.uc_mem_write(self._h, addr, bytes(data), len(data))
+        if st:
+            raise unicorn.UcError(st, addr, len(data))
+
+    def _uint_access(self, addr: int, size: int):
+        """(read, write) functions for the `size`-byte integer at addr in host memory, or None."""
+        for base, end, buf, _ in self._host.get(addr >> _CHUNK, ()):
+            if base <= addr and addr + size <= end:
+                st, off = _UINT[size], addr - base
+                acc = (partial(st.unpack_from, buf, off), partial(st.pack_into, buf, off))
+                self._uint_refs[addr << 4 | size] = acc
+                return acc
+        return None
+
+    def read_uint(self, addr: int, size: int) -> int:
+        """Read a little-endian integer of 1, 2, 4 or 8 bytes."""
+        acc = self._uint_refs.get(addr << 4 | size) or self._uint_access(addr, size)
+        if acc is None:
+            return int.from_bytes(self.read(addr, size), "little")
+        return acc[0]()[0]
+
+    def write_uint(self, addr: int, size: int, value: int) -> None:
+        """Write a little-endian integer of 1, 2, 4 or 8 bytes (value already in range)."""
+        acc = self._uint_refs.get(addr << 4 | size) or self._uint_access(addr, size)
+        if acc is None:
+            self.write(addr, value.to_bytes(size, "little"))
+        else:
+            acc[1](value)
 
     def read_u64(self, addr: int) -> int:
-        return int.from_bytes(self.uc.mem_read(addr, 8), "little")
+        return self.read_uint(addr, 8)
 
     def write_u64(self, addr: int, value: int) -> None:
-        self.uc.mem_write(addr, (value & (2**64 - 1)).to_bytes(8, "little"))
+        self.write_uint(addr, 8, value & 0xFFFF_FFFF_FFFF_FFFF)
 
     # --- registers ------------------------------------------------------------------------
+    def _reg64(self, uc_id: int) -> int:
+        st = _reg_read(self._h, uc_id, self._u64_ref)
+        if st:
+            raise unicorn.UcError(st)
+        return self._u64.value
+
+    def _set_reg64(self, uc_id: int, value: int) -> None:
+        self._u64.value = value & 0xFFFF_FFFF_FFFF_FFFF
+        st = _reg_write(self._h, uc_id, self._u64_ref)
+        if st:
+            raise unicorn.UcError(st)
+
     def reg(self, name: str) -> int:
-        return self.uc.reg_read(regs.lookup(name).uc_id)
+        r = regs.lookup(name)
+        return self._reg64(r.uc_id) if r.size == 8 else self.uc.reg_read(r.uc_id)
 
     def set_reg(self, name: str, value: int) -> None:
         r = regs.lookup(name)
-        self.uc.reg_write(r.uc_id, value & ((1 << (8 * r.size)) - 1))
+        if r.size == 8:
+            self._set_reg64(r.uc_id, value)
+        else:
+            self.uc.reg_write(r.uc_id, value & ((1 << (8 * r.size)) - 1))
 
     @property
     def pc(self) -> int:
-        return self.uc.reg_read(X.UC_X86_REG_RIP)
+        return self._reg64(X.UC_X86_REG_RIP)
 
     def set_fs_base(self, value: int) -> None:
-        self.uc.reg_write(X.UC_X86_REG_FS_BASE, value)
+        self._set_reg64(X.UC_X86_REG_FS_BASE, value)
 
-    def save_context(self):
-        return self.uc.context_save()
+    def save_context(self, into=None):
+        """Return the CPU context; with `into` (an earlier context), overwrite that one instead of
+        allocating (the sweep keeps one per run)."""
+        if into is None:
+            return self.uc.context_save()
+        st = _uclib.uc_context_save(self._h, into.context)
+        if st:
+            raise unicorn.UcError(st)
+        return into
 
     def restore_context(self, ctx) -> None:
         self.uc.context_restore(ctx)
+
+    def cpu_state(self) -> dict:
+        """The CPU state as plain data (picklable, unlike a Unicorn context): every dumped register,
+        RIP, the FS/GS bases and the SSE/x87 control words. x87 data registers are left out (as
+        everywhere in preemu)."""
+        d = self.dump_state()
+        out = {"raw": d.raw, "RIP": d.rip}
+        for name in _PORTABLE_EXTRA:
+            out[name] = self.uc.reg_read(getattr(X, f"UC_X86_REG_{name}"))
+        return out
+
+    def set_cpu_state(self, state: dict) -> None:
+        """Load a cpu_state() (taken on a machine built the same way, maybe in another process)."""
+        rec = dump.RegState(state["raw"], state["RIP"])
+        for r in regs.DUMPED:
+            self.set_reg(r.name, rec.get(r.name))
+        for name in _PORTABLE_EXTRA:
+            self.uc.reg_write(getattr(X, f"UC_X86_REG_{name}"), state[name])
+        self.set_reg("RIP", rec.rip)
 
     def run_parkable(self, begin: int, count: int) -> tuple[int, tuple[str, object] | None]:
         """Run exactly `count` instructions; if a trap parks the G, return how many it ran first.
@@ -240,11 +383,11 @@ class Machine:
         return count - spins, self.parked
 
     def dump_state(self) -> dump.RegState:
-        """Return every dumped register plus RIP, without changing any guest-visible state."""
-        rip = self.pc
-        self.uc.mem_write(memmap.DUMP_AREA + dump.RESUME_SLOT, rip.to_bytes(8, "little"))
-        self.uc.emu_start(memmap.DUMPER, 0, count=rtcode.DUMPER_INSNS)
-        return dump.unpack(bytes(self.uc.mem_read(memmap.DUMP_AREA, dump.SIZE)), rip)
+        """Return every dumped register plus RIP (one batched register read into the dump record)."""
+        st = _uclib.uc_reg_read_batch(self._h, self._dump_ids, self._dump_ptrs, self._dump_n)
+        if st:
+            raise unicorn.UcError(st)
+        return dump.RegState(ctypes.string_at(self._dump_addr, dump.SIZE), self._dump_rip.value)
 
     # --- running --------------------------------------------------------------------------
     def where(self, pc: int) -> str:
@@ -266,8 +409,14 @@ class Machine:
         self.stop_reason = STOP_COUNT
         self._bad_access = None
         self._unexpected_interrupt = None
+        uc = self.uc
         try:
-            self.uc.emu_start(begin, 0, count=count)
+            uc._hook_exception = None        # what Uc.emu_start does, minus its wrapper's cost
+            st = _uclib.uc_emu_start(self._h, begin, 0, 0, count)
+            if st:
+                raise unicorn.UcError(st)
+            if uc._hook_exception is not None:
+                raise uc._hook_exception
         except GuestFaultInHook as e:
             pc = self.pc
             raise Fault(pc, str(e), self.where(pc)) from None

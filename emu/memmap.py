@@ -18,9 +18,9 @@ TEXT_BASE = 0x0040_0000          # user program text (.s files)
 TEXT_SIZE = 0x0010_0000
 STUB_BASE = 0x2000_0000          # asyncPreempt stub (generated or --stub)
 STUB_SIZE = 0x0001_0000
-RT_BASE = 0x2001_0000            # runtime sentinels (asyncPreempt2, goexit, ...) and the state dumper
+RT_BASE = 0x2001_0000            # runtime sentinels (asyncPreempt2, goexit, ...)
 RT_SIZE = 0x0001_0000
-PRIV_BASE = 0x2010_0000          # preemu-private data: dump area, clobber table, dumper stack
+PRIV_BASE = 0x2010_0000          # preemu-private data: clobber table, runtime globals
 PRIV_SIZE = 0x0001_0000
 DATA_BASE = 0x0070_0000          # user data buffers declared with ;@data
 DATA_SIZE = 0x0010_0000
@@ -84,7 +84,6 @@ RT_SLOT = 0x400
 ASYNC_PREEMPT2 = RT_BASE + 0 * RT_SLOT
 GOEXIT = RT_BASE + 1 * RT_SLOT
 MORESTACK = RT_BASE + 2 * RT_SLOT
-DUMPER = RT_BASE + 3 * RT_SLOT
 XREG_RESTORE = RT_BASE + 4 * RT_SLOT
 GC_WRITE_BARRIER2 = RT_BASE + 5 * RT_SLOT
 NANOSLEEP = RT_BASE + 6 * RT_SLOT
@@ -96,9 +95,7 @@ GO_NEWOBJECT = RT_BASE + 10 * RT_SLOT     # the real runtime.newobject(typ) (RAX
 GC_WRITE_BARRIER = {n: GC_WRITE_BARRIER2 if n == 2 else RT_BASE + (10 + n) * RT_SLOT for n in range(1, 9)}
 
 # preemu-private data layout inside PRIV
-DUMP_AREA = PRIV_BASE              # register dump (emu.dump layout)
 CLOBBER_TABLE = PRIV_BASE + 0x400  # values asyncPreempt2 loads into every register
-DUMPER_STACK_TOP = PRIV_BASE + 0x1000
 RT_DATA = PRIV_BASE + 0x2000       # runtime globals the guest reads
 WRITE_BARRIER_FLAG = RT_DATA       # runtime.writeBarrier.enabled (4 bytes)
 WB_BUF = RT_DATA + 0x100           # the write-barrier buffer gcWriteBarrier2 hands out (R11)

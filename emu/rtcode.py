@@ -1,4 +1,4 @@
-"""Runtime text: the sentinel routines that stand in for Go runtime functions, plus the state dumper.
+"""Runtime text: the sentinel routines that stand in for Go runtime functions.
 
 Sentinels trap into Python with INT3 (an interrupt hook costs nothing per instruction, whereas
 every address-scoped code hook slows all count= execution by ~20%).
@@ -18,8 +18,6 @@ every address-scoped code hook slows all count= execution by ~20%).
 * mallocgc, gonewobject, gcWriteBarrier1..8 -- where a real Go binary's allocation entry points
   (RAX = size, RBX = type / RAX = type) and write barriers jump (gofront patches them).
 * goexit -- the return address of every goroutine entry function (runtime.goexit).
-* dumper -- preemu's own: stores all dumped registers to the private page and jumps back through a
-  slot without changing any register, flag or goroutine memory.
 
 Left out: the real asyncPreempt2/xRegSave bodies (modelled in Python by the hook).
 """
@@ -29,9 +27,6 @@ from functools import lru_cache
 
 from . import asmfront, dump, memmap, regs
 from .program import Program
-
-DUMPER_INSNS = len(regs.DUMPED) - 1 + 5   # stores (RFLAGS via pushfq/pop) + lea/pushfq/pop/mov/jmp
-
 
 def _abs(addr: int) -> str:
     return f"[{addr:#x}]"
@@ -107,32 +102,13 @@ def _goexit() -> list[str]:
     return [";@asm", ";@goname runtime.goexit", "goexit:", "int3"]
 
 
-def _dumper() -> list[str]:
-    d = memmap.DUMP_AREA
-    o = dump.OFFSETS
-    out = [";@asm", ";@goname preemu.dumpRegisters", "dumper:"]
-    for r in regs.DUMPED:
-        if r.kind == "flags":
-            continue
-        if r.kind == "xmm":
-            out.append(f"movups xmmword ptr {_abs(d + o[r.name])}, {r.asm}")
-        else:
-            out.append(f"mov qword ptr {_abs(d + o[r.name])}, {r.asm}")
-    out += [";@spdelta 0", f"lea rsp, {_abs(memmap.DUMPER_STACK_TOP)}", ";@spdelta 0", "pushfq",
-            f"pop qword ptr {_abs(d + o['RFLAGS'])}",
-            f"mov rsp, qword ptr {_abs(d + o['RSP'])}",
-            ";@spdelta 0", f"jmp qword ptr {_abs(d + dump.RESUME_SLOT)}"]
-    return out
-
-
 @lru_cache(maxsize=None)
 def runtime_program(layout_name: str) -> Program:
     """Return the assembled runtime text for `layout_name`, each routine at its fixed slot."""
     prog = Program()
     parts = [(memmap.ASYNC_PREEMPT2, _asyncpreempt2(layout_name)), (memmap.GOEXIT, _goexit()),
              (memmap.MORESTACK, _morestack()),
-             (memmap.NANOSLEEP, _nanosleep()), (memmap.PARK_SPIN, _park_spin()), (memmap.NEWOBJECT, _newobject()),
-             (memmap.DUMPER, _dumper())]
+             (memmap.NANOSLEEP, _nanosleep()), (memmap.PARK_SPIN, _park_spin()), (memmap.NEWOBJECT, _newobject())]
     parts += [(memmap.MALLOCGC, _mallocgc()), (memmap.GO_NEWOBJECT, _go_newobject())]
     parts += [(a, _gcwritebarrier_n(n)) for n, a in memmap.GC_WRITE_BARRIER.items()]
     if layout_name != "go1.14":
@@ -143,7 +119,6 @@ def runtime_program(layout_name: str) -> Program:
         if part.funcs[0].end - addr > memmap.RT_SLOT:
             raise AssertionError(f"runtime routine at {addr:#x} overflows its slot")
         prog = prog.merged(part)
-    assert len(prog.get_func("dumper").insns) == DUMPER_INSNS
     return prog
 
 

@@ -301,8 +301,9 @@ def check_sched(sc: SchedScenario, res) -> list[Check]:
     return out
 
 
-def run(sc: Scenario, layout: str | None = None, max_points: int | None = None):
-    """Run the scenario's sweep; return (program, world, result, checks)."""
+def run(sc: Scenario, layout: str | None = None, max_points: int | None = None, runner=None):
+    """Run the scenario's sweep; return (program, world, result, checks). `runner(world)` may return
+    a shard runner (emu.shards) for the sweep."""
     program = loader.load_program(sc.asm)
     try:
         world = loader.build_world(program, sc.entry, layout or sc.layout, sc.stub, sc.seed, sc.registers,
@@ -314,7 +315,8 @@ def run(sc: Scenario, layout: str | None = None, max_points: int | None = None):
             raise ScenarioError(str(sc.path), "registers", str(e)[7:]) from None
         raise
     res = S.sweep(world, sc.entry, sc.seed, max_points or sc.max_points, sc.budget,
-                  async_preemption=sc.async_preemption, nested_signals=sc.nested_signals)
+                  async_preemption=sc.async_preemption, nested_signals=sc.nested_signals,
+                  runner=None if runner is None else runner(world))
     return program, world, res, check(sc, program, world, res)
 
 

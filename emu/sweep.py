@@ -88,12 +88,12 @@ class SweepResult:
         return self.violation_count == 0
 
 
-def select_points(n: int, max_points: int, must: set[int] = frozenset()) -> list[int]:
+def select_points(n: int, max_points: int, must: set[int] = frozenset()) -> "range | list[int]":
     """Choose the boundaries to inject at: all of them, or (when capped) exactly max_points of them:
     every boundary in `must` (the first dynamic instance of each static PC), then the first
     boundaries, the last ones, and the rest evenly spread."""
     if n <= max_points:
-        return list(range(n))
+        return range(n)                  # a range, not a list: memory does not grow with the points
     pts = set(sorted(must)[:max_points])
 
     def fill(candidates) -> None:
@@ -251,46 +251,60 @@ class Sweeper:
     def _clobber_table(self, raw_before: bytes) -> bytes:
         return (int.from_bytes(raw_before, "little") ^ self._mask).to_bytes(dump.SIZE, "little")
 
-    def run_chain(self, points: list[int], ref: Reference, verify_each: bool = True, stats=None,
+    def run_chain(self, points, ref: Reference, verify_each: bool = True, stats=None,
                   force_unsafe: bool = False, canary: bool = False, async_preemption: bool = True,
-                  nested_signals: bool = False):
+                  nested_signals: bool = False, start=None, keep: int = 200):
         """Inject at each boundary in `points` (sorted) in one run; return (injected, refused, violations, final).
 
-        With force_unsafe, points the oracle refuses are injected anyway (counted in self.forced).
+        The run starts at the entry, or at `start` = (boundary, portable snapshot of the reference
+        run there). With force_unsafe, points the oracle refuses are injected anyway (counted in
+        self.forced). `violations` is a ViolationLog keeping the first `keep`.
         """
         w, m = self.world, self.m
         w.reset()
         pos = 0
+        if start is not None:
+            pos, snap = start
+            w.restore(snap)
         injected = 0
         self.forced = 0
         self.runaway = False
         refused: Counter = Counter()
-        violations: list[verify.Violation] = []
+        violations = ViolationLog(keep)
         all_prog = m.all
         if nested_signals:          # each point twice: the second signal lands right after the RET
-            points = [k for k in points for _ in range(2)]
+            points = (k for k in points for _ in range(2))
         stub_func = m.stub.get_func("asyncPreempt")
+        plain_rets = {i.addr for f in m.stub.funcs for i in f.insns if i.mnemonic == "ret" and not i.op_str}
+        rsp_at = dump.OFFSETS["RSP"]
+        ctx = None
+        clobber = self._clobber_table
+        stub_entry, headroom = m.stub_entry, w.headroom
+        resume = None                    # the PC the stub's RET returned to, when RIP is not yet written
         for k in points:
             if k > pos:
                 try:
-                    m.run(m.pc, k - pos)
+                    m.run(m.pc if resume is None else resume, k - pos)
                 except Fault as f:
                     violations.append(verify.violation_maker(all_prog, k, f.pc)(
                         "final-state", "control flow", "no fault", f.error,
                         "the goroutine faulted after earlier injections"))
                     return injected, refused, violations, None
                 pos = k
-            pc = m.pc
+            elif resume is not None:
+                m.set_reg("RIP", resume)
+            resume = None
             w.current_boundary = k
             before = m.dump_state()
-            s = before.get("RSP")
+            pc = before.rip
             raw_before = before.raw
+            s = int.from_bytes(raw_before[rsp_at:rsp_at + 8], "little")
             w.preempt_one()
             st = w.sched_state()
-            ctx = m.save_context()
+            ctx = m.save_context(ctx)
             bound = w.cur
             try:
-                v = inject.sighandler_sigurg(w.sigctx, all_prog, st, pc, s, w.headroom, m.stub_entry, w.ack,
+                v = inject.sighandler_sigurg(w.sigctx, all_prog, st, pc, s, headroom, stub_entry, w.ack,
                                              not async_preemption)
             except unicorn.UcError:
                 raise GuestFault(pc, all_prog.describe_pc(pc),
@@ -307,17 +321,21 @@ class Sweeper:
                 if not force_unsafe:
                     w.withdraw_request()
                     continue
-                inject.push_call(w.sigctx, m.stub_entry, pc)
+                inject.push_call(w.sigctx, stub_entry, pc)
                 self.forced += 1
             else:
                 injected += 1
-            stack_before = m.read(s, w.stack_hi - s)
-            m.write(memmap.CLOBBER_TABLE, self._clobber_table(raw_before))
-            floor = s - w.headroom                       # the stub may use [floor, S) and no more
-            canary_lo = max(w.stack_lo, floor - CANARY_SIZE)
-            if canary and floor > canary_lo:
-                m.write(canary_lo, CANARY[:floor - canary_lo])
-            make = verify.violation_maker(all_prog, k, pc)
+            stack_hi = w.stack_hi
+            stack_before = m.read(s, stack_hi - s)
+            m.write(memmap.CLOBBER_TABLE, clobber(raw_before))
+            floor = canary_lo = s - headroom             # the stub may use [floor, S) and no more
+            if canary:
+                canary_lo = max(w.stack_lo, floor - CANARY_SIZE)
+                if floor > canary_lo:
+                    m.write(canary_lo, CANARY[:floor - canary_lo])
+
+            def make(*a, _k=k, _pc=pc):                  # built only when a check fails
+                return verify.violation_maker(all_prog, _k, _pc)(*a)
 
             found: list[verify.Violation] = []
             calls_before = m.async_preempt2_calls
@@ -327,7 +345,7 @@ class Sweeper:
                     reason, nested = self._step_stub_with_signals(stub_func, refused, make)
                     found += nested
                 else:
-                    reason = m.run(m.stub_entry, self.stub_budget)
+                    reason = m.run(stub_entry, self.stub_budget)
             except Fault as f:
                 reason = None
                 found.append(make("stub-fault", f.reg or f"{f.pc:#x}", "no fault", f.error,
@@ -339,7 +357,7 @@ class Sweeper:
                                   f"{all_prog.describe_pc(m.pc)})",
                                   f"the stub ran away; its budget is {STUB_BUDGET_FACTOR}x the reference stub's "
                                   "instructions; the sweep stops at the first runaway"))
-                violations += found
+                violations.extend(found)
                 self.runaway = True
                 return injected, refused, violations, None
             if reason == STOP_STUB_RET and m.async_preempt2_calls == calls_before:
@@ -350,7 +368,7 @@ class Sweeper:
             if not found:
                 after = m.dump_state()
                 raw_after = after.raw
-                sp_after = after.get("RSP")
+                sp_after = int.from_bytes(raw_after[rsp_at:rsp_at + 8], "little")
                 if sp_after != s - 8:
                     found.append(make("resume", "RSP", f"{s:#x}", f"{sp_after + 8:#x}",
                                       "RSP after the stub's RET would differ from the interrupted RSP"))
@@ -359,8 +377,8 @@ class Sweeper:
                     if ret_to != pc:
                         found.append(make("resume", "RIP", f"{pc:#x}", f"{ret_to:#x}",
                                           "the stub's RET would not return to the interrupted PC"))
-                now = m.read(canary_lo, floor - canary_lo) if canary and floor > canary_lo else b""
-                if now != CANARY[:len(now)]:
+                now = m.read(canary_lo, floor - canary_lo) if floor > canary_lo else b""
+                if now and now != CANARY[:len(now)]:
                     low = next(i for i in range(len(now)) if now[i] != CANARY[i])
                     found.append(make("headroom", f"{canary_lo + low:#x}", f"nothing below S-{w.headroom}",
                                       f"written {floor - canary_lo - low} bytes below it",
@@ -368,18 +386,22 @@ class Sweeper:
                                       "assumes"))
                 if verify_each:
                     found += verify.compare_registers(before, after, raw_before, raw_after, make)
-                    found += verify.compare_memory(s, stack_before, m.read(s, w.stack_hi - s), make,
+                    found += verify.compare_memory(s, stack_before, m.read(s, stack_hi - s), make,
                                                    "goroutine stack at or above the interrupted RSP changed")
             if found:
-                violations += found
+                violations.extend(found)
                 m.restore_context(ctx)           # recover: back to boundary k, as if never injected
                 w.bind(bound)
                 m.write(s, stack_before)
                 w.withdraw_request()
                 continue
-            m.run(m.pc, 1)                       # execute the stub's RET
+            if after.rip in plain_rets:          # the stub's RET (checked above: [S-8] = pc, RSP = S-8);
+                m.set_reg("RSP", s)              # RIP = pc is written by the next run's start
+                resume = pc
+            else:                                # RET imm16 and the like: let the CPU execute it
+                m.run(after.rip, 1)
         try:
-            m.run(m.pc, ref.boundaries - pos)
+            m.run(m.pc if resume is None else resume, ref.boundaries - pos)
         except Fault as f:
             violations.append(verify.violation_maker(all_prog, pos, f.pc)(
                 "final-state", "control flow", "no fault", f.error, "the goroutine faulted after the injections"))
@@ -408,10 +430,11 @@ class Sweeper:
             pc = m.pc
         return "budget", []
 
-    def attribute(self, points: list[int], ref: Reference, force_unsafe: bool = False) -> int | None:
+    def attribute(self, points, ref: Reference, force_unsafe: bool = False, start=None) -> int | None:
         """Return the first boundary whose injection makes the final state diverge (bisection)."""
         def diverges(prefix: int) -> bool:
-            _, _, viol, final = self.run_chain(points[:prefix], ref, verify_each=False, force_unsafe=force_unsafe)
+            _, _, viol, final = self.run_chain(points[:prefix], ref, verify_each=False, force_unsafe=force_unsafe,
+                                               start=start)
             return bool(viol) or bool(final_violations(self.world, final, ref, 0))
         lo, hi = 0, len(points)
         if not diverges(hi):
@@ -425,27 +448,95 @@ class Sweeper:
         return points[hi - 1]
 
 
-def sweep(world: World, entry: str, seed: int = 1, max_points: int = 100_000,
-          budget: int = DEFAULT_BUDGET, max_violations: int = 200, force_unsafe: bool = False,
-          canary: bool = False, async_preemption: bool = True, nested_signals: bool = False) -> SweepResult:
-    """Inject at every boundary (capped by max_points) of the goroutine in `world` and verify each.
+class ViolationLog:
+    """Violations of a run: the first `keep` in full, every one counted by (kind, what), so memory
+    stays bounded however many points fail."""
 
-    With a world built with gc=True, a full GC runs at every injection and any later access to an
-    object it freed is a use-after-free violation.
-    """
-    ref = run_reference(world, budget)
-    must = set(first_boundaries(world, ref.boundaries).values()) if ref.boundaries > max_points else set()
-    points = select_points(ref.boundaries, max_points, must)
-    sw = Sweeper(world, seed)
+    def __init__(self, keep: int = 200):
+        self.keep, self.kept, self.count, self.groups = keep, [], 0, Counter()
+
+    def append(self, v: verify.Violation) -> None:
+        self.count += 1
+        self.groups[(v.kind, v.what)] += 1
+        if len(self.kept) < self.keep:
+            self.kept.append(v)
+
+    def extend(self, vs) -> None:
+        for v in vs:
+            self.append(v)
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+    def merge(self, other: "ViolationLog") -> None:
+        self.count += other.count
+        self.groups.update(other.groups)
+        self.kept += other.kept[:max(0, self.keep - len(self.kept))]
+
+
+#: Points per shard. Fixed (not derived from the number of workers), so a sweep's result is the same
+#: whether its shards run in one process, in N local processes or on a Dask cluster.
+SHARD_POINTS = 10_000
+
+
+def shard_plan(n_points: int, size: int | None = None) -> list[tuple[int, int]]:
+    """Split point indices [0, n_points) into consecutive [start, end) shards of `size` points."""
+    size = size or SHARD_POINTS
+    return [(a, min(a + size, n_points)) for a in range(0, n_points, size)] or [(0, 0)]
+
+
+@dataclass
+class ChainOptions:
+    seed: int = 1
+    force_unsafe: bool = False
+    canary: bool = False
+    async_preemption: bool = True
+    nested_signals: bool = False
+    max_violations: int = 200
+
+
+@dataclass
+class ShardResult:
+    """What one shard of a sweep found; shards merge by adding up, in shard order."""
+
+    index: int
+    points: int
+    injected: int
+    forced: int
+    refused: Counter
+    violations: ViolationLog
+    per_pc: dict[int, PcStats]
+    cpu_seconds: float = 0.0          # timing (process CPU time of the shard)
+    gc: "GcStats | None" = None       # --gc worlds (always one shard run here)
+
+
+def start_states(world: World, boundaries: list[int]) -> list:
+    """Run the goroutine uninterrupted once and save a portable snapshot at each boundary (sorted):
+    the contexts shards start from, so no shard replays from entry."""
+    m = world.machine
+    world.reset()
+    pos, out = 0, []
+    for b in boundaries:
+        if b > pos:
+            m.run(m.pc, b - pos)
+            pos = b
+        out.append(world.portable_snapshot())
+    return out
+
+
+def run_shard(world: World, ref: Reference, index: int, points, start, opts: ChainOptions) -> ShardResult:
+    """Inject at `points` starting from `start` ((boundary, portable snapshot) or None for the entry),
+    run on to goexit and compare with the reference; attribute a final divergence to its first culprit."""
+    t0 = time.process_time()
+    sw = Sweeper(world, opts.seed)
     stats: dict[int, PcStats] = {}
-    t0 = time.perf_counter()
-    injected, refused, violations, final = sw.run_chain(points, ref, stats=stats, force_unsafe=force_unsafe,
-                                                        canary=canary, async_preemption=async_preemption,
-                                                        nested_signals=nested_signals)
-    elapsed = time.perf_counter() - t0
+    injected, refused, violations, final = sw.run_chain(
+        points, ref, stats=stats, force_unsafe=opts.force_unsafe, canary=opts.canary,
+        async_preemption=opts.async_preemption, nested_signals=opts.nested_signals, start=start,
+        keep=opts.max_violations)
     forced = sw.forced
     gc = None
-    if world.gc_enabled:
+    if world.gc_enabled:                  # taken now: attributing a divergence below re-runs the chain
         gc = GcStats(world.gc_cycles, world.gc_freed, sorted(world.retained_conservatively), world.shrink_deferred,
                      len(world.heap.objs), world.retained_dead())
         for base, size, kind, addr, apc, freed_at in world.uaf:
@@ -453,20 +544,70 @@ def sweep(world: World, entry: str, seed: int = 1, max_points: int = 100_000,
             violations.append(make("use-after-free", f"object {base:#x} ({size} bytes)", "a live object",
                                    f"{kind} of freed memory at {addr:#x}",
                                    f"freed by the GC at the injection at boundary {freed_at}; accessed at pc {apc:#x}"))
-    fv = [] if sw.runaway else final_violations(world, final, ref, points[-1] if points else 0)
+    fv = [] if sw.runaway else final_violations(world, final, ref, points[-1] if len(points) else 0)
     if fv:
-        culprit = sw.attribute(points, ref, force_unsafe)
+        culprit = sw.attribute(points, ref, opts.force_unsafe, start)
         if culprit is not None:
             for v in fv:
                 v.detail += f"; first diverging injection: boundary {culprit}"
-        violations += fv
+        violations.extend(fv)
+    return ShardResult(index, len(points), injected, forced, refused, violations, stats, time.process_time() - t0,
+                       gc)
+
+
+def sweep(world: World, entry: str, seed: int = 1, max_points: int = 100_000,
+          budget: int = DEFAULT_BUDGET, max_violations: int = 200, force_unsafe: bool = False,
+          canary: bool = False, async_preemption: bool = True, nested_signals: bool = False,
+          runner=None) -> SweepResult:
+    """Inject at every boundary (capped by max_points) of the goroutine in `world` and verify each.
+
+    The points are cut into shards of SHARD_POINTS; every shard after the first starts from a
+    snapshot of the reference run at its first boundary. `runner(tasks, ref, opts)` -> ShardResults
+    (in any order) runs them elsewhere (emu.shards: local processes, Dask); by default they run here.
+    With a world built with gc=True, a full GC runs at every injection (one shard: the GC's history
+    spans the run) and any later access to an object it freed is a use-after-free violation.
+    """
+    t0 = time.perf_counter()
+    ref = run_reference(world, budget)
+    must = set(first_boundaries(world, ref.boundaries).values()) if ref.boundaries > max_points else set()
+    points = select_points(ref.boundaries, max_points, must)
+    opts = ChainOptions(seed, force_unsafe, canary, async_preemption, nested_signals, max_violations)
+    plan = [(0, len(points))] if world.gc_enabled else shard_plan(len(points))
+    starts = [None] + start_states(world, [points[a] for a, _ in plan[1:]])
+    tasks = [(i, points[a:b], None if st is None else (points[a], st)) for i, ((a, b), st) in enumerate(zip(plan, starts))]
+    if runner is None or world.gc_enabled:
+        results = [run_shard(world, ref, i, pts, st, opts) for i, pts, st in tasks]
+    else:
+        results = list(runner(tasks, ref, opts))
+    return merge_shards(world, entry, ref, opts, sorted(results, key=lambda r: r.index),
+                        time.perf_counter() - t0)
+
+
+def merge_shards(world: World, entry: str, ref: Reference, opts: ChainOptions, results: list[ShardResult],
+                 elapsed: float) -> SweepResult:
+    """Add up shard results (in shard order) into one SweepResult."""
+    log = ViolationLog(opts.max_violations)
+    refused: Counter = Counter()
+    stats: dict[int, PcStats] = {}
+    injected = forced = points = 0
+    for r in results:
+        points += r.points
+        injected += r.injected
+        forced += r.forced
+        refused.update(r.refused)
+        log.merge(r.violations)
+        for pc, ps in r.per_pc.items():
+            mine = stats.get(pc)
+            if mine is None:
+                stats[pc] = PcStats(pc, Counter(ps.verdicts))
+            else:
+                mine.verdicts.update(ps.verdicts)
+    gc = results[0].gc if results else None
     seen = set(stats)
     static = [i.addr for f in world.program.funcs if any(f.start <= pc < f.end for pc in seen) for i in f.insns]
     uncovered = [pc for pc in static if pc not in seen]
-    count = len(violations)
-    groups = Counter((v.kind, v.what) for v in violations)
-    return SweepResult(entry, world.layout.name, seed, ref.boundaries, len(points), injected, refused,
-                       violations[:max_violations], count, elapsed, stats, ref, world.headroom, uncovered, groups,
+    return SweepResult(entry, world.layout.name, opts.seed, ref.boundaries, points, injected, refused,
+                       log.kept, log.count, elapsed, stats, ref, world.headroom, uncovered, log.groups,
                        forced, gc)
 
 

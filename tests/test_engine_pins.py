@@ -74,7 +74,7 @@ def test_machine_installs_its_sentinel_hooks_before_any_run():
     assert w2.machine.run(memmap.ASYNC_PREEMPT2, 5) == "trap" and trapped == [memmap.ASYNC_PREEMPT2 + 1]
 
 
-def test_the_dumper_changes_no_register_and_no_flag():
+def test_dump_state_changes_no_register_and_matches_single_reads():
     prog = assemble("f:\n std\n stc\n nop\n cld\n ret\n")
     w = world_for(prog, "f")
     m = w.machine

@@ -1,0 +1,64 @@
+"""A sweep's shards on a Dask cluster (a local scheduler and two worker processes, loopback only):
+the merged result equals the single-process one, and a worker killed mid-sweep loses no points."""
+import os
+import signal
+
+import pytest
+from conftest import ASM
+
+from emu import loader, report, shards, sweep
+
+distributed = pytest.importorskip("distributed")      # in the test extra: CI always has it
+
+SPEC = shards.WorldSpec(str(ASM / "sum_loop.s"), "sum_loop", "go1.27", registers=(("RCX", "300"),))
+
+
+def _report(runner=None) -> dict:
+    world = SPEC.build()
+    res = sweep.sweep(world, "sum_loop", runner=runner)
+    d = report.to_json(res, world.program, "sum_loop.s")
+    d.pop("points_per_second")
+    return d
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                 dashboard_address=None, silence_logs=50)
+    yield c
+    c.close()
+
+
+def test_dask_shards_merge_to_the_single_process_result(cluster, monkeypatch):
+    monkeypatch.setattr(sweep, "SHARD_POINTS", 500)
+    local = _report()
+    address = "dask://" + cluster.scheduler_address.removeprefix("tcp://")
+    assert _report(shards.ShardRunner(SPEC, executor=address)) == local
+    assert local["points_tried"] == 2703 and local["ok"]
+
+
+def test_a_worker_killed_mid_sweep_loses_no_points(cluster, monkeypatch):
+    spec = shards.WorldSpec(SPEC.asm, SPEC.entry, SPEC.layout, registers=(("RCX", "2000"),))
+    monkeypatch.setattr(sweep, "SHARD_POINTS", 2000)          # 10 shards of ~0.2 s
+    world = spec.build()
+    local = sweep.sweep(world, "sum_loop")
+    client = distributed.Client(cluster.scheduler_address)
+    pids = client.run(os.getpid)
+    killed = []
+
+    def kill_a_busy_worker(result):
+        if killed:
+            return
+        busy = [w for w, keys in client.processing().items() if keys]
+        if busy:
+            os.kill(pids[busy[0]], signal.SIGKILL)
+            killed.append((busy[0], len(client.processing()[busy[0]])))
+    runner = shards.ShardRunner(spec, executor=cluster.scheduler_address, on_result=kill_a_busy_worker)
+    try:
+        res = sweep.sweep(spec.build(), "sum_loop", runner=runner)
+    finally:
+        client.close()
+    assert killed and killed[0][1] >= 1                 # it died with shards in flight ...
+    assert runner.ran == 10                             # ... which ran again elsewhere
+    assert (res.points, res.injected, res.violation_count) == (local.points, local.injected, 0) == (18003, 18003, 0)
+    assert {pc: ps.verdicts for pc, ps in res.per_pc.items()} == {pc: ps.verdicts for pc, ps in local.per_pc.items()}
