@@ -138,7 +138,7 @@ def cmd_run(a, out) -> int:
     from . import api, scenario, shards, timeline
     asyncp = None if a.async_preemption is None else a.async_preemption == "on"
     sc = scenario.load(a.scenario)
-    runner = None
+    spec = None
     if isinstance(sc, scenario.SchedScenario):
         if a.max_points is not None or a.table or a.layout is not None:
             raise UsageError("--max-points, --table and --layout apply to sweep scenarios")
@@ -150,11 +150,8 @@ def cmd_run(a, out) -> int:
                 raise UsageError(f"--{opt.replace('_', '-')} applies to scheduler scenarios (with [[goroutines]])")
         spec = shards.WorldSpec(str(sc.asm), sc.entry, a.layout or sc.layout, None if sc.stub is None else str(sc.stub),
                                 sc.seed, tuple(sc.registers.items()), sc.gc, sc.gc_scanner)
-
-        def runner(w):
-            return _runner(a, spec, w)
     rep = api.run_scenario(a.scenario, layout=a.layout, max_points=a.max_points, async_preemption=asyncp,
-                           runner=runner)
+                           runner=None if spec is None else (lambda w: _runner(a, spec, w)))
     if rep.kind == "schedule":
         res = rep.result
         if a.trace:
@@ -275,7 +272,7 @@ def cmd_gen_stub(a, out) -> int:
 
 
 def cmd_disasm(a, out) -> int:
-    from . import disasm, loader
+    from . import disasm, loader, report
     program = loader.load_program(a.file)
     if a.func:
         try:
