@@ -121,8 +121,9 @@ def cmd_sweep(a, out) -> int:
     scanner = a.gc_scanner or "go"
 
     def runner(w):
-        spec = shards.WorldSpec(a.file, w.program.func_for(w.entry).name, w.layout.name, a.stub, a.seed,
-                                tuple(given.items()), a.gc, scanner)
+        stub = a.stub if a.stub in (None, "real", "generated") else api.display_path(a.stub)
+        spec = shards.WorldSpec(api.display_path(a.file), w.program.func_for(w.entry).name, w.layout.name, stub,
+                                a.seed, tuple(given.items()), a.gc, scanner)   # the paths the API's world uses
         return _runner(a, spec, w)
     rep = api.sweep(a.file, a.func, registers=given, layout=a.layout, stub=a.stub, seed=a.seed,
                     max_points=a.max_points, budget=a.budget or sweep.DEFAULT_BUDGET, gc=a.gc, gc_scanner=scanner,
