@@ -24,25 +24,20 @@ ASM = ROOT / "asm" / "sum_loop.s"
 POINTS_ITER = 2000          # sum_loop iterations: 9 boundaries each
 
 
-def best_of(n, fn):
+def best_of(n, fn, clock=time.perf_counter):
+    """Best time of n runs of fn by `clock` (wall by default; time.process_time for CPU)."""
     best = None
     for _ in range(n):
-        t0 = time.perf_counter()
+        t0 = clock()
         out = fn()
-        dt = time.perf_counter() - t0
+        dt = clock() - t0
         best = dt if best is None or dt < best else best
     return best, out
 
 
 def cpu_best_of(n, fn):
     """Best CPU time (time.process_time) of n runs: the machine is shared, wall time is noise."""
-    best = None
-    for _ in range(n):
-        t0 = time.process_time()
-        out = fn()
-        dt = time.process_time() - t0
-        best = dt if best is None or dt < best else best
-    return best, out
+    return best_of(n, fn, time.process_time)
 
 
 def sweep_cpu(layout: str, iterations: int) -> tuple[float, int]:

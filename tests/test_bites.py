@@ -19,21 +19,12 @@ from emu.inject import do_sig_preempt
 from emu.safepoint import SchedState
 
 
-def _stub(tmp_path, edit, lay="go1.14", name="stub.s"):
-    src = stubgen.stub_path(lay).read_text()
-    out = edit(src)
-    assert out != src, "the edit changed nothing"
-    p = tmp_path / name
-    p.write_text(out)
-    return p
-
-
 def _kinds(res):
     return {(v.kind, v.what) for v in res.violations}
 
 
-def test_a_stub_restoring_only_the_low_32_bits_of_rbx_fails_at_every_point(tmp_path):
-    stub = _stub(tmp_path, lambda s: s.replace("mov rbx, qword ptr [rsp + 24]", "mov ebx, dword ptr [rsp + 24]"))
+def test_a_stub_restoring_only_the_low_32_bits_of_rbx_fails_at_every_point(tmp_stub):
+    stub = tmp_stub(lambda s: s.replace("mov rbx, qword ptr [rsp + 24]", "mov ebx, dword ptr [rsp + 24]"))
     res = sweep_file(ASM / "sum_loop.s", "sum_loop", stub=stub, RCX=20)
     per_point = [v for v in res.violations if (v.kind, v.what) == ("register", "RBX")]
     assert res.injected > 0 and len(per_point) == res.injected
@@ -41,15 +32,15 @@ def test_a_stub_restoring_only_the_low_32_bits_of_rbx_fails_at_every_point(tmp_p
     assert int(v.expected, 16) >> 32 and int(v.actual, 16) >> 32 == 0
 
 
-def test_a_stub_overwriting_the_resume_pc_is_a_resume_violation_at_every_point(tmp_path):
-    stub = _stub(tmp_path, lambda s: s.replace("    popfq", "    popfq\n    mov qword ptr [rbp + 8], rbp"))
+def test_a_stub_overwriting_the_resume_pc_is_a_resume_violation_at_every_point(tmp_stub):
+    stub = tmp_stub(lambda s: s.replace("    popfq", "    popfq\n    mov qword ptr [rbp + 8], rbp"))
     res = sweep_file(ASM / "sum_loop.s", "sum_loop", stub=stub, RCX=20)
     assert _kinds(res) == {("resume", "RIP")}
     assert res.violation_count == res.injected > 0
 
 
-def test_a_stub_writing_into_a_global_fails_the_final_memory_check(tmp_path):
-    stub = _stub(tmp_path, lambda s: s.replace("    call asyncPreempt2",
+def test_a_stub_writing_into_a_global_fails_the_final_memory_check(tmp_stub):
+    stub = tmp_stub(lambda s: s.replace("    call asyncPreempt2",
                                                "    mov dword ptr [0x700000], 0x5a5a5a5a\n    call asyncPreempt2"))
     prog = assemble(";@data g 64\nf:\n    xor eax, eax\n.l:\n    inc rax\n    cmp rax, rcx\n    jb .l\n    ret\n")
     w = world_for(prog, "f", stub=stub, RCX=10)
@@ -58,8 +49,8 @@ def test_a_stub_writing_into_a_global_fails_the_final_memory_check(tmp_path):
     assert {v.kind for v in res.violations} == {"final-state"}
 
 
-def test_a_stub_restoring_only_the_low_half_of_xmm3_fails_at_every_point(tmp_path):
-    stub = _stub(tmp_path, lambda s: s.replace("movups xmm3, xmmword ptr [rsp + 160]", "movlpd xmm3, qword ptr [rsp + 160]"))
+def test_a_stub_restoring_only_the_low_half_of_xmm3_fails_at_every_point(tmp_stub):
+    stub = tmp_stub(lambda s: s.replace("movups xmm3, xmmword ptr [rsp + 160]", "movlpd xmm3, qword ptr [rsp + 160]"))
     res = sweep_file(ASM / "sum_loop.s", "sum_loop", stub=stub, RCX=20)
     assert _kinds(res) == {("register", "XMM3")}
     assert res.violation_count == res.injected > 0
@@ -80,8 +71,8 @@ def _lose_df(s: str) -> str:
     popfq""")
 
 
-def test_a_stub_that_loses_only_df_is_caught_because_the_clobber_flips_df(tmp_path):
-    stub = _stub(tmp_path, _lose_df)
+def test_a_stub_that_loses_only_df_is_caught_because_the_clobber_flips_df(tmp_stub):
+    stub = tmp_stub(_lose_df)
     res = sweep_file(ASM / "sum_loop.s", "sum_loop", stub=stub, RCX=20)
     assert _kinds(res) == {("flags", "RFLAGS")}
     assert res.violation_count == res.injected > 0
@@ -238,8 +229,8 @@ def test_a_woken_sleeper_runs_next_ahead_of_the_run_queue():
         assert nxt["g"] == "sleeper", (ev[i], nxt)
 
 
-def test_a_broken_stub_in_the_scheduler_world_is_not_silently_accepted(tmp_path):
-    stub = _stub(tmp_path, lambda s: re.sub(r"^ +mov rbx, .*\n", "", s, flags=re.M))
+def test_a_broken_stub_in_the_scheduler_world_is_not_silently_accepted(tmp_stub):
+    stub = tmp_stub(lambda s: re.sub(r"^ +mov rbx, .*\n", "", s, flags=re.M))
     prog = loader.load_program(ASM / "xmm_loop.s")
     w = world_for(prog, "xmm_loop", stub=stub, RCX=30)
     res = sweep.sweep(w, "xmm_loop")
@@ -279,15 +270,15 @@ def test_a_stub_that_just_returns_is_a_named_failure(tmp_path):
     assert "no-asyncPreempt2 asyncPreempt2" in out and "returned without calling asyncPreempt2" in out
 
 
-def test_check_stub_of_the_generated_stub_without_its_call_fails_naming_it(tmp_path):
-    stub = _stub(tmp_path, lambda s: re.sub(r"^ +call asyncPreempt2.*\n", "", s, flags=re.M))
+def test_check_stub_of_the_generated_stub_without_its_call_fails_naming_it(tmp_stub):
+    stub = tmp_stub(lambda s: re.sub(r"^ +call asyncPreempt2.*\n", "", s, flags=re.M))
     code, out = _cli("check-stub", stub, "--max-points", "20")
     assert code == 1
     assert "no-asyncPreempt2 asyncPreempt2: in " in out and "stack overflow" not in out
 
 
-def test_check_stub_of_a_looping_stub_stops_at_the_first_runaway_of_each_loop(tmp_path):
-    stub = _stub(tmp_path, lambda s: s.replace("    call asyncPreempt2", ".spin:\n    jmp .spin"))
+def test_check_stub_of_a_looping_stub_stops_at_the_first_runaway_of_each_loop(tmp_stub):
+    stub = tmp_stub(lambda s: s.replace("    call asyncPreempt2", ".spin:\n    jmp .spin"))
     code, out = _cli("check-stub", stub)
     assert code == 1
     assert f"expected RET within {sweep.stub_budget('go1.14'):,} instructions" in out
