@@ -321,14 +321,6 @@ def stub_program(prog: GoProgram) -> Program:
     return Program([f], [], [], prog.image)
 
 
-def runtime_max_sp_delta(prog: GoProgram, name: str) -> int | None:
-    """funcMaxSPDelta of a runtime function of the binary (for asyncPreemptStack), or None."""
-    gf = prog.binary.func_named(name)
-    if gf is None:
-        return None
-    return max((v for _, _, v in prog.binary.pcsp(gf)), default=0)
-
-
 def relocated_stub(path: str | Path, base: int = memmap.STUB_BASE) -> Program:
     """The binary's runtime.asyncPreempt copied to `base` for check-stub: its one CALL (to
     asyncPreempt2) retargeted at preemu's sentinel, internal branches unchanged (they are relative),
@@ -337,7 +329,6 @@ def relocated_stub(path: str | Path, base: int = memmap.STUB_BASE) -> Program:
     prog = load(path)
     f = stub_program(prog).funcs[0]
     code = bytearray(prog.binary.read(f.start, f.end - f.start))
-    delta = base - f.start
     for i in f.insns:
         off = i.addr - f.start
         if "rip" in i.op_str:
@@ -355,12 +346,12 @@ def relocated_stub(path: str | Path, base: int = memmap.STUB_BASE) -> Program:
     by_off = {i.addr - f.start: i for i in f.insns}
     insns = []
     for addr, size, mn, ops in _cs.disasm_lite(bytes(code), base):
-        o = by_off[addr - base]
+        o = by_off.get(addr - base)
+        if o is None:
+            raise EmuError(f"{path}: runtime.asyncPreempt did not decode the same after relocation")
         insns.append(Insn(addr, size, mn, ops, o.file, o.line, o.source, "asyncPreempt", o.sp_delta, o.unsafe,
                           o.inline, o.ptr_slots))
     stub = Func("asyncPreempt", "runtime.asyncPreempt", base, base + len(code), True, False, tuple(insns))
-    if delta and len(insns) != len(f.insns):
-        raise EmuError(f"{path}: runtime.asyncPreempt did not decode the same after relocation")
     return Program([stub], [], [(base, bytes(code))])
 
 

@@ -156,7 +156,7 @@ def _go_entry(program, entry: str) -> str:
 def _go_headroom(program, stub: Program) -> int:
     """asyncPreemptStack as the binary's own runtime computes it (preempt.go:350-358): the max SP
     deltas of its asyncPreempt, asyncPreempt2 and xRegRestore, + 8 words."""
-    from . import gofront
     from .safepoint import async_preempt_stack
-    helpers = [gofront.runtime_max_sp_delta(program, n) for n in ("runtime.asyncPreempt2", "runtime.xRegRestore")]
-    return async_preempt_stack(stub.funcs[0].max_sp_delta, *(h for h in helpers if h is not None))
+    helpers = [program.get_func(n).max_sp_delta for n in ("runtime.asyncPreempt2", "runtime.xRegRestore")
+               if program.has_func(n)]
+    return async_preempt_stack(stub.funcs[0].max_sp_delta, *helpers)
