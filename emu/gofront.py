@@ -223,8 +223,9 @@ class GoProgram(Program):
 def _is_user(name: str) -> bool:
     """A function of the user's own packages: `main`, or a module path whose first element has a dot
     (standard-library import paths never do)."""
-    pkg = name.split("/", 1)[0] if "/" in name.split(".", 1)[0] else name.split(".", 1)[0]
-    return pkg == "main" or "." in pkg
+    head = name.split("(", 1)[0].split("[", 1)[0]          # drop receivers and type arguments
+    first = head.split("/", 1)[0] if "/" in head else head.split(".", 1)[0]
+    return first == "main" or "." in first
 
 
 def _trapped(name: str) -> bool:

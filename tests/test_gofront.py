@@ -162,3 +162,11 @@ def test_a_binary_whose_runtime_layout_differs_is_refused(go_corpus, monkeypatch
     monkeypatch.setattr(gostructs, "G_FIELDS", bad)
     with pytest.raises(EmuError, match=r"runtime.g.preempt is at offset 177"):
         gofront.check_struct_layout(go_corpus.prog)
+
+
+@pytest.mark.parametrize("name, user", [
+    ("main.f", True), ("main.(*T).m", True), ("github.com/a/b.F", True), ("example.com/m/lib.(*T).M", True),
+    ("sync/atomic.StorePointer", False), ("runtime.f", False), ("io/fs.init", False), ("strings.(*Builder).Write", False),
+])
+def test_user_functions_are_main_or_a_module_path_with_a_dot(name, user):
+    assert gofront._is_user(name) is user
