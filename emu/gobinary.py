@@ -25,7 +25,7 @@ import struct
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from elftools.elf.constants import SH_FLAGS
 from elftools.common.exceptions import ELFError
@@ -260,6 +260,8 @@ class GoBinary:
     def __init__(self, path: Path, raw: bytes):
         self.path = path
         self.raw = raw
+        #: maps a line-table file name to the file on this machine (gobuild sets it for -trimpath builds)
+        self.source_path: Callable[[str], str] = lambda name: name
         self._pc_cache: dict[tuple[int, int], list[PCRange]] = {}
         self._type_cache: dict[int, GoType] = {}
         self._read_elf()

@@ -2,16 +2,19 @@
 
 Mirrors what `go build` does for a single file or one package directory (cmd/go/internal/work),
 with the environment pinned to preemu's target: GOOS=linux GOARCH=amd64 GOAMD64=v1 CGO_ENABLED=0,
-GOTOOLCHAIN=local and GOPROXY=off (never the network). A directory without a go.mod is built in GOPATH
-mode (GO111MODULE=off) in place, so the binary's file table names the user's real paths; a directory with
-a go.mod is built in module mode. Go-syntax `.s` files next to the `.go` files are assembled by the real
-Go assembler (cmd/asm) as part of the package.
+GOTOOLCHAIN=local and GOPROXY=off (never the network). Every build is `-trimpath`, so the same sources give
+the same bytes wherever they (and the toolchain) live: a directory without a go.mod (or one `.go` file) is
+copied to a fresh GOPATH as the package STAGE_IMPORT and built there in GOPATH mode (GO111MODULE=off); a
+directory with a go.mod is built in place in module mode. The binary's file table then names files
+`STAGE_IMPORT/main.go`, `<module path>/x.go` or (GOROOT) `runtime/proc.go`; BuildResult.source_path maps
+such a name back to the file on this machine. Go-syntax `.s` files next to the `.go` files are assembled
+by the real Go assembler (cmd/asm) as part of the package.
 
 The cache lives under $PREEMU_CACHE or ~/.cache/preemu/: GOCACHE inside it (so the runtime is compiled
-once), and one directory per build key (sha256 of the toolchain version, the flags, the absolute source
-path and every source file's name and bytes) holding the binary and, when gcflags were given, the compiler's
-stderr (the `-S`/`-live` listing). A hit does not start the go command. Left out: build tags, cgo, vendored
-or multi-package module builds beyond what `go build` of one directory does by itself.
+once), and one directory per build key (sha256 of the toolchain version, the flags and every source file's
+name and bytes) holding the binary and, when gcflags were given, the compiler's stderr (the `-S`/`-live`
+listing). A hit does not start the go command. Left out: build tags, cgo, vendored or multi-package module
+builds beyond what `go build` of one directory does by itself.
 """
 from __future__ import annotations
 
@@ -34,6 +37,9 @@ ELF_MAGIC = b"\x7fELF"
 #: Files of a package directory that take part in a build (and so in its cache key).
 SOURCE_SUFFIXES = (".go", ".s", ".h", ".mod", ".sum")
 #: A compiler/assembler/linker diagnostic: "path:line[:col]: message" (cmd/internal/objabi/line.go).
+#: The import path a copied package is built under (its files are STAGE_IMPORT/<name> in the binary).
+STAGE_IMPORT = "preemu/prog"
+_MODULE = re.compile(r"^\s*module\s+\"?(?P<path>[^\s\"]+)", re.M)
 _DIAG = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+)(?::\d+)?: (?P<msg>.+)$")
 
 
@@ -50,6 +56,31 @@ class BuildResult:
     binary: Path
     listing: str | None     # compiler stderr when gcflags were given (e.g. the -S listing), else None
     cached: bool            # True when no go command ran
+    import_prefix: str | None = None    # how the binary names the source directory (-trimpath)
+    source_dir: Path | None = None      # ... and where that directory is on this machine
+
+    def source_path(self, name: str) -> str:
+        """The file on this machine that a file name of the binary's line table refers to."""
+        if self.import_prefix and name.startswith(self.import_prefix + "/") and self.source_dir is not None:
+            return str(self.source_dir / name[len(self.import_prefix) + 1:])
+        return goroot_path(name)
+
+
+def goroot_path(name: str) -> str:
+    """A -trimpath GOROOT file name (`runtime/proc.go`) as the file in the installed toolchain; any
+    other name unchanged."""
+    if not name or os.path.isabs(name) or "." in name.split("/", 1)[0]:
+        return name
+    try:
+        p = goroot() / "src" / name
+    except EmuError:
+        return name
+    return str(p) if p.is_file() else name
+
+
+def module_path(go_mod: Path) -> str | None:
+    m = _MODULE.search(go_mod.read_text(errors="replace"))
+    return m["path"] if m else None
 
 
 def is_elf(path: Path | str) -> bool:
@@ -111,9 +142,9 @@ def _sources(path: Path) -> list[Path]:
 
 
 def build_key(path: Path, gcflags: str | None) -> str:
-    """Content hash of a build: toolchain, flags, the absolute source path, every source file."""
+    """Content hash of a build: toolchain, flags, every source file (not where they are: -trimpath)."""
     h = hashlib.sha256()
-    h.update(json.dumps([go_version(), gcflags, str(path)]).encode())
+    h.update(json.dumps([go_version(), gcflags, path.is_dir()]).encode())
     for src in _sources(path):
         h.update(b"\0" + src.name.encode() + b"\0")
         h.update(src.read_bytes())
@@ -145,23 +176,33 @@ def build(path: Path | str, gcflags: str | None = None) -> BuildResult:
     cache = cache_dir()
     out_dir = cache / "builds" / build_key(src, gcflags)
     binary, listing_file = out_dir / "prog", out_dir / "listing.txt"
+    srcdir = src if src.is_dir() else src.parent
+    module_mode = src.is_dir() and (src / "go.mod").is_file()
+    prefix = (module_path(src / "go.mod") if module_mode else STAGE_IMPORT)
     if binary.is_file():
         listing = listing_file.read_text() if gcflags is not None else None
-        return BuildResult(binary, listing, True)
+        return BuildResult(binary, listing, True, prefix, srcdir)
 
-    workdir = src if src.is_dir() else src.parent
-    module_mode = src.is_dir() and (src / "go.mod").is_file()
     (cache / "builds").mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="build-", dir=cache / "builds"))
     try:
-        cmd = [str(goroot() / "bin" / "go"), "build", "-o", str(tmp / "prog")]
+        env = go_env(cache, module_mode)
+        workdir = srcdir
+        if not module_mode:             # a private GOPATH holding a copy: paths in the binary are fixed
+            workdir = tmp / "gopath" / "src" / STAGE_IMPORT
+            workdir.mkdir(parents=True)
+            for f in _sources(src):
+                shutil.copyfile(f, workdir / f.name)
+            env["GOPATH"] = str(tmp / "gopath")
+        cmd = [str(goroot() / "bin" / "go"), "build", "-trimpath", "-o", str(tmp / "prog")]
         if gcflags is not None:
             cmd.append(f"-gcflags={gcflags}")
-        cmd.append("." if src.is_dir() else src.name)
-        proc = subprocess.run(cmd, cwd=workdir, env=go_env(cache, module_mode), capture_output=True, text=True)
+        cmd.append(".")
+        proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
-            raise first_error(proc.stderr, workdir)
+            raise first_error(proc.stderr.replace(str(workdir), str(srcdir)), srcdir)
         (tmp / "listing.txt").write_text(proc.stderr)
+        shutil.rmtree(tmp / "gopath", ignore_errors=True)
         try:
             tmp.rename(out_dir)
         except OSError:         # another process finished the same build first: keep its copy
@@ -169,4 +210,4 @@ def build(path: Path | str, gcflags: str | None = None) -> BuildResult:
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return BuildResult(binary, listing_file.read_text() if gcflags is not None else None, False)
+    return BuildResult(binary, listing_file.read_text() if gcflags is not None else None, False, prefix, srcdir)

@@ -245,7 +245,9 @@ def build_func(b, gf, symbol: str | None = None) -> Func:
     for addr, size, mn, ops in _cs.disasm_lite(code, gf.entry):
         delta = value_at(sp, addr, 0)
         i = bisect.bisect_right(files, addr, key=lambda r: r.start) - 1
-        file, line = (files[i].file, files[i].line) if i >= 0 and addr < files[i].end else ("", 0)
+        file, line = ("", 0)
+        if i >= 0 and addr < files[i].end:
+            file, line = b.source_path(files[i].file), files[i].line
         src = ""
         if line > 0:
             lines = _source_lines(file)
@@ -308,6 +310,7 @@ def load(path: str | Path) -> GoProgram:
     from . import gobinary, gobuild
     res = gobuild.build(path)
     b = gobinary.GoBinary.open(res.binary)
+    b.source_path = res.source_path
     layout_source = check_struct_layout(res.binary)
     img, code, data = _image(b, layout_source)
     return GoProgram(b, str(path), [], data, code, img)

@@ -5,7 +5,7 @@ import pytest
 from conftest import elf_copy_without
 from golisting import machine_sp_deltas, parse_listing, parse_live, stack_slots
 
-from emu import gobinary as gb
+from emu import gobinary as gb, gobuild
 from emu.errors import EmuError
 
 CORPUS_FUNCS = ["main.sumsq", "main.buildList", "main.honestList", "main.newNode", "main.xorKey", "main.hideXor",
@@ -178,7 +178,7 @@ def test_inline_tree_names_runtime_numcpu_where_the_listing_shows_its_source(lis
     inlined = next(i for i in listed["main.numCPUs"].insns if i.file.endswith("runtime/debug.go"))
     (inner, outer) = binary.inline_positions(f, f.entry + inlined.off)
     assert inner[0] == "runtime.NumCPU" and inner[1].endswith("runtime/debug.go") and inner[2] == inlined.line
-    assert outer == ("main.numCPUs", str(go_corpus.root / "corpus" / "main.go"), call_line)
+    assert outer == ("main.numCPUs", f"{gobuild.STAGE_IMPORT}/main.go", call_line)     # as -trimpath names it
 
 
 def test_inline_tree_of_two_inlined_user_calls(listed, binary):
@@ -245,7 +245,7 @@ def test_asm_package_function(go_corpus):
     b = go_corpus.binary(go_corpus.asm_prog)
     f = b.func_named("main.sumAsm")
     assert f.is_asm and f.args == 16
-    assert b.file_line(f, f.entry)[0].endswith("tests/go/asmpkg/sum_amd64.s")
+    assert b.file_line(f, f.entry)[0] == f"{gobuild.STAGE_IMPORT}/sum_amd64.s"
     assert b.symbol("main.sumAsm") == (f.entry, f.size)
     assert b.stackmap(f, gb.FUNCDATA_LocalsPointerMaps) is None
 

@@ -80,7 +80,26 @@ def test_module_directory_with_assembly_builds_in_module_mode(tmp_path, go_corpu
     b = GoBinary.open(r.binary)
     shutil.rmtree(r.binary.parent)      # a tmp_path source is never built again: keep the cache small
     f = b.func_named("main.sumAsm")
-    assert f.is_asm and b.file_line(f, f.entry) == (str(d / "sum_amd64.s"), 5)
+    name, line = b.file_line(f, f.entry)
+    assert f.is_asm and (name, line) == ("example.com/asmpkg/sum_amd64.s", 5)   # -trimpath: the module path
+    assert r.source_path(name) == str(d / "sum_amd64.s")
+
+
+def test_builds_do_not_depend_on_where_sources_or_toolchain_live(go_corpus):
+    """-trimpath and a private GOPATH: the line table names files relative to their package or GOROOT,
+    so a clone elsewhere (another source path, another venv's GOROOT) links the same bytes (CI once failed
+    on a README listing whose RIP-relative offsets moved with the length of the clone's path)."""
+    from emu.gobinary import GoBinary
+    r = go_corpus.build("corpus")
+    b = GoBinary.open(r.binary)
+    names = {b.file_line(f, f.entry)[0] for f in b.funcs if f.name}
+    assert names and not [n for n in names if n.startswith("/") or str(gobuild.cache_dir()) in n]
+    assert f"{gobuild.STAGE_IMPORT}/main.go" in names and "runtime/proc.go" in names
+    assert r.source_path(f"{gobuild.STAGE_IMPORT}/main.go") == str(go_corpus.root / "corpus" / "main.go")
+    assert r.source_path("runtime/proc.go") == str(gobuild.goroot() / "src" / "runtime" / "proc.go")
+    assert b"/" + str(go_corpus.root).strip("/").encode() not in r.binary.read_bytes()
+    k = gobuild.build_key(go_corpus.root / "corpus", None)
+    assert r.binary.parent.name == k
 
 
 def test_assembler_error_names_the_s_file_and_line(tmp_path, go_corpus):
