@@ -13,7 +13,6 @@ Left out: more than one goroutine (that is sched.py), timers.
 from __future__ import annotations
 
 import random
-import struct
 
 from . import gostructs as gs
 from . import layout as L
@@ -24,6 +23,7 @@ from .machine import Machine
 from .program import Program
 from .safepoint import GO127, RuntimeRules, SchedState, rules_for
 from .stack import copystack, write_field
+from .structref import StructRef
 
 #: What other goroutines leave in a P's xRegs scratch (the stub must not rely on it)
 _SCRATCH_OTHER_G, _SCRATCH_RESUMED = b"\xa5" * gs.XREGS_SIZE, b"\x5a" * gs.XREGS_SIZE
@@ -34,45 +34,26 @@ G0_SLOT_M1 = 2   # g slot of m1.g0
 
 
 def read_field(machine: Machine, base: int, fields: dict, name: str) -> int:
-    f = fields[name]
-    return machine.read_uint(base + f.offset, f.size)
+    return machine.struct(base, fields).get(name)
 
 
-class _FieldReader:
-    """Reads several fields of one struct (given in offset order) with one memory read and one
-    struct.unpack; the format is derived from the gostructs table."""
-
-    def __init__(self, fields: dict, names: tuple[str, ...]):
-        fmt, pos = "<", 0
-        for n in names:
-            f = fields[n]
-            assert f.offset >= pos, "fields must be listed in offset order"
-            fmt += f"{f.offset - pos}x" + {1: "B", 4: "I", 8: "Q"}[f.size]
-            pos = f.offset + f.size
-        self.size, self._unpack = pos, struct.Struct(fmt).unpack
-
-    def read(self, machine: Machine, base: int) -> tuple[int, ...]:
-        return self._unpack(machine.read(base, self.size))
-
-
-_G_SCHED = _FieldReader(gs.G_FIELDS, ("stack.lo", "stack.hi", "atomicstatus", "preempt"))
-_M_SCHED = _FieldReader(gs.M_FIELDS, ("curg", "p", "mallocing", "preemptoff.len", "locks"))
-_P_SCHED = _FieldReader(gs.P_FIELDS, ("status", "preempt"))
-
+# What doSigPreempt reads (through read_sched_state), in offset order: one unpack per struct.
+_G_SCHED = ("stack.lo", "stack.hi", "atomicstatus", "preempt")
+_M_SCHED = ("curg", "p", "mallocing", "preemptoff.len", "locks")
+_P_SCHED = ("status", "preempt")
 
 _SCHED_STATES: dict[tuple, SchedState] = {}     # SchedState is frozen: equal reads share one object
 
 
-def read_sched_state(machine: Machine, gp: int, mp: int, pp: int, rules: RuntimeRules = GO127) -> SchedState:
-    """Read what doSigPreempt reads from g (the G the signal landed on), its m and the m's p, for the
-    runtime `rules` model."""
-    key = (gp, id(rules), *_G_SCHED.read(machine, gp), *_M_SCHED.read(machine, mp),
-           *(_P_SCHED.read(machine, pp) if pp else (0, 0)))
+def read_sched_state(g: StructRef, m: StructRef, p: StructRef | None, rules: RuntimeRules = GO127) -> SchedState:
+    """Read what doSigPreempt reads from g (the G the signal landed on), its m and the m's p (None:
+    the M has no P), for the runtime `rules` model."""
+    key = (g.base, id(rules), *g.reader(_G_SCHED)(), *m.reader(_M_SCHED)(), *(p.reader(_P_SCHED)() if p else (0, 0)))
     st = _SCHED_STATES.get(key)
     if st is None or st.rules is not rules:
         if len(_SCHED_STATES) > 256:
             _SCHED_STATES.clear()
-        _, _, lo, hi, g_status, g_preempt, curg, m_p, mallocing, preemptoff, locks, p_status, p_preempt = key
+        gp, _, lo, hi, g_status, g_preempt, curg, m_p, mallocing, preemptoff, locks, p_status, p_preempt = key
         st = _SCHED_STATES[key] = SchedState(
             gp=gp, g_status=g_status, g_preempt=bool(g_preempt), stack_lo=lo, stack_hi=hi, m_curg=curg, m_p=m_p,
             m_locks=locks, m_mallocing=mallocing, m_preemptoff=preemptoff, p_status=p_status,
@@ -81,86 +62,86 @@ def read_sched_state(machine: Machine, gp: int, mp: int, pp: int, rules: Runtime
 
 
 # --- runtime effects on g/m/p, shared by the single-goroutine World and the Scheduler ----------
-def request_preempt(machine: Machine, gp: int) -> None:
+# Each takes the structs as StructRefs (Machine.struct(addr, gostructs table)) and the TLS block of
+# an M as one too (gostructs.TLS_FIELDS at its FS base).
+def request_preempt(g: StructRef) -> None:
     """preemptone's cooperative request: gp.preempt = true, gp.stackguard0 = stackPreempt."""
-    G = gs.G_FIELDS
-    write_field(machine, gp, G, "preempt", 1)
-    write_field(machine, gp, G, "stackguard0", gs.STACK_PREEMPT)
+    g.set("preempt", 1)
+    g.set("stackguard0", gs.STACK_PREEMPT)
 
 
-def preempt_m(machine: Machine, mp: int, pp: int, rules: RuntimeRules = GO127) -> bool:
+def preempt_m(m: StructRef, p: StructRef, rules: RuntimeRules = GO127) -> bool:
     """preemptone's asynchronous request: pp.preempt = true, then preemptM (see signal_m)."""
-    write_field(machine, pp, gs.P_FIELDS, "preempt", 1)
-    return signal_m(machine, mp, rules)
+    p.set("preempt", 1)
+    return signal_m(m, rules)
 
 
-def signal_m(machine: Machine, mp: int, rules: RuntimeRules = GO127) -> bool:
+def signal_m(m: StructRef, rules: RuntimeRules = GO127) -> bool:
     """preemptM: the signalPending CAS 0 -> 1 (signal_unix.go:376). Returns whether a signal is sent
     (at most one is in flight per M). Go 1.14's preemptM had no signalPending and signalled every time."""
     if not rules.signal_pending:
         return True
-    if read_field(machine, mp, gs.M_FIELDS, "signalPending"):
+    if m.get("signalPending"):
         return False
-    write_field(machine, mp, gs.M_FIELDS, "signalPending", 1)
+    m.set("signalPending", 1)
     return True
 
 
-def ack_sigurg(machine: Machine, mp: int, rules: RuntimeRules = GO127) -> None:
+def ack_sigurg(m: StructRef, rules: RuntimeRules = GO127) -> None:
     """doSigPreempt's tail: m.preemptGen += 1; m.signalPending = 0 (signal_unix.go:353-354;
     Go 1.14 only bumped preemptGen)."""
-    M = gs.M_FIELDS
-    write_field(machine, mp, M, "preemptGen", read_field(machine, mp, M, "preemptGen") + 1)
+    m.set("preemptGen", m.get("preemptGen") + 1)
     if rules.signal_pending:
-        write_field(machine, mp, M, "signalPending", 0)
+        m.set("signalPending", 0)
 
 
-def clear_preempt(machine: Machine, gp: int, pp: int, stack_lo: int) -> None:
+def clear_preempt(g: StructRef, p: StructRef, stack_lo: int) -> None:
     """schedule()/execute(): pp.preempt = false, gp.preempt = false, stackguard0 = stack.lo + stackGuard."""
-    write_field(machine, pp, gs.P_FIELDS, "preempt", 0)
-    write_field(machine, gp, gs.G_FIELDS, "preempt", 0)
-    write_field(machine, gp, gs.G_FIELDS, "stackguard0", stack_lo + gs.STACK_GUARD)
+    p.set("preempt", 0)
+    g.set("preempt", 0)
+    g.set("stackguard0", stack_lo + gs.STACK_GUARD)
 
 
-def set_curg(machine: Machine, mp: int, fs_base: int, gp: int) -> None:
+def set_curg(m: StructRef, tls: StructRef, g: StructRef) -> None:
     """execute() on an M: m.curg = gp, gp.m = m, and the M's TLS g slot (FS:-8) = gp."""
-    write_field(machine, mp, gs.M_FIELDS, "curg", gp)
-    write_field(machine, gp, gs.G_FIELDS, "m", mp)
-    machine.write_u64(fs_base - 8, gp)
+    m.set("curg", g.base)
+    g.set("m", m.base)
+    tls.set("g", g.base)
 
 
-def drop_curg(machine: Machine, mp: int, fs_base: int, g0: int) -> None:
+def drop_curg(m: StructRef, tls: StructRef, g0: int) -> None:
     """dropg(): m.curg = nil; the M runs its g0."""
-    write_field(machine, mp, gs.M_FIELDS, "curg", 0)
-    machine.write_u64(fs_base - 8, g0)
+    m.set("curg", 0)
+    tls.set("g", g0)
 
 
-def xreg_save(machine: Machine, pp: int, gp: int, block: int) -> None:
+def xreg_save(p: StructRef, g: StructRef, block: int) -> None:
     """xRegSave: copy the P's xRegs scratch into the block; gp.xRegs.state = block."""
-    scratch = pp + gs.P_FIELDS["xRegs.scratch"].offset
-    machine.write(block, machine.read(scratch, gs.XREGS_SIZE))
-    write_field(machine, gp, gs.G_FIELDS, "xRegs.state", block)
+    machine = p.machine
+    machine.write(block, machine.read(p.base + gs.P_FIELDS["xRegs.scratch"].offset, gs.XREGS_SIZE))
+    g.set("xRegs.state", block)
 
 
-def xreg_restore(machine: Machine, pp: int, gp: int, block: int) -> None:
+def xreg_restore(p: StructRef, g: StructRef, block: int) -> None:
     """xRegRestore: the P the G resumes on caches its block (the stub reloads X0-X15 from it)."""
-    write_field(machine, pp, gs.P_FIELDS, "xRegs.cache", block)
-    write_field(machine, gp, gs.G_FIELDS, "xRegs.state", 0)
+    p.set("xRegs.cache", block)
+    g.set("xRegs.state", 0)
 
 
 class MachineSigContext:
-    """sigctxt over a Machine: what pushCall may touch."""
+    """sigctxt over a Machine: what pushCall may touch (RSP, RIP and one 8-byte store)."""
 
     def __init__(self, machine: Machine):
         self.m = machine
 
     def rsp(self) -> int:
-        return self.m.reg("RSP")
+        return self.m.rsp()
 
     def set_rsp(self, value: int) -> None:
-        self.m.set_reg("RSP", value)
+        self.m.set_rsp(value)
 
     def set_rip(self, value: int) -> None:
-        self.m.set_reg("RIP", value)
+        self.m.set_rip(value)
 
     def store64(self, addr: int, value: int) -> None:
         self.m.write_u64(addr, value)
@@ -199,15 +180,18 @@ class World(WorldGC):
         self.entry = program.symbol(entry)
         self.gp = memmap.g_addr(USER_G_SLOT)
         self.g0 = memmap.g_addr(G0_SLOT)
-        self.mp = memmap.m_addr(0)
-        self.pp = memmap.p_addr(0)
         # A second M/P (with its own g0 and TLS): with `migrate`, every asynchronous preemption
         # resumes the goroutine on the other M and P, as a reschedule may (FACTS.md §6 item 9).
         self.migrate = migrate
         self.mps = [(memmap.m_addr(0), memmap.p_addr(0), self.g0, memmap.tls_fs_base(0)),
                     (memmap.m_addr(1), memmap.p_addr(1), memmap.g_addr(G0_SLOT_M1), memmap.tls_fs_base(1))]
-        self.cur = 0
         self.migrations = 0
+        mm = self.machine
+        self.g = mm.struct(self.gp, gs.G_FIELDS)
+        #: per M/P pair: (m, p, the M's TLS block) as StructRefs
+        self.refs = [(mm.struct(mp, gs.M_FIELDS), mm.struct(pp, gs.P_FIELDS), mm.struct(fs, gs.TLS_FIELDS))
+                     for mp, pp, _, fs in self.mps]
+        self._set_current(0)
         self.stack_lo, self.stack_hi = memmap.stack_bounds(USER_G_SLOT, stack_size)
         self.stack_slot_base = memmap.STACK_BASE + USER_G_SLOT * memmap.STACK_SLOT
         self.machine.map_stack(self.stack_lo, self.stack_hi)
@@ -303,12 +287,18 @@ class World(WorldGC):
 
     def bind(self, i: int) -> None:
         """execute() on M i / P i: the goroutine becomes its curg (the other M runs its g0)."""
-        old_mp, _, old_g0, old_fs = self.mps[self.cur]
-        drop_curg(self.machine, old_mp, old_fs, old_g0)
+        old_m, _, old_tls = self.refs[self.cur]
+        drop_curg(old_m, old_tls, self.mps[self.cur][2])
+        fs = self._set_current(i)
+        set_curg(self.m_ref, self.refs[i][2], self.g)
+        self.machine.set_fs_base(fs)
+
+    def _set_current(self, i: int) -> int:
+        """The goroutine's M and P are now pair i (addresses and StructRefs); returns that M's FS base."""
         self.cur = i
         self.mp, self.pp, _, fs = self.mps[i]
-        set_curg(self.machine, self.mp, fs, self.gp)
-        self.machine.set_fs_base(fs)
+        self.m_ref, self.p_ref, _ = self.refs[i]
+        return fs
 
     def snapshot(self):
         """Capture registers, writable memory and the stack's place (it may move when it grows)."""
@@ -346,9 +336,7 @@ class World(WorldGC):
             m.restore_context(ctx)
         for a, data in mem:
             m.write(a, data)
-        self.cur = cur
-        self.mp, self.pp, _, fs = self.mps[cur]
-        m.set_fs_base(fs)
+        m.set_fs_base(self._set_current(cur))
 
     def _clear_run_stats(self) -> None:
         """What one run observes: preemptions, stack growths, GC statistics, use-after-free accesses."""
@@ -376,36 +364,36 @@ class World(WorldGC):
     # --- scheduler-side effects -----------------------------------------------------------
     def sched_state(self) -> SchedState:
         """Read what doSigPreempt reads from g, m and p."""
-        return read_sched_state(self.machine, self.gp, self.mp, self.pp, self.rules)
+        return read_sched_state(self.g, self.m_ref, self.p_ref, self.rules)
 
     def preempt_one(self, signal: bool = True) -> None:
         """preemptone: the cooperative request (gp.preempt, stackguard0 = stackPreempt) and, with
         async preemption on, the asynchronous one (pp.preempt) and preemptM's signal."""
-        request_preempt(self.machine, self.gp)
+        request_preempt(self.g)
         if signal:
-            preempt_m(self.machine, self.mp, self.pp, self.rules)
+            preempt_m(self.m_ref, self.p_ref, self.rules)
 
     def resend_signal(self) -> None:
         """preemptM again (sysmon's next tick, suspendG's retry): signalPending CAS 0 -> 1."""
-        preempt_m(self.machine, self.mp, self.pp, self.rules)
+        preempt_m(self.m_ref, self.p_ref, self.rules)
 
     def withdraw_request(self) -> None:
         """Clear the requests as execute() would (the sweep treats points as independent)."""
-        clear_preempt(self.machine, self.gp, self.pp, self.stack_lo)
+        clear_preempt(self.g, self.p_ref, self.stack_lo)
 
     def ack(self) -> None:
         """doSigPreempt's tail: m.preemptGen += 1; m.signalPending = 0."""
-        ack_sigurg(self.machine, self.mp, self.rules)
+        ack_sigurg(self.m_ref, self.rules)
 
     def _on_morestack(self, machine: Machine) -> bool:
         """newstack: stackguard0 == stackPreempt means a cooperative preemption (gopreempt_m, then
         execute() resets the guard and the G resumes in the prologue's spill block); anything else
         is a stack growth: copystack to a stack twice the size."""
-        G = gs.G_FIELDS
-        guard = machine.read_u64(self.gp + G["stackguard0"].offset)
+        g = self.g
+        guard = g.get("stackguard0")
         if guard == gs.STACK_PREEMPT:
             self.cooperative_preemptions += 1
-            if machine.read(self.gp + G["preemptShrink"].offset, 1)[0]:
+            if g.get("preemptShrink"):
                 self._shrinkstack()                       # newstack: the shrink deferred by the GC
             self.withdraw_request()
             return False
@@ -423,19 +411,18 @@ class World(WorldGC):
 
         gp.asyncSafePoint is set from the trap until after xRegRestore, as asyncPreempt2 does
         (runtime/preempt.go:317-343)."""
-        P, G = gs.P_FIELDS, gs.G_FIELDS
-        machine.write(self.gp + G["asyncSafePoint"].offset, b"\x01")
+        P, g = gs.P_FIELDS, self.g
+        g.set("asyncSafePoint", 1)
         if self.on_preempted is not None:
             self.on_preempted()
         if self.layout.xreg_slots:
             # xRegSave: take this P's cached block (or allocate one), copy scratch into it.
-            cache = self.pp + P["xRegs.cache"].offset
-            block = machine.read_u64(cache)
+            block = self.p_ref.get("xRegs.cache")
             if block == 0:
-                used = {machine.read_u64(pp + P["xRegs.cache"].offset) for _, pp, _, _ in self.mps}
+                used = {p.get("xRegs.cache") for _, p, _ in self.refs}
                 block = next(b for b in self.xreg_blocks if b not in used)
-            machine.write_u64(cache, 0)
-            xreg_save(machine, self.pp, self.gp, block)
+            self.p_ref.set("xRegs.cache", 0)
+            xreg_save(self.p_ref, g, block)
             machine.write(self.pp + P["xRegs.scratch"].offset, _SCRATCH_OTHER_G)   # reused by other Gs
         if self.gc_enabled:                             # a GC cycle while the G is off CPU
             self.run_gc(machine)
@@ -445,7 +432,7 @@ class World(WorldGC):
         if self.layout.xreg_slots:
             # xRegRestore: the P we resume on caches the G's block (its old one is freed).
             machine.write(self.pp + P["xRegs.scratch"].offset, _SCRATCH_RESUMED)
-            xreg_restore(machine, self.pp, self.gp, block)
-        machine.write(self.gp + G["asyncSafePoint"].offset, b"\x00")
+            xreg_restore(self.p_ref, g, block)
+        g.set("asyncSafePoint", 0)
         self.withdraw_request()
         return False

@@ -48,6 +48,10 @@ P_FIELDS = _fields(
 )
 P_SIZE = 0x4000
 
+#: An M's TLS block, from its FS base: non-cgo linux/amd64 keeps the current g at FS:-8 (runtime/go_tls.h,
+#: runtime/asm_amd64.s get_tls; -8 is runtime.tlsg's offset under the internal linker)
+TLS_FIELDS = _fields(("g", -8, 8))
+
 #: Size of one xRegs block (Z0..Z31 at i*64, K0..K7 at 2048..2104) and of one vector slot in it.
 XREGS_SIZE = 2112
 XREGS_SLOT = 64

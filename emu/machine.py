@@ -22,6 +22,7 @@ from unicorn.unicorn_py3.unicorn import uclib as _uclib
 
 from . import dump, memmap, regs, rtcode
 from .program import Program
+from .structref import SlowField, StructRef
 
 #: The program's own regions (its text and data) and preemu's code regions stay in Unicorn-owned
 #: memory (writes there invalidate translations); preemu's data regions and the stacks are host
@@ -31,6 +32,7 @@ CODE_REGIONS = (memmap.STUB, memmap.RT)
 _reg_read, _reg_write = _uclib.uc_reg_read, _uclib.uc_reg_write
 _PORTABLE_EXTRA = ("FS_BASE", "GS_BASE", "MXCSR", "FPCW", "FPSW")
 _UINT = {1: struct.Struct("<B"), 2: struct.Struct("<H"), 4: struct.Struct("<I"), 8: struct.Struct("<Q")}
+_UINT_FMT = {1: "B", 2: "H", 4: "I", 8: "Q"}    # memoryview.cast formats (native = little-endian here)
 _CHUNK = 20                 # host-backed regions are found by address >> _CHUNK (1 MiB chunks)
 
 STOP_COUNT = "count"        # the instruction budget ran out (or the exact count was reached)
@@ -147,6 +149,7 @@ class Machine:
         if st:
             raise unicorn.UcError(st)
         self._uint_refs.clear()
+        self._structs.clear()
         for c in range(base >> _CHUNK, ((base + size - 1) >> _CHUNK) + 1):
             self._host[c] = [e for e in self._host[c] if e[0] != base]
 
@@ -157,6 +160,7 @@ class Machine:
         self._h = self.uc._uch
         self._host: dict[int, list] = {}       # chunk -> [(base, end, host buffer, ctypes anchor)]
         self._uint_refs: dict[int, tuple] = {}     # addr << 4 | size -> (read, write) on host memory
+        self._structs: dict[tuple[int, int], StructRef] = {}    # (base, id(field table)) -> StructRef
         self._u64 = ctypes.c_uint64()
         self._u64_ref = ctypes.addressof(self._u64)    # a plain int converts fastest to void*
         self._rbuf = ctypes.create_string_buffer(4096)
@@ -226,6 +230,19 @@ class Machine:
                 uc.reg_write(X.UC_X86_REG_RIP, at)      # stay on goexit: running again stops again
             _uclib.uc_emu_stop(self._h)
 
+    def async_preempt2_here(self) -> bool:
+        """What the INT3 hook does at the asyncPreempt2 sentinel, called from Python by a run that
+        stopped exactly there (Sweeper's counted stub run: no callback from inside Unicorn). Returns
+        True when the owner asked to stop (the hook's STOP_TRAP). A GuestFaultInHook becomes a Fault
+        naming the PC, as in run()."""
+        assert self.trap_handler is None, "only a World's own asyncPreempt2 model can run outside the hook"
+        self.async_preempt2_calls += 1
+        try:
+            return bool(self.on_async_preempt2 is not None and self.on_async_preempt2(self))
+        except GuestFaultInHook as e:
+            pc = self.pc
+            raise Fault(pc, str(e), self.where(pc)) from None
+
     def _hook_stub_ret(self, uc, address, size, user_data):
         if self.stub_ret_armed:
             self.stub_ret_armed = False
@@ -276,13 +293,43 @@ class Machine:
 
     def _uint_access(self, addr: int, size: int):
         """(read, write) functions for the `size`-byte integer at addr in host memory, or None."""
+        slot = self._host_slot(addr, size)
+        if slot is None:
+            return None
+        st = _UINT[size]
+        acc = self._uint_refs[addr << 4 | size] = (partial(st.unpack_from, *slot), partial(st.pack_into, *slot))
+        return acc
+
+    def _host_slot(self, addr: int, size: int):
+        """(host buffer, offset) holding [addr, addr+size), or None when it is not host memory."""
         for base, end, buf, _ in self._host.get(addr >> _CHUNK, ()):
             if base <= addr and addr + size <= end:
-                st, off = _UINT[size], addr - base
-                acc = (partial(st.unpack_from, buf, off), partial(st.pack_into, buf, off))
-                self._uint_refs[addr << 4 | size] = acc
-                return acc
+                return buf, addr - base
         return None
+
+    def field_view(self, addr: int, size: int):
+        """An object whose [0] reads and writes the `size`-byte unsigned integer at addr: a typed
+        memoryview of host memory (x86-64 hosts are little-endian, like the guest), else a slow proxy."""
+        slot = self._host_slot(addr, size)
+        if slot is None:
+            return SlowField(self, addr, size)
+        buf, off = slot
+        return memoryview(buf)[off:off + size].cast(_UINT_FMT[size])
+
+    def unpacker(self, addr: int, st: struct.Struct, size: int) -> Callable[[], tuple]:
+        """A function unpacking `st` from the `size` bytes at addr (bound to host memory when it is)."""
+        slot = self._host_slot(addr, size)
+        if slot is None:
+            return lambda: st.unpack(self.read(addr, size))
+        return partial(st.unpack_from, *slot)
+
+    def struct(self, base: int, fields: dict) -> StructRef:
+        """The struct at `base` laid out as the gostructs table `fields` (one StructRef per pair)."""
+        key = (base, id(fields))
+        ref = self._structs.get(key)
+        if ref is None:
+            ref = self._structs[key] = StructRef(self, base, fields)
+        return ref
 
     def read_uint(self, addr: int, size: int) -> int:
         """Read a little-endian integer of 1, 2, 4 or 8 bytes."""
@@ -332,6 +379,15 @@ class Machine:
     @property
     def pc(self) -> int:
         return self._reg64(X.UC_X86_REG_RIP)
+
+    def rsp(self) -> int:
+        return self._reg64(X.UC_X86_REG_RSP)
+
+    def set_rsp(self, value: int) -> None:
+        self._set_reg64(X.UC_X86_REG_RSP, value)
+
+    def set_rip(self, value: int) -> None:
+        self._set_reg64(X.UC_X86_REG_RIP, value)
 
     def set_fs_base(self, value: int) -> None:
         self._set_reg64(X.UC_X86_REG_FS_BASE, value)
@@ -387,7 +443,7 @@ class Machine:
         st = _uclib.uc_reg_read_batch(self._h, self._dump_ids, self._dump_ptrs, self._dump_n)
         if st:
             raise unicorn.UcError(st)
-        return dump.RegState(ctypes.string_at(self._dump_addr, dump.SIZE), self._dump_rip.value)
+        return dump.RegState(self._dump_buf.raw, self._dump_rip.value)     # .raw: the whole record, fast
 
     # --- running --------------------------------------------------------------------------
     def where(self, pc: int) -> str:

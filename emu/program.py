@@ -108,6 +108,8 @@ class Program:
         self._starts = [f.start for f in self.funcs]
         self._insns = {i.addr: i for f in self.funcs for i in f.insns}
         self._by_name = {f.name: f for f in self.funcs}
+        #: safepoint.is_async_safe_point's per-PC verdicts of its static checks (reset with the index)
+        self.verdict_cache: dict = {}
 
     def merged(self, other: "Program") -> "Program":
         """Return a new Program holding this one's functions and `other`'s."""

@@ -170,13 +170,23 @@ def is_async_safe_point(prog: Program, st: SchedState, pc: int, sp: int, headroo
     # 3. Room on the stack for the injected call (no red zone below SP; stub + helpers + 8 words).
     if sp < st.stack_lo or sp - st.stack_lo < headroom:
         return Verdict(False, "stack-headroom")
+    # 4-8 depend on the PC and the runtime's rules only: decided once per PC
+    key = (pc, st.rules.version)
+    v = prog.verdict_cache.get(key)
+    if v is None:
+        v = prog.verdict_cache[key] = _static_checks(prog, st.rules, pc)
+    return v
+
+
+def _static_checks(prog: Program, rules: RuntimeRules, pc: int) -> Verdict:
+    """isAsyncSafePoint's checks that read only the PC's function and its tables (checks 4-8)."""
     # 4. The PC must be in Go code.
     f = prog.func_for(pc)
     if f is None:
         return Verdict(False, "no-func")
     # 5. Compiler/assembler-marked unsafe points (prologue window, write barriers, nosplit, and
     # every PC of Go code in the runtime packages), preempt.go:443-448.
-    if prog.unsafe_point(pc) == gs.UNSAFE_POINT_UNSAFE or (not from_binary(prog) and compiled_as_runtime(f, st.rules)):
+    if prog.unsafe_point(pc) == gs.UNSAFE_POINT_UNSAFE or (not from_binary(prog) and compiled_as_runtime(f, rules)):
         return Verdict(False, "unsafe-point")
     # 6. Assembly functions have no register maps and may do anything (preempt.go:450; Go 1.14 tested
     # `fd == nil || fd == &no_pointers_stackmap`, the same functions for our inputs).
@@ -186,7 +196,7 @@ def is_async_safe_point(prog: Program, st: SchedState, pc: int, sp: int, headroo
     # (preempt.go:460-464: the innermost inlined function's name).
     insn = prog.insn_at(pc)
     name = (insn.inline if insn is not None and insn.inline else None) or f.goname
-    if name.startswith(st.rules.name_prefixes):
+    if name.startswith(rules.name_prefixes):
         return Verdict(False, "runtime-func")
     # 8. amd64: resume exactly where we were.
     return Verdict(True, "safe", pc)

@@ -34,6 +34,7 @@ from .machine import Fault, Machine
 from .program import Program
 from .safepoint import async_preempt_stack, rules_for
 from .stack import copystack, write_field
+from .structref import StructRef
 
 FORCE_PREEMPT_NS = 10_000_000        # proc.go forcePreemptNS
 SYSMON_MIN_US, SYSMON_MAX_US = 20, 10_000
@@ -69,6 +70,7 @@ class G:
     xregs_saved: bool = False
     xreg_block: int = 0
     latencies: list = field(default_factory=list)
+    ref: StructRef | None = field(default=None, repr=False)      # its runtime.g in emulated memory
 
 
 @dataclass
@@ -82,6 +84,7 @@ class P:
     sysmon_when: int = 0
     timers: list = field(default_factory=list)   # [(deadline ns, G)]
     m: "M | None" = None
+    ref: StructRef | None = field(default=None, repr=False)      # its runtime.p
 
 
 @dataclass
@@ -94,6 +97,8 @@ class M:
     curg: G | None = None
     signal_at: int | None = None      # instruction offset in the current round where SIGURG lands
     slice_start: int = 0
+    ref: StructRef | None = field(default=None, repr=False)      # its runtime.m
+    tls: StructRef | None = field(default=None, repr=False)      # its TLS block (FS:-8 = current g)
 
 
 @dataclass
@@ -172,10 +177,12 @@ class Scheduler:
         self.signals_sent = 0
         self.signals_injected = 0
         self.refused: Counter = Counter()
-        self.ps = [P(i, memmap.p_addr(i)) for i in range(gomaxprocs)]
+        mm = self.machine
+        self.ps = [P(i, memmap.p_addr(i), ref=mm.struct(memmap.p_addr(i), gs.P_FIELDS)) for i in range(gomaxprocs)]
         self.ms = []
         for i, p in enumerate(self.ps):
-            m = M(i, memmap.m_addr(i), memmap.g_addr(i), memmap.tls_fs_base(i), p)
+            m = M(i, memmap.m_addr(i), memmap.g_addr(i), memmap.tls_fs_base(i), p,
+                  ref=mm.struct(memmap.m_addr(i), gs.M_FIELDS), tls=mm.struct(memmap.tls_fs_base(i), gs.TLS_FIELDS))
             p.m = m
             self.ms.append(m)
             self._setup_m(m)
@@ -222,7 +229,8 @@ class Scheduler:
         slot = memmap.MAX_MS + j
         lo, hi = memmap.stack_bounds(slot, stack_size)
         mm.map_stack(lo, hi)
-        g = G(j, spec.name, memmap.g_addr(slot), slot, lo, hi, xreg_block=memmap.XREG_BASE + j * memmap.XREG_SLOT)
+        g = G(j, spec.name, memmap.g_addr(slot), slot, lo, hi, xreg_block=memmap.XREG_BASE + j * memmap.XREG_SLOT,
+              ref=mm.struct(memmap.g_addr(slot), G_))
         write_field(mm, g.addr, G_, "stack.lo", lo)
         write_field(mm, g.addr, G_, "stack.hi", hi)
         write_field(mm, g.addr, G_, "stackguard0", lo + gs.STACK_GUARD)
@@ -342,9 +350,9 @@ class Scheduler:
         if not inherit:
             p.schedtick += 1
             write_field(mm, p.addr, P_, "schedtick", p.schedtick)
-        clear_preempt(mm, g.addr, p.addr, g.stack_lo)        # schedule() clears pp.preempt, execute() gp's
+        clear_preempt(g.ref, p.ref, g.stack_lo)               # schedule() clears pp.preempt, execute() gp's
         write_field(mm, g.addr, G_, "atomicstatus", gs.G_RUNNING)
-        set_curg(mm, m.addr, m.fs_base, g.addr)
+        set_curg(m.ref, m.tls, g.ref)
         if g.runnable_since is not None:
             g.max_wait = max(g.max_wait, int(t - g.runnable_since))
             g.runnable_since = None
@@ -352,7 +360,7 @@ class Scheduler:
             g.latencies.append(int(t - g.wake_deadline))
             g.wake_deadline = None
         if g.xregs_saved:                                    # xRegRestore on whichever P we resume on
-            xreg_restore(mm, p.addr, g.addr, g.xreg_block)
+            xreg_restore(p.ref, g.ref, g.xreg_block)
             g.xregs_saved = False
         g.status = "running"
         m.curg = g
@@ -372,7 +380,7 @@ class Scheduler:
     def _drop(self, m: M, t: float, why: str) -> None:
         g = m.curg
         self._ev("slice", m.slice_start, f"M{m.idx}", g=g.name, end=t, why=why)
-        drop_curg(self.machine, m.addr, m.fs_base, m.g0)
+        drop_curg(m.ref, m.tls, m.g0)
         m.curg = None
         if self._loaded is g:
             self._loaded = None
@@ -396,7 +404,7 @@ class Scheduler:
             if name == "asyncPreempt2":
                 g.preempt_async += 1
                 if self.layout.xreg_slots:                   # xRegSave: this P's scratch -> the G's block
-                    xreg_save(mm, m.p.addr, g.addr, g.xreg_block)
+                    xreg_save(m.p.ref, g.ref, g.xreg_block)
                     g.xregs_saved = True
             else:
                 g.preempt_coop += 1
@@ -436,7 +444,7 @@ class Scheduler:
                 continue
             mm, G_ = self.machine, gs.G_FIELDS
             write_field(mm, g.addr, G_, "preemptStop", 1)
-            request_preempt(mm, g.addr)
+            request_preempt(g.ref)
             self.suspending[g] = t
             # the mark worker running suspendG spins on a P other than the G's (the only P with
             # GOMAXPROCS=1, once the G has parked)
@@ -457,12 +465,12 @@ class Scheduler:
         if (m.addr, gen) == (last_m, last_gen) or t < next_ns:
             return
         self.suspend_sent[g] = (m.addr, gen, t + SUSPEND_RESEND_NS)
-        if signal_m(self.machine, m.addr, self.rules):
+        if signal_m(m.ref, self.rules):
             self._signal_sent(m, g, t, why="suspendG")
 
     def _preempt_m(self, m: M, g: G, t: float, **why) -> None:
         """preemptone's pp.preempt and preemptM: if no signal is in flight to m, send one."""
-        if preempt_m(self.machine, m.addr, m.p.addr, self.rules):
+        if preempt_m(m.ref, m.p.ref, self.rules):
             self._signal_sent(m, g, t, **why)
 
     def _signal_sent(self, m: M, g: G, t: float, **why) -> None:
@@ -496,7 +504,7 @@ class Scheduler:
         track = f"M{m.idx}"
 
         def ack() -> None:
-            ack_sigurg(mm, m.addr, self.rules)
+            ack_sigurg(m.ref, self.rules)
 
         g = m.curg
         if g is None:
@@ -506,7 +514,7 @@ class Scheduler:
             self.refused["no-request"] += 1
             self._ev("refuse", t, track, reason="no-request")
             return
-        st = read_sched_state(mm, g.addr, m.addr, m.p.addr, self.rules)
+        st = read_sched_state(g.ref, m.ref, m.p.ref, self.rules)
         pc, sp = mm.pc, mm.reg("RSP")
         v = inject.do_sig_preempt(self.sigctx, self.prog, st, pc, sp, self.headroom, self.stub_entry, ack)
         if v.ok:
@@ -521,7 +529,7 @@ class Scheduler:
         g = m.curg
         if g is None:
             return
-        request_preempt(self.machine, g.addr)
+        request_preempt(g.ref)
         self._ev("preemptone", t, "sysmon", p=p.idx, g=g.name)
         if self.async_preemption:
             self._preempt_m(m, g, t)

@@ -11,13 +11,9 @@ from .errors import GuestFault
 from .machine import Machine
 
 
-_MASK = {n: (1 << (8 * n)) - 1 for n in (1, 2, 4, 8)}
-
-
 def write_field(machine: Machine, base: int, fields: dict, name: str, value: int) -> None:
     """Store `value` into field `name` of the struct at `base`."""
-    f = fields[name]
-    machine.write_uint(base + f.offset, f.size, value & _MASK[f.size])
+    machine.struct(base, fields).set(name, value)
 
 
 def copystack(machine: Machine, gp: int, lo: int, hi: int, slot_base: int, new_size: int | None = None) -> tuple[int, int]:

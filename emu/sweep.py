@@ -27,7 +27,7 @@ from . import asmfront, dump, inject, memmap, regs, rtcode, stubgen, verify
 from . import layout as L
 from .errors import BudgetExceeded, GuestFault
 from .gmp import World
-from .machine import STOP_STUB_RET, Fault
+from .machine import STOP_COUNT, STOP_STUB_RET, STOP_TRAP, Fault
 
 DEFAULT_BUDGET = 20_000_000
 STUB_BUDGET_FACTOR = 50      # a stub's run may take 50x the reference stub's instructions
@@ -247,6 +247,54 @@ class Sweeper:
         self._mask = int.from_bytes(dump.pack(masks), "little")
         self.stub_budget = stub_budget or globals()["stub_budget"](world.layout.name)
         self.runaway = False         # a stub run hit the budget: the chain stopped there
+        # The counted stub run (see _run_stub): instructions before the asyncPreempt2 sentinel and from
+        # just past its INT3 to the stub's RET, learned from the first stub run; False: never use it.
+        self._stub_counts: tuple[int, int] | None | bool = None if self.m.trap_handler is None else False
+
+    def _run_stub(self) -> str:
+        """Run the injected stub to its RET (armed), as `m.run(stub_entry, budget)` with the INT3 and
+        RET hooks would, but without a callback from inside Unicorn on the usual path (two callbacks
+        cost ~10 µs a point, issue #11): count= stops exactly at the asyncPreempt2 sentinel, Python runs
+        the trap, count= stops exactly at the RET. The counts are learned from the first run, with a
+        temporary per-instruction hook. Whenever a counted run stops elsewhere (a stub that takes
+        another path), the rest of the budget runs with the hooks, so any stub ends exactly where the
+        hooked run would have ended; only the speed differs."""
+        m = self.m
+        counts = self._stub_counts
+        if counts is None:
+            return self._learn_stub_counts()
+        if not counts:
+            return m.run(m.stub_entry, self.stub_budget)
+        n_pre, n_post = counts
+        sentinel = memmap.ASYNC_PREEMPT2
+        reason = m.run(m.stub_entry, n_pre)
+        left = self.stub_budget - n_pre
+        if reason == STOP_COUNT and m.pc == sentinel:
+            if m.async_preempt2_here():
+                return STOP_TRAP
+            reason = m.run(sentinel + 1, n_post)
+            left -= n_post + 1
+            if reason == STOP_COUNT and m.pc in self._stub_rets:
+                return STOP_STUB_RET
+        if reason != STOP_COUNT or left <= 0:
+            return reason
+        return m.run(m.pc, left)
+
+    def _learn_stub_counts(self) -> str:
+        m = self.m
+        seen: list[int] = []
+        h = m.uc.hook_add(unicorn.UC_HOOK_CODE, lambda uc, a, size, u: seen.append(a))   # after the RET hook
+        try:
+            reason = m.run(m.stub_entry, self.stub_budget)
+        finally:
+            m.del_hook(h)
+        sentinel = memmap.ASYNC_PREEMPT2
+        self._stub_rets = frozenset(m.stub_rets)
+        self._stub_counts = False
+        if reason == STOP_STUB_RET and seen.count(sentinel) == 1:
+            i = seen.index(sentinel)
+            self._stub_counts = (i, len(seen) - i - 1)
+        return reason
 
     def _clobber_table(self, raw_before: bytes) -> bytes:
         return (int.from_bytes(raw_before, "little") ^ self._mask).to_bytes(dump.SIZE, "little")
@@ -345,7 +393,7 @@ class Sweeper:
                     reason, nested = self._step_stub_with_signals(stub_func, refused, make)
                     found += nested
                 else:
-                    reason = m.run(stub_entry, self.stub_budget)
+                    reason = self._run_stub()
             except Fault as f:
                 reason = None
                 found.append(make("stub-fault", f.reg or f"{f.pc:#x}", "no fault", f.error,

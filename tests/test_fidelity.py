@@ -129,9 +129,9 @@ def test_go114_has_no_signal_pending(tmp_path):
     for layout, resent in (("go1.27", False), ("go1.14", True)):
         w = loader.build_world(prog, "spin", layout, None, 1, {"RCX": 3})
         assert w.rules is rules_for(layout)
-        assert gmp.preempt_m(w.machine, w.mp, w.pp, w.rules)             # first request: signalled
-        assert gmp.preempt_m(w.machine, w.mp, w.pp, w.rules) == resent   # 1.27 coalesces; 1.14 sends again
-        gmp.ack_sigurg(w.machine, w.mp, w.rules)
+        assert gmp.preempt_m(w.m_ref, w.p_ref, w.rules)             # first request: signalled
+        assert gmp.preempt_m(w.m_ref, w.p_ref, w.rules) == resent   # 1.27 coalesces; 1.14 sends again
+        gmp.ack_sigurg(w.m_ref, w.rules)
         assert gmp.read_field(w.machine, w.mp, gs.M_FIELDS, "signalPending") == 0
 
 
@@ -352,10 +352,10 @@ def test_suspendg_does_not_set_pp_preempt_and_resends_per_acknowledgement_at_mos
     assert s.signals_sent == 1
     s._resend_suspend(g, 10_000)                     # no acknowledgement yet: no new signal
     assert s.signals_sent == 1
-    gmp.ack_sigurg(s.machine, m.addr, s.rules)       # the M acknowledged (preemptGen moved)
+    gmp.ack_sigurg(m.ref, s.rules)                   # the M acknowledged (preemptGen moved)
     s._resend_suspend(g, 10_000)
     assert s.signals_sent == 2
-    gmp.ack_sigurg(s.machine, m.addr, s.rules)
+    gmp.ack_sigurg(m.ref, s.rules)
     s._resend_suspend(g, 12_000)                     # acknowledged, but within 5 us of the last send
     assert s.signals_sent == 2
     s._resend_suspend(g, 15_000)
@@ -396,7 +396,7 @@ def test_g0_stays_gidle_so_a_signal_on_it_is_no_request():
     prog = assemble(LOOP.format(name="spin"))
     w = loader.build_world(prog, "spin", "go1.27", None, 1, {"RCX": 3})
     w.preempt_one()
-    st = read_sched_state(w.machine, w.g0, w.mp, w.pp, w.rules)     # the signal lands while g0 runs
+    st = read_sched_state(w.machine.struct(w.g0, gs.G_FIELDS), w.m_ref, w.p_ref, w.rules)   # lands while g0 runs
     assert st.g_status == gs.G_IDLE
     c = FakeSigContext(HI - 0x100)
     assert do_sig_preempt(c, w.machine.all, st, w.machine.pc, c.sp, w.headroom, 0x500000, lambda: None).reason == \

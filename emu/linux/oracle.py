@@ -20,6 +20,7 @@ from unicorn import UcError
 from .. import gmp, gobinary, gofront, safepoint
 from .. import gostructs as gs
 from ..errors import EmuError
+from ..structref import StructRef
 
 SIGURG = gs.SIG_PREEMPT
 
@@ -29,7 +30,8 @@ def sched_state(proc, g: int) -> safepoint.SchedState:
     the emulated runtime uses (gmp.read_sched_state; `proc.read` stands in for the machine's)."""
     m = proc.read_u64(g + gs.G_FIELDS["m"].offset)
     pp = proc.read_u64(m + gs.M_FIELDS["p"].offset) if m else 0
-    return gmp.read_sched_state(proc, g, m, pp)
+    return gmp.read_sched_state(StructRef(proc, g, gs.G_FIELDS), StructRef(proc, m, gs.M_FIELDS),
+                                StructRef(proc, pp, gs.P_FIELDS) if pp else None)
 
 
 class Oracle:
