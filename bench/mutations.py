@@ -55,6 +55,12 @@ MUTATIONS = {
                             "            self._runqput(into, g, False)", KILLERS),
     "no-global-queue-poll": ("emu/sched.py", "if p.schedtick % GLOBAL_QUEUE_EVERY == 0 and self.global_q:",
                              "if False:", KILLERS),
+    # the counted stub run (issue #11): a run that stops anywhere but the sentinel / the RET must go on
+    # with the hooks, or a stub whose path depends on the point is misjudged
+    "counted-stub-trusts-its-stop": ("emu/sweep.py", "                if at.rip in self._stub_rets:",
+                                     "                if True:", ["tests/test_sweep.py"]),
+    "counted-stub-no-fallback": ("emu/sweep.py", "        return m.run(m.pc, left), None",
+                                 "        return reason, None", ["tests/test_sweep.py"]),
 }
 
 
@@ -82,7 +88,7 @@ def run(name: str, spec) -> bool:
 
 def main(names: list[str]) -> int:
     chosen = {n: MUTATIONS[n] for n in (names or MUTATIONS)}
-    print(f"re-applying {len(chosen)} mutation(s); each must make {', '.join(KILLERS)} fail")
+    print(f"re-applying {len(chosen)} mutation(s); each must make its killing tests fail")
     ok = [run(n, spec) for n, spec in chosen.items()]
     print(f"{sum(ok)}/{len(ok)} killed")
     return 0 if all(ok) else 1

@@ -36,6 +36,28 @@ def _words(buf: bytes):
         yield i, int.from_bytes(buf[i:i + 8], "little")
 
 
+_CANDIDATES: dict[tuple, tuple[int, ...]] = {}
+_CACHED_FROM = 64           # words: below this a lookup costs about what the loop does
+
+
+def _candidates(data: bytes, words, hb: int, hl: int, slo: int, shi: int) -> tuple[int, ...]:
+    """Indices of the words that point into [hb, hl) or [slo, shi). A pure function of the bytes and
+    the ranges, so a large block (an xRegs block, 264 words) seen again is not looked through again:
+    the vector registers a goroutine saves are often the same at every preemption."""
+    key = (data, hb, hl, slo, shi) if len(words) >= _CACHED_FROM else None
+    if key is not None:
+        hit = _CANDIDATES.get(key)
+        if hit is not None:
+            return hit
+    lo, hi = min(hb, slo), max(hl, shi)           # one comparison rejects almost every word
+    out = tuple(i for i, v in enumerate(words) if lo <= v < hi and (hb <= v < hl or slo <= v < shi))
+    if key is not None:
+        if len(_CANDIDATES) >= 4096:
+            _CANDIDATES.clear()
+        _CANDIDATES[key] = out
+    return out
+
+
 def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: int,
          globals_: list[tuple[int, int]], xregs: tuple[int, int] | None, scanner: str = "go") -> ScanResult:
     """Mark every object reachable from the roots; return what was marked and how."""
@@ -58,10 +80,10 @@ def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: i
     def conservative_range(where: str, lo: int, hi: int) -> None:
         n = (hi - lo) // 8
         if n > 0:                 # only words that could point into the heap or the stack are looked up
-            hb, hl = heap.base, heap.limit
-            for i, v in enumerate(memoryview(read(lo, 8 * n)).cast("Q")):
-                if hb <= v < hl or stack_lo <= v < stack_hi:
-                    consider(where, lo + 8 * i, v, False)
+            data = read(lo, 8 * n)
+            words = memoryview(data).cast("Q")
+            for i in _candidates(data, words, heap.base, heap.limit, stack_lo, stack_hi):
+                consider(where, lo + 8 * i, words[i], False)
 
     if globals_:        # one read covering every global (a Go binary has thousands of pointer words)
         lo = min(a for a, _ in globals_)

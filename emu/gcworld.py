@@ -5,9 +5,11 @@ stack.go isShrinkStackSafe/shrinkstack). Mixed into gmp.World, whose fields it u
 from __future__ import annotations
 
 from . import gostructs as gs
+from . import gcscan
 from .heap import decode_type
 from .machine import Machine
 from .stack import copystack
+from .unwind import UnwindError, unwind
 
 
 def would_shrink(lo: int, hi: int, sp: int) -> bool:
@@ -18,6 +20,8 @@ def would_shrink(lo: int, hi: int, sp: int) -> bool:
 
 class WorldGC:
     """Allocation and GC for a World (uses its machine, heap, g and stack fields)."""
+
+    _gc_globals: list[tuple[int, int]] | None = None      # run_gc's global roots, listed at the first GC
 
     def _newobject(self, rax: int) -> int:
         """runtime.newobject(typ): RAX is a `;@type` descriptor's address (size and pointer words) or,
@@ -79,11 +83,9 @@ class WorldGC:
         it from the asyncPreempt2 trap until after xRegRestore) and deferred through gp.preemptShrink
         to the next synchronous preemption.
         """
-        from . import gcscan
-        from .unwind import UnwindError, unwind
         G = gs.G_FIELDS
         try:
-            frames = unwind(machine.all, machine.read_u64, machine.reg("RSP"), machine.pc)
+            frames = unwind(machine.all, machine.read_u64, machine.rsp(), machine.pc)
         except UnwindError as e:
             from .machine import GuestFaultInHook
             raise GuestFaultInHook(f"GC stack scan cannot unwind: {e}") from None
@@ -91,7 +93,10 @@ class WorldGC:
         if self.layout.xreg_slots:
             block = machine.read_u64(self.gp + G["xRegs.state"].offset)
             xregs = (block, gs.XREGS_SIZE) if block else None
-        globals_ = [(d.addr, d.size) for d in self.program.data if d.ptrs] + list(self.program.image.gc_roots)
+        globals_ = self._gc_globals
+        if globals_ is None:          # the data/bss pointer words: fixed for the program, thousands in a Go binary
+            globals_ = self._gc_globals = ([(d.addr, d.size) for d in self.program.data if d.ptrs]
+                                           + list(self.program.image.gc_roots))
         res = gcscan.scan(machine.read, self.heap, machine.all, frames, self.stack_lo, self.stack_hi, globals_,
                           xregs, self.scanner)
         freed = gcscan.sweep_heap(self.heap, res.marked, machine.write, self.current_boundary)

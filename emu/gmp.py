@@ -13,6 +13,7 @@ Left out: more than one goroutine (that is sched.py), timers.
 from __future__ import annotations
 
 import random
+from typing import Callable
 
 from . import gostructs as gs
 from . import layout as L
@@ -45,20 +46,35 @@ _P_SCHED = ("status", "preempt")
 _SCHED_STATES: dict[tuple, SchedState] = {}     # SchedState is frozen: equal reads share one object
 
 
-def read_sched_state(g: StructRef, m: StructRef, p: StructRef | None, rules: RuntimeRules = GO127) -> SchedState:
-    """Read what doSigPreempt reads from g (the G the signal landed on), its m and the m's p (None:
-    the M has no P), for the runtime `rules` model."""
-    key = (g.base, id(rules), *g.reader(_G_SCHED)(), *m.reader(_M_SCHED)(), *(p.reader(_P_SCHED)() if p else (0, 0)))
+def sched_reader(g: StructRef, m: StructRef, p: StructRef | None) -> Callable[[], tuple[int, ...]]:
+    """A function returning the raw fields doSigPreempt reads from g, m and p (None: the M has no P),
+    for sched_state_of; a World keeps one per M/P pair."""
+    rg, rm = g.reader(_G_SCHED), m.reader(_M_SCHED)
+    if p is None:
+        return lambda: (*rg(), *rm(), 0, 0)
+    rp = p.reader(_P_SCHED)
+    return lambda: (*rg(), *rm(), *rp())
+
+
+def sched_state_of(gp: int, raw: tuple[int, ...], rules: RuntimeRules = GO127) -> SchedState:
+    """The SchedState of goroutine gp from sched_reader's fields (equal reads share one object)."""
+    key = (gp, id(rules), *raw)
     st = _SCHED_STATES.get(key)
     if st is None or st.rules is not rules:
         if len(_SCHED_STATES) > 256:
             _SCHED_STATES.clear()
-        gp, _, lo, hi, g_status, g_preempt, curg, m_p, mallocing, preemptoff, locks, p_status, p_preempt = key
+        lo, hi, g_status, g_preempt, curg, m_p, mallocing, preemptoff, locks, p_status, p_preempt = raw
         st = _SCHED_STATES[key] = SchedState(
             gp=gp, g_status=g_status, g_preempt=bool(g_preempt), stack_lo=lo, stack_hi=hi, m_curg=curg, m_p=m_p,
             m_locks=locks, m_mallocing=mallocing, m_preemptoff=preemptoff, p_status=p_status,
             p_preempt=bool(p_preempt), rules=rules)
     return st
+
+
+def read_sched_state(g: StructRef, m: StructRef, p: StructRef | None, rules: RuntimeRules = GO127) -> SchedState:
+    """Read what doSigPreempt reads from g (the G the signal landed on), its m and the m's p (None:
+    the M has no P), for the runtime `rules` model."""
+    return sched_state_of(g.base, sched_reader(g, m, p)(), rules)
 
 
 # --- runtime effects on g/m/p, shared by the single-goroutine World and the Scheduler ----------
@@ -117,8 +133,7 @@ def drop_curg(m: StructRef, tls: StructRef, g0: int) -> None:
 
 def xreg_save(p: StructRef, g: StructRef, block: int) -> None:
     """xRegSave: copy the P's xRegs scratch into the block; gp.xRegs.state = block."""
-    machine = p.machine
-    machine.write(block, machine.read(p.base + gs.P_FIELDS["xRegs.scratch"].offset, gs.XREGS_SIZE))
+    p.machine.write(block, p.bytes_view("xRegs.scratch"))
     g.set("xRegs.state", block)
 
 
@@ -145,6 +160,39 @@ class MachineSigContext:
 
     def store64(self, addr: int, value: int) -> None:
         self.m.write_u64(addr, value)
+
+
+class SignalFrame:
+    """sigctxt over the registers the kernel saved when the signal was delivered (Go's sigctxt reads
+    and edits the ucontext, not the CPU): the sweep fills it from the boundary's register dump, so
+    pushCall's RSP read costs nothing and its RSP/RIP edits stay in the frame until `sigreturn`
+    loads them (RIP by starting the next run there). The one store goes to memory at once, as in Go."""
+
+    __slots__ = ("m", "_rsp", "_rip", "_rsp_changed")
+
+    def __init__(self, machine: Machine):
+        self.m = machine
+
+    def deliver(self, rsp: int, rip: int) -> None:
+        self._rsp, self._rip, self._rsp_changed = rsp, rip, False
+
+    def rsp(self) -> int:
+        return self._rsp
+
+    def set_rsp(self, value: int) -> None:
+        self._rsp, self._rsp_changed = value, True
+
+    def set_rip(self, value: int) -> None:
+        self._rip = value
+
+    def store64(self, addr: int, value: int) -> None:
+        self.m.write_u64(addr, value)
+
+    def sigreturn(self) -> int:
+        """Load the frame's RSP into the CPU (if pushCall moved it); return the RIP to run from."""
+        if self._rsp_changed:
+            self.m.set_rsp(self._rsp)
+        return self._rip
 
 
 def initial_registers(seed: int, layout: L.StubLayout, overrides: dict[str, int]) -> dict[str, int]:
@@ -191,6 +239,7 @@ class World(WorldGC):
         #: per M/P pair: (m, p, the M's TLS block) as StructRefs
         self.refs = [(mm.struct(mp, gs.M_FIELDS), mm.struct(pp, gs.P_FIELDS), mm.struct(fs, gs.TLS_FIELDS))
                      for mp, pp, _, fs in self.mps]
+        self._sched_readers = [sched_reader(self.g, m_ref, p_ref) for m_ref, p_ref, _ in self.refs]
         self._set_current(0)
         self.stack_lo, self.stack_hi = memmap.stack_bounds(USER_G_SLOT, stack_size)
         self.stack_slot_base = memmap.STACK_BASE + USER_G_SLOT * memmap.STACK_SLOT
@@ -298,6 +347,7 @@ class World(WorldGC):
         self.cur = i
         self.mp, self.pp, _, fs = self.mps[i]
         self.m_ref, self.p_ref, _ = self.refs[i]
+        self._sched_read = self._sched_readers[i]
         return fs
 
     def snapshot(self):
@@ -364,7 +414,7 @@ class World(WorldGC):
     # --- scheduler-side effects -----------------------------------------------------------
     def sched_state(self) -> SchedState:
         """Read what doSigPreempt reads from g, m and p."""
-        return read_sched_state(self.g, self.m_ref, self.p_ref, self.rules)
+        return sched_state_of(self.gp, self._sched_read(), self.rules)
 
     def preempt_one(self, signal: bool = True) -> None:
         """preemptone: the cooperative request (gp.preempt, stackguard0 = stackPreempt) and, with
@@ -411,7 +461,7 @@ class World(WorldGC):
 
         gp.asyncSafePoint is set from the trap until after xRegRestore, as asyncPreempt2 does
         (runtime/preempt.go:317-343)."""
-        P, g = gs.P_FIELDS, self.g
+        g = self.g
         g.set("asyncSafePoint", 1)
         if self.on_preempted is not None:
             self.on_preempted()
@@ -423,7 +473,7 @@ class World(WorldGC):
                 block = next(b for b in self.xreg_blocks if b not in used)
             self.p_ref.set("xRegs.cache", 0)
             xreg_save(self.p_ref, g, block)
-            machine.write(self.pp + P["xRegs.scratch"].offset, _SCRATCH_OTHER_G)   # reused by other Gs
+            self.p_ref.bytes_view("xRegs.scratch")[:] = _SCRATCH_OTHER_G      # reused by other Gs
         if self.gc_enabled:                             # a GC cycle while the G is off CPU
             self.run_gc(machine)
         if self.migrate:                                # schedule() elsewhere; execute() on the other M/P
@@ -431,7 +481,7 @@ class World(WorldGC):
             self.migrations += 1
         if self.layout.xreg_slots:
             # xRegRestore: the P we resume on caches the G's block (its old one is freed).
-            machine.write(self.pp + P["xRegs.scratch"].offset, _SCRATCH_RESUMED)
+            self.p_ref.bytes_view("xRegs.scratch")[:] = _SCRATCH_RESUMED
             xreg_restore(self.p_ref, g, block)
         g.set("asyncSafePoint", 0)
         self.withdraw_request()

@@ -21,6 +21,7 @@ import unicorn.x86_const as X
 from unicorn.unicorn_py3.unicorn import uclib as _uclib
 
 from . import dump, memmap, regs, rtcode
+from .errors import EmuError
 from .program import Program
 from .structref import SlowField, StructRef
 
@@ -315,6 +316,15 @@ class Machine:
             return SlowField(self, addr, size)
         buf, off = slot
         return memoryview(buf)[off:off + size].cast(_UINT_FMT[size])
+
+    def byte_view(self, addr: int, size: int) -> memoryview:
+        """A writable memoryview of [addr, addr+size) in host memory (an EmuError for memory Unicorn
+        holds itself: only preemu's own regions are viewed this way)."""
+        slot = self._host_slot(addr, size)
+        if slot is None:
+            raise EmuError(f"{addr:#x}+{size}: not host-mapped memory")
+        buf, off = slot
+        return memoryview(buf)[off:off + size]
 
     def unpacker(self, addr: int, st: struct.Struct, size: int) -> Callable[[], tuple]:
         """A function unpacking `st` from the `size` bytes at addr (bound to host memory when it is)."""

@@ -23,7 +23,7 @@ class StructRef:
     def __init__(self, machine, base: int, fields: dict):
         self.base, self.fields, self.machine = base, fields, machine
         self._views: dict[str, tuple] = {}
-        self._readers: dict[tuple[str, ...], Callable[[], tuple[int, ...]]] = {}
+        self._readers: dict[int, Callable[[], tuple[int, ...]]] = {}
 
     def _view(self, name: str) -> tuple:
         f = self.fields[name]
@@ -41,10 +41,20 @@ class StructRef:
         v = self._views.get(name) or self._view(name)
         v[0][0] = value & v[1]
 
+    def bytes_view(self, name: str):
+        """A writable byte view of a field too wide for an integer (e.g. p.xRegs.scratch), or of any
+        field; slices assign and copy without going through the machine."""
+        key = "bytes:" + name
+        v = self._views.get(key)
+        if v is None:
+            f = self.fields[name]
+            v = self._views[key] = self.machine.byte_view(self.base + f.offset, f.size)
+        return v
+
     def reader(self, names: tuple[str, ...]) -> Callable[[], tuple[int, ...]]:
         """A function returning the fields `names` (in offset order) with one unpack of the memory
-        that spans them."""
-        r = self._readers.get(names)
+        that spans them. Readers are kept by the identity of `names` (pass a module constant)."""
+        r = self._readers.get(id(names))
         if r is None:
             fmt, pos = "<", 0
             for n in names:
@@ -58,7 +68,7 @@ class StructRef:
             else:
                 mem, base = self.machine, self.base
                 r = lambda: st.unpack(mem.read(base, pos))      # noqa: E731
-            self._readers[names] = r
+            self._readers[id(names)] = r
         return r
 
 

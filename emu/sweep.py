@@ -26,7 +26,7 @@ from functools import lru_cache
 from . import asmfront, dump, inject, memmap, regs, rtcode, stubgen, verify
 from . import layout as L
 from .errors import BudgetExceeded, GuestFault
-from .gmp import World
+from .gmp import SignalFrame, World
 from .machine import STOP_COUNT, STOP_STUB_RET, STOP_TRAP, Fault
 
 DEFAULT_BUDGET = 20_000_000
@@ -250,42 +250,47 @@ class Sweeper:
         # The counted stub run (see _run_stub): instructions before the asyncPreempt2 sentinel and from
         # just past its INT3 to the stub's RET, learned from the first stub run; False: never use it.
         self._stub_counts: tuple[int, int] | None | bool = None if self.m.trap_handler is None else False
+        self.stub_fallbacks = 0      # counted stub runs that stopped elsewhere and went on with the hooks
 
-    def _run_stub(self) -> str:
+    def _run_stub(self, begin: int) -> tuple[str, dump.RegState | None]:
         """Run the injected stub to its RET (armed), as `m.run(stub_entry, budget)` with the INT3 and
         RET hooks would, but without a callback from inside Unicorn on the usual path (two callbacks
         cost ~10 µs a point, issue #11): count= stops exactly at the asyncPreempt2 sentinel, Python runs
         the trap, count= stops exactly at the RET. The counts are learned from the first run, with a
         temporary per-instruction hook. Whenever a counted run stops elsewhere (a stub that takes
         another path), the rest of the budget runs with the hooks, so any stub ends exactly where the
-        hooked run would have ended; only the speed differs."""
+        hooked run would have ended; only the speed differs. Returns why the run stopped and, when it
+        was taken there, the register dump at the RET."""
         m = self.m
         counts = self._stub_counts
         if counts is None:
-            return self._learn_stub_counts()
+            return self._learn_stub_counts(begin), None
         if not counts:
-            return m.run(m.stub_entry, self.stub_budget)
+            return m.run(begin, self.stub_budget), None
         n_pre, n_post = counts
         sentinel = memmap.ASYNC_PREEMPT2
-        reason = m.run(m.stub_entry, n_pre)
+        reason = m.run(begin, n_pre)
         left = self.stub_budget - n_pre
         if reason == STOP_COUNT and m.pc == sentinel:
             if m.async_preempt2_here():
-                return STOP_TRAP
+                return STOP_TRAP, None
             reason = m.run(sentinel + 1, n_post)
             left -= n_post + 1
-            if reason == STOP_COUNT and m.pc in self._stub_rets:
-                return STOP_STUB_RET
+            if reason == STOP_COUNT:
+                at = m.dump_state()              # the dump the checks need anyway: its RIP says where
+                if at.rip in self._stub_rets:
+                    return STOP_STUB_RET, at
         if reason != STOP_COUNT or left <= 0:
-            return reason
-        return m.run(m.pc, left)
+            return reason, None
+        self.stub_fallbacks += 1
+        return m.run(m.pc, left), None
 
-    def _learn_stub_counts(self) -> str:
+    def _learn_stub_counts(self, begin: int) -> str:
         m = self.m
         seen: list[int] = []
         h = m.uc.hook_add(unicorn.UC_HOOK_CODE, lambda uc, a, size, u: seen.append(a))   # after the RET hook
         try:
-            reason = m.run(m.stub_entry, self.stub_budget)
+            reason = m.run(begin, self.stub_budget)
         finally:
             m.del_hook(h)
         sentinel = memmap.ASYNC_PREEMPT2
@@ -328,6 +333,7 @@ class Sweeper:
         ctx = None
         clobber = self._clobber_table
         stub_entry, headroom = m.stub_entry, w.headroom
+        frame = SignalFrame(m)
         resume = None                    # the PC the stub's RET returned to, when RIP is not yet written
         for k in points:
             if k > pos:
@@ -340,7 +346,7 @@ class Sweeper:
                     return injected, refused, violations, None
                 pos = k
             elif resume is not None:
-                m.set_reg("RIP", resume)
+                m.set_rip(resume)
             resume = None
             w.current_boundary = k
             before = m.dump_state()
@@ -352,7 +358,8 @@ class Sweeper:
             ctx = m.save_context(ctx)
             bound = w.cur
             try:
-                v = inject.sighandler_sigurg(w.sigctx, all_prog, st, pc, s, headroom, stub_entry, w.ack,
+                frame.deliver(s, pc)
+                v = inject.sighandler_sigurg(frame, all_prog, st, pc, s, headroom, stub_entry, w.ack,
                                              not async_preemption)
             except unicorn.UcError:
                 raise GuestFault(pc, all_prog.describe_pc(pc),
@@ -369,10 +376,11 @@ class Sweeper:
                 if not force_unsafe:
                     w.withdraw_request()
                     continue
-                inject.push_call(w.sigctx, stub_entry, pc)
+                inject.push_call(frame, stub_entry, pc)
                 self.forced += 1
             else:
                 injected += 1
+            begin = frame.sigreturn()                    # RSP = S-8 now; the stub runs from RIP = begin
             stack_hi = w.stack_hi
             stack_before = m.read(s, stack_hi - s)
             m.write(memmap.CLOBBER_TABLE, clobber(raw_before))
@@ -389,11 +397,12 @@ class Sweeper:
             calls_before = m.async_preempt2_calls
             m.stub_ret_armed = True
             try:
+                after = None
                 if nested_signals:
                     reason, nested = self._step_stub_with_signals(stub_func, refused, make)
                     found += nested
                 else:
-                    reason = self._run_stub()
+                    reason, after = self._run_stub(begin)
             except Fault as f:
                 reason = None
                 found.append(make("stub-fault", f.reg or f"{f.pc:#x}", "no fault", f.error,
@@ -414,7 +423,8 @@ class Sweeper:
                                   "the stub returned without calling asyncPreempt2: the goroutine was never "
                                   "descheduled, so nothing it saves or restores was tested"))
             if not found:
-                after = m.dump_state()
+                if after is None:
+                    after = m.dump_state()
                 raw_after = after.raw
                 sp_after = int.from_bytes(raw_after[rsp_at:rsp_at + 8], "little")
                 if sp_after != s - 8:
@@ -444,7 +454,7 @@ class Sweeper:
                 w.withdraw_request()
                 continue
             if after.rip in plain_rets:          # the stub's RET (checked above: [S-8] = pc, RSP = S-8);
-                m.set_reg("RSP", s)              # RIP = pc is written by the next run's start
+                m.set_rsp(s)                     # RIP = pc is written by the next run's start
                 resume = pc
             else:                                # RET imm16 and the like: let the CPU execute it
                 m.run(after.rip, 1)

@@ -7,14 +7,14 @@ above an injected asyncPreempt is the interrupted one (unwindTrap: its PC is use
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import bisect
+from typing import NamedTuple
 
 from . import memmap
 from .program import Program
 
 
-@dataclass(frozen=True)
-class Frame:
+class Frame(NamedTuple):            # a tuple: built at every GC's unwinding, several per frame walk
     func: str                # function name
     pc: int                  # the frame's PC (the interrupted PC, or a return address)
     sp: int                  # SP inside the frame
@@ -55,7 +55,8 @@ def unwind(prog: Program, read_u64, sp: int, pc: int, stub_name: str = "asyncPre
         if pc == memmap.GOEXIT:
             return frames
         if kind == "asyncPreempt2":
-            kind = "asyncPreempt" if prog.func_for(pc) and prog.func_for(pc).name == stub_name else "caller"
+            caller = prog.func_for(pc)
+            kind = "asyncPreempt" if caller is not None and caller.name == stub_name else "caller"
         elif kind == "asyncPreempt":
             kind = "interrupted"
         else:
@@ -65,11 +66,13 @@ def unwind(prog: Program, read_u64, sp: int, pc: int, stub_name: str = "asyncPre
 
 def _delta_at(f, pc: int) -> int:
     """SP delta at pc inside f (pc may sit just after an INT3 sentinel: use the last insn <= pc)."""
-    best = f.insns[0]
-    for i in f.insns:
-        if i.addr <= pc:
-            best = i
+    i = bisect.bisect_right(f.insns, pc, key=_addr) - 1
+    best = f.insns[max(i, 0)]
     return best.sp_delta if best.addr == pc else _after(best)
+
+
+def _addr(insn) -> int:
+    return insn.addr
 
 
 def _after(insn) -> int:
@@ -82,7 +85,10 @@ def _after(insn) -> int:
 
 
 def _call_before(f, ret: int):
-    for i in f.insns:
-        if i.addr + i.size == ret and i.mnemonic.startswith("call"):
-            return i
+    """The CALL instruction of f that ends at the return address `ret`, or None."""
+    i = bisect.bisect_left(f.insns, ret, key=_addr) - 1
+    if i >= 0:
+        insn = f.insns[i]
+        if insn.addr + insn.size == ret and insn.mnemonic.startswith("call"):
+            return insn
     return None

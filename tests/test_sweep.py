@@ -2,9 +2,9 @@
 import re
 
 import pytest
-from conftest import ASM, DATA, sweep_file, sweep_text
+from conftest import ASM, DATA, sweep_file, sweep_text, world_for
 
-from emu import regs, sweep
+from emu import loader, regs, sweep
 
 CORPUS = [("sum_loop.s", "sum_loop", {"RCX": 300}), ("adc_chain.s", "adc_chain", {"RCX": 32}),
           ("xmm_loop.s", "xmm_loop", {"RCX": 40}), ("rep_copy.s", "rep_copy", {"RCX": 64}),
@@ -133,3 +133,53 @@ def test_same_seed_same_result():
     a = sweep_file(ASM / "xmm_loop.s", "xmm_loop", RCX=5)
     b = sweep_file(ASM / "xmm_loop.s", "xmm_loop", RCX=5)
     assert a.reference.final == b.reference.final and a.injected == b.injected
+
+
+# --- the counted stub run (Sweeper._run_stub): any stub ends where the hooked run would end ----------
+def _hooked_only(monkeypatch):
+    """Make every stub run the plain hooked one: m.run(begin, budget) with the INT3 and RET hooks."""
+    monkeypatch.setattr(sweep.Sweeper, "_run_stub", lambda self, begin: (self.m.run(begin, self.stub_budget), None))
+
+
+def _odd_resume_pc(extra: str, after_the_call: bool = False):
+    """A stub edit: at points whose resume PC is odd, run `extra` just before (or just after) the CALL
+    of asyncPreempt2. Both places keep the flags they test: the stub saved RFLAGS before and restores it
+    after."""
+    branch = f"    test byte ptr [rbp + 8], 1\n    jz .Leven\n{extra}\n.Leven:"
+    call = "    call asyncPreempt2"
+    return lambda s: s.replace(call, f"{call}\n{branch}" if after_the_call else f"{branch}\n{call}", 1)
+
+
+@pytest.mark.parametrize("after_the_call", [False, True], ids=["before-asyncPreempt2", "after-asyncPreempt2"])
+def test_a_stub_taking_a_longer_path_at_some_points_is_still_verified_exactly(tmp_stub, monkeypatch, after_the_call):
+    """A correct stub whose path depends on the point (four NOPs at odd resume PCs, before or after the
+    CALL): the learned counts stop short there, the run goes on with the hooks, and the sweep is as
+    clean as the hooked one."""
+    stub = tmp_stub(_odd_resume_pc("    nop\n    nop\n    nop\n    nop", after_the_call))
+    prog = loader.load_program(ASM / "sum_loop.s")
+    w = world_for(prog, "sum_loop", stub=stub, RCX=20)
+    ref = sweep.run_reference(w, 10**6)
+    sw = sweep.Sweeper(w)
+    injected, refused, violations, final = sw.run_chain(range(ref.boundaries), ref)
+    assert injected == ref.boundaries and violations.count == 0 and final is not None
+    odd = sum(1 for pc in (i.addr for i in prog.get_func("sum_loop").insns) if pc & 1)
+    assert odd and sw.stub_fallbacks > 0 and sw._stub_counts          # counted path kept, some points fell back
+    counted = sweep.sweep(world_for(prog, "sum_loop", stub=stub, RCX=20), "sum_loop")
+    _hooked_only(monkeypatch)
+    hooked = sweep.sweep(world_for(prog, "sum_loop", stub=stub, RCX=20), "sum_loop")
+    assert counted.ok and hooked.ok and counted.injected == hooked.injected
+
+
+def test_a_stub_skipping_asyncpreempt2_at_some_points_gets_the_hooked_runs_verdicts(tmp_stub, monkeypatch):
+    """A broken stub that jumps over its CALL at odd resume PCs: those points must be named
+    no-asyncPreempt2 exactly as when every stub run goes through the hooks."""
+    stub = tmp_stub(lambda s: s.replace("    call asyncPreempt2",
+                                        "    test byte ptr [rbp + 8], 1\n    jnz .Lskip\n    call asyncPreempt2\n.Lskip:",
+                                        1))
+    prog = loader.load_program(ASM / "sum_loop.s")
+    counted = sweep.sweep(world_for(prog, "sum_loop", stub=stub, RCX=20), "sum_loop")
+    _hooked_only(monkeypatch)
+    hooked = sweep.sweep(world_for(prog, "sum_loop", stub=stub, RCX=20), "sum_loop")
+    key = lambda res: sorted((v.kind, v.what, v.boundary, v.pc) for v in res.violations)   # noqa: E731
+    assert {v.kind for v in counted.violations} == {"no-asyncPreempt2"}
+    assert key(counted) == key(hooked) and counted.violation_count == hooked.violation_count > 0
