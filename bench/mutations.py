@@ -57,7 +57,7 @@ MUTATIONS = {
                              "if False:", KILLERS),
     # the counted stub run (issue #11): a run that stops anywhere but the sentinel / the RET must go on
     # with the hooks, or a stub whose path depends on the point is misjudged
-    "counted-stub-trusts-its-stop": ("emu/sweep.py", "                if at.rip in self._stub_rets:",
+    "counted-stub-trusts-its-stop": ("emu/sweep.py", "                if at.rip in m.stub_ret_set:",
                                      "                if True:", ["tests/test_sweep.py"]),
     "counted-stub-no-fallback": ("emu/sweep.py", "        return m.run(m.pc, left), None",
                                  "        return reason, None", ["tests/test_sweep.py"]),

@@ -124,6 +124,10 @@ class Machine:
         stub_func = stub.funcs[0]
         self.stub_entry = stub.symbol("asyncPreempt") if stub.has_func("asyncPreempt") else stub_func.start
         self.stub_rets = [i.addr for f in stub.funcs for i in f.insns if i.mnemonic.startswith("ret")]
+        self.stub_ret_set = frozenset(self.stub_rets)
+        #: sweep.Sweeper's counted stub run: (instructions to the asyncPreempt2 sentinel, from past its
+        #: INT3 to the RET), learned from this machine's first stub run; None: not yet; False: never
+        self.stub_counts: tuple[int, int] | None | bool = None
         self.uc.hook_add(unicorn.UC_HOOK_INTR, self._hook_intr)
         if stub_ret_hooks:   # only sweeps need them; each code hook slows count= runs (see rtcode)
             for a in self.stub_rets:

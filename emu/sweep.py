@@ -248,8 +248,10 @@ class Sweeper:
         self.stub_budget = stub_budget or globals()["stub_budget"](world.layout.name)
         self.runaway = False         # a stub run hit the budget: the chain stopped there
         # The counted stub run (see _run_stub): instructions before the asyncPreempt2 sentinel and from
-        # just past its INT3 to the stub's RET, learned from the first stub run; False: never use it.
-        self._stub_counts: tuple[int, int] | None | bool = None if self.m.trap_handler is None else False
+        # just past its INT3 to the stub's RET, learned from the machine's first stub run (kept on the
+        # machine: every shard a worker runs on it reuses them); False: never use it.
+        if self.m.trap_handler is not None:
+            self.m.stub_counts = False
         self.stub_fallbacks = 0      # counted stub runs that stopped elsewhere and went on with the hooks
 
     def _run_stub(self, begin: int) -> tuple[str, dump.RegState | None]:
@@ -262,7 +264,7 @@ class Sweeper:
         hooked run would have ended; only the speed differs. Returns why the run stopped and, when it
         was taken there, the register dump at the RET."""
         m = self.m
-        counts = self._stub_counts
+        counts = m.stub_counts
         if counts is None:
             return self._learn_stub_counts(begin), None
         if not counts:
@@ -278,7 +280,7 @@ class Sweeper:
             left -= n_post + 1
             if reason == STOP_COUNT:
                 at = m.dump_state()              # the dump the checks need anyway: its RIP says where
-                if at.rip in self._stub_rets:
+                if at.rip in m.stub_ret_set:
                     return STOP_STUB_RET, at
         if reason != STOP_COUNT or left <= 0:
             return reason, None
@@ -294,11 +296,10 @@ class Sweeper:
         finally:
             m.del_hook(h)
         sentinel = memmap.ASYNC_PREEMPT2
-        self._stub_rets = frozenset(m.stub_rets)
-        self._stub_counts = False
+        m.stub_counts = False
         if reason == STOP_STUB_RET and seen.count(sentinel) == 1:
             i = seen.index(sentinel)
-            self._stub_counts = (i, len(seen) - i - 1)
+            m.stub_counts = (i, len(seen) - i - 1)
         return reason
 
     def _clobber_table(self, raw_before: bytes) -> bytes:

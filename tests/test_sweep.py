@@ -163,7 +163,7 @@ def test_a_stub_taking_a_longer_path_at_some_points_is_still_verified_exactly(tm
     injected, refused, violations, final = sw.run_chain(range(ref.boundaries), ref)
     assert injected == ref.boundaries and violations.count == 0 and final is not None
     odd = sum(1 for pc in (i.addr for i in prog.get_func("sum_loop").insns) if pc & 1)
-    assert odd and sw.stub_fallbacks > 0 and sw._stub_counts          # counted path kept, some points fell back
+    assert odd and sw.stub_fallbacks > 0 and w.machine.stub_counts          # counted path kept, some points fell back
     counted = sweep.sweep(world_for(prog, "sum_loop", stub=stub, RCX=20), "sum_loop")
     _hooked_only(monkeypatch)
     hooked = sweep.sweep(world_for(prog, "sum_loop", stub=stub, RCX=20), "sum_loop")
