@@ -251,7 +251,7 @@ class _Narrator:
             executed=executed if delay else ())
         if not delay:
             self._request()
-        G, M, P = gs.G_FIELDS, gs.M_FIELDS, gs.P_FIELDS
+        G, M, P = w.structs.g, w.structs.m, w.structs.p
         rd = self._field
 
         # 3. the signal: doSigPreempt -> wantAsyncPreempt -> isAsyncSafePoint
@@ -371,7 +371,7 @@ class _Narrator:
         """sysmon's request: preemptone and preemptM, as the World does them."""
         w, m = self.w, self.m
         w.preempt_one()
-        G, M, P = gs.G_FIELDS, gs.M_FIELDS, gs.P_FIELDS
+        G, M, P = w.structs.g, w.structs.m, w.structs.p
         rd = self._field
         self.add("request", "sysmon asks: preemptone and preemptM", [
             "sysmon saw G1 run too long (retake, forcePreemptNS = 10 ms) and calls preemptone "
@@ -480,7 +480,7 @@ class _Narrator:
                 val = int.from_bytes(self.m.read(a, sl.reg.size), "little")
                 rows.append([f"S-{s - a}", f"{a:#x}", f"{sl.reg.go_name}  {sl.offset}(SP)", fmt_reg(sl.reg.name, val)])
             if lay.xreg_slots:
-                scratch = w.pp + gs.P_FIELDS["xRegs.scratch"].offset
+                scratch = w.pp + w.structs.p["xRegs.scratch"].offset
                 for sl in lay.xreg_slots:
                     a = scratch + sl.offset
                     val = int.from_bytes(self.m.read(a, sl.reg.size), "little")

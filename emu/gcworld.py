@@ -67,12 +67,11 @@ class WorldGC:
         """shrinkstack (runtime/stack.go:1286): halve the stack unless the half would be below
         fixedStack (:1317) or `used` -- everything down to SP plus stackNosplit (:1326) -- is at
         least a quarter of it."""
-        G = gs.G_FIELDS
-        self.machine.write(self.gp + G["preemptShrink"].offset, b"\x00")
+        self.g.set("preemptShrink", 0)
         lo, hi = self.stack_lo, self.stack_hi
         if not would_shrink(lo, hi, self.machine.reg("RSP")):
             return
-        self.stack_lo, self.stack_hi = copystack(self.machine, self.gp, lo, hi, self.stack_slot_base, (hi - lo) // 2)
+        self.stack_lo, self.stack_hi = copystack(self.machine, self.g, lo, hi, self.stack_slot_base, (hi - lo) // 2)
         self.stack_moves.append((lo, hi, self.stack_lo, self.stack_hi))
         self.shrinks += 1
 
@@ -83,7 +82,6 @@ class WorldGC:
         it from the asyncPreempt2 trap until after xRegRestore) and deferred through gp.preemptShrink
         to the next synchronous preemption.
         """
-        G = gs.G_FIELDS
         try:
             frames = unwind(machine.all, machine.read_u64, machine.rsp(), machine.pc)
         except UnwindError as e:
@@ -91,7 +89,7 @@ class WorldGC:
             raise GuestFaultInHook(f"GC stack scan cannot unwind: {e}") from None
         xregs = None
         if self.layout.xreg_slots:
-            block = machine.read_u64(self.gp + G["xRegs.state"].offset)
+            block = self.g.get("xRegs.state")
             xregs = (block, gs.XREGS_SIZE) if block else None
         globals_ = self._gc_globals
         if globals_ is None:          # the data/bss pointer words: fixed for the program, thousands in a Go binary
@@ -109,8 +107,8 @@ class WorldGC:
         # scanstack (mgcmark.go:944-950): isShrinkStackSafe is false while asyncSafePoint is set
         # (stack.go:1245), so the shrink is deferred -- preemptShrink is set whether or not
         # shrinkstack would then find anything to shrink.
-        if machine.read(self.gp + G["asyncSafePoint"].offset, 1)[0]:
-            machine.write(self.gp + G["preemptShrink"].offset, b"\x01")
+        if self.g.get("asyncSafePoint"):
+            self.g.set("preemptShrink", 1)
             self.shrink_deferred += 1
         else:
             self._shrinkstack()

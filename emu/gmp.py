@@ -217,8 +217,10 @@ class World(WorldGC):
     def __init__(self, program: Program, stub: Program, layout: L.StubLayout, entry: str, seed: int = 1,
                  reg_overrides: dict[str, int] | None = None, stack_size: int = memmap.DEFAULT_STACK_SIZE,
                  stub_ret_hooks: bool = True, migrate: bool = True, gc: bool = False, scanner: str = "go",
-                 arg_area: int = 8):
+                 arg_area: int = 8, structs: gs.StructTables | None = None):
         self.layout = layout
+        #: g/m/p field tables: a Go binary's own (its DWARF), else the typed Go 1.27.3 ones
+        self.structs = structs or gs.typed_tables()
         self.rules = rules_for(layout.name)     # the Go runtime the layout belongs to
         self.program = program
         self.machine = Machine(program, stub, layout.name, on_async_preempt2=self._on_async_preempt2,
@@ -235,9 +237,10 @@ class World(WorldGC):
                     (memmap.m_addr(1), memmap.p_addr(1), memmap.g_addr(G0_SLOT_M1), memmap.tls_fs_base(1))]
         self.migrations = 0
         mm = self.machine
-        self.g = mm.struct(self.gp, gs.G_FIELDS)
+        T = self.structs
+        self.g = mm.struct(self.gp, T.g)
         #: per M/P pair: (m, p, the M's TLS block) as StructRefs
-        self.refs = [(mm.struct(mp, gs.M_FIELDS), mm.struct(pp, gs.P_FIELDS), mm.struct(fs, gs.TLS_FIELDS))
+        self.refs = [(mm.struct(mp, T.m), mm.struct(pp, T.p), mm.struct(fs, gs.TLS_FIELDS))
                      for mp, pp, _, fs in self.mps]
         self._sched_readers = [sched_reader(self.g, m_ref, p_ref) for m_ref, p_ref, _ in self.refs]
         self._set_current(0)
@@ -312,7 +315,7 @@ class World(WorldGC):
         write_field(self.machine, base, fields, name, value)
 
     def _setup_structs(self) -> None:
-        G, M, P = gs.G_FIELDS, gs.M_FIELDS, gs.P_FIELDS
+        G, M, P = self.structs.g, self.structs.m, self.structs.p
         # g0 stays _Gidle (FACTS.md §2.4): a SIGURG landing on it fails wantAsyncPreempt
         for g, (lo, hi), status in ((self.g0, (0, 0), gs.G_IDLE), (self.gp, (self.stack_lo, self.stack_hi),
                                                                    gs.G_RUNNING)):
@@ -408,7 +411,7 @@ class World(WorldGC):
     def grow_stack(self) -> None:
         """newstack's growth path: copystack to a stack twice the size."""
         lo, hi = self.stack_lo, self.stack_hi
-        self.stack_lo, self.stack_hi = copystack(self.machine, self.gp, lo, hi, self.stack_slot_base)
+        self.stack_lo, self.stack_hi = copystack(self.machine, self.g, lo, hi, self.stack_slot_base)
         self.stack_moves.append((lo, hi, self.stack_lo, self.stack_hi))
 
     # --- scheduler-side effects -----------------------------------------------------------

@@ -91,9 +91,11 @@ def _jmp(src: int, dst: int) -> bytes:
 class GoProgram(Program):
     """A Program over a Go binary: functions decoded on demand from the pclntab."""
 
-    def __init__(self, binary, path: str, funcs=None, data=None, code=None, image=None, cache=None):
+    def __init__(self, binary, path: str, funcs=None, data=None, code=None, image=None, cache=None, structs=None):
         self.binary = binary
         self.path = path
+        #: g/m/p as laid out by this binary (struct_tables); the typed Go 1.27.3 tables until load() reads them
+        self.structs: gostructs.StructTables = structs or gostructs.typed_tables()
         self._cache = cache if cache is not None else {}      # entry -> Func (shared by merged copies)
         super().__init__(list(funcs or []), list(data or []), list(code or []), image)
 
@@ -189,7 +191,7 @@ class GoProgram(Program):
 
     def merged(self, other: Program) -> "GoProgram":
         return GoProgram(self.binary, self.path, self.funcs + other.funcs, self.data + other.data,
-                         self.code + other.code, self.image, self._cache)
+                         self.code + other.code, self.image, self._cache, self.structs)
 
     def prepare(self, entry: str) -> None:
         """Decode the entry function and every function it reaches by direct calls and jumps (those that
@@ -311,9 +313,9 @@ def load(path: str | Path) -> GoProgram:
     res = gobuild.build(path)
     b = gobinary.GoBinary.open(res.binary)
     b.source_path = res.source_path
-    layout_source = check_struct_layout(res.binary)
-    img, code, data = _image(b, layout_source)
-    return GoProgram(b, str(path), [], data, code, img)
+    structs = struct_tables(res.binary)
+    img, code, data = _image(b, structs.source)
+    return GoProgram(b, str(path), [], data, code, img, structs=structs)
 
 
 def stub_program(prog: GoProgram) -> Program:
@@ -359,36 +361,53 @@ def relocated_stub(path: str | Path, base: int = memmap.STUB_BASE) -> Program:
     return Program([stub], [], [(base, bytes(code))])
 
 
-def check_struct_layout(binary_path) -> str:
-    """g, m and p as this binary's DWARF lays them out must match the Go 1.27.3 table (gostructs) that
-    the machine model writes; return where the layout came from (for reports). A binary without DWARF
-    (-ldflags=-w) is taken at the typed table's word."""
+_SLOTS = {"runtime.g": memmap.G_SLOT, "runtime.m": memmap.M_SLOT, "runtime.p": memmap.P_SLOT}
+
+
+def struct_tables(binary_path) -> gostructs.StructTables:
+    """g, m and p as this binary's DWARF lays them out: every field preemu models (gostructs' names) at
+    the binary's offset and width, each struct checked to fit the memory preemu gives it. A binary
+    without DWARF (-ldflags=-w) gets the typed Go 1.27.3 tables. Parsed once per binary: the result is
+    cached as JSON under the build cache (DWARF is slow to read)."""
     import hashlib
+    import json
 
     from . import godwarf, gobuild
-    tables = repr((gostructs.G_FIELDS, gostructs.M_FIELDS, gostructs.P_FIELDS)).encode()
-    digest = hashlib.sha256(Path(binary_path).read_bytes() + tables).hexdigest()
-    mark = gobuild.cache_dir() / "layout-ok" / digest       # DWARF is slow to parse: check a binary once
-    if mark.exists():
-        return mark.read_text()
+    typed = gostructs.typed_tables()
+    model = {s: sorted(typed.of(s).items()) for s in _SLOTS}
+    digest = hashlib.sha256(Path(binary_path).read_bytes() + repr(model).encode()).hexdigest()
+    cache = gobuild.cache_dir() / "layout" / f"{digest}.json"
+    if cache.exists():
+        d = json.loads(cache.read_text())
+        tables = {s: {n: gostructs.Field(n, o, z) for n, (o, z) in d[s].items()} for s in _SLOTS}
+        return gostructs.StructTables(tables["runtime.g"], tables["runtime.m"], tables["runtime.p"], d["source"])
     try:
-        d = godwarf.GoDwarf.open(binary_path)
+        dw = godwarf.GoDwarf.open(binary_path)
     except godwarf.DwarfError:
-        return "no DWARF: struct offsets from preemu's Go 1.27.3 table"
-    with d:
-        for struct, table in (("runtime.g", gostructs.G_FIELDS), ("runtime.m", gostructs.M_FIELDS),
-                              ("runtime.p", gostructs.P_FIELDS)):
-            for name, f in table.items():
+        return gostructs.StructTables(typed.g, typed.m, typed.p,
+                                      "no DWARF: struct offsets from preemu's typed Go 1.27.3 table")
+    tables: dict[str, dict] = {}
+    with dw:
+        for struct, slot in _SLOTS.items():
+            size = dw.struct(struct).size
+            if size > slot:
+                raise EmuError(f"{binary_path}: {struct} is {size} bytes in this binary's DWARF; preemu gives it "
+                               f"{slot}")
+            fields = tables[struct] = {}
+            for name, f in typed.of(struct).items():
                 try:
-                    m = d.field(struct, name)
+                    m = dw.field(struct, name)
                 except EmuError:
                     raise EmuError(f"{binary_path}: {struct} has no field {name} in its DWARF; preemu models "
                                    f"the Go 1.27.3 runtime") from None
-                if m.offset != f.offset or m.size < f.size:
-                    raise EmuError(f"{binary_path}: {struct}.{name} is at offset {m.offset} ({m.size} bytes) in "
-                                   f"this binary's DWARF but at {f.offset} in preemu's Go 1.27.3 model; "
-                                   f"preemu runs binaries whose runtime has Go 1.27.3's layout")
-    note = "struct offsets from the binary's DWARF (agree with Go 1.27.3)"
-    mark.parent.mkdir(parents=True, exist_ok=True)
-    mark.write_text(note)
-    return note
+                if m.size < f.size:
+                    raise EmuError(f"{binary_path}: {struct}.{name} is {m.size} bytes in this binary's DWARF; "
+                                   f"preemu's model of it needs {f.size}")
+                fields[name] = gostructs.Field(name, m.offset, m.size if m.size in (1, 2, 4, 8) else f.size)
+    same = all(tables[s] == typed.of(s) for s in _SLOTS)
+    source = "struct offsets from the binary's DWARF" + (" (equal to Go 1.27.3's)" if same else
+                                                         " (they differ from Go 1.27.3's)")
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps({"source": source, **{s: {n: [f.offset, f.size] for n, f in t.items()}
+                                                      for s, t in tables.items()}}))
+    return gostructs.StructTables(tables["runtime.g"], tables["runtime.m"], tables["runtime.p"], source)

@@ -48,6 +48,25 @@ P_FIELDS = _fields(
 )
 P_SIZE = 0x4000
 
+@dataclass(frozen=True)
+class StructTables:
+    """One program's layout of the runtime structs preemu writes: g, m and p as field tables (the fields
+    above, at that program's offsets). Intel `.s` input uses TYPED; a Go binary's come from its DWARF
+    (gofront.struct_tables)."""
+    g: dict
+    m: dict
+    p: dict
+    source: str = "preemu's typed Go 1.27.3 table"
+
+    def of(self, struct: str) -> dict:
+        return {"runtime.g": self.g, "runtime.m": self.m, "runtime.p": self.p}[struct]
+
+
+def typed_tables() -> StructTables:
+    """The typed Go 1.27.3 tables (read at call time, so a test may substitute one)."""
+    return StructTables(G_FIELDS, M_FIELDS, P_FIELDS)
+
+
 #: An M's TLS block, from its FS base: non-cgo linux/amd64 keeps the current g at FS:-8 (runtime/go_tls.h,
 #: runtime/asm_amd64.s get_tls; -8 is runtime.tlsg's offset under the internal linker)
 TLS_FIELDS = _fields(("g", -8, 8))

@@ -136,7 +136,7 @@ def build_world(program: Program, entry: str, layout_name: str | None = None, st
         args = program.binary.func_for(program.symbol(entry)).args   # spill area of register arguments
         arg_area = max(8, args) if args >= 0 else 8
     world = World(program, stub, lay, entry, seed, init, stub_ret_hooks=stub_ret_hooks, gc=gc, scanner=scanner,
-                  arg_area=arg_area)
+                  arg_area=arg_area, structs=program.structs if go else None)
     if go and stub_path in (None, "real"):
         world.headroom = _go_headroom(program, stub)
     return world

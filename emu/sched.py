@@ -392,7 +392,7 @@ class Scheduler:
             guard = read_field(machine, g.addr, gs.G_FIELDS, "stackguard0")
             if guard != gs.STACK_PREEMPT:                    # a real growth: copystack and go on
                 slot_base = memmap.STACK_BASE + g.slot * memmap.STACK_SLOT
-                g.stack_lo, g.stack_hi = copystack(machine, g.addr, g.stack_lo, g.stack_hi, slot_base)
+                g.stack_lo, g.stack_hi = copystack(machine, g.ref, g.stack_lo, g.stack_hi, slot_base)
                 return None
         return "park"
 

@@ -9,6 +9,7 @@ from . import gostructs as gs
 from . import memmap
 from .errors import GuestFault
 from .machine import Machine
+from .structref import StructRef
 
 
 def write_field(machine: Machine, base: int, fields: dict, name: str, value: int) -> None:
@@ -16,14 +17,15 @@ def write_field(machine: Machine, base: int, fields: dict, name: str, value: int
     machine.struct(base, fields).set(name, value)
 
 
-def copystack(machine: Machine, gp: int, lo: int, hi: int, slot_base: int, new_size: int | None = None) -> tuple[int, int]:
+def copystack(machine: Machine, g: StructRef, lo: int, hi: int, slot_base: int,
+              new_size: int | None = None) -> tuple[int, int]:
     """copystack(gp, newsize): move the used stack to a new region (twice as large by default) below the old one.
 
     Adjusted: RSP, RBP and the frame-pointer chain (saved BPs), g.stack, stackguard0. Not adjusted
     (needs stack maps): other words that point into the old stack. The old stack is unmapped, as Go
     frees it, so a stale pointer faults instead of reading garbage. Returns the new (lo, hi).
     """
-    m, G = machine, gs.G_FIELDS
+    m = machine
     size = new_size or 2 * (hi - lo)
     new_hi = lo - memmap.STACK_GUARD_SIZE
     new_lo = new_hi - size
@@ -47,7 +49,7 @@ def copystack(machine: Machine, gp: int, lo: int, hi: int, slot_base: int, new_s
             m.write_u64(frame, saved + delta)
             frame = saved + delta
     m.unmap_stack(lo, hi)
-    write_field(m, gp, G, "stack.lo", new_lo)
-    write_field(m, gp, G, "stack.hi", new_hi)
-    write_field(m, gp, G, "stackguard0", new_lo + gs.STACK_GUARD)
+    g.set("stack.lo", new_lo)
+    g.set("stack.hi", new_hi)
+    g.set("stackguard0", new_lo + gs.STACK_GUARD)
     return new_lo, new_hi

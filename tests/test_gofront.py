@@ -6,6 +6,7 @@ import io
 import json
 
 import pytest
+from conftest import ASM
 from golisting import parse_listing
 
 from emu import cli, gofront, gostructs, loader
@@ -156,12 +157,37 @@ def test_bad_go_input_is_exit_2_with_one_line(capsys, argv, message):
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
 
 
-def test_a_binary_whose_runtime_layout_differs_is_refused(go_corpus, monkeypatch):
+def test_struct_tables_from_dwarf_agree_with_the_typed_go1273_table(go_corpus):
+    """Issue #9 item 3: a Go binary's g/m/p come from its DWARF; for Go 1.27.3 they equal the typed
+    table the Intel `.s` input uses."""
+    t = gofront.struct_tables(go_corpus.prog)
+    typed = gostructs.typed_tables()
+    assert (t.g, t.m, t.p) == (typed.g, typed.m, typed.p)
+    assert "DWARF" in t.source and "equal to Go 1.27.3" in t.source
+
+
+def test_a_go_world_writes_g_m_p_where_the_binary_says_not_where_the_typed_table_does(go_corpus, monkeypatch):
+    """With the typed table wrong (g.preempt at 176), a Go program still runs with the DWARF offset (177),
+    and the report says the two differ; Intel `.s` input keeps the typed table."""
     bad = dict(gostructs.G_FIELDS)
     bad["preempt"] = gostructs.Field("preempt", 176, 1)
     monkeypatch.setattr(gostructs, "G_FIELDS", bad)
-    with pytest.raises(EmuError, match=r"runtime.g.preempt is at offset 177"):
-        gofront.check_struct_layout(go_corpus.prog)
+    prog = gofront.load(go_corpus.root / "corpus")
+    assert prog.structs.g["preempt"].offset == 177 and "differ" in prog.structs.source
+    w = loader.build_world(prog, "main.sumsq", registers={"RAX": 3})
+    w.preempt_one()
+    assert w.machine.read(w.gp + 177, 1) == b"\x01" and w.machine.read(w.gp + 176, 1) == b"\x00"
+    assert w.sched_state().g_preempt
+    asm = loader.build_world(loader.load_program(ASM / "sum_loop.s"), "sum_loop", registers={"RCX": 2})
+    assert asm.structs.g["preempt"].offset == 176
+
+
+def test_a_field_the_binary_lacks_is_a_clear_error(go_corpus, monkeypatch):
+    bad = dict(gostructs.G_FIELDS)
+    bad["noSuchField"] = gostructs.Field("noSuchField", 500, 8)
+    monkeypatch.setattr(gostructs, "G_FIELDS", bad)
+    with pytest.raises(EmuError, match=r"runtime.g has no field noSuchField"):
+        gofront.struct_tables(go_corpus.prog)
 
 
 @pytest.mark.parametrize("name, user", [

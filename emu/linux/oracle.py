@@ -6,8 +6,8 @@ doSigPreempt at :342, wantAsyncPreempt and isAsyncSafePoint in runtime/preempt.g
 the function metadata from the binary's pclntab (emu/gofront.py's lazy GoProgram over
 emu/gobinary.py: findfunc, PCDATA_UnsafePoint, FuncFlagAsm / locals pointer map, the inline tree),
 then asks emu/safepoint.py for its verdict. The watch compares the verdict with what the runtime
-did. Struct offsets are the Go 1.27.3 table in emu/gostructs.py, checked against the binary's DWARF
-(gofront.check_struct_layout; m.preemptoff is a string: its length word counts);
+did. Struct offsets are the binary's own, from its DWARF (gofront.struct_tables; m.preemptoff is a
+string: its length word counts);
 asyncPreemptStack is read from the runtime's own variable. A binary whose runtime has another
 layout runs without the oracle (verdicts None, the reason in the report).
 """
@@ -25,13 +25,16 @@ from ..structref import StructRef
 SIGURG = gs.SIG_PREEMPT
 
 
-def sched_state(proc, g: int) -> safepoint.SchedState:
+def sched_state(proc, g: int, tables: gs.StructTables | None = None) -> safepoint.SchedState:
     """The SchedState of goroutine g, its M and the M's P, read from guest memory by the same reader
-    the emulated runtime uses (gmp.read_sched_state; `proc.read` stands in for the machine's)."""
-    m = proc.read_u64(g + gs.G_FIELDS["m"].offset)
-    pp = proc.read_u64(m + gs.M_FIELDS["p"].offset) if m else 0
-    return gmp.read_sched_state(StructRef(proc, g, gs.G_FIELDS), StructRef(proc, m, gs.M_FIELDS),
-                                StructRef(proc, pp, gs.P_FIELDS) if pp else None)
+    the emulated runtime uses (gmp.read_sched_state; `proc.read` stands in for the machine's), the
+    structs laid out as `tables` (default: the typed Go 1.27.3 ones)."""
+    t = tables or gs.typed_tables()
+    gr = StructRef(proc, g, t.g)
+    m = gr.get("m")
+    mr = StructRef(proc, m, t.m)
+    pp = mr.get("p") if m else 0
+    return gmp.read_sched_state(gr, mr, StructRef(proc, pp, t.p) if pp else None)
 
 
 class Oracle:
@@ -39,7 +42,7 @@ class Oracle:
 
     def __init__(self, proc, binary_path: str) -> None:
         self.proc = proc
-        self.layout = gofront.check_struct_layout(binary_path)      # g/m/p offsets must be Go 1.27.3's
+        self.structs = gofront.struct_tables(binary_path)        # g/m/p as this binary lays them out
         self.prog = gofront.GoProgram(gobinary.GoBinary.open(binary_path), binary_path)   # lazy findfunc
         self.headroom_addr = proc.image.symbol("runtime.asyncPreemptStack")
 
@@ -52,7 +55,7 @@ class Oracle:
         if g == 0:
             return "not-curg"
         try:
-            st = sched_state(self.proc, g)
+            st = sched_state(self.proc, g, self.structs)
         except UcError:                         # a g/m/p pointer into unmapped memory: no verdict
             return None
         if not safepoint.want_async_preempt(st):
