@@ -217,7 +217,7 @@ class World(WorldGC):
     def __init__(self, program: Program, stub: Program, layout: L.StubLayout, entry: str, seed: int = 1,
                  reg_overrides: dict[str, int] | None = None, stack_size: int = memmap.DEFAULT_STACK_SIZE,
                  stub_ret_hooks: bool = True, migrate: bool = True, gc: bool = False, scanner: str = "go",
-                 arg_area: int = 8, structs: gs.StructTables | None = None):
+                 arg_area: int = 8, structs: gs.StructTables | None = None, headroom: int | None = None):
         self.layout = layout
         #: g/m/p field tables: a Go binary's own (its DWARF), else the typed Go 1.27.3 ones
         self.structs = structs or gs.typed_tables()
@@ -249,7 +249,8 @@ class World(WorldGC):
         self.machine.map_stack(self.stack_lo, self.stack_hi)
         self.sigctx = MachineSigContext(self.machine)
         self.machine.describe_address = self._describe_address
-        self.headroom = self._async_preempt_stack()
+        # asyncPreemptStack: given (a Go binary's, from its own functions) or from preemu's runtime sentinels
+        self.headroom = headroom if headroom is not None else self._async_preempt_stack()
         # off-heap xRegState blocks (go1.27): two, one per P at most
         self.xreg_blocks = [memmap.XREG_BASE, memmap.XREG_BASE + memmap.XREG_SLOT]
         self._setup_structs()

@@ -122,7 +122,8 @@ def build_world(program: Program, entry: str, layout_name: str | None = None, st
     if not program.has_func(entry):
         names = ", ".join(f.name for f in program.funcs)
         raise EmuError(f"no function {entry!r} in the program (functions: {names})")
-    if go and stub_path in (None, "real"):
+    real_stub = go and stub_path in (None, "real")
+    if real_stub:
         from . import gofront
         stub = gofront.stub_program(program)
     else:
@@ -135,11 +136,9 @@ def build_world(program: Program, entry: str, layout_name: str | None = None, st
     if go:
         args = program.binary.func_for(program.symbol(entry)).args   # spill area of register arguments
         arg_area = max(8, args) if args >= 0 else 8
-    world = World(program, stub, lay, entry, seed, init, stub_ret_hooks=stub_ret_hooks, gc=gc, scanner=scanner,
-                  arg_area=arg_area, structs=program.structs if go else None)
-    if go and stub_path in (None, "real"):
-        world.headroom = _go_headroom(program, stub)
-    return world
+    return World(program, stub, lay, entry, seed, init, stub_ret_hooks=stub_ret_hooks, gc=gc, scanner=scanner,
+                 arg_area=arg_area, structs=program.structs if go else None,
+                 headroom=_go_headroom(program, stub) if real_stub else None)
 
 
 def _go_entry(program, entry: str) -> str:
