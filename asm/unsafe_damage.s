@@ -18,17 +18,17 @@ below_sp:
     jnz .round
     ret
 
-; A function whose frame uses nearly the whole 8 KiB stack: below SP there is less room than
-; asyncPreemptStack, so the stub would write under stack.lo, into the guard page.
+; A function whose frame uses nearly the whole 2 KiB stack a goroutine starts with: below SP there is
+; less room than asyncPreemptStack, so the stub would write under stack.lo, into the guard page.
 ; (Real Go code cannot get here: its prologue would have grown the stack first.)
 ; In: RCX = rounds.
 ;@nosplit
 big_frame:
-    sub rsp, 8000
+    sub rsp, 1800
     mov rax, rcx
 .spin:
     mov qword ptr [rsp], rax
     dec rax
     jnz .spin
-    add rsp, 8000
+    add rsp, 1800
     ret

@@ -150,7 +150,7 @@ def cmd_run(a, out) -> int:
             if getattr(a, opt) is not None:
                 raise UsageError(f"--{opt.replace('_', '-')} applies to scheduler scenarios (with [[goroutines]])")
         spec = shards.WorldSpec(str(sc.asm), sc.entry, a.layout or sc.layout, None if sc.stub is None else str(sc.stub),
-                                sc.seed, tuple(sc.registers.items()), sc.gc, sc.gc_scanner)
+                                sc.seed, tuple(sc.registers.items()), sc.gc, sc.gc_scanner, sc.stack_size)
     rep = api.run_scenario(a.scenario, layout=a.layout, max_points=a.max_points, async_preemption=asyncp,
                            runner=None if spec is None else (lambda w: _runner(a, spec, w)))
     if rep.kind == "schedule":

@@ -106,7 +106,7 @@ def parse_registers(assignments: dict[str, object], program: Program) -> dict[st
 
 def build_world(program: Program, entry: str, layout_name: str | None = None, stub_path=None, seed: int = 1,
                 registers: dict[str, object] | None = None, stub_ret_hooks: bool = True, gc: bool = False,
-                scanner: str = "go") -> World:
+                scanner: str = "go", stack_size: int = memmap.DEFAULT_STACK_SIZE) -> World:
     """Assemble the stub and set up M0/P0 with one goroutine about to run `entry`."""
     layout_name = layout_name or default_layout(program)
     try:
@@ -137,7 +137,7 @@ def build_world(program: Program, entry: str, layout_name: str | None = None, st
         args = program.binary.func_for(program.symbol(entry)).args   # spill area of register arguments
         arg_area = max(8, args) if args >= 0 else 8
     return World(program, stub, lay, entry, seed, init, stub_ret_hooks=stub_ret_hooks, gc=gc, scanner=scanner,
-                 arg_area=arg_area, structs=program.structs if go else None,
+                 arg_area=arg_area, structs=program.structs if go else None, stack_size=stack_size,
                  headroom=_go_headroom(program, stub) if real_stub else None)
 
 

@@ -54,6 +54,10 @@ _EXCEPTIONS = {0: "divide error (#DE: division by zero or quotient overflow)", 3
                13: "general protection fault (#GP)", 17: "alignment check (#AC)"}
 
 
+def _page_up(addr: int) -> int:
+    return -(-addr // memmap.PAGE) * memmap.PAGE
+
+
 class GuestFaultInHook(Exception):
     """Raised inside a hook; Unicorn re-raises it from emu_start and run() reports it as a Fault."""
 
@@ -264,14 +268,15 @@ class Machine:
 
     # --- memory ---------------------------------------------------------------------------
     def map_stack(self, lo: int, hi: int) -> None:
-        """Map [lo, hi) read/write; the page below lo stays unmapped (the guard page)."""
+        """Map [lo, hi) read/write, up to the end of hi's page (lo is page-aligned: memmap.stack_bounds);
+        the page below lo stays unmapped (the guard page)."""
         if lo in self._mapped_stacks:
             return
-        self._map_host(lo, hi - lo)
+        self._map_host(lo, _page_up(hi) - lo)
         self._mapped_stacks.add(lo)
 
     def unmap_stack(self, lo: int, hi: int) -> None:
-        self._unmap_host(lo, hi - lo)
+        self._unmap_host(lo, _page_up(hi) - lo)
         self._mapped_stacks.discard(lo)
 
     def read(self, addr: int, size: int) -> bytes:

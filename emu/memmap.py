@@ -40,7 +40,7 @@ HEAP_SIZE = 0x0040_0000
 STACK_BASE = 0x2100_0000         # goroutine stacks: [guard page][stack]... one slot per G
 STACK_SLOT = 0x0010_0000
 STACK_GUARD_SIZE = PAGE
-DEFAULT_STACK_SIZE = 0x2000      # 8 KiB, like a fresh Go stack
+DEFAULT_STACK_SIZE = 0x800       # 2 KiB: a fresh Go stack is fixedStack (runtime/stack.go:78, linux/amd64)
 
 MAX_GS = 64
 MAX_MS = 16
@@ -120,9 +120,11 @@ def tls_fs_base(m_index: int) -> int:
 
 
 def stack_bounds(g_index: int, size: int = DEFAULT_STACK_SIZE) -> tuple[int, int]:
-    """Return (stack.lo, stack.hi) of goroutine slot `g_index`; the guard page lies just below lo."""
-    hi = STACK_BASE + (g_index + 1) * STACK_SLOT
-    return hi - size, hi
+    """Return (stack.lo, stack.hi) of goroutine slot `g_index`, at the top of the slot. stack.lo is
+    page-aligned, so the page below it is unmapped (a guard page); a stack smaller than a page sits at
+    the bottom of its page and the rest of the page above hi is mapped slack."""
+    lo = STACK_BASE + (g_index + 1) * STACK_SLOT - -(-size // PAGE) * PAGE
+    return lo, lo + size
 
 
 def describe_address(addr: int) -> str:

@@ -30,7 +30,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import loader, regs
+from . import gostructs, loader, memmap, regs
 from . import sweep as S
 from .errors import EmuError, ScenarioError, read_utf8
 from .layout import LAYOUTS
@@ -38,7 +38,7 @@ from .safepoint import REASONS
 
 _TOP = {"name": str, "description": str, "asm": str, "entry": str, "layout": str, "stub": str, "seed": int,
         "max_points": int, "budget": int, "registers": dict, "expect": dict, "async_preemption": bool,
-        "nested_signals": bool, "cites": str, "gc": bool, "gc_scanner": str}
+        "nested_signals": bool, "cites": str, "gc": bool, "gc_scanner": str, "stack_size": int}
 _EXPECT = {"violations": int, "all_injected": bool, "refused": dict, "final": dict, "equal_buffers": list,
            "min_injected": int, "retained_conservatively": int, "min_freed": int}
 
@@ -62,6 +62,7 @@ class Scenario:
     cites: str = ""
     gc: bool = False
     gc_scanner: str = "go"
+    stack_size: int = memmap.DEFAULT_STACK_SIZE      # the goroutine's first stack (Go's fixedStack: 2 KiB)
 
 
 @dataclass
@@ -93,6 +94,14 @@ def _check_top(ps: str, data: dict, allowed: dict, required: tuple[str, ...], po
     for k in positive:
         if k in data and data[k] <= 0:
             raise ScenarioError(ps, k, "must be positive")
+
+
+def _check_stack_size(ps: str, data: dict) -> None:
+    """stack_size: at least Go's fixedStack and a power of two, as stackalloc requires (stack.go:344)."""
+    n = data.get("stack_size", memmap.DEFAULT_STACK_SIZE)
+    if n < gostructs.FIXED_STACK or n & (n - 1) or n > memmap.STACK_SLOT // 4:
+        raise ScenarioError(ps, "stack_size", f"must be a power of two from {gostructs.FIXED_STACK} to "
+                            f"{memmap.STACK_SLOT // 4} bytes (got {n})")
 
 
 def _check_registers(ps: str, prefix: str, table: dict, strings_ok: bool) -> None:
@@ -140,6 +149,7 @@ def load(path: str | Path) -> "Scenario | SchedScenario":
     if "goroutines" in data:
         return load_sched(p, data)
     _check_top(ps, data, _TOP, ("name", "asm", "entry"), ("max_points", "budget"))
+    _check_stack_size(ps, data)
     from .gcscan import SCANNERS
     if data.get("gc_scanner", "go") not in SCANNERS:
         raise ScenarioError(ps, "gc_scanner", f"must be one of {', '.join(SCANNERS)}")
@@ -163,13 +173,13 @@ def load(path: str | Path) -> "Scenario | SchedScenario":
                     stub, data.get("seed", 1), data.get("max_points", 100_000), data.get("budget", S.DEFAULT_BUDGET),
                     dict(data.get("registers", {})), dict(exp), data.get("async_preemption", True),
                     data.get("nested_signals", False), data.get("cites", ""), data.get("gc", False),
-                    data.get("gc_scanner", "go"))
+                    data.get("gc_scanner", "go"), data.get("stack_size", memmap.DEFAULT_STACK_SIZE))
 
 
 _SCHED_TOP = {"name": str, "description": str, "cites": str, "asm": str, "layout": str, "stub": str, "seed": int,
               "gomaxprocs": int, "async_preemption": bool, "duration_ms": (int, float), "ns_per_insn": (int, float),
               "quantum_us": (int, float), "starvation_ms": (int, float), "gc_every_ms": (int, float),
-              "goroutines": list, "expect": dict}
+              "goroutines": list, "expect": dict, "stack_size": int}
 _SCHED_EXPECT = {"starved": bool, "wake_latency_p50_ms": list, "wake_latency_max_ms": list,
                  "min_preemptions_async": int, "min_preemptions_cooperative": int, "max_preemptions_async": int,
                  "cpu_share": dict, "min_wakeups": int, "gc_blocked": bool, "gc_wait_max_ms": list}
@@ -194,6 +204,7 @@ class SchedScenario:
     gc_every_ms: float = 0.0
     expect: dict = field(default_factory=dict)
     cites: str = ""
+    stack_size: int = memmap.DEFAULT_STACK_SIZE
 
 
 def load_sched(path: str | Path, data: dict) -> SchedScenario:
@@ -203,6 +214,7 @@ def load_sched(path: str | Path, data: dict) -> SchedScenario:
     _check_top(ps, data, _SCHED_TOP, ("name", "asm"),
                ("gomaxprocs", "duration_ms", "ns_per_insn", "quantum_us", "starvation_ms", "gc_every_ms"),
                " for a scheduler scenario")
+    _check_stack_size(ps, data)
     specs = []
     for i, g in enumerate(data["goroutines"]):
         key = f"goroutines[{i}]"
@@ -246,7 +258,8 @@ def load_sched(path: str | Path, data: dict) -> SchedScenario:
                          stub, data.get("seed", 1), data.get("gomaxprocs", 1), data.get("async_preemption", True),
                          float(data.get("duration_ms", 100)), float(data.get("ns_per_insn", 1.0)),
                          float(data.get("quantum_us", 20)), float(data.get("starvation_ms", 50)),
-                         float(data.get("gc_every_ms", 0)), dict(exp), data.get("cites", ""))
+                         float(data.get("gc_every_ms", 0)), dict(exp), data.get("cites", ""),
+                         data.get("stack_size", memmap.DEFAULT_STACK_SIZE))
 
 
 def run_sched(sc: SchedScenario, async_preemption: bool | None = None):
@@ -257,7 +270,7 @@ def run_sched(sc: SchedScenario, async_preemption: bool | None = None):
     stub = loader.load_stub(sc.layout, sc.stub)
     asyncp = sc.async_preemption if async_preemption is None else async_preemption
     s = Scheduler(program, stub, L.get_layout(sc.layout), sc.goroutines, sc.gomaxprocs, asyncp, sc.ns_per_insn,
-                  sc.seed, int(sc.quantum_us * 1000))
+                  sc.seed, int(sc.quantum_us * 1000), stack_size=sc.stack_size)
     res = s.run(int(sc.duration_ms * 1e6), int(sc.starvation_ms * 1e6), int(sc.gc_every_ms * 1e6))
     return res, check_sched(sc, res)
 
@@ -307,7 +320,7 @@ def run(sc: Scenario, layout: str | None = None, max_points: int | None = None, 
     program = loader.load_program(sc.asm)
     try:
         world = loader.build_world(program, sc.entry, layout or sc.layout, sc.stub, sc.seed, sc.registers,
-                                   gc=sc.gc, scanner=sc.gc_scanner)
+                                   gc=sc.gc, scanner=sc.gc_scanner, stack_size=sc.stack_size)
     except EmuError as e:
         if str(e).startswith("no function"):
             raise ScenarioError(str(sc.path), "entry", str(e)) from None

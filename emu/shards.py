@@ -17,7 +17,7 @@ import sys
 from collections import Counter
 from dataclasses import astuple, dataclass
 
-from . import __version__, loader, sweep, verify
+from . import __version__, loader, memmap, sweep, verify
 from .errors import EmuError
 
 DASK_RETRIES = 3
@@ -35,11 +35,12 @@ class WorldSpec:
     registers: tuple[tuple[str, str], ...] = ()
     gc: bool = False
     scanner: str = "go"
+    stack_size: int = memmap.DEFAULT_STACK_SIZE
 
     def build(self):
         program = loader.load_program(self.asm)
         return loader.build_world(program, self.entry, self.layout, self.stub, self.seed, dict(self.registers),
-                                  gc=self.gc, scanner=self.scanner)
+                                  gc=self.gc, scanner=self.scanner, stack_size=self.stack_size)
 
 
 _WORLDS: dict[WorldSpec, object] = {}       # per worker process

@@ -46,7 +46,9 @@ def test_deep_recursion_grows_the_stack_and_still_computes_the_right_sum():
     w = _world("recurse.s", "sum_rec", RDI=400)
     ref = sweep.run_reference(w)
     assert ref.final.values["RAX"] == 400 * 401 // 2
-    assert [(hi - lo, nhi - nlo) for lo, hi, nlo, nhi in w.stack_moves] == [(8192, 16384), (16384, 32768)]
+    # from Go's 2 KiB fixedStack, doubling at each growth (newstack: newsize = oldsize * 2)
+    assert [(hi - lo, nhi - nlo) for lo, hi, nlo, nhi in w.stack_moves] == [
+        (2048, 4096), (4096, 8192), (8192, 16384), (16384, 32768)]
     assert w.stack_hi - w.stack_lo == 32768
 
 
@@ -55,7 +57,7 @@ def test_recursion_with_growth_sweeps_clean():
     res = sweep.sweep(w, "sum_rec", max_points=1500)
     assert res.ok and set(res.refused) == {"unsafe-point"}
     w.reset()
-    assert w.stack_hi - w.stack_lo == 8192        # reset puts the stack back
+    assert w.stack_hi - w.stack_lo == 2048        # reset puts the stack back
 
 
 @pytest.mark.parametrize("spec,err", [("line:999", "no instruction"), ("nope+4", "expected a boundary"),

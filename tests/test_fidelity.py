@@ -471,3 +471,33 @@ def test_the_interrupted_frames_argument_area_is_scanned_conservatively():
     assert obj in res.marked and obj in res.conservative_only
     res = gcscan.scan(read, heap, SimpleNamespace(insn_at=lambda pc: None), frames, 0x8000, 0x20000, [], None)
     assert obj not in res.marked                       # a .s function declares no arguments
+
+
+# --- #12 item 5: fresh goroutine stacks are Go's 2 KiB fixedStack unless a scenario asks for more -------
+def test_a_fresh_goroutine_stack_is_fixedstack_with_a_guard_page_below_it():
+    from unicorn import UcError
+    prog = assemble(LOOP.format(name="spin"))
+    w = loader.build_world(prog, "spin", "go1.27", None, 1, {"RCX": 3})
+    assert w.stack_hi - w.stack_lo == gs.FIXED_STACK == 2048            # runtime/stack.go:78 fixedStack
+    assert gmp.read_field(w.machine, w.gp, gs.G_FIELDS, "stack.lo") == w.stack_lo
+    assert w.stack_lo % 4096 == 0
+    w.machine.write(w.stack_lo, b"\x01")                                 # the stack itself is mapped
+    with pytest.raises(UcError):
+        w.machine.write(w.stack_lo - 8, bytes(8))                        # the page below is the guard page
+    s = _sched(1, 2)
+    assert {g.stack_hi - g.stack_lo for g in s.gs} == {2048}
+
+
+def test_a_scenario_may_ask_for_a_bigger_first_stack(tmp_path):
+    from conftest import ASM
+    from emu import scenario
+    from emu.errors import ScenarioError
+    base = f'name = "t"\nasm = "{ASM / "sum_loop.s"}"\nentry = "sum_loop"\n[registers]\nRCX = 3\n'
+    (tmp_path / "big.toml").write_text('stack_size = 8192\n' + base)
+    sc = scenario.load(tmp_path / "big.toml")
+    _, world, res, checks = scenario.run(sc)
+    assert world.stack_hi - world.stack_lo == 8192 and res.ok
+    for bad in (1000, 3000, 1024):
+        (tmp_path / "bad.toml").write_text(f'stack_size = {bad}\n' + base)
+        with pytest.raises(ScenarioError, match=r"stack_size.*power of two from 2048"):
+            scenario.load(tmp_path / "bad.toml")

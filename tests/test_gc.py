@@ -72,7 +72,7 @@ def test_unwinder_walks_stub_interrupted_and_precise_caller_frames():
 
 def test_stack_shrink_is_deferred_at_an_async_safe_point_and_done_at_the_next_sync_preemption():
     prog = loader.load_program(ASM / "call_loop.s")
-    w = loader.build_world(prog, "call_loop", registers={"RCX": 40}, gc=True)
+    w = loader.build_world(prog, "call_loop", registers={"RCX": 40}, gc=True, stack_size=8192)   # room to shrink
     m = w.machine
     body = prog.get_func("square_add").insns[5].addr   # after the prologue: a safe point
     k = sweep.first_boundaries(w, sweep.run_reference(w).boundaries)[body]
