@@ -1,6 +1,7 @@
 """G, M and P records in emulated memory, and a World: one M running one goroutine on one P.
 
-Mirrors the runtime2.go structs at the offsets of gostructs (Go 1.27.3 linux/amd64), TLS as on
+Mirrors the runtime2.go structs at the offsets of a StructTables (a Go binary's own, from its DWARF;
+else gostructs' typed Go 1.27.3 linux/amd64 table), every field reached through a StructRef, TLS as on
 non-cgo linux/amd64 (FS:-8 holds the current g), and newproc's start state: the entry function
 runs on its own stack with R14 = g and returns into goexit. Also models the scheduler-side effects
 the sweep needs: preemptone's request (gp.preempt, stackguard0 = stackPreempt, pp.preempt,

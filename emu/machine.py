@@ -346,7 +346,7 @@ class Machine:
         """The struct at `base` laid out as the gostructs table `fields` (one StructRef per pair)."""
         key = (base, id(fields))
         ref = self._structs.get(key)
-        if ref is None:
+        if ref is None or ref.fields is not fields:        # (an id may be reused by a newer table)
             ref = self._structs[key] = StructRef(self, base, fields)
         return ref
 
