@@ -191,11 +191,14 @@ def cmd_explain(a, out) -> int:
     stub, asyncp = a.stub, a.async_preemption
     if a.html and not os.path.isdir(os.path.dirname(os.path.abspath(a.html))):
         raise EmuError(f"--html {a.html}: no such directory")
+    story = None
     if a.file.endswith(".toml"):
         sc = scenario.load(a.file)
         if isinstance(sc, scenario.SchedScenario):
-            raise EmuError(f"{a.file}: explain takes a sweep scenario (a scheduler scenario runs several "
-                           "goroutines; explain follows one)")
+            story = _explain_sched(a, sc)
+    if story is not None:
+        pass
+    elif a.file.endswith(".toml"):
         func = func or sc.entry
         regs_ = {**sc.registers, **regs_}
         layout = layout or sc.layout
@@ -204,17 +207,20 @@ def cmd_explain(a, out) -> int:
         path = os.path.relpath(sc.asm) if not sc.asm.is_absolute() else str(sc.asm)
         stub = stub or (str(sc.stub) if sc.stub else None)
         asyncp = asyncp or ("on" if sc.async_preemption else "off")
-    if not func:
-        raise EmuError("--func is required (the goroutine's entry function)")
-    program = loader.load_program(path)
-    world = loader.build_world(program, func, layout, stub, 1 if seed is None else seed, regs_, gc=gc)
-    func = world.program.func_for(world.entry).name
-    try:
-        at = episode.resolve_at(world, a.at)
-        story = explain.explain(world, at, path, func, a.force_unsafe, 1 if seed is None else seed, a.signal_delay,
-                                a.gc_during_preemption, asyncp != "off")
-    except ValueError as e:
-        raise EmuError(str(e)) from None
+    if story is None:
+        if not func:
+            raise EmuError("--func is required (the goroutine's entry function)")
+        if a.at is None:
+            raise UsageError("--at is required: where the signal lands (a boundary number, line:N or FUNC+OFFSET)")
+        program = loader.load_program(path)
+        world = loader.build_world(program, func, layout, stub, 1 if seed is None else seed, regs_, gc=gc)
+        func = world.program.func_for(world.entry).name
+        try:
+            at = episode.resolve_at(world, a.at)
+            story = explain.explain(world, at, path, func, a.force_unsafe, 1 if seed is None else seed,
+                                    a.signal_delay, a.gc_during_preemption, asyncp != "off")
+        except ValueError as e:
+            raise EmuError(str(e)) from None
     if a.html:
         try:
             with open(a.html, "w") as f:
@@ -229,6 +235,27 @@ def cmd_explain(a, out) -> int:
     else:
         out.write(explain_text.render_text(story))
     return 0 if story.ok else 1
+
+
+def _explain_sched(a, sc):
+    """explain of a scheduler scenario: the N-th signal of its run (explain_sched)."""
+    import dataclasses
+
+    from . import explain_sched
+    for opt in ("func", "reg", "layout", "gc", "force_unsafe", "gc_during_preemption", "stub", "signal_delay"):
+        if getattr(a, opt) not in (None, False, 0, []):
+            raise UsageError(f"--{opt.replace('_', '-')} does not apply to a scheduler scenario (its goroutines, "
+                             "layout and stub come from the scenario)")
+    nth = None
+    if a.at is not None:
+        if not a.at.isdigit() or int(a.at) < 1:
+            raise UsageError(f"--at {a.at}: for a scheduler scenario, the number of a signal (1, 2, ...)")
+        nth = int(a.at)
+    if a.async_preemption is not None:
+        sc = dataclasses.replace(sc, async_preemption=a.async_preemption == "on")
+    if a.seed is not None:
+        sc = dataclasses.replace(sc, seed=a.seed)
+    return explain_sched.explain_scenario(sc, nth, a.file)
 
 
 def cmd_check_stub(a, out) -> int:
@@ -466,10 +493,13 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(fn=cmd_preempt)
 
     x = sub.add_parser("explain", help="tell one preemption step by step (text, --json, or an --html page)")
-    x.add_argument("file", help="assembly file (.s) or a sweep scenario (.toml)")
+    x.add_argument("file", help="assembly file (.s), Go input, or a scenario (.toml; a scheduler scenario "
+                                "tells one signal of its run)")
     x.add_argument("--func", help="entry function of the goroutine (a scenario gives its own)")
-    x.add_argument("--at", required=True, metavar="WHEN",
-                   help="where the signal lands: a boundary number, line:N or FUNC+OFFSET (its first execution)")
+    x.add_argument("--at", metavar="WHEN",
+                   help="where the signal lands: a boundary number, line:N or FUNC+OFFSET (its first execution); "
+                        "for a scheduler scenario, the N-th signal that lands on a goroutine (default: the first "
+                        "one injected)")
     x.add_argument("--reg", action="append", metavar="NAME=VALUE", help="entry register value; repeatable")
     x.add_argument("--layout", choices=sorted(L.LAYOUTS), help="stub layout (default go1.14)")
     x.add_argument("--gc", action="store_true", help="run a GC while the goroutine is preempted; show the scan")

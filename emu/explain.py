@@ -72,6 +72,7 @@ class Story:
     stack_top: int                  # address of the window's first (highest) word
     stack_labels: list[str]         # one per word of the window, high to low
     boundaries: int                 # the goroutine's instructions from entry to goexit
+    unit: str = "boundary"          # what `at` counts: a boundary of the goroutine, or (a scheduler scenario) a signal
 
     @property
     def checks(self) -> list[Check]:
@@ -101,6 +102,14 @@ def fmt_reg(name: str, v: int) -> str:
 
 
 REG_ORDER = [r.name for r in regs.GP_REGS] + ["RBP", "RSP", "RIP", "RFLAGS"] + [r.name for r in regs.XMM_REGS]
+
+
+def regs_of(machine) -> dict[str, str]:
+    """Every register of the machine's CPU now, formatted, in REG_ORDER."""
+    st = machine.dump_state()
+    out = {n: fmt_reg(n, st.values[n]) for n in st.values}
+    out["RIP"] = fmt_reg("RIP", machine.pc)
+    return {n: out[n] for n in REG_ORDER}
 
 
 class _RecordingSigctxt:
@@ -142,6 +151,70 @@ def describe_pc(prog, pc: int) -> str:
 
 
 
+CHECK_COLUMNS = ["check", "Go source", "asks", "here", "outcome"]
+
+
+def check_rows(prog, st, pc: int, s: int, headroom: int, async_off: bool) -> tuple[list[list[str]], str]:
+    """sighandler's checks for a signal at (pc, RSP = s) as table rows, in Go's order up to the first
+    refusal (the rest "not reached"), and the reason the oracle gives."""
+    rows = [["asyncpreemptoff", "runtime/signal_unix.go:691", "debug.asyncpreemptoff == 0",
+             "GODEBUG=asyncpreemptoff=1" if async_off else "0", "REFUSE: asyncpreemptoff" if async_off else "pass"]]
+    if async_off:
+        return rows, "asyncpreemptoff"
+    want = want_async_preempt(st)
+    rows.append(["wantAsyncPreempt", "runtime/preempt.go:369", "(gp.preempt || p.preempt) && _Grunning",
+                 "yes" if want else "no", "pass" if want else "REFUSE: no-request"])
+    if not want:
+        return rows, "no-request"
+    refused_by, seen = None, set()
+    for check, refusal in safe_point_checks(prog, st, pc, s, headroom):
+        seen.add(check)
+        q, cite = CHECK_QUESTIONS[check]
+        rows.append([check, cite, q, _observed(prog, check, st, pc, s, headroom),
+                     "pass" if refusal is None else f"REFUSE: {refusal}"])
+        if refusal is not None:
+            refused_by = refusal
+            break
+    for check, (q, cite) in CHECK_QUESTIONS.items():
+        if check not in seen and check != "other":
+            rows.append([check, cite, q, "-", "not reached"])
+    return rows, refused_by or "safe"
+
+
+def _observed(prog, check: str, st, pc: int, s: int, headroom: int) -> str:
+    f = prog.func_for(pc)
+    insn = prog.insn_at(pc)
+    if check == "curg":
+        return f"curg {st.m_curg:#x}, gp {st.gp:#x}"
+    if check == "canPreemptM":
+        return f"p {st.m_p:#x}, locks {st.m_locks}, mallocing {st.m_mallocing}, status {st.p_status}"
+    if check == "stack":
+        return f"{s:#x} - {st.stack_lo:#x} = {s - st.stack_lo} vs {headroom}"
+    if check == "findfunc":
+        return f"{f.name} ({f.goname})" if f else "none"
+    if check == "unsafePoint":
+        return str(prog.unsafe_point(pc))
+    if check == "asm":
+        return "FuncFlagAsm" if f.asm else "Go function"
+    if check == "runtime":
+        return (insn.inline if insn is not None and insn.inline else None) or f.goname
+    return ""
+
+
+def signal_text(prog, m_name: str, pc: int, reason: str) -> list[str]:
+    """The signal step's narrative: the handler runs, and the verdict with Go's reason for the rule."""
+    text = [f"The kernel stops {m_name}'s thread at {pc:#x} and runs sighandler -> doSigPreempt "
+            "(runtime/signal_unix.go:342). Go's checks, in Go's order:"]
+    if reason == "safe":
+        text.append("Every check passes: this PC is an async safe point.")
+    else:
+        text.append(f"REFUSED by {reason}: {REASONS[reason]}.")
+        why = WHY_UNSAFE[unsafe_class(prog, pc)] if reason == "unsafe-point" else WHY.get(reason, "")
+        if why:
+            text.append(f"Why Go has this rule: {why}.")
+    return text
+
+
 class _Narrator:
     """Runs one preemption on a World and records a Step after each part of it."""
 
@@ -160,10 +233,7 @@ class _Narrator:
 
     # --- state capture -----------------------------------------------------------------------
     def regs_now(self) -> dict[str, str]:
-        st = self.m.dump_state()
-        out = {n: fmt_reg(n, st.values[n]) for n in st.values}
-        out["RIP"] = fmt_reg("RIP", self.m.pc)
-        return {n: out[n] for n in REG_ORDER}
+        return regs_of(self.m)
 
     def stack_now(self) -> list[str]:
         out = []
@@ -257,43 +327,9 @@ class _Narrator:
         # 3. the signal: doSigPreempt -> wantAsyncPreempt -> isAsyncSafePoint
         st = w.sched_state()
         off = not self.async_preemption
-        rows = [["asyncpreemptoff", "runtime/signal_unix.go:691", "debug.asyncpreemptoff == 0",
-                 "GODEBUG=asyncpreemptoff=1" if off else "0", "REFUSE: asyncpreemptoff" if off else "pass"]]
-        if not off:
-            rows.append(["wantAsyncPreempt", "runtime/preempt.go:369", "(gp.preempt || p.preempt) && _Grunning",
-                         "yes" if want_async_preempt(st) else "no",
-                         "pass" if want_async_preempt(st) else "REFUSE: no-request"])
-        refused_by = "asyncpreemptoff" if off else None
-        if off:
-            pass
-        elif want_async_preempt(st):
-            seen = set()
-            for check, refusal in safe_point_checks(prog, st, pc, s, w.headroom):
-                seen.add(check)
-                q, cite = CHECK_QUESTIONS[check]
-                rows.append([check, cite, q, self._observed(check, st, s), "pass" if refusal is None else
-                             f"REFUSE: {refusal}"])
-                if refusal is not None:
-                    refused_by = refusal
-                    break
-            for check, (q, cite) in CHECK_QUESTIONS.items():
-                if check not in seen and check != "other":
-                    rows.append([check, cite, q, "-", "not reached"])
-        else:
-            refused_by = "no-request"
-        reason = refused_by or "safe"
-        text = [f"The kernel stops M{w.cur}'s thread at {pc:#x} and runs sighandler -> doSigPreempt "
-                "(runtime/signal_unix.go:342). Go's checks, in Go's order:"]
-        if reason == "safe":
-            text.append("Every check passes: this PC is an async safe point.")
-        else:
-            text.append(f"REFUSED by {reason}: {REASONS[reason]}.")
-            why = WHY_UNSAFE[unsafe_class(prog, pc)] if reason == "unsafe-point" else WHY.get(reason, "")
-            if why:
-                text.append(f"Why Go has this rule: {why}.")
-        self.add("signal", "SIGURG arrives: isAsyncSafePoint", text,
-                 table={"title": "the handler's checks, in Go's order", "columns": ["check", "Go source", "asks",
-                                                                               "here", "outcome"], "rows": rows})
+        rows, reason = check_rows(prog, st, pc, s, w.headroom, off)
+        self.add("signal", "SIGURG arrives: isAsyncSafePoint", signal_text(prog, f"M{w.cur}", pc, reason),
+                 table={"title": "the handler's checks, in Go's order", "columns": CHECK_COLUMNS, "rows": rows})
         rec = _RecordingSigctxt(w.sigctx)
         gen0 = rd(w.mp, M, "preemptGen")
         m.write(memmap.CLOBBER_TABLE, self.clobber(before.raw))
@@ -389,26 +425,6 @@ class _Narrator:
                              str(rd(w.pp, P, 'preempt'))],
                             [f"m (M{w.cur})", "signalPending", f"{w.mp + M['signalPending'].offset:#x}",
                              str(rd(w.mp, M, 'signalPending'))]]})
-
-    def _observed(self, check: str, st, s: int) -> str:
-        prog, pc, w = self.prog, self.pc, self.w
-        f = prog.func_for(pc)
-        insn = prog.insn_at(pc)
-        if check == "curg":
-            return f"curg {st.m_curg:#x}, gp {st.gp:#x}"
-        if check == "canPreemptM":
-            return f"p {st.m_p:#x}, locks {st.m_locks}, mallocing {st.m_mallocing}, status {st.p_status}"
-        if check == "stack":
-            return f"{s:#x} - {st.stack_lo:#x} = {s - st.stack_lo} vs {w.headroom}"
-        if check == "findfunc":
-            return f"{f.name} ({f.goname})" if f else "none"
-        if check == "unsafePoint":
-            return str(prog.unsafe_point(pc))
-        if check == "asm":
-            return "FuncFlagAsm" if f.asm else "Go function"
-        if check == "runtime":
-            return (insn.inline if insn is not None and insn.inline else None) or f.goname
-        return ""
 
     # --- the stub, single-stepped ------------------------------------------------------------
     def _stub(self, before, s: int, pc: int) -> bool:
@@ -624,14 +640,13 @@ def explain(world: World, at: int, source: str, func: str, force_unsafe: bool = 
     n.ref = ref
     verdict, reason = n.run()
     labels = n.label_stack(n.s, n.frame_size, verdict != "refused")
-    code = _code(world, n.steps)
+    code = code_listing(world.machine.all, n.steps)
     return Story(source, func, world.layout.name, at, n.pc, verdict, reason, world.gc_enabled, n.steps, code,
                  n.top, labels, ref.boundaries)
 
 
-def _code(world: World, steps: list[Step]) -> dict[str, dict]:
+def code_listing(prog, steps: list[Step]) -> dict[str, dict]:
     """The disassembly of every function a step points at, with source lines."""
-    prog = world.machine.all
     names: list[str] = []
     for s in steps:
         for p in [s.pc] + s.executed:

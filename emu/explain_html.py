@@ -18,7 +18,7 @@ def render(story) -> str:
     """Return the page for `story` (an explain.Story)."""
     data = json.dumps(to_json(story), separators=(",", ":"))
     data = data.replace("</", "<\\/").replace("<!--", "<\\!--")     # safe inside <script>
-    title = f"preemu explain: {story.func} at boundary {story.at}"
+    title = f"preemu explain: {story.func} at {story.unit} {story.at}"
     return (_PAGE.replace("@@TITLE@@", html.escape(title)).replace("@@DATA@@", data)
             .replace("@@CSS@@", _CSS).replace("@@JS@@", _JS))
 

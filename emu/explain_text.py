@@ -49,7 +49,8 @@ def _registers(regs: dict[str, str], flags: str) -> list[str]:
 
 
 def render_text(story: Story) -> str:
-    L = [f"preemu explain: {story.file}  func {story.func}  boundary {story.at} of {story.boundaries}  "
+    where = f"{story.unit} {story.at}" + (f" of {story.boundaries}" if story.unit == "boundary" else "")
+    L = [f"preemu explain: {story.file}  func {story.func}  {where}  "
          f"pc {story.pc:#x}  layout {story.layout}{'  with GC' if story.gc else ''}",
          f"verdict: {_VERDICT[story.verdict]} ({story.reason})", ""]
     prev = None

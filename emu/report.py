@@ -21,7 +21,7 @@ SCHEMAS = {
     "check-stub": "preemu/check-stub/1",
     "check-stub-mutants": "preemu/check-stub-mutants/1",
     "disasm": "preemu/disasm/1",
-    "explain": "preemu/explain/1",
+    "explain": "preemu/explain/2",            # 2 added `unit` (boundary, or signal for a scheduler scenario)
     "exec": "preemu/exec/1",                  # with a scenario, also: scenario
 }
 

@@ -165,6 +165,10 @@ class Scheduler:
         self.machine = Machine(program, stub, layout.name, stub_ret_hooks=False)
         self.machine.trap_handler = self._trap
         self.sigctx = MachineSigContext(self.machine)
+        #: an onlooker (explain): deliver(m, g, t, st, sigctx) -> sigctx, delivered(m, g, t, verdict),
+        #: trapped(m, g, name, t) and executed(m, g, t); it may set stop_requested to end the run
+        self.observer = None
+        self.stop_requested = False
         self.prog = self.machine.all
         rt = self.machine.runtime
         helpers = [rt.get_func("asyncPreempt2").max_sp_delta]
@@ -366,6 +370,8 @@ class Scheduler:
         m.curg = g
         m.slice_start = t
         self._ev("run", t, f"M{m.idx}", g=g.name, p=p.idx, inherit=inherit)
+        if self.observer is not None:
+            self.observer.executed(m, g, t)
 
     def _load(self, m: M, g: G) -> None:
         if self._loaded is g:
@@ -400,6 +406,8 @@ class Scheduler:
         mm, G_ = self.machine, gs.G_FIELDS
         g.ctx = ctx
         track = f"M{m.idx}"
+        if self.observer is not None:
+            self.observer.trapped(m, g, name, t)
         if name in ("asyncPreempt2", "morestack"):          # mcall(gopreempt_m): _Grunning -> _Grunnable
             if name == "asyncPreempt2":
                 g.preempt_async += 1
@@ -516,7 +524,10 @@ class Scheduler:
             return
         st = read_sched_state(g.ref, m.ref, m.p.ref, self.rules)
         pc, sp = mm.pc, mm.reg("RSP")
-        v = inject.do_sig_preempt(self.sigctx, self.prog, st, pc, sp, self.headroom, self.stub_entry, ack)
+        ctx = self.sigctx if self.observer is None else self.observer.deliver(m, g, t, st, self.sigctx)
+        v = inject.do_sig_preempt(ctx, self.prog, st, pc, sp, self.headroom, self.stub_entry, ack)
+        if self.observer is not None:
+            self.observer.delivered(m, g, t, v)
         if v.ok:
             self.signals_injected += 1
             self._ev("inject", t, track, g=g.name, pc=f"{pc:#x}", where=self.prog.describe_pc(pc))
@@ -591,7 +602,7 @@ class Scheduler:
         self.gc_every_ns = gc_every_ns
         self.gc_next = gc_every_ns
         finished = False
-        while self.now < duration_ns:
+        while self.now < duration_ns and not self.stop_requested:
             end = self.now + self.quantum_ns
             while self.sysmon_next <= self.now:
                 self._sysmon(self.sysmon_next)

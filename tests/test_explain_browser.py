@@ -34,6 +34,19 @@ def _visible(pg):
     })""")
 
 
+def _each_step(pg, steps):
+    """Step through the page with the arrow key; at each step check the counter, title, highlighted PC
+    and registers against the JSON, and yield (index, JSON step, visible state)."""
+    for i, st in enumerate(steps):
+        if i:
+            pg.keyboard.press("ArrowRight")
+        v = _visible(pg)
+        assert v["counter"] == f"step {i + 1} / {len(steps)}" and v["title"] == st["title"]
+        assert int(v["currentPc"], 16) == int(st["pc"], 16), (i, st["title"])
+        assert v["regs"] == st["regs"]
+        yield i, st, v
+
+
 def test_page_steps_through_the_whole_story(tmp_path):
     html, d = _write(tmp_path, "adc", ASM / "adc_chain.s", "--func", "adc_chain", "--reg", "RCX=64", "--at", "5")
     steps = d["steps"]
@@ -44,13 +57,7 @@ def test_page_steps_through_the_whole_story(tmp_path):
         assert "injected" in v["verdict"] and "all checks hold" in v["verdict"]
         assert int(v["currentPc"], 16) == int(d["pc"], 16)
         assert v["checksPending"] == sum(len(s["checks"]) for s in steps)
-        for i, st in enumerate(steps):
-            if i:
-                pg.keyboard.press("ArrowRight")
-            v = _visible(pg)
-            assert v["counter"] == f"step {i + 1} / {len(steps)}" and v["title"] == st["title"]
-            assert int(v["currentPc"], 16) == int(st["pc"], 16), (i, st["title"])
-            assert v["regs"] == st["regs"]
+        for i, st, v in _each_step(pg, steps):
             assert sorted(v["changed"]) == sorted(st["changed"])
             if st["phase"] == "pushCall":
                 assert "resume PC (pushCall)" in v["svg"] and f"{int(d['pc'], 16):#x}" in v["svg"]
@@ -100,3 +107,15 @@ def test_page_of_a_refusal_a_forced_injection_and_a_gc(tmp_path):
         assert pg.locator("#stack rect.mark").count() == len(g["steps"][gc]["stack_marks"]) == 1
         assert "interrupted" in pg.text_content("#table") and "conservative" in pg.text_content("#table")
         assert errors == []
+
+
+def test_a_scheduler_scenario_page_steps_through_with_the_real_schedulers_choices(tmp_path):
+    html, d = _write(tmp_path, "sched", ROOT / "scenarios" / "starvation.toml")
+    steps = d["steps"]
+    with browser.page() as (pg, errors):
+        pg.goto(html.as_uri())
+        for i, st, v in _each_step(pg, steps):
+            if st["phase"] == "pushCall":
+                assert "resume PC (pushCall)" in v["svg"]
+        assert "injected" in v["verdict"] and v["checksOk"] == 1 and v["checksBad"] == 0
+        assert not errors, errors
