@@ -72,11 +72,15 @@ class Check:
     detail: str
 
 
+_KIND_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false", dict: "a table",
+               list: "a list"}
+
+
 def _typed(ps: str, key: str, v, want) -> None:
     kinds = want if isinstance(want, tuple) else (want,)
     if isinstance(v, bool) and bool not in kinds or not isinstance(v, kinds):
-        names = " or ".join(k.__name__ for k in kinds)
-        raise ScenarioError(ps, key, f"must be a {names}")
+        names = " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
+        raise ScenarioError(ps, key, f"must be {names} (got {type(v).__name__} {v!r})")
 
 
 def _check_top(ps: str, data: dict, allowed: dict, required: tuple[str, ...], positive: tuple[str, ...],

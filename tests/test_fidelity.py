@@ -501,3 +501,6 @@ def test_a_scenario_may_ask_for_a_bigger_first_stack(tmp_path):
         (tmp_path / "bad.toml").write_text(f'stack_size = {bad}\n' + base)
         with pytest.raises(ScenarioError, match=r"stack_size.*power of two from 2048"):
             scenario.load(tmp_path / "bad.toml")
+    (tmp_path / "bad.toml").write_text('stack_size = "big"\n' + base)
+    with pytest.raises(ScenarioError, match=r"stack_size: must be an integer \(got str 'big'\)"):
+        scenario.load(tmp_path / "bad.toml")
