@@ -34,7 +34,6 @@ from . import gostructs, memmap
 from .errors import EmuError
 from .program import DataSym, Func, Image, Insn, Program
 
-PAGE = memmap.PAGE
 
 #: Runtime functions compiled code may call that preemu models; name -> sentinel address.
 def _redirects() -> dict[str, int]:
@@ -280,7 +279,7 @@ def _image(b, layout_source: str) -> tuple[Image, list[tuple[int, bytes]], list[
     for s in sorted(b.sections.values(), key=lambda s: s.addr):
         if not s.addr or not s.size:
             continue
-        lo, hi = s.addr & ~(PAGE - 1), (s.addr + s.size + PAGE - 1) & ~(PAGE - 1)
+        lo, hi = memmap.page_down(s.addr), memmap.page_up(s.addr + s.size)
         if regions and lo <= regions[-1][1]:
             regions[-1][1] = max(regions[-1][1], hi)
         else:

@@ -54,10 +54,6 @@ _EXCEPTIONS = {0: "divide error (#DE: division by zero or quotient overflow)", 3
                13: "general protection fault (#GP)", 17: "alignment check (#AC)"}
 
 
-def _page_up(addr: int) -> int:
-    return -(-addr // memmap.PAGE) * memmap.PAGE
-
-
 class GuestFaultInHook(Exception):
     """Raised inside a hook; Unicorn re-raises it from emu_start and run() reports it as a Fault."""
 
@@ -108,7 +104,7 @@ class Machine:
         for addr in self.traps:
             self.uc.mem_write(addr, b"\xcc")
         self.text = img.text
-        lo, hi = img.text[0] & ~(memmap.PAGE - 1), -(-img.text[1] // memmap.PAGE) * memmap.PAGE
+        lo, hi = memmap.page_down(img.text[0]), memmap.page_up(img.text[1])
         for base, end in ((lo, hi), (memmap.STUB.base, memmap.STUB.end), (memmap.RT.base, memmap.RT.end)):
             self.uc.mem_protect(base, end - base, unicorn.UC_PROT_READ | unicorn.UC_PROT_EXEC)   # code is read-only
         self._mapped_stacks: set[int] = set()
@@ -272,11 +268,11 @@ class Machine:
         the page below lo stays unmapped (the guard page)."""
         if lo in self._mapped_stacks:
             return
-        self._map_host(lo, _page_up(hi) - lo)
+        self._map_host(lo, memmap.page_up(hi) - lo)
         self._mapped_stacks.add(lo)
 
     def unmap_stack(self, lo: int, hi: int) -> None:
-        self._unmap_host(lo, _page_up(hi) - lo)
+        self._unmap_host(lo, memmap.page_up(hi) - lo)
         self._mapped_stacks.discard(lo)
 
     def read(self, addr: int, size: int) -> bytes:

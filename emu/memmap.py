@@ -14,6 +14,15 @@ from dataclasses import dataclass
 
 PAGE = 0x1000
 
+
+def page_down(addr: int) -> int:
+    return addr & ~(PAGE - 1)
+
+
+def page_up(addr: int) -> int:
+    return (addr + PAGE - 1) & ~(PAGE - 1)
+
+
 TEXT_BASE = 0x0040_0000          # user program text (.s files)
 TEXT_SIZE = 0x0010_0000
 STUB_BASE = 0x2000_0000          # asyncPreempt stub (generated or --stub)
@@ -123,7 +132,7 @@ def stack_bounds(g_index: int, size: int = DEFAULT_STACK_SIZE) -> tuple[int, int
     """Return (stack.lo, stack.hi) of goroutine slot `g_index`, at the top of the slot. stack.lo is
     page-aligned, so the page below it is unmapped (a guard page); a stack smaller than a page sits at
     the bottom of its page and the rest of the page above hi is mapped slack."""
-    lo = STACK_BASE + (g_index + 1) * STACK_SLOT - -(-size // PAGE) * PAGE
+    lo = STACK_BASE + (g_index + 1) * STACK_SLOT - page_up(size)
     return lo, lo + size
 
 

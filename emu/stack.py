@@ -28,7 +28,7 @@ def copystack(machine: Machine, g: StructRef, lo: int, hi: int, slot_base: int,
     m = machine
     size = new_size or 2 * (hi - lo)
     # below the old stack, a guard page apart, with lo page-aligned (a 2 KiB stack after a shrink too)
-    new_lo = (lo - memmap.STACK_GUARD_SIZE - size) & ~(memmap.PAGE - 1)
+    new_lo = memmap.page_down(lo - memmap.STACK_GUARD_SIZE - size)
     new_hi = new_lo + size
     if new_lo - memmap.STACK_GUARD_SIZE < slot_base:
         raise GuestFault(m.pc, m.all.describe_pc(m.pc), f"stack overflow: a {size}-byte stack does not fit the "

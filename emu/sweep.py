@@ -18,10 +18,9 @@ import time
 import types
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import unicorn
-
-from functools import lru_cache
 
 from . import asmfront, dump, inject, memmap, regs, rtcode, stubgen, verify
 from . import layout as L
@@ -235,7 +234,7 @@ def final_violations(w: World, final, ref: Reference, last_boundary: int) -> lis
 class Sweeper:
     """Runs chained injection sweeps over one World."""
 
-    def __init__(self, world: World, seed: int = 1, stub_budget: int | None = None):
+    def __init__(self, world: World, seed: int = 1, max_stub_insns: int | None = None):
         self.world = world
         self.m = world.machine
         # Clobber masks: asyncPreempt2 loads (interrupted value XOR mask) into every register, so
@@ -245,7 +244,7 @@ class Sweeper:
         masks = {r.name: (rnd.getrandbits(8 * r.size) | 1) for r in regs.DUMPED}
         masks["RFLAGS"] = regs.USER_FLAGS_MASK
         self._mask = int.from_bytes(dump.pack(masks), "little")
-        self.stub_budget = stub_budget or globals()["stub_budget"](world.layout.name)
+        self.stub_budget = max_stub_insns or stub_budget(world.layout.name)
         self.runaway = False         # a stub run hit the budget: the chain stopped there
         # The counted stub run (see _run_stub): instructions before the asyncPreempt2 sentinel and from
         # just past its INT3 to the stub's RET, learned from the machine's first stub run (kept on the

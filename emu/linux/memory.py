@@ -9,18 +9,11 @@ MAP_GROWSDOWN, mremap, brk.
 """
 from __future__ import annotations
 
-PAGE = 4096
+from ..memmap import PAGE, page_down, page_up      # noqa: F401  (the x86-64 page, as the kernel uses it)
+
 MMAP_TOP = 0x7F00_0000_0000          # anonymous maps without a usable hint are placed below this
 PROT_NONE = 0
 MAP_FIXED, MAP_ANONYMOUS, MAP_FIXED_NOREPLACE = 0x10, 0x20, 0x100000
-
-
-def page_down(x: int) -> int:
-    return x & ~(PAGE - 1)
-
-
-def page_up(x: int) -> int:
-    return (x + PAGE - 1) & ~(PAGE - 1)
 
 
 class Intervals:
