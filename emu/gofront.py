@@ -235,13 +235,17 @@ def _trapped(name: str) -> bool:
 
 def build_func(b, gf, symbol: str | None = None) -> Func:
     """Decode one function of the binary into the program model; `symbol` (its ELF name) names it."""
-    from .gobinary import FUNCDATA_InlTree, FUNCDATA_LocalsPointerMaps, PCDATA_UnsafePoint, value_at
+    from .gobinary import (FUNCDATA_InlTree, FUNCDATA_LocalsPointerMaps, PCDATA_InlTreeIndex, PCDATA_UnsafePoint,
+                           value_at)
     code = b.read(gf.entry, gf.end - gf.entry)
     sp = b.pcsp(gf)
     unsafe = b.pcdata(gf, PCDATA_UnsafePoint)
     files = b.lines(gf)
     has_maps = b.funcdata_addr(gf, FUNCDATA_LocalsPointerMaps) is not None
-    has_inl = b.funcdata_addr(gf, FUNCDATA_InlTree) is not None
+    # the inline tree, decoded once: the innermost inlined function at a PC is tree[PCDATA_InlTreeIndex]
+    # (what inline_frames(gf, pc)[0] is when it has more than gf itself, symtabinl.go:67-98)
+    tree = b.inline_tree(gf) if b.funcdata_addr(gf, FUNCDATA_InlTree) is not None else []
+    inl_index = b.pcdata(gf, PCDATA_InlTreeIndex) if tree else []
     insns = []
     for addr, size, mn, ops in _cs.disasm_lite(code, gf.entry):
         delta = value_at(sp, addr, 0)
@@ -259,10 +263,8 @@ def build_func(b, gf, symbol: str | None = None) -> Func:
             # the stack map the GC uses for this frame while the callee runs (stkframe.go getStackMap,
             # looked up at the return address - 1), as offsets from the frame's SP
             ptr_slots = tuple(sorted(b.live_pointer_slots(gf, addr + size, 0)))
-        inline = None
-        if has_inl:
-            frames = b.inline_frames(gf, addr)                # innermost first, ending with gf.name
-            inline = frames[0] if len(frames) > 1 else None
+        k = value_at(inl_index, addr) if tree else -1
+        inline = tree[k].name if 0 <= k < len(tree) else None
         insns.append(Insn(addr, size, mn, ops, _rel(file), line, src, gf.name, delta,
                           value_at(unsafe, addr) == gostructs.UNSAFE_POINT_UNSAFE, inline, ptr_slots))
     if not insns:
