@@ -9,6 +9,7 @@ the verdict depends then on the PC alone.
 from __future__ import annotations
 
 from . import gostructs as gs
+from .loader import is_go
 from .program import Func, Program
 from .report import _symbolize
 from .safepoint import SchedState, is_async_safe_point
@@ -61,6 +62,6 @@ def render(program: Program, funcs: list[Func]) -> str:
             verdict = "inject" if r["verdict"] == "inject" else f"refuse: {r['reason']}"
             lines.append(f"  +{r['offset']:<#6x} {i.addr:#x}  sp+{i.sp_delta:<4} {r['insn']:<44} ; line {i.line:<4}"
                          f" {verdict}{'  [' + ', '.join(meta) + ']' if meta else ''}")
-    for d in program.data if not hasattr(program, "binary") else []:
+    for d in program.data if not is_go(program) else []:
         lines.append(f"data {d.name}: {d.addr:#x}, {d.size} bytes")
     return "\n".join(lines) + "\n"

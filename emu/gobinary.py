@@ -288,8 +288,6 @@ class GoBinary:
         elf = ELFFile(io.BytesIO(self.raw))
         if elf["e_machine"] != "EM_X86_64" or elf.elfclass != 64:
             raise EmuError(f"{self.path}: not a linux/amd64 binary ({elf['e_machine']})")
-        self.elf_type = elf["e_type"]
-        self.entry_point = elf["e_entry"]
         self.sections: dict[str, Section] = {}
         self._raw_sections: dict[str, tuple[int, int, int]] = {}  # name -> (file offset, size, link)
         names = []
@@ -364,7 +362,6 @@ class GoBinary:
             md[name] = self.u64(base + off)
             if name in MODULEDATA_SLICES:
                 md[name + "_len"] = self.u64(base + off + 8)
-        self.moduledata_addr = base
         self.moduledata = md
         if md["textsectmap_len"] > 1:
             raise EmuError(f"{self.path}: {md['textsectmap_len']} text sections are not supported")

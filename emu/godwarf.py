@@ -147,11 +147,6 @@ class GoDwarf:
             raise DwarfError(f"{self.path}: no global variable {name!r} in DWARF")
         return self._vars[name]
 
-    def globals(self) -> dict[str, int]:
-        """Every package-level variable with a static address (scans all units)."""
-        self._scan_until(lambda: False)
-        return dict(self._vars)
-
 
 def _name(die) -> str | None:
     a = die.attributes.get("DW_AT_name")

@@ -83,8 +83,13 @@ def _source_lines(path: str) -> tuple[str, ...]:
         return ()
 
 
+def _rel32(src: int, dst: int) -> bytes:
+    """The rel32 operand of a 5-byte CALL/JMP at src that reaches dst."""
+    return ((dst - (src + 5)) & 0xFFFFFFFF).to_bytes(4, "little")
+
+
 def _jmp(src: int, dst: int) -> bytes:
-    return b"\xe9" + ((dst - (src + 5)) & 0xFFFFFFFF).to_bytes(4, "little")
+    return b"\xe9" + _rel32(src, dst)
 
 
 class GoProgram(Program):
@@ -349,7 +354,7 @@ def relocated_stub(path: str | Path, base: int = memmap.STUB_BASE) -> Program:
             if i.mnemonic != "call" or callee is None or callee.name != "runtime.asyncPreempt2":
                 raise EmuError(f"{path}: runtime.asyncPreempt+{off:#x} `{i.text}` leaves the stub for "
                                f"{target:#x}; only its CALL to asyncPreempt2 can be redirected")
-            code[off + 1:off + 5] = ((memmap.ASYNC_PREEMPT2 - (base + off + 5)) & 0xFFFFFFFF).to_bytes(4, "little")
+            code[off + 1:off + 5] = _rel32(base + off, memmap.ASYNC_PREEMPT2)
     by_off = {i.addr - f.start: i for i in f.insns}
     insns = []
     for addr, size, mn, ops in _cs.disasm_lite(bytes(code), base):
