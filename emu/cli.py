@@ -196,17 +196,15 @@ def cmd_explain(a, out) -> int:
         sc = scenario.load(a.file)
         if isinstance(sc, scenario.SchedScenario):
             story = _explain_sched(a, sc)
-    if story is not None:
-        pass
-    elif a.file.endswith(".toml"):
-        func = func or sc.entry
-        regs_ = {**sc.registers, **regs_}
-        layout = layout or sc.layout
-        gc = gc or sc.gc
-        seed = sc.seed if a.seed is None else a.seed
-        path = os.path.relpath(sc.asm) if not sc.asm.is_absolute() else str(sc.asm)
-        stub = stub or (str(sc.stub) if sc.stub else None)
-        asyncp = asyncp or ("on" if sc.async_preemption else "off")
+        else:
+            func = func or sc.entry
+            regs_ = {**sc.registers, **regs_}
+            layout = layout or sc.layout
+            gc = gc or sc.gc
+            seed = sc.seed if a.seed is None else a.seed
+            path = os.path.relpath(sc.asm) if not sc.asm.is_absolute() else str(sc.asm)
+            stub = stub or (str(sc.stub) if sc.stub else None)
+            asyncp = asyncp or ("on" if sc.async_preemption else "off")
     if story is None:
         if not func:
             raise EmuError("--func is required (the goroutine's entry function)")

@@ -104,6 +104,31 @@ def fmt_reg(name: str, v: int) -> str:
 REG_ORDER = [r.name for r in regs.GP_REGS] + ["RBP", "RSP", "RIP", "RFLAGS"] + [r.name for r in regs.XMM_REGS]
 
 
+def stack_window(s: int, frame_size: int, layout, stack_lo: int, stack_hi: int) -> tuple[int, int]:
+    """The story's stack window for a signal at RSP = s: its top word (the interrupted frame's return
+    address, or the stack's last word) and how many words down to asyncPreempt2's frame."""
+    top = min(stack_hi - 8, s + frame_size + 8)
+    return top, (top - max(layout.save_area_base(s) - 32, stack_lo)) // 8 + 1
+
+
+def read_window(machine, top: int, nwords: int, stack_lo: int, stack_hi: int) -> list[str]:
+    """The window's words, top down, formatted ("unmapped" outside the stack)."""
+    return [f"{machine.read_u64(a):#018x}" if stack_lo <= a < stack_hi else "unmapped"
+            for a in (top - 8 * i for i in range(nwords))]
+
+
+def add_step(steps: list[Step], phase: str, short: str, title: str, text: list[str], pc: int, executed, regs_,
+             stack: list[str], rsp: int, mp: str, table=None, checks=(), marks=None) -> Step:
+    """Append a Step; what changed is taken against the previous step's registers and stack."""
+    prev = steps[-1] if steps else None
+    changed = [n for n in REG_ORDER if prev is not None and prev.regs.get(n) != regs_[n]]
+    sch = [i for i, v in enumerate(stack) if prev is not None and prev.stack[i] != v]
+    s = Step(phase, short, title, text, pc, list(executed), regs_, changed, stack, sch, rsp,
+             regs.describe_flags(int(regs_["RFLAGS"], 16)), mp, table, list(checks), marks or {})
+    steps.append(s)
+    return s
+
+
 def regs_of(machine) -> dict[str, str]:
     """Every register of the machine's CPU now, formatted, in REG_ORDER."""
     st = machine.dump_state()
@@ -228,32 +253,18 @@ class _Narrator:
         self.prog = self.m.all
         self.at, self.force = at, force_unsafe
         self.steps: list[Step] = []
-        self._prev_regs: dict[str, str] = {}
-        self._prev_stack: list[str] = []
 
     # --- state capture -----------------------------------------------------------------------
     def regs_now(self) -> dict[str, str]:
         return regs_of(self.m)
 
     def stack_now(self) -> list[str]:
-        out = []
-        for i in range(self.nwords):
-            a = self.top - 8 * i
-            out.append(f"{self.m.read_u64(a):#018x}" if self.w.stack_lo <= a < self.w.stack_hi else "unmapped")
-        return out
+        return read_window(self.m, self.top, self.nwords, self.w.stack_lo, self.w.stack_hi)
 
     def add(self, phase: str, title: str, text: list[str], executed=(), table=None, checks=(), short=None,
             marks=None) -> Step:
-        r = self.regs_now()
-        stack = self.stack_now()
-        changed = [n for n in REG_ORDER if self._prev_regs and self._prev_regs.get(n) != r[n]]
-        sch = [i for i, v in enumerate(stack) if self._prev_stack and self._prev_stack[i] != v]
-        s = Step(phase, short or phase, title, text, self.m.pc, list(executed), r, changed, stack, sch, self.m.reg("RSP"),
-                 regs.describe_flags(int(r["RFLAGS"], 16)), f"M{self.w.cur}/P{self.w.cur}", table, list(checks),
-                 marks or {})
-        self._prev_regs, self._prev_stack = r, stack
-        self.steps.append(s)
-        return s
+        return add_step(self.steps, phase, short or phase, title, text, self.m.pc, executed, self.regs_now(),
+                        self.stack_now(), self.m.reg("RSP"), f"M{self.w.cur}/P{self.w.cur}", table, checks, marks)
 
     def label_stack(self, s: int, frame_size: int, injected: bool) -> list[str]:
         """Name every word of the window: the caller's frame, the interrupted frame, the stub's slots."""
@@ -293,14 +304,12 @@ class _Narrator:
         insn = prog.insn_at(pc)
         f = prog.func_for(pc)
         self.frame_size = frame_size = insn.sp_delta if insn is not None else 0
-        # the stack window: the interrupted frame and its return address down to asyncPreempt2's frame
-        self.top = min(w.stack_hi - 8, s + frame_size + 8)
-        self.nwords = (self.top - max(w.layout.save_area_base(s) - 32, w.stack_lo)) // 8 + 1
+        self.top, self.nwords = stack_window(s, frame_size, w.layout, w.stack_lo, w.stack_hi)
 
-        w.reset()
-        if at - delay:
-            m.run(m.pc, at - delay)
-        if delay:
+        if delay:                        # run again, to the request `delay` instructions earlier
+            w.reset()
+            if at - delay:
+                m.run(m.pc, at - delay)
             self._request()
             executed = []
             for _ in range(delay):

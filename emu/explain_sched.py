@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import unicorn
 
-from . import memmap, regs
-from .explain import (CHECK_COLUMNS, REG_ORDER, Check, Step, Story, _RecordingSigctxt, check_rows, code_listing,
-                      describe_pc, fmt_reg, regs_of, signal_text)
+from . import memmap
+from .explain import (CHECK_COLUMNS, REG_ORDER, Check, Step, Story, _RecordingSigctxt, add_step, check_rows,
+                      code_listing, describe_pc, fmt_reg, read_window, regs_of, signal_text, stack_window)
 from .errors import EmuError
 from .layout import RESUME_PC_OFFSET, SAVED_BP_OFFSET, SAVED_FLAGS_OFFSET
 
@@ -49,9 +49,7 @@ class _Onlooker:
         pc, rsp = mm.pc, mm.reg("RSP")
         insn = self.s.prog.insn_at(pc)
         self.frame_size = insn.sp_delta if insn is not None else 0
-        # the stack window: the interrupted frame and its return address down to asyncPreempt2's frame
-        self.top = min(g.stack_hi - 8, rsp + self.frame_size + 8)
-        self.nwords = (self.top - max(self.s.layout.save_area_base(rsp) - 32, g.stack_lo)) // 8 + 1
+        self.top, self.nwords = stack_window(rsp, self.frame_size, self.s.layout, g.stack_lo, g.stack_hi)
         self.at["deliver"] = dict(t=t, m=m.idx, p=m.p.idx, st=st, pc=pc, rsp=rsp, regs=regs_of(self.m),
                                   table=self._sched_table(), why=self._why(g), n=self.count, stack=self._stack())
         return self.rec
@@ -107,9 +105,7 @@ class _Onlooker:
 
     # --- state capture ---------------------------------------------------------------------------
     def _stack(self) -> list[str]:
-        g = self.target
-        return [f"{self.m.read_u64(a):#018x}" if g.stack_lo <= a < g.stack_hi else "unmapped"
-                for a in (self.top - 8 * i for i in range(self.nwords))]
+        return read_window(self.m, self.top, self.nwords, self.target.stack_lo, self.target.stack_hi)
 
     def labels(self) -> list[str]:
         """Name the window's words: the interrupted frame, the resume PC, the stub's save slots."""
@@ -170,15 +166,10 @@ class _Onlooker:
 
 def explain_scenario(sc, nth: int | None = None, source: str | None = None) -> Story:
     """Run the scheduler scenario `sc` and tell its `nth` SIGURG (default: the first one injected)."""
-    from . import layout as L
-    from . import loader
-    from .sched import Scheduler
-    program = loader.load_program(sc.asm)
-    stub = loader.load_stub(sc.layout, sc.stub)
-    s = Scheduler(program, stub, L.get_layout(sc.layout), sc.goroutines, sc.gomaxprocs, sc.async_preemption,
-                  sc.ns_per_insn, sc.seed, int(sc.quantum_us * 1000), stack_size=sc.stack_size)
+    from . import scenario
+    s = scenario.build_sched(sc)
     o = s.observer = _Onlooker(s, nth)
-    s.run(int(sc.duration_ms * 1e6), int(sc.starvation_ms * 1e6), int(sc.gc_every_ms * 1e6))
+    s.run(*scenario.sched_limits(sc))
     if "verdict" not in o.at:
         what = f"there is no signal {nth}" if nth is not None else "none was injected"
         off = "" if sc.async_preemption else " (asynchronous preemption is off: sysmon sends none)"
@@ -194,18 +185,9 @@ def _story(s, o: _Onlooker, source: str, sc) -> Story:
     pc, rsp = d["pc"], d["rsp"]
     mp = f"M{d['m']}/P{d['p']}"
     steps: list[Step] = []
-    prev = {}
-
-    prev_stack: list[str] = []
 
     def step(phase, short, title, text, regs_, at_pc, mp_, rsp_, stack, table=None, checks=()):
-        changed = [n for n in REG_ORDER if prev and prev.get(n) != regs_[n]]
-        sch = [i for i, w in enumerate(stack) if prev_stack and prev_stack[i] != w]
-        steps.append(Step(phase, short, title, text, at_pc, [], regs_, changed, stack, sch, rsp_,
-                          regs.describe_flags(int(regs_["RFLAGS"], 16)), mp_, table, list(checks)))
-        prev.clear()
-        prev.update(regs_)
-        prev_stack[:] = stack
+        add_step(steps, phase, short, title, text, at_pc, (), regs_, stack, rsp_, mp_, table, checks)
 
     step("scheduler", "scheduler", f"The scheduler at t = {d['t'] / 1e6:.3f} ms: signal {d['n']} goes to {mp}, "
          f"running {g.name}", [

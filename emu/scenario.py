@@ -266,16 +266,25 @@ def load_sched(path: str | Path, data: dict) -> SchedScenario:
                          data.get("stack_size", memmap.DEFAULT_STACK_SIZE))
 
 
-def run_sched(sc: SchedScenario, async_preemption: bool | None = None):
-    """Run a scheduler scenario; return (result, checks)."""
+def build_sched(sc: SchedScenario, async_preemption: bool | None = None):
+    """The Scheduler of a scheduler scenario, ready to run (sched_limits gives its run's arguments)."""
     from . import layout as L
     from .sched import Scheduler
     program = loader.load_program(sc.asm)
     stub = loader.load_stub(sc.layout, sc.stub)
     asyncp = sc.async_preemption if async_preemption is None else async_preemption
-    s = Scheduler(program, stub, L.get_layout(sc.layout), sc.goroutines, sc.gomaxprocs, asyncp, sc.ns_per_insn,
-                  sc.seed, int(sc.quantum_us * 1000), stack_size=sc.stack_size)
-    res = s.run(int(sc.duration_ms * 1e6), int(sc.starvation_ms * 1e6), int(sc.gc_every_ms * 1e6))
+    return Scheduler(program, stub, L.get_layout(sc.layout), sc.goroutines, sc.gomaxprocs, asyncp, sc.ns_per_insn,
+                     sc.seed, int(sc.quantum_us * 1000), stack_size=sc.stack_size)
+
+
+def sched_limits(sc: SchedScenario) -> tuple[int, int, int]:
+    """Scheduler.run's (duration, starvation threshold, GC period) in ns, from the scenario."""
+    return int(sc.duration_ms * 1e6), int(sc.starvation_ms * 1e6), int(sc.gc_every_ms * 1e6)
+
+
+def run_sched(sc: SchedScenario, async_preemption: bool | None = None):
+    """Run a scheduler scenario; return (result, checks)."""
+    res = build_sched(sc, async_preemption).run(*sched_limits(sc))
     return res, check_sched(sc, res)
 
 
