@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import layout as L
-from . import loader, mutants, paths, scenario, sweep
+from . import loader, mutants, paths, report, scenario, sweep
 from .errors import AsmError, EmuError
 from .program import Program
 
@@ -81,17 +81,14 @@ class StubReport:
 
     def to_json(self) -> dict:
         """The object `preemu check-stub --json` prints (schema "preemu/check-stub/1")."""
-        from . import report                  # report imports this module (mutation_score)
         return report.checkstub_json(self)
 
     def render(self) -> str:
         """The text `preemu check-stub` prints."""
-        from . import report
         return report.render_checkstub(self)
 
     def summary(self) -> str:
         """The verdict: PASS, or FAIL with the first example of each violated register, flag or address."""
-        from . import report
         return "\n".join(report.checkstub_verdict(self)) + "\n"
 
 
@@ -114,18 +111,16 @@ def corpus(names: tuple[str, ...] | None = None) -> list:
     return out
 
 
-def _check_one(task) -> tuple[int, int, CorpusResult]:
-    """Sweep one corpus loop with the stub: (headroom, the stub's max SP delta, the result)."""
-    sc_path, stub_path, layout_name, max_points, seed = task
-    sc = scenario.load(sc_path)
+def _check_one(task) -> CorpusResult:
+    """Sweep one corpus loop (a loaded scenario) with the stub."""
+    sc, stub_path, layout_name, max_points, seed = task
     program = loader.load_program(_rel(sc.asm))
     world = loader.build_world(program, sc.entry, layout_name, stub_path, seed, sc.registers, gc=True)
     t0 = time.perf_counter()
     res = sweep.sweep(world, sc.entry, seed, min(max_points, sc.max_points), sc.budget, canary=True,
                       async_preemption=sc.async_preemption, nested_signals=sc.nested_signals)
-    return (world.headroom, world.machine.stub.get_func("asyncPreempt").max_sp_delta,
-            CorpusResult(sc.name, sc.entry, res.boundaries, res.points, res.injected, dict(res.refused),
-                         res.violations, res.violation_count, time.perf_counter() - t0))
+    return CorpusResult(sc.name, sc.entry, res.boundaries, res.points, res.injected, dict(res.refused),
+                        res.violations, res.violation_count, time.perf_counter() - t0)
 
 
 def check(stub_path: str | Path, layout_name: str, max_points: int = 2000,
@@ -146,8 +141,8 @@ def check(stub_path: str | Path, layout_name: str, max_points: int = 2000,
                      stub_program=first.machine.stub)
     if on_report is not None:
         on_report(rep)
-    tasks = [(sc.path, str(stub_path), lay.name, max_points, seed) for sc in scs]
-    for _, _, result in map_ordered(_check_one, tasks, jobs):
+    tasks = [(sc, str(stub_path), lay.name, max_points, seed) for sc in scs]
+    for result in map_ordered(_check_one, tasks, jobs):
         rep.results.append(result)
     return rep
 

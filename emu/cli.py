@@ -106,12 +106,6 @@ def _check_regs(given: dict[str, str], world) -> None:
              "goroutine starts with X15 != 0, which compiled Go code never sees")
 
 
-def _layout(a, program) -> str:
-    from . import loader
-    a.layout = a.layout or loader.default_layout(program)
-    return a.layout
-
-
 def cmd_sweep(a, out) -> int:
     from . import api, shards, sweep
     _writable(a.results, "--results")
@@ -168,7 +162,7 @@ def cmd_preempt(a, out) -> int:
     from . import episode, loader, report
     program = loader.load_program(a.file)
     given = _regs(a.reg)
-    world = loader.build_world(program, a.func, _layout(a, program), a.stub, a.seed, given)
+    world = loader.build_world(program, a.func, a.layout, a.stub, a.seed, given)
     _check_regs(given, world)
     try:
         at = episode.resolve_at(world, a.at)

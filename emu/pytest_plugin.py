@@ -41,11 +41,9 @@ class PreemuFailure(Exception):
 
 
 def _violated(violations) -> str:
-    seen: dict[str, int] = {}
-    for v in violations:
-        key = f"{v.kind} {v.what}"
-        seen[key] = seen.get(key, 0) + 1
-    return ", ".join(seen)
+    """The distinct (kind, what) of the violations, in order of first appearance."""
+    from .report import group_violations
+    return ", ".join(f"{kind} {what}" for kind, what in group_violations(violations))
 
 
 def _error_text(excinfo) -> str | None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from . import __version__, rtcode
-from .checkstub import mutation_score
 from .safepoint import REASONS
 from .sweep import SweepResult
 
@@ -313,7 +312,6 @@ def checkstub_json(rep) -> dict:
 
 
 def render_checkstub(rep, interrupted: bool = False) -> str:
-    w = max([18] + [len(r.scenario) for r in rep.results])
     note = "  (Go 1.27.3's own stub: 264)" if rep.layout == "go1.27" else ""
     w = max([18] + [len(r.scenario) for r in rep.results])
     L = [f"preemu check-stub: {rep.stub}  ({rep.layout} world: asyncPreempt2, g/m/p, xRegs and the preemption "
@@ -353,6 +351,7 @@ def checkstub_verdict(rep) -> list[str]:
 
 
 def render_mutants(results, layout: str) -> str:
+    from .checkstub import mutation_score          # only check-stub --mutants needs it (and its imports)
     caught, _ = mutation_score(results)
     L = [f"preemu check-stub --mutants ({layout}): {len(results)} mutants of the generated stub", "",
          f"  {'mutant':<26} {'caught':<7} {'diagnosis (expected)':<22} named"]
@@ -367,6 +366,7 @@ def render_mutants(results, layout: str) -> str:
 
 
 def mutants_json(results, layout: str) -> dict:
+    from .checkstub import mutation_score
     score, _ = mutation_score(results)
     return OrderedDict(tool="preemu", version=__version__, schema=SCHEMAS["check-stub-mutants"],
                        command="check-stub --mutants",

@@ -128,15 +128,11 @@ def _results(rep) -> list[dict]:
     kind = type(rep).__name__
     out = []
     if kind == "StubReport":
-        counts: dict = {}
-        for r in rep.results:
-            for v in r.violations:
-                counts[(v.kind, v.what)] = counts.get((v.kind, v.what), 0) + 1
         for (k, what), items in rep.groups().items():
             loops = sorted({sc for sc, _ in items})
             sc, v = items[0]
             loc = stub_location(rep.stub_program, v) if rep.stub_program else None
-            msg = _message(k, what, counts[(k, what)], v, f" in {len(loops)} corpus loop(s) ({', '.join(loops)})")
+            msg = _message(k, what, len(items), v, f" in {len(loops)} corpus loop(s) ({', '.join(loops)})")
             res = {"ruleId": k, "level": "error", "message": {"text": msg + (
                 _blame_note(rep.stub_program, v, loc) if loc else "")},
                    "locations": [_location(*(loc or (rep.stub, None)))]}
