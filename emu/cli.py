@@ -579,11 +579,13 @@ def _check_values(a) -> None:
     if getattr(a, "json", False) and getattr(a, "table", False):
         raise UsageError("--table prints the per-PC table as text; with --json it is in `points`")
     if a.cmd == "exec":
-        for opt in ("max_virtual_ms", "ns_per_insn", "quantum"):
+        from .linux.scenario import MAX_CPUS, POSITIVE_RUN_KEYS
+        for opt in POSITIVE_RUN_KEYS:
             if getattr(a, opt) is not None and getattr(a, opt) <= 0:
                 raise UsageError(f"--{opt.replace('_', '-')} must be positive, got {getattr(a, opt)}")
-        if not 1 <= a.cpus <= 64:
-            raise UsageError(f"--cpus must be between 1 and 64, got {a.cpus}")
+        if not 1 <= a.cpus <= MAX_CPUS:
+            raise UsageError(f"--cpus must be between 1 and {MAX_CPUS}, got {a.cpus}")
+        _writable(a.trace, "--trace")
         if a.budget is None:
             from .linux.process import DEFAULT_BUDGET
             a.budget = DEFAULT_BUDGET

@@ -202,6 +202,8 @@ def test_cli_exec_bad_input(capsys, tmp_path):
     assert "KEY=VALUE" in capsys.readouterr().err
     assert cli.main(["exec", str(GO / "hello"), "--signal-at", "insn:abc"]) == 2
     assert "insn:N" in capsys.readouterr().err
+    assert cli.main(["exec", str(GO / "hello"), "--trace", str(tmp_path / "no" / "t.json")]) == 2   # before the run
+    assert "--trace" in capsys.readouterr().err
 
 
 def test_syscall_table_names_match_numbers():

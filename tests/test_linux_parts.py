@@ -129,7 +129,11 @@ def test_scenario_variants_and_errors(tmp_path):
     bad = tmp_path / "bad.toml"
     for text, key in [('program = "x"', "program"), (f'program = "{GO / "hello"}"\nmax_virtual_ms = "a"',
                                                       "max_virtual_ms"),
-                      (f'program = "{GO / "hello"}"\n[expect]\nexit = 0', "expect.exit"), ("foo = 1", "foo")]:
+                      (f'program = "{GO / "hello"}"\n[expect]\nexit = 0', "expect.exit"), ("foo = 1", "foo"),
+                      # values the exec flags refuse are refused in a scenario too (quantum = 0 never ended)
+                      (f'program = "{GO / "hello"}"\nquantum = 0', "quantum"),
+                      (f'program = "{GO / "hello"}"\ncpus = 65', "cpus"),
+                      (f'program = "{GO / "hello"}"\nmax_virtual_ms = true', "max_virtual_ms")]:
         bad.write_text(text)
         with pytest.raises(ScenarioError) as e:
             scenario.load(str(bad))

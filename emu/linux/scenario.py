@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ScenarioError
-from ..scenario import read_toml
+from ..scenario import _typed, read_toml
 
 RUN_KEYS = {"max_virtual_ms": (int, float), "budget": int, "seed": int, "quantum": int, "ns_per_insn": int, "cpus": int}
 EXPECT_KEYS = {"exit_code": int, "starved": bool, "stdout_regex": str, "stdout_number_range": list,
@@ -42,12 +42,25 @@ class ExecScenario:
     variants: list[str] = field(default_factory=list)
 
 
+#: run options that must be positive, and the CPUs sched_getaffinity may report (as the exec flags)
+POSITIVE_RUN_KEYS = ("max_virtual_ms", "budget", "quantum", "ns_per_insn")
+MAX_CPUS = 64
+
+
 def _check(path: str, where: str, table: dict, allowed: dict) -> None:
     for k, v in table.items():
         if k not in allowed:
             raise ScenarioError(path, f"{where}{k}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
-        if not isinstance(v, allowed[k]) or (allowed[k] is int and isinstance(v, bool)):
-            raise ScenarioError(path, f"{where}{k}", f"expected {allowed[k]}, got {type(v).__name__}")
+        _typed(path, f"{where}{k}", v, allowed[k])
+
+
+def _check_run(path: str, run: dict) -> None:
+    """The run options' values, checked as the exec flags are (a scenario's quantum = 0 would never end)."""
+    for k in POSITIVE_RUN_KEYS:
+        if k in run and run[k] <= 0:
+            raise ScenarioError(path, k, f"must be positive, got {run[k]}")
+    if "cpus" in run and not 1 <= run["cpus"] <= MAX_CPUS:
+        raise ScenarioError(path, "cpus", f"must be between 1 and {MAX_CPUS}, got {run['cpus']}")
 
 
 def load(path: str, variant: str | None = None) -> ExecScenario:
@@ -66,6 +79,7 @@ def load(path: str, variant: str | None = None) -> ExecScenario:
         data = {**data, **variants[variant]}           # a variant's [expect] replaces the base one
     run = {k: data[k] for k in RUN_KEYS if k in data}
     _check(path, "", run, RUN_KEYS)
+    _check_run(path, run)
     expect = data.get("expect", {})
     _check(path, "expect.", expect, EXPECT_KEYS)
     if "stdout_number_range" in expect and "stdout_regex" not in expect:
