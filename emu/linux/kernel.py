@@ -26,6 +26,7 @@ CLONE_PARENT_SETTID, CLONE_CHILD_CLEARTID, CLONE_CHILD_SETTID = 0x100000, 0x2000
 FUTEX_WAIT, FUTEX_WAKE, FUTEX_CMD_MASK = 0, 1, 0x7F
 SIG_BLOCK, SIG_UNBLOCK, SIG_SETMASK = 0, 1, 2
 SIGKILL, SIGSTOP = 9, 19
+UNBLOCKABLE = (1 << (SIGKILL - 1)) | (1 << (SIGSTOP - 1))      # signals no mask can block
 ARCH_SET_FS, ARCH_GET_FS = 0x1002, 0x1003
 RLIMIT_NOFILE = 7
 F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL = 0, 1, 2, 3, 4
@@ -153,7 +154,7 @@ def sys_rt_sigprocmask(p, t, how, nset, oset, setsize, *_):
     if oset:
         p.write(oset, struct.pack("<Q", t.sigmask))
     if nset:
-        m = struct.unpack("<Q", p.read(nset, 8))[0] & ~((1 << (SIGKILL - 1)) | (1 << (SIGSTOP - 1)))
+        m = struct.unpack("<Q", p.read(nset, 8))[0] & ~UNBLOCKABLE
         if how == SIG_BLOCK:
             t.sigmask |= m
         elif how == SIG_UNBLOCK:

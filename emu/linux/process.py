@@ -99,10 +99,9 @@ class Process:
         self.insns = 0
         self.idle_ns = 0
         self.syscall_counts: collections.Counter = collections.Counter()
-        self.paths: list[str] = []
+        self.paths: list[str] = []                  # files the program tried to open (open/openat: ENOENT)
         self.slices: list[Slice] = []
         self.syscall_log: list[tuple] = []          # (time_ns, tid, name, args, result) when tracing
-        self._pending_events: dict[tuple[int, int], object] = {}
         self._stop_slice = False
         self._after_stop = None
         self._fault = None                      # (access type, address) of the last unmapped access
@@ -361,7 +360,7 @@ class Process:
         rsp = self.uc.reg_read(X.UC_X86_REG_RSP)
         frame = t.frames.pop() if t.frames and t.frames[-1].ucontext == rsp else None
         restored = restore_rt_frame(self.uc)
-        t.sigmask = restored.sigmask & ~((1 << 8) | (1 << 18))      # SIGKILL/SIGSTOP cannot be blocked
+        t.sigmask = restored.sigmask & ~kernel.UNBLOCKABLE
         if frame is None:
             self.watch.violation("sigreturn-frame", f"rt_sigreturn in thread {t.tid} with ucontext {rsp:#x}, "
                                  "which is not the frame preemu delivered last")
@@ -373,7 +372,6 @@ class Process:
         t = self.cur
         nr = uc.reg_read(X.UC_X86_REG_RAX)
         entry = kernel.TABLE.get(nr)
-        t.syscalls += 1
         if entry is None:
             self.error = EmuError(f"unsupported syscall {kernel.name_of(nr)} (number {nr}) at {self._where()}")
             uc.emu_stop()
@@ -484,7 +482,6 @@ class Process:
                 uc.ctl_remove_cache(at, at + 1)
         self.clock += n * ns
         self.insns += n
-        t.insns += n
         if t.signal_countdown > 0:
             t.signal_countdown = max(0, t.signal_countdown - n)
         if self.opts.trace:

@@ -34,8 +34,6 @@ class Thread:
     pending: dict = field(default_factory=dict)    # signo -> sender tid
     signal_countdown: int = 0                      # instructions still to run before a pending signal is taken
     frames: list = field(default_factory=list)     # sigframe.Delivered, innermost last
-    insns: int = 0
-    syscalls: int = 0
     name: str = ""
 
     def deliverable(self) -> int:

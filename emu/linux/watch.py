@@ -20,11 +20,12 @@ from unicorn import UC_HOOK_CODE
 from unicorn import x86_const as X
 
 from .. import gostructs as gs
-from .sigframe import GREGS, XMM
+from .. import regs
+from .sigframe import _REG, GREGS, XMM
 
 #: registers the resume check compares (RIP and RSP are checked separately)
-CHECKED = [n for n in GREGS[:15]]
-FLAGS_MASK = 0xCD5         # CF PF AF ZF SF DF OF: what user code can observe
+CHECKED = GREGS[:15]
+FLAGS_MASK = regs.USER_FLAGS_MASK       # CF PF AF ZF SF DF OF: what user code can observe
 
 
 @dataclass
@@ -151,7 +152,7 @@ class Watch:
         rsp = uc.reg_read(X.UC_X86_REG_RSP)
         diffs = []
         for n in CHECKED:
-            v = uc.reg_read(getattr(X, f"UC_X86_REG_{n}"))
+            v = uc.reg_read(_REG[n])
             if v != rec._regs[n]:
                 diffs.append(f"{n}: {rec._regs[n]:#x} -> {v:#x}")
         fl = uc.reg_read(X.UC_X86_REG_EFLAGS)
