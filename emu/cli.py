@@ -180,12 +180,12 @@ def cmd_preempt(a, out) -> int:
 
 
 def cmd_explain(a, out) -> int:
-    from . import episode, explain, explain_html, explain_text, loader, scenario
+    from . import episode, explain, explain_html, explain_text, loader, memmap, scenario
     func, regs_, layout, gc, seed, path = a.func, _regs(a.reg), a.layout, a.gc, a.seed, a.file
     stub, asyncp = a.stub, a.async_preemption
     if a.html and not os.path.isdir(os.path.dirname(os.path.abspath(a.html))):
         raise EmuError(f"--html {a.html}: no such directory")
-    story = None
+    story, stack_size = None, memmap.DEFAULT_STACK_SIZE
     if a.file.endswith(".toml"):
         sc = scenario.load(a.file)
         if isinstance(sc, scenario.SchedScenario):
@@ -199,13 +199,15 @@ def cmd_explain(a, out) -> int:
             path = os.path.relpath(sc.asm) if not sc.asm.is_absolute() else str(sc.asm)
             stub = stub or (str(sc.stub) if sc.stub else None)
             asyncp = asyncp or ("on" if sc.async_preemption else "off")
+            stack_size = sc.stack_size
     if story is None:
         if not func:
             raise EmuError("--func is required (the goroutine's entry function)")
         if a.at is None:
             raise UsageError("--at is required: where the signal lands (a boundary number, line:N or FUNC+OFFSET)")
         program = loader.load_program(path)
-        world = loader.build_world(program, func, layout, stub, 1 if seed is None else seed, regs_, gc=gc)
+        world = loader.build_world(program, func, layout, stub, 1 if seed is None else seed, regs_, gc=gc,
+                                   stack_size=stack_size)
         func = world.program.func_for(world.entry).name
         try:
             at = episode.resolve_at(world, a.at)

@@ -252,3 +252,16 @@ def test_real_go_program_goes_through_the_sweeps_loader():
     assert stub[0]["source"] == "PUSHQ BP" and "preempt_amd64.s" in stub[0]["file"]
     gc = next(s for s in d["steps"] if s["phase"] == "gc")
     assert any("interrupted frame main.buildList" in t for t in gc["text"])
+
+
+def test_a_sweep_scenarios_stack_size_is_the_explained_goroutines(tmp_path):
+    base = f'name = "t"\nasm = "{ASM / "sum_loop.s"}"\nentry = "sum_loop"\n[registers]\nRCX = 3\n'
+    rows = {}
+    for size in (2048, 8192):
+        (tmp_path / f"s{size}.toml").write_text(f"stack_size = {size}\n" + base)
+        rc, out = _cli("explain", str(tmp_path / f"s{size}.toml"), "--at", "3", "--json")
+        signal = next(s for s in json.loads(out)["steps"] if s["phase"] == "signal")
+        rows[size] = next(r for r in signal["table"]["rows"] if r[0] == "stack")[3]
+        assert rc == 0
+    room = {k: int(v.split("=")[1].split()[0]) for k, v in rows.items()}      # "sp - lo = N vs 472"
+    assert room[8192] - room[2048] == 8192 - 2048
