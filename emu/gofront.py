@@ -319,7 +319,7 @@ def load(path: str | Path) -> GoProgram:
     res = gobuild.build(path)
     b = gobinary.GoBinary.open(res.binary)
     b.source_path = res.source_path
-    structs = struct_tables(res.binary)
+    structs = struct_tables(res.binary, b.raw)
     img, code, data = _image(b, structs.source)
     return GoProgram(b, str(path), [], data, code, img, structs=structs)
 
@@ -370,18 +370,20 @@ def relocated_stub(path: str | Path, base: int = memmap.STUB_BASE) -> Program:
 _SLOTS = {"runtime.g": memmap.G_SLOT, "runtime.m": memmap.M_SLOT, "runtime.p": memmap.P_SLOT}
 
 
-def struct_tables(binary_path) -> gostructs.StructTables:
+def struct_tables(binary_path, raw: bytes | None = None) -> gostructs.StructTables:
     """g, m and p as this binary's DWARF lays them out: every field preemu models (gostructs' names) at
     the binary's offset and width, each struct checked to fit the memory preemu gives it. A binary
     without DWARF (-ldflags=-w) gets the typed Go 1.27.3 tables. Parsed once per binary: the result is
-    cached as JSON under the build cache (DWARF is slow to read)."""
+    cached as JSON under the build cache (DWARF is slow to read). `raw`: the binary's bytes when the caller
+    has read them already."""
     import hashlib
     import json
 
     from . import godwarf, gobuild
     typed = gostructs.typed_tables()
     model = {s: sorted(typed.of(s).items()) for s in _SLOTS}
-    digest = hashlib.sha256(Path(binary_path).read_bytes() + repr(model).encode()).hexdigest()
+    raw = Path(binary_path).read_bytes() if raw is None else raw
+    digest = hashlib.sha256(raw + repr(model).encode()).hexdigest()
     cache = gobuild.cache_dir() / "layout" / f"{digest}.json"
     if cache.exists():
         d = json.loads(cache.read_text())

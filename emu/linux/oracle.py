@@ -42,8 +42,9 @@ class Oracle:
 
     def __init__(self, proc, binary_path: str) -> None:
         self.proc = proc
-        self.structs = gofront.struct_tables(binary_path)        # g/m/p as this binary lays them out
-        self.prog = gofront.GoProgram(gobinary.GoBinary.open(binary_path), binary_path)   # lazy findfunc
+        binary = gobinary.GoBinary.open(binary_path)
+        self.structs = gofront.struct_tables(binary_path, binary.raw)   # g/m/p as this binary lays them out
+        self.prog = gofront.GoProgram(binary, binary_path)               # lazy findfunc
         self.headroom_addr = proc.image.symbol("runtime.asyncPreemptStack")
 
     def __call__(self, t, frame) -> str | None:
