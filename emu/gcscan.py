@@ -36,11 +36,11 @@ def _words(buf: bytes):
         yield i, int.from_bytes(buf[i:i + 8], "little")
 
 
-_CANDIDATES: dict[tuple, tuple[int, ...]] = {}
+_CANDIDATES: dict[tuple, list[int]] = {}
 _CACHED_FROM = 64           # words: below this a lookup costs about what the loop does
 
 
-def _candidates(data: bytes, words, hb: int, hl: int, slo: int, shi: int) -> tuple[int, ...]:
+def _candidates(data: bytes, words, hb: int, hl: int, slo: int, shi: int) -> list[int]:
     """Indices of the words that point into [hb, hl) or [slo, shi). A pure function of the bytes and
     the ranges, so a large block (an xRegs block, 264 words) seen again is not looked through again:
     the vector registers a goroutine saves are often the same at every preemption."""
@@ -50,7 +50,7 @@ def _candidates(data: bytes, words, hb: int, hl: int, slo: int, shi: int) -> tup
         if hit is not None:
             return hit
     lo, hi = min(hb, slo), max(hl, shi)           # one comparison rejects almost every word
-    out = tuple(i for i, v in enumerate(words) if lo <= v < hi and (hb <= v < hl or slo <= v < shi))
+    out = [i for i, v in enumerate(words) if lo <= v < hi and (hb <= v < hl or slo <= v < shi)]
     if key is not None:
         if len(_CANDIDATES) >= 4096:
             _CANDIDATES.clear()
@@ -64,6 +64,9 @@ def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: i
     if scanner not in SCANNERS:
         raise ValueError(f"unknown scanner {scanner!r}")
     res = ScanResult()
+    roots = res.roots
+    find = heap.find
+    hb, hl = heap.base, heap.next                 # objects lie in [base, next): the arena's allocated part
     precise: set[int] = set()
     conservative: set[int] = set()
 
@@ -71,19 +74,11 @@ def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: i
         if stack_lo <= val < stack_hi:
             res.stack_pointers += 1
             return
-        o = heap.find(val)
+        o = find(val)
         if o is None or o.freed_at is not None:
             return
         (precise if is_precise else conservative).add(o.base)
-        res.roots.append((where, slot, o.base))
-
-    def conservative_range(where: str, lo: int, hi: int) -> None:
-        n = (hi - lo) // 8
-        if n > 0:                 # only words that could point into the heap or the stack are looked up
-            data = read(lo, 8 * n)
-            words = memoryview(data).cast("Q")
-            for i in _candidates(data, words, heap.base, heap.limit, stack_lo, stack_hi):
-                consider(where, lo + 8 * i, words[i], False)
+        roots.append((where, slot, o.base))
 
     if globals_:        # one read covering every global (a Go binary has thousands of pointer words)
         lo = min(a for a, _ in globals_)
@@ -91,25 +86,39 @@ def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: i
         for g_addr, size in globals_:
             for i in range((g_addr - lo) // 8, (g_addr - lo + size) // 8):
                 v = words[i]
-                if heap.base <= v < heap.limit or stack_lo <= v < stack_hi:
+                if hb <= v < hl or stack_lo <= v < stack_hi:
                     consider("global", lo + 8 * i, v, True)
+    # The stack roots in scan order, innermost first: (where, lo, hi) conservative ranges and
+    # (where, slot, None) precise slots
+    todo: list[tuple[str, int, int | None]] = []
     if xregs is not None:
-        conservative_range("xRegs block", xregs[0], xregs[0] + xregs[1])
+        todo.append(("xRegs block", xregs[0], xregs[0] + xregs[1]))
     for fr in frames:
-        if fr.kind == "asyncPreempt2":
+        kind = fr.kind
+        if kind == "asyncPreempt2":
             continue                                  # precise, and holds no pointers
-        if fr.kind == "asyncPreempt":
+        if kind == "asyncPreempt":
             if scanner != "skip-save-area":           # [sp, varp): everything but saved BP and return PC
-                conservative_range("asyncPreempt save area", fr.sp, varp(fr))
-        elif fr.kind == "interrupted":
+                todo.append(("asyncPreempt save area", fr.sp, varp(fr)))
+        elif kind == "interrupted":
             if scanner != "precise-interrupted":
-                conservative_range(f"interrupted frame {fr.func}", fr.sp, varp(fr))
-                argp = fr.ret_slot + 8                # frame.argp = fp (amd64: above the return address)
-                conservative_range(f"interrupted frame {fr.func} arguments", argp, argp + arg_bytes(prog, fr))
+                todo.append((f"interrupted frame {fr.func}", fr.sp, varp(fr)))
+                argp = fr.sp + fr.size + 8            # frame.argp = fp (amd64: above the return address)
+                todo.append((f"interrupted frame {fr.func} arguments", argp, argp + arg_bytes(prog, fr)))
         else:
-            for off in (frame_ptr_slots(prog, fr) or ()):
-                consider(f"frame {fr.func} (stack map)", fr.sp + off, int.from_bytes(read(fr.sp + off, 8), "little"),
-                         True)
+            todo += [(f"frame {fr.func} (stack map)", fr.sp + off, None) for off in (frame_ptr_slots(prog, fr) or ())]
+    for where, lo, hi in todo:
+        if hi is None:                                # a stack-map slot
+            consider(where, lo, int.from_bytes(read(lo, 8), "little"), True)
+            continue
+        n = (hi - lo) // 8
+        if n > 0:                 # only words that could point into the heap or the stack are looked up
+            data = read(lo, 8 * n)
+            words = memoryview(data).cast("Q")
+            for i in _candidates(data, words, hb, hl, stack_lo, stack_hi):
+                consider(where, lo + 8 * i, words[i], False)
+    if not (precise or conservative):
+        return res
     # greyobject / drain: marked objects are scanned through their type's pointer words when they
     # have one (scanobject, mgcmark.go), else conservatively
     work = list(precise | conservative)
@@ -117,13 +126,13 @@ def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: i
     reach_precise = set(precise)
     while work:
         b = work.pop()
-        o = heap.find(b)
+        o = find(b)
         via_precise = b in reach_precise
         words = _words(read(o.base, o.size))
         if o.ptr_words is not None:
             words = [(off, v) for off, v in words if off // 8 in o.ptr_words]
         for off, v in words:
-            t = heap.find(v)
+            t = find(v)
             if t is None or t.freed_at is not None:
                 continue
             if via_precise and t.base not in reach_precise:
@@ -141,8 +150,8 @@ def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: i
 def sweep_heap(heap: Heap, marked: set[int], write, boundary: int) -> list:
     """Free every allocated, unmarked object: poison its memory and remember who freed it."""
     freed = []
-    for o in heap.live():
-        if o.base not in marked:
+    for o in heap.objs:
+        if o.freed_at is None and o.base not in marked:
             o.freed_at = boundary
             write(o.base, bytes([POISON]) * o.size)
             freed.append(o)

@@ -88,8 +88,9 @@ class WorldGC:
             from .machine import GuestFaultInHook
             raise GuestFaultInHook(f"GC stack scan cannot unwind: {e}") from None
         xregs = None
+        g = self.g.f
         if self.layout.xreg_slots:
-            block = self.g.get("xRegs.state")
+            block = g["xRegs.state"][0]
             xregs = (block, gs.XREGS_SIZE) if block else None
         globals_ = self._gc_globals
         if globals_ is None:          # the data/bss pointer words: fixed for the program, thousands in a Go binary
@@ -107,8 +108,8 @@ class WorldGC:
         # scanstack (mgcmark.go:944-950): isShrinkStackSafe is false while asyncSafePoint is set
         # (stack.go:1245), so the shrink is deferred -- preemptShrink is set whether or not
         # shrinkstack would then find anything to shrink.
-        if self.g.get("asyncSafePoint"):
-            self.g.set("preemptShrink", 1)
+        if g["asyncSafePoint"][0]:
+            g["preemptShrink"][0] = 1
             self.shrink_deferred += 1
         else:
             self._shrinkstack()

@@ -83,13 +83,14 @@ def read_sched_state(g: StructRef, m: StructRef, p: StructRef | None, rules: Run
 # an M as one too (gostructs.TLS_FIELDS at its FS base).
 def request_preempt(g: StructRef) -> None:
     """preemptone's cooperative request: gp.preempt = true, gp.stackguard0 = stackPreempt."""
-    g.set("preempt", 1)
-    g.set("stackguard0", gs.STACK_PREEMPT)
+    f = g.f
+    f["preempt"][0] = 1
+    f["stackguard0"][0] = gs.STACK_PREEMPT
 
 
 def preempt_m(m: StructRef, p: StructRef, rules: RuntimeRules = GO127) -> bool:
     """preemptone's asynchronous request: pp.preempt = true, then preemptM (see signal_m)."""
-    p.set("preempt", 1)
+    p.f["preempt"][0] = 1
     return signal_m(m, rules)
 
 
@@ -98,50 +99,54 @@ def signal_m(m: StructRef, rules: RuntimeRules = GO127) -> bool:
     (at most one is in flight per M). Go 1.14's preemptM had no signalPending and signalled every time."""
     if not rules.signal_pending:
         return True
-    if m.get("signalPending"):
+    pending = m.f["signalPending"]
+    if pending[0]:
         return False
-    m.set("signalPending", 1)
+    pending[0] = 1
     return True
 
 
 def ack_sigurg(m: StructRef, rules: RuntimeRules = GO127) -> None:
     """doSigPreempt's tail: m.preemptGen += 1; m.signalPending = 0 (signal_unix.go:353-354;
     Go 1.14 only bumped preemptGen)."""
-    m.set("preemptGen", m.get("preemptGen") + 1)
+    f = m.f
+    gen = f["preemptGen"]
+    gen[0] = (gen[0] + 1) & ((1 << (8 * gen.itemsize)) - 1)      # a uint32 wraps
     if rules.signal_pending:
-        m.set("signalPending", 0)
+        f["signalPending"][0] = 0
 
 
 def clear_preempt(g: StructRef, p: StructRef, stack_lo: int) -> None:
     """schedule()/execute(): pp.preempt = false, gp.preempt = false, stackguard0 = stack.lo + stackGuard."""
-    p.set("preempt", 0)
-    g.set("preempt", 0)
-    g.set("stackguard0", stack_lo + gs.STACK_GUARD)
+    p.f["preempt"][0] = 0
+    f = g.f
+    f["preempt"][0] = 0
+    f["stackguard0"][0] = stack_lo + gs.STACK_GUARD
 
 
 def set_curg(m: StructRef, tls: StructRef, g: StructRef) -> None:
     """execute() on an M: m.curg = gp, gp.m = m, and the M's TLS g slot (FS:-8) = gp."""
-    m.set("curg", g.base)
-    g.set("m", m.base)
-    tls.set("g", g.base)
+    m.f["curg"][0] = g.base
+    g.f["m"][0] = m.base
+    tls.f["g"][0] = g.base
 
 
 def drop_curg(m: StructRef, tls: StructRef, g0: int) -> None:
     """dropg(): m.curg = nil; the M runs its g0."""
-    m.set("curg", 0)
-    tls.set("g", g0)
+    m.f["curg"][0] = 0
+    tls.f["g"][0] = g0
 
 
 def xreg_save(p: StructRef, g: StructRef, block: int) -> None:
     """xRegSave: copy the P's xRegs scratch into the block; gp.xRegs.state = block."""
     p.machine.write(block, p.bytes_view("xRegs.scratch"))
-    g.set("xRegs.state", block)
+    g.f["xRegs.state"][0] = block
 
 
 def xreg_restore(p: StructRef, g: StructRef, block: int) -> None:
     """xRegRestore: the P the G resumes on caches its block (the stub reloads X0-X15 from it)."""
-    p.set("xRegs.cache", block)
-    g.set("xRegs.state", 0)
+    p.f["xRegs.cache"][0] = block
+    g.f["xRegs.state"][0] = 0
 
 
 class MachineSigContext:
@@ -467,16 +472,18 @@ class World(WorldGC):
         gp.asyncSafePoint is set from the trap until after xRegRestore, as asyncPreempt2 does
         (runtime/preempt.go:317-343)."""
         g = self.g
-        g.set("asyncSafePoint", 1)
+        safe_point = g.f["asyncSafePoint"]
+        safe_point[0] = 1
         if self.on_preempted is not None:
             self.on_preempted()
         if self.layout.xreg_slots:
             # xRegSave: take this P's cached block (or allocate one), copy scratch into it.
-            block = self.p_ref.get("xRegs.cache")
+            cache = self.p_ref.f["xRegs.cache"]
+            block = cache[0]
             if block == 0:
                 used = {p.get("xRegs.cache") for _, p, _ in self.refs}
                 block = next(b for b in self.xreg_blocks if b not in used)
-            self.p_ref.set("xRegs.cache", 0)
+            cache[0] = 0
             xreg_save(self.p_ref, g, block)
             self.p_ref.bytes_view("xRegs.scratch")[:] = _SCRATCH_OTHER_G      # reused by other Gs
         if self.gc_enabled:                             # a GC cycle while the G is off CPU
@@ -488,6 +495,6 @@ class World(WorldGC):
             # xRegRestore: the P we resume on caches the G's block (its old one is freed).
             self.p_ref.bytes_view("xRegs.scratch")[:] = _SCRATCH_RESUMED
             xreg_restore(self.p_ref, g, block)
-        g.set("asyncSafePoint", 0)
+        safe_point[0] = 0
         self.withdraw_request()
         return False

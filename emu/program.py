@@ -110,6 +110,8 @@ class Program:
         self._by_name = {f.name: f for f in self.funcs}
         #: safepoint.is_async_safe_point's per-PC verdicts of its static checks (reset with the index)
         self.verdict_cache: dict = {}
+        #: unwind's per-(frame kind, PC) steps, from the function tables alone (reset with the index)
+        self.unwind_cache: dict = {}
 
     def merged(self, other: "Program") -> "Program":
         """Return a new Program holding this one's functions and `other`'s."""

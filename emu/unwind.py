@@ -35,33 +35,45 @@ def unwind(prog: Program, read_u64, sp: int, pc: int, stub_name: str = "asyncPre
     """Walk from (pc, sp) -- a PC inside asyncPreempt2 -- to goexit; return the frames innermost first."""
     frames: list[Frame] = []
     kind = "asyncPreempt2"
+    steps = prog.unwind_cache
     for _ in range(10_000):
-        f = prog.func_for(pc)
-        if f is None:
-            raise UnwindError(f"pc {pc:#x} is in no known function (at frame {len(frames)})")
-        call_pc = None
-        if kind in ("asyncPreempt2", "interrupted"):
-            insn = prog.insn_at(pc) if kind == "interrupted" else f.insns[0]
-            size = insn.sp_delta if kind == "interrupted" else _delta_at(f, pc)
-        else:                                        # stopped at a call: the CALL just before pc
-            call = _call_before(f, pc)
-            if call is None:
-                raise UnwindError(f"return address {pc:#x} does not follow a CALL in {f.name}")
-            size, call_pc = call.sp_delta, call.addr
-        frames.append(Frame(f.name, pc, sp, size, kind, call_pc))
-        ret = read_u64(sp + size)
-        sp = sp + size + 8
-        pc = ret
+        key = (kind, pc, stub_name)
+        step = steps.get(key)
+        if step is None:
+            step = steps[key] = _step(prog, kind, pc, len(frames), stub_name)
+        name, size, call_pc, next_kind = step
+        frames.append(Frame(name, pc, sp, size, kind, call_pc))
+        sp += size
+        pc = read_u64(sp)
+        sp += 8
         if pc == memmap.GOEXIT:
             return frames
-        if kind == "asyncPreempt2":
-            caller = prog.func_for(pc)
-            kind = "asyncPreempt" if caller is not None and caller.name == stub_name else "caller"
-        elif kind == "asyncPreempt":
-            kind = "interrupted"
-        else:
-            kind = "caller"
+        kind = next_kind(pc) if callable(next_kind) else next_kind
     raise UnwindError("more than 10000 frames")
+
+
+def _step(prog: Program, kind: str, pc: int, depth: int, stub_name: str):
+    """What a frame of `kind` stopped at `pc` is, from the function tables alone (a pure function of
+    its arguments, kept in prog.unwind_cache): (function name, SP delta, the CALL it stopped at or
+    None, the next frame's kind or a function of the return address giving it)."""
+    f = prog.func_for(pc)
+    if f is None:
+        raise UnwindError(f"pc {pc:#x} is in no known function (at frame {depth})")
+    call_pc = None
+    if kind in ("asyncPreempt2", "interrupted"):
+        size = prog.insn_at(pc).sp_delta if kind == "interrupted" else _delta_at(f, pc)
+    else:                                        # stopped at a call: the CALL just before pc
+        call = _call_before(f, pc)
+        if call is None:
+            raise UnwindError(f"return address {pc:#x} does not follow a CALL in {f.name}")
+        size, call_pc = call.sp_delta, call.addr
+    if kind == "asyncPreempt2":
+        def next_kind(ret: int) -> str:
+            caller = prog.func_for(ret)
+            return "asyncPreempt" if caller is not None and caller.name == stub_name else "caller"
+    else:
+        next_kind = "interrupted" if kind == "asyncPreempt" else "caller"
+    return f.name, size, call_pc, next_kind
 
 
 def _delta_at(f, pc: int) -> int:

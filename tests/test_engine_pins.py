@@ -97,3 +97,28 @@ def test_opt_in_tracing_keeps_the_fault_hooks_and_stack_names():
     assert m.describe_address is namer            # tracing must not reset the stack namer
     assert m.run(w.entry, 10_000) == "goexit" and len(seen) == 17
     m.trace(None)
+
+
+def test_direct_c_calls_carry_full_64_bit_values():
+    """Machine calls uc_emu_start/uc_reg_read/uc_reg_write without ctypes' argument conversion
+    (machine._unconverted): a 64-bit value passed as a plain int would be cut to a C int. Every
+    address preemu uses is below 4 GiB, so this pins it with values that are not."""
+    from emu.machine import Fault
+    w = world_for(assemble(LOOP), "f")
+    m = w.machine
+    for name, value in (("RAX", 0xFEDC_BA98_7654_3210), ("RSP", 0x8000_0000_0000_0008), ("R15", 1 << 40)):
+        m.set_reg(name, value)
+        assert m.reg(name) == value and m.dump_state()[name] == value
+    high = 0x7FFF_1234_5000                          # unmapped, above 4 GiB: the fault must name it exactly
+    try:
+        m.run(high, 1)
+    except Fault as f:
+        assert f.pc == high, hex(f.pc)
+    else:
+        raise AssertionError("running unmapped memory did not fault")
+    ctx = m.save_context()
+    m.set_reg("RAX", 1)
+    m.save_context(ctx)                               # into an existing context: the direct call
+    m.set_reg("RAX", 2)
+    m.restore_context(ctx)
+    assert m.reg("RAX") == 1
