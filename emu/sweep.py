@@ -133,13 +133,17 @@ def first_boundaries(world: World, n: int) -> dict[int, int]:
     addrs = sorted(i.addr for i in world.program.iter_insns())
     first: dict[int, int] = {}
     pos = [0]
+    known: dict[tuple[int, int], int] = {}      # a block seen before: its instruction count (a loop's
+                                                # body is the same block every iteration)
 
     def on_block(addr: int, size: int) -> None:
-        lo = bisect.bisect_left(addrs, addr)
-        hi = bisect.bisect_left(addrs, addr + size)
-        for j in range(lo, hi):
-            first.setdefault(addrs[j], pos[0] + j - lo)
-        pos[0] += hi - lo
+        n = known.get((addr, size))
+        if n is None:
+            lo = bisect.bisect_left(addrs, addr)
+            n = known[addr, size] = bisect.bisect_left(addrs, addr + size) - lo
+            for j in range(n):
+                first.setdefault(addrs[lo + j], pos[0] + j)
+        pos[0] += n
 
     world.reset()
     h = m.add_block_hook(on_block)
