@@ -250,6 +250,18 @@ def test_nil_dereference_becomes_a_go_panic():
     assert not p.watch.violations
 
 
+def test_a_blocked_fault_kills_as_the_kernel_does():
+    """SIGSEGV blocked in the faulting thread: the kernel forces it (action reset to SIG_DFL, signal
+    unblocked) and the process dies by SIGSEGV, as it does natively (exit 139 from a shell); the Go
+    runtime's handler never runs, so there is no Go panic."""
+    p = run(gobuild.build(DATA / "go" / "blockedsegv").binary)
+    assert (p.exit_code, p.error, bytes(p.fds.stdout.data)) == (128 + 11, None, b"blocked\n")
+    assert p.stop_reason.startswith("killed by signal 11 (SIGSEGV): read of unmapped address 0x8")
+    assert bytes(p.fds.stderr.data) == b""
+    [segv] = [e for e in p.watch.signals if e.sig == 11]
+    assert segv.outcome == "fatal" and p.sigactions[11][0] == process.SIG_DFL
+
+
 def _scenario_runs():
     from emu.linux import scenario
     for f in sorted(GO.glob("*.toml")):

@@ -12,7 +12,8 @@ Signals are delivered as Linux does (kernel/signal.c, arch/x86/kernel/signal.c) 
 thread next runs, `signal_delay` of its instructions later (--signal-at insn:N), or when it is
 about to execute a chosen PC (--signal-at FUNC+OFF, a one-shot code hook); the landing PC is recorded.
 An access to an unmapped page becomes a synchronous SIGSEGV for the faulting thread (SEGV_MAPERR,
-si_addr and the mcontext's trapno/err/cr2), taken before anything else runs.
+si_addr and the mcontext's trapno/err/cr2), taken before anything else runs; if the thread blocks or
+ignores it, it is forced (SIG_DFL, unblocked) and kills, as force_sig_info_to_task does.
 Left out: multiple CPUs, priorities, process-directed signals, core dumps.
 """
 from __future__ import annotations
@@ -329,16 +330,23 @@ class Process:
         else:
             self.wake(t, -kernel.EINTR)
 
+    def _force_sig(self, t: Thread, sig: int) -> None:
+        """force_sig_info_to_task (kernel/signal.c): a synchronous fault the thread blocks or ignores
+        cannot be left pending or dropped; its action is reset to SIG_DFL and it is unblocked, so it kills."""
+        bit = 1 << (sig - 1)
+        handler, flags, restorer, mask = self.sigactions.get(sig, (SIG_DFL, 0, 0, 0))
+        if t.sigmask & bit or handler == SIG_IGN:
+            self.sigactions[sig] = (SIG_DFL, flags, restorer, mask)
+            t.sigmask &= ~bit
+
     def _deliver(self, t: Thread, sig: int) -> None:
         ev = t.pending.pop(sig)
-        if ev.info is not None:
-            t.sigmask &= ~(1 << (sig - 1))      # synchronous: taken even if blocked, and then fatal
         handler, flags, restorer, mask = self.sigactions.get(sig, (SIG_DFL, 0, 0, 0))
         if handler == SIG_IGN or (handler == SIG_DFL and sig in DEFAULT_IGNORED):
             ev.outcome = "ignored"
             return
-        if handler == SIG_DFL or (ev.info is not None and t.sigmask & (1 << (sig - 1))):
-            ev.outcome = "fatal"          # a fault with its signal blocked or defaulted kills (force_sig_fault)
+        if handler == SIG_DFL:
+            ev.outcome = "fatal"          # a fault _force_sig reset to SIG_DFL lands here too
             self.exit_code = 128 + sig
             self.stop_reason = f"killed by signal {sig} ({SIGNAL_NAMES.get(sig, '?')})" + \
                 (f": {ev.fault}" if ev.info is not None else "")
@@ -519,6 +527,7 @@ class Process:
         what = {0: "read of", PF_WRITE: "write to", PF_INSTR: "fetch from"}[kinds[e.errno]]
         ev.fault = f"{what} unmapped address {addr:#x} at {self._where(pc)}"
         t.pending[11] = ev
+        self._force_sig(t, 11)
         self.runq.appendleft(t)                # the faulting thread takes its signal before anything else runs
         return True
 
