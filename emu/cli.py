@@ -185,7 +185,7 @@ def cmd_explain(a, out) -> int:
     stub, asyncp = a.stub, a.async_preemption
     if a.html and not os.path.isdir(os.path.dirname(os.path.abspath(a.html))):
         raise EmuError(f"--html {a.html}: no such directory")
-    story, stack_size = None, memmap.DEFAULT_STACK_SIZE
+    story, stack_size, scanner = None, memmap.DEFAULT_STACK_SIZE, "go"
     if a.file.endswith(".toml"):
         sc = scenario.load(a.file)
         if isinstance(sc, scenario.SchedScenario):
@@ -199,7 +199,7 @@ def cmd_explain(a, out) -> int:
             path = os.path.relpath(sc.asm) if not sc.asm.is_absolute() else str(sc.asm)
             stub = stub or (str(sc.stub) if sc.stub else None)
             asyncp = asyncp or ("on" if sc.async_preemption else "off")
-            stack_size = sc.stack_size
+            stack_size, scanner = sc.stack_size, sc.gc_scanner
     if story is None:
         if not func:
             raise EmuError("--func is required (the goroutine's entry function)")
@@ -207,7 +207,7 @@ def cmd_explain(a, out) -> int:
             raise UsageError("--at is required: where the signal lands (a boundary number, line:N or FUNC+OFFSET)")
         program = loader.load_program(path)
         world = loader.build_world(program, func, layout, stub, 1 if seed is None else seed, regs_, gc=gc,
-                                   stack_size=stack_size)
+                                   scanner=scanner, stack_size=stack_size)
         func = world.program.func_for(world.entry).name
         try:
             at = episode.resolve_at(world, a.at)

@@ -193,6 +193,19 @@ def test_gc_lists_frames_and_objects():
     assert any(c["name"] == "no use of freed objects" and c["ok"] for s in d["steps"] for c in s["checks"])
 
 
+def test_a_sweep_scenario_explains_with_its_own_gc_scanner(tmp_path):
+    """The scenario's gc_scanner is the one explained: the skip-save-area mutant loses the object held
+    only in R12 (saved in the asyncPreempt frame), so the story ends on a use of freed memory."""
+    text = (ROOT / "scenarios" / "gc_ptr_in_reg.toml").read_text().replace('asm = "../asm/', f'asm = "{ASM}/')
+    for scanner, rc_want in (("go", 0), ("skip-save-area", 1)):
+        sc = tmp_path / f"{scanner}.toml"
+        sc.write_text(text.replace("gc = true", f'gc = true\ngc_scanner = "{scanner}"'))
+        rc, out = _cli("explain", str(sc), "--at", "12", "--json")
+        d = json.loads(out)
+        freed = [c for s in d["steps"] for c in s["checks"] if c["name"] == "no use of freed objects"]
+        assert rc == rc_want and freed and freed[-1]["ok"] == (rc_want == 0), (scanner, out[-400:])
+
+
 def test_go127_layout_saves_vectors_in_the_p():
     story = _story(ASM / "adc_chain.s", "adc_chain", 5, layout="go1.27", RCX=64)
     assert story.ok
