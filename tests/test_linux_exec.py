@@ -221,6 +221,7 @@ def test_oracle_agrees_with_the_runtime_on_every_sigurg(binaries, starve):
     assert [e.oracle for e in p.watch.signals if e.outcome == "injected"] == ["safe"]
     assert all(e.oracle != "safe" for e in p.watch.signals if e.outcome == "declined")
     assert p.watch.preemptions[0].goid >= 1 and not p.watch.violations
+    assert p.structs is p.watch.oracle.structs          # goid and thread names read at the binary's offsets
     off = run(binaries["starve"], env=["GODEBUG=asyncpreemptoff=1"], max_virtual_ms=30)
     assert not off.watch.signals          # sysmon itself sends none (runtime/preempt.go preemptM)
 

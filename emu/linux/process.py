@@ -112,6 +112,8 @@ class Process:
         if oracle == "auto":
             from . import oracle as oracle_mod
             oracle, self.oracle_note = oracle_mod.make(self, image.path)
+        #: g/m/p as this binary lays them out (the oracle's, from its DWARF), else the typed Go 1.27.3 ones
+        self.structs: gs.StructTables = getattr(oracle, "structs", None) or gs.typed_tables()
         self.watch = Watch(self, image.symbol("runtime.asyncPreempt.abi0"), oracle)
 
     # --- setup -------------------------------------------------------------------------------
@@ -230,8 +232,9 @@ class Process:
         """Name a new thread after its M: runtime·clone passes mp in R13 (sys_linux_amd64.s), and
         newm's mstartfn (runtime/proc.go) tells sysmon and the template thread from plain Ms."""
         try:
-            fn = self.read_u64(mp + gs.M_FIELDS["mstartfn"].offset)
-            mid = self.read_u64(mp + gs.M_FIELDS["id"].offset)
+            m = self.structs.m
+            fn = self.read_u64(mp + m["mstartfn"].offset)
+            mid = self.read_u64(mp + m["id"].offset)
             start = self.image.func_at(self.read_u64(fn)) if fn else None
         except UcError:
             return "thread"
@@ -446,7 +449,6 @@ class Process:
             if t.state != RUNNABLE:
                 continue
             self._run_slice(t, ns, limit_ns)
-        self.watch.finish()
         self.wall_s = time.perf_counter() - t0
         return self
 

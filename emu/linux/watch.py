@@ -19,7 +19,6 @@ import capstone
 from unicorn import UC_HOOK_CODE
 from unicorn import x86_const as X
 
-from .. import gostructs as gs
 from .. import regs
 from .sigframe import _REG, GREGS, XMM
 
@@ -79,7 +78,9 @@ class Watch:
         self.signals: list[SignalEvent] = []
         self.preemptions: list[Preemption] = []
         self.violations: list[dict] = []
-        self._awaiting: dict[int, Preemption] = {}          # g -> injection not yet returned from
+        # g -> injection not yet returned from; one still here at exit is reported (Preemption.resumed
+        # stays False: "never resumed"), not a violation
+        self._awaiting: dict[int, Preemption] = {}
         self._hook_rets(proc.uc, proc.image)
 
     def _hook_rets(self, uc, image) -> None:
@@ -123,7 +124,7 @@ class Watch:
             outcome = "injected"
             g = self.p.read_u64(self.p.fs_base() - 8)
             rec = Preemption(self.p.now(), t.tid, g, old["RIP"], self.p.image.describe(old["RIP"]), old["RSP"],
-                             ev.oracle if ev else None, goid=self.p.read_u64(g + gs.G_FIELDS["goid"].offset))
+                             ev.oracle if ev else None, goid=self.p.read_u64(g + self.p.structs.g["goid"].offset))
             rec._regs, rec._xmm = old, frame.xmm
             self.preemptions.append(rec)
             self._awaiting[g] = rec
@@ -172,7 +173,3 @@ class Watch:
         if diffs:
             self.violation("resume-registers", f"goroutine {g:#x} preempted at {rec.where} resumed with "
                            f"different state: {'; '.join(diffs)}", pc=hex(rec.pc))
-
-    def finish(self) -> None:
-        """At exit: an injection whose asyncPreempt never returned is only reported, not a violation."""
-        self.unreturned = list(self._awaiting.values())
