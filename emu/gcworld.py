@@ -29,10 +29,12 @@ class WorldGC:
         typ = next((decode_type(d.init) for d in self.program.data if d.addr == rax), None)
         size, words = typ if typ is not None else (rax, None)
         try:
-            return self.heap.alloc(size, words)
+            obj = self.heap.alloc(size, words)
         except MemoryError as e:
             from .machine import GuestFaultInHook
             raise GuestFaultInHook(f"runtime.newobject({size}): {e}") from None
+        self._sync_heap_watch()
+        return obj
 
     def _alloc(self, size: int | None, typ: int) -> int:
         """mallocgc(size, typ, needzero) / newobject(typ) of a real Go binary: size None = typ.Size_."""
@@ -46,10 +48,18 @@ class WorldGC:
             words = tuple(w for w in range(size // 8) if (8 * w) % t.size < t.ptrbytes and (8 * w) % t.size // 8 in mask) \
                 if t.size else ()
         try:
-            return self.heap.alloc(size, words)
+            obj = self.heap.alloc(size, words)
         except MemoryError as e:
             from .machine import GuestFaultInHook
             raise GuestFaultInHook(f"runtime.mallocgc({size}): {e}") from None
+        self._sync_heap_watch()
+        return obj
+
+    def _sync_heap_watch(self) -> None:
+        """GC mode watches heap accesses (use-after-free, last use) exactly while the heap holds objects:
+        from the first allocation of a run, and from a snapshot taken after one (Machine.heap_watch)."""
+        if self.gc_enabled:
+            self.machine.heap_watch(self.heap.next > self.heap.base)
 
     def _heap_access(self, kind: str, addr: int, pc: int) -> None:
         o = self.heap.find(addr)

@@ -382,6 +382,7 @@ class World(WorldGC):
         if self.heap.next > heap[0]:                  # objects allocated since: back to zeroed arena
             m.write(heap[0], bytes(self.heap.next - heap[0]))
         self.heap.restore(heap)
+        self._sync_heap_watch()
         if (lo, hi) != (self.stack_lo, self.stack_hi):
             m.unmap_stack(self.stack_lo, self.stack_hi)
             m.map_stack(lo, hi)

@@ -146,6 +146,7 @@ class Machine:
             for a in self.stub_rets:
                 self.uc.hook_add(unicorn.UC_HOOK_CODE, self._hook_stub_ret, begin=a, end=a)
         self._trace_hook = None
+        self._heap_hook = self._heap_hook_fn = None      # see heap_watch
         self._bad_access: tuple[str, int] | None = None
         self.describe_address: Callable[[int], str | None] | None = None   # set by the owner of the stacks
         self.uc.hook_add(unicorn.UC_HOOK_MEM_INVALID, self._hook_bad_access)
@@ -526,12 +527,27 @@ class Machine:
         return self.stop_reason
 
     def watch_heap(self, on_access: Callable[[str, int, int], None]) -> None:
-        """Call on_access(kind, address, pc) for every guest read/write of the heap arena (GC mode only;
-        installed before the first run)."""
+        """Call on_access(kind, address, pc) for every guest read/write of the heap arena while the watch
+        is on (GC mode: the World turns it on at the first allocation, see heap_watch)."""
         def hook(uc, access, address, size, value, user_data):
             on_access("write" if access == unicorn.UC_MEM_WRITE else "read", address, uc.reg_read(X.UC_X86_REG_RIP))
-        self.uc.hook_add(unicorn.UC_HOOK_MEM_READ | unicorn.UC_HOOK_MEM_WRITE, hook,
-                         begin=memmap.HEAP_BASE, end=memmap.HEAP.end - 1)
+        self._heap_hook_fn = hook
+
+    def heap_watch(self, on: bool) -> None:
+        """Turn the heap watch on or off. A memory hook sends every guest load and store through
+        Unicorn's slow path, wherever it points (~3-8 µs a sweep point), so it is on only while the heap
+        holds objects: with none, no access can reach one. The translation cache is flushed both ways:
+        code that already ran does not see a memory hook added later (test_engine_pins). Called from
+        inside the allocation trap too, where the INT3 has ended its block."""
+        if on == (self._heap_hook is not None):
+            return
+        if on:
+            self._heap_hook = self.uc.hook_add(unicorn.UC_HOOK_MEM_READ | unicorn.UC_HOOK_MEM_WRITE,
+                                               self._heap_hook_fn, begin=memmap.HEAP_BASE, end=memmap.HEAP.end - 1)
+        else:
+            self.uc.hook_del(self._heap_hook)
+            self._heap_hook = None
+        self.uc.ctl_flush_tb()
 
     def add_block_hook(self, on_block: Callable[[int, int], None]) -> int:
         """Opt-in: call on_block(address, size) at every translation block in user text (~1 µs each).

@@ -122,3 +122,18 @@ def test_direct_c_calls_carry_full_64_bit_values():
     m.set_reg("RAX", 2)
     m.restore_context(ctx)
     assert m.reg("RAX") == 1
+
+
+def test_a_memory_hook_added_after_the_code_ran_needs_a_cache_flush():
+    """Machine.heap_watch adds the heap's memory hook at the first allocation and flushes: code that
+    already ran with the page does not see a hook added later until the translation cache is flushed."""
+    prog, uc = _uc("f:\n mov rcx, 0x10000\n mov rax, qword ptr [rcx]\n nop\n ret\n")
+    f = prog.get_func("f")
+    uc.emu_start(f.start, 0, count=2)
+    seen = []
+    uc.hook_add(unicorn.UC_HOOK_MEM_READ, lambda u, a, addr, s, v, d: seen.append(addr), begin=0x10000, end=0x10fff)
+    uc.emu_start(f.start, 0, count=2)
+    assert seen == []
+    uc.ctl_flush_tb()
+    uc.emu_start(f.start, 0, count=2)
+    assert seen == [0x10000]

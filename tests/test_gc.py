@@ -95,3 +95,47 @@ def test_stack_shrink_is_deferred_at_an_async_safe_point_and_done_at_the_next_sy
     assert read_field(m, w.gp, gs.G_FIELDS, "preemptShrink") == 0
     m.run(m.pc, 100_000)
     assert m.reg("RAX") == sum(i * i + 1 for i in range(1, 41))
+
+
+WATCH_LATE = """
+;@data cell 8 0
+; The same load runs first on a global, then on a heap object allocated in between: the watch comes
+; on at the allocation and must see the load through code translated before it existed.
+late:
+    push rbp
+    mov rbp, rsp
+    lea rbx, [cell]
+    mov r8, 2
+.again:
+    mov ecx, 50
+.loop:
+    mov rax, qword ptr [rbx]
+    dec ecx
+    jnz .loop
+    dec r8
+    jz .done
+    mov eax, 32
+    call newobject
+    mov rbx, rax
+    jmp .again
+.done:
+    pop rbp
+    ret
+"""
+
+
+def test_heap_watch_is_on_exactly_while_the_heap_holds_objects():
+    """GC mode watches heap accesses with a memory hook (it slows every access), so only from the first
+    allocation of a run; code translated before then must still be watched (the cache is flushed)."""
+    from conftest import assemble
+    w = loader.build_world(assemble(WATCH_LATE), "late", "go1.14", None, 1, {}, gc=True)
+    m = w.machine
+    assert m._heap_hook is None
+    w.reset()
+    assert m.run(w.entry, 10_000) == "goexit"
+    [obj] = w.heap.objs
+    assert m._heap_hook is not None and w._last_access.get(obj.base) == 0     # the load after the allocation
+    w.reset()
+    assert m._heap_hook is None and not w.heap.objs                             # back to an empty heap
+    res = sweep.sweep(w, "late", 1, 10**6)
+    assert res.ok and res.injected > 0 and not w.uaf
