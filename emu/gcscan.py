@@ -31,11 +31,6 @@ class ScanResult:
     roots: list[tuple[str, int, int]] = field(default_factory=list)   # (where, slot address, object base)
 
 
-def _words(buf: bytes):
-    for i in range(0, len(buf) - 7, 8):
-        yield i, int.from_bytes(buf[i:i + 8], "little")
-
-
 _CANDIDATES: dict[tuple, list[int]] = {}
 _CACHED_FROM = 64           # words: below this a lookup costs about what the loop does
 
@@ -128,10 +123,13 @@ def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: i
         b = work.pop()
         o = find(b)
         via_precise = b in reach_precise
-        words = _words(read(o.base, o.size))
+        n = o.size // 8
+        words = memoryview(read(o.base, 8 * n)).cast("Q") if n else ()
         if o.ptr_words is not None:
-            words = [(off, v) for off, v in words if off // 8 in o.ptr_words]
-        for off, v in words:
+            words = [words[i] for i in o.ptr_words if i < n]
+        for v in words:
+            if not hb <= v < hl:                  # not into the heap's allocated part: no object there
+                continue
             t = find(v)
             if t is None or t.freed_at is not None:
                 continue
