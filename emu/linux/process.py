@@ -424,8 +424,8 @@ class Process:
         t0 = time.perf_counter()
         ns = self.opts.ns_per_insn
         limit_ns = self._limit_ns()
+        self._wake_due()                   # then after every clock advance: a slice, or idle time below
         while self.exit_code is None and self.error is None:
-            self._wake_due()
             if limit_ns is not None and self.clock >= limit_ns:
                 self._starve(f"reached --max-virtual-ms {self.opts.max_virtual_ms:g}")
                 break
@@ -445,6 +445,7 @@ class Process:
                     continue
                 self.idle_ns += d - self.clock
                 self.clock = d
+                self._wake_due()
                 continue
             if t.state != RUNNABLE:
                 continue
