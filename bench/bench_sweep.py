@@ -210,6 +210,31 @@ def bench_startup() -> None:
           f"sweep of 12 boundaries {small * 1e3:5.0f} ms")
 
 
+def bench_jobs(reps: int = 3) -> None:
+    """--jobs 2 against --jobs 1 on the same 100,000-point sweep, in this process (no interpreter start):
+    wall time, and CPU time of this process and its workers (more CPU for the same points means the two
+    cores slowed each other, which caps the speed-up on a shared machine)."""
+    import resource
+    from emu import shards
+    spec = shards.WorldSpec(asm=str(ASM), entry="sum_loop", layout="go1.14", registers=(("RCX", "20000"),))
+    world = spec.build()
+
+    def cpu() -> float:
+        me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    for _ in range(reps):
+        row = []
+        for jobs in (1, 2):
+            shards._WORLDS.clear()
+            runner = shards.ShardRunner(spec, jobs, local_world=world if jobs == 1 else None)
+            t0, c0 = time.perf_counter(), cpu()
+            sweep.sweep(world, "sum_loop", 1, 100_000, runner=runner)
+            row.append((time.perf_counter() - t0, cpu() - c0))
+        (w1, c1), (w2, c2) = row
+        print(f"  --jobs 1 {w1:.2f} s ({c1:.2f} s CPU), --jobs 2 {w2:.2f} s ({c2:.2f} s CPU): "
+              f"{w1 / w2:.2f}x faster, {c2 / c1:.2f}x the CPU  (target ~1.8x on an idle machine)")
+
+
 _RSS = """
 import resource, sys
 sys.path.insert(0, {root!r})
@@ -241,6 +266,8 @@ if __name__ == "__main__":
     bench_throughput(5_000_000)
     print("scheduler:")
     bench_starvation()
+    print("parallel shards (100,000 points):")
+    bench_jobs()
     print("startup (lazy imports):")
     bench_startup()
     print("memory:")
