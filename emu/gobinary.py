@@ -31,6 +31,7 @@ from elftools.elf.constants import SH_FLAGS
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
+from .elfsym import SHN_UNDEF, STT_FUNC, STT_NOTYPE, STT_OBJECT, iter_symbols
 from .errors import EmuError
 
 # internal/abi/symtab.go:23-25, 34
@@ -319,11 +320,9 @@ class GoBinary:
         stroff, strsize, _ = self._raw_sections[self._section_names[link]]
         strtab = self.raw[stroff:stroff + strsize]
         out: dict[str, tuple[int, int]] = {}
-        for name_off, info, _other, shndx, value, sz in struct.iter_unpack("<IBBHQQ", self.raw[off:off + size]):
-            if name_off == 0 or shndx == 0 or (info & 0xF) not in (0, 1, 2):  # NOTYPE, OBJECT, FUNC
-                continue
-            end = strtab.index(b"\0", name_off)
-            out.setdefault(strtab[name_off:end].decode("utf-8", "replace"), (value, sz))
+        for name, info, shndx, value, sz in iter_symbols(self.raw[off:off + size], strtab):
+            if shndx != SHN_UNDEF and (info & 0xF) in (STT_NOTYPE, STT_OBJECT, STT_FUNC):
+                out.setdefault(name, (value, sz))
         return out
 
     def symbol(self, name: str) -> tuple[int, int] | None:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import bisect
 import re
-import struct
 from dataclasses import dataclass, field
 
 import capstone
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
+from ..elfsym import STT_FUNC, iter_symbols
 from ..errors import EmuError
 
 PT_LOAD, PT_INTERP, PT_PHDR = 1, 3, 6
@@ -110,16 +110,6 @@ class Image:
         return found
 
 
-STT_FUNC = 2
-_SYM64 = struct.Struct("<IBBHQQ")        # Elf64_Sym: st_name, st_info, st_other, st_shndx, st_value, st_size
-
-
-def _iter_sym64(data: bytes):
-    """(st_name, st_info, st_value, st_size) of each Elf64_Sym (pyelftools' per-symbol parsing is slow)."""
-    for name, info, _other, _shndx, value, size in _SYM64.iter_unpack(data[:len(data) - len(data) % 24]):
-        yield name, info, value, size
-
-
 _ENCODINGS = {"rdtsc": b"\x0f\x31", "rdtscp": b"\x0f\x01\xf9"}
 _GOAMD64 = re.compile(rb"\bGOAMD64=v(\d)")
 
@@ -151,10 +141,8 @@ def load(path: str) -> Image:
         funcs: list[tuple[int, int, str]] = []
         symtab = elf.get_section_by_name(".symtab")
         if symtab is not None:
-            strtab = elf.get_section(symtab["sh_link"]).data()
-            for name_off, info, value, size in _iter_sym64(symtab.data()):
-                if value and name_off:
-                    name = strtab[name_off:strtab.index(b"\0", name_off)].decode(errors="replace")
+            for name, info, _shndx, value, size in iter_symbols(symtab.data(), elf.get_section(symtab["sh_link"]).data()):
+                if value:
                     syms[name] = (value, size)
                     if info & 0xF == STT_FUNC:
                         funcs.append((value, size, name))
