@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from . import inject, memmap, verify
 from .gmp import World
 from .machine import STOP_STUB_RET, Fault
+from .program import tests_write_barrier
 from .safepoint import REASONS
 from .sweep import Reference, final_violations, run_reference, stub_budget
 
@@ -55,24 +56,11 @@ class Episode:
 
 def _wb_range_end(prog, pc: int) -> int | None:
     """If pc is inside an unsafe range that tests the write-barrier flag, return the range's end PC."""
-    f = prog.func_for(pc)
-    if f is None:
+    insn = prog.insn_at(pc)
+    run = prog.unsafe_run(pc) if insn is not None and insn.unsafe else None
+    if run is None or not tests_write_barrier(run[0]):
         return None
-    insns = list(f.insns)
-    idx = next((k for k, i in enumerate(insns) if i.addr == pc), None)
-    if idx is None or not insns[idx].unsafe:
-        return None
-    start = idx
-    while start > 0 and insns[start - 1].unsafe:
-        start -= 1
-    end = idx
-    while end + 1 < len(insns) and insns[end + 1].unsafe:
-        end += 1
-    flag = f"{memmap.WRITE_BARRIER_FLAG:#x}"
-    prev = insns[start - 1] if start > 0 else None
-    if prev is not None and prev.mnemonic == "cmp" and (flag in prev.source or "writeBarrier" in prev.source):
-        return insns[end].addr + insns[end].size
-    return None
+    return run[1].addr + run[1].size
 
 
 #: sysmon's re-send cadence: while the request stays pending, retake calls preemptone on every sysmon

@@ -7,7 +7,7 @@ always come from the run (explain.py).
 """
 from __future__ import annotations
 
-from . import memmap
+from .program import tests_write_barrier
 
 #: isAsyncSafePoint's checks: what Go asks, and where (Go 1.27.3 source)
 CHECK_QUESTIONS = {
@@ -54,26 +54,20 @@ WHY_UNSAFE = {
 
 
 def unsafe_class(prog, pc: int) -> str:
-    """Which kind of compiler-marked unsafe point pc is (for the explanation only)."""
+    """Which kind of compiler-marked unsafe point pc is (for the explanation only): what the instruction
+    just before its unsafe run tests."""
     f = prog.func_for(pc)
     if f is not None and f.nosplit:
         return "nosplit"
-    insns = list(f.insns) if f is not None else []
-    idx = next((k for k, i in enumerate(insns) if i.addr == pc), None)
-    if idx is None:
-        return "other"
-    start = idx
-    while start > 0 and insns[start - 1].unsafe:
-        start -= 1
-    prev = insns[start - 1] if start > 0 else None
+    run = prog.unsafe_run(pc)
+    prev = run[0] if run is not None else None
     if prev is not None and prev.mnemonic == "cmp":
         ops = prev.op_str.replace(" ", "")
         if ops.startswith("rsp,qwordptr[r14+0x10]") or ops.startswith("rsp,qwordptr[r14+16]"):
             return "prologue"
-        if f"{memmap.WRITE_BARRIER_FLAG:#x}" in prev.op_str or "writeBarrier" in prev.source:
+        if tests_write_barrier(prev):
             return "write-barrier"
     return "other"
-
 
 
 def stub_phase(i) -> str:

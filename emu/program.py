@@ -154,6 +154,23 @@ class Program:
         i = self._insns.get(pc)
         return gostructs.UNSAFE_POINT_UNSAFE if i is not None and i.unsafe else gostructs.UNSAFE_POINT_SAFE
 
+    def unsafe_run(self, pc: int) -> tuple[Insn | None, Insn] | None:
+        """The run of consecutive unsafe instructions pc belongs to, within its function: (the
+        instruction just before the run, or None at the function's start; the run's last instruction).
+        A pc that is not itself unsafe is a run of its own. None when pc is no instruction of a function."""
+        f = self.func_for(pc)
+        insns = f.insns if f is not None else ()
+        idx = bisect.bisect_left(insns, pc, key=_insn_addr)
+        if idx == len(insns) or insns[idx].addr != pc:
+            return None
+        start = end = idx
+        if insns[idx].unsafe:
+            while start > 0 and insns[start - 1].unsafe:
+                start -= 1
+            while end + 1 < len(insns) and insns[end + 1].unsafe:
+                end += 1
+        return (insns[start - 1] if start > 0 else None), insns[end]
+
     def describe_pc(self, pc: int) -> str:
         """Return 'func+off: insn  (file:line)' for reports."""
         f = self.func_for(pc)
@@ -168,3 +185,16 @@ class Program:
     def iter_insns(self):
         for f in self.funcs:
             yield from f.insns
+
+
+def _insn_addr(insn: Insn) -> int:
+    return insn.addr
+
+
+def tests_write_barrier(insn: Insn | None) -> bool:
+    """Whether insn is the CMP of the write-barrier flag that guards an unsafe run (a `.s` program names
+    runtime.writeBarrier or its address; a Go binary's line says so in its source)."""
+    if insn is None or insn.mnemonic != "cmp":
+        return False
+    flag = f"{memmap.WRITE_BARRIER_FLAG:#x}"
+    return flag in insn.op_str or flag in insn.source or "writeBarrier" in insn.source

@@ -2,7 +2,7 @@
 import dataclasses
 
 import pytest
-from conftest import FakeSigContext, assemble
+from conftest import ASM, FakeSigContext, assemble
 
 from emu import gostructs as gs
 from emu.inject import do_sig_preempt, push_call
@@ -71,3 +71,21 @@ def test_do_sig_preempt_acknowledges_whether_or_not_it_injects(st, pc, injected)
     assert acks == [1]
     assert v.ok == injected
     assert (c.stores != []) == injected and (c.rip is not None) == injected
+
+
+def test_unsafe_run_and_the_write_barrier_test_before_it():
+    """Program.unsafe_run: the marked run a PC sits in and the instruction before it, which tells what
+    the run guards (explain's unsafe class, episodes' write-barrier window); a safe PC is its own run."""
+    from emu import episode, loader
+    from emu.explain_notes import unsafe_class
+    from emu.program import tests_write_barrier
+    prog = loader.load_program(ASM / "unsafe_points.s")
+    f = prog.get_func("store_pointer")
+    cmp_, jne, store, ret = f.insns[:4]
+    before, last = prog.unsafe_run(store.addr)
+    assert (before, last) == (cmp_, store) and prog.unsafe_run(jne.addr) == (cmp_, store)
+    assert tests_write_barrier(before) and not tests_write_barrier(jne)
+    assert prog.unsafe_run(ret.addr) == (store, ret)              # safe: a run of its own
+    assert unsafe_class(prog, jne.addr) == "write-barrier" and unsafe_class(prog, ret.addr) == "other"
+    assert episode._wb_range_end(prog, jne.addr) == ret.addr and episode._wb_range_end(prog, ret.addr) is None
+    assert prog.unsafe_run(f.end + 0x100000) is None
