@@ -164,7 +164,8 @@ class ScenarioReport:
 def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | None = None,
           layout: str | None = None, stub: PathLike | None = None, seed: int = 1, max_points: int = 100_000,
           budget: int = DEFAULT_BUDGET, gc: bool = False, gc_scanner: str = "go", force_unsafe: bool = False,
-          async_preemption: bool = True, nested_signals: bool = False,
+          async_preemption: bool = True, nested_signals: bool = False, jobs: int = 1, executor: str | None = None,
+          results: PathLike | None = None, progress: bool = False,
           on_world: Callable[[World], None] | None = None, runner: Callable[[World], Any] | None = None) -> SweepReport:
     """Deliver the preemption signal at every instruction boundary of `func` in `path` (a .s file,
     a Go binary, a .go file or a Go package directory) and verify each injection (`preemu sweep`).
@@ -173,8 +174,12 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     random. layout: "go1.14" or "go1.27" (default: go1.27 for Go input, else go1.14). stub: your own
     asyncPreempt (.s) instead of the generated one (for Go input: the binary's own by default, or
     "generated"). max_points caps the injections (the first instance of every static PC is tried).
+    jobs: local processes for the shards; executor: "dask://HOST:PORT" (default: $DASK_SCHEDULER_ADDRESS)
+    sends them to a Dask cluster;
+    results: a JSON-lines file of finished shards (an interrupted sweep resumes from it); progress: a
+    bar on stderr. Whatever these are, the result (timing aside) is the same.
     on_world(world) is called with the built World before the sweep (the CLI warns about entry
-    registers there); runner(world) may return a shard runner (emu.shards) for the sweep.
+    registers there); runner(world) may return a shard runner of your own (emu.shards) instead.
     """
     _positive("max_points", max_points)
     _positive("budget", budget)
@@ -186,20 +191,41 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     entry = world.program.func_for(world.entry).name
     if on_world is not None:
         on_world(world)
+    if runner is None:
+        def runner(w: World):
+            return _shard_runner(_world_spec(src, entry, lay, stub_s, seed, registers, gc, gc_scanner),
+                                 w, jobs, executor, results, progress)
     res = _sweep(world, entry, seed, max_points, budget, force_unsafe=force_unsafe,
-                 async_preemption=async_preemption, nested_signals=nested_signals,
-                 runner=runner(world) if runner is not None else None)
+                 async_preemption=async_preemption, nested_signals=nested_signals, runner=runner(world))
     return SweepReport(res, program, world.machine.stub, src, stub_s, lay)
 
 
+def _world_spec(src: str, entry: str, layout: str, stub: str | None, seed: int, registers, gc: bool = False,
+                scanner: str = "go", stack_size: int | None = None):
+    """What a worker process needs to build the same World (emu.shards.WorldSpec)."""
+    from . import memmap, shards
+    return shards.WorldSpec(src, entry, layout, stub, seed, tuple(dict(registers or {}).items()), gc, scanner,
+                            stack_size or memmap.DEFAULT_STACK_SIZE)
+
+
+def _shard_runner(spec, world: World, jobs: int, executor: str | None, results: PathLike | None, progress: bool):
+    """The shard runner for these options (with jobs=1 and nothing else, the shards run here one after
+    another; a Ctrl-C still raises shards.Interrupted with the shards finished so far)."""
+    if jobs < 1:
+        raise EmuError(f"jobs must be at least 1, not {jobs}")
+    from . import shards
+    return shards.ShardRunner(spec, jobs, executor, None if results is None else os.fspath(results), progress, world)
+
+
 def run_scenario(path: PathLike, *, layout: str | None = None, max_points: int | None = None,
-                 async_preemption: bool | None = None, stub: PathLike | None = None,
+                 async_preemption: bool | None = None, stub: PathLike | None = None, jobs: int = 1,
+                 executor: str | None = None, results: PathLike | None = None, progress: bool = False,
                  runner: Callable[[World], Any] | None = None) -> ScenarioReport:
     """Run a scenario file (`preemu run`) and check its expectations.
 
-    A sweep scenario honours `layout` and `max_points`; a scheduler scenario (one with
-    [[goroutines]]) honours `async_preemption`. `stub` replaces the generated stub in a scenario
-    that does not name its own.
+    A sweep scenario honours `layout` and `max_points`, and runs its shards as `sweep` does (jobs,
+    executor, results, progress); a scheduler scenario (one with [[goroutines]]) honours
+    `async_preemption`. `stub` replaces the generated stub in a scenario that does not name its own.
     """
     _positive("max_points", max_points)
     sc = scenario.load(_readable(path, "the scenario"))
@@ -215,6 +241,12 @@ def run_scenario(path: PathLike, *, layout: str | None = None, max_points: int |
     if async_preemption is not None:
         raise EmuError("async_preemption applies to scheduler scenarios (with [[goroutines]])")
     lay = _layout(layout or sc.layout)
+    if runner is None:
+        spec = _world_spec(str(sc.asm), sc.entry, lay, None if sc.stub is None else str(sc.stub), sc.seed,
+                           sc.registers, sc.gc, sc.gc_scanner, sc.stack_size)
+
+        def runner(w: World):
+            return _shard_runner(spec, w, jobs, executor, results, progress)
     try:
         program, world, res, checks = scenario.run(sc, lay, max_points, runner)
     except (BudgetExceeded, GuestFault) as e:           # name the scenario (and its key) as well

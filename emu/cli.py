@@ -78,10 +78,10 @@ def _jobs(a) -> int:
     return a.jobs if a.jobs is not None else (os.cpu_count() or 1)
 
 
-def _runner(a, spec, world):
-    """The shard runner for --jobs/--executor/--results/--quiet (progress only on a terminal)."""
-    from . import shards
-    return shards.ShardRunner(spec, _jobs(a), a.executor, a.results, not a.quiet and sys.stderr.isatty(), world)
+def _shard_options(a) -> dict:
+    """--jobs/--executor/--results/--quiet as the API's shard options (progress only on a terminal)."""
+    return {"jobs": _jobs(a), "executor": a.executor, "results": a.results,
+            "progress": not a.quiet and sys.stderr.isatty()}
 
 
 def _check_regs(given: dict[str, str], world) -> None:
@@ -107,33 +107,25 @@ def _check_regs(given: dict[str, str], world) -> None:
 
 
 def cmd_sweep(a, out) -> int:
-    from . import api, shards, sweep
+    from . import api, sweep
     _writable(a.results, "--results")
     if a.gc_scanner is not None and not a.gc:
         raise UsageError("--gc-scanner chooses the stack scanner of --gc; add --gc")
     given = _regs(a.reg)
-    scanner = a.gc_scanner or "go"
-
-    def runner(w):
-        stub = a.stub if a.stub in (None, "real", "generated") else api.display_path(a.stub)
-        spec = shards.WorldSpec(api.display_path(a.file), w.program.func_for(w.entry).name, w.layout.name, stub,
-                                a.seed, tuple(given.items()), a.gc, scanner)   # the paths the API's world uses
-        return _runner(a, spec, w)
     rep = api.sweep(a.file, a.func, registers=given, layout=a.layout, stub=a.stub, seed=a.seed,
-                    max_points=a.max_points, budget=a.budget or sweep.DEFAULT_BUDGET, gc=a.gc, gc_scanner=scanner,
-                    force_unsafe=a.force_unsafe, async_preemption=a.async_preemption == "on",
-                    nested_signals=a.nested_signals, on_world=lambda world: _check_regs(given, world),
-                    runner=runner)
+                    max_points=a.max_points, budget=a.budget or sweep.DEFAULT_BUDGET, gc=a.gc,
+                    gc_scanner=a.gc_scanner or "go", force_unsafe=a.force_unsafe,
+                    async_preemption=a.async_preemption == "on", nested_signals=a.nested_signals,
+                    on_world=lambda world: _check_regs(given, world), **_shard_options(a))
     if a.force_unsafe and rep.result.forced == 0:
         warn("--force-unsafe had no effect: Go's oracle refused no boundary of this run")
     return _emit(a, rep, out, "" if a.json else rep.render(a.table))
 
 
 def cmd_run(a, out) -> int:
-    from . import api, scenario, shards, timeline
+    from . import api, scenario, timeline
     asyncp = None if a.async_preemption is None else a.async_preemption == "on"
     sc = scenario.load(a.scenario)
-    spec = None
     if isinstance(sc, scenario.SchedScenario):
         if a.max_points is not None or a.table or a.layout is not None:
             raise UsageError("--max-points, --table and --layout apply to sweep scenarios")
@@ -143,10 +135,8 @@ def cmd_run(a, out) -> int:
         for opt in ("async_preemption", "trace", "timeline"):
             if getattr(a, opt) is not None:
                 raise UsageError(f"--{opt.replace('_', '-')} applies to scheduler scenarios (with [[goroutines]])")
-        spec = shards.WorldSpec(str(sc.asm), sc.entry, a.layout or sc.layout, None if sc.stub is None else str(sc.stub),
-                                sc.seed, tuple(sc.registers.items()), sc.gc, sc.gc_scanner, sc.stack_size)
     rep = api.run_scenario(a.scenario, layout=a.layout, max_points=a.max_points, async_preemption=asyncp,
-                           runner=None if spec is None else (lambda w: _runner(a, spec, w)))
+                           **_shard_options(a))
     if rep.kind == "schedule":
         res = rep.result
         if a.trace:

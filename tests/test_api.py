@@ -51,6 +51,25 @@ def test_sweep_ok(in_root):
     assert emu.sweep.sweep is not None    # the engine stays reachable as emu.sweep.sweep
 
 
+def test_sweep_in_processes_and_resumed_from_a_results_file(in_root, tmp_path, monkeypatch):
+    """The shard options of the CLI (--jobs, --results) are the API's too: the same report whatever
+    `jobs` is, and a results file that lets a re-run skip every finished shard."""
+    from emu import sweep as engine
+    monkeypatch.setattr(engine, "SHARD_POINTS", 500)
+    one = emu.sweep(ASM / "sum_loop.s", "sum_loop", registers={"RCX": 200}, layout="go1.27")
+    res = tmp_path / "r.jsonl"
+    two = emu.sweep(ASM / "sum_loop.s", "sum_loop", registers={"RCX": 200}, layout="go1.27", jobs=2, results=res)
+    _same(one.to_json(), two.to_json())
+    assert len(res.read_text().splitlines()) == 4                  # 1,803 points in shards of 500
+    ran = []
+    real = engine.run_shard
+    monkeypatch.setattr(engine, "run_shard", lambda *a, **k: ran.append(a[2]) or real(*a, **k))
+    again = emu.sweep(ASM / "sum_loop.s", "sum_loop", registers={"RCX": 200}, layout="go1.27", results=res)
+    assert ran == [] and again.ok and again.result.points == one.result.points
+    sc = emu.run_scenario("scenarios/xmm_loop.toml", jobs=2)
+    assert sc.ok and sc.result.points == emu.run_scenario("scenarios/xmm_loop.toml").result.points
+
+
 def test_run_scenario_sweep_and_schedule(in_root):
     rep = emu.run_scenario("scenarios/xmm_loop.toml")
     assert isinstance(rep, emu.ScenarioReport) and rep.kind == "sweep" and rep.ok, rep.summary()
@@ -92,8 +111,9 @@ def test_check_stub_report(in_root):
     (lambda: emu.run_scenario(ROOT / "scenarios" / "gc_suspend.toml", max_points=5), "apply to sweep scenarios"),
     (lambda: emu.check_stub(DATA / "stub_no_pushfq.s", loops=["nope"]), "unknown corpus loop"),
     (lambda: emu.check_stub(ASM / "sum_loop.s", loops=["sum_loop"]), "asyncPreempt"),
+    (lambda: emu.sweep(ASM / "sum_loop.s", "sum_loop", jobs=0), "jobs must be at least 1"),
 ], ids=["missing", "asm-error", "func", "register", "max-points", "layout", "stub", "budget", "scenario-key",
-        "sched-options", "loop", "not-a-stub"])
+        "sched-options", "loop", "not-a-stub", "jobs"])
 def test_bad_input_raises_one_exception_type(call, message):
     with pytest.raises(emu.EmuError) as e:
         call()
