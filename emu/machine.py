@@ -536,18 +536,19 @@ class Machine:
     def heap_watch(self, on: bool) -> None:
         """Turn the heap watch on or off. A memory hook sends every guest load and store through
         Unicorn's slow path, wherever it points (~3-8 µs a sweep point), so it is on only while the heap
-        holds objects: with none, no access can reach one. The translation cache is flushed both ways:
+        holds objects: with none, no access can reach one. Turning it on flushes the translation cache:
         code that already ran does not see a memory hook added later (test_engine_pins). Called from
-        inside the allocation trap too, where the INT3 has ended its block."""
+        inside the allocation trap too, where the INT3 has ended its block. Turning it off does not
+        flush: Unicorn 2.1.4 drops a deleted hook only when the next run ends, so that run is slow anyway."""
         if on == (self._heap_hook is not None):
             return
         if on:
             self._heap_hook = self.uc.hook_add(unicorn.UC_HOOK_MEM_READ | unicorn.UC_HOOK_MEM_WRITE,
                                                self._heap_hook_fn, begin=memmap.HEAP_BASE, end=memmap.HEAP.end - 1)
+            self.uc.ctl_flush_tb()
         else:
             self.uc.hook_del(self._heap_hook)
             self._heap_hook = None
-        self.uc.ctl_flush_tb()
 
     def add_block_hook(self, on_block: Callable[[int, int], None]) -> int:
         """Opt-in: call on_block(address, size) at every translation block in user text (~1 µs each).

@@ -238,10 +238,13 @@ def test_signal_at_a_chosen_pc(binaries, capsys):
     assert "no function 'main.nope'" in capsys.readouterr().err
 
 
-def test_nil_dereference_becomes_a_go_panic():
+@pytest.mark.parametrize("when", ["at-once", "signal-at", "signal-delay"])
+def test_nil_dereference_becomes_a_go_panic(when):
     """An unmapped access is a synchronous SIGSEGV with si_addr; the runtime's handler injects sigpanic
-    and the program dies as natively: Go's panic message and exit status 2."""
-    p = run(gobuild.build(DATA / "go" / "nilderef").binary)
+    and the program dies as natively: Go's panic message and exit status 2. A fault's signal is taken
+    at once whatever --signal-at or signal_delay say (they time the SIGURGs)."""
+    binary = gobuild.build(DATA / "go" / "nilderef").binary
+    p = run(binary, **_signal_timing(binary, when))
     err = bytes(p.fds.stderr.data).decode()
     assert p.exit_code == 2 and p.error is None and bytes(p.fds.stdout.data) == b"before\n"
     assert "invalid memory address or nil pointer dereference" in err
@@ -251,16 +254,34 @@ def test_nil_dereference_becomes_a_go_panic():
     assert not p.watch.violations
 
 
-def test_a_blocked_fault_kills_as_the_kernel_does():
+def _signal_timing(binary, when: str) -> dict:
+    if when == "signal-at":
+        return {"signal_at_pc": elfimage.load(str(binary)).resolve("main.main+0x4", "--signal-at")}
+    return {"signal_delay": 1000} if when == "signal-delay" else {}
+
+
+@pytest.mark.parametrize("when", ["at-once", "signal-at", "signal-delay"])
+def test_a_blocked_fault_kills_as_the_kernel_does(when):
     """SIGSEGV blocked in the faulting thread: the kernel forces it (action reset to SIG_DFL, signal
     unblocked) and the process dies by SIGSEGV, as it does natively (exit 139 from a shell); the Go
     runtime's handler never runs, so there is no Go panic."""
-    p = run(gobuild.build(DATA / "go" / "blockedsegv").binary)
+    binary = gobuild.build(DATA / "go" / "blockedsegv").binary
+    p = run(binary, **_signal_timing(binary, when))
     assert (p.exit_code, p.error, bytes(p.fds.stdout.data)) == (128 + 11, None, b"blocked\n")
     assert p.stop_reason.startswith("killed by signal 11 (SIGSEGV): read of unmapped address 0x8")
     assert bytes(p.fds.stderr.data) == b""
     [segv] = [e for e in p.watch.signals if e.sig == 11]
     assert segv.outcome == "fatal" and p.sigactions[11][0] == process.SIG_DFL
+
+
+def test_a_fault_with_its_signal_already_pending_and_blocked_kills():
+    """The thread tgkills itself a SIGSEGV while blocking it, then faults: the kernel does not queue the
+    fault's SIGSEGV twice but forces the pending one, which kills (natively: exit 139 as well)."""
+    binary = gobuild.build(DATA / "go" / "blockedsegv").binary
+    p = process.Process(elfimage.load(str(binary)), process.Options(argv=["prog", "pending"])).run()
+    assert (p.exit_code, p.error, bytes(p.fds.stdout.data)) == (128 + 11, None, b"blocked\n")
+    [segv] = [e for e in p.watch.signals if e.sig == 11]
+    assert segv.info is None and segv.outcome == "fatal" and p.stop_reason == "killed by signal 11 (SIGSEGV)"
 
 
 def _scenario_runs():

@@ -341,6 +341,7 @@ class Process:
         if t.sigmask & bit or handler == SIG_IGN:
             self.sigactions[sig] = (SIG_DFL, flags, restorer, mask)
             t.sigmask &= ~bit
+        t.pending[sig].forced = True
 
     def _deliver(self, t: Thread, sig: int) -> None:
         ev = t.pending.pop(sig)
@@ -457,12 +458,18 @@ class Process:
         uc = self.uc
         uc.context_restore(t.ctx)
         self.cur = t
-        sig = t.deliverable()
         at = self.opts.signal_at_pc
-        if sig and t.signal_countdown <= 0 and (at is None or uc.reg_read(X.UC_X86_REG_RIP) == at):
-            self._deliver(t, sig)
+        forced = next((n for n, ev in t.pending.items() if ev.forced), 0)
+        if forced:                # a fault's signal, before any other and whatever --signal-at/signal_delay
+            self._deliver(t, forced)              # say (kernel/signal.c dequeue_synchronous_signal)
             if self.exit_code is not None:
                 return
+        else:
+            sig = t.deliverable()
+            if sig and t.signal_countdown <= 0 and (at is None or uc.reg_read(X.UC_X86_REG_RIP) == at):
+                self._deliver(t, sig)
+                if self.exit_code is not None:
+                    return
         watch_pc = at is not None and t.deliverable()
         if watch_pc:
             self._pc_hook = uc.hook_add(UC_HOOK_CODE, self._on_signal_pc, None, at, at)
@@ -520,11 +527,15 @@ class Process:
         fault handler does (arch/x86/mm/fault.c, force_sig_fault SEGV_MAPERR): True if one was raised."""
         kinds = {UCC.UC_ERR_READ_UNMAPPED: 0, UCC.UC_ERR_WRITE_UNMAPPED: PF_WRITE,
                  UCC.UC_ERR_FETCH_UNMAPPED: PF_INSTR}
-        if e.errno not in kinds or self._fault is None or 11 in t.pending:
+        if e.errno not in kinds or self._fault is None:
             return False
         addr = self._fault[1]
         self._fault = None
         pc = self.uc.reg_read(X.UC_X86_REG_RIP)
+        if 11 in t.pending:                    # a SIGSEGV (a tgkill, blocked) is already pending: the fault's
+            self._force_sig(t, 11)             # own is not queued twice, but the pending one is forced, and kills
+            self.runq.appendleft(t)
+            return True
         ev = self.watch.sent(11, t.tid, t.tid)
         ev.info = SigInfo(11, SEGV_MAPERR, addr=addr, trapno=X86_TRAP_PF, err=PF_USER | kinds[e.errno])
         what = {0: "read of", PF_WRITE: "write to", PF_INSTR: "fetch from"}[kinds[e.errno]]
@@ -539,6 +550,4 @@ class Process:
         detail = str(e)
         if e.errno == UCC.UC_ERR_INSN_INVALID:
             detail += " (a VEX/AVX instruction? preemu's CPU has no AVX)"
-        elif e.errno in (UCC.UC_ERR_READ_UNMAPPED, UCC.UC_ERR_WRITE_UNMAPPED, UCC.UC_ERR_FETCH_UNMAPPED):
-            detail += " (a fault while the thread's SIGSEGV was still pending: the kernel would kill it)"
         return GuestFault(pc, self._where(pc), detail)

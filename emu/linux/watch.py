@@ -61,6 +61,7 @@ class SignalEvent:
     oracle: str | None = None
     info: object = None               # sigframe.SigInfo of a synchronous fault (None: a tgkill)
     fault: str = ""                   # what faulted, for a synchronous SIGSEGV
+    forced: bool = False              # raised by a fault: taken first and at once (Process._force_sig)
 
     def to_json(self) -> dict:
         return {"sig": self.sig, "from": self.sender, "to": self.target, "sent_ns": self.time_ns,
