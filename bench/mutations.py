@@ -15,6 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 KILLERS = ["tests/test_bites.py"]
+TIMEOUT = 900               # seconds for one mutant's tests: a mutant that hangs them is killed too
 
 #: name -> (file, old text, new text, tests to run)
 MUTATIONS = {
@@ -42,9 +43,9 @@ MUTATIONS = {
                                "    if st.m_mallocing != 0:\n        return \"m-mallocing\"\n",
                                "    if st.m_mallocing != 0:\n        return \"m-mallocing\"\n"
                                "    if st.m_locks != 0:\n        return \"m-locks\"\n", KILLERS),
-    "callers-conservative": ("emu/gcscan.py", "        else:\n            for off in (frame_ptr_slots(prog, fr) or ()):",
-                             "        else:\n            conservative_range('caller', fr.sp, fr.sp + fr.size)\n"
-                             "            for off in (frame_ptr_slots(prog, fr) or ()):", KILLERS),
+    "callers-conservative": ("emu/gcscan.py", "        else:\n            todo += [(f\"frame {fr.func} (stack map)\"",
+                             "        else:\n            todo.append(('caller', fr.sp, fr.sp + fr.size))\n"
+                             "            todo += [(f\"frame {fr.func} (stack map)\"", KILLERS),
     "any-violation-diagnosed": ("emu/checkstub.py", "bool(viol), mu.expect <= named,", "bool(viol), bool(viol),",
                                 KILLERS),
     "caught-or-diagnosed-killed": ("emu/checkstub.py", "return self.caught and self.diagnosed",
@@ -61,6 +62,16 @@ MUTATIONS = {
                                      "                if True:", ["tests/test_sweep.py"]),
     "counted-stub-no-fallback": ("emu/sweep.py", "        return m.run(m.pc, left), None",
                                  "        return reason, None", ["tests/test_sweep.py"]),
+    # the heap watch is on only while the heap holds objects: it must still come on at the first allocation
+    "heap-watch-never-on": ("emu/gcworld.py", "self.machine.heap_watch(self.heap.next > self.heap.base)",
+                            "self.machine.heap_watch(False)", ["tests/test_gc.py"]),
+    # a fault's signal is taken at once, whatever --signal-at says
+    "fault-signal-waits-for-signal-at": ("emu/linux/process.py",
+                                         "forced = next((n for n, ev in t.pending.items() if ev.forced), 0)",
+                                         "forced = 0", ["tests/test_linux_exec.py"]),
+    # a blocked or ignored fault signal is forced: SIG_DFL and unblocked
+    "blocked-fault-not-forced": ("emu/linux/process.py", "        if t.sigmask & bit or handler == SIG_IGN:",
+                                 "        if False:", ["tests/test_linux_exec.py"]),
 }
 
 
@@ -77,8 +88,12 @@ def run(name: str, spec) -> bool:
             print(f"  {name:<30} PATCH DOES NOT APPLY ({path}: the text to mutate is gone or ambiguous)")
             return False
         f.write_text(text.replace(old, new))
-        p = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
-                           cwd=work, capture_output=True, text=True)
+        try:
+            p = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
+                               cwd=work, capture_output=True, text=True, timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            print(f"  {name:<30} killed by a timeout ({TIMEOUT} s: the mutant hangs the tests)")
+            return True
         killed = p.returncode != 0
         by = next((ln.split(" - ")[0].removeprefix("FAILED ") for ln in p.stdout.splitlines()
                    if ln.startswith(("FAILED", "ERROR"))), "")

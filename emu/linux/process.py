@@ -533,7 +533,9 @@ class Process:
         self._fault = None
         pc = self.uc.reg_read(X.UC_X86_REG_RIP)
         if 11 in t.pending:                    # a SIGSEGV (a tgkill, blocked) is already pending: the fault's
-            self._force_sig(t, 11)             # own is not queued twice, but the pending one is forced, and kills
+            if t.pending[11].forced:           # own is not queued twice, but the pending one is forced, and
+                return False                   # kills. (Forced already: it was not taken; fail, do not loop.)
+            self._force_sig(t, 11)
             self.runq.appendleft(t)
             return True
         ev = self.watch.sent(11, t.tid, t.tid)
