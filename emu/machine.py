@@ -45,7 +45,6 @@ _reg_read, _reg_write = _unconverted(_uclib.uc_reg_read), _unconverted(_uclib.uc
 _reg_read_batch, _context_save = _unconverted(_uclib.uc_reg_read_batch), _unconverted(_uclib.uc_context_save)
 _ZERO64 = ctypes.c_uint64(0)
 _PORTABLE_EXTRA = ("FS_BASE", "GS_BASE", "MXCSR", "FPCW", "FPSW")
-_UINT = {1: struct.Struct("<B"), 2: struct.Struct("<H"), 4: struct.Struct("<I"), 8: struct.Struct("<Q")}
 _UINT_FMT = {1: "B", 2: "H", 4: "I", 8: "Q"}    # memoryview.cast formats (native = little-endian here)
 _CHUNK = 20                 # host-backed regions are found by address >> _CHUNK (1 MiB chunks)
 
@@ -167,7 +166,7 @@ class Machine:
         st = _uclib.uc_mem_unmap(self._h, base, size)
         if st:
             raise unicorn.UcError(st)
-        self._uint_refs.clear()
+        self._u64_views.clear()
         self._structs.clear()
         for c in range(base >> _CHUNK, ((base + size - 1) >> _CHUNK) + 1):
             self._host[c] = [e for e in self._host[c] if e[0] != base]
@@ -178,7 +177,7 @@ class Machine:
         the call itself. Relies on the pinned unicorn 2.1.4 binding (uclib, Uc._uch, _hook_exception)."""
         self._h = self.uc._uch
         self._host: dict[int, list] = {}       # chunk -> [(base, end, host buffer, ctypes anchor)]
-        self._uint_refs: dict[int, tuple] = {}     # addr << 4 | size -> (read, write) on host memory
+        self._u64_views: dict[int, object] = {}    # addr -> field_view(addr, 8) (read_u64/write_u64)
         self._structs: dict[tuple[int, int], StructRef] = {}    # (base, id(field table)) -> StructRef
         self._u64 = ctypes.c_uint64()
         self._u64_ref = ctypes.byref(self._u64)
@@ -312,15 +311,6 @@ class Machine:
         if st:
             raise unicorn.UcError(st, addr, len(data))
 
-    def _uint_access(self, addr: int, size: int):
-        """(read, write) functions for the `size`-byte integer at addr in host memory, or None."""
-        slot = self._host_slot(addr, size)
-        if slot is None:
-            return None
-        st = _UINT[size]
-        acc = self._uint_refs[addr << 4 | size] = (partial(st.unpack_from, *slot), partial(st.pack_into, *slot))
-        return acc
-
     def _host_slot(self, addr: int, size: int):
         """(host buffer, offset) holding [addr, addr+size), or None when it is not host memory."""
         for base, end, buf, _ in self._host.get(addr >> _CHUNK, ()):
@@ -361,26 +351,18 @@ class Machine:
             ref = self._structs[key] = StructRef(self, base, fields)
         return ref
 
-    def read_uint(self, addr: int, size: int) -> int:
-        """Read a little-endian integer of 1, 2, 4 or 8 bytes."""
-        acc = self._uint_refs.get(addr << 4 | size) or self._uint_access(addr, size)
-        if acc is None:
-            return int.from_bytes(self.read(addr, size), "little")
-        return acc[0]()[0]
-
-    def write_uint(self, addr: int, size: int, value: int) -> None:
-        """Write a little-endian integer of 1, 2, 4 or 8 bytes (value already in range)."""
-        acc = self._uint_refs.get(addr << 4 | size) or self._uint_access(addr, size)
-        if acc is None:
-            self.write(addr, value.to_bytes(size, "little"))
-        else:
-            acc[1](value)
+    def _u64_view(self, addr: int):
+        """field_view(addr, 8), kept per address (the sweep reads and writes the same few slots)."""
+        v = self._u64_views.get(addr)
+        if v is None:
+            v = self._u64_views[addr] = self.field_view(addr, 8)
+        return v
 
     def read_u64(self, addr: int) -> int:
-        return self.read_uint(addr, 8)
+        return self._u64_view(addr)[0]
 
     def write_u64(self, addr: int, value: int) -> None:
-        self.write_uint(addr, 8, value & 0xFFFF_FFFF_FFFF_FFFF)
+        self._u64_view(addr)[0] = value & 0xFFFF_FFFF_FFFF_FFFF
 
     # --- registers ------------------------------------------------------------------------
     def _reg64(self, uc_id: int) -> int:
