@@ -24,8 +24,8 @@ from .heap import Heap
 from .machine import Machine
 from .program import Program
 from .safepoint import GO127, RuntimeRules, SchedState, rules_for
-from .stack import copystack, write_field
-from .structref import StructRef
+from .stack import copystack
+from .structref import StructRef, read_field, write_field  # noqa: F401 (read_field: gmp's API)
 
 #: What other goroutines leave in a P's xRegs scratch (the stub must not rely on it)
 _SCRATCH_OTHER_G, _SCRATCH_RESUMED = b"\xa5" * gs.XREGS_SIZE, b"\x5a" * gs.XREGS_SIZE
@@ -33,10 +33,6 @@ _SCRATCH_OTHER_G, _SCRATCH_RESUMED = b"\xa5" * gs.XREGS_SIZE, b"\x5a" * gs.XREGS
 G0_SLOT = 0      # g slot of m0.g0
 USER_G_SLOT = 1  # g slot of the goroutine under test
 G0_SLOT_M1 = 2   # g slot of m1.g0
-
-
-def read_field(machine: Machine, base: int, fields: dict, name: str) -> int:
-    return machine.struct(base, fields).get(name)
 
 
 # What doSigPreempt reads (through read_sched_state), in offset order: one unpack per struct.

@@ -27,14 +27,14 @@ from dataclasses import dataclass, field
 from . import gostructs as gs
 from . import inject, memmap, regs
 from .errors import EmuError
-from .gmp import (MachineSigContext, ack_sigurg, clear_preempt, drop_curg, initial_registers, preempt_m, read_field,
+from .gmp import (MachineSigContext, ack_sigurg, clear_preempt, drop_curg, initial_registers, preempt_m,
                   read_sched_state, request_preempt, set_curg, signal_m, xreg_restore, xreg_save)
 from .layout import StubLayout
 from .machine import Fault, Machine
 from .program import Program
 from .safepoint import async_preempt_stack, rules_for
-from .stack import copystack, write_field
-from .structref import StructRef
+from .stack import copystack
+from .structref import StructRef, read_field, write_field
 
 FORCE_PREEMPT_NS = 10_000_000        # proc.go forcePreemptNS
 SYSMON_MIN_US, SYSMON_MAX_US = 20, 10_000

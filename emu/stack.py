@@ -12,11 +12,6 @@ from .machine import Machine
 from .structref import StructRef
 
 
-def write_field(machine: Machine, base: int, fields: dict, name: str, value: int) -> None:
-    """Store `value` into field `name` of the struct at `base`."""
-    machine.struct(base, fields).set(name, value)
-
-
 def copystack(machine: Machine, g: StructRef, lo: int, hi: int, slot_base: int,
               new_size: int | None = None) -> tuple[int, int]:
     """copystack(gp, newsize): move the used stack to a new region (twice as large by default) below the old one.

@@ -82,6 +82,16 @@ class StructRef:
         return r
 
 
+def read_field(machine, base: int, fields: dict, name: str) -> int:
+    """Field `name` of the struct at `base` laid out as `fields` (through machine.struct's StructRef)."""
+    return machine.struct(base, fields).get(name)
+
+
+def write_field(machine, base: int, fields: dict, name: str, value: int) -> None:
+    """Store `value` into field `name` of the struct at `base` (truncated to its width)."""
+    machine.struct(base, fields).set(name, value)
+
+
 class SlowField:
     """A field view through `read`/`write` calls: [0] reads and writes the little-endian integer."""
 
