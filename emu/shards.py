@@ -15,6 +15,7 @@ import json
 import os
 import sys
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import astuple, dataclass
 
 from . import __version__, loader, memmap, sweep, verify
@@ -60,18 +61,26 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the coordinator's to handle
 
 
+@contextmanager
+def _process_pool(workers: int):
+    """Local worker processes that leave Ctrl-C to the coordinator; on the way out (a Ctrl-C included)
+    queued work is cancelled and the workers are waited for."""
+    from concurrent.futures import ProcessPoolExecutor
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint)
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def map_ordered(fn, items: list, jobs: int):
     """Yield fn(x) for x in items, in item order, computed in up to `jobs` local processes when
     jobs > 1. fn must be a module-level function (it is pickled)."""
     if jobs <= 1 or len(items) <= 1:
         yield from map(fn, items)
         return
-    from concurrent.futures import ProcessPoolExecutor
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(items)), initializer=_ignore_sigint)
-    try:
+    with _process_pool(min(jobs, len(items))) as pool:
         yield from pool.map(fn, items)
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
 # --- results file (JSON lines, one per finished shard) ---------------------------------------
@@ -222,14 +231,11 @@ class ShardRunner:
             yield from self._processes(todo, ref, opts)
 
     def _processes(self, todo, ref, opts):
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-        pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(todo)), initializer=_ignore_sigint)
-        try:
+        from concurrent.futures import as_completed
+        with _process_pool(min(self.jobs, len(todo))) as pool:
             futures = [pool.submit(run_task, self.spec, ref, opts, t) for t in todo]
             for f in as_completed(futures):
                 yield f.result()
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
 
     def _dask(self, todo, ref, opts):
         try:
