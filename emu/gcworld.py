@@ -7,7 +7,7 @@ from __future__ import annotations
 from . import gostructs as gs
 from . import gcscan
 from .heap import decode_type
-from .machine import Machine
+from .machine import GuestFaultInHook, Machine
 from .stack import copystack
 from .unwind import UnwindError, unwind
 
@@ -28,13 +28,7 @@ class WorldGC:
         for an untyped object, a size."""
         typ = next((decode_type(d.init) for d in self.program.data if d.addr == rax), None)
         size, words = typ if typ is not None else (rax, None)
-        try:
-            obj = self.heap.alloc(size, words)
-        except MemoryError as e:
-            from .machine import GuestFaultInHook
-            raise GuestFaultInHook(f"runtime.newobject({size}): {e}") from None
-        self._sync_heap_watch()
-        return obj
+        return self._heap_alloc("runtime.newobject", size, words)
 
     def _alloc(self, size: int | None, typ: int) -> int:
         """mallocgc(size, typ, needzero) / newobject(typ) of a real Go binary: size None = typ.Size_."""
@@ -47,11 +41,15 @@ class WorldGC:
             mask = set(t.ptr_words)
             words = tuple(w for w in range(size // 8) if (8 * w) % t.size < t.ptrbytes and (8 * w) % t.size // 8 in mask) \
                 if t.size else ()
+        return self._heap_alloc("runtime.mallocgc", size, words)
+
+    def _heap_alloc(self, call: str, size: int, words) -> int:
+        """Allocate for the runtime function `call` (a full arena is a guest fault naming it) and watch
+        the heap from its first object on."""
         try:
             obj = self.heap.alloc(size, words)
         except MemoryError as e:
-            from .machine import GuestFaultInHook
-            raise GuestFaultInHook(f"runtime.mallocgc({size}): {e}") from None
+            raise GuestFaultInHook(f"{call}({size}): {e}") from None
         self._sync_heap_watch()
         return obj
 
@@ -95,7 +93,6 @@ class WorldGC:
         try:
             frames = unwind(machine.all, machine.read_u64, machine.rsp(), machine.pc)
         except UnwindError as e:
-            from .machine import GuestFaultInHook
             raise GuestFaultInHook(f"GC stack scan cannot unwind: {e}") from None
         xregs = None
         g = self.g.f
