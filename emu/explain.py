@@ -28,13 +28,7 @@ from .layout import RESUME_PC_OFFSET, SAVED_BP_OFFSET, SAVED_FLAGS_OFFSET
 from .machine import Fault
 from .safepoint import REASONS, safe_point_checks, want_async_preempt
 from .sweep import Sweeper, final_violations, run_reference
-
-
-@dataclass
-class Check:
-    name: str
-    ok: bool
-    detail: str
+from .verify import Check
 
 
 @dataclass

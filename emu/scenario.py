@@ -35,6 +35,7 @@ from . import sweep as S
 from .errors import EmuError, ScenarioError, read_utf8
 from .layout import LAYOUTS
 from .safepoint import REASONS
+from .verify import Check
 
 _TOP = {"name": str, "description": str, "asm": str, "entry": str, "layout": str, "stub": str, "seed": int,
         "max_points": int, "budget": int, "registers": dict, "expect": dict, "async_preemption": bool,
@@ -63,13 +64,6 @@ class Scenario:
     gc: bool = False
     gc_scanner: str = "go"
     stack_size: int = memmap.DEFAULT_STACK_SIZE      # the goroutine's first stack (Go's fixedStack: 2 KiB)
-
-
-@dataclass
-class Check:
-    name: str
-    ok: bool
-    detail: str
 
 
 _KIND_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false", dict: "a table",

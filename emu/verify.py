@@ -44,6 +44,14 @@ KINDS: dict[str, str] = {
 
 
 @dataclass
+class Check:
+    """A named yes/no with its detail: a scenario's expectation, or one of explain's checks."""
+    name: str
+    ok: bool
+    detail: str
+
+
+@dataclass
 class Violation:
     kind: str            # a key of KINDS
     what: str            # register name, address, or short subject
