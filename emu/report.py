@@ -155,6 +155,11 @@ def render_text(res: SweepResult, program, source: str, stub_desc: str, table: b
     return "\n".join(L) + "\n"
 
 
+def _expected_actual(v) -> list[str]:
+    """A violation's expected and actual values, and its detail, under its heading line."""
+    return [f"      expected {v.expected}", f"      actual   {v.actual}"] + ([f"      {v.detail}"] if v.detail else [])
+
+
 def sweep_verdict(res: SweepResult) -> list[str]:
     """The closing lines of a sweep: OK, or FAIL with the first violation of each register, flag or address."""
     if res.ok:
@@ -168,10 +173,7 @@ def sweep_verdict(res: SweepResult) -> list[str]:
         n = res.violation_groups.get((kind, what), len(vs))
         L.append(f"  {kind} {what}: {n} injection point(s); first at boundary {v.boundary}, "
                  f"pc {v.pc:#x} `{v.insn}` ({v.where})")
-        L.append(f"      expected {v.expected}")
-        L.append(f"      actual   {v.actual}")
-        if v.detail:
-            L.append(f"      {v.detail}")
+        L += _expected_actual(v)
     return L
 
 
@@ -343,10 +345,7 @@ def checkstub_verdict(rep) -> list[str]:
         L.append(f"  {kind} {what}: in {len(loops)} corpus loop(s) ({', '.join(loops[:4])}"
                  f"{', ...' if len(loops) > 4 else ''})")
         L.append(f"      first: {sc}, boundary {v.boundary}, pc {v.pc:#x} `{v.insn}` ({v.where})")
-        L.append(f"      expected {v.expected}")
-        L.append(f"      actual   {v.actual}")
-        if v.detail:
-            L.append(f"      {v.detail}")
+        L += _expected_actual(v)
     return L
 
 
