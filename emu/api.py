@@ -182,6 +182,7 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     registers there); runner(world) may return a shard runner of your own (emu.shards) instead.
     """
     _positive("max_points", max_points)
+    _positive("jobs", jobs)
     _positive("budget", budget)
     src = display_path(_readable(path, "the program"))
     stub_s = _stub(stub)
@@ -211,8 +212,6 @@ def _world_spec(src: str, entry: str, layout: str, stub: str | None, seed: int, 
 def _shard_runner(spec, world: World, jobs: int, executor: str | None, results: PathLike | None, progress: bool):
     """The shard runner for these options (with jobs=1 and nothing else, the shards run here one after
     another; a Ctrl-C still raises shards.Interrupted with the shards finished so far)."""
-    if jobs < 1:
-        raise EmuError(f"jobs must be at least 1, not {jobs}")
     from . import shards
     return shards.ShardRunner(spec, jobs, executor, None if results is None else os.fspath(results), progress, world)
 
@@ -228,6 +227,7 @@ def run_scenario(path: PathLike, *, layout: str | None = None, max_points: int |
     `async_preemption`. `stub` replaces the generated stub in a scenario that does not name its own.
     """
     _positive("max_points", max_points)
+    _positive("jobs", jobs)
     sc = scenario.load(_readable(path, "the scenario"))
     if stub is not None and sc.stub is None:
         sc = dataclasses.replace(sc, stub=Path(_readable(stub, "the stub")))
@@ -274,6 +274,7 @@ def check_stub(path: PathLike, *, layout: str | None = None, max_points: int = 2
     one corpus loop per task (the report is in corpus order whatever jobs is)."""
     from . import gobuild
     _positive("max_points", max_points)
+    _positive("jobs", jobs)
     stub = display_path(_readable(path, "the stub"))
     if gobuild.is_go_input(stub):
         if layout not in (None, "go1.27"):

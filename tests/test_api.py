@@ -111,9 +111,10 @@ def test_check_stub_report(in_root):
     (lambda: emu.run_scenario(ROOT / "scenarios" / "gc_suspend.toml", max_points=5), "apply to sweep scenarios"),
     (lambda: emu.check_stub(DATA / "stub_no_pushfq.s", loops=["nope"]), "unknown corpus loop"),
     (lambda: emu.check_stub(ASM / "sum_loop.s", loops=["sum_loop"]), "asyncPreempt"),
-    (lambda: emu.sweep(ASM / "sum_loop.s", "sum_loop", jobs=0), "jobs must be at least 1"),
+    (lambda: emu.sweep(ASM / "sum_loop.s", "sum_loop", jobs=0), "jobs must be a positive integer"),
+    (lambda: emu.check_stub(DATA / "stub_no_pushfq.s", jobs=0), "jobs must be a positive integer"),
 ], ids=["missing", "asm-error", "func", "register", "max-points", "layout", "stub", "budget", "scenario-key",
-        "sched-options", "loop", "not-a-stub", "jobs"])
+        "sched-options", "loop", "not-a-stub", "jobs", "check-stub-jobs"])
 def test_bad_input_raises_one_exception_type(call, message):
     with pytest.raises(emu.EmuError) as e:
         call()
