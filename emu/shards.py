@@ -199,6 +199,10 @@ class ShardRunner:
                     out.flush()
                 if bar is not None:
                     bar.update(r.points)
+            if bar is not None:
+                # tqdm draws at most every 0.1 s, so a sweep that ends sooner would clear the bar
+                # (leave=False) without ever drawing its last state: draw it once, complete.
+                bar.refresh()
         except KeyboardInterrupt:
             raise Interrupted(sorted(done.values(), key=lambda r: r.index), len(tasks)) from None
         finally:

@@ -154,7 +154,8 @@ def _on_a_terminal(*argv) -> str:
 
 
 def test_progress_shows_on_a_terminal_unless_quiet():
-    args = ["sweep", SUM, "--func", "sum_loop", "--reg", "RCX=300", "--jobs", "1"]
+    # 273 points end well inside tqdm's 0.1 s redraw interval: the finished state must still be drawn
+    args = ["sweep", SUM, "--func", "sum_loop", "--reg", "RCX=30", "--jobs", "1"]
     shown = _on_a_terminal(*args)
-    assert "preemu sweep: 100%" in shown and "2.70k/2.70k" in shown and "points/s" in shown
+    assert "preemu sweep: 100%" in shown and "273/273" in shown and "points/s" in shown
     assert "%|" not in _on_a_terminal(*args, "--quiet")
