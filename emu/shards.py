@@ -16,7 +16,7 @@ import os
 import sys
 from collections import Counter
 from contextlib import contextmanager
-from dataclasses import astuple, dataclass
+from dataclasses import asdict, astuple, dataclass
 
 from . import __version__, loader, memmap, sweep, verify
 from .errors import EmuError
@@ -90,7 +90,8 @@ def shard_to_json(r: sweep.ShardResult) -> dict:
             "violations": {"count": r.violations.count, "keep": r.violations.keep,
                            "groups": [[k, w, n] for (k, w), n in r.violations.groups.items()],
                            "kept": [v.to_json() for v in r.violations.kept]},
-            "per_pc": [[pc, dict(ps.verdicts)] for pc, ps in r.per_pc.items()]}
+            "per_pc": [[pc, dict(ps.verdicts)] for pc, ps in r.per_pc.items()],
+            "gc": None if r.gc is None else asdict(r.gc)}
 
 
 def shard_from_json(d: dict) -> sweep.ShardResult:
@@ -101,7 +102,7 @@ def shard_from_json(d: dict) -> sweep.ShardResult:
     log.kept = [verify.Violation(**{**x, "pc": int(x["pc"], 16)}) for x in v["kept"]]
     per_pc = {pc: sweep.PcStats(pc, Counter(c)) for pc, c in d["per_pc"]}
     return sweep.ShardResult(d["index"], d["points"], d["injected"], d["forced"], Counter(d["refused"]), log,
-                             per_pc, d["cpu_seconds"])
+                             per_pc, d["cpu_seconds"], None if d.get("gc") is None else sweep.GcStats(**d["gc"]))
 
 
 def run_key(spec: WorldSpec, ref: sweep.Reference, opts: sweep.ChainOptions, tasks) -> str:

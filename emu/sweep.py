@@ -45,11 +45,25 @@ class Reference:
 @dataclass
 class GcStats:
     cycles: int
-    freed: int
+    freed: int                                # distinct objects freed (len(freed_objects))
     retained_conservatively: list[int]        # objects kept alive only by conservative roots
     shrink_deferred: int
     allocated: int
     retained_dead: list[int] = field(default_factory=list)   # ... and never used again: dead, yet retained
+    freed_objects: list[int] = field(default_factory=list)   # their bases
+
+
+def merge_gc(parts: list[GcStats]) -> GcStats | None:
+    """The GC statistics of a sharded --gc sweep. Every shard starts from the reference run's heap, which
+    the chain before it had already swept: an object dead by then is freed again by the shard's first GC
+    and counted once (distinct objects); cycles and deferred shrinks add up; the retained sets unite."""
+    if not parts:
+        return None
+    freed = sorted(set().union(*(g.freed_objects for g in parts)))
+    return GcStats(sum(g.cycles for g in parts), len(freed),
+                   sorted(set().union(*(g.retained_conservatively for g in parts))),
+                   sum(g.shrink_deferred for g in parts), max(g.allocated for g in parts),
+                   sorted(set().union(*(g.retained_dead for g in parts))), freed)
 
 
 @dataclass
@@ -569,7 +583,7 @@ class ShardResult:
     violations: ViolationLog
     per_pc: dict[int, PcStats]
     cpu_seconds: float = 0.0          # timing (process CPU time of the shard)
-    gc: "GcStats | None" = None       # --gc worlds (always one shard run here)
+    gc: "GcStats | None" = None       # --gc worlds: this shard's GCs (merge_gc)
 
 
 def start_states(world: World, boundaries: list[int]) -> list:
@@ -599,8 +613,9 @@ def run_shard(world: World, ref: Reference, index: int, points, start, opts: Cha
     forced = sw.forced
     gc = None
     if world.gc_enabled:                  # taken now: attributing a divergence below re-runs the chain
-        gc = GcStats(world.gc_cycles, world.gc_freed, sorted(world.retained_conservatively), world.shrink_deferred,
-                     len(world.heap.objs), world.retained_dead())
+        freed = sorted(o.base for o in world.heap.objs if o.freed_at is not None)
+        gc = GcStats(world.gc_cycles, len(freed), sorted(world.retained_conservatively), world.shrink_deferred,
+                     len(world.heap.objs), world.retained_dead(), freed)
         for base, size, kind, addr, apc, freed_at in world.uaf:
             make = verify.violation_maker(world.machine.all, freed_at, apc)
             violations.append(make("use-after-free", f"object {base:#x} ({size} bytes)", "a live object",
@@ -626,18 +641,22 @@ def sweep(world: World, entry: str, seed: int = 1, max_points: int = 100_000,
     The points are cut into shards of SHARD_POINTS; every shard after the first starts from a
     snapshot of the reference run at its first boundary. `runner(tasks, ref, opts)` -> ShardResults
     (in any order) runs them elsewhere (emu.shards: local processes, Dask); by default they run here.
-    With a world built with gc=True, a full GC runs at every injection (one shard: the GC's history
-    spans the run) and any later access to an object it freed is a use-after-free violation.
+    With a world built with gc=True, a full GC runs at every injection and any later access to an
+    object it freed is a use-after-free violation. A shard starts from the reference run's heap (no GC
+    has run there), so its first GC frees again what the chain before it freed (merge_gc counts each
+    object once), and a stale conservative root may then keep an object the chain had already freed:
+    the retained sets can depend on the shard plan -- which depends on the number of points only,
+    never on where or how many at a time the shards run.
     """
     t0 = time.perf_counter()
     ref = run_reference(world, budget)
     must = set(first_boundaries(world, ref.boundaries).values()) if ref.boundaries > max_points else set()
     points = select_points(ref.boundaries, max_points, must)
     opts = ChainOptions(seed, force_unsafe, canary, async_preemption, nested_signals, max_violations)
-    plan = [(0, len(points))] if world.gc_enabled else shard_plan(len(points))
+    plan = shard_plan(len(points))
     starts = [None] + start_states(world, [points[a] for a, _ in plan[1:]])
     tasks = [(i, points[a:b], None if st is None else (points[a], st)) for i, ((a, b), st) in enumerate(zip(plan, starts))]
-    if runner is None or world.gc_enabled:
+    if runner is None:
         results = [run_shard(world, ref, i, pts, st, opts) for i, pts, st in tasks]
     else:
         results = list(runner(tasks, ref, opts))
@@ -664,7 +683,7 @@ def merge_shards(world: World, entry: str, ref: Reference, opts: ChainOptions, r
                 stats[pc] = PcStats(pc, Counter(ps.verdicts))
             else:
                 mine.verdicts.update(ps.verdicts)
-    gc = results[0].gc if results else None
+    gc = merge_gc([r.gc for r in results if r.gc is not None])
     seen = set(stats)
     static = [i.addr for f in world.program.funcs if any(f.start <= pc < f.end for pc in seen) for i in f.insns]
     uncovered = [pc for pc in static if pc not in seen]

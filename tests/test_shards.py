@@ -159,3 +159,53 @@ def test_progress_shows_on_a_terminal_unless_quiet():
     shown = _on_a_terminal(*args)
     assert "preemu sweep: 100%" in shown and "273/273" in shown and "points/s" in shown
     assert "%|" not in _on_a_terminal(*args, "--quiet")
+
+
+
+GC_ROOTS = ASM / "gc_roots.s"
+DROP_EARLY = """
+; an object that is garbage from its fourth instruction on, then a long loop: every shard's first GC
+; frees it again from the reference run's heap
+drop_early:
+    push rbp
+    mov rbp, rsp
+    mov eax, 32
+    call newobject
+    mov qword ptr [rax], 7
+    xor eax, eax
+.loop:
+    add rax, rcx
+    dec rcx
+    jnz .loop
+    pop rbp
+    ret
+"""
+
+
+@pytest.mark.parametrize("entry", ["drop_early", "ptr_in_caller_slot"])
+def test_a_gc_sweep_runs_in_shards_like_any_other(monkeypatch, tmp_path, entry):
+    src = GC_ROOTS
+    if entry == "drop_early":
+        src = tmp_path / "drop.s"
+        src.write_text(DROP_EARLY)
+    args = ["sweep", src, "--func", entry, "--reg", "RCX=20", "--gc"]
+    monkeypatch.setattr(sweep, "SHARD_POINTS", 10**9)
+    _, whole = _json(*args, "--jobs", "1")
+    monkeypatch.setattr(sweep, "SHARD_POINTS", 30)
+    res = tmp_path / "gc.jsonl"
+    code1, one = _json(*args, "--jobs", "1", "--results", res)
+    code2, two = _json(*args, "--jobs", "2")
+    assert code1 == code2 == 0 and one == two and one["points_tried"] > 60
+    assert len(res.read_text().splitlines()) == 3                 # three shards, each written ...
+    assert _json(*args, "--jobs", "1", "--results", res) == (0, one)   # ... and read back, GC included
+    # every shard's first GC frees again what the chain before it freed: counted once, as by one chain
+    assert one["gc"] == whole["gc"] and one["gc"]["cycles"] == one["injected"] and one["gc"]["freed"] == 1
+
+
+def test_a_mutant_scanner_is_caught_in_every_shard_that_frees_a_live_object(monkeypatch):
+    monkeypatch.setattr(sweep, "SHARD_POINTS", 37)
+    code, d = _json("sweep", GC_ROOTS, "--func", "ptr_in_reg", "--reg", "RCX=20", "--gc",
+                    "--gc-scanner", "skip-save-area", "--jobs", "2")
+    uaf = [v for v in d["violations"] if v["kind"] == "use-after-free"]
+    assert code == 1 and [v["boundary"] for v in uaf] == [7, 37]       # shard 0 from entry, shard 1 from 37
+    assert all("freed by the GC" in v["detail"] for v in uaf)
