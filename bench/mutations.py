@@ -72,6 +72,15 @@ MUTATIONS = {
     # a blocked or ignored fault signal is forced: SIG_DFL and unblocked
     "blocked-fault-not-forced": ("emu/linux/process.py", "        if t.sigmask & bit or handler == SIG_IGN:",
                                  "        if False:", ["tests/test_linux_exec.py"]),
+    # the slice runtime: capacities as the real runtime's, element arrays scanned through their type
+    "roundupsize-without-malloc-header": ("emu/goslice.py", "                req += MALLOC_HEADER_SIZE",
+                                          "                pass", ["tests/test_goslice.py"]),
+    "slice-array-scanned-as-noscan": ("emu/goslice.py", "t if t is not None and t.ptrbytes else None)",
+                                      "None)", ["tests/test_goslice.py"]),
+    # a --gc sweep's shards each free what the chain before them freed: counted once
+    "gc-freed-summed-over-shards": ("emu/sweep.py", "    return GcStats(sum(g.cycles for g in parts), len(freed),",
+                                    "    return GcStats(sum(g.cycles for g in parts), sum(g.freed for g in parts),",
+                                    ["tests/test_shards.py"]),
 }
 
 

@@ -5,7 +5,7 @@ stack.go isShrinkStackSafe/shrinkstack). Mixed into gmp.World, whose fields it u
 from __future__ import annotations
 
 from . import gostructs as gs
-from . import gcscan
+from . import gcscan, goslice
 from .heap import decode_type
 from .machine import GuestFaultInHook, Machine
 from .stack import copystack
@@ -22,6 +22,7 @@ class WorldGC:
     """Allocation and GC for a World (uses its machine, heap, g and stack fields)."""
 
     _gc_globals: list[tuple[int, int]] | None = None      # run_gc's global roots, listed at the first GC
+    _slices: goslice.SliceRuntime | None = None            # the slice runtime, made at its first call
 
     def _newobject(self, rax: int) -> int:
         """runtime.newobject(typ): RAX is a `;@type` descriptor's address (size and pointer words) or,
@@ -31,17 +32,32 @@ class WorldGC:
         return self._heap_alloc("runtime.newobject", size, words)
 
     def _alloc(self, size: int | None, typ: int) -> int:
-        """mallocgc(size, typ, needzero) / newobject(typ) of a real Go binary: size None = typ.Size_."""
+        """mallocgc(size, typ, needzero) / newobject(typ) of a real Go binary: size None = typ.Size_;
+        typ nil is a pointer-free (noscan) object, as in mallocgc."""
         t = self.program.binary.go_type(typ) if typ else None
-        if size is None:
-            size = t.size
-        words = None
-        if t is not None:      # heapSetType's tiling (mbitmap.go:34-47): word w is a pointer iff
-            # r = 8w mod Size_ < PtrBytes and the type's mask has bit r/8
+        return self._alloc_typed("runtime.mallocgc", t.size if size is None else size, t)
+
+    def _alloc_typed(self, call: str, size: int, t) -> int:
+        """An object of `size` bytes holding elements of GoType `t` (None: no pointers). heapSetType's
+        tiling (mbitmap.go:34-47): word w is a pointer iff r = 8w mod Size_ < PtrBytes and the type's
+        mask has bit r/8."""
+        words: tuple[int, ...] = ()
+        if t is not None and t.size and t.ptrbytes:
             mask = set(t.ptr_words)
-            words = tuple(w for w in range(size // 8) if (8 * w) % t.size < t.ptrbytes and (8 * w) % t.size // 8 in mask) \
-                if t.size else ()
-        return self._heap_alloc("runtime.mallocgc", size, words)
+            words = tuple(w for w in range(size // 8) if (8 * w) % t.size < t.ptrbytes and (8 * w) % t.size // 8 in mask)
+        return self._heap_alloc(call, size, words)
+
+    def _go_call(self, name: str, args: list[int]) -> tuple[int, ...]:
+        """runtime.makeslice, growslice, ... of a real Go binary (goslice.py)."""
+        rt = self._slices
+        if rt is None:
+            binary = self.program.binary
+            zerobase = binary.symbol("runtime.zerobase")
+            rt = self._slices = goslice.SliceRuntime(
+                goslice.SizeClasses.from_binary(binary), binary.go_type,
+                self._alloc_typed, self.machine.read, self.machine.write,
+                zerobase[0] if zerobase else 0)
+        return rt.call(name, args)
 
     def _heap_alloc(self, call: str, size: int, words) -> int:
         """Allocate for the runtime function `call` (a full arena is a guest fault naming it) and watch

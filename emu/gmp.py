@@ -272,6 +272,7 @@ class World(WorldGC):
         self.heap = Heap()
         self.machine.on_newobject = self._newobject
         self.machine.on_alloc = self._alloc
+        self.machine.on_go_call = self._go_call
         self.gc_enabled, self.scanner = gc, scanner
         self.current_boundary = 0
         self._clear_run_stats()

@@ -10,7 +10,8 @@ offsets. The binary's sections load at their link addresses; preemu's own region
 
 Runtime entry points that need the runtime's state are redirected into preemu's models by a
 5-byte JMP written over their first instruction: allocation (runtime.newobject, mallocgc and Go
-1.27's size-class entry points, malloc_generated.go), the write barriers (gcWriteBarrier1..8,
+1.27's size-class entry points, malloc_generated.go), the slice runtime (makeslice, growslice,
+growsliceBuf, moveSlice*, makeslicecopy: goslice.py), the write barriers (gcWriteBarrier1..8,
 asm_amd64.s), morestack/morestack_noctxt (stack growth and the cooperative path) and
 asyncPreempt2. Plain runtime code (memmove, memclrNoHeapPointers, memequal, internal/bytealg, ...)
 runs for real; the CPU-feature globals stay zero, so only SSE paths run (Unicorn has no AVX). Any
@@ -45,6 +46,7 @@ def _redirects() -> dict[str, int]:
         out[f"runtime.mallocgcSmallNoScanSC{n}"] = memmap.MALLOCGC
     for n, addr in memmap.GC_WRITE_BARRIER.items():
         out[f"runtime.gcWriteBarrier{n}"] = addr
+    out.update({f"runtime.{name}": addr for name, addr in memmap.GO_CALLS.items()})
     return out
 
 

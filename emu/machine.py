@@ -58,6 +58,11 @@ SENTINELS = {memmap.GOEXIT: "goexit", memmap.ASYNC_PREEMPT2: "asyncPreempt2", me
              memmap.NANOSLEEP: "nanosleep", memmap.NEWOBJECT: "newobject", memmap.MALLOCGC: "mallocgc",
              memmap.GO_NEWOBJECT: "gonewobject"}
 SENTINELS.update({a: "gcWriteBarrier" for a in memmap.GC_WRITE_BARRIER.values()})
+#: INT3 entries of the runtime functions computed in Python (on_go_call), by address
+GO_CALL_AT = {a: name for name, a in memmap.GO_CALLS.items()}
+#: ABIInternal's integer argument registers (and, from the first, its result registers)
+INT_ARGS = (X.UC_X86_REG_RAX, X.UC_X86_REG_RBX, X.UC_X86_REG_RCX, X.UC_X86_REG_RDI, X.UC_X86_REG_RSI,
+            X.UC_X86_REG_R8, X.UC_X86_REG_R9)
 
 
 #: x86 exception vectors a guest instruction can raise
@@ -131,6 +136,8 @@ class Machine:
         self.on_newobject: Callable[[int], int] | None = None      # runtime.newobject: size -> pointer
         # mallocgc / Go's newobject: (size, *abi.Type or 0) -> pointer (a real Go binary's allocations)
         self.on_alloc: Callable[[int, int], int] | None = None
+        # makeslice, growslice, ... of a real Go binary: (name, [RAX, RBX, RCX, RDI, RSI, R8, R9]) -> results
+        self.on_go_call: Callable[[str, list[int]], tuple[int, ...]] | None = None
         self.parked: tuple[str, object] | None = None
         self.stub_ret_armed = False
         stub_func = stub.funcs[0]
@@ -198,10 +205,17 @@ class Machine:
     def _hook_intr(self, uc, intno, user_data):
         at = self._reg64(X.UC_X86_REG_RIP) - 1          # INT3 traps after the instruction
         name = SENTINELS.get(at) if intno == 3 else None
+        if name is None and intno == 3 and at in GO_CALL_AT:
+            if self.on_go_call is None:
+                raise GuestFaultInHook(f"runtime.{GO_CALL_AT[at]} called but this world has no heap")
+            results = self.on_go_call(GO_CALL_AT[at], [uc.reg_read(r) for r in INT_ARGS])
+            for r, v in zip(INT_ARGS, results):
+                uc.reg_write(r, v)
+            return
         if name is None and intno == 3 and at in self.traps:
             raise GuestFaultInHook(f"the goroutine called {self.traps[at]}, runtime code that needs the Go runtime's "
-                                   f"own state; preemu models allocation, write barriers, morestack and "
-                                   f"asyncPreempt2 only (return address {self.read_u64(uc.reg_read(X.UC_X86_REG_RSP)):#x})")
+                                   f"own state; preemu models allocation, the slice runtime, write barriers, "
+                                   f"morestack and asyncPreempt2 only (return address {self.read_u64(uc.reg_read(X.UC_X86_REG_RSP)):#x})")
         if name is None:
             self.stop_reason = STOP_TRAP
             self._bad_access = None

@@ -102,6 +102,10 @@ MALLOCGC = RT_BASE + 9 * RT_SLOT          # Go 1.27's size-class mallocgc entry 
 GO_NEWOBJECT = RT_BASE + 10 * RT_SLOT     # the real runtime.newobject(typ) (RAX = *abi.Type)
 #: runtime.gcWriteBarrier1..8 of a real Go binary (each hands out N slots in R11)
 GC_WRITE_BARRIER = {n: GC_WRITE_BARRIER2 if n == 2 else RT_BASE + (10 + n) * RT_SLOT for n in range(1, 9)}
+#: runtime/slice.go functions of a real Go binary, computed in Python (emu/goslice.py): name -> entry
+GO_CALLS = {name: RT_BASE + (19 + i) * RT_SLOT for i, name in enumerate((
+    "makeslice", "makeslicecopy", "growslice", "growsliceBuf", "moveSlice", "moveSliceNoScan", "moveSliceNoCap",
+    "moveSliceNoCapNoScan"))}
 
 # preemu-private data layout inside PRIV
 CLOBBER_TABLE = PRIV_BASE + 0x400  # values asyncPreempt2 loads into every register

@@ -17,6 +17,8 @@ every address-scoped code hook slows all count= execution by ~20%).
 * newobject -- RAX = size: the heap allocates (Python hook) and returns the object in RAX.
 * mallocgc, gonewobject, gcWriteBarrier1..8 -- where a real Go binary's allocation entry points
   (RAX = size, RBX = type / RAX = type) and write barriers jump (gofront patches them).
+* makeslice, growslice, growsliceBuf, moveSlice*, makeslicecopy -- the same for the slice runtime
+  (memmap.GO_CALLS): a Python hook computes them as runtime/slice.go does (goslice.py).
 * goexit -- the return address of every goroutine entry function (runtime.goexit).
 
 Left out: the real asyncPreempt2/xRegSave bodies (modelled in Python by the hook).
@@ -81,6 +83,12 @@ def _go_newobject() -> list[str]:
     return [";@asm", ";@nosplit", ";@goname runtime.newobject", "gonewobject:", "int3", "ret"]
 
 
+def _go_call(name: str) -> list[str]:
+    # runtime.makeslice, growslice, ... (slice.go): arguments and results in ABIInternal's integer
+    # registers; a Python hook computes them (goslice.py).
+    return [";@asm", ";@nosplit", f";@goname runtime.{name}", f"{name}:", "int3", "ret"]
+
+
 def _nanosleep() -> list[str]:
     # nanosleep: RAX = nanoseconds. The scheduler parks the G on a timer (time.Sleep -> gopark).
     return [";@asm", ";@nosplit", ";@goname runtime.nanosleep", "nanosleep:", "int3", "ret"]
@@ -111,6 +119,7 @@ def runtime_program(layout_name: str) -> Program:
              (memmap.NANOSLEEP, _nanosleep()), (memmap.PARK_SPIN, _park_spin()), (memmap.NEWOBJECT, _newobject())]
     parts += [(memmap.MALLOCGC, _mallocgc()), (memmap.GO_NEWOBJECT, _go_newobject())]
     parts += [(a, _gcwritebarrier_n(n)) for n, a in memmap.GC_WRITE_BARRIER.items()]
+    parts += [(a, _go_call(name)) for name, a in memmap.GO_CALLS.items()]
     if layout_name != "go1.14":
         parts.append((memmap.XREG_RESTORE, _xregrestore()))
     for addr, lines in parts:
