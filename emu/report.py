@@ -132,7 +132,7 @@ def render_text(res: SweepResult, program, source: str, stub_desc: str, table: b
         L.append(f"  GC cycles          {g.cycles:>9,}   a full GC at every injection: stack scan, mark, sweep")
         L.append(f"  objects freed      {g.freed:>9,}   of {g.allocated} allocated; freed memory is poisoned and watched")
         if g.retained_dead:
-            L.append(f"  retained conservatively {len(g.retained_dead):>3}   dead object(s) kept alive by a stale word in a "
+            L.append(f"  retained conservatively {len(g.retained_dead):>3}   object(s) never used again, kept only through a "
                      "conservatively scanned frame (allowed): " + " ".join(f"{b:#x}" for b in g.retained_dead[:4]))
         if g.shrink_deferred:
             L.append(f"  shrinks deferred   {g.shrink_deferred:>9,}   isShrinkStackSafe refused (asyncSafePoint): "
