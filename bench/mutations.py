@@ -77,6 +77,9 @@ MUTATIONS = {
                                           "                pass", ["tests/test_goslice.py"]),
     "slice-array-scanned-as-noscan": ("emu/goslice.py", "t if t is not None and t.ptrbytes else None)",
                                       "None)", ["tests/test_goslice.py"]),
+    # runtime.rand per M (the real one, zero-seeded): a goroutine resumed on the other M takes another path
+    "rand-per-m": ("emu/memmap.py", '"moveSliceNoCapNoScan", "rand"))}', '"moveSliceNoCapNoScan"))}',
+                   ["tests/test_gomaps.py"]),
     # a --gc sweep's shards each free what the chain before them freed: counted once
     "gc-freed-summed-over-shards": ("emu/sweep.py", "    return GcStats(sum(g.cycles for g in parts), len(freed),",
                                     "    return GcStats(sum(g.cycles for g in parts), sum(g.freed for g in parts),",

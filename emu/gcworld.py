@@ -5,11 +5,14 @@ stack.go isShrinkStackSafe/shrinkstack). Mixed into gmp.World, whose fields it u
 from __future__ import annotations
 
 from . import gostructs as gs
-from . import gcscan, goslice
+from . import gcscan, goslice, memmap
 from .heap import decode_type
 from .machine import GuestFaultInHook, Machine
 from .stack import copystack
 from .unwind import UnwindError, unwind
+
+
+_U64 = (1 << 64) - 1
 
 
 def would_shrink(lo: int, hi: int, sp: int) -> bool:
@@ -48,7 +51,9 @@ class WorldGC:
         return self._heap_alloc(call, size, words)
 
     def _go_call(self, name: str, args: list[int]) -> tuple[int, ...]:
-        """runtime.makeslice, growslice, ... of a real Go binary (goslice.py)."""
+        """runtime.makeslice, growslice, ... (goslice.py) and runtime.rand of a real Go binary."""
+        if name == "rand":
+            return (self._rand(),)
         rt = self._slices
         if rt is None:
             binary = self.program.binary
@@ -68,6 +73,18 @@ class WorldGC:
             raise GuestFaultInHook(f"{call}({size}): {e}") from None
         self._sync_heap_watch()
         return obj
+
+    def _rand(self) -> int:
+        """runtime.rand (rand.go): Go draws from the running M's chacha8 state, seeded at random when the
+        process starts, so no value is promised. Here one splitmix64 generator in preemu's memory serves
+        every M: a goroutine resumed on the other M after a preemption draws what it would have drawn
+        uninterrupted (map seeds, iteration starts), so runs stay deterministic and comparable."""
+        m = self.machine
+        state = (m.read_u64(memmap.RAND_STATE) + 0x9E3779B97F4A7C15) & _U64
+        m.write_u64(memmap.RAND_STATE, state)
+        z = ((state ^ (state >> 30)) * 0xBF58476D1CE4E5B9) & _U64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _U64
+        return z ^ (z >> 31)
 
     def _sync_heap_watch(self) -> None:
         """GC mode watches heap accesses (use-after-free, last use) exactly while the heap holds objects:

@@ -301,7 +301,7 @@ class World(WorldGC):
         """Memory that a run may change and reset() restores."""
         out = [(self.stack_lo, self.stack_hi - self.stack_lo), (memmap.g_addr(0), 3 * memmap.G_SLOT),
                (memmap.M_BASE, 2 * memmap.M_SLOT), (memmap.P_BASE, 2 * memmap.P_SLOT),
-               (memmap.TLS_BASE, 2 * memmap.PAGE),
+               (memmap.TLS_BASE, 2 * memmap.PAGE), (memmap.RAND_STATE, 8),
                (self.xreg_blocks[0], len(self.xreg_blocks) * memmap.XREG_SLOT)]
         if self.program.data:
             lo = min(d.addr for d in self.program.data)

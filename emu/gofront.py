@@ -11,11 +11,12 @@ offsets. The binary's sections load at their link addresses; preemu's own region
 Runtime entry points that need the runtime's state are redirected into preemu's models by a
 5-byte JMP written over their first instruction: allocation (runtime.newobject, mallocgc and Go
 1.27's size-class entry points, malloc_generated.go), the slice runtime (makeslice, growslice,
-growsliceBuf, moveSlice*, makeslicecopy: goslice.py), the write barriers (gcWriteBarrier1..8,
-asm_amd64.s), morestack/morestack_noctxt (stack growth and the cooperative path) and
-asyncPreempt2. Plain runtime code (memmove, memclrNoHeapPointers, memequal, internal/bytealg, ...)
-runs for real; the CPU-feature globals stay zero, so only SSE paths run (Unicorn has no AVX). Any
-other runtime function gets an INT3 at its entry: reaching it is a clear error naming it.
+growsliceBuf, moveSlice*, makeslicecopy: goslice.py), runtime.rand (one generator for the world),
+the write barriers (gcWriteBarrier1..8, asm_amd64.s), morestack/morestack_noctxt (stack growth and
+the cooperative path) and asyncPreempt2. Plain runtime code (memmove, memclrNoHeapPointers,
+memequal, internal/bytealg, maps, string helpers, ...: PLAIN_RUNTIME) runs for real; the
+CPU-feature globals stay zero, so only SSE paths run (Unicorn has no AVX). Any other runtime
+function gets an INT3 at its entry: reaching it is a clear error naming it.
 
 The stub is, by default, the binary's own runtime.asyncPreempt (Go 1.27 layout), byte for byte.
 Functions are decoded lazily (findfunc on a PC builds its Func) so a 2 MB binary opens fast.
@@ -52,10 +53,25 @@ def _redirects() -> dict[str, int]:
 
 REDIRECTS = _redirects()
 
-#: Runtime code that needs no runtime state and runs for real (prefixes match whole name prefixes).
+#: Runtime code that needs no runtime state beyond what preemu models, and runs for real (prefixes
+#: match whole name prefixes). Maps (internal/runtime/maps, runtime/map_*.go) run for real: their
+#: memory comes from the redirected allocators, their hashes from the Go fallbacks (useAeshash and the
+#: hash key stay zero, so iteration order is deterministic but not the native one), and runtime.rand
+#: (map seeds, iteration starts) is computed in Python (gcworld._rand; randn runs for real). typedmemmove and
+#: typedmemclr reach bulkBarrierPreWrite (trapped: a clear error) only while writeBarrier is enabled;
+#: the string helpers allocate through mallocgc. A panic or throw on these paths is trapped (gopanic,
+#: fatal, panicdivide, ... are not plain).
 PLAIN_RUNTIME = ("runtime.memmove", "runtime.memclrNoHeapPointers", "runtime.memequal", "runtime.cmpstring",
                  "runtime.duffzero", "runtime.duffcopy", "internal/bytealg.", "internal/runtime/atomic.",
-                 "internal/runtime/math.", "internal/runtime/sys.", "runtime.asyncPreempt")
+                 "internal/runtime/math.", "internal/runtime/sys.", "runtime.asyncPreempt",
+                 # maps and what they call
+                 "internal/runtime/maps.", "runtime.makemap", "runtime.mapaccess", "runtime.mapassign",
+                 "runtime.mapdelete", "runtime.mapclear", "runtime.mapIter", "runtime.newarray", "runtime.rand",
+                 "runtime.typedmemmove", "runtime.typedmemclr", "runtime.memhash", "runtime.strhash",
+                 "runtime.f32hash", "runtime.f64hash", "runtime.c64hash", "runtime.c128hash", "runtime.strequal",
+                 # strings built at run time
+                 "runtime.intstring", "runtime.encoderune", "runtime.concatstring", "runtime.rawstring",
+                 "runtime.rawbyteslice", "runtime.slicebytetostring", "runtime.stringtoslicebyte")
 RUNTIME_PACKAGES = ("runtime.", "internal/runtime/")
 
 _cs = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)

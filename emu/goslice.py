@@ -251,5 +251,6 @@ class _NoScan:
     ptrbytes: int = 0
 
 
-#: memmap.GO_CALLS' functions and how many integer arguments each takes (its signature here)
-ARITY = {name: getattr(SliceRuntime, name).__code__.co_argcount - 1 for name in memmap.GO_CALLS}
+#: the slice functions of memmap.GO_CALLS and how many integer arguments each takes (its signature here)
+ARITY = {name: getattr(SliceRuntime, name).__code__.co_argcount - 1 for name in memmap.GO_CALLS
+         if hasattr(SliceRuntime, name)}

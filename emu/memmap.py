@@ -102,10 +102,11 @@ MALLOCGC = RT_BASE + 9 * RT_SLOT          # Go 1.27's size-class mallocgc entry 
 GO_NEWOBJECT = RT_BASE + 10 * RT_SLOT     # the real runtime.newobject(typ) (RAX = *abi.Type)
 #: runtime.gcWriteBarrier1..8 of a real Go binary (each hands out N slots in R11)
 GC_WRITE_BARRIER = {n: GC_WRITE_BARRIER2 if n == 2 else RT_BASE + (10 + n) * RT_SLOT for n in range(1, 9)}
-#: runtime/slice.go functions of a real Go binary, computed in Python (emu/goslice.py): name -> entry
+#: runtime functions of a real Go binary computed in Python: the slice runtime (emu/goslice.py) and
+#: runtime.rand (gcworld): name -> entry
 GO_CALLS = {name: RT_BASE + (19 + i) * RT_SLOT for i, name in enumerate((
     "makeslice", "makeslicecopy", "growslice", "growsliceBuf", "moveSlice", "moveSliceNoScan", "moveSliceNoCap",
-    "moveSliceNoCapNoScan"))}
+    "moveSliceNoCapNoScan", "rand"))}
 
 # preemu-private data layout inside PRIV
 CLOBBER_TABLE = PRIV_BASE + 0x400  # values asyncPreempt2 loads into every register
@@ -114,6 +115,7 @@ WRITE_BARRIER_FLAG = RT_DATA       # runtime.writeBarrier.enabled (4 bytes)
 WB_BUF = RT_DATA + 0x100           # the write-barrier buffer gcWriteBarrier2 hands out (R11)
 WB_BUF_SIZE = 0x100
 SPIN_COUNTER = RT_DATA + 0x200     # iterations of the park spin loop (exact instruction accounting)
+RAND_STATE = RT_DATA + 0x300       # runtime.rand's generator state (one for the world's Ms)
 
 
 def g_addr(goid_index: int) -> int:
