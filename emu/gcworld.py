@@ -60,8 +60,8 @@ class WorldGC:
             zerobase = binary.symbol("runtime.zerobase")
             rt = self._slices = goslice.SliceRuntime(
                 goslice.SizeClasses.from_binary(binary), binary.go_type,
-                self._alloc_typed, self.machine.read, self.machine.write,
-                zerobase[0] if zerobase else 0)
+                self._alloc_typed, self.machine.read, self.machine.write, zerobase[0] if zerobase else 0,
+                self._copy_access)
         return rt.call(name, args)
 
     def _heap_alloc(self, call: str, size: int, words) -> int:
@@ -73,6 +73,14 @@ class WorldGC:
             raise GuestFaultInHook(f"{call}({size}): {e}") from None
         self._sync_heap_watch()
         return obj
+
+    def _copy_access(self, kind: str, addr: int) -> None:
+        """A copy made by the slice runtime touches the heap as the guest's own accesses do (the heap watch
+        sees those): use-after-free and last use, at the PC of the CALL (5 bytes before the return address)."""
+        if self.gc_enabled and self.heap.base <= addr < self.heap.next:
+            m = self.machine
+            ret = m.read_u64(m.reg("RSP"))
+            self._heap_access(kind, addr, ret - 5 if m.read(ret - 5, 1) == b"\xe8" else ret)
 
     def _rand(self) -> int:
         """runtime.rand (rand.go): Go draws from the running M's chacha8 state, seeded at random when the

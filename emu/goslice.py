@@ -1,6 +1,6 @@
 """The slice runtime that compiled Go code calls, computed as Go 1.27.3 computes it.
 
-Mirrors runtime/slice.go -- makeslice (:102), makeslicecopy (:36), growslice (:170), nextslicecap
+Mirrors runtime/slice.go -- makeslice (:102), makeslicecopy (:39), growslice (:178), nextslicecap
 (:326), moveSlice/moveSliceNoScan/moveSliceNoCap/moveSliceNoCapNoScan (:442-505) and growsliceBuf
 (:510) -- and roundupsize (runtime/msize.go:16). Capacities come out exactly as the real runtime's:
 the size-class tables are read from the binary itself (internal/runtime/gc.SizeClassToSize,
@@ -100,7 +100,9 @@ def nextslicecap(new_len: int, old_cap: int) -> int:
 class SliceRuntime:
     """The slice functions over one World: `elem(typ)` -> the element's GoType, `alloc(call, size, t)` ->
     an object for runtime function `call` (t None: pointer-free), `read`/`write` guest memory,
-    `zerobase` = &runtime.zerobase."""
+    `zerobase` = &runtime.zerobase, and `touch(kind, addr)`, told of every range copied from ("read")
+    or into ("write") by its first address, as the heap watch is of the guest's own accesses (a slice's
+    elements never span two objects)."""
 
     classes: SizeClasses
     elem: Callable
@@ -108,6 +110,7 @@ class SliceRuntime:
     read: Callable[[int, int], bytes]
     write: Callable[[int, bytes], None]
     zerobase: int
+    touch: Callable[[str, int], None] = lambda kind, addr: None
     calling: str = ""
 
     def call(self, name: str, regs: list[int]) -> tuple[int, ...]:
@@ -130,10 +133,13 @@ class SliceRuntime:
 
     def _memmove(self, dst: int, src: int, n: int) -> None:
         if n:
+            self.touch("read", src)
+            self.touch("write", dst)
             self.write(dst, self.read(src, n))
 
     def _memclr(self, dst: int, n: int) -> None:
         if n:
+            self.touch("write", dst)
             self.write(dst, bytes(n))
 
     @staticmethod
@@ -176,7 +182,7 @@ class SliceRuntime:
         newcap = nextslicecap(new_len, old_cap)
         noscan = not t.ptrbytes
         size = t.size
-        lenmem, newlenmem = old_len * size, new_len * size
+        lenmem = old_len * size
         if size == 1:
             capmem = self.classes.roundupsize(newcap, noscan)
             overflow = newcap & U64 > MAX_ALLOC

@@ -645,8 +645,10 @@ def sweep(world: World, entry: str, seed: int = 1, max_points: int = 100_000,
     object it freed is a use-after-free violation. A shard starts from the reference run's heap (no GC
     has run there), so its first GC frees again what the chain before it freed (merge_gc counts each
     object once), and a stale conservative root may then keep an object the chain had already freed:
-    the retained sets can depend on the shard plan -- which depends on the number of points only,
-    never on where or how many at a time the shards run.
+    the retained sets can depend on the shard plan, and so can a failing sweep's violations and GC
+    cycles (each shard that frees a live object finds its own use-after-free; a chain that faults
+    stops early). The plan depends on the number of points only, never on where or how many at a
+    time the shards run.
     """
     t0 = time.perf_counter()
     ref = run_reference(world, budget)

@@ -11,7 +11,7 @@ from emu import cli, gobuild, goslice, loader, sweep
 
 SLICES = DATA / "go" / "slices"
 #: main.go's functions and the multiple of n main passes each
-FUNCS = (("fill", 1), ("growPtrs", 1), ("growBytes", 10), ("growTriples", 1))
+FUNCS = (("fill", 1), ("growPtrs", 1), ("growBytes", 10), ("growTriples", 1), ("moved", 1), ("copied", 1))
 
 
 @pytest.fixture(scope="module")
@@ -19,17 +19,29 @@ def program():
     return loader.load_program(str(SLICES))
 
 
-@pytest.mark.parametrize("n", [11, 40, 300, 700])
+@pytest.mark.parametrize("n", [1, 3, 11, 40, 300, 700])
 def test_slices_come_out_as_the_real_runtime_makes_them(program, n):
-    """makeslice, growsliceBuf, growslice (past the 256 threshold at 700), moveSlice(NoScan): the sums
-    and cap()s the binary prints when it runs natively with n = 11 + len(args)."""
+    """The sums, len()s and cap()s the binary prints when it runs natively with n arguments: makeslice,
+    makeslicecopy, growsliceBuf, growslice (past its 256 threshold at 700), and, while the slice still
+    fits its stack buffer (n <= 3), moveSlice, moveSliceNoScan, moveSliceNoCap, moveSliceNoCapNoScan."""
     binary = gobuild.build(SLICES).binary
-    native = subprocess.run([str(binary)] + ["x"] * (n - 11), capture_output=True, text=True, check=True).stderr.split()
+    native = subprocess.run([str(binary)] + ["x"] * n, capture_output=True, text=True, check=True).stderr.split()
     ours = []
     for func, k in FUNCS:
         w = loader.build_world(program, f"main.{func}", registers={"RAX": k * n})
         ours.append(str(sweep.run_reference(w, 10**8).final["RAX"]))
     assert ours == native
+
+
+def test_every_slice_function_is_run_by_the_test_above(program):
+    called = set()
+    for n in (1, 3, 11, 40, 300, 700):
+        for func, k in FUNCS:
+            w = loader.build_world(program, f"main.{func}", registers={"RAX": k * n})
+            go_call = w.machine.on_go_call
+            w.machine.on_go_call = lambda name, args, _f=go_call: called.add(name) or _f(name, args)
+            sweep.run_reference(w, 10**8)
+    assert called == set(goslice.ARITY)
 
 
 @pytest.mark.parametrize("func", ["growPtrs", "growTriples"])
@@ -46,7 +58,9 @@ def test_a_pointer_array_is_scanned_through_its_element_type(program):
     sweep.run_reference(w, 10**8)
     arrays = [o for o in w.heap.objs if o.ptr_words]
     cells = [o for o in w.heap.objs if not o.ptr_words]            # the ints (newobject(int): no pointers)
-    assert len(arrays) >= 3 and all(o.ptr_words == tuple(range(o.size // 8)) for o in arrays)
+    # every word of the requested size (the heap rounds the object up to 16 bytes) is a pointer word
+    assert len(arrays) >= 3 and all(o.ptr_words == tuple(range(len(o.ptr_words))) for o in arrays)
+    assert all(o.size - 16 < 8 * len(o.ptr_words) <= o.size for o in arrays)
     assert len(cells) == 40
     w = loader.build_world(program, "main.growBytes", registers={"RAX": 400}, gc=True)
     sweep.run_reference(w, 10**8)
@@ -75,3 +89,23 @@ def test_what_go_would_panic_on_inside_the_model_is_a_guest_fault_not_a_tracebac
         rt.call("moveSliceNoCapNoScan", [0, 0x2000, 3, 0, 0, 0, 0])
     with pytest.raises(GuestFaultInHook, match="runtime.makeslice: .*not inside one section"):
         rt.call("makeslice", [0x10, 1, 1, 0, 0, 0, 0])
+
+
+def test_a_copy_the_slice_runtime_makes_from_freed_memory_is_a_use_after_free(program):
+    """growslice copies the old array in Python: the heap watch must see that read as it sees the
+    guest's own. A (deliberately wrong) GC frees the old array just before the third growslice."""
+    from emu import gcscan
+    w = loader.build_world(program, "main.growBytes", registers={"RAX": 200}, gc=True)
+    w.reset()
+    go_call, calls = w.machine.on_go_call, []
+
+    def free_everything_before_the_third(name, args):
+        calls.append(name)
+        if calls.count("growslice") == 3:
+            gcscan.sweep_heap(w.heap, set(), w.machine.write, 1)
+        return go_call(name, args)
+    w.machine.on_go_call = free_everything_before_the_third
+    w.machine.run(w.machine.pc, 10**6)
+    [(base, _size, kind, addr, pc, freed_at)] = w.uaf
+    assert kind == "read" and addr == base and freed_at == 1
+    assert program.func_for(pc).name == "main.growBytes" and program.insn_at(pc).mnemonic == "call"

@@ -1,6 +1,7 @@
 // Slices made and grown on the heap: runtime.makeslice and runtime.growslice (runtime/slice.go),
-// with capacities rounded up to the runtime's size classes. main prints what each function returns
-// natively, so a test can compare preemu's runs of the same functions with the real runtime's.
+// with capacities rounded up to the runtime's size classes, and the moves of a slice grown in a stack
+// buffer to the heap (moveSlice*, runtime/slice.go). main prints what each function returns natively
+// for n = the number of arguments, so a test can compare preemu's runs with the real runtime's.
 package main
 
 import "os"
@@ -64,7 +65,77 @@ func growTriples(n int) int {
 	return t + 1000*cap(s)
 }
 
+// collect returns what it appends: the slice grown in a stack buffer moves to the heap on the way
+// out (moveSliceNoScan / moveSliceNoCapNoScan).
+//
+//go:noinline
+func collect(n int) []int {
+	var s []int
+	for i := 0; i < n; i++ {
+		s = append(s, 3*i)
+	}
+	return s
+}
+
+// collectPtrs is collect for pointers (moveSlice / moveSliceNoCap).
+//
+//go:noinline
+func collectPtrs(n int) []*int {
+	var s []*int
+	for i := 0; i < n; i++ {
+		v := 5 * i
+		s = append(s, &v)
+	}
+	return s
+}
+
+// moved sums what collect and collectPtrs return, with their lengths and capacities.
+//
+//go:noinline
+func moved(n int) int {
+	a, p := collect(n), collectPtrs(n)
+	t := 0
+	for i := range a {
+		t += a[i] + *p[i]
+	}
+	return t + 1000*(cap(a)+len(a)) + 100000*cap(p)
+}
+
+var (
+	keep      []*int
+	keepBytes []byte
+)
+
+// copied makes slices by copying (makeslicecopy), kept in globals: a []byte 5 longer than its source
+// and a []*int as long as its source.
+//
+//go:noinline
+func copied(n int) int {
+	src := make([]byte, n)
+	for i := range src {
+		src[i] = byte(i)
+	}
+	keepBytes = make([]byte, n+5)
+	copy(keepBytes, src)
+	dst := keepBytes
+	ptrs := make([]*int, n)
+	for i := range ptrs {
+		v := i
+		ptrs[i] = &v
+	}
+	keep = make([]*int, len(ptrs))
+	copy(keep, ptrs)
+	t := 0
+	for i := range dst {
+		t += int(dst[i])
+	}
+	for _, p := range keep {
+		t += *p
+	}
+	return t + 1000*cap(dst)
+}
+
 func main() {
-	n := 10 + len(os.Args) // not a constant: the compiler cannot fold the calls
-	println(fill(n), growPtrs(n), growBytes(10*n), growTriples(n))
+	n := len(os.Args) - 1 // the number of arguments: not a constant, so the compiler cannot fold the calls
+	println(fill(n), growPtrs(n), growBytes(10*n), growTriples(n), moved(n), copied(n))
 }
