@@ -80,6 +80,9 @@ MUTATIONS = {
     # runtime.rand per M (the real one, zero-seeded): a goroutine resumed on the other M takes another path
     "rand-per-m": ("emu/memmap.py", '"moveSliceNoCapNoScan", "rand"))}', '"moveSliceNoCapNoScan"))}',
                    ["tests/test_gomaps.py"]),
+    # runtime.stringType & co. as runtime.init sets them: else convTstring's box is pointer-free
+    "runtime-init-not-replayed": ("emu/gofront.py", "    for var, eface in RUNTIME_INIT:",
+                                  "    for var, eface in ():", ["tests/test_goifaces.py"]),
     # a --gc sweep's shards each free what the chain before them freed: counted once
     "gc-freed-summed-over-shards": ("emu/sweep.py", "    return GcStats(sum(g.cycles for g in parts), len(freed),",
                                     "    return GcStats(sum(g.cycles for g in parts), sum(g.freed for g in parts),",

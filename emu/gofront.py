@@ -71,7 +71,15 @@ PLAIN_RUNTIME = ("runtime.memmove", "runtime.memclrNoHeapPointers", "runtime.mem
                  "runtime.f32hash", "runtime.f64hash", "runtime.c64hash", "runtime.c128hash", "runtime.strequal",
                  # strings built at run time
                  "runtime.intstring", "runtime.encoderune", "runtime.concatstring", "runtime.rawstring",
-                 "runtime.rawbyteslice", "runtime.slicebytetostring", "runtime.stringtoslicebyte")
+                 "runtime.rawbyteslice", "runtime.slicebytetostring", "runtime.stringtoslicebyte",
+                 # values boxed into interfaces (iface.go convT*: mallocgc, typedmemmove, staticuint64s)
+                 "runtime.convT")
+
+#: Runtime package variables that runtime.init sets and the plain runtime code above reads: preemu
+#: replays the assignments (iface.go:336-340, `uint64Type = efaceOf(&uint64Eface)._type`, ...), whose
+#: right-hand sides the linker did lay out statically. Without them convT64 & co. would allocate with a
+#: nil type: a pointer-free object, which the GC would not scan.
+RUNTIME_INIT = tuple((f"runtime.{t}Type", f"runtime.{t}Eface") for t in ("uint16", "uint32", "uint64", "string", "slice"))
 RUNTIME_PACKAGES = ("runtime.", "internal/runtime/")
 
 _cs = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
@@ -325,6 +333,10 @@ def _image(b, layout_source: str) -> tuple[Image, list[tuple[int, bytes]], list[
             patches.append((gf.entry, _jmp(gf.entry, target)))
         elif _trapped(gf.name):
             traps.append((gf.entry, gf.name))
+    for var, eface in RUNTIME_INIT:
+        v, e = b.symbol(var), b.symbol(eface)
+        if v is not None and e is not None:
+            patches.append((v[0], b.read(e[0], 8)))
     text = (b.moduledata["text"], b.moduledata["etext"])
     roots = tuple((a, 8) for a in b.global_pointer_words())
     return Image(tuple((lo, hi - lo) for lo, hi in regions), text, tuple(patches), tuple(traps), roots,

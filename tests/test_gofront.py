@@ -146,7 +146,7 @@ def test_preempt_episode_on_compiled_code():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["sweep", f"{GO}/corpus", "--func", "main.main"], "the goroutine called runtime."),
+    (["sweep", f"{GO}/corpus", "--func", "main.main"], "runtime code that needs the Go runtime's own state"),
     (["sweep", f"{GO}/corpus", "--func", "nosuch"], "no function 'nosuch'"),
     (["sweep", f"{GO}/corpus", "--func", "sumsq", "--layout", "go1.14"], "go1.27 layout"),
     (["sweep", f"{GO}/broken", "--func", "main.f"], "main.go:"),

@@ -2,12 +2,10 @@
 PLAIN_RUNTIME) and returns what it returns natively; runtime.rand is one generator for the world's Ms
 (gcworld._rand), so a goroutine resumed on the other M after a preemption takes the path it would have
 taken uninterrupted; a GC at every injection finds heap nodes held only by a map's values."""
-import subprocess
-
 import pytest
-from conftest import DATA
+from conftest import DATA, native_vs_preemu
 
-from emu import gobuild, loader, sweep
+from emu import loader, sweep
 
 MAPS = DATA / "go" / "maps"
 FUNCS = ("sumByKey", "names", "chains")
@@ -18,12 +16,9 @@ def program():
     return loader.load_program(str(MAPS))
 
 
-@pytest.mark.parametrize("n", [11, 40, 300])
+@pytest.mark.parametrize("n", [1, 11, 40, 300])
 def test_maps_give_what_they_give_natively(program, n):
-    binary = gobuild.build(MAPS).binary
-    native = subprocess.run([str(binary)] + ["x"] * (n - 11), capture_output=True, text=True, check=True).stderr.split()
-    ours = [str(sweep.run_reference(loader.build_world(program, f"main.{f}", registers={"RAX": n}), 10**8).final["RAX"])
-            for f in FUNCS]
+    native, ours = native_vs_preemu(MAPS, program, [(f, n) for f in FUNCS], n)
     assert ours == native
 
 

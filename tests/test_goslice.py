@@ -2,12 +2,11 @@
 same values -- capacities included -- natively and under preemu, a GC at every injection finds every
 pointer stored through the slices they grow, and what Go would panic on is a clear error."""
 import io
-import subprocess
 
 import pytest
-from conftest import DATA
+from conftest import DATA, native_vs_preemu
 
-from emu import cli, gobuild, goslice, loader, sweep
+from emu import cli, goslice, loader, sweep
 
 SLICES = DATA / "go" / "slices"
 #: main.go's functions and the multiple of n main passes each
@@ -24,12 +23,7 @@ def test_slices_come_out_as_the_real_runtime_makes_them(program, n):
     """The sums, len()s and cap()s the binary prints when it runs natively with n arguments: makeslice,
     makeslicecopy, growsliceBuf, growslice (past its 256 threshold at 700), and, while the slice still
     fits its stack buffer (n <= 3), moveSlice, moveSliceNoScan, moveSliceNoCap, moveSliceNoCapNoScan."""
-    binary = gobuild.build(SLICES).binary
-    native = subprocess.run([str(binary)] + ["x"] * n, capture_output=True, text=True, check=True).stderr.split()
-    ours = []
-    for func, k in FUNCS:
-        w = loader.build_world(program, f"main.{func}", registers={"RAX": k * n})
-        ours.append(str(sweep.run_reference(w, 10**8).final["RAX"]))
+    native, ours = native_vs_preemu(SLICES, program, [(func, k * n) for func, k in FUNCS], n)
     assert ours == native
 
 
