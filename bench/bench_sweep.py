@@ -41,15 +41,16 @@ def cpu_best_of(n, fn):
     return best_of(n, fn, time.process_time)
 
 
-def sweep_cpu(layout: str, iterations: int, gc: bool = False, asm: Path = ASM, entry: str = "sum_loop") -> tuple[float, int]:
+def sweep_cpu(layout: str, iterations: int, gc: bool = False, asm: Path = ASM, entry: str = "sum_loop",
+              max_points: int = 10**9) -> tuple[float, int]:
     """CPU seconds of a whole sum_loop sweep (reference run included) and its number of points; with
     `gc`, a full GC at every preemption (`--gc`)."""
     prog = loader.load_program(asm)
     world = loader.build_world(prog, entry, layout, None, 1, {"RCX": iterations}, gc=gc)
 
     def run():
-        res = sweep.sweep(world, entry, 1, 10**9)
-        assert res.ok and (res.injected == res.boundaries or entry != "sum_loop")    # sum_loop: safe everywhere
+        res = sweep.sweep(world, entry, 1, max_points, budget=max(sweep.DEFAULT_BUDGET, 10 * iterations))
+        assert res.ok and (res.injected == res.points or entry != "sum_loop")    # sum_loop: safe everywhere
         return res.points
     return cpu_best_of(1, run)
 
@@ -126,6 +127,9 @@ def bench_sweep(iterations: int, rounds: int = ROUNDS) -> None:
         best = min(t / pts for t, pts in (sweep_cpu(layout, iterations // 4, True, GC_ASM, "ptr_in_reg")
                                           for _ in range(rounds)))
         print(f"  sweep --gc {layout}, ptr_in_reg (allocates, heap watched): {best * 1e6:6.1f} µs CPU/point")
+    t, pts = sweep_cpu("go1.14", 2_000_000, max_points=100_000)       # one round: ~10 s
+    print(f"  sparse sweep go1.14, {pts:,} of 18,000,003 boundaries: {t / pts * 1e6:6.1f} µs CPU/point (each "
+          "shard runs on to goexit)")
 
 
 def raw_unicorn(prog, iterations: int, n_insns: int):

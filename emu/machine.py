@@ -372,6 +372,10 @@ class Machine:
             v = self._u64_views[addr] = self.field_view(addr, 8)
         return v
 
+    def stop(self) -> None:
+        """Stop the run in progress (from inside a hook): run() returns before the next block."""
+        _uclib.uc_emu_stop(self._h)
+
     def read_u64(self, addr: int) -> int:
         return self._u64_view(addr)[0]
 

@@ -141,7 +141,9 @@ def first_boundaries(world: World, n: int) -> dict[int, int]:
     """Return {pc: first boundary at which pc executes} for the goroutine's run (opt-in block hook).
 
     A block hook sees each translation block's address and size; counting the program's decoded
-    instructions inside it gives exact boundary numbers (each REP iteration is its own block).
+    instructions inside it gives exact boundary numbers (each REP iteration is its own block). The run
+    stops as soon as every instruction of the program has been seen (a loop's later iterations add
+    nothing), so a long run whose code is all reached early costs little.
     """
     m = world.machine
     addrs = sorted(i.addr for i in world.program.iter_insns())
@@ -157,6 +159,8 @@ def first_boundaries(world: World, n: int) -> dict[int, int]:
             n = known[addr, size] = bisect.bisect_left(addrs, addr + size) - lo
             for j in range(n):
                 first.setdefault(addrs[lo + j], pos[0] + j)
+            if len(first) == len(addrs):
+                m.stop()                         # nothing left to find
         pos[0] += n
 
     world.reset()
