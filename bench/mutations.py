@@ -83,6 +83,16 @@ MUTATIONS = {
     # runtime.stringType & co. as runtime.init sets them: else convTstring's box is pointer-free
     "runtime-init-not-replayed": ("emu/gofront.py", "    for var, eface in RUNTIME_INIT:",
                                   "    for var, eface in ():", ["tests/test_goifaces.py"]),
+    # hashkey as AlgInit sets it: left zero, keys whose first word is 0 all collide
+    "hash-key-left-zero": ("emu/gofront.py", "        patches.append((hashkey[0], HASH_KEY))", "        pass",
+                           ["tests/test_gomaps.py"]),
+    # a caller frame's stack objects are scanned once something points into them
+    "no-stack-objects": ("emu/gcscan.py", "            objects += frame_stack_objects(prog, fr)", "            pass",
+                         ["tests/test_gomaps.py"]),
+    # copystack adjusts the pointer slots of a Go binary's frames, as adjustframe does
+    "copystack-no-pointer-slots": ("emu/stack.py",
+                                   '    slots = pointer_slots(binary, m.read_u64, m.reg("RSP")) if binary is not None else []',
+                                   "    slots = []", ["tests/test_gostack.py"]),
     # a --gc sweep's shards each free what the chain before them freed: counted once
     "gc-freed-summed-over-shards": ("emu/sweep.py", "    return GcStats(sum(g.cycles for g in parts), len(freed),",
                                     "    return GcStats(sum(g.cycles for g in parts), sum(g.freed for g in parts),",

@@ -9,13 +9,15 @@ outgoing-argument area, not the saved-BP slot at its top; and over its incoming-
 [argp, argp+argBytes), which is empty for preemu's .s functions: they declare no argument size), then
 every caller precisely from the stack map at its call site (`;@ptrs`). A conservative word that
 points into an allocated object (interior pointers too) marks it; one that points into the stack is
-a stack pointer (counted; preemu has no stack objects). Marked objects are scanned through their
+a stack pointer (counted), which makes the precise frames' stack object it points into (Go binaries:
+FUNCDATA_StackObjects) a root scanned by its type. Marked objects are scanned through their
 type's pointer words when they have one (Go binaries, `;@type` allocations), else conservatively. Mutant scanners for self-testing: "precise-interrupted" (scan the
 interrupted frame with a stack map it does not have) and "skip-save-area".
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from .heap import POISON, Heap
 from .unwind import Frame
@@ -65,9 +67,12 @@ def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: i
     precise: set[int] = set()
     conservative: set[int] = set()
 
+    stack_ptrs: list[tuple[int, bool]] = []      # (pointer into the stack, found conservatively)
+
     def consider(where: str, slot: int, val: int, is_precise: bool) -> None:
         if stack_lo <= val < stack_hi:
             res.stack_pointers += 1
+            stack_ptrs.append((val, not is_precise))
             return
         o = find(val)
         if o is None or o.freed_at is not None:
@@ -86,6 +91,7 @@ def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: i
     # The stack roots in scan order, innermost first: (where, lo, hi) conservative ranges and
     # (where, slot, None) precise slots
     todo: list[tuple[str, int, int | None]] = []
+    objects: list[tuple[str, int, int, int, tuple[int, ...]]] = []    # the precise frames' stack objects
     if xregs is not None:
         todo.append(("xRegs block", xregs[0], xregs[0] + xregs[1]))
     for fr in frames:
@@ -102,6 +108,7 @@ def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: i
                 todo.append((f"interrupted frame {fr.func} arguments", argp, argp + arg_bytes(prog, fr)))
         else:
             todo += [(f"frame {fr.func} (stack map)", fr.sp + off, None) for off in (frame_ptr_slots(prog, fr) or ())]
+            objects += frame_stack_objects(prog, fr)
     for where, lo, hi in todo:
         if hi is None:                                # a stack-map slot
             consider(where, lo, int.from_bytes(read(lo, 8), "little"), True)
@@ -112,6 +119,22 @@ def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: i
             words = memoryview(data).cast("Q")
             for i in _candidates(data, words, hb, hl, stack_lo, stack_hi):
                 consider(where, lo + 8 * i, words[i], False)
+    # scanstack's stack objects (mgcmark.go:897-935): an object of a precise frame is scanned -- by its
+    # type, or conservatively when the pointer to it was found conservatively -- once something points
+    # into it; what it holds may point to further stack objects
+    while stack_ptrs and objects:
+        p, cons = stack_ptrs.pop()
+        hit = next((ob for ob in objects if ob[1] <= p < ob[1] + ob[2]), None)
+        if hit is None:
+            continue
+        objects.remove(hit)
+        where, lo, _size, ptrbytes, ptr_words = hit
+        n = ptrbytes // 8
+        words = memoryview(read(lo, 8 * n)).cast("Q") if n else ()
+        for i in (range(n) if cons else ptr_words):
+            v = words[i]
+            if hb <= v < hl or stack_lo <= v < stack_hi:
+                consider(where, lo + 8 * i, v, not cons)
     if not (precise or conservative):
         return res
     # greyobject / drain: marked objects are scanned through their type's pointer words when they
@@ -171,6 +194,24 @@ def arg_bytes(prog, fr: Frame) -> int:
     binary = getattr(prog, "binary", None)
     gf = binary.func_for(fr.pc) if binary is not None else None
     return gf.args if gf is not None and gf.args > 0 else 0
+
+
+def frame_stack_objects(prog, fr: Frame) -> list[tuple[str, int, int, int, tuple[int, ...]]]:
+    """The stack objects of a frame (FUNCDATA_StackObjects; Go binaries only) as (where, address, size,
+    ptrBytes, pointer words): an offset below zero counts from varp, else from argp (stkframe.go:245-251)."""
+    binary = getattr(prog, "binary", None)
+    gf = binary.func_for(fr.pc) if binary is not None else None
+    if gf is None:
+        return []
+    argp = fr.sp + fr.size + 8
+    return [(f"stack object of {fr.func} ({ob.size} bytes at {'varp' if ob.off < 0 else 'argp'}{ob.off:+d})",
+             (varp(fr) if ob.off < 0 else argp) + ob.off, ob.size, ob.ptrbytes, ob.ptr_words)
+            for ob in _stack_objects(binary, gf.entry)]
+
+
+@lru_cache(maxsize=4096)
+def _stack_objects(binary, entry: int):
+    return binary.stack_objects(binary.func_for(entry))
 
 
 def frame_ptr_slots(prog, fr: Frame):

@@ -120,7 +120,8 @@ class WorldGC:
         lo, hi = self.stack_lo, self.stack_hi
         if not would_shrink(lo, hi, self.machine.reg("RSP")):
             return
-        self.stack_lo, self.stack_hi = copystack(self.machine, self.g, lo, hi, self.stack_slot_base, (hi - lo) // 2)
+        self.stack_lo, self.stack_hi = copystack(self.machine, self.g, lo, hi, self.stack_slot_base, (hi - lo) // 2,
+                                                 getattr(self.program, "binary", None))
         self.stack_moves.append((lo, hi, self.stack_lo, self.stack_hi))
         self.shrinks += 1
 

@@ -416,7 +416,8 @@ class World(WorldGC):
     def grow_stack(self) -> None:
         """newstack's growth path: copystack to a stack twice the size."""
         lo, hi = self.stack_lo, self.stack_hi
-        self.stack_lo, self.stack_hi = copystack(self.machine, self.g, lo, hi, self.stack_slot_base)
+        self.stack_lo, self.stack_hi = copystack(self.machine, self.g, lo, hi, self.stack_slot_base,
+                                                 binary=getattr(self.program, "binary", None))
         self.stack_moves.append((lo, hi, self.stack_lo, self.stack_hi))
 
     # --- scheduler-side effects -----------------------------------------------------------

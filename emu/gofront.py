@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import struct
 from functools import lru_cache
 from pathlib import Path
 
@@ -56,7 +57,7 @@ REDIRECTS = _redirects()
 #: Runtime code that needs no runtime state beyond what preemu models, and runs for real (prefixes
 #: match whole name prefixes). Maps (internal/runtime/maps, runtime/map_*.go) run for real: their
 #: memory comes from the redirected allocators, their hashes from the Go fallbacks (useAeshash and the
-#: hash key stay zero, so iteration order is deterministic but not the native one), and runtime.rand
+#: hash key is fixed, HASH_KEY, so iteration order is deterministic but not the native one), and runtime.rand
 #: (map seeds, iteration starts) is computed in Python (gcworld._rand; randn runs for real). typedmemmove and
 #: typedmemclr reach bulkBarrierPreWrite (trapped: a clear error) only while writeBarrier is enabled;
 #: the string helpers allocate through mallocgc. A panic or throw on these paths is trapped (gopanic,
@@ -66,12 +67,17 @@ PLAIN_RUNTIME = ("runtime.memmove", "runtime.memclrNoHeapPointers", "runtime.mem
                  "internal/runtime/math.", "internal/runtime/sys.", "runtime.asyncPreempt",
                  # maps and what they call
                  "internal/runtime/maps.", "runtime.makemap", "runtime.mapaccess", "runtime.mapassign",
-                 "runtime.mapdelete", "runtime.mapclear", "runtime.mapIter", "runtime.newarray", "runtime.rand",
+                 "runtime.mapdelete", "runtime.mapclear", "runtime.mapIter", "runtime.newarray", "runtime.randn",
                  "runtime.typedmemmove", "runtime.typedmemclr", "runtime.memhash", "runtime.strhash",
                  "runtime.f32hash", "runtime.f64hash", "runtime.c64hash", "runtime.c128hash", "runtime.strequal",
+                 "runtime.f32equal", "runtime.f64equal", "runtime.c64equal", "runtime.c128equal",
+                 "runtime.interhash", "runtime.nilinterhash", "runtime.typehash", "runtime.interequal",
+                 "runtime.nilinterequal", "runtime.efaceeq", "runtime.ifaceeq",
                  # strings built at run time
                  "runtime.intstring", "runtime.encoderune", "runtime.concatstring", "runtime.rawstring",
-                 "runtime.rawbyteslice", "runtime.slicebytetostring", "runtime.stringtoslicebyte",
+                 "runtime.rawbyteslice", "runtime.rawruneslice", "runtime.slicebytetostring",
+                 "runtime.stringtoslicebyte", "runtime.slicerunetostring", "runtime.stringtoslicerune",
+                 "runtime.decoderune", "runtime.countrunes", "runtime.concatbyte",
                  # values boxed into interfaces (iface.go convT*: mallocgc, typedmemmove, staticuint64s)
                  "runtime.convT")
 
@@ -80,6 +86,11 @@ PLAIN_RUNTIME = ("runtime.memmove", "runtime.memclrNoHeapPointers", "runtime.mem
 #: right-hand sides the linker did lay out statically. Without them convT64 & co. would allocate with a
 #: nil type: a pointer-free object, which the GC would not scan.
 RUNTIME_INIT = tuple((f"runtime.{t}Type", f"runtime.{t}Eface") for t in ("uint16", "uint32", "uint64", "string", "slice"))
+
+#: internal/runtime/maps.hashkey, which AlgInit fills from bootstrapRand (runtime_alg.go:31-33) and the
+#: portable hashes (memHashFallback, runtime_hash64.go) key every hash with: any fixed non-zero words
+#: do. Left zero, every 16-byte key whose first word is 0 would hash alike (mix(0, x) = 0).
+HASH_KEY = struct.pack("<4Q", 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0xD6E8FEB86659FD93)
 RUNTIME_PACKAGES = ("runtime.", "internal/runtime/")
 
 _cs = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
@@ -337,6 +348,9 @@ def _image(b, layout_source: str) -> tuple[Image, list[tuple[int, bytes]], list[
         v, e = b.symbol(var), b.symbol(eface)
         if v is not None and e is not None:
             patches.append((v[0], b.read(e[0], 8)))
+    hashkey = b.symbol("internal/runtime/maps.hashkey")
+    if hashkey is not None:
+        patches.append((hashkey[0], HASH_KEY))
     text = (b.moduledata["text"], b.moduledata["etext"])
     roots = tuple((a, 8) for a in b.global_pointer_words())
     return Image(tuple((lo, hi - lo) for lo, hi in regions), text, tuple(patches), tuple(traps), roots,

@@ -5,10 +5,10 @@ taken uninterrupted; a GC at every injection finds heap nodes held only by a map
 import pytest
 from conftest import DATA, native_vs_preemu
 
-from emu import loader, sweep
+from emu import gofront, loader, sweep
 
 MAPS = DATA / "go" / "maps"
-FUNCS = ("sumByKey", "names", "chains")
+FUNCS = ("sumByKey", "names", "chains", "pairs", "floats", "anys", "holder")
 
 
 @pytest.fixture(scope="module")
@@ -38,9 +38,26 @@ def test_a_gc_at_every_injection_finds_nodes_held_only_by_map_values(program):
     assert res.gc.allocated > 20                     # the nodes, the map's table and groups
 
 
+def test_a_gc_in_a_callee_scans_the_callers_map_through_its_stack_object(program):
+    """holder's map lives in its frame (a stack object, FUNCDATA_StackObjects), and the call site's
+    stack map holds only a pointer to it: without stack objects every node was freed while spin ran."""
+    w = loader.build_world(program, "main.holder", registers={"RAX": 5}, gc=True)
+    res = sweep.sweep(w, "main.holder")
+    assert res.ok and res.violation_count == 0 and res.gc.cycles == res.injected > 100
+
+
 def test_runtime_rand_is_one_deterministic_generator_reset_with_the_world(program):
     w = loader.build_world(program, "main.sumByKey", registers={"RAX": 12})
     first = [w._rand() for _ in range(3)]
     assert len(set(first)) == 3
     w.reset()
     assert [w._rand() for _ in range(3)] == first
+
+
+def test_the_hash_key_is_set_as_alginit_sets_it(program):
+    """internal/runtime/maps.hashkey keys the portable hashes; left zero, every [2]int key whose first
+    word is 0 hashes alike and pairs(300) takes ~9,000 boundaries a key instead of ~750."""
+    w = loader.build_world(program, "main.pairs", registers={"RAX": 300})
+    key = w.machine.read(program.binary.symbol("internal/runtime/maps.hashkey")[0], 32)
+    assert key == gofront.HASH_KEY and all(key[i:i + 8] != bytes(8) for i in range(0, 32, 8))
+    assert sweep.run_reference(w, 10**8).boundaries < 1000 * 300

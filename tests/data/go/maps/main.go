@@ -63,7 +63,84 @@ func chains(n int) int {
 	return t
 }
 
+// pairs keys a map by [2]int values whose first word is always 0: 16-byte keys hashed by
+// memHashFallback, which is keyed by hashkey (runtime.init sets it at random; never zero).
+//
+//go:noinline
+func pairs(n int) int {
+	m := make(map[[2]int]int)
+	for i := 0; i < n; i++ {
+		m[[2]int{0, i}] = i
+	}
+	t := 0
+	for k, v := range m {
+		t += k[1] + v
+	}
+	return t*1000 + len(m)
+}
+
+// floats keys a map by float64 values, some of them repeated (runtime.f64hash and f64equal).
+//
+//go:noinline
+func floats(n int) int {
+	m := make(map[float64]int)
+	for i := 0; i < n; i++ {
+		m[float64(i%17)/4]++
+	}
+	t := 0.0
+	for k, v := range m {
+		t += k * float64(v)
+	}
+	return int(t*100) + len(m)
+}
+
+// anys keys a map by interface values of three dynamic types (runtime.nilinterhash, efaceeq).
+//
+//go:noinline
+func anys(n int) int {
+	m := make(map[any]int)
+	for i := 0; i < n; i++ {
+		switch i % 3 {
+		case 0:
+			m[i%5]++
+		case 1:
+			m[string(rune('a'+i%4))]++
+		default:
+			m[[2]int{i % 2, 7}]++
+		}
+	}
+	return len(m)*1000 + m[0] + m["a"]
+}
+
+// spin is a call-free loop: while it runs, holder's frame is a caller frame, scanned precisely.
+//
+//go:noinline
+func spin(n int) int {
+	t := 0
+	for i := 0; i < 50*n; i++ {
+		t += i & 7
+	}
+	return t
+}
+
+// holder's map does not escape: its header and first group are a stack object of holder's frame,
+// and the nodes are reachable only through it while spin runs (a GC must scan the stack object).
+//
+//go:noinline
+func holder(n int) int {
+	m := map[int]*node{}
+	for i := 0; i < 4; i++ {
+		m[i] = &node{val: i + n}
+	}
+	s := spin(n)
+	t := 0
+	for _, p := range m {
+		t += p.val
+	}
+	return t*100000 + s
+}
+
 func main() {
 	n := len(os.Args) - 1 // the number of arguments: not a constant, so the compiler cannot fold the calls
-	println(sumByKey(n), names(n), chains(n))
+	println(sumByKey(n), names(n), chains(n), pairs(n), floats(n), anys(n), holder(n))
 }
