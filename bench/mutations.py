@@ -93,6 +93,11 @@ MUTATIONS = {
     "copystack-no-pointer-slots": ("emu/stack.py",
                                    '    slots = pointer_slots(binary, m.read_u64, m.reg("RSP")) if binary is not None else []',
                                    "    slots = []", ["tests/test_gostack.py"]),
+    # adjustctxt: a closure's context register moves with the stack
+    "copystack-no-adjustctxt": ("emu/stack.py", "    if lo <= ctxt < hi:", "    if False:", ["tests/test_gostack.py"]),
+    # a stack object found conservatively is still looked at only through its pointer mask
+    "stack-object-all-words": ("emu/gcscan.py", "        for i in ptr_words:", "        for i in (range(n) if cons else ptr_words):",
+                               ["tests/test_gomaps.py"]),
     # a --gc sweep's shards each free what the chain before them freed: counted once
     "gc-freed-summed-over-shards": ("emu/sweep.py", "    return GcStats(sum(g.cycles for g in parts), len(freed),",
                                     "    return GcStats(sum(g.cycles for g in parts), sum(g.freed for g in parts),",

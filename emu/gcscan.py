@@ -119,9 +119,10 @@ def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: i
             words = memoryview(data).cast("Q")
             for i in _candidates(data, words, hb, hl, stack_lo, stack_hi):
                 consider(where, lo + 8 * i, words[i], False)
-    # scanstack's stack objects (mgcmark.go:897-935): an object of a precise frame is scanned -- by its
-    # type, or conservatively when the pointer to it was found conservatively -- once something points
-    # into it; what it holds may point to further stack objects
+    # scanstack's stack objects (mgcmark.go:1008-1050): an object of a precise frame is scanned through its
+    # pointer mask once something points into it -- its words trusted only if that pointer was found
+    # precisely (scanblock), else looked at conservatively (scanConservative with the mask); what it
+    # holds may point to further stack objects
     while stack_ptrs and objects:
         p, cons = stack_ptrs.pop()
         hit = next((ob for ob in objects if ob[1] <= p < ob[1] + ob[2]), None)
@@ -131,7 +132,7 @@ def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: i
         where, lo, _size, ptrbytes, ptr_words = hit
         n = ptrbytes // 8
         words = memoryview(read(lo, 8 * n)).cast("Q") if n else ()
-        for i in (range(n) if cons else ptr_words):
+        for i in ptr_words:                       # scanConservative takes the object's mask too
             v = words[i]
             if hb <= v < hl or stack_lo <= v < stack_hi:
                 consider(where, lo + 8 * i, v, not cons)
@@ -204,9 +205,13 @@ def frame_stack_objects(prog, fr: Frame) -> list[tuple[str, int, int, int, tuple
     if gf is None:
         return []
     argp = fr.sp + fr.size + 8
-    return [(f"stack object of {fr.func} ({ob.size} bytes at {'varp' if ob.off < 0 else 'argp'}{ob.off:+d})",
-             (varp(fr) if ob.off < 0 else argp) + ob.off, ob.size, ob.ptrbytes, ob.ptr_words)
-            for ob in _stack_objects(binary, gf.entry)]
+    out = []
+    for ob in _stack_objects(binary, gf.entry):
+        base = (varp(fr) if ob.off < 0 else argp) + ob.off
+        if base >= fr.sp:                         # scanframeworker skips an object below SP (not allocated)
+            out.append((f"stack object of {fr.func} ({ob.size} bytes at {'varp' if ob.off < 0 else 'argp'}"
+                        f"{ob.off:+d})", base, ob.size, ob.ptrbytes, ob.ptr_words))
+    return out
 
 
 @lru_cache(maxsize=4096)

@@ -1,10 +1,11 @@
 """Goroutine stack moves: copystack (runtime/stack.go), used by newstack's growth and by shrinkstack.
 
-Adjusts RSP, RBP and the saved-BP chain, and in a Go binary every word adjustframe adjusts
-(stack.go:657-713): each frame's live pointer slots from its stack maps (the args map at entry for
-the function whose prologue called morestack) and the pointer words of its stack objects. Left out:
-.s programs' other words that point into the stack (they have no stack maps), adjustctxt, defers,
-panics and sudogs. The old stack is unmapped, as Go frees it.
+Adjusts RSP, RBP and the saved-BP chain, RDX (adjustctxt: the closure context morestack saved), and
+in a Go binary every word adjustframe adjusts (stack.go:657-713): each frame's live pointer slots from
+its stack maps (the args map at entry for the function whose prologue called morestack) and the
+pointer words of its stack objects at or above the frame's SP. Left out: .s programs' other words
+that point into the stack (they have no stack maps), defers, panics and sudogs. The old stack is
+unmapped, as Go frees it.
 """
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ def pointer_slots(binary, read_u64, sp: int) -> list[int]:
         fr = binary.frame(f, pc, sp)
         for ob in binary.stack_objects(f):
             base = (fr.varp if ob.off < 0 else fr.argp) + ob.off
-            out += [base + 8 * w for w in ob.ptr_words]
+            if base >= sp:                            # below SP: not allocated yet (a frame in its prologue)
+                out += [base + 8 * w for w in ob.ptr_words]
         sp = fr.fp                                    # the caller's SP, just past this frame's return address
     return out
 
@@ -65,6 +67,9 @@ def copystack(machine: Machine, g: StructRef, lo: int, hi: int, slot_base: int,
     delta = new_hi - hi
     m.write(new_hi - len(used), used)
     m.set_reg("RSP", sp + delta)
+    ctxt = m.reg("RDX")
+    if lo <= ctxt < hi:                              # adjustctxt (stack.go:805): a closure's context
+        m.set_reg("RDX", ctxt + delta)
     bp = m.reg("RBP")
     if lo <= bp < hi:
         m.set_reg("RBP", bp + delta)

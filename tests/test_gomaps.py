@@ -8,7 +8,7 @@ from conftest import DATA, native_vs_preemu
 from emu import gofront, loader, sweep
 
 MAPS = DATA / "go" / "maps"
-FUNCS = ("sumByKey", "names", "chains", "pairs", "floats", "anys", "holder")
+FUNCS = ("sumByKey", "names", "chains", "pairs", "floats", "anys", "holder", "hidden")
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +44,17 @@ def test_a_gc_in_a_callee_scans_the_callers_map_through_its_stack_object(program
     w = loader.build_world(program, "main.holder", registers={"RAX": 5}, gc=True)
     res = sweep.sweep(w, "main.holder")
     assert res.ok and res.violation_count == 0 and res.gc.cycles == res.injected > 100
+
+
+def test_a_stack_object_found_conservatively_is_scanned_through_its_pointer_mask(program):
+    """hidden's rec{u uintptr; p *node} is reached from spinRec's (conservative) frame: Go scans it
+    conservatively but only at its pointer word, so the node held as a uintptr is freed, the other not."""
+    w = loader.build_world(program, "main.hidden", registers={"RAX": 5}, gc=True)
+    res = sweep.sweep(w, "main.hidden")
+    assert res.ok and res.violation_count == 0
+    first, second = sorted(w.heap.objs, key=lambda o: o.base)     # mk(n), then mk(2n)
+    # freed at the first GC inside spinRec, not kept with the rec until hidden's frame is gone
+    assert second.freed_at is not None and first.freed_at is not None and second.freed_at < first.freed_at
 
 
 def test_runtime_rand_is_one_deterministic_generator_reset_with_the_world(program):

@@ -1,7 +1,8 @@
 // Stack growth while the runtime's map and string code holds pointers into the stack: deep(n, d)
 // calls work(n) from d frames of 192 bytes down, so the 2 KiB stack grows (copystack) at a different
 // place for each d -- in a prologue of mapassign_faststr, newarray, growToTable, concatstrings or
-// encoderune, whose arguments (&key, the map header, the string buffer) point into the old stack.
+// encoderune, whose arguments (&key, the map header, the string buffer) point into the old stack,
+// or in a closure's prologue, whose context register points there.
 // main prints deep(n, d) for d = 0..39, n = the number of arguments.
 package main
 
@@ -9,6 +10,7 @@ import "os"
 
 //go:noinline
 func work(n int) int {
+	c := apply(n)
 	m := map[string]int{}
 	for i := 0; i < n; i++ {
 		m[string(rune('a'+i%26))+string(rune('A'+i%11))] += i
@@ -17,8 +19,27 @@ func work(n int) int {
 	for k, v := range m {
 		t += int(k[0]) * v
 	}
-	return t
+	return t + c
 }
+
+// apply calls a closure that captures a and b on the stack through its context register (RDX):
+// when its prologue grows the stack, the context must move with it (adjustctxt).
+//
+//go:noinline
+func apply(n int) int {
+	a, b := n*3, n+7
+	f := func(x int) int {
+		var buf [40]int
+		for i := range buf {
+			buf[i] = x + i*a
+		}
+		return buf[x%40] + a*b
+	}
+	return call(f, n)
+}
+
+//go:noinline
+func call(f func(int) int, x int) int { return f(x) + 1 }
 
 //go:noinline
 func deep(n, d int) int {

@@ -4,7 +4,10 @@
 // depend on iteration order.
 package main
 
-import "os"
+import (
+	"os"
+	"unsafe"
+)
 
 type node struct {
 	val  int
@@ -140,7 +143,36 @@ func holder(n int) int {
 	return t*100000 + s
 }
 
+type rec struct {
+	u uintptr
+	p *node
+}
+
+//go:noinline
+func mk(v int) *node { return &node{val: v} }
+
+//go:noinline
+func spinRec(r *rec, n int) int {
+	t := 0
+	for i := 0; i < 50*n; i++ {
+		t += i & 7
+	}
+	return t + r.p.val
+}
+
+// hidden keeps one node through a pointer and one only as a uintptr in a stack object that spinRec
+// reaches through a register: scanned conservatively by its mask, the object shows the GC only its
+// pointer word, so the uintptr's node is garbage (scanConservative honours the mask).
+//
+//go:noinline
+func hidden(n int) int {
+	var r rec
+	r.p = mk(n)
+	r.u = uintptr(unsafe.Pointer(mk(2 * n)))
+	return spinRec(&r, n)
+}
+
 func main() {
 	n := len(os.Args) - 1 // the number of arguments: not a constant, so the compiler cannot fold the calls
-	println(sumByKey(n), names(n), chains(n), pairs(n), floats(n), anys(n), holder(n))
+	println(sumByKey(n), names(n), chains(n), pairs(n), floats(n), anys(n), holder(n), hidden(n))
 }
