@@ -47,7 +47,8 @@ class WorldGC:
         words: tuple[int, ...] = ()
         if t is not None and t.size and t.ptrbytes:
             mask = set(t.ptr_words)
-            words = tuple(w for w in range(size // 8) if (8 * w) % t.size < t.ptrbytes and (8 * w) % t.size // 8 in mask)
+            words = tuple(w for w in range(size // 8)
+                          if (8 * w) % t.size < t.ptrbytes and (8 * w) % t.size // 8 in mask)
         return self._heap_alloc(call, size, words)
 
     def _go_call(self, name: str, args: list[int]) -> tuple[int, ...]:

@@ -56,12 +56,13 @@ REDIRECTS = _redirects()
 
 #: Runtime code that needs no runtime state beyond what preemu models, and runs for real (prefixes
 #: match whole name prefixes). Maps (internal/runtime/maps, runtime/map_*.go) run for real: their
-#: memory comes from the redirected allocators, their hashes from the Go fallbacks (useAeshash and the
-#: hash key is fixed, HASH_KEY, so iteration order is deterministic but not the native one), and runtime.rand
-#: (map seeds, iteration starts) is computed in Python (gcworld._rand; randn runs for real). typedmemmove and
-#: typedmemclr reach bulkBarrierPreWrite (trapped: a clear error) only while writeBarrier is enabled;
-#: the string helpers allocate through mallocgc. A panic or throw on these paths is trapped (gopanic,
-#: fatal, panicdivide, ... are not plain).
+#: memory comes from the redirected allocators, their hashes from the portable fallbacks (useAeshash
+#: stays false; the hash key is HASH_KEY, so iteration order is deterministic but not the native one),
+#: and runtime.rand (map seeds, iteration starts) is computed in Python (gcworld._rand; randn runs for
+#: real). typedmemmove and typedmemclr reach bulkBarrierPreWrite (trapped: a clear error) only while
+#: the binary's writeBarrier is enabled, which nothing in function mode does; the string helpers
+#: allocate through mallocgc. A panic or throw on these paths is trapped (gopanic, fatal, panicdivide,
+#: ... are not plain).
 PLAIN_RUNTIME = ("runtime.memmove", "runtime.memclrNoHeapPointers", "runtime.memequal", "runtime.cmpstring",
                  "runtime.duffzero", "runtime.duffcopy", "internal/bytealg.", "internal/runtime/atomic.",
                  "internal/runtime/math.", "internal/runtime/sys.", "runtime.asyncPreempt",
@@ -85,7 +86,8 @@ PLAIN_RUNTIME = ("runtime.memmove", "runtime.memclrNoHeapPointers", "runtime.mem
 #: replays the assignments (iface.go:336-340, `uint64Type = efaceOf(&uint64Eface)._type`, ...), whose
 #: right-hand sides the linker did lay out statically. Without them convT64 & co. would allocate with a
 #: nil type: a pointer-free object, which the GC would not scan.
-RUNTIME_INIT = tuple((f"runtime.{t}Type", f"runtime.{t}Eface") for t in ("uint16", "uint32", "uint64", "string", "slice"))
+RUNTIME_INIT = tuple((f"runtime.{t}Type", f"runtime.{t}Eface")
+                     for t in ("uint16", "uint32", "uint64", "string", "slice"))
 
 #: internal/runtime/maps.hashkey, which AlgInit fills from bootstrapRand (runtime_alg.go:31-33) and the
 #: portable hashes (memHashFallback, runtime_hash64.go) key every hash with: any fixed non-zero words

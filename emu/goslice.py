@@ -36,7 +36,6 @@ MAX_ALLOC = 1 << 48                          # maxAlloc = 1 << heapAddrBits on l
 U64 = (1 << 64) - 1
 
 
-
 @dataclass(frozen=True)
 class SizeClasses:
     """The runtime's size-class tables (internal/runtime/gc/sizeclasses.go:98-102)."""

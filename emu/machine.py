@@ -216,7 +216,8 @@ class Machine:
             raise GuestFaultInHook(f"the goroutine called {self.traps[at]}, runtime code that needs the Go runtime's "
                                    f"own state; preemu models allocation, the slice runtime, runtime.rand, write "
                                    f"barriers, morestack and asyncPreempt2, and runs the runtime code that needs none "
-                                   f"(maps, strings, convT*: gofront.PLAIN_RUNTIME) (return address {self.read_u64(uc.reg_read(X.UC_X86_REG_RSP)):#x})")
+                                   f"(maps, strings, convT*: gofront.PLAIN_RUNTIME) (return address "
+                                   f"{self.read_u64(uc.reg_read(X.UC_X86_REG_RSP)):#x})")
         if name is None:
             self.stop_reason = STOP_TRAP
             self._bad_access = None

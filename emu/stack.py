@@ -21,7 +21,7 @@ def pointer_slots(binary, read_u64, sp: int) -> list[int]:
     prologue's CALL morestack (sp: RSP there, at the return address into that function) to goexit:
     each frame's live pointer slots (gobinary.live_pointer_slots; for the first frame, at its prologue,
     the entry args map) and its stack objects' pointer words. A frame without stack maps (assembly)
-    contributes none, as the runtime would throw "missing stackmap" only for Go frames."""
+    contributes none; the walk ends at goexit or at a PC outside the binary."""
     out: list[int] = []
     sp += 8                                           # past morestack's return address: the function's SP
     for _ in range(10_000):
