@@ -151,7 +151,6 @@ class WorldGC:
         freed = gcscan.sweep_heap(self.heap, res.marked, machine.write, self.current_boundary)
         self.last_gc = (frames, res, freed)          # what `preemu explain` shows of this cycle
         self.gc_cycles += 1
-        self.gc_freed += len(freed)
         self.retained_conservatively |= res.conservative_only
         for b in res.conservative_only:
             self._cons_at[b] = self.gc_cycles       # kept alive only conservatively by GC number gc_cycles

@@ -25,7 +25,7 @@ from .machine import Machine
 from .program import Program
 from .safepoint import GO127, RuntimeRules, SchedState, rules_for
 from .stack import copystack
-from .structref import StructRef, read_field, write_field  # noqa: F401 (read_field: gmp's API)
+from .structref import StructRef, write_field
 
 #: What other goroutines leave in a P's xRegs scratch (the stub must not rely on it)
 _SCRATCH_OTHER_G, _SCRATCH_RESUMED = b"\xa5" * gs.XREGS_SIZE, b"\x5a" * gs.XREGS_SIZE
@@ -400,7 +400,7 @@ class World(WorldGC):
         """What one run observes: preemptions, stack growths, GC statistics, use-after-free accesses."""
         self.cooperative_preemptions = 0
         self.needless_growths: list[tuple[int, int, int]] = []     # (pc, sp, stackguard0)
-        self.gc_cycles = self.gc_freed = self.shrink_deferred = self.shrinks = 0
+        self.gc_cycles = self.shrink_deferred = self.shrinks = 0
         self.retained_conservatively: set[int] = set()
         self.uaf: list[tuple] = []      # (obj base, size, access, addr, pc, boundary of the freeing GC)
         self._uaf_seen: set[int] = set()

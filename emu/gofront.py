@@ -442,20 +442,20 @@ def struct_tables(binary_path, raw: bytes | None = None) -> gostructs.StructTabl
                                       "no DWARF: struct offsets from preemu's typed Go 1.27.3 table")
     tables: dict[str, dict] = {}
     with dw:
-        for struct, slot in _SLOTS.items():
-            size = dw.struct(struct).size
+        for sname, slot in _SLOTS.items():
+            size = dw.struct(sname).size
             if size > slot:
-                raise EmuError(f"{binary_path}: {struct} is {size} bytes in this binary's DWARF; preemu gives it "
+                raise EmuError(f"{binary_path}: {sname} is {size} bytes in this binary's DWARF; preemu gives it "
                                f"{slot}")
-            fields = tables[struct] = {}
-            for name, f in typed.of(struct).items():
+            fields = tables[sname] = {}
+            for name, f in typed.of(sname).items():
                 try:
-                    m = dw.field(struct, name)
+                    m = dw.field(sname, name)
                 except EmuError:
-                    raise EmuError(f"{binary_path}: {struct} has no field {name} in its DWARF; preemu models "
+                    raise EmuError(f"{binary_path}: {sname} has no field {name} in its DWARF; preemu models "
                                    f"the Go 1.27.3 runtime") from None
                 if m.size < f.size:
-                    raise EmuError(f"{binary_path}: {struct}.{name} is {m.size} bytes in this binary's DWARF; "
+                    raise EmuError(f"{binary_path}: {sname}.{name} is {m.size} bytes in this binary's DWARF; "
                                    f"preemu's model of it needs {f.size}")
                 fields[name] = gostructs.Field(name, m.offset, m.size if m.size in (1, 2, 4, 8) else f.size)
     same = all(tables[s] == typed.of(s) for s in _SLOTS)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ctypes
 import mmap
-import struct
 from dataclasses import dataclass
 from functools import partial
 from typing import Callable

@@ -45,12 +45,16 @@ class Reference:
 @dataclass
 class GcStats:
     cycles: int
-    freed: int                                # distinct objects freed (len(freed_objects))
     retained_conservatively: list[int]        # objects kept alive only by conservative roots
     shrink_deferred: int
     allocated: int
     retained_dead: list[int] = field(default_factory=list)   # ... and never used again: dead, yet retained
-    freed_objects: list[int] = field(default_factory=list)   # their bases
+    freed_objects: list[int] = field(default_factory=list)   # the bases of the objects freed
+
+    @property
+    def freed(self) -> int:
+        """Distinct objects freed."""
+        return len(self.freed_objects)
 
 
 def merge_gc(parts: list[GcStats]) -> GcStats | None:
@@ -59,11 +63,10 @@ def merge_gc(parts: list[GcStats]) -> GcStats | None:
     and counted once (distinct objects); cycles and deferred shrinks add up; the retained sets unite."""
     if not parts:
         return None
-    freed = sorted(set().union(*(g.freed_objects for g in parts)))
-    return GcStats(sum(g.cycles for g in parts), len(freed),
-                   sorted(set().union(*(g.retained_conservatively for g in parts))),
+    return GcStats(sum(g.cycles for g in parts), sorted(set().union(*(g.retained_conservatively for g in parts))),
                    sum(g.shrink_deferred for g in parts), max(g.allocated for g in parts),
-                   sorted(set().union(*(g.retained_dead for g in parts))), freed)
+                   sorted(set().union(*(g.retained_dead for g in parts))),
+                   sorted(set().union(*(g.freed_objects for g in parts))))
 
 
 @dataclass
@@ -617,9 +620,9 @@ def run_shard(world: World, ref: Reference, index: int, points, start, opts: Cha
     forced = sw.forced
     gc = None
     if world.gc_enabled:                  # taken now: attributing a divergence below re-runs the chain
-        freed = sorted(o.base for o in world.heap.objs if o.freed_at is not None)
-        gc = GcStats(world.gc_cycles, len(freed), sorted(world.retained_conservatively), world.shrink_deferred,
-                     len(world.heap.objs), world.retained_dead(), freed)
+        gc = GcStats(world.gc_cycles, sorted(world.retained_conservatively), world.shrink_deferred,
+                     len(world.heap.objs), world.retained_dead(),
+                     sorted(o.base for o in world.heap.objs if o.freed_at is not None))
         for base, size, kind, addr, apc, freed_at in world.uaf:
             make = verify.violation_maker(world.machine.all, freed_at, apc)
             violations.append(make("use-after-free", f"object {base:#x} ({size} bytes)", "a live object",

@@ -14,7 +14,7 @@ from conftest import ASM, FakeSigContext, assemble, sweep_file, world_for
 
 from emu import checkstub, layout, loader, mutants, report, sched, stubgen, sweep
 from emu import gostructs as gs
-from emu.gmp import read_field
+from emu.structref import read_field
 from emu.inject import do_sig_preempt
 from emu.safepoint import SchedState
 

@@ -7,7 +7,7 @@ import re
 import pytest
 from conftest import FakeSigContext, assemble, sweep_text
 
-from emu import checkstub, gmp, loader, stubgen
+from emu import checkstub, gmp, loader, structref, stubgen
 from emu import gostructs as gs
 from emu.inject import do_sig_preempt
 from emu.safepoint import GO114, GO127, SchedState, is_async_safe_point, package_of, rules_for
@@ -132,7 +132,7 @@ def test_go114_has_no_signal_pending(tmp_path):
         assert gmp.preempt_m(w.m_ref, w.p_ref, w.rules)             # first request: signalled
         assert gmp.preempt_m(w.m_ref, w.p_ref, w.rules) == resent   # 1.27 coalesces; 1.14 sends again
         gmp.ack_sigurg(w.m_ref, w.rules)
-        assert gmp.read_field(w.machine, w.mp, gs.M_FIELDS, "signalPending") == 0
+        assert structref.read_field(w.machine, w.mp, gs.M_FIELDS, "signalPending") == 0
 
 
 def test_the_two_layouts_refuse_different_pcs():
@@ -215,7 +215,7 @@ def test_preempt_shrink_is_set_whenever_the_shrink_is_unsafe():
     res = sweep(w, "spin", 1, 100)
     assert res.ok and res.gc.cycles > 0
     assert w.shrink_deferred == res.gc.cycles
-    assert gmp.read_field(w.machine, w.gp, gs.G_FIELDS, "preemptShrink") == 1
+    assert structref.read_field(w.machine, w.gp, gs.G_FIELDS, "preemptShrink") == 1
 
 
 def test_the_saved_bp_slot_of_the_interrupted_frame_is_not_scanned():
@@ -347,7 +347,7 @@ def test_suspendg_does_not_set_pp_preempt_and_resends_per_acknowledgement_at_mos
     m, g = s.ms[0], s.gs[0]
     s._execute(m, g, False, 0)
     s._gc_cycle(0)
-    assert gmp.read_field(s.machine, g.addr, gs.G_FIELDS, "preempt") == 1
+    assert structref.read_field(s.machine, g.addr, gs.G_FIELDS, "preempt") == 1
     assert s.machine.read(m.p.addr + gs.P_FIELDS["preempt"].offset, 1) == b"\0"
     assert s.signals_sent == 1
     s._resend_suspend(g, 10_000)                     # no acknowledgement yet: no new signal
@@ -402,7 +402,7 @@ def test_g0_stays_gidle_so_a_signal_on_it_is_no_request():
     assert do_sig_preempt(c, w.machine.all, st, w.machine.pc, c.sp, w.headroom, 0x500000, lambda: None).reason == \
         "no-request"
     s = _sched(1, 1)
-    assert gmp.read_field(s.machine, s.ms[0].g0, gs.G_FIELDS, "atomicstatus") == gs.G_IDLE
+    assert structref.read_field(s.machine, s.ms[0].g0, gs.G_FIELDS, "atomicstatus") == gs.G_IDLE
 
 
 def test_go114_preempts_on_a_stray_sigurg_with_asyncpreemptoff():
@@ -479,7 +479,7 @@ def test_a_fresh_goroutine_stack_is_fixedstack_with_a_guard_page_below_it():
     prog = assemble(LOOP.format(name="spin"))
     w = loader.build_world(prog, "spin", "go1.27", None, 1, {"RCX": 3})
     assert w.stack_hi - w.stack_lo == gs.FIXED_STACK == 2048            # runtime/stack.go:78 fixedStack
-    assert gmp.read_field(w.machine, w.gp, gs.G_FIELDS, "stack.lo") == w.stack_lo
+    assert structref.read_field(w.machine, w.gp, gs.G_FIELDS, "stack.lo") == w.stack_lo
     assert w.stack_lo % 4096 == 0
     w.machine.write(w.stack_lo, b"\x01")                                 # the stack itself is mapped
     with pytest.raises(UcError):

@@ -5,7 +5,7 @@ from conftest import ASM, ROOT
 
 from emu import gostructs as gs
 from emu import inject, loader, scenario, sweep
-from emu.gmp import read_field
+from emu.structref import read_field
 from emu.machine import STOP_STUB_RET
 from emu.unwind import unwind
 

@@ -5,7 +5,7 @@ from conftest import ASM, ROOT, assemble, world_for
 
 from emu import episode, loader, scenario
 from emu import gostructs as gs
-from emu.gmp import read_field
+from emu.structref import read_field
 
 
 @pytest.mark.parametrize("lay", ["go1.14", "go1.27"])
