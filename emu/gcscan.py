@@ -17,7 +17,6 @@ interrupted frame with a stack map it does not have) and "skip-save-area".
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from .heap import POISON, Heap
 from .unwind import Frame
@@ -198,25 +197,17 @@ def arg_bytes(prog, fr: Frame) -> int:
 
 
 def frame_stack_objects(prog, fr: Frame) -> list[tuple[str, int, int, int, tuple[int, ...]]]:
-    """The stack objects of a frame (FUNCDATA_StackObjects; Go binaries only) as (where, address, size,
-    ptrBytes, pointer words): an offset below zero counts from varp, else from argp (stkframe.go:245-251)."""
+    """The allocated stack objects of a frame (FUNCDATA_StackObjects; Go binaries only) as (where, address,
+    size, ptrBytes, pointer words)."""
     binary = getattr(prog, "binary", None)
     gf = binary.func_for(fr.pc) if binary is not None else None
     if gf is None:
         return []
-    argp = fr.sp + fr.size + 8
-    out = []
-    for ob in _stack_objects(binary, gf.entry):
-        base = (varp(fr) if ob.off < 0 else argp) + ob.off
-        if base >= fr.sp:                         # scanframeworker skips an object below SP (not allocated)
-            out.append((f"stack object of {fr.func} ({ob.size} bytes at {'varp' if ob.off < 0 else 'argp'}"
-                        f"{ob.off:+d})", base, ob.size, ob.ptrbytes, ob.ptr_words))
-    return out
-
-
-@lru_cache(maxsize=4096)
-def _stack_objects(binary, entry: int):
-    return binary.stack_objects(binary.func_for(entry))
+    from .gobinary import Frame as GoFrame        # loaded already: prog has a binary (.s sweeps never import it)
+    fp = fr.sp + fr.size + 8                      # frame.fp = frame.argp (amd64: above the return address)
+    return [(f"stack object of {fr.func} ({ob.size} bytes at {'varp' if ob.off < 0 else 'argp'}{ob.off:+d})",
+             base, ob.size, ob.ptrbytes, ob.ptr_words)
+            for base, ob in binary.allocated_stack_objects(gf, GoFrame(fr.sp, fp, varp(fr), fp))]
 
 
 def frame_ptr_slots(prog, fr: Frame):

@@ -265,6 +265,7 @@ class GoBinary:
         self.source_path: Callable[[str], str] = lambda name: name
         self._pc_cache: dict[tuple[int, int], list[PCRange]] = {}
         self._type_cache: dict[int, GoType] = {}
+        self._stack_objects: dict[int, list[StackObject]] = {}     # function entry -> its records
         self._read_elf()
         self._read_moduledata()
         self._read_pclntab()
@@ -567,15 +568,28 @@ class GoBinary:
     def stack_objects(self, f: GoFunc) -> list[StackObject]:
         """FUNCDATA_StackObjects: uintptr count, then 16-byte {off, size, ptrBytes int32, gcdataoff u32}
         records whose mask is at moduledata.rodata + gcdataoff (runtime/stkframe.go:245-251, stack.go:1372-1403)."""
+        out = self._stack_objects.get(f.entry)
+        if out is not None:
+            return out
+        out = self._stack_objects[f.entry] = []
         addr = self.funcdata_addr(f, FUNCDATA_StackObjects)
-        if addr is None:
-            return []
-        out = []
-        for i in range(self.u64(addr)):
+        for i in range(self.u64(addr) if addr is not None else 0):
             off, size, ptrbytes, gcdataoff = struct.unpack("<iiiI", self.read(addr + 8 + 16 * i, 16))
             nwords = ptrbytes // PTR_SIZE
             mask = int.from_bytes(self.read(self.moduledata["rodata"] + gcdataoff, (nwords + 7) // 8), "little")
             out.append(StackObject(off, size, ptrbytes, tuple(w for w in range(nwords) if mask >> w & 1)))
+        return out
+
+    def allocated_stack_objects(self, f: GoFunc, fr: Frame) -> list[tuple[int, StackObject]]:
+        """(address, record) of f's stack objects in its frame fr: an offset below zero counts from
+        varp, else from argp (stkframe.go:245-251); an object below the frame's SP is not allocated yet
+        (a frame in its prologue) and is left out, as adjustframe (stack.go:780-795) and
+        scanframeworker do."""
+        out = []
+        for ob in self.stack_objects(f):
+            base = (fr.varp if ob.off < 0 else fr.argp) + ob.off
+            if base >= fr.sp:
+                out.append((base, ob))
         return out
 
     def inline_tree(self, f: GoFunc) -> list[InlinedCall]:

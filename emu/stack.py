@@ -36,10 +36,8 @@ def pointer_slots(binary, read_u64, sp: int) -> list[int]:
         except EmuError:
             pass
         fr = binary.frame(f, pc, sp)
-        for ob in binary.stack_objects(f):
-            base = (fr.varp if ob.off < 0 else fr.argp) + ob.off
-            if base >= sp:                            # below SP: not allocated yet (a frame in its prologue)
-                out += [base + 8 * w for w in ob.ptr_words]
+        for base, ob in binary.allocated_stack_objects(f, fr):
+            out += [base + 8 * w for w in ob.ptr_words]
         sp = fr.fp                                    # the caller's SP, just past this frame's return address
     return out
 
