@@ -59,10 +59,9 @@ def _xregrestore() -> list[str]:
             "push rbp", "mov rbp, rsp", "sub rsp, 40", "mov qword ptr [rsp], rbp", "add rsp, 40", "pop rbp", "ret"]
 
 
-def _morestack() -> list[str]:
-    # runtime.morestack_noctxt: a Python hook decides (newstack); in the preempt case it returns to
-    # the prologue's spill block, which jumps back to the function entry and re-runs the check.
-    return [";@asm", ";@nosplit", ";@goname runtime.morestack_noctxt", "morestack_noctxt:", "int3", "ret"]
+def _trap(goname: str, label: str) -> list[str]:
+    """A routine that traps into a Python hook (INT3) and returns: what it computes is the hook's."""
+    return [";@asm", ";@nosplit", f";@goname {goname}", f"{label}:", "int3", "ret"]
 
 
 def _gcwritebarrier_n(n: int) -> list[str]:
@@ -72,38 +71,11 @@ def _gcwritebarrier_n(n: int) -> list[str]:
             f"lea r11, [{memmap.WB_BUF:#x}]", "ret"]
 
 
-def _mallocgc() -> list[str]:
-    # Go 1.27's mallocgcSmallScanNoHeaderSC*/mallocgcSmallNoScanSC*/mallocgcTinySC2 (malloc_generated.go):
-    # RAX = size, RBX = *abi.Type, RCX = needzero -> RAX = the object (a Python hook allocates).
-    return [";@asm", ";@nosplit", ";@goname runtime.mallocgc", "mallocgc:", "int3", "ret"]
-
-
-def _go_newobject() -> list[str]:
-    # runtime.newobject(typ *_type) (malloc.go): RAX = *abi.Type -> RAX = the object (a Python hook).
-    return [";@asm", ";@nosplit", ";@goname runtime.newobject", "gonewobject:", "int3", "ret"]
-
-
-def _go_call(name: str) -> list[str]:
-    # runtime.makeslice, growslice, ... (slice.go): arguments and results in ABIInternal's integer
-    # registers; a Python hook computes them (goslice.py).
-    return [";@asm", ";@nosplit", f";@goname runtime.{name}", f"{name}:", "int3", "ret"]
-
-
-def _nanosleep() -> list[str]:
-    # nanosleep: RAX = nanoseconds. The scheduler parks the G on a timer (time.Sleep -> gopark).
-    return [";@asm", ";@nosplit", ";@goname runtime.nanosleep", "nanosleep:", "int3", "ret"]
-
-
 def _park_spin() -> list[str]:
     # Where an M's CPU idles after its G trapped mid-quantum: 2 instructions per counted iteration,
     # so the scheduler can tell exactly how many instructions the G ran before the trap.
     return [";@asm", ";@goname preemu.parkSpin", "parkspin:",
             f"inc qword ptr [{memmap.SPIN_COUNTER:#x}]", "jmp parkspin"]
-
-
-def _newobject() -> list[str]:
-    # runtime.newobject: RAX = size in bytes -> RAX = pointer to zeroed heap memory (a Python hook).
-    return [";@asm", ";@nosplit", ";@goname runtime.newobject", "newobject:", "int3", "ret"]
 
 
 def _goexit() -> list[str]:
@@ -115,11 +87,22 @@ def runtime_program(layout_name: str) -> Program:
     """Return the assembled runtime text for `layout_name`, each routine at its fixed slot."""
     prog = Program()
     parts = [(memmap.ASYNC_PREEMPT2, _asyncpreempt2(layout_name)), (memmap.GOEXIT, _goexit()),
-             (memmap.MORESTACK, _morestack()),
-             (memmap.NANOSLEEP, _nanosleep()), (memmap.PARK_SPIN, _park_spin()), (memmap.NEWOBJECT, _newobject())]
-    parts += [(memmap.MALLOCGC, _mallocgc()), (memmap.GO_NEWOBJECT, _go_newobject())]
+             # runtime.morestack_noctxt: a Python hook decides (newstack); in the preempt case it returns
+             # to the prologue's spill block, which jumps back to the function entry and re-runs the check
+             (memmap.MORESTACK, _trap("runtime.morestack_noctxt", "morestack_noctxt")),
+             # nanosleep: RAX = nanoseconds; the scheduler parks the G on a timer (time.Sleep -> gopark)
+             (memmap.NANOSLEEP, _trap("runtime.nanosleep", "nanosleep")), (memmap.PARK_SPIN, _park_spin()),
+             # runtime.newobject of a .s program: RAX = size in bytes -> RAX = zeroed heap memory
+             (memmap.NEWOBJECT, _trap("runtime.newobject", "newobject")),
+             # Go 1.27's mallocgcSmallScanNoHeaderSC*/mallocgcSmallNoScanSC*/mallocgcTinySC2
+             # (malloc_generated.go): RAX = size, RBX = *abi.Type, RCX = needzero -> RAX = the object
+             (memmap.MALLOCGC, _trap("runtime.mallocgc", "mallocgc")),
+             # a Go binary's runtime.newobject(typ *_type) (malloc.go): RAX = *abi.Type -> RAX = the object
+             (memmap.GO_NEWOBJECT, _trap("runtime.newobject", "gonewobject"))]
     parts += [(a, _gcwritebarrier_n(n)) for n, a in memmap.GC_WRITE_BARRIER.items()]
-    parts += [(a, _go_call(name)) for name, a in memmap.GO_CALLS.items()]
+    # runtime.makeslice, growslice, ..., rand (memmap.GO_CALLS): arguments and results in ABIInternal's
+    # integer registers (goslice.py, gcworld._rand)
+    parts += [(a, _trap(f"runtime.{name}", name)) for name, a in memmap.GO_CALLS.items()]
     if layout_name != "go1.14":
         parts.append((memmap.XREG_RESTORE, _xregrestore()))
     for addr, lines in parts:
