@@ -75,8 +75,8 @@ MUTATIONS = {
     # the slice runtime: capacities as the real runtime's, element arrays scanned through their type
     "roundupsize-without-malloc-header": ("emu/goslice.py", "                req += MALLOC_HEADER_SIZE",
                                           "                pass", ["tests/test_goslice.py"]),
-    "slice-array-scanned-as-noscan": ("emu/goslice.py", "t if t is not None and t.ptrbytes else None)",
-                                      "None)", ["tests/test_goslice.py"]),
+    "slice-array-scanned-as-noscan": ("emu/goslice.py", "        return self.alloc(self.calling, size, t)",
+                                      "        return self.alloc(self.calling, size, None)", ["tests/test_goslice.py"]),
     # runtime.rand per M (the real one, zero-seeded): a goroutine resumed on the other M takes another path
     "rand-per-m": ("emu/memmap.py", '"moveSliceNoCapNoScan", "rand"))}', '"moveSliceNoCapNoScan"))}',
                    ["tests/test_gomaps.py"]),

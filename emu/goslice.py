@@ -98,7 +98,7 @@ def nextslicecap(new_len: int, old_cap: int) -> int:
 @dataclass
 class SliceRuntime:
     """The slice functions over one World: `elem(typ)` -> the element's GoType, `alloc(call, size, t)` ->
-    an object for runtime function `call` (t None: pointer-free), `read`/`write` guest memory,
+    an object for runtime function `call` (t None or pointer-free: a noscan object), `read`/`write` guest memory,
     `zerobase` = &runtime.zerobase, and `touch(kind, addr)`, told of every range copied from ("read")
     or into ("write") by its first address, as the heap watch is of the guest's own accesses (a slice's
     elements never span two objects)."""
@@ -128,7 +128,7 @@ class SliceRuntime:
         allocates a noscan object. The arena is zeroed, so needzero costs nothing."""
         if size == 0:
             return self.zerobase
-        return self.alloc(self.calling, size, t if t is not None and t.ptrbytes else None)
+        return self.alloc(self.calling, size, t)
 
     def _memmove(self, dst: int, src: int, n: int) -> None:
         if n:
