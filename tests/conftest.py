@@ -34,17 +34,22 @@ def sweep_file(path, entry: str, layout: str = "go1.14", stub=None, max_points: 
     return sweep.sweep(w, entry, 1, max_points, force_unsafe=force_unsafe)
 
 
-def native_vs_preemu(src, program, calls, n: int) -> tuple[list[str], list[str]]:
-    """What a test program in tests/data/go prints when its binary runs natively with n arguments, and
-    what preemu's runs of the same functions return (RAX at goexit): calls = [(func, argument)]."""
+def native_output(src, n: int) -> list[str]:
+    """What a test program in tests/data/go prints (println, to stderr) when its binary runs natively
+    with n arguments, word by word."""
     import subprocess
 
     from emu import gobuild
     binary = gobuild.build(src).binary
-    native = subprocess.run([str(binary)] + ["x"] * n, capture_output=True, text=True, check=True).stderr.split()
+    return subprocess.run([str(binary)] + ["x"] * n, capture_output=True, text=True, check=True).stderr.split()
+
+
+def native_vs_preemu(src, program, calls, n: int) -> tuple[list[str], list[str]]:
+    """native_output(src, n), and what preemu's runs of the same functions return (RAX at goexit):
+    calls = [(func, argument)]."""
     ours = [str(sweep.run_reference(loader.build_world(program, f"main.{func}", registers={"RAX": arg}), 10**8)
                 .final["RAX"]) for func, arg in calls]
-    return native, ours
+    return native_output(src, n), ours
 
 
 @pytest.fixture

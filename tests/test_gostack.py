@@ -2,12 +2,10 @@
 objects name (emu/stack.py pointer_slots, as adjustframe does) and a closure's context (adjustctxt), so
 the runtime's map and string code, which holds pointers into the caller's stack, and a closure that
 reads its captured variables through RDX survive a growth anywhere."""
-import subprocess
-
 import pytest
-from conftest import DATA
+from conftest import DATA, native_output
 
-from emu import gobuild, loader, sweep
+from emu import loader, sweep
 
 DEEP = DATA / "go" / "deepstack"
 N = 60
@@ -19,8 +17,7 @@ def program():
 
 
 def test_a_stack_grown_inside_map_and_string_code_gives_what_it_gives_natively(program):
-    binary = gobuild.build(DEEP).binary
-    native = subprocess.run([str(binary)] + ["x"] * N, capture_output=True, text=True, check=True).stderr.split()
+    native = native_output(DEEP, N)
     for d in range(40):
         w = loader.build_world(program, "main.deep", registers={"RAX": N, "RBX": d})
         ref = sweep.run_reference(w, 10**8)
