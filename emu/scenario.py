@@ -70,7 +70,9 @@ _KIND_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "tru
                list: "a list"}
 
 
-def _typed(ps: str, key: str, v, want) -> None:
+def check_type(ps: str, key: str, v, want) -> None:
+    """A ScenarioError naming the key unless v is of the kind(s) `want` (a bool is no int); shared with
+    the whole-program scenarios (linux/scenario.py)."""
     kinds = want if isinstance(want, tuple) else (want,)
     if isinstance(v, bool) and bool not in kinds or not isinstance(v, kinds):
         names = " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
@@ -83,7 +85,7 @@ def _check_top(ps: str, data: dict, allowed: dict, required: tuple[str, ...], po
     for k, v in data.items():
         if k not in allowed:
             raise ScenarioError(ps, k, f"unknown key{what} (allowed: {', '.join(allowed)})")
-        _typed(ps, k, v, allowed[k])
+        check_type(ps, k, v, allowed[k])
     for k in required:
         if k not in data:
             raise ScenarioError(ps, k, "required key is missing")
@@ -156,7 +158,7 @@ def load(path: str | Path) -> "Scenario | SchedScenario":
     for k, v in exp.items():
         if k not in _EXPECT:
             raise ScenarioError(ps, f"expect.{k}", f"unknown expectation (allowed: {', '.join(_EXPECT)})")
-        _typed(ps, f"expect.{k}", v, _EXPECT[k])
+        check_type(ps, f"expect.{k}", v, _EXPECT[k])
     for reason, n in exp.get("refused", {}).items():
         if reason not in REASONS:
             raise ScenarioError(ps, f"expect.refused.{reason}", f"unknown reason (known: {', '.join(REASONS)})")
@@ -242,7 +244,7 @@ def load_sched(path: str | Path, data: dict) -> SchedScenario:
             if k not in _SCHED_EXPECT:
                 raise ScenarioError(ps, f"{prefix}.{k}", f"unknown expectation (allowed: {', '.join(_SCHED_EXPECT)}, "
                                     "async_on, async_off)")
-            _typed(ps, f"{prefix}.{k}", v, _SCHED_EXPECT[k])
+            check_type(ps, f"{prefix}.{k}", v, _SCHED_EXPECT[k])
             if isinstance(v, list) and (len(v) != 2 or not all(isinstance(x, (int, float)) for x in v)):
                 raise ScenarioError(ps, f"{prefix}.{k}", "must be a [low, high] pair")
         for n, rng in table.get("cpu_share", {}).items():

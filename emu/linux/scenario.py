@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ScenarioError
-from ..scenario import _typed, read_toml
+from ..scenario import check_type, read_toml
 
 RUN_KEYS = {"max_virtual_ms": (int, float), "budget": int, "seed": int, "quantum": int, "ns_per_insn": int, "cpus": int}
 EXPECT_KEYS = {"exit_code": int, "starved": bool, "stdout_regex": str, "stdout_number_range": list,
@@ -51,7 +51,7 @@ def _check(path: str, where: str, table: dict, allowed: dict) -> None:
     for k, v in table.items():
         if k not in allowed:
             raise ScenarioError(path, f"{where}{k}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
-        _typed(path, f"{where}{k}", v, allowed[k])
+        check_type(path, f"{where}{k}", v, allowed[k])
 
 
 def _check_run(path: str, run: dict) -> None:
