@@ -47,6 +47,65 @@ class StructLayout:
     member_types: dict[str, str] = field(default_factory=dict, repr=False)   # member -> its type's name
 
 
+#: DW_AT_go_kind (cmd/link/internal/ld/dwarf.go, DW_AT_go_kind = 0x2900): the type's reflect kind
+DW_AT_GO_KIND = 0x2900
+#: reflect kinds (internal/abi/type.go Kind), grouped by how ABIInternal passes a value of the kind
+GO_KIND_NAMES = {1: "bool", **{k: "int" for k in range(2, 13)}, 13: "float", 14: "float", 15: "complex",
+                 16: "complex", 17: "array", 18: "ptr", 19: "ptr", 20: "iface", 21: "ptr", 22: "ptr",
+                 23: "slice", 24: "string", 25: "struct", 26: "ptr"}
+
+
+class Leaf(NamedTuple):
+    """One scalar part of a value: its offset in the value, size, and kind: "int", "bool", "float", "ptr"
+    (any pointer-shaped word), "strptr"/"len" (a string), "ptr"/"len"/"len" (a slice), "itab"/"ptr" (an
+    interface), or "array" (an array of more than one element: ABIInternal never puts it in registers)."""
+    offset: int
+    size: int
+    kind: str
+
+
+class Param(NamedTuple):
+    """A function argument or result: name (~r0 when unnamed), type name, size and leaves."""
+    name: str
+    type: str
+    size: int
+    leaves: list
+
+
+def _leaves(t, base: int) -> list:
+    """Flatten a DWARF type to Leafs (reflect kinds from DW_AT_go_kind; members and array elements from
+    the DIEs, cmd/link/internal/ld/dwarf.go)."""
+    while t.tag == "DW_TAG_typedef":
+        t = t.get_DIE_from_attribute("DW_AT_type")
+    kattr = t.attributes.get(DW_AT_GO_KIND)
+    kind = GO_KIND_NAMES.get(kattr.value if kattr else 0, "other")
+    size = _type_size(t)
+    if kind in ("int", "bool", "float", "ptr"):
+        return [Leaf(base, size, kind)]
+    if kind == "complex":
+        return [Leaf(base, size // 2, "float"), Leaf(base + size // 2, size // 2, "float")]
+    if kind == "string":
+        return [Leaf(base, 8, "strptr"), Leaf(base + 8, 8, "len")]
+    if kind == "slice":
+        return [Leaf(base, 8, "ptr"), Leaf(base + 8, 8, "len"), Leaf(base + 16, 8, "len")]
+    if kind == "iface":
+        return [Leaf(base, 8, "itab"), Leaf(base + 8, 8, "ptr")]
+    if kind == "struct" or t.tag == "DW_TAG_structure_type":
+        out = []
+        for m in t.iter_children():
+            if m.tag == "DW_TAG_member" and "DW_AT_type" in m.attributes:
+                loc = m.attributes.get("DW_AT_data_member_location")
+                out += _leaves(m.get_DIE_from_attribute("DW_AT_type"), base + (loc.value if loc else 0))
+        return out
+    if kind == "array" and size > 0:
+        elem = t.get_DIE_from_attribute("DW_AT_type")
+        esize = _type_size(elem)
+        if esize == size:                       # [1]T: passed as its element
+            return _leaves(elem, base)
+        return [Leaf(base, size, "array")]
+    return [Leaf(base, size, "other")] if size else []
+
+
 class GoDwarf:
     """DWARF of one Go binary; use GoDwarf.open(path)."""
 
@@ -100,6 +159,31 @@ class GoDwarf:
                     if name and addr is not None:
                         self._vars.setdefault(name, addr)
 
+    # ---- functions --------------------------------------------------------------------------------
+    def func_params(self, func: str) -> tuple[list[Param], list[Param]] | None:
+        """(arguments, results) of Go function `func` (e.g. `main.sum`), in order, from its
+        DW_TAG_subprogram: results are the formal parameters with DW_AT_variable_parameter set (dwarf.go).
+        Each is flattened to its leaves (scalars, pointer-shaped words, string/slice/interface parts). None
+        when the function has no DWARF entry (assembly, or not in the binary)."""
+        pkg = package_of(func)
+        for cu in self._dwarf.iter_CUs():
+            top = cu.get_top_DIE()
+            if _name(top) != pkg:
+                continue
+            for die in top.iter_children():
+                if die.tag != "DW_TAG_subprogram" or _name(die) != func:
+                    continue
+                args, results = [], []
+                for c in die.iter_children():
+                    if c.tag != "DW_TAG_formal_parameter" or "DW_AT_type" not in c.attributes:
+                        continue
+                    t = c.get_DIE_from_attribute("DW_AT_type")
+                    out = c.attributes.get("DW_AT_variable_parameter")
+                    (results if out is not None and out.value else args).append(
+                        Param(_name(c) or "?", _name(t) or "?", _type_size(t), _leaves(t, 0)))
+                return args, results
+        return None
+
     # ---- structs ----------------------------------------------------------------------------------
     def struct(self, name: str) -> StructLayout:
         """The layout of struct `name` (package-qualified, e.g. 'runtime.g')."""
@@ -146,6 +230,14 @@ class GoDwarf:
         if name not in self._vars:
             raise DwarfError(f"{self.path}: no global variable {name!r} in DWARF")
         return self._vars[name]
+
+
+def package_of(func: str) -> str:
+    """The package path of a Go function name: `crypto/sha256.Sum256` -> `crypto/sha256`,
+    `main.(*T).m` -> `main` (symtab.go funcpkgpath: up to the first dot after the last slash)."""
+    slash = func.rfind("/", 0, func.find("(") if "(" in func else len(func))
+    dot = func.find(".", slash + 1)
+    return func[:dot] if dot >= 0 else func
 
 
 def _name(die) -> str | None:

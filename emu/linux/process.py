@@ -106,6 +106,9 @@ class Process:
         self._stop_slice = False
         self._after_stop = None
         self._fault = None                      # (access type, address) of the last unmapped access
+        #: an observer of slices (emu/linux/gclock.GoroutineClock): slice_start(t) -> an instruction limit
+        #: or None, slice_end(t, n); it may also lower the counter's limit from its own hooks
+        self.probe = None
         self.async_preemption_on = "asyncpreemptoff=1" not in " ".join(opts.env)
         self._load()
         self.oracle_note = ""
@@ -423,10 +426,20 @@ class Process:
 
     def run(self) -> "Process":
         t0 = time.perf_counter()
+        self._wake_due()                   # then after every clock advance: a slice, or idle time below
+        self.run_until(None)
+        self.wall_s = time.perf_counter() - t0
+        return self
+
+    def run_until(self, stop) -> bool:
+        """Run slices until the process ends (or starves, or fails), or until `stop()` is true before
+        the next slice; True when `stop` ended it. The same slices run as in `run`, so a run paused this
+        way and resumed with no change in between goes on exactly as an unpaused one."""
         ns = self.opts.ns_per_insn
         limit_ns = self._limit_ns()
-        self._wake_due()                   # then after every clock advance: a slice, or idle time below
         while self.exit_code is None and self.error is None:
+            if stop is not None and stop():
+                return True
             if limit_ns is not None and self.clock >= limit_ns:
                 self._starve(f"reached --max-virtual-ms {self.opts.max_virtual_ms:g}")
                 break
@@ -451,8 +464,7 @@ class Process:
             if t.state != RUNNABLE:
                 continue
             self._run_slice(t, ns, limit_ns)
-        self.wall_s = time.perf_counter() - t0
-        return self
+        return False
 
     def _run_slice(self, t: Thread, ns: int, limit_ns: int | None) -> None:
         uc = self.uc
@@ -483,6 +495,11 @@ class Process:
         if limit_ns is not None:
             limit = min(limit, max(1, -(-(limit_ns - self.clock) // ns)))
         limit = min(limit, self.opts.budget - self.insns)
+        probe = self.probe
+        if probe is not None:
+            cap = probe.slice_start(t)
+            if cap is not None:
+                limit = min(limit, cap)
         self._stop_slice, self._after_stop = False, None
         self.counter.arm(limit)
         start = self.clock
@@ -500,6 +517,8 @@ class Process:
                 uc.ctl_remove_cache(at, at + 1)
         self.clock += n * ns
         self.insns += n
+        if probe is not None:
+            probe.slice_end(t, n)
         if t.signal_countdown > 0:
             t.signal_countdown = max(0, t.signal_countdown - n)
         if self.opts.trace:

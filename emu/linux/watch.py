@@ -82,15 +82,25 @@ class Watch:
         # g -> injection not yet returned from; one still here at exit is reported (Preemption.resumed
         # stays False: "never resumed"), not a violation
         self._awaiting: dict[int, Preemption] = {}
+        #: told of every classified sigreturn and every asyncPreempt return (emu/linux/gsweep.py):
+        #: on_sigreturn(thread, event, outcome, preemption or None), on_resumed(preemption)
+        self.listener = None
         self._hook_rets(proc.uc, proc.image)
 
-    def _hook_rets(self, uc, image) -> None:
-        size = image.symbols.get("runtime.asyncPreempt.abi0", (0, 0))[1]
-        code = image.text_bytes(self.async_preempt, size)
+    def _hook_rets(self, uc, image, code: bytes | None = None) -> None:
+        """Hook every RET of asyncPreempt: the binary's, or `code` loaded over it (a --stub)."""
+        if code is None:
+            size = image.symbols.get("runtime.asyncPreempt.abi0", (0, 0))[1]
+            code = image.text_bytes(self.async_preempt, size)
         md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
         self.ret_addrs = [i.address for i in md.disasm(code, self.async_preempt) if i.mnemonic == "ret"]
-        for a in self.ret_addrs:
-            uc.hook_add(UC_HOOK_CODE, self._on_ret, None, a, a)
+        self._ret_hooks = [uc.hook_add(UC_HOOK_CODE, self._on_ret, None, a, a) for a in self.ret_addrs]
+
+    def replace_stub(self, code: bytes) -> None:
+        """asyncPreempt's code was replaced (a --stub loaded over it): hook the RETs of the new code."""
+        for h in self._ret_hooks:
+            self.p.uc.hook_del(h)
+        self._hook_rets(self.p.uc, self.p.image, code)
 
     def violation(self, kind: str, message: str, **extra) -> None:
         self.violations.append({"kind": kind, "message": message, **extra})
@@ -143,6 +153,8 @@ class Watch:
             if outcome == "declined" and ev.oracle == "safe":
                 self.violation("oracle-disagrees", f"the runtime declined the signal at {ev.where} "
                                f"({ev.pc:#x}) but preemu's oracle says it is an async safe point", pc=hex(ev.pc))
+        if self.listener is not None:
+            self.listener.on_sigreturn(t, ev, outcome, rec if outcome == "injected" else None)
 
     # --- asyncPreempt returning ------------------------------------------------------------
     def _on_ret(self, uc, addr, size, _) -> None:
@@ -171,6 +183,8 @@ class Watch:
             diffs.append(f"RSP: {rec.sp:#x} -> {rsp + 8:#x}")
         rec.resumed, rec.resume_ok, rec.resume_diffs = True, not diffs, diffs
         rec.resume_tid = self.p.cur.tid
+        if self.listener is not None:
+            self.listener.on_resumed(rec)
         if diffs:
             self.violation("resume-registers", f"goroutine {g:#x} preempted at {rec.where} resumed with "
                            f"different state: {'; '.join(diffs)}", pc=hex(rec.pc))
