@@ -498,7 +498,8 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--junit-xml", metavar="FILE", help="also write JUnit XML (one testcase per loop or scenario)")
         sp.add_argument("--sarif", metavar="FILE", help="also write SARIF 2.1.0 (one result per violation group)")
 
-    s = sub.add_parser("sweep", help="inject the preemption signal at every boundary of a function and verify")
+    s = sub.add_parser("sweep", help="inject the preemption signal at every boundary of a function and verify",
+                       usage="preemu sweep FILE --func F [options] [-- PROGRAM ARGS]")
     s.add_argument("file", help="assembly file (.s, Intel syntax), Go binary, .go file or Go package directory")
     s.add_argument("--func", required=True, help="entry function of the goroutine")
     s.add_argument("--reg", action="append", metavar="NAME=VALUE",
@@ -526,7 +527,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Go input: K points (first and last included, default 3) each also get a run of their "
                    "own: one injection, then on to the program's exit, compared with the uninterrupted ending")
     s.add_argument("--env", action="append", metavar="K=V", help="Go input: the program's environment; repeatable")
-    s.add_argument("args", nargs="*", metavar="-- ARGS", help="Go input: the program's arguments, after --")
+    s.set_defaults(args=[])          # Go input: the program's arguments, after `--` (split off in main)
     common(s)
     s.set_defaults(fn=cmd_sweep)
 
@@ -667,7 +668,14 @@ def main(argv: list[str] | None = None, out=None) -> int:
     """Run the command; every error is one line on stderr (exit 2), Ctrl-C exits 130."""
     out = out or sys.stdout
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    rest = None
+    if argv and argv[0] == "sweep" and "--" in argv:        # a Go program's own arguments, after --
+        i = argv.index("--")
+        argv, rest = argv[:i], argv[i + 1:]
     a = parser.parse_args(argv)
+    if rest is not None:
+        a.args = rest
     _PARTIAL.clear()
     if a.cmd == "sweep" and a.max_points is None:
         a.max_points = 100_000

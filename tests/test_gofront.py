@@ -99,12 +99,16 @@ def test_generated_stub_instead_of_the_real_one():
     code, text = run_cli("sweep", f"{GO}/corpus", "--func", "sumsq", "--reg", "RAX=20", "--stub", "generated")
     assert code == 0 and "go1.27 (generated)" in text
     code, text = run_cli("sweep", f"{GO}/corpus", "--func", "sumsq", "--reg", "RAX=20")
-    assert code == 0 and "runtime.asyncPreempt.abi0 from the binary" in text
+    assert code == 0 and "runtime.asyncPreempt from the binary (real)  real program" in text
 
 
 def test_go_syntax_assembly_is_refused_as_an_asm_function():
     code, text = run_cli("sweep", f"{GO}/asmpkg", "--func", "callSum", "--reg", "RAX=10", "--json")
     d = json.loads(text)
+    assert code == 0 and d["engine"] == "real-program" and d["results"] == {"~r0": str(sum(range(10)) + 1)}
+    assert d["refused"].get("asm-func", 0) > 40
+    code, text = run_cli("sweep", f"{GO}/asmpkg", "--func", "callSum", "--reg", "RAX=10", "--json", "--stub", "generated")
+    d = json.loads(text)                                      # the model world: the same verdicts
     assert code == 0 and d["final_registers"]["RAX"] == hex(sum(range(10)) + 1)
     assert d["refused"].get("asm-func", 0) > 40
 
@@ -146,8 +150,10 @@ def test_preempt_episode_on_compiled_code():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["sweep", f"{GO}/corpus", "--func", "main.main"], "runtime code that needs the Go runtime's own state"),
-    (["sweep", f"{GO}/corpus", "--func", "nosuch"], "no function 'nosuch'"),
+    (["sweep", f"{GO}/corpus", "--func", "main.main", "--stub", "generated"],
+     "runtime code that needs the Go runtime's own state"),
+    (["sweep", f"{GO}/corpus", "--func", "nosuch", "--stub", "generated"], "no function 'nosuch'"),
+    (["sweep", f"{GO}/corpus", "--func", "nosuch"], "--func 'nosuch': no such function in the program"),
     (["sweep", f"{GO}/corpus", "--func", "sumsq", "--layout", "go1.14"], "go1.27 layout"),
     (["sweep", f"{GO}/broken", "--func", "main.f"], "main.go:"),
 ])

@@ -71,6 +71,11 @@ def test_roundupsize_is_the_binarys_size_classes(program):
 def test_a_length_go_would_panic_on_is_a_clear_error(capsys):
     code = cli.main(["sweep", str(SLICES), "--func", "main.fill", "--reg", "RAX=-1"], io.StringIO())
     err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "main.fill never returned" in err[0]
+    assert "exit status 2: panic: runtime error: makeslice: len out of range" in err[0]   # Go's own panic
+    code = cli.main(["sweep", str(SLICES), "--func", "main.fill", "--reg", "RAX=-1", "--stub", "generated"],
+                    io.StringIO())
+    err = capsys.readouterr().err.strip().splitlines()       # the model world says which runtime function
     assert code == 2 and len(err) == 1 and "runtime.makeslice: len out of range (panicmakeslicelen)" in err[0]
 
 

@@ -148,7 +148,7 @@ class RealSweep:
     # --- setup ----------------------------------------------------------------------------------------
     def _resolve(self, func: str) -> tuple[str, int]:
         syms = self.image.symbols
-        for name in (func, f"main.{func}"):
+        for name in (func, f"main.{func}", f"{func}.abi0", f"main.{func}.abi0"):
             if name in syms and syms[name][1] > 0:
                 return name, syms[name][0]
         near = sorted(n for n in syms if n.endswith("." + func) or n == func)[:5]
@@ -272,8 +272,12 @@ class RealSweep:
         for (a, n), before, now in zip(self._data_segments(), self.globals0, self._read_globals()):
             if before == now:
                 continue
-            for off in range(0, n - 7, 8):
-                if before[off:off + 8] != now[off:off + 8]:
+            for page in range(0, n, 4096):
+                if before[page:page + 4096] == now[page:page + 4096]:
+                    continue
+                for off in range(page, min(n, page + 4096) - 7, 8):
+                    if before[off:off + 8] == now[off:off + 8]:
+                        continue
                     addr = a + off
                     name = self._symbol_of(addr)
                     if name is None or name.startswith(BOOKKEEPING):
@@ -369,8 +373,10 @@ class RealSweep:
                 raise EmuError(f"{self.func} did not return within --budget {budget:,} of its instructions "
                                f"(goroutine {self.g:#x}, at {self.p.image.describe(self.p.uc.reg_read(X.UC_X86_REG_RIP))})")
             ended = Ending.of(self.p)
+            said = next((ln for ln in ended.stderr.decode(errors="replace").splitlines() if ln.strip()), "")
             raise EmuError(f"{self.func} never returned: the program ended first ({ended.reason}, exit status "
-                           f"{ended.exit_code}) after {clock.count:,} of its instructions")
+                           f"{ended.exit_code}{': ' + said if said else ''}) after {clock.count:,} of its "
+                           "instructions")
         self.ref_boundaries, self.ref_results, self.ref_globals = self._returned
         self.ref_ending = self._finish(clock)
         return self.ref_boundaries
@@ -496,22 +502,14 @@ class _Listener:
 
         def bad(kind, what, exp, act, detail=""):
             self.violations.append(sw.make_violation(kind, what, exp, act, pt.boundary, pt.pc, detail))
-        from .watch import CHECKED, FLAGS_MASK
-        from .sigframe import _REG
-        for n in CHECKED:
-            v = uc.reg_read(_REG[n])
-            if v != rec._regs[n]:
-                bad("register", n, f"{rec._regs[n]:#018x}", f"{v:#018x}")
-        fl = uc.reg_read(X.UC_X86_REG_EFLAGS)
-        if (fl ^ rec._regs["EFLAGS"]) & FLAGS_MASK:
-            from .. import regs
-            a, b = rec._regs["EFLAGS"] & FLAGS_MASK, fl & FLAGS_MASK
-            bad("flags", "RFLAGS", f"{a:#x} [{regs.describe_flags(a)}]", f"{b:#x} [{regs.describe_flags(b)}]",
-                "flags changed: " + regs.describe_flags(a ^ b))
-        for i, r in enumerate(_XMM):
-            v = uc.reg_read(r)
-            if v != rec._xmm[i]:
-                bad("register", f"XMM{i}", f"{rec._xmm[i]:#034x}", f"{v:#034x}")
+        from .. import regs
+        for kind, name, exp, act in rec.found:
+            if kind == "flags":
+                bad(kind, name, f"{exp:#x} [{regs.describe_flags(exp)}]", f"{act:#x} [{regs.describe_flags(act)}]",
+                    "flags changed: " + regs.describe_flags(exp ^ act))
+            else:
+                width = 34 if name.startswith("XMM") else 18
+                bad(kind, name, f"{exp:#0{width}x}", f"{act:#0{width}x}")
         rsp = uc.reg_read(X.UC_X86_REG_RSP)
         if rsp + 8 != rec.sp or sw.p.read_u64(rsp) != rec.pc:
             bad("resume", "RIP/RSP", f"RET to {rec.pc:#x} with RSP {rec.sp:#x}",

@@ -48,6 +48,7 @@ DEFAULT_IGNORED = {17, 18, 23, 28}     # SIGCHLD, SIGCONT, SIGURG, SIGWINCH: def
 SIGNAL_NAMES = {23: "SIGURG", 11: "SIGSEGV", 6: "SIGABRT", 2: "SIGINT", 9: "SIGKILL", 15: "SIGTERM"}
 _U64 = (1 << 64) - 1
 DEFAULT_BUDGET = 2_000_000_000
+_ARG_REGS = [X.UC_X86_REG_RDI, X.UC_X86_REG_RSI, X.UC_X86_REG_RDX, X.UC_X86_REG_R10, X.UC_X86_REG_R8, X.UC_X86_REG_R9]
 
 
 @dataclass
@@ -393,8 +394,7 @@ class Process:
             return
         name, fn = entry
         self.syscall_counts[name] += 1
-        args = [uc.reg_read(r) for r in (X.UC_X86_REG_RDI, X.UC_X86_REG_RSI, X.UC_X86_REG_RDX,
-                                         X.UC_X86_REG_R10, X.UC_X86_REG_R8, X.UC_X86_REG_R9)]
+        args = uc.reg_read_batch(_ARG_REGS)
         try:
             res = fn(self, t, *args)
         except EmuError as e:

@@ -64,8 +64,8 @@ class RealSweepReport:
         if r.extra_preemptions:
             L.append(f"  other preemptions  {r.extra_preemptions:>9,}   the runtime's own (sysmon, GC), also checked")
         L.append(f"  violations         {r.violation_count:>9,}")
-        L.append(f"  CPU per point      {1e6 * r.cpu / max(1, r.points):>9,.0f}   us (program start, reference and "
-                 "to-exit runs included)")
+        L.append(f"  speed              {r.points / r.cpu if r.cpu else 0:>9,.0f}   verified points per second of CPU "
+                 "(program start, reference and to-exit runs included)")
         res = ", ".join(f"{k} = {v}" for k, v in r.results.items()) or f"(none: {r.func} returns nothing)"
         L.append(f"  results            {res}")
         out = r.ending.stdout.decode(errors="replace").strip().splitlines()

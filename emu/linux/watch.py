@@ -24,6 +24,7 @@ from .sigframe import _REG, GREGS, XMM
 
 #: registers the resume check compares (RIP and RSP are checked separately)
 CHECKED = GREGS[:15]
+_RET_IDS = [_REG[n] for n in CHECKED] + [X.UC_X86_REG_EFLAGS] + XMM
 FLAGS_MASK = regs.USER_FLAGS_MASK       # CF PF AF ZF SF DF OF: what user code can observe
 
 
@@ -164,18 +165,21 @@ class Watch:
             self.violation("unmatched-return", f"asyncPreempt returned on g {g:#x}, which was never injected")
             return
         rsp = uc.reg_read(X.UC_X86_REG_RSP)
+        now = uc.reg_read_batch(_RET_IDS)
+        rec.found = found = []            # (kind, name, expected, actual): the listener's structured form
         diffs = []
-        for n in CHECKED:
-            v = uc.reg_read(_REG[n])
+        for n, v in zip(CHECKED, now):
             if v != rec._regs[n]:
                 diffs.append(f"{n}: {rec._regs[n]:#x} -> {v:#x}")
-        fl = uc.reg_read(X.UC_X86_REG_EFLAGS)
+                found.append(("register", n, rec._regs[n], v))
+        fl = now[len(CHECKED)]
         if (fl ^ rec._regs["EFLAGS"]) & FLAGS_MASK:
             diffs.append(f"RFLAGS: {rec._regs['EFLAGS'] & FLAGS_MASK:#x} -> {fl & FLAGS_MASK:#x}")
-        for i, r in enumerate(XMM):
-            v = uc.reg_read(r)
+            found.append(("flags", "RFLAGS", rec._regs["EFLAGS"] & FLAGS_MASK, fl & FLAGS_MASK))
+        for i, v in enumerate(now[len(CHECKED) + 1:]):
             if v != rec._xmm[i]:
                 diffs.append(f"X{i}: {rec._xmm[i]:#x} -> {v:#x}")
+                found.append(("register", f"XMM{i}", rec._xmm[i], v))
         ret_to = self.p.read_u64(rsp)
         if ret_to != rec.pc:
             diffs.append(f"return address {ret_to:#x}, interrupted at {rec.pc:#x}")

@@ -115,6 +115,39 @@ func spin(n int) int {
 	return s
 }
 
+type shape interface{ area() int }
+
+type rect struct{ w, h int }
+
+func (r rect) area() int { return r.w * r.h }
+
+type square int
+
+func (s square) area() int { return int(s * s) }
+
+// mixed uses a map, interface method calls, a channel to another goroutine and fmt.
+//
+//go:noinline
+func mixed(n int) string {
+	shapes := map[string]shape{}
+	for i := 1; i <= n%5+2; i++ {
+		shapes[fmt.Sprint("r", i)] = rect{i, i + 1}
+		shapes[fmt.Sprint("s", i)] = square(i)
+	}
+	areas := make(chan int)
+	go func() {
+		for _, s := range shapes {
+			areas <- s.area()
+		}
+		close(areas)
+	}()
+	total := 0
+	for a := range areas {
+		total += a
+	}
+	return fmt.Sprintf("%d shapes, total area %d", len(shapes), total)
+}
+
 // neverCalled is kept by the linker (hook refers to it) but the program never calls it.
 //
 //go:noinline
@@ -136,4 +169,5 @@ func main() {
 	fmt.Println("clock", clock(n))
 	fmt.Println("digest", digest(n))
 	fmt.Println("spin", spin(n*100))
+	fmt.Println("mixed", mixed(n))
 }

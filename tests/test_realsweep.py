@@ -1,0 +1,103 @@
+"""The real-program sweep (emu/linux/gsweep.py): Go functions preempted at every boundary inside their own
+process, with package init done, the runtime's own handler deciding and the results compared with a native
+run of the same binary."""
+import io
+import json
+import subprocess
+
+import pytest
+
+from emu import cli, gobuild
+
+KINDS = "tests/data/go/kinds"
+GO = "tests/go"
+
+
+def run(*args):
+    out = io.StringIO()
+    code = cli.main(list(args), out)
+    return code, out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def native():
+    """The kinds program run natively: {function: the line it printed}."""
+    binary = gobuild.build(KINDS).binary
+    out = subprocess.run([str(binary)], capture_output=True, text=True, check=True).stdout
+    return out, dict(line.split(" ", 1) for line in out.splitlines())
+
+
+# Each kind the synthetic world could not run: package init (initTable, sha256's tables), errors.Is through
+# fmt.Errorf's %w, fmt.Sprintf (sync.Pool, GOMAXPROCS), recover, a channel to another goroutine, `go`
+# statements, time.Now. --max-points keeps each run short; the first and last boundaries are always in.
+@pytest.mark.parametrize("func", ["initTable", "wrapped", "sprintf", "recovered", "channel", "spawn", "clock",
+                                  "digest"])
+def test_ordinary_functions_hold_at_every_point_and_agree_with_native(func, native):
+    out, lines = native
+    code, text = run("sweep", KINDS, "--func", func, "--max-points", "120", "--json")
+    assert code == 0, text
+    j = json.loads(text)
+    assert j["engine"] == "real-program" and j["ok"] and j["violation_count"] == 0
+    assert j["points_tried"] == min(120, j["boundaries"])
+    assert j["points_reached"] >= j["points_tried"] // 2      # a channel's partner may let F return sooner
+    assert j["injected"] > 0
+    assert j["reference"]["stdout"] == out and j["reference"]["exit_code"] == 0
+    assert all(t["ok"] for t in j["to_exit"]) and len(j["to_exit"]) == 3
+    shown = ", ".join(j["results"].values())
+    native_value = lines[func]
+    assert native_value in shown or native_value.lower() == shown, (shown, native_value)
+
+
+def test_every_boundary_of_a_loop_entered_with_registers_after_init():
+    code, text = run("sweep", KINDS, "--func", "spin", "--reg", "RAX=40", "--json")
+    j = json.loads(text)
+    assert code == 0 and j["ok"], text
+    assert j["entered"] == "entered" and j["points_tried"] == j["boundaries"] == j["injected"] == 407
+    s = 0
+    for i in range(40):
+        s = (s + (i * i ^ (s >> 3))) & (1 << 64) - 1
+    assert j["results"] == {"~r0": str(s)}
+
+
+def test_a_stub_without_popfq_is_caught_in_the_real_program():
+    code, text = run("sweep", KINDS, "--func", "spin", "--reg", "RAX=30", "--stub", "tests/data/stub_no_pushfq.s")
+    assert code == 1
+    assert "FAIL" in text and "flags RFLAGS:" in text
+    assert "(tests/data/go/kinds/main.go:" in text           # the point is named by its Go line
+    assert "loaded over runtime.asyncPreempt" in text
+
+
+def test_a_stub_that_loses_a_register_is_caught(tmp_stub):
+    def edit(src):
+        return src.replace("    mov rbx, qword ptr [rsp + 24]", "    mov rbx, qword ptr [rsp + 16]")
+    code, text = run("sweep", KINDS, "--func", "spin", "--reg", "RAX=10", "--stub", str(tmp_stub(edit)))
+    assert code == 1 and "register RBX:" in text
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--func", "neverCalled"], "main.neverCalled was never called: the program ran"),
+    (["--func", "spin", "--call", "2"], "main.spin was called 1 time(s), not 2"),
+    (["--func", "nosuch"], "--func 'nosuch': no such function"),
+    (["--func", "spin", "--budget", "500"], "did not return within --budget 500"),
+    (["--func", "spin", "--call", "0"], "--call 0: calls are counted from 1"),
+    (["--func", "spin", "--reg", "R12=1"], "--reg R12: Go input takes its arguments"),
+])
+def test_bad_input_exits_2_with_what_happened(args, message, capsys):
+    code = cli.main(["sweep", KINDS, *args], io.StringIO())
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_an_assembly_function_is_refused_at_every_point_without_failing():
+    code, text = run("sweep", f"{GO}/asmpkg", "--func", "sumAsm", "--json")
+    j = json.loads(text)
+    assert code == 0 and j["ok"], text
+    assert j["injected"] == 0 and j["refused"] == {"asm-func": j["points_tried"]} and j["points_tried"] > 10
+
+
+def test_program_arguments_and_environment_reach_the_program():
+    code, text = run("sweep", KINDS, "--func", "initTable", "--max-points", "5", "--to-exit", "0", "--json",
+                     "--", "a", "b")
+    j = json.loads(text)
+    assert code == 0 and j["to_exit"] == []
+    assert "initTable" in j["reference"]["stdout"] and j["results"]["~r0"] != "368"   # n = 12, not 10
