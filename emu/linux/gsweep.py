@@ -398,8 +398,8 @@ class RealSweep:
         ending = self._finish(clock)
         for pt in listener.points:
             ev = pt.event
-            reason = ev.oracle or ev.outcome if ev.outcome != "injected" else "safe"
-            stats.setdefault(pt.pc, Counter())[reason if ev.outcome != "injected" else "injected"] += 1
+            verdict = "injected" if ev.outcome == "injected" else (ev.oracle or ev.outcome)
+            stats.setdefault(pt.pc, Counter())[verdict] += 1
         return listener, reached, ending
 
     def _deliver(self, clock: GoroutineClock, k: int) -> Point:
