@@ -36,6 +36,7 @@ from .elfimage import Image
 from .fds import Epoll, FdTable
 from .icount import InsnCounter
 from .memory import AddressSpace
+from .regbatch import RegBatch
 from .sigframe import PF_INSTR, PF_USER, PF_WRITE, SEGV_MAPERR, X86_TRAP_PF, SigInfo, restore_rt_frame, setup_rt_frame
 from .threads import BLOCKED, EXITED, RUNNABLE, Thread, Wait
 from .watch import Watch
@@ -48,7 +49,8 @@ DEFAULT_IGNORED = {17, 18, 23, 28}     # SIGCHLD, SIGCONT, SIGURG, SIGWINCH: def
 SIGNAL_NAMES = {23: "SIGURG", 11: "SIGSEGV", 6: "SIGABRT", 2: "SIGINT", 9: "SIGKILL", 15: "SIGTERM"}
 _U64 = (1 << 64) - 1
 DEFAULT_BUDGET = 2_000_000_000
-_ARG_REGS = [X.UC_X86_REG_RDI, X.UC_X86_REG_RSI, X.UC_X86_REG_RDX, X.UC_X86_REG_R10, X.UC_X86_REG_R8, X.UC_X86_REG_R9]
+_ARG_REGS = RegBatch([X.UC_X86_REG_RDI, X.UC_X86_REG_RSI, X.UC_X86_REG_RDX, X.UC_X86_REG_R10, X.UC_X86_REG_R8,
+                      X.UC_X86_REG_R9])
 
 
 @dataclass
@@ -394,7 +396,7 @@ class Process:
             return
         name, fn = entry
         self.syscall_counts[name] += 1
-        args = uc.reg_read_batch(_ARG_REGS)
+        args = _ARG_REGS(uc)
         try:
             res = fn(self, t, *args)
         except EmuError as e:

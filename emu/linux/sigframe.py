@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from unicorn import x86_const as X
 
+from .regbatch import RegBatch
+
 # --- layout: one table, offsets from the frame base (RSP at handler entry) --------------------
 PRETCODE = 0
 UC = 8                                   # struct ucontext
@@ -77,21 +79,18 @@ class Delivered:
     fs_base: int = 0    # the thread's TLS base (Go keeps g at -8 from it)
 
 
-_REG_IDS = list(_REG.values())
-_FX_IDS = [X.UC_X86_REG_FPCW, X.UC_X86_REG_FPSW, X.UC_X86_REG_FPTAG, X.UC_X86_REG_MXCSR, *XMM]
+_GREGS = RegBatch(_REG.values())
+_FX = RegBatch([X.UC_X86_REG_FPCW, X.UC_X86_REG_FPSW, X.UC_X86_REG_FPTAG, X.UC_X86_REG_MXCSR, *XMM], wide=XMM)
+_FX_RESTORE = RegBatch([X.UC_X86_REG_FPCW, X.UC_X86_REG_FPSW, X.UC_X86_REG_MXCSR, *XMM], wide=XMM)
 
 
 def read_regs(uc) -> dict:
     """The GPRs, RIP and EFLAGS (one batched read: a register read through the binding costs ~8 us)."""
-    return dict(zip(_REG, uc.reg_read_batch(_REG_IDS)))
-
-
-def read_xmm(uc) -> list[int]:
-    return list(uc.reg_read_batch(XMM))
+    return dict(zip(_REG, _GREGS(uc)))
 
 
 def _fxsave(uc) -> tuple[bytes, list[int], int]:
-    fcw, fsw, ftw, mxcsr, *xmm = uc.reg_read_batch(_FX_IDS)
+    fcw, fsw, ftw, mxcsr, *xmm = _FX(uc)
     abridged_tag = 0
     for i in range(8):                    # FXSAVE keeps one "valid" bit per x87 register
         if (ftw >> (2 * i)) & 3 != 3:
@@ -164,13 +163,13 @@ def restore_rt_frame(uc) -> Restored:
     regs["EFLAGS"] = (old_flags & ~FIX_EFLAGS) | (struct.unpack_from("<Q", b, greg_offset("EFLAGS"))[0] & FIX_EFLAGS)
     fpstate = struct.unpack_from("<Q", b, FPSTATE_PTR)[0]
     sigmask = struct.unpack_from("<Q", b, UC_SIGMASK)[0]
-    uc.reg_write_batch([(r, regs[n]) for n, r in _REG.items()])
+    _GREGS.write(uc, [regs[n] for n in _REG])
     if fpstate:
         fx = bytes(uc.mem_read(fpstate, FXSAVE_SIZE))
         fcw, fsw = struct.unpack_from("<HH", fx, 0)
         mxcsr = struct.unpack_from("<I", fx, 24)[0]
-        uc.reg_write_batch([(X.UC_X86_REG_FPCW, fcw), (X.UC_X86_REG_FPSW, fsw), (X.UC_X86_REG_MXCSR, mxcsr)]
-                           + [(r, int.from_bytes(fx[160 + 16 * i:176 + 16 * i], "little")) for i, r in enumerate(XMM)])
+        _FX_RESTORE.write(uc, [fcw, fsw, mxcsr] + [int.from_bytes(fx[160 + 16 * i:176 + 16 * i], "little")
+                                                   for i in range(16)])
     else:                                   # NULL fpstate: the FPU is reset to its init state
         uc.reg_write(X.UC_X86_REG_FPCW, 0x37F)
         uc.reg_write(X.UC_X86_REG_MXCSR, 0x1F80)

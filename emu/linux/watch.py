@@ -20,11 +20,12 @@ from unicorn import UC_HOOK_CODE
 from unicorn import x86_const as X
 
 from .. import regs
+from .regbatch import RegBatch
 from .sigframe import _REG, GREGS, XMM
 
 #: registers the resume check compares (RIP and RSP are checked separately)
 CHECKED = GREGS[:15]
-_RET_IDS = [_REG[n] for n in CHECKED] + [X.UC_X86_REG_EFLAGS] + XMM
+_RET_REGS = RegBatch([_REG[n] for n in CHECKED] + [X.UC_X86_REG_EFLAGS] + XMM, wide=XMM)
 FLAGS_MASK = regs.USER_FLAGS_MASK       # CF PF AF ZF SF DF OF: what user code can observe
 
 
@@ -165,7 +166,7 @@ class Watch:
             self.violation("unmatched-return", f"asyncPreempt returned on g {g:#x}, which was never injected")
             return
         rsp = uc.reg_read(X.UC_X86_REG_RSP)
-        now = uc.reg_read_batch(_RET_IDS)
+        now = _RET_REGS(uc)
         rec.found = found = []            # (kind, name, expected, actual): the listener's structured form
         diffs = []
         for n, v in zip(CHECKED, now):
