@@ -166,9 +166,16 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
           budget: int = DEFAULT_BUDGET, gc: bool = False, gc_scanner: str = "go", force_unsafe: bool = False,
           async_preemption: bool = True, nested_signals: bool = False, jobs: int = 1, executor: str | None = None,
           results: PathLike | None = None, progress: bool = False,
-          on_world: Callable[[World], None] | None = None, runner: Callable[[World], Any] | None = None) -> SweepReport:
+          on_world: Callable[[World], None] | None = None, runner: Callable[[World], Any] | None = None,
+          call: int = 1, to_exit: int = 3, args: Sequence[str] = (), env: Sequence[str] = ()):
     """Deliver the preemption signal at every instruction boundary of `func` in `path` (a .s file,
     a Go binary, a .go file or a Go package directory) and verify each injection (`preemu sweep`).
+
+    Go input is swept inside its real program (emu/linux/realsweep.py; the result is a
+    sweep_report.RealSweepReport): the program runs from its entry with `args` and `env` (KEY=VALUE) to
+    the `call`-th call of `func` (with `registers`: to main.main's, where `func` is entered instead with
+    those ABIInternal registers), and `to_exit` points each also run on to the program's exit. gc,
+    stub="generated", force_unsafe, nested_signals or a layout keep Go input in preemu's model world.
 
     registers: entry values, numbers or `;@data` symbols ("src", "dst+16"); unset ones are seeded
     random. layout: "go1.14" or "go1.27" (default: go1.27 for Go input, else go1.14). stub: your own
@@ -185,6 +192,16 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     _positive("jobs", jobs)
     _positive("budget", budget)
     src = display_path(_readable(path, "the program"))
+    model_only = [o for o, on in (("gc", gc), ('stub="generated"', stub == "generated"),
+                                  ("force_unsafe", force_unsafe), ("nested_signals", nested_signals),
+                                  ("layout", layout is not None)) if on]
+    from . import gobuild
+    if gobuild.is_go_input(src) and not model_only:
+        return _sweep_real(src, func, registers, stub, seed, max_points, budget, async_preemption, jobs, executor,
+                           results, progress, call, to_exit, args, env)
+    if call != 1 or to_exit != 3 or args or env:
+        raise EmuError("call, to_exit, args and env apply to Go input swept in its real program"
+                       + (f" (not with {', '.join(model_only)})" if model_only else ""))
     stub_s = _stub(stub)
     program = loader.load_program(src)
     lay = _layout(layout or loader.default_layout(program))
@@ -199,6 +216,32 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     res = _sweep(world, entry, seed, max_points, budget, force_unsafe=force_unsafe,
                  async_preemption=async_preemption, nested_signals=nested_signals, runner=runner(world))
     return SweepReport(res, program, world.machine.stub, src, stub_s, lay)
+
+
+def _sweep_real(src: str, func: str, registers, stub, seed: int, max_points: int, budget: int,
+                async_preemption: bool, jobs: int, executor, results, progress: bool, call: int, to_exit: int,
+                args, env):
+    """A Go function swept inside its real program (emu/linux/realsweep.py)."""
+    from .linux import realsweep, sweep_report
+    if not isinstance(call, int) or isinstance(call, bool) or call < 1:
+        raise EmuError(f"call must be a positive integer, counted from 1 (got {call!r})")
+    if not isinstance(to_exit, int) or isinstance(to_exit, bool) or to_exit < 0:
+        raise EmuError(f"to_exit must be 0 or more (got {to_exit!r})")
+    for kv in env:
+        if "=" not in kv:
+            raise EmuError(f"env {kv!r}: write KEY=VALUE")
+    env = list(env) + ([] if async_preemption else ["GODEBUG=asyncpreemptoff=1"])
+    stub_s = None if stub in (None, "real") else _readable(stub, "the stub")
+    spec = realsweep.RealSpec(os.path.abspath(src), func, call, realsweep.check_registers(registers),
+                              None if stub_s is None else os.path.abspath(stub_s),
+                              tuple(realsweep.default_argv(src) + list(args)), tuple(env), seed)
+    sw = spec.build()
+    if stub_s is not None:
+        sw.stub = f"{display_path(stub_s)} (loaded over runtime.asyncPreempt)"
+    from . import shards
+    runner = shards.ShardRunner(spec, jobs, executor, None if results is None else os.fspath(results), progress, sw)
+    res = realsweep.sweep(spec, sw, src, max_points, budget, to_exit, runner=runner)
+    return sweep_report.RealSweepReport(res, src, None if stub_s is None else display_path(stub_s), sw)
 
 
 def _world_spec(src: str, entry: str, layout: str, stub: str | None, seed: int, registers, gc: bool = False,

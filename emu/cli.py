@@ -115,14 +115,22 @@ def _model_only(a) -> list[str]:
 
 def cmd_sweep(a, out) -> int:
     from . import api, gobuild, sweep
+    _writable(a.results, "--results")
+    if a.call < 1:
+        raise UsageError(f"--call {a.call}: calls are counted from 1")
+    if a.to_exit is not None and a.to_exit < 0:
+        raise UsageError(f"--to-exit {a.to_exit}: give a number of points, 0 or more")
     if gobuild.is_go_input(a.file) and not _model_only(a):
-        return _sweep_real(a, out)
+        rep = api.sweep(a.file, a.func, registers=_regs(a.reg), stub=a.stub, seed=a.seed, max_points=a.max_points,
+                        budget=a.budget or sweep.DEFAULT_BUDGET, async_preemption=a.async_preemption == "on",
+                        call=a.call, to_exit=3 if a.to_exit is None else a.to_exit, args=a.args, env=a.env or [],
+                        **_shard_options(a))
+        return _emit(a, rep, out, "" if a.json else rep.render(a.table))
     for opt, given in (("--call", a.call != 1), ("--to-exit", a.to_exit is not None), ("--env", a.env),
                        ("program arguments", a.args)):
         if given:
             raise UsageError(f"{opt} applies to Go input swept in its real program"
                              + (f", not with {', '.join(_model_only(a))}" if gobuild.is_go_input(a.file) else ""))
-    _writable(a.results, "--results")
     if a.gc_scanner is not None and not a.gc:
         raise UsageError("--gc-scanner chooses the stack scanner of --gc; add --gc")
     given = _regs(a.reg)
@@ -134,65 +142,6 @@ def cmd_sweep(a, out) -> int:
     if a.force_unsafe and rep.result.forced == 0:
         warn("--force-unsafe had no effect: Go's oracle refused no boundary of this run")
     return _emit(a, rep, out, "" if a.json else rep.render(a.table))
-
-
-def _sweep_real(a, out) -> int:
-    """`preemu sweep` of Go input: F swept inside its own program (emu/linux/gsweep.py)."""
-    from . import api, asmfront, gobuild, regs
-    from .linux import elfimage, gsweep, sweep_report
-    for opt, v in (("--junit-xml", a.junit_xml), ("--sarif", a.sarif), ("--results", a.results),
-                   ("--executor", a.executor)):
-        if v:
-            raise UsageError(f"{opt} is not supported yet for a Go function swept in its real program")
-    if a.call < 1:
-        raise UsageError(f"--call {a.call}: calls are counted from 1")
-    if a.to_exit is not None and a.to_exit < 0:
-        raise UsageError(f"--to-exit {a.to_exit}: give a number of points, 0 or more")
-    build = gobuild.build(a.file)
-    image = elfimage.load(str(build.binary))
-    given = {}
-    for k, v in _regs(a.reg).items():
-        try:
-            name = regs.lookup(k).name
-        except KeyError:
-            raise UsageError(f"--reg {k}: unknown register") from None
-        if name not in ("RAX", "RBX", "RCX", "RDI", "RSI", "R8", "R9", "R10", "R11"):
-            raise UsageError(f"--reg {k}: Go input takes its arguments in ABIInternal's integer registers "
-                             "(RAX, RBX, RCX, RDI, RSI, R8-R11)")
-        try:
-            given[name] = int(v, 0) & (1 << 64) - 1
-        except ValueError:
-            given[name] = image.resolve(v, f"--reg {k}")
-    stub = None
-    if a.stub not in (None, "real"):
-        path = api._readable(a.stub, "the stub")
-        at = image.symbol("runtime.asyncPreempt.abi0")
-        prog = asmfront.assemble_file(path, at, {"asyncPreempt2": image.symbol("runtime.asyncPreempt2")},
-                                      package="runtime", asm=True)
-        if not prog.has_func("asyncPreempt"):
-            raise UsageError(f"{a.stub}: the stub must define the label `asyncPreempt` (its entry point)")
-        code = bytearray()
-        for addr, blob in sorted(prog.code):
-            code[addr - at:addr - at + len(blob)] = blob
-        stub = (api.display_path(path), bytes(code))
-    from .linux import process
-    env = list(a.env or [])
-    for kv in env:
-        if "=" not in kv:
-            raise UsageError(f"--env {kv!r}: write KEY=VALUE")
-    opts = process.Options(argv=[os.path.basename(str(build.binary)) if os.path.isfile(a.file) else "prog",
-                                 *a.args], env=env, seed=a.seed)
-    sw = gsweep.RealSweep(image, opts, a.func, a.call, given, stub, build.source_path)
-    res = gsweep.sweep(sw, api.display_path(a.file), a.seed, a.max_points or 100_000,
-                       a.budget or sweep_default_budget(), 3 if a.to_exit is None else a.to_exit)
-    rep = sweep_report.RealSweepReport(res)
-    describe = (lambda pc: (sw.prog.describe_pc(pc) if sw.prog else image.describe(pc)))
-    return _emit(a, rep, out, "" if a.json else rep.render(a.table, describe))
-
-
-def sweep_default_budget() -> int:
-    from . import sweep
-    return sweep.DEFAULT_BUDGET
 
 
 def cmd_run(a, out) -> int:

@@ -44,6 +44,10 @@ def cases(rep) -> tuple[str, list[Case]]:
             if rep.violations:
                 fail += f"; first violation: {_first(rep.violations)}"
         return f"preemu run {rep.scenario.path}", [Case("preemu.run", rep.name, rep.elapsed, fail, rep.summary())]
+    if kind == "RealSweepReport":
+        fail = None if rep.ok else f"{rep.violation_count} violation(s); first: {_first(rep.violations)}"
+        return f"preemu sweep {rep.source}", [Case(f"preemu.sweep.{rep.source}", rep.result.func,
+                                                   rep.result.elapsed, fail, rep.summary())]
     if kind == "SweepReport":
         fail = None if rep.ok else f"{rep.violation_count} violation(s); first: {_first(rep.violations)}"
         return f"preemu sweep {rep.source}", [Case(f"preemu.sweep.{rep.source}", rep.result.entry,

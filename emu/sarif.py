@@ -141,14 +141,14 @@ def _results(rep) -> list[dict]:
                 res["relatedLocations"] = [dict(_location(*w, f"interrupted instruction in corpus loop {sc}"), id=0)]
             out.append(res)
         return out
-    if kind not in ("SweepReport", "ScenarioReport"):
+    if kind not in ("SweepReport", "ScenarioReport", "RealSweepReport"):
         raise TypeError(f"no SARIF form for {kind}")
     if kind == "ScenarioReport":
         out += _expectations(rep)
         if rep.kind != "sweep":
             return out
     res_ = rep.result
-    stub_file = rep.stub if kind == "SweepReport" else (str(rep.scenario.stub) if rep.scenario.stub else None)
+    stub_file = rep.stub if kind in ("SweepReport", "RealSweepReport") else (str(rep.scenario.stub) if rep.scenario.stub else None)
     for (k, what), vs in report.group_violations(res_.violations).items():
         v = vs[0]
         n = res_.violation_groups.get((k, what), len(vs))

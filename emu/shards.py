@@ -43,6 +43,10 @@ class WorldSpec:
         return loader.build_world(program, self.entry, self.layout, self.stub, self.seed, dict(self.registers),
                                   gc=self.gc, scanner=self.scanner, stack_size=self.stack_size)
 
+    @staticmethod
+    def run(world, ref, index, points, start, opts) -> sweep.ShardResult:
+        return sweep.run_shard(world, ref, index, points, start, opts)
+
 
 _WORLDS: dict[WorldSpec, object] = {}       # per worker process
 
@@ -53,7 +57,7 @@ def run_task(spec: WorldSpec, ref: sweep.Reference, opts: sweep.ChainOptions, ta
     if world is None:
         world = _WORLDS[spec] = spec.build()
     index, points, start = task
-    return sweep.run_shard(world, ref, index, points, start, opts)
+    return spec.run(world, ref, index, points, start, opts)
 
 
 def _ignore_sigint() -> None:
@@ -91,7 +95,7 @@ def shard_to_json(r: sweep.ShardResult) -> dict:
                            "groups": [[k, w, n] for (k, w), n in r.violations.groups.items()],
                            "kept": [v.to_json() for v in r.violations.kept]},
             "per_pc": [[pc, dict(ps.verdicts)] for pc, ps in r.per_pc.items()],
-            "gc": None if r.gc is None else asdict(r.gc)}
+            "gc": None if r.gc is None else asdict(r.gc), "extra": r.extra}
 
 
 def shard_from_json(d: dict) -> sweep.ShardResult:
@@ -102,7 +106,8 @@ def shard_from_json(d: dict) -> sweep.ShardResult:
     log.kept = [verify.Violation(**{**x, "pc": int(x["pc"], 16)}) for x in v["kept"]]
     per_pc = {pc: sweep.PcStats(pc, Counter(c)) for pc, c in d["per_pc"]}
     return sweep.ShardResult(d["index"], d["points"], d["injected"], d["forced"], Counter(d["refused"]), log,
-                             per_pc, d["cpu_seconds"], None if d.get("gc") is None else sweep.GcStats(**d["gc"]))
+                             per_pc, d["cpu_seconds"], None if d.get("gc") is None else sweep.GcStats(**d["gc"]),
+                             d.get("extra"))
 
 
 def run_key(spec: WorldSpec, ref: sweep.Reference, opts: sweep.ChainOptions, tasks) -> str:
@@ -119,7 +124,8 @@ def run_key(spec: WorldSpec, ref: sweep.Reference, opts: sweep.ChainOptions, tas
             with open(path, "rb") as f:
                 h.update(f.read())
     plan = [(i, len(pts), pts[0] if len(pts) else -1) for i, pts, _ in tasks]
-    h.update(json.dumps([__version__, astuple(spec), astuple(opts), ref.boundaries, plan], default=str).encode())
+    h.update(json.dumps([__version__, type(spec).__name__, astuple(spec), astuple(opts), ref.boundaries, plan],
+                        default=str).encode())
     return h.hexdigest()[:32]
 
 
@@ -229,7 +235,7 @@ class ShardRunner:
             for t in todo:
                 if self.local_world is not None:
                     index, points, start = t
-                    yield sweep.run_shard(self.local_world, ref, index, points, start, opts)
+                    yield self.spec.run(self.local_world, ref, index, points, start, opts)
                 else:
                     yield run_task(self.spec, ref, opts, t)
         else:

@@ -591,6 +591,7 @@ class ShardResult:
     per_pc: dict[int, PcStats]
     cpu_seconds: float = 0.0          # timing (process CPU time of the shard)
     gc: "GcStats | None" = None       # --gc worlds: this shard's GCs (merge_gc)
+    extra: dict | None = None         # what only a real-program shard has (emu/linux/gsweep.py)
 
 
 def start_states(world: World, boundaries: list[int]) -> list:

@@ -40,6 +40,12 @@ KINDS: dict[str, str] = {
                             "injection inside a write-barrier sequence (forced where Go refuses).",
     "needless-stack-growth": "The stack grew although SP was above stackguard0: an injection between the prologue's "
                              "compare and its branch (forced where Go refuses, golang/go#35470).",
+    "oracle-disagrees": "In a real program, the runtime's own sighandler injected where preemu's oracle refuses, or "
+                        "declined where it would inject: the oracle (or the runtime) is wrong about this PC.",
+    "context-modified": "In a real program, the signal handler changed registers of the interrupted context other than "
+                        "RIP and RSP (pushCall edits only those two).",
+    "sigreturn-frame": "In a real program, rt_sigreturn ran on a frame that is not the one delivered last.",
+    "unmatched-return": "In a real program, asyncPreempt returned on a goroutine that was never injected.",
 }
 
 

@@ -101,3 +101,44 @@ def test_program_arguments_and_environment_reach_the_program():
     j = json.loads(text)
     assert code == 0 and j["to_exit"] == []
     assert "initTable" in j["reference"]["stdout"] and j["results"]["~r0"] != "368"   # n = 12, not 10
+
+
+def _stable(j):
+    """A sweep's JSON without its timing."""
+    return {k: v for k, v in j.items() if k not in ("cpu_seconds", "us_per_point")}
+
+
+def test_shards_give_the_same_report_wherever_they_run_and_resume_from_a_results_file(tmp_path):
+    args = ["sweep", KINDS, "--func", "spin", "--reg", "RAX=450", "--json", "--to-exit", "1"]
+    one = json.loads(run(*args, "--jobs", "1")[1])
+    assert one["shards"] == 3 and one["ok"] and one["points_tried"] == one["boundaries"] == 4507
+    res = tmp_path / "r.jsonl"
+    two = json.loads(run(*args, "--jobs", "2", "--results", str(res))[1])
+    assert _stable(two) == _stable(one)
+    assert len(res.read_text().splitlines()) == 3
+    again = json.loads(run(*args, "--jobs", "2", "--results", str(res))[1])    # every shard from the file
+    assert _stable(again) == _stable(one)
+
+
+def test_the_python_api_sweeps_go_input_in_its_real_program():
+    import emu
+    rep = emu.sweep(KINDS, "sprintf", max_points=60, to_exit=1)
+    assert type(rep).__name__ == "RealSweepReport" and rep.ok and rep.violation_count == 0
+    assert rep.to_json()["results"] == {"~r0": "string 'n=10 hex=9f6 q=\"abab\"'"}
+    assert rep.summary().startswith("OK")
+    with pytest.raises(emu.EmuError, match="call must be a positive integer"):
+        emu.sweep(KINDS, "sprintf", call=0)
+    off = emu.sweep(KINDS, "spin", registers={"RAX": 5}, async_preemption=False, to_exit=0)
+    assert off.ok and off.result.injected == 0 and off.result.refused == {"asyncpreemptoff": 57}
+
+
+def test_junit_and_sarif_name_the_violation_of_a_go_sweep(tmp_path):
+    import junitparser
+    xml, sarif = tmp_path / "j.xml", tmp_path / "s.sarif"
+    code, _ = run("sweep", KINDS, "--func", "spin", "--reg", "RAX=20", "--stub", "tests/data/stub_no_pushfq.s",
+                  "--junit-xml", str(xml), "--sarif", str(sarif), "--to-exit", "0")
+    assert code == 1
+    case = next(iter(junitparser.JUnitXml.fromfile(str(xml))))
+    assert "flags RFLAGS" in next(iter(case)).result[0].message
+    log = json.loads(sarif.read_text())
+    assert {r["ruleId"] for r in log["runs"][0]["results"]} >= {"flags"}

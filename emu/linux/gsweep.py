@@ -23,15 +23,14 @@ At F's return the swept run's results and globals must equal the reference's (se
 are pointers compare as nil / not nil, since a goroutine resumed on another P allocates elsewhere), and
 after F the program runs on to its exit with the same output and status. `to_exit` more points each get
 a run of their own: one injection, then on to the exit, compared with the reference's ending.
-Left out: sharding (a sweep runs in one process), --gc (the model world's GC: issue #20).
+This module is the engine of one process (setup, the reference, a chain, a single injection); realsweep.py
+shards a sweep and merges it, geffects.py reads what F leaves behind. Left out: --gc (the model world's
+GC: issue #20).
 """
 from __future__ import annotations
 
-import bisect
-import struct
-import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from unicorn import UC_HOOK_CODE
 from unicorn import x86_const as X
@@ -41,15 +40,9 @@ from ..errors import EmuError
 from ..verify import Violation
 from . import snapshot
 from .gclock import GoroutineClock
-from .threads import RUNNABLE
+from .geffects import Effects
 
 SIGURG = gs.SIG_PREEMPT
-#: Globals whose changes are the runtime's own bookkeeping, not F's effect: runtime packages, the
-#: internal/ tree, sync's pool registry and the linker's symbols.
-BOOKKEEPING = ("runtime.", "internal/", "sync.", "sync/", "syscall.", "go:", "type:", "os.", "time.")
-_XMM = [getattr(X, f"UC_X86_REG_XMM{i}") for i in range(16)]
-_REGS = {n: getattr(X, f"UC_X86_REG_{n}") for n in ("RAX", "RBX", "RCX", "RDI", "RSI", "R8", "R9", "R10", "R11")}
-_REGS.update({f"XMM{i}": r for i, r in enumerate(_XMM)})
 
 
 @dataclass
@@ -92,38 +85,12 @@ class Point:
 
 
 @dataclass
-class RealSweepResult:
-    """What a sweep of a Go function in its real program found (rendered by gsweep_report)."""
-    source: str
-    func: str
-    call: int
-    entered: str                      # "called" (the program's own N-th call) or "entered" (--reg)
-    stub: str
-    seed: int
+class Reference:
+    """The uninterrupted run from the snapshot: F's boundaries and effects, and how the program ended."""
     boundaries: int
-    points: int
-    injected: int
-    refused: Counter
-    violations: list
-    elapsed: float
-    cpu: float
-    per_pc: dict                      # pc -> Counter(reason)
-    ending: Ending                    # the reference run's
-    results: dict                     # result name -> the reference's value, as shown
-    reached: int                      # boundaries the chain reached (< points when F returned sooner)
-    to_exit: list                     # [(boundary, ok, detail)]
-    declined_by_sysmon: int = 0       # other signals of the chain (sysmon's), not the sweep's
-    oracle_note: str = ""
-    extra_preemptions: int = 0
-    seen_pcs: list = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.violations
-
-    @property
-    def violation_count(self) -> int:
-        return len(self.violations)
+    results: dict
+    globals: dict
+    ending: Ending
 
 
 class RealSweep:
@@ -142,7 +109,6 @@ class RealSweep:
         if stub_code is not None:
             self._load_stub(*stub_code)
         self.prog = self.p.watch.oracle.prog if self.p.watch.oracle is not None else None
-        self.violations: list[Violation] = []
         self._start()
 
     # --- setup ----------------------------------------------------------------------------------------
@@ -200,7 +166,8 @@ class RealSweep:
             for name, v in self.regs.items():
                 t.ctx.reg_write(getattr(X, f"UC_X86_REG_{name}"), v)
             t.ctx.reg_write(X.UC_X86_REG_RIP, self.entry)
-        p.runq.remove(t) if t in p.runq else None
+        if t in p.runq:
+            p.runq.remove(t)
         p.runq.appendleft(t)
         p.uc.context_restore(t.ctx)
         self.tid = t.tid
@@ -208,8 +175,8 @@ class RealSweep:
         self.entry_sp = p.uc.reg_read(X.UC_X86_REG_RSP)
         self.ret_addr = p.read_u64(self.entry_sp)
         self.entry_depth = self._stack_hi() - self.entry_sp
-        self.slots = self._result_slots()
-        self.globals0 = self._read_globals()
+        self.effects = Effects(p, self.func, self.prog.binary if self.prog is not None else None)
+        self.effects.mark_start()
         self.snap = snapshot.take(p)
 
     def _count_call(self) -> bool:
@@ -227,119 +194,11 @@ class RealSweep:
     def _stack_hi(self) -> int:
         return self._g("stack.hi")
 
-    def _result_slots(self):
-        from .. import goabi, godwarf
-        try:
-            with godwarf.GoDwarf.open(self.image.path) as d:
-                pr = d.func_params(self.func)
-        except EmuError:
-            pr = None
-        if pr is None:
-            return None
-        return goabi.result_slots(*pr)
-
-    # --- globals ----------------------------------------------------------------------------------------
-    def _data_segments(self):
-        return [(s.vaddr, s.memsz) for s in self.image.segments if s.flags & 2]
-
-    def _read_globals(self) -> list[bytes]:
-        return [self.p.read(a, n) for a, n in self._data_segments()]
-
-    def _global_names(self):
-        if not hasattr(self, "_gsyms"):
-            rows = sorted((a, n, s) for n, (a, s) in self.image.symbols.items() if s > 0)
-            self._gsyms = ([r[0] for r in rows], rows)
-            ptrs = set()
-            if self.prog is not None:
-                try:
-                    ptrs = set(self.prog.binary.global_pointer_words())
-                except Exception:       # a binary whose GC bitmaps preemu cannot read: compare words exactly
-                    ptrs = set()
-            self._ptr_words = ptrs
-        return self._gsyms
-
-    def _symbol_of(self, addr: int) -> str | None:
-        starts, rows = self._global_names()
-        i = bisect.bisect_right(starts, addr) - 1
-        if i >= 0 and rows[i][0] <= addr < rows[i][0] + rows[i][2]:
-            return f"{rows[i][1]}+{addr - rows[i][0]:#x}" if addr != rows[i][0] else rows[i][1]
-        return None
-
-    def _changed_globals(self) -> dict[int, str]:
-        """{address: value token} of every global word F's run changed (bookkeeping excluded)."""
-        self._global_names()
-        out = {}
-        for (a, n), before, now in zip(self._data_segments(), self.globals0, self._read_globals()):
-            if before == now:
-                continue
-            for page in range(0, n, 4096):
-                if before[page:page + 4096] == now[page:page + 4096]:
-                    continue
-                for off in range(page, min(n, page + 4096) - 7, 8):
-                    if before[off:off + 8] == now[off:off + 8]:
-                        continue
-                    addr = a + off
-                    name = self._symbol_of(addr)
-                    if name is None or name.startswith(BOOKKEEPING):
-                        continue
-                    out[addr] = self._word_token(addr, now[off:off + 8])
-        return out
-
-    def _word_token(self, addr: int, raw: bytes) -> str:
-        v = int.from_bytes(raw, "little")
-        if addr in self._ptr_words:
-            return "nil" if v == 0 else "non-nil pointer"
-        return f"{v:#x}"
-
-    # --- F's results ------------------------------------------------------------------------------------
-    def _values(self) -> dict[str, str]:
-        """F's results as comparable text, read where ABIInternal put them at its return (goabi.py). The rule:
-        integers, booleans, floats, lengths and interface type words bit-exact in their size; a string by
-        its bytes; any other pointer-shaped word (pointer, map, chan, func, slice or interface data) as nil
-        or not nil; an array of more than one element by its bytes. Without DWARF for F: nothing."""
-        if self.slots is None:
-            return {"(results)": "not read: no DWARF entry for the function"}
-        p, out = self.p, {}
-        base = self.p.uc.reg_read(X.UC_X86_REG_RSP) + 0      # at the return address: the caller's SP
-        vals: list[tuple] = []
-        for s in self.slots:
-            if s.where is not None:
-                raw = p.uc.reg_read(_REGS[s.where])
-                v = raw & ((1 << (8 * s.leaf.size)) - 1) if s.leaf.size < 16 else raw
-                vals.append((s, v, None))
-            else:
-                data = p.read(base + s.offset, s.leaf.size)
-                vals.append((s, int.from_bytes(data, "little"), data))
-        i = 0
-        while i < len(vals):
-            s, v, data = vals[i]
-            k = s.leaf.kind
-            if k == "strptr" and i + 1 < len(vals):
-                n = vals[i + 1][1]
-                text = p.read_or_empty(v, min(n, 4096)) if v and n else b""
-                tok = repr(text.decode(errors="replace")) + ("..." if n > 4096 else "")
-                out.setdefault(s.result, []).append(f"string {tok}")
-                i += 2
-                continue
-            if k == "ptr":
-                tok = "nil" if v == 0 else "non-nil"
-            elif k in ("array", "other"):
-                tok = (data or b"").hex()
-            elif k == "bool":
-                tok = str(bool(v & 0xFF)).lower()
-            elif k == "float":
-                tok = f"{struct.unpack('<d' if s.leaf.size == 8 else '<f', v.to_bytes(s.leaf.size, 'little'))[0]!r}"
-            else:
-                tok = str(v if v < 1 << 63 or s.leaf.size < 8 else v - (1 << 64))
-            out.setdefault(s.result, []).append(tok)
-            i += 1
-        return {k: ", ".join(v) for k, v in out.items()}
-
     # --- runs -------------------------------------------------------------------------------------------
     def _arm(self) -> GoroutineClock:
         snapshot.restore(self.p, self.snap)
         clock = GoroutineClock(self.p, self.g)
-        self._returned = None
+        self.returned = None
         self._ret_hook = self.p.uc.hook_add(UC_HOOK_CODE, self._on_return, clock, self.ret_addr, self.ret_addr)
         return clock
 
@@ -350,12 +209,12 @@ class RealSweep:
 
     def _on_return(self, uc, addr, size, clock) -> None:
         c = self.p.counter._c
-        if self._returned is not None or c.executed >= c.limit or clock.tid != self.p.cur.tid:
+        if self.returned is not None or c.executed >= c.limit or clock.tid != self.p.cur.tid:
             return
         if self._stack_hi() - uc.reg_read(X.UC_X86_REG_RSP) != self.entry_depth - 8:
             return                              # a deeper (recursive) call returning here
         n = clock.count + (c.executed - 1 - clock.mark)
-        self._returned = (n, self._values(), self._changed_globals())
+        self.returned = (n, self.effects.results(), self.effects.changed_globals())
 
     def _finish(self, clock: GoroutineClock) -> Ending:
         clock.stop_at = None
@@ -363,11 +222,11 @@ class RealSweep:
         self._disarm(clock)
         return Ending.of(self.p)
 
-    def reference(self, budget: int):
+    def reference(self, budget: int) -> Reference:
         clock = self._arm()
         clock.stop_at = budget
-        self.p.run_until(lambda: self._returned is not None or clock.ready is not None)
-        if self._returned is None:
+        self.p.run_until(lambda: self.returned is not None or clock.ready is not None)
+        if self.returned is None:
             self._disarm(clock)
             if clock.ready is not None:
                 raise EmuError(f"{self.func} did not return within --budget {budget:,} of its instructions "
@@ -377,19 +236,20 @@ class RealSweep:
             raise EmuError(f"{self.func} never returned: the program ended first ({ended.reason}, exit status "
                            f"{ended.exit_code}{': ' + said if said else ''}) after {clock.count:,} of its "
                            "instructions")
-        self.ref_boundaries, self.ref_results, self.ref_globals = self._returned
-        self.ref_ending = self._finish(clock)
-        return self.ref_boundaries
+        n, results, globs = self.returned
+        return Reference(n, results, globs, self._finish(clock))
 
     # --- the chain ------------------------------------------------------------------------------------
     def chain(self, points, stats: dict) -> tuple:
+        """Inject at each boundary of `points` (sorted) in one run from the snapshot, then run on to the exit;
+        returns (listener, boundaries reached, ending). self.returned is F's (boundaries, results, globals)."""
         clock = self._arm()
         listener = _Listener(self, clock)
         self.p.watch.listener = listener
         reached = 0
         for k in points:
             clock.stop_at = k
-            self.p.run_until(lambda: self._returned is not None or clock.ready is not None)
+            self.p.run_until(lambda: self.returned is not None or clock.ready is not None)
             if clock.ready is None:
                 break                           # F returned (or the program ended) before boundary k
             reached += 1
@@ -450,7 +310,7 @@ class RealSweep:
         listener = _Listener(self, clock)
         self.p.watch.listener = listener
         clock.stop_at = k
-        self.p.run_until(lambda: self._returned is not None or clock.ready is not None)
+        self.p.run_until(lambda: self.returned is not None or clock.ready is not None)
         pt = None
         if clock.ready is not None:
             pt = listener.point = self._deliver(clock, k)
@@ -523,86 +383,3 @@ class _Listener:
         pt.stack = None
 
 
-def select(n: int, max_points: int) -> list[int]:
-    from ..sweep import select_points
-    return list(select_points(n, max_points))
-
-
-def spread(points: list[int], k: int) -> list[int]:
-    """k of the points, the first and the last included, the rest evenly between."""
-    if k <= 0 or not points:
-        return []
-    if k == 1:
-        return [points[0]]
-    n = len(points)
-    return sorted({points[round(i * (n - 1) / (k - 1))] for i in range(min(k, n))})
-
-
-def sweep(sw: RealSweep, source: str, seed: int = 1, max_points: int = 100_000, budget: int = 20_000_000,
-          to_exit: int = 3, progress=None) -> RealSweepResult:
-    t0, c0 = time.perf_counter(), time.process_time()
-    n = sw.reference(budget)
-    points = select(n, max_points)
-    stats: dict = {}
-    listener, reached, ending = sw.chain(points, stats)
-    viol = list(listener.violations)
-    # the watch's own findings: the oracle against the runtime, the handler's edits, sigreturn frames
-    for w in sw.p.watch.violations:
-        if w["kind"] == "resume-registers":
-            continue                              # the listener reported those register by register
-        pc = int(w.get("pc", "0x0"), 16)
-        k = next((pt.boundary for pt in listener.points if pt.pc == pc), -1)
-        viol.append(sw.make_violation(w["kind"], f"{pc:#x}", "", "", k, pc, w["message"]))
-    injected = sum(1 for pt in listener.points if pt.event.outcome == "injected")
-    refused: Counter = Counter()
-    for pt in listener.points:
-        ev = pt.event
-        if ev.outcome != "injected":
-            refused[ev.oracle or ev.outcome] += 1
-    last = listener.points[-1] if listener.points else None
-    if sw._returned is None:
-        viol.append(sw.make_violation("final-state", "control flow", f"{sw.func} returns", "it never returned",
-                                      last.boundary if last else 0, last.pc if last else sw.entry,
-                                      f"the program ended: {ending.reason}"))
-    else:
-        _, results, globs = sw._returned
-        k, pc = (last.boundary, last.pc) if last else (0, sw.entry)
-        for name in sorted(set(results) | set(sw.ref_results)):
-            a, b = sw.ref_results.get(name, "-"), results.get(name, "-")
-            if a != b:
-                viol.append(sw.make_violation("final-state", f"result {name}", a, b, k, pc,
-                                              f"{sw.func}'s result differs from the uninterrupted run"))
-        for addr in sorted(set(globs) | set(sw.ref_globals)):
-            g0 = sw.globals0
-            a = sw.ref_globals.get(addr) or _token_at(sw, g0, addr)
-            b = globs.get(addr) or _token_at(sw, g0, addr)
-            if a != b:
-                viol.append(sw.make_violation("final-state", sw._symbol_of(addr) or f"{addr:#x}", a, b, k, pc,
-                                              f"a global {sw.func} changed differs from the uninterrupted run"))
-                break
-    for what, a, b in sw.ref_ending.diff(ending):
-        viol.append(sw.make_violation("final-state", f"program {what}", a, b, last.boundary if last else 0,
-                                      last.pc if last else sw.entry,
-                                      "after every injection, the program ended otherwise than uninterrupted"))
-    checks = []
-    for k in spread(points, to_exit):
-        pt, end = sw.single(k)
-        d = sw.ref_ending.diff(end)
-        checks.append((k, not d, "; ".join(f"{w}: {a} -> {b}" for w, a, b in d)))
-        if d and pt is not None:
-            for what, a, b in d:
-                viol.append(sw.make_violation("final-state", f"program {what}", a, b, k, pt.pc,
-                                              "one injection at this boundary, then on to the exit: the program "
-                                              "ended otherwise than uninterrupted"))
-    cpu, el = time.process_time() - c0, time.perf_counter() - t0
-    return RealSweepResult(source, sw.func, sw.call, "entered" if sw.regs else "called", sw.stub, seed, n,
-                           len(points), injected, refused, viol, el, cpu, stats, sw.ref_ending, sw.ref_results,
-                           reached, checks, oracle_note=sw.p.oracle_note,
-                           extra_preemptions=listener.other_injections, seen_pcs=sorted(stats))
-
-
-def _token_at(sw: RealSweep, segs: list[bytes], addr: int) -> str:
-    for (a, n), data in zip(sw._data_segments(), segs):
-        if a <= addr < a + n:
-            return sw._word_token(addr, data[addr - a:addr - a + 8])
-    return "?"

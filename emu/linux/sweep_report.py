@@ -15,7 +15,12 @@ SCHEMA = "preemu/sweep-real/1"
 
 @dataclasses.dataclass
 class RealSweepReport:
-    result: Any = dataclasses.field(repr=False)         # gsweep.RealSweepResult
+    """What `preemu sweep` of Go input prints (the Python API's result for Go input)."""
+    result: Any = dataclasses.field(repr=False)         # realsweep.RealSweepResult
+    source: str = ""                                    # the program, as shown
+    stub: str | None = None                             # the user's stub file, or None (the binary's own)
+    sweeper: Any = dataclasses.field(default=None, repr=False)     # gsweep.RealSweep (for describing PCs)
+    stub_program = None                                 # (SARIF: no stub line to blame in a binary's own stub)
 
     @property
     def ok(self) -> bool:
@@ -41,17 +46,22 @@ class RealSweepReport:
             reference={"exit_code": r.ending.exit_code, "stdout": r.ending.stdout.decode(errors="replace"),
                        "stderr": r.ending.stderr.decode(errors="replace"), "stop_reason": r.ending.reason},
             to_exit=[{"boundary": k, "ok": ok, "detail": d} for k, ok, d in r.to_exit],
-            other_preemptions=r.extra_preemptions,
+            violation_groups=[{"kind": k, "what": w, "count": n} for (k, w), n in r.violation_groups.items()],
+            other_preemptions=r.other_preemptions, shards=r.shards,
             points=[{"pc": f"{pc:#x}", "verdicts": dict(c)} for pc, c in sorted(r.per_pc.items())],
             cpu_seconds=round(r.cpu, 3), us_per_point=round(1e6 * r.cpu / max(1, r.points), 1),
             oracle=r.oracle_note or "on", ok=r.ok)
 
-    def render(self, table: bool = False, describe=None) -> str:
+    def render(self, table: bool = False) -> str:
         r = self.result
+        sw = self.sweeper
+        describe = None if sw is None else (lambda pc: sw.prog.describe_pc(pc) if sw.prog else sw.image.describe(pc))
         L = [f"preemu sweep: {r.source}  func {r.func}  {_how(r)}  stub {r.stub}  real program  seed {r.seed}", ""]
         L.append(f"  boundaries         {r.boundaries:>9,}   instructions of {r.func}'s goroutine from its entry to its "
                  "return (callees and the runtime included)")
         L.append(f"  points tried       {r.points:>9,}" + ("   (capped by --max-points)" if r.points < r.boundaries else ""))
+        if r.shards > 1:
+            L.append(f"  shards             {r.shards:>9,}   chains of up to 2,000 points, each from the snapshot")
         if r.reached < r.points:
             L.append(f"  points reached     {r.reached:>9,}   {r.func} returned sooner in the swept run (other "
                      "goroutines ran in another order)")
@@ -61,8 +71,8 @@ class RealSweepReport:
                  "which agreed at every signal unless a violation says otherwise)")
         for reason, n in sorted(r.refused.items()):
             L.append(f"    {reason:<16} {n:>9,}   {REASONS.get(reason, '')}".rstrip())
-        if r.extra_preemptions:
-            L.append(f"  other preemptions  {r.extra_preemptions:>9,}   the runtime's own (sysmon, GC), also checked")
+        if r.other_preemptions:
+            L.append(f"  other preemptions  {r.other_preemptions:>9,}   the runtime's own (sysmon, GC), also checked")
         L.append(f"  violations         {r.violation_count:>9,}")
         L.append(f"  speed              {r.points / r.cpu if r.cpu else 0:>9,.0f}   verified points per second of CPU "
                  "(program start, reference and to-exit runs included)")
@@ -99,10 +109,12 @@ def verdict(r) -> list[str]:
         return ["OK: the runtime's decision matched preemu's oracle at every signal; every injection came back with",
                 "    the 14 GPRs, RBP, RFLAGS and XMM0-15 bit-exact and the stack at and above the interrupted RSP",
                 f"    untouched; {r.func}'s results and the program's output equal the uninterrupted run."]
-    L = [f"FAIL: {r.violation_count} violation(s)"]
+    L = [f"FAIL: {r.violation_count} violation(s)"
+         + (f" (first {len(r.violations)} kept)" if len(r.violations) < r.violation_count else "")]
     for (kind, what), vs in group_violations(r.violations).items():
         v = vs[0]
-        L.append(f"  {kind} {what}: {len(vs)} injection point(s); first at boundary {v.boundary}, "
+        n = r.violation_groups.get((kind, what), len(vs))
+        L.append(f"  {kind} {what}: {n} injection point(s); first at boundary {v.boundary}, "
                  f"pc {v.pc:#x} `{v.insn}` ({v.where})")
         L += _expected_actual(v)
     return L

@@ -1,0 +1,236 @@
+"""A Go function swept inside its real program, as `preemu sweep` and `emu.sweep` run it: the spec a worker
+rebuilds the process from, the shards, the checks at F's return and at the exit, and the merged result.
+
+The coordinator builds the process to F's call (gsweep.RealSweep), runs the reference, chooses the points
+(sweep.select_points) and cuts them into shards of SHARD_POINTS; each shard rebuilds the same snapshot from
+the spec (the program and options determine it), runs uninterrupted to its first point and injects at its
+points in one chain, then compares F's results and globals at the return and the program's ending with the
+reference. Shards run where emu.shards runs them (here, --jobs processes, Dask), with a results file to
+resume from and progress; the result does not depend on where they ran. `to_exit` points then get a run of
+their own each (one injection, on to the exit).
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .. import sweep as S
+from ..errors import EmuError
+from ..verify import Violation
+from .gsweep import Ending, RealSweep, Reference
+
+#: points per shard: fixed, so the plan depends on the points only (never on --jobs or the executor)
+SHARD_POINTS = 2_000
+ABI_INT_REGS = ("RAX", "RBX", "RCX", "RDI", "RSI", "R8", "R9", "R10", "R11")
+
+
+@dataclass(frozen=True)
+class RealSpec:
+    """Everything a process needs to rebuild the same snapshot: program, function, call, entry registers,
+    stub, arguments, environment, seed."""
+
+    asm: str                                   # the program (binary, .go file or package directory)
+    entry: str
+    call: int = 1
+    registers: tuple = ()                      # ((ABI register, value), ...) for --reg entry
+    stub: str | None = None
+    argv: tuple = ()
+    env: tuple = ()
+    seed: int = 1
+
+    def build(self) -> RealSweep:
+        from .. import gobuild
+        from . import elfimage, process
+        res = gobuild.build(self.asm)
+        image = elfimage.load(str(res.binary))
+        regs = {}
+        for name, v in self.registers:
+            regs[name] = v if isinstance(v, int) else image.resolve(str(v), f"--reg {name}")
+        stub = None if self.stub is None else (self.stub, stub_code(self.stub, image))
+        opts = process.Options(argv=list(self.argv), env=list(self.env), seed=self.seed)
+        return RealSweep(image, opts, self.entry, self.call, regs, stub, res.source_path)
+
+    @staticmethod
+    def run(sw: RealSweep, ref, index, points, start, opts) -> S.ShardResult:
+        return run_shard(sw, ref, index, points, opts)
+
+
+def stub_code(path: str, image) -> bytes:
+    """Assemble a stub file (Intel syntax, the .s front end) at runtime.asyncPreempt's address, its CALL to
+    asyncPreempt2 resolved to the binary's runtime.asyncPreempt2: the bytes to load over the binary's stub."""
+    from .. import asmfront
+    at = image.symbol("runtime.asyncPreempt.abi0")
+    prog = asmfront.assemble_file(path, at, {"asyncPreempt2": image.symbol("runtime.asyncPreempt2")},
+                                  package="runtime", asm=True)
+    if not prog.has_func("asyncPreempt"):
+        raise EmuError(f"{path}: the stub must define the label `asyncPreempt` (its entry point)")
+    code = bytearray()
+    for addr, blob in sorted(prog.code):
+        code[addr - at:addr - at + len(blob)] = blob
+    return bytes(code)
+
+
+def check_registers(registers) -> tuple:
+    """--reg for Go input: ABIInternal's integer argument registers, numbers or global symbols."""
+    from .. import regs
+    out = []
+    for k, v in dict(registers or {}).items():
+        try:
+            name = regs.lookup(k).name
+        except KeyError:
+            raise EmuError(f"--reg {k}: unknown register") from None
+        if name not in ABI_INT_REGS:
+            raise EmuError(f"--reg {k}: Go input takes its arguments in ABIInternal's integer registers "
+                           "(RAX, RBX, RCX, RDI, RSI, R8-R11)")
+        if isinstance(v, str):
+            try:
+                v = int(v, 0)
+            except ValueError:
+                pass                            # a global's name, resolved against the binary
+        out.append((name, v & (1 << 64) - 1 if isinstance(v, int) else v))
+    return tuple(out)
+
+
+@dataclass
+class RealSweepResult:
+    """What a sweep of a Go function in its real program found (rendered by sweep_report)."""
+    source: str
+    func: str
+    call: int
+    entered: str                      # "called" (the program's own N-th call) or "entered" (--reg)
+    stub: str
+    seed: int
+    boundaries: int
+    points: int
+    injected: int
+    refused: Counter
+    violations: list
+    violation_count: int
+    violation_groups: Counter
+    elapsed: float
+    cpu: float
+    per_pc: dict                      # pc -> Counter(verdict)
+    ending: Ending                    # the reference run's
+    results: dict                     # F's results in the reference run, as text
+    reached: int                      # points the chains reached (< points when F returned sooner)
+    to_exit: list                     # [(boundary, ok, detail)]
+    other_preemptions: int = 0
+    oracle_note: str = ""
+    shards: int = 1
+    entry: str = field(default="")    # = func (the name reports of every sweep use)
+
+    @property
+    def ok(self) -> bool:
+        return self.violation_count == 0
+
+
+def _finals(sw: RealSweep, ref: Reference, ending: Ending, last) -> list[Violation]:
+    """The chain's F-return and exit checks against the reference."""
+    out = []
+    k, pc = (last.boundary, last.pc) if last else (0, sw.entry)
+    if sw.returned is None:
+        return [sw.make_violation("final-state", "control flow", f"{sw.func} returns", "it never returned", k, pc,
+                                  f"the program ended: {ending.reason}")]
+    _, results, globs = sw.returned
+    for name in sorted(set(results) | set(ref.results)):
+        a, b = ref.results.get(name, "-"), results.get(name, "-")
+        if a != b:
+            out.append(sw.make_violation("final-state", f"result {name}", a, b, k, pc,
+                                         f"{sw.func}'s result differs from the uninterrupted run"))
+    eff = sw.effects
+    for addr in sorted(set(globs) | set(ref.globals)):
+        a = ref.globals.get(addr) or eff.start_token(addr)
+        b = globs.get(addr) or eff.start_token(addr)
+        if a != b:
+            out.append(sw.make_violation("final-state", eff.symbol_of(addr) or f"{addr:#x}", a, b, k, pc,
+                                         f"a global {sw.func} changed differs from the uninterrupted run"))
+            break
+    for what, a, b in ref.ending.diff(ending):
+        out.append(sw.make_violation("final-state", f"program {what}", a, b, k, pc,
+                                     "after the injections, the program ended otherwise than uninterrupted"))
+    return out
+
+
+def run_shard(sw: RealSweep, ref: Reference, index: int, points, opts: S.ChainOptions) -> S.ShardResult:
+    """Inject at `points` in one chain from the snapshot; check each resume, F's return and the exit."""
+    c0 = time.process_time()
+    stats: dict = {}
+    listener, reached, ending = sw.chain(list(points), stats)
+    log = S.ViolationLog(opts.max_violations)
+    log.extend(listener.violations)
+    for w in sw.p.watch.violations:              # the oracle against the runtime, the handler's edits
+        if w["kind"] == "resume-registers":
+            continue                             # the listener reported those register by register
+        pc = int(w.get("pc", "0x0"), 16)
+        k = next((pt.boundary for pt in listener.points if pt.pc == pc), -1)
+        log.append(sw.make_violation(w["kind"], f"{pc:#x}", "the runtime and preemu's oracle agree", "they differ",
+                                     k, pc, w["message"]))
+    log.extend(_finals(sw, ref, ending, listener.points[-1] if listener.points else None))
+    injected = sum(1 for pt in listener.points if pt.event.outcome == "injected")
+    refused: Counter = Counter()
+    for pt in listener.points:
+        if pt.event.outcome != "injected":
+            refused[pt.event.oracle or pt.event.outcome] += 1
+    per_pc = {pc: S.PcStats(pc, c) for pc, c in stats.items()}
+    return S.ShardResult(index, len(points), injected, 0, refused, log, per_pc, time.process_time() - c0, None,
+                         {"reached": reached, "other_preemptions": listener.other_injections})
+
+
+def spread(points: list[int], k: int) -> list[int]:
+    """k of the points, the first and the last included, the rest evenly between."""
+    if k <= 0 or not points:
+        return []
+    if k == 1:
+        return [points[0]]
+    n = len(points)
+    return sorted({points[round(i * (n - 1) / (k - 1))] for i in range(min(k, n))})
+
+
+def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
+          budget: int = S.DEFAULT_BUDGET, to_exit: int = 3, max_violations: int = 200,
+          runner=None) -> RealSweepResult:
+    """Sweep F at every boundary (capped by max_points) in its real program; see the module docstring."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    ref = sw.reference(budget)
+    points = list(S.select_points(ref.boundaries, max_points))
+    opts = S.ChainOptions(spec.seed, max_violations=max_violations)
+    plan = S.shard_plan(len(points), SHARD_POINTS)
+    tasks = [(i, points[a:b], None) for i, (a, b) in enumerate(plan)]
+    c1 = time.process_time()
+    if runner is None:
+        results = [run_shard(sw, ref, i, pts, opts) for i, pts, _ in tasks]
+    else:
+        results = sorted(runner(tasks, ref, opts), key=lambda r: r.index)
+    c0 += time.process_time() - c1 - sum(r.cpu_seconds for r in results)   # shards: their own CPU, wherever they ran
+    log = S.ViolationLog(max_violations)
+    refused: Counter = Counter()
+    per_pc: dict = {}
+    injected = reached = other = 0
+    for r in results:
+        injected += r.injected
+        refused.update(r.refused)
+        log.merge(r.violations)
+        reached += (r.extra or {}).get("reached", r.points)
+        other += (r.extra or {}).get("other_preemptions", 0)
+        for pc, ps in r.per_pc.items():
+            per_pc.setdefault(int(pc), Counter()).update(ps.verdicts)
+    checks = []
+    for k in spread(points, to_exit):
+        pt, end = sw.single(k)
+        d = ref.ending.diff(end)
+        checks.append((k, not d, "; ".join(f"{w}: {a} -> {b}" for w, a, b in d)))
+        for what, a, b in d:
+            log.append(sw.make_violation("final-state", f"program {what}", a, b, k, pt.pc if pt else sw.entry,
+                                         "one injection at this boundary, then on to the exit: the program "
+                                         "ended otherwise than uninterrupted"))
+    return RealSweepResult(source, sw.func, sw.call, "entered" if sw.regs else "called", sw.stub, spec.seed,
+                           ref.boundaries, len(points), injected, refused, log.kept, log.count, log.groups,
+                           time.perf_counter() - t0, time.process_time() - c0, per_pc, ref.ending, ref.results,
+                           reached, checks, other, sw.p.oracle_note, len(plan), sw.func)
+
+
+def default_argv(path: str) -> list[str]:
+    """argv[0] of a swept program: the binary's name, or `prog` for sources (the name gobuild gives it)."""
+    return [os.path.basename(path) if os.path.isfile(path) and not path.endswith(".go") else "prog"]
