@@ -338,3 +338,23 @@ def test_frame_bookkeeping_checks_bite(binaries):
     p = _with_hook(binaries["starve"], lambda im: im.symbol("runtime.asyncPreempt.abi0"),
                    lambda p, uc: p.watch._awaiting.clear())
     assert [v["kind"] for v in p.watch.violations] == ["unmatched-return"]
+
+
+# Instruction counts of whole runs, as the per-instruction counter counted them before the block counter
+# replaced it (issue #22): counting per translated block, with the slice's last block cut short where the
+# limit falls, must end every slice on the same instruction, so runs, clocks and signals stay the same.
+@pytest.mark.parametrize("prog, kw, insns, signals", [
+    ("hello", {}, 304_695, 3),
+    ("starve", {}, 11_485_916, 4),
+    ("starve", {"signal_delay": 3}, 11_485_919, 4),
+])
+def test_instruction_counts_are_those_of_the_per_instruction_counter(binaries, prog, kw, insns, signals):
+    p = run(binaries[prog], **kw)
+    assert p.exit_code == 0 and p.insns == insns and len(p.watch.signals) == signals
+    assert p.clock == process.BOOT_NS + insns + p.idle_ns
+
+
+def test_kinds_program_counts_and_landing_pcs_are_fixed():
+    p = run(gobuild.build(DATA / "go" / "kinds").binary)
+    assert p.exit_code == 0 and p.insns == 564_221
+    assert [(s.outcome, s.where) for s in p.watch.signals] == [("declined", "runtime.(*moduledata).textAddr+0xa")]

@@ -112,12 +112,14 @@ def test_counter_is_exact_and_stops_before_the_limit():
     uc.mem_write(0x10000, code)
     uc.reg_write(X.UC_X86_REG_RBX, 1000)
     c = InsnCounter(uc)
-    c.arm(100)
-    uc.emu_start(0x10000, 0x30000)
+    c.arm(100)                                   # the limit falls inside a block (inc, cmp, jne): cut there
+    assert c.run(0x10000) == 100
     assert c.executed == 100 and uc.reg_read(X.UC_X86_REG_RAX) == 34 and uc.reg_read(X.UC_X86_REG_RIP) == 0x10003
     c.arm(5)                                     # resumes where it stopped, counts from zero again
-    uc.emu_start(uc.reg_read(X.UC_X86_REG_RIP), 0x30000)
+    assert c.run(uc.reg_read(X.UC_X86_REG_RIP)) == 5
     assert c.executed == 5 and uc.reg_read(X.UC_X86_REG_RAX) == 35 and uc.reg_read(X.UC_X86_REG_RIP) == 0x10000
+    c.arm(3)                                     # on a block boundary: no tail
+    assert c.run(0x10000) == 3 and uc.reg_read(X.UC_X86_REG_RIP) == 0x10000 and uc.reg_read(X.UC_X86_REG_RAX) == 36
 
 
 # --- scenario files -----------------------------------------------------------------------------

@@ -59,13 +59,16 @@ class GoroutineClock:
         self.stop_at: int | None = None
         self.held = False           # inside an injected asyncPreempt window of G
         self.ready: int | None = None
-        self._c = p.counter._c
+        self._counter = p.counter
+        self._rearm: dict[int, int] = {}  # thread -> the store PC where G's counting restarts in its next slice
         sites = g_store_sites(p.image)
         if not sites:
             from ..errors import EmuError
             raise EmuError(f"{p.image.path}: no store to the TLS g slot found: not a linux/amd64 Go binary?")
         self._src = {a: (reg, imm) for a, reg, imm in sites}
         self._hooks = [p.uc.hook_add(UC_HOOK_CODE, self._on_store, None, a, a) for a in self._src]
+        for a in self._src:                 # blocks translated before the hook exist do not call it
+            p.uc.ctl_remove_cache(a, a + 1)
         p.probe = self
 
     def close(self) -> None:
@@ -84,6 +87,13 @@ class GoroutineClock:
     # --- the process's probe --------------------------------------------------------------------------
     def slice_start(self, t) -> int | None:
         self.tid, self.ready = None, None
+        rearm = self._rearm.pop(t.tid, None)
+        if rearm is not None and not self.held and not t.frames:
+            pc = self.p.uc.reg_read(X.UC_X86_REG_RIP)
+            if pc == rearm:             # the store that makes G current runs first: G's count starts after it
+                self.tid, self.mark = t.tid, 1
+                cap = self._cap()
+                return None if cap is None else 1 + cap
         if self.held or t.frames or self.current_g() != self.g:
             return None
         self.tid, self.mark = t.tid, 0
@@ -99,24 +109,32 @@ class GoroutineClock:
 
     # --- inside a slice ---------------------------------------------------------------------------------
     def _on_store(self, uc, addr, size, _) -> None:
-        c = self._c
-        if c.executed >= c.limit:
+        counter = self._counter
+        if counter.stopping(addr):
             return                      # the engine stops before this store; it runs (and is seen) next slice
         reg, imm = self._src[addr]
         new = imm if reg is None else uc.reg_read(reg)
         t = self.p.cur
         if self.tid == t.tid:
             if new != self.g:           # the store is G's last instruction on this thread for now
-                self.count += c.executed - self.mark
+                self.count += counter.at(addr) - self.mark
                 self.tid = None
         elif new == self.g and not self.held and not t.frames:
-            self._begin(t, c.executed)  # G's instructions start after this store
+            executed = counter.at(addr)             # G's instructions start after this store
+            cap = self._cap()
+            if cap is not None and executed + cap < counter.block_end():
+                # the stop falls inside this block, where the counter cannot stop: end the slice before the
+                # store, and count G from just after it when the slice after begins there (slice_start)
+                self._rearm[t.tid] = addr
+                counter.stop_here(False)
+                return
+            self._begin(t, executed)
 
     def _begin(self, t, executed: int) -> None:
         self.tid, self.mark = t.tid, executed
         cap = self._cap()
         if cap is not None:
-            self._c.limit = min(self._c.limit, executed + cap)
+            self._counter.lower_limit(executed + cap)
 
     def hold(self) -> None:
         """An injection into G was made (rt_sigreturn into asyncPreempt): its window is not G's own code."""
@@ -126,5 +144,5 @@ class GoroutineClock:
         """asyncPreempt's RET is about to execute on the current thread (a code hook: it is counted already)."""
         self.held = False
         t = self.p.cur
-        if self.current_g() == self.g and not t.frames:
-            self._begin(t, self._c.executed)
+        if self.current_g() == self.g and not t.frames:     # RET ends its block: the limit falls after it
+            self._begin(t, self._counter.executed)

@@ -139,14 +139,12 @@ class RealSweep:
         hits = []
 
         def on_entry(uc, addr, size, _):
-            c = p.counter._c
-            if hits or c.executed >= c.limit:
+            if hits or p.counter.stopping(addr):
                 return
             if not self.regs and not self._count_call():
                 return
             hits.append(p.cur)
-            c.executed -= 1                     # stopped before it runs: not executed
-            uc.emu_stop()
+            p.counter.stop_here(False)          # stopped before it runs: not executed
         self._calls = 0
         h = p.uc.hook_add(UC_HOOK_CODE, on_entry, None, at, at)
         p.run_until(lambda: bool(hits))
@@ -200,6 +198,7 @@ class RealSweep:
         clock = GoroutineClock(self.p, self.g)
         self.returned = None
         self._ret_hook = self.p.uc.hook_add(UC_HOOK_CODE, self._on_return, clock, self.ret_addr, self.ret_addr)
+        self.p.uc.ctl_remove_cache(self.ret_addr, self.ret_addr + 1)   # a block translated before the hook
         return clock
 
     def _disarm(self, clock: GoroutineClock) -> None:
@@ -208,12 +207,12 @@ class RealSweep:
         self.p.watch.listener = None
 
     def _on_return(self, uc, addr, size, clock) -> None:
-        c = self.p.counter._c
-        if self.returned is not None or c.executed >= c.limit or clock.tid != self.p.cur.tid:
+        counter = self.p.counter
+        if self.returned is not None or counter.stopping(addr) or clock.tid != self.p.cur.tid:
             return
         if self._stack_hi() - uc.reg_read(X.UC_X86_REG_RSP) != self.entry_depth - 8:
             return                              # a deeper (recursive) call returning here
-        n = clock.count + (c.executed - 1 - clock.mark)
+        n = clock.count + (counter.at(addr) - 1 - clock.mark)
         self.returned = (n, self.effects.results(), self.effects.changed_globals())
 
     def _finish(self, clock: GoroutineClock) -> Ending:

@@ -145,13 +145,14 @@ class Process:
             self.uc.hook_add(UC_HOOK_CODE, self._on_rdtsc, n, a, a)
 
     def _on_rdtsc(self, uc, addr, size, n) -> None:
-        if self.counter.executed >= self.counter._c.limit:
+        if self.counter.stopping(addr):
             return                      # the counter is stopping the engine before this instruction
         tsc = self.now()
         uc.reg_write(X.UC_X86_REG_RAX, tsc & 0xFFFFFFFF)
         uc.reg_write(X.UC_X86_REG_RDX, (tsc >> 32) & 0xFFFFFFFF)
         if n == 3:
             uc.reg_write(X.UC_X86_REG_RCX, 0)
+        self.counter.cut_after(addr)             # the block is left here: the jump below starts a new one
         uc.reg_write(X.UC_X86_REG_RIP, addr + n)
 
     def _on_cpuid(self, uc, _) -> int:
@@ -503,16 +504,17 @@ class Process:
             if cap is not None:
                 limit = min(limit, cap)
         self._stop_slice, self._after_stop = False, None
-        self.counter.arm(limit)
+        counter = self.counter
+        counter.arm(limit)
         start = self.clock
         self.in_slice = True
         try:
-            uc.emu_start(uc.reg_read(X.UC_X86_REG_RIP), _U64)
+            counter.run(uc.reg_read(X.UC_X86_REG_RIP))
         except UcError as e:
             if not self._page_fault(t, e):
                 self.error = self._guest_fault(e)
         finally:
-            n = self.counter.executed
+            n = counter.settled
             self.in_slice = False
             if watch_pc:
                 uc.hook_del(self._pc_hook)
@@ -536,8 +538,9 @@ class Process:
             self.runq.append(t)
 
     def _on_signal_pc(self, uc, addr, size, _) -> None:
-        if self.counter.executed < self.counter._c.limit:
-            uc.emu_stop()                  # before the instruction runs: the signal is taken here next slice
+        if not self.counter.stopping(addr):
+            self.counter.stop_here(True)   # before the instruction runs: the signal is taken here next slice
+                                           # (counted, as the per-instruction counter did)
 
     def _on_unmapped(self, uc, access, addr, size, value, _) -> bool:
         self._fault = (access, addr)
