@@ -147,9 +147,14 @@ class InsnCounter:
         return got
 
     def _on_miss(self, addr: int, size: int) -> int:
-        n = len(self._insns(addr, size))
-        if self._c.tail:
-            return n                    # a block cut short for one run: keep the whole block's entry
+        if self._c.tail:                # a block cut short for one run: keep the whole block's entry
+            return len(self._insns(addr, size))
+        try:                            # the engine's own count for the block it is about to run
+            pc, n, tb_size = self._uc.ctl_request_cache(addr)
+        except UcError:
+            tb_size = -1
+        if tb_size != size:
+            n = len(self._insns(addr, size))
         e = self._table[((addr >> 5) ^ addr) & ((1 << TABLE_BITS) - 1)]
         e.addr, e.size, e.count = addr, size, n
         return n

@@ -112,6 +112,7 @@ class Process:
         #: an observer of slices (emu/linux/gclock.GoroutineClock): slice_start(t) -> an instruction limit
         #: or None, slice_end(t, n); it may also lower the counter's limit from its own hooks
         self.probe = None
+        self._alone = False                     # the slice in progress is a run of quanta (see _run_slice)
         self.async_preemption_on = "asyncpreemptoff=1" not in " ".join(opts.env)
         self._load()
         self.oracle_note = ""
@@ -415,6 +416,11 @@ class Process:
             uc.emu_stop()
             return
         uc.reg_write(X.UC_X86_REG_RAX, res & _U64)
+        if self._alone and self.runq:      # a thread woke up: the slice in progress ends where it would
+            self._alone = False            # have ended, at the next multiple of the quantum
+            q = self.opts.quantum
+            c = self.counter.at(uc.reg_read(X.UC_X86_REG_RIP))
+            self.counter.lower_limit(-(-c // q) * q)
         if self._stop_slice:
             uc.emu_stop()
 
@@ -489,7 +495,13 @@ class Process:
         if watch_pc:
             self._pc_hook = uc.hook_add(UC_HOOK_CODE, self._on_signal_pc, None, at, at)
             uc.ctl_remove_cache(at, at + 1)    # hooks added after translation only fire on fresh blocks
-        limit = self.opts.quantum
+        # A thread with the CPU to itself (nothing else runnable, no signal pending for it, nothing watching
+        # slices) runs its quanta back to back in one engine run: the slices it would have had end on the
+        # same instructions, because a deadline, the run's limits and any wakeup (_on_syscall) still cut
+        # the run where one of those slices would have ended.
+        probe = self.probe
+        self._alone = (probe is None and not watch_pc and not self.opts.trace and not self.runq and not t.pending)
+        limit = self.counter.UNLIMITED if self._alone else self.opts.quantum
         d = self._earliest_deadline()
         if d is not None:
             limit = min(limit, max(1, -(-(d - self.clock) // ns)))
@@ -498,7 +510,6 @@ class Process:
         if limit_ns is not None:
             limit = min(limit, max(1, -(-(limit_ns - self.clock) // ns)))
         limit = min(limit, self.opts.budget - self.insns)
-        probe = self.probe
         if probe is not None:
             cap = probe.slice_start(t)
             if cap is not None:
