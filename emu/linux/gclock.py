@@ -21,6 +21,7 @@ from unicorn import UC_HOOK_CODE
 from unicorn import x86_const as X
 
 from .threads import RUNNABLE
+from .regbatch import read_reg
 
 _TLS_G_STORE = re.compile(rb"\x64[\x48\x4c]\x89[\x04\x0c\x14\x1c\x24\x2c\x34\x3c]\x25\xf8\xff\xff\xff|"
                           rb"\x64\x48\xc7\x04\x25\xf8\xff\xff\xff")
@@ -89,7 +90,7 @@ class GoroutineClock:
         self.tid, self.ready = None, None
         rearm = self._rearm.pop(t.tid, None)
         if rearm is not None and not self.held and not t.frames:
-            pc = self.p.uc.reg_read(X.UC_X86_REG_RIP)
+            pc = read_reg(self.p.uc, X.UC_X86_REG_RIP)
             if pc == rearm:             # the store that makes G current runs first: G's count starts after it
                 self.tid, self.mark = t.tid, 1
                 cap = self._cap()
@@ -113,7 +114,7 @@ class GoroutineClock:
         if counter.stopping(addr):
             return                      # the engine stops before this store; it runs (and is seen) next slice
         reg, imm = self._src[addr]
-        new = imm if reg is None else uc.reg_read(reg)
+        new = imm if reg is None else read_reg(uc, reg)
         t = self.p.cur
         if self.tid == t.tid:
             if new != self.g:           # the store is G's last instruction on this thread for now

@@ -19,6 +19,7 @@ import struct
 from unicorn import x86_const as X
 
 from ..errors import EmuError
+from .regbatch import read_reg
 
 #: Globals whose changes are the runtime's own bookkeeping, not F's effect: runtime packages, the internal/
 #: tree, sync's pool registry, os/syscall/time state and the linker's symbols.
@@ -104,7 +105,7 @@ class Effects:
         if self.slots is None:
             return dict(NO_DWARF)
         p, uc = self.p, self.p.uc
-        base = uc.reg_read(X.UC_X86_REG_RSP)
+        base = read_reg(uc, X.UC_X86_REG_RSP)
         vals: list[tuple] = []
         for s in self.slots:
             if s.where is not None:

@@ -41,6 +41,7 @@ from ..verify import Violation
 from . import snapshot
 from .gclock import GoroutineClock
 from .geffects import Effects
+from .regbatch import read_reg
 
 SIGURG = gs.SIG_PREEMPT
 
@@ -170,7 +171,7 @@ class RealSweep:
         p.uc.context_restore(t.ctx)
         self.tid = t.tid
         self.g = p.read_u64(p.fs_base() - 8)
-        self.entry_sp = p.uc.reg_read(X.UC_X86_REG_RSP)
+        self.entry_sp = read_reg(p.uc, X.UC_X86_REG_RSP)
         self.ret_addr = p.read_u64(self.entry_sp)
         self.entry_depth = self._stack_hi() - self.entry_sp
         self.effects = Effects(p, self.func, self.prog.binary if self.prog is not None else None)
@@ -210,7 +211,7 @@ class RealSweep:
         counter = self.p.counter
         if self.returned is not None or counter.stopping(addr) or clock.tid != self.p.cur.tid:
             return
-        if self._stack_hi() - uc.reg_read(X.UC_X86_REG_RSP) != self.entry_depth - 8:
+        if self._stack_hi() - read_reg(uc, X.UC_X86_REG_RSP) != self.entry_depth - 8:
             return                              # a deeper (recursive) call returning here
         n = clock.count + (counter.at(addr) - 1 - clock.mark)
         self.returned = (n, self.effects.results(), self.effects.changed_globals())
@@ -229,7 +230,7 @@ class RealSweep:
             self._disarm(clock)
             if clock.ready is not None:
                 raise EmuError(f"{self.func} did not return within --budget {budget:,} of its instructions "
-                               f"(goroutine {self.g:#x}, at {self.p.image.describe(self.p.uc.reg_read(X.UC_X86_REG_RIP))})")
+                               f"(goroutine {self.g:#x}, at {self.p.image.describe(read_reg(self.p.uc, X.UC_X86_REG_RIP))})")
             ended = Ending.of(self.p)
             said = next((ln for ln in ended.stderr.decode(errors="replace").splitlines() if ln.strip()), "")
             raise EmuError(f"{self.func} never returned: the program ended first ({ended.reason}, exit status "
@@ -266,7 +267,7 @@ class RealSweep:
         p = self.p
         t = p.threads[clock.ready]
         p.uc.context_restore(t.ctx)
-        pc = p.uc.reg_read(X.UC_X86_REG_RIP)
+        pc = read_reg(p.uc, X.UC_X86_REG_RIP)
         gt, mt, pt = p.structs.g, p.structs.m, p.structs.p
         m = self._g("m")
         pp = int.from_bytes(p.read(m + mt["p"].offset, 8), "little") if m else 0
@@ -369,7 +370,7 @@ class _Listener:
             else:
                 width = 34 if name.startswith("XMM") else 18
                 bad(kind, name, f"{exp:#0{width}x}", f"{act:#0{width}x}")
-        rsp = uc.reg_read(X.UC_X86_REG_RSP)
+        rsp = read_reg(uc, X.UC_X86_REG_RSP)
         if rsp + 8 != rec.sp or sw.p.read_u64(rsp) != rec.pc:
             bad("resume", "RIP/RSP", f"RET to {rec.pc:#x} with RSP {rec.sp:#x}",
                 f"RET to {sw.p.read_u64(rsp):#x} with RSP {rsp + 8:#x}")

@@ -31,6 +31,8 @@ from unicorn import UC_HOOK_BLOCK, UcError
 from unicorn import x86_const as X
 from unicorn.unicorn_py3.unicorn import uclib
 
+from .regbatch import read_reg
+
 # rdi = uc, rsi = address, edx = size, rcx = user (System V AMD64 ABI). user -> _Counter.
 _CALLBACK_ASM = """
     mov rax, qword ptr [rcx + 24]
@@ -176,9 +178,9 @@ class InsnCounter:
                 if tail is not None:
                     self._run_tail(*tail)
         except UcError:
-            self.settle(uc.reg_read(X.UC_X86_REG_RIP), faulted=True)
+            self.settle(read_reg(uc, X.UC_X86_REG_RIP), faulted=True)
             raise
-        return self.settle(uc.reg_read(X.UC_X86_REG_RIP))
+        return self.settle(read_reg(uc, X.UC_X86_REG_RIP))
 
     def _run_tail(self, block: int, until: int) -> None:
         """Run `block` only up to `until`: the engine stops there when it translates the block anew (its
@@ -268,4 +270,4 @@ class InsnCounter:
         """The count so far: settled after a slice, else at the current instruction (inside a hook)."""
         if self.settled is not None:
             return self.settled
-        return self.at(self._uc.reg_read(X.UC_X86_REG_RIP))
+        return self.at(read_reg(self._uc, X.UC_X86_REG_RIP))

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import struct
 
+from unicorn import x86_const as X
+
 from . import fds as F
+from .regbatch import read_reg
 from .threads import Wait
 
 BLOCK, STOP = object(), object()
@@ -42,12 +45,11 @@ def _ts(p, addr: int) -> int:
 
 # --- process and threads --------------------------------------------------------------------
 def sys_arch_prctl(p, t, code, addr, *_):
-    from unicorn.x86_const import UC_X86_REG_FS_BASE
     if code == ARCH_SET_FS:
-        p.uc.reg_write(UC_X86_REG_FS_BASE, addr)
+        p.uc.reg_write(X.UC_X86_REG_FS_BASE, addr)
         return 0
     if code == ARCH_GET_FS:
-        p.write(addr, struct.pack("<Q", p.uc.reg_read(UC_X86_REG_FS_BASE)))
+        p.write(addr, struct.pack("<Q", read_reg(p.uc, X.UC_X86_REG_FS_BASE)))
         return 0
     return -EINVAL
 
@@ -170,8 +172,7 @@ def sys_rt_sigprocmask(p, t, how, nset, oset, setsize, *_):
 
 def sys_sigaltstack(p, t, ss, old, *_):
     from .sigframe import SS_DISABLE, SS_ONSTACK
-    from unicorn.x86_const import UC_X86_REG_RSP
-    rsp = p.uc.reg_read(UC_X86_REG_RSP)
+    rsp = read_reg(p.uc, X.UC_X86_REG_RSP)
     on = t.altstack is not None and t.altstack[0] <= rsp < t.altstack[0] + t.altstack[1]
     if old:
         sp, size = t.altstack or (0, 0)

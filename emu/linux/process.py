@@ -36,7 +36,7 @@ from .elfimage import Image
 from .fds import Epoll, FdTable
 from .icount import InsnCounter
 from .memory import AddressSpace
-from .regbatch import RegBatch
+from .regbatch import RegBatch, mem_read, mem_write, read_reg
 from .sigframe import PF_INSTR, PF_USER, PF_WRITE, SEGV_MAPERR, X86_TRAP_PF, SigInfo, restore_rt_frame, setup_rt_frame
 from .threads import BLOCKED, EXITED, RUNNABLE, Thread, Wait
 from .watch import Watch
@@ -164,10 +164,10 @@ class Process:
 
     # --- helpers the syscalls use ------------------------------------------------------------------
     def read(self, addr: int, n: int) -> bytes:
-        return bytes(self.uc.mem_read(addr, n))
+        return mem_read(self.uc, addr, n)
 
     def write(self, addr: int, data: bytes) -> None:
-        self.uc.mem_write(addr, data)
+        mem_write(self.uc, addr, bytes(data))
 
     def read_u64(self, addr: int) -> int:
         return struct.unpack("<Q", self.read(addr, 8))[0]
@@ -184,7 +184,7 @@ class Process:
         return out.decode(errors="replace")
 
     def fs_base(self) -> int:
-        return self.uc.reg_read(X.UC_X86_REG_FS_BASE)
+        return read_reg(self.uc, X.UC_X86_REG_FS_BASE)
 
     def now(self) -> int:
         """Virtual CLOCK_MONOTONIC in ns (exact, also in the middle of a slice)."""
@@ -208,7 +208,7 @@ class Process:
 
     def _where(self, pc: int | None = None) -> str:
         if pc is None:
-            pc = self.uc.reg_read(X.UC_X86_REG_RIP)
+            pc = read_reg(self.uc, X.UC_X86_REG_RIP)
         code = self.read_or_empty(pc, 16)
         md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
         insn = next(iter(md.disasm(code, pc)), None)
@@ -226,12 +226,12 @@ class Process:
     def new_thread(self, parent: Thread, stack: int, tls: int | None) -> int:
         tid = FIRST_TID + len(self.threads)
         ctx = self.uc.context_save()
-        ctx.reg_write(X.UC_X86_REG_RIP, self.uc.reg_read(X.UC_X86_REG_RIP) + 2)   # the hook's RIP+2 rule
+        ctx.reg_write(X.UC_X86_REG_RIP, read_reg(self.uc, X.UC_X86_REG_RIP) + 2)   # the hook's RIP+2 rule
         ctx.reg_write(X.UC_X86_REG_RAX, 0)
         ctx.reg_write(X.UC_X86_REG_RSP, stack)
         if tls is not None:
             ctx.reg_write(X.UC_X86_REG_FS_BASE, tls)
-        t = Thread(tid, ctx, sigmask=parent.sigmask, name=self._m_name(self.uc.reg_read(X.UC_X86_REG_R13)))
+        t = Thread(tid, ctx, sigmask=parent.sigmask, name=self._m_name(read_reg(self.uc, X.UC_X86_REG_R13)))
         self.threads[tid] = t
         self.runq.append(t)
         return tid
@@ -363,7 +363,7 @@ class Process:
             self.stop_reason = f"killed by signal {sig} ({SIGNAL_NAMES.get(sig, '?')})" + \
                 (f": {ev.fault}" if ev.info is not None else "")
             return
-        rsp = self.uc.reg_read(X.UC_X86_REG_RSP)
+        rsp = read_reg(self.uc, X.UC_X86_REG_RSP)
         alt = t.altstack if flags & SA_ONSTACK else None
         on_alt = t.altstack is not None and t.altstack[0] <= rsp - 128 < t.altstack[0] + t.altstack[1]
         info = ev.info or SigInfo(sig, pid=self.pid, uid=1000)
@@ -377,7 +377,7 @@ class Process:
         self._stop_slice = True
 
     def _finish_sigreturn(self, t: Thread) -> None:
-        rsp = self.uc.reg_read(X.UC_X86_REG_RSP)
+        rsp = read_reg(self.uc, X.UC_X86_REG_RSP)
         frame = t.frames.pop() if t.frames and t.frames[-1].ucontext == rsp else None
         restored = restore_rt_frame(self.uc)
         t.sigmask = restored.sigmask & ~kernel.UNBLOCKABLE
@@ -390,7 +390,7 @@ class Process:
     # --- the run loop ----------------------------------------------------------------------------
     def _on_syscall(self, uc, _) -> None:
         t = self.cur
-        nr = uc.reg_read(X.UC_X86_REG_RAX)
+        nr = read_reg(uc, X.UC_X86_REG_RAX)
         entry = kernel.TABLE.get(nr)
         if entry is None:
             self.error = EmuError(f"unsupported syscall {kernel.name_of(nr)} (number {nr}) at {self._where()}")
@@ -419,7 +419,7 @@ class Process:
         if self._alone and self.runq:      # a thread woke up: the slice in progress ends where it would
             self._alone = False            # have ended, at the next multiple of the quantum
             q = self.opts.quantum
-            c = self.counter.at(uc.reg_read(X.UC_X86_REG_RIP))
+            c = self.counter.at(read_reg(uc, X.UC_X86_REG_RIP))
             self.counter.lower_limit(-(-c // q) * q)
         if self._stop_slice:
             uc.emu_stop()
@@ -487,7 +487,7 @@ class Process:
                 return
         else:
             sig = t.deliverable()
-            if sig and t.signal_countdown <= 0 and (at is None or uc.reg_read(X.UC_X86_REG_RIP) == at):
+            if sig and t.signal_countdown <= 0 and (at is None or read_reg(uc, X.UC_X86_REG_RIP) == at):
                 self._deliver(t, sig)
                 if self.exit_code is not None:
                     return
@@ -520,7 +520,7 @@ class Process:
         start = self.clock
         self.in_slice = True
         try:
-            counter.run(uc.reg_read(X.UC_X86_REG_RIP))
+            counter.run(read_reg(uc, X.UC_X86_REG_RIP))
         except UcError as e:
             if not self._page_fault(t, e):
                 self.error = self._guest_fault(e)
@@ -566,7 +566,7 @@ class Process:
             return False
         addr = self._fault[1]
         self._fault = None
-        pc = self.uc.reg_read(X.UC_X86_REG_RIP)
+        pc = read_reg(self.uc, X.UC_X86_REG_RIP)
         if 11 in t.pending:                    # a SIGSEGV (a tgkill, blocked) is already pending: the fault's
             if t.pending[11].forced:           # own is not queued twice, but the pending one is forced, and
                 return False                   # kills. (Forced already: it was not taken; fail, do not loop.)
@@ -583,7 +583,7 @@ class Process:
         return True
 
     def _guest_fault(self, e: UcError) -> Exception:
-        pc = self.uc.reg_read(X.UC_X86_REG_RIP)
+        pc = read_reg(self.uc, X.UC_X86_REG_RIP)
         detail = str(e)
         if e.errno == UCC.UC_ERR_INSN_INVALID:
             detail += " (a VEX/AVX instruction? preemu's CPU has no AVX)"

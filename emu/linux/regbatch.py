@@ -1,4 +1,5 @@
-"""A fixed list of registers read or written in one `uc_reg_read_batch`/`uc_reg_write_batch` call.
+"""Registers and guest memory through Unicorn's C API with no per-call conversion: a fixed list of registers
+read or written in one `uc_reg_read_batch`/`uc_reg_write_batch` call, one register, a memory range.
 
 The Python binding's own batch calls classify every register on every call (~6 us a register); the
 signal path of whole-program mode reads and writes the same lists thousands of times a second. A RegBatch
@@ -8,11 +9,44 @@ costs the C call and the conversion of the values.
 from __future__ import annotations
 
 import ctypes
+import struct
 
 from unicorn.unicorn_py3.unicorn import uclib
 
 _read = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(uclib.uc_reg_read_batch, ctypes.c_void_p).value)
 _write = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(uclib.uc_reg_write_batch, ctypes.c_void_p).value)
+_read1 = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(uclib.uc_reg_read, ctypes.c_void_p).value)
+_one = ctypes.c_uint64()
+_one_p = ctypes.byref(_one)
+
+
+_mem_read = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(uclib.uc_mem_read, ctypes.c_void_p).value)
+_mem_write = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(uclib.uc_mem_write, ctypes.c_void_p).value)
+
+
+def mem_read(uc, addr: int, n: int) -> bytes:
+    """Guest memory, without the binding's argument conversion (UcError as the binding raises it)."""
+    buf = ctypes.create_string_buffer(n)
+    err = _mem_read(uc._uch, ctypes.c_uint64(addr), buf, ctypes.c_size_t(n))
+    if err:
+        from unicorn import UcError
+        raise UcError(err)
+    return buf.raw
+
+
+def mem_write(uc, addr: int, data: bytes) -> None:
+    err = _mem_write(uc._uch, ctypes.c_uint64(addr), data, ctypes.c_size_t(len(data)))
+    if err:
+        from unicorn import UcError
+        raise UcError(err)
+
+
+def read_reg(uc, reg: int) -> int:
+    """One 64-bit register (or a narrower one, zero-extended), without the binding's classification."""
+    _one.value = 0
+    if _read1(uc._uch, reg, _one_p):
+        raise RuntimeError(f"uc_reg_read of register {reg} failed")
+    return _one.value
 
 
 class RegBatch:
@@ -26,14 +60,25 @@ class RegBatch:
         self._buf = ctypes.create_string_buffer(16 * self.n)
         base = ctypes.addressof(self._buf)
         self._ptrs = (ctypes.c_void_p * self.n)(*[base + 16 * k for k in range(self.n)])
+        self._fmt = struct.Struct("<" + "".join("QQ" if w else "Q8x" for w in self._wide))
+        self._any_wide = any(self._wide)
 
     def __call__(self, uc) -> tuple:
         ctypes.memset(self._buf, 0, 16 * self.n)        # a 16- or 32-bit register fills only its bytes
         if _read(uc._uch, self._ids, self._ptrs, self.n):
             raise RuntimeError("uc_reg_read_batch failed")
-        raw = self._buf.raw
-        return tuple(int.from_bytes(raw[16 * k:16 * k + (16 if w else 8)], "little")
-                     for k, w in enumerate(self._wide))
+        vals = self._fmt.unpack(self._buf.raw)
+        if not self._any_wide:
+            return vals
+        out, i = [], 0
+        for w in self._wide:
+            if w:
+                out.append(vals[i] | vals[i + 1] << 64)
+                i += 2
+            else:
+                out.append(vals[i])
+                i += 1
+        return tuple(out)
 
     def write(self, uc, values) -> None:
         b = bytearray(16 * self.n)

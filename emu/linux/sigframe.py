@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from unicorn import x86_const as X
 
-from .regbatch import RegBatch
+from .regbatch import RegBatch, read_reg
 
 # --- layout: one table, offsets from the frame base (RSP at handler entry) --------------------
 PRETCODE = 0
@@ -144,7 +144,7 @@ def setup_rt_frame(uc, info: SigInfo, handler: int, restorer: int, blocked_mask:
     uc.reg_write(X.UC_X86_REG_RDX, frame + UC)
     uc.reg_write(X.UC_X86_REG_RAX, 0)
     uc.reg_write(X.UC_X86_REG_EFLAGS, regs["EFLAGS"] & ~ENTRY_CLEAR)
-    return Delivered(frame, frame + UC, fpstate, regs, xmm, mxcsr, sig, uc.reg_read(X.UC_X86_REG_FS_BASE))
+    return Delivered(frame, frame + UC, fpstate, regs, xmm, mxcsr, sig, read_reg(uc, X.UC_X86_REG_FS_BASE))
 
 
 @dataclass
@@ -156,10 +156,10 @@ class Restored:
 
 def restore_rt_frame(uc) -> Restored:
     """rt_sigreturn: the handler's RET popped pretcode, so the ucontext is at RSP (frame = RSP - 8)."""
-    frame = uc.reg_read(X.UC_X86_REG_RSP) - 8
+    frame = read_reg(uc, X.UC_X86_REG_RSP) - 8
     b = bytes(uc.mem_read(frame, FRAME_SIZE))
     regs = {n: struct.unpack_from("<Q", b, greg_offset(n))[0] for n in GREGS[:17]}
-    old_flags = uc.reg_read(X.UC_X86_REG_EFLAGS)
+    old_flags = read_reg(uc, X.UC_X86_REG_EFLAGS)
     regs["EFLAGS"] = (old_flags & ~FIX_EFLAGS) | (struct.unpack_from("<Q", b, greg_offset("EFLAGS"))[0] & FIX_EFLAGS)
     fpstate = struct.unpack_from("<Q", b, FPSTATE_PTR)[0]
     sigmask = struct.unpack_from("<Q", b, UC_SIGMASK)[0]

@@ -20,7 +20,7 @@ from unicorn import UC_HOOK_CODE
 from unicorn import x86_const as X
 
 from .. import regs
-from .regbatch import RegBatch
+from .regbatch import RegBatch, read_reg
 from .sigframe import _REG, GREGS, XMM
 
 #: registers the resume check compares (RIP and RSP are checked separately)
@@ -160,12 +160,12 @@ class Watch:
 
     # --- asyncPreempt returning ------------------------------------------------------------
     def _on_ret(self, uc, addr, size, _) -> None:
-        g = self.p.read_u64(uc.reg_read(X.UC_X86_REG_FS_BASE) - 8)
+        g = self.p.read_u64(read_reg(uc, X.UC_X86_REG_FS_BASE) - 8)
         rec = self._awaiting.pop(g, None)
         if rec is None:
             self.violation("unmatched-return", f"asyncPreempt returned on g {g:#x}, which was never injected")
             return
-        rsp = uc.reg_read(X.UC_X86_REG_RSP)
+        rsp = read_reg(uc, X.UC_X86_REG_RSP)
         now = _RET_REGS(uc)
         rec.found = found = []            # (kind, name, expected, actual): the listener's structured form
         diffs = []
