@@ -7,16 +7,22 @@ doSigPreempt, pushCall, asyncPreempt); this package plays the Linux kernel under
   memory     the address space: mmap reservations and commits, munmap, mprotect, madvise
   startup    the initial stack: argv, envp, auxv (AT_PAGESZ, AT_RANDOM, AT_HWCAP, no vDSO)
   cpuid      CPUID pinned to a documented feature set without AVX
-  icount     exact instruction counts through a native UC_HOOK_CODE callback
+  icount     exact instruction counts per translated block (a native UC_HOOK_BLOCK callback)
+  regbatch   registers and memory through Unicorn's C API with no per-call conversion
   sigframe   the x86-64 rt_sigframe (siginfo, ucontext, FXSAVE image) and rt_sigreturn
   kernel     threads, the syscall table, futex/epoll/eventfd, virtual time, signal delivery
   watch      records each SIGURG's fate and checks registers when asyncPreempt returns
   process    the run loop: one Unicorn, threads multiplexed in exact instruction quanta
   report     text, JSON and Perfetto output of a run
+  snapshot   a whole-process snapshot (Unicorn's copy-on-write memory + the kernel's Python state)
+  gclock     one goroutine's instructions, counted exactly
+  gsweep     the real-program sweep of a Go function in one process; geffects what F leaves behind;
+             realsweep its shards and merge; sweep_report its text and JSON
 
 Facts it rests on (measured in a feasibility run of Go 1.27.3 under Unicorn 2.1.4): the runtime needs
 only AT_PAGESZ, AT_RANDOM and AT_NULL in auxv; without a vDSO every clock read is a clock_gettime
 syscall; in a SYSCALL hook Unicorn adds 2 to RIP after the callback (even to a RIP written there);
-emu_start(count=) cannot report the count when a hook stops early; VEX.256 faults and VEX.128 is
+emu_start(count=) cannot report the count when a hook stops early (and a per-instruction hook runs the
+engine several times slower than a per-block one); VEX.256 faults and VEX.128 is
 silently executed as its legacy SSE form.
 """
