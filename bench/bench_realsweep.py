@@ -28,7 +28,7 @@ def real(n_iter: int) -> tuple[float, float, int]:
     c0 = time.process_time()
     sw = gsweep.RealSweep(img, process.Options(argv=["prog"]), "spin", regs={"RAX": n_iter},
                           source_path=res.source_path)
-    n = sw.reference(10**9)
+    n = sw.reference(10**9).boundaries
     c1 = time.process_time()
     listener, reached, _ = sw.chain(list(range(n)), {})
     chain = time.process_time() - c1
