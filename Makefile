@@ -6,11 +6,13 @@ BIN := $(VENV)/bin
 .PHONY: demo test bench gen-stub clean chromium explain-screenshot
 CHROMIUM ?= /usr/bin/chromium
 
+# PYTHONWARNINGS reaches the build backend's process: setuptools' editable-install notice is not for users.
 $(BIN)/preemu: pyproject.toml
-	$(PY) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
-	touch $@
+	@echo "preemu: creating $(VENV) and installing preemu with its dependencies from PyPI (about 30 s, once)"
+	@$(PY) -m venv $(VENV)
+	@$(BIN)/pip install --quiet --upgrade pip
+	@PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e '.[test]'
+	@touch $@
 
 demo: $(BIN)/preemu
 	$(BIN)/preemu run scenarios/adc_chain.toml

@@ -167,6 +167,16 @@ def first_error(stderr: str, workdir: Path) -> BuildError:
     return BuildError(lines[0].strip() if lines else "go build failed with no message", output=stderr)
 
 
+def _announce(path, cache: Path) -> None:
+    """Say on a terminal that a build starts (the first one compiles the Go runtime into the cache)."""
+    import sys
+    if not sys.stderr.isatty():
+        return
+    first = not (cache / "gocache").is_dir() or not any((cache / "gocache").iterdir())
+    print(f"preemu: building {path} with {GO_VERSION}" + (" (the first build also compiles the Go runtime "
+          f"into {cache}: about 15 s, once)" if first else ""), file=sys.stderr, flush=True)
+
+
 def build(path: Path | str, gcflags: str | None = None) -> BuildResult:
     """Build a `.go` file or a package directory (an ELF binary passes through unchanged)."""
     src = Path(path).resolve()
@@ -186,6 +196,7 @@ def build(path: Path | str, gcflags: str | None = None) -> BuildResult:
         listing = listing_file.read_text() if gcflags is not None else None
         return BuildResult(binary, listing, True, prefix, srcdir)
 
+    _announce(path, cache)
     (cache / "builds").mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="build-", dir=cache / "builds"))
     try:
