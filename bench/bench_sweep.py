@@ -263,6 +263,28 @@ def bench_memory(small: int, large: int) -> None:
           f"({(r1 - r0) / r0 * 100:+.1f} %; target within 10 %)")
 
 
+_CLI_RSS = """
+import resource, subprocess, sys
+subprocess.run(sys.argv[1:], cwd={root!r}, stdout=subprocess.DEVNULL, check=True)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def bench_memory_cli(small: int, large: int) -> None:
+    """Peak RSS of `preemu sweep` as users run it (the CLI process and its --jobs workers: a fresh parent
+    per measurement reports the largest of its descendants), every boundary swept, for two sizes."""
+    for jobs in (1, 2):
+        rows = []
+        for n in (small, large):
+            argv = [sys.executable, "-m", "emu", "sweep", str(ASM), "--func", "sum_loop", "--reg", f"RCX={n}",
+                    "--quiet", "--json", "--jobs", str(jobs), "--max-points", str(10 * n + 10)]
+            _, out = _child([sys.executable, "-c", _CLI_RSS.format(root=str(ROOT)), *argv])
+            rows.append((9 * n + 3, int(out)))
+        (p0, r0), (p1, r1) = rows
+        print(f"  preemu sweep --jobs {jobs}: {p0:,} points {r0 / 1024:.1f} MiB, {p1:,} points {r1 / 1024:.1f} MiB "
+              f"({(r1 - r0) / r0 * 100:+.1f} %; target within 25 %)")
+
+
 if __name__ == "__main__":
     print(f"verified injection points (sum_loop, {POINTS_ITER * 9 + 3:,} points; CPU time, best of {ROUNDS}):")
     bench_sweep(POINTS_ITER)
@@ -277,3 +299,4 @@ if __name__ == "__main__":
     print("memory:")
     big = int(os.environ.get("BENCH_MEMORY_ITER", "100000"))     # 100,000 iterations = 900,003 points
     bench_memory(1000, big)
+    bench_memory_cli(1000, big)
