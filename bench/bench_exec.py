@@ -29,6 +29,13 @@ def run(prog, **kw):
     return p, time.perf_counter() - w0, time.process_time() - c0
 
 
+def process_cpu(prog, args, **kw) -> float:
+    image = elfimage.load(str(gobuild.build(prog).binary))
+    c0 = time.process_time()
+    process.Process(image, process.Options(argv=["clock", *args], **kw)).run()
+    return time.process_time() - c0
+
+
 def engine_ratio(rounds: int = 3) -> tuple[float, float]:
     """M instructions per CPU-second of the sort's remaining 320 M instructions in one emu_start: counted
     (the block counter), and raw (no counting hook); best of `rounds` each."""
@@ -69,6 +76,11 @@ def main() -> None:
         status = "starved" if p.starved else f"exit {p.exit_code}"
         print(f"{label:40s} {status:8s} {p.insns / 1e6:8.2f} M insns  {wall:6.2f} s wall  {cpu:6.2f} s CPU  "
               f"{p.insns / cpu / 1e6:6.1f} M insn/CPU-s  ({p.insns / (p.wall_s or 1) / 1e6:.1f} M/s in the run loop)")
+    calls = min(run(ROOT / "bench" / "go" / "clock")[2] for _ in range(3))
+    plain = min(process_cpu(ROOT / "bench" / "go" / "clock", ["plain"]) for _ in range(3))
+    sysc = process_cpu(ROOT / "bench" / "go" / "clock", [], vdso=False)
+    print(f"200,000 time.Now() calls: {calls:.2f} s CPU against {plain:.2f} s without them ({calls / plain:.1f}x, "
+          f"target <= 3x); without the vDSO {sysc:.2f} s ({sysc / plain:.0f}x)")
     counted, raw = engine_ratio()
     print(f"the sort's last 320 M instructions in one run: counted {counted:.0f} M/s, no hook {raw:.0f} M/s "
           f"(ratio {counted / raw:.2f}); target >= 200 M/s for the whole program")

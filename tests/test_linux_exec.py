@@ -58,8 +58,8 @@ def sysmon_prediction(sysmon_start: int, gosched: int) -> int:
             return t
 
 
-def test_starvation_wait_matches_sysmon_schedule(starve):
-    p = starve
+def test_starvation_wait_matches_sysmon_schedule(binaries):
+    p = run(binaries["starve"], vdso=False)         # main's time.Now() is then a clock_gettime in the log
     out = bytes(p.fds.stdout.data).decode()
     waited_us = int(re.fullmatch(r"waited \d+ ms \((\d+) us\)\n", out).group(1))
     inj = p.watch.preemptions[0]
@@ -343,18 +343,41 @@ def test_frame_bookkeeping_checks_bite(binaries):
 # Instruction counts of whole runs, as the per-instruction counter counted them before the block counter
 # replaced it (issue #22): counting per translated block, with the slice's last block cut short where the
 # limit falls, must end every slice on the same instruction, so runs, clocks and signals stay the same.
+# (Without the vDSO, which those runs did not have: with it, clock reads are fewer instructions.)
 @pytest.mark.parametrize("prog, kw, insns, signals", [
     ("hello", {}, 304_695, 3),
     ("starve", {}, 11_485_916, 4),
     ("starve", {"signal_delay": 3}, 11_485_919, 4),
 ])
 def test_instruction_counts_are_those_of_the_per_instruction_counter(binaries, prog, kw, insns, signals):
-    p = run(binaries[prog], **kw)
+    p = run(binaries[prog], vdso=False, **kw)
     assert p.exit_code == 0 and p.insns == insns and len(p.watch.signals) == signals
     assert p.clock == process.BOOT_NS + insns + p.idle_ns
 
 
 def test_kinds_program_counts_and_landing_pcs_are_fixed():
-    p = run(gobuild.build(DATA / "go" / "kinds").binary)
+    p = run(gobuild.build(DATA / "go" / "kinds").binary, vdso=False)
     assert p.exit_code == 0 and p.insns == 564_221
     assert [(s.outcome, s.where) for s in p.watch.signals] == [("declined", "runtime.(*moduledata).textAddr+0xa")]
+
+
+def test_the_vdso_answers_clock_reads_from_virtual_time_without_a_syscall():
+    binary = gobuild.build(ROOT / "bench" / "go" / "clock").binary      # 200,000 time.Now() calls
+    with_vdso, without = run(binary), run(binary, vdso=False)
+    assert bytes(with_vdso.fds.stdout.data) == bytes(without.fds.stdout.data) == b"true true\n"
+    assert with_vdso.syscall_counts.get("clock_gettime", 0) == 0
+    assert without.syscall_counts["clock_gettime"] > 400_000
+    # the same meaning of time: the program's own clock reads follow the instruction count (1 ns each)
+    assert abs(with_vdso.clock - (process.BOOT_NS + with_vdso.insns + with_vdso.idle_ns)) == 0
+
+
+def test_vdso_time_is_the_instruction_count(tmp_path):
+    src = tmp_path / "t.go"
+    src.write_text("package main\n\nimport (\n\t\"fmt\"\n\t\"time\"\n)\n\nfunc main() {\n"
+                   "\ta := time.Now()\n\ts := 0\n\tfor i := 0; i < 1000000; i++ {\n\t\ts += i ^ (s >> 1)\n\t}\n"
+                   "\td := time.Since(a)\n\tfmt.Println(s > 0, d.Nanoseconds())\n}\n")
+    p = run(gobuild.build(src).binary)
+    ok, ns = bytes(p.fds.stdout.data).split()
+    # a million iterations of a few instructions each, at 1 ns per instruction: a few ms, exactly repeatable
+    assert ok == b"true" and 3_000_000 <= int(ns) <= 8_000_000
+    assert bytes(run(gobuild.build(src).binary).fds.stdout.data) == bytes(p.fds.stdout.data)

@@ -91,10 +91,12 @@ _FILL = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint32)
 
 
 class _Counter(ctypes.Structure):
+    """The callback's state; the last three fields are for the vDSO (vdso.py), which reads this page."""
     _fields_ = [("executed", ctypes.c_uint64), ("limit", ctypes.c_uint64), ("stop", ctypes.c_void_p),
                 ("pending", ctypes.c_uint64), ("blk_addr", ctypes.c_uint64), ("blk_size", ctypes.c_uint64),
                 ("table", ctypes.c_void_p), ("mask", ctypes.c_uint64), ("fill", ctypes.c_void_p),
-                ("tail", ctypes.c_uint64), ("crossed", ctypes.c_uint64)]
+                ("tail", ctypes.c_uint64), ("crossed", ctypes.c_uint64),
+                ("clock_base", ctypes.c_uint64), ("ns_per_insn", ctypes.c_uint64), ("realtime_offset", ctypes.c_uint64)]
 
 
 class _Entry(ctypes.Structure):
@@ -128,9 +130,14 @@ class InsnCounter:
         self._fill = _FILL(self._on_miss)               # kept alive with the counter
         self._md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
         self._blocks: dict[tuple[int, int], list[int]] = {}     # (address, size) -> instruction addresses
-        self._c = _Counter(0, self.UNLIMITED, ctypes.cast(uclib.uc_emu_stop, ctypes.c_void_p).value, 0, 0, 0,
-                           ctypes.addressof(self._table), (1 << TABLE_BITS) - 1,
-                           ctypes.cast(self._fill, ctypes.c_void_p).value, 0, 0)
+        # the state lives alone in a page of its own, so that the vDSO can map it into the guest
+        self.page = mmap.mmap(-1, mmap.PAGESIZE)
+        self.page_address = ctypes.addressof(ctypes.c_char.from_buffer(self.page))
+        self._c = _Counter.from_buffer(self.page)
+        self._c.executed, self._c.limit = 0, self.UNLIMITED
+        self._c.stop = ctypes.cast(uclib.uc_emu_stop, ctypes.c_void_p).value
+        self._c.table, self._c.mask = ctypes.addressof(self._table), (1 << TABLE_BITS) - 1
+        self._c.fill = ctypes.cast(self._fill, ctypes.c_void_p).value
         self._hh = ctypes.c_size_t()
         err = uclib.uc_hook_add(uc._uch, ctypes.byref(self._hh), UC_HOOK_BLOCK, ctypes.c_void_p(_callback()),
                                 ctypes.c_void_p(ctypes.addressof(self._c)), ctypes.c_uint64(1), ctypes.c_uint64(0))
@@ -194,6 +201,11 @@ class InsnCounter:
         finally:
             self.end_tail()
             uc.ctl_remove_cache(block, block + 1)
+
+    def set_clock(self, base_ns: int, ns_per_insn: int, realtime_offset: int) -> None:
+        """What the vDSO reads: virtual time at the slice's start, ns per instruction, the REALTIME offset."""
+        c = self._c
+        c.clock_base, c.ns_per_insn, c.realtime_offset = base_ns, ns_per_insn, realtime_offset & _U64
 
     def arm(self, limit: int) -> None:
         """Reset the count to zero and stop the engine once `limit` instructions have executed."""

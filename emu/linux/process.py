@@ -31,7 +31,7 @@ from unicorn import x86_const as X
 
 from .. import gostructs as gs
 from ..errors import EmuError, GuestFault
-from . import cpuid, kernel, startup
+from . import cpuid, kernel, startup, vdso
 from .elfimage import Image
 from .fds import Epoll, FdTable
 from .icount import InsnCounter
@@ -67,6 +67,7 @@ class Options:
     signal_at_pc: int | None = None    # ... or when its target is about to execute this PC (--signal-at FUNC+OFF)
     passthrough: object = None         # callable(stream_name, bytes) for live output, or None
     trace: bool = False
+    vdso: bool = True                  # map preemu's vDSO (vdso.py): clock_gettime without a syscall
 
 
 @dataclass
@@ -129,7 +130,10 @@ class Process:
             self.mem.map_fixed(s.vaddr, s.memsz)
             self.uc.mem_write(s.vaddr, s.data)
         rnd = self.random_bytes(16)
-        sp = startup.build_stack(self.mem, self.image, self.opts.argv, self.opts.env, rnd)
+        if self.opts.vdso:
+            self._map_vdso()
+        sp = startup.build_stack(self.mem, self.image, self.opts.argv, self.opts.env, rnd,
+                                 vdso.VDSO_BASE if self.opts.vdso else 0)
         self.uc.reg_write(X.UC_X86_REG_RSP, sp)
         self.uc.reg_write(X.UC_X86_REG_RIP, self.image.entry)
         self.uc.hook_add(UC_HOOK_INSN, self._on_syscall, None, 1, 0, X.UC_X86_INS_SYSCALL)
@@ -139,6 +143,14 @@ class Process:
         main = Thread(self.pid, self.uc.context_save(), name="m0")
         self.threads[main.tid] = main
         self.runq.append(main)
+
+    def _map_vdso(self) -> None:
+        """The vDSO's ELF page, and the counter's page as its vvar (read-only, the host's memory)."""
+        self.mem.map_fixed(vdso.VDSO_BASE, vdso.PAGE)
+        self.uc.mem_write(vdso.VDSO_BASE, vdso.image())
+        self.uc.mem_map_ptr(vdso.VVAR, vdso.PAGE, UCC.UC_PROT_READ, self.counter.page_address)
+        self.mem.vmas.add(vdso.VVAR, vdso.VVAR + vdso.PAGE)
+        self.mem.mapped.add(vdso.VVAR, vdso.VVAR + vdso.PAGE)
 
     def _hook_rdtsc(self) -> None:
         """RDTSC/RDTSCP read the host clock in Unicorn; answer them from virtual time instead."""
@@ -517,6 +529,7 @@ class Process:
         self._stop_slice, self._after_stop = False, None
         counter = self.counter
         counter.arm(limit)
+        counter.set_clock(self.clock, ns, kernel.REALTIME_EPOCH_NS - self.boot_ns)
         start = self.clock
         self.in_slice = True
         try:

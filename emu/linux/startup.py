@@ -1,10 +1,10 @@
 """The initial process stack as the kernel builds it at execve (fs/binfmt_elf.c create_elf_tables).
 
 From RSP up: argc, argv[0..n-1], NULL, envp[..], NULL, auxv (type, value) pairs ending in AT_NULL;
-the strings and AT_RANDOM's 16 bytes lie above. No AT_SYSINFO_EHDR is given, so the Go runtime
-finds no vDSO and makes clock_gettime a real syscall (runtime/sys_linux_amd64.s, the fallback
-path of nanotime1/walltime). runtime/os_linux.go sysauxv reads AT_PAGESZ, AT_RANDOM, AT_SECURE,
-AT_HWCAP(2) and AT_SYSINFO_EHDR; the rest is what Linux passes anyway.
+the strings and AT_RANDOM's 16 bytes lie above. AT_SYSINFO_EHDR points at preemu's vDSO (vdso.py)
+when there is one; without it the Go runtime makes clock_gettime a real syscall (runtime/sys_linux_amd64.s,
+the fallback path of nanotime1/walltime). runtime/os_linux.go sysauxv reads AT_PAGESZ, AT_RANDOM,
+AT_SECURE, AT_HWCAP(2) and AT_SYSINFO_EHDR; the rest is what Linux passes anyway.
 """
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ STACK_SIZE = 8 << 20
 
 AT_NULL, AT_PHDR, AT_PHENT, AT_PHNUM, AT_PAGESZ, AT_ENTRY = 0, 3, 4, 5, 6, 9
 AT_UID, AT_EUID, AT_GID, AT_EGID, AT_PLATFORM, AT_HWCAP, AT_CLKTCK = 11, 12, 13, 14, 15, 16, 17
-AT_SECURE, AT_RANDOM, AT_HWCAP2, AT_EXECFN = 23, 25, 26, 31
+AT_SECURE, AT_RANDOM, AT_HWCAP2, AT_EXECFN, AT_SYSINFO_EHDR = 23, 25, 26, 31, 33
 
 
-def build_stack(mem, image: Image, argv: list[str], envp: list[str], random16: bytes) -> int:
+def build_stack(mem, image: Image, argv: list[str], envp: list[str], random16: bytes, vdso: int = 0) -> int:
     """Map the stack, write argv/envp/auxv, and return the initial RSP (16-byte aligned)."""
     mem.map_fixed(STACK_TOP - STACK_SIZE, STACK_SIZE)
     blob = bytearray()
@@ -44,7 +44,10 @@ def build_stack(mem, image: Image, argv: list[str], envp: list[str], random16: b
     auxv = [(AT_PHDR, image.phdr_addr), (AT_PHENT, image.phentsize), (AT_PHNUM, image.phnum),
             (AT_PAGESZ, 4096), (AT_ENTRY, image.entry), (AT_UID, 1000), (AT_EUID, 1000), (AT_GID, 1000),
             (AT_EGID, 1000), (AT_SECURE, 0), (AT_RANDOM, rnd), (AT_HWCAP, HWCAP), (AT_HWCAP2, 0),
-            (AT_CLKTCK, 100), (AT_PLATFORM, platform), (AT_EXECFN, execfn), (AT_NULL, 0)]
+            (AT_CLKTCK, 100), (AT_PLATFORM, platform), (AT_EXECFN, execfn)]
+    if vdso:
+        auxv.append((AT_SYSINFO_EHDR, vdso))
+    auxv.append((AT_NULL, 0))
     words = [len(argv), *arg_ptrs, 0, *env_ptrs, 0]
     for k, v in auxv:
         words += [k, v]
