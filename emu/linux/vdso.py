@@ -11,7 +11,8 @@ vvar page that is the instruction counter's own memory (icount._Counter, mapped 
 holding the slice's start time and ns-per-instruction. The function computes what the syscall would have
 returned at that instruction: virtual time = the slice's start + instructions executed in it (`executed`
 counts the blocks before the function's first one, plus its two instructions up to the read) times
-ns-per-instruction, CLOCK_REALTIME adding the epoch offset, as kernel.sys_clock_gettime does. Left out:
+ns-per-instruction, CLOCK_REALTIME adding the epoch offset, as kernel.sys_clock_gettime does (seconds by a
+multiply and shift, as compilers divide by 10^9: the emulated DIV is a slow helper call). Left out:
 gettimeofday, time and getrandom (Go on amd64 does not need them; their absence makes it use syscalls).
 """
 from __future__ import annotations
@@ -37,11 +38,14 @@ _CODE = f"""
     jne mono
     add rax, qword ptr [r8 + {REALTIME_OFFSET}]
 mono:
-    xor edx, edx
-    mov rcx, 1000000000
-    div rcx
-    mov qword ptr [rsi], rax
-    mov qword ptr [rsi + 8], rdx
+    mov rcx, rax
+    movabs rdx, 0x44b82fa09b5a52cc
+    mul rdx
+    shr rdx, 28
+    mov qword ptr [rsi], rdx
+    imul rdx, rdx, 1000000000
+    sub rcx, rdx
+    mov qword ptr [rsi + 8], rcx
     xor eax, eax
     ret
 """
