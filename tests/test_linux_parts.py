@@ -7,7 +7,7 @@ import json
 
 import keystone
 import pytest
-from unicorn import UC_ARCH_X86, UC_MODE_64, Uc
+from unicorn import UC_ARCH_X86, UC_MODE_64, Uc, UcError
 from unicorn import x86_const as X
 
 from emu import cli
@@ -153,3 +153,39 @@ def test_scenario_failure_names_the_expectation(tmp_path, capsys):
     failed = json.loads(out.getvalue())["scenario"]["failed"]
     assert [x.split(":")[0] for x in failed] == ["expect.exit_code", "expect.stdout_regex"]
     assert cli.main(["exec", str(tmp_path / "missing.toml")]) == 2
+
+
+def test_counter_stays_exact_when_a_hook_moves_rip_inside_a_cut_block():
+    """RDTSC is emulated by a code hook that moves RIP past it (Process._on_rdtsc, counter.cut_after); when
+    the slice's limit falls after it in the same block, the run must still stop on the limit's instruction
+    (the blocks after the cut one are whole translations that would run on)."""
+    from unicorn import UC_HOOK_CODE
+    uc = _cpu()
+    code = bytes(keystone.Ks(keystone.KS_ARCH_X86, keystone.KS_MODE_64).asm(
+        "l: inc rax; nop; inc rbx; inc rcx; inc rdx; jmp l", 0x10000)[0])
+    uc.mem_write(0x10000, code)
+    c = InsnCounter(uc)
+
+    def emulate(uc, addr, size, _):
+        if not c.stopping(addr):
+            c.cut_after(addr)
+            uc.reg_write(X.UC_X86_REG_RIP, addr + size)
+    uc.hook_add(UC_HOOK_CODE, emulate, None, 0x10003, 0x10003)       # the nop
+    uc.ctl_remove_cache(0x10000, 0x10001)
+    addrs = [0x10000, 0x10003, 0x10004, 0x10007, 0x1000A, 0x1000D]          # the loop's six instructions
+    for limit in (2, 3, 4, 50, 53):
+        c.arm(limit)
+        assert c.run(0x10000) == limit
+        assert uc.reg_read(X.UC_X86_REG_RIP) == addrs[limit % 6]          # stopped on the limit's instruction
+
+
+def test_counter_counts_a_jump_to_unmapped_memory_as_the_per_instruction_counter_did():
+    uc = _cpu()
+    code = bytes(keystone.Ks(keystone.KS_ARCH_X86, keystone.KS_MODE_64).asm(
+        "mov rax, 0x900000; nop; nop; jmp rax", 0x10000)[0])
+    uc.mem_write(0x10000, code)
+    c = InsnCounter(uc)
+    c.arm(100)
+    with pytest.raises(UcError):
+        c.run(0x10000)
+    assert c.executed == 4                       # the jump ran; the fetch at its target faulted

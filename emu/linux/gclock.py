@@ -120,6 +120,7 @@ class GoroutineClock:
             if new != self.g:           # the store is G's last instruction on this thread for now
                 self.count += counter.at(addr) - self.mark
                 self.tid = None
+                counter.restore_limit()     # the stop set for G's stint no longer applies to this thread
         elif new == self.g and not self.held and not t.frames:
             executed = counter.at(addr)             # G's instructions start after this store
             cap = self._cap()

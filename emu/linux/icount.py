@@ -144,7 +144,9 @@ class InsnCounter:
         if err != 0:
             raise RuntimeError(f"uc_hook_add for the instruction counter failed: error {err}")
         self.settled: int | None = 0
+        self.armed = self.UNLIMITED
         self._stop_count_current: bool | None = None
+        self._resume = False
 
     # --- blocks ---------------------------------------------------------------------------------------
     def _insns(self, addr: int, size: int) -> list[int]:
@@ -179,11 +181,19 @@ class InsnCounter:
         instructions executed (UcError propagates, with the count settled as a fault's)."""
         uc = self._uc
         try:
-            uc.emu_start(begin, _U64)
-            if self.crossed():               # the limit falls inside the next block: run it up to there
-                tail = self.tail()
-                if tail is not None:
-                    self._run_tail(*tail)
+            while True:
+                self._resume = False
+                uc.emu_start(begin, _U64)
+                if self.crossed():           # the limit falls inside the next block: run it up to there
+                    tail = self.tail()
+                    if tail is not None:
+                        self._run_tail(*tail)
+                if not self._resume:
+                    break
+                c = self._c                  # a hook moved RIP out of a cut-short block (cut_after): the
+                c.executed += c.pending      # blocks after it are whole, so count on from there
+                c.pending = c.blk_size = c.blk_addr = 0
+                begin = read_reg(uc, X.UC_X86_REG_RIP)
         except UcError:
             self.settle(read_reg(uc, X.UC_X86_REG_RIP), faulted=True)
             raise
@@ -211,7 +221,7 @@ class InsnCounter:
         """Reset the count to zero and stop the engine once `limit` instructions have executed."""
         c = self._c
         c.executed, c.pending, c.crossed, c.tail, c.blk_addr, c.blk_size = 0, 0, 0, 0, 0, 0
-        c.limit = min(limit, self.UNLIMITED)
+        c.limit = self.armed = min(limit, self.UNLIMITED)
         self.settled = None
         self._stop_count_current = None
 
@@ -221,6 +231,10 @@ class InsnCounter:
 
     def lower_limit(self, n: int) -> None:
         self._c.limit = min(self._c.limit, n)
+
+    def restore_limit(self) -> None:
+        """Back to the limit the slice was armed with (a lowered one no longer applies)."""
+        self._c.limit = self.armed
 
     def crossed(self) -> bool:
         """The engine stopped before a block that would pass the limit (the tail is still to run)."""
@@ -251,6 +265,8 @@ class InsnCounter:
         c = self._c
         if c.crossed or (c.pending == 0 and c.blk_size == 0):
             n = c.executed                   # stopped before a block
+        elif faulted and not c.blk_addr <= pc < c.blk_addr + c.blk_size:
+            n = c.executed + c.pending       # a fetch fault: the block ran to its jump to unmapped memory
         elif self._stop_count_current is not None or faulted:
             n = c.executed + self._index(pc) + (1 if faulted or self._stop_count_current else 0)
         else:                                # a syscall's stop (RIP past it) or the end of a block
@@ -266,8 +282,12 @@ class InsnCounter:
 
     def cut_after(self, pc: int) -> None:
         """A code hook for `pc` moves RIP elsewhere (emulating the instruction): the rest of the current
-        block does not run, so only its instructions up to `pc` count."""
+        block does not run, so only its instructions up to `pc` count. In a tail the run then leaves the
+        block that was cut short for the limit, so it stops and `run` goes on from the new RIP."""
         self._c.pending = self._index(pc) + 1
+        if self._c.tail:
+            self._resume = True
+            self._uc.emu_stop()
 
     def block_end(self) -> int:
         """Inside a code hook: the count once the current block has run to its end."""

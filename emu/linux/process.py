@@ -562,9 +562,9 @@ class Process:
             self.runq.append(t)
 
     def _on_signal_pc(self, uc, addr, size, _) -> None:
-        if not self.counter.stopping(addr):
-            self.counter.stop_here(True)   # before the instruction runs: the signal is taken here next slice
-                                           # (counted, as the per-instruction counter did)
+        if self.counter.at(addr) < self.counter.limit:   # as the per-instruction counter decided: not when
+            self.counter.stop_here(True)   # this is the slice's last instruction; stopped before it runs, the
+                                           # signal is taken here next slice (the instruction counted, as then)
 
     def _on_unmapped(self, uc, access, addr, size, value, _) -> bool:
         self._fault = (access, addr)
