@@ -166,11 +166,16 @@ def sweep_verdict(res: SweepResult) -> list[str]:
         return ["OK: every injection came back with RIP, RSP, RBP, the 14 GPRs, RFLAGS and XMM0-15 bit-exact,",
                 "    the stack at and above the interrupted RSP untouched, and the final state equal to the",
                 "    uninterrupted reference run."]
-    L = [f"FAIL: {res.violation_count} violation(s)"
-         + (f" (first {len(res.violations)} kept)" if len(res.violations) < res.violation_count else "")]
-    for (kind, what), vs in group_violations(res.violations).items():
+    return failure_lines(res.violations, res.violation_count, res.violation_groups)
+
+
+def failure_lines(violations, count: int, groups) -> list[str]:
+    """FAIL with the first violation of each (kind, what) group, counted over all `count` violations
+    (`groups`: (kind, what) -> count; the kept `violations` are the first ones)."""
+    L = [f"FAIL: {count} violation(s)" + (f" (first {len(violations)} kept)" if len(violations) < count else "")]
+    for (kind, what), vs in group_violations(violations).items():
         v = vs[0]
-        n = res.violation_groups.get((kind, what), len(vs))
+        n = groups.get((kind, what), len(vs))
         L.append(f"  {kind} {what}: {n} injection point(s); first at boundary {v.boundary}, "
                  f"pc {v.pc:#x} `{v.insn}` ({v.where})")
         L += _expected_actual(v)

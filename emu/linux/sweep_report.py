@@ -8,7 +8,7 @@ from collections import OrderedDict
 from typing import Any
 
 from .. import __version__
-from ..report import REASONS, _expected_actual, group_violations
+from ..report import REASONS, failure_lines
 
 SCHEMA = "preemu/sweep-real/1"
 
@@ -109,12 +109,4 @@ def verdict(r) -> list[str]:
         return ["OK: the runtime's decision matched preemu's oracle at every signal; every injection came back with",
                 "    the 14 GPRs, RBP, RFLAGS and XMM0-15 bit-exact and the stack at and above the interrupted RSP",
                 f"    untouched; {r.func}'s results and the program's output equal the uninterrupted run."]
-    L = [f"FAIL: {r.violation_count} violation(s)"
-         + (f" (first {len(r.violations)} kept)" if len(r.violations) < r.violation_count else "")]
-    for (kind, what), vs in group_violations(r.violations).items():
-        v = vs[0]
-        n = r.violation_groups.get((kind, what), len(vs))
-        L.append(f"  {kind} {what}: {n} injection point(s); first at boundary {v.boundary}, "
-                 f"pc {v.pc:#x} `{v.insn}` ({v.where})")
-        L += _expected_actual(v)
-    return L
+    return failure_lines(r.violations, r.violation_count, r.violation_groups)
