@@ -19,7 +19,7 @@ asyncPreempt (or --stub, loaded over it) runs, asyncPreempt2 -> gopreempt_m -> s
 at asyncPreempt's RET every GPR, RFLAGS and XMM0-15 must equal the interrupted values (watch.py), and G's
 stack at and above the interrupted SP must be unchanged. G then runs to the next boundary.
 
-At F's return the swept run's results and globals must equal the reference's (see `_values`: words that
+At F's return the swept run's results and globals must equal the reference's (geffects.py: words that
 are pointers compare as nil / not nil, since a goroutine resumed on another P allocates elsewhere), and
 after F the program runs on to its exit with the same output and status. `to_exit` more points each get
 a run of their own: one injection, then on to the exit, compared with the reference's ending.
