@@ -24,14 +24,19 @@ _mem_read = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(uclib.uc_mem_read, ctypes
 _mem_write = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(uclib.uc_mem_write, ctypes.c_void_p).value)
 
 
+_SCRATCH = ctypes.create_string_buffer(4096)
+_SCRATCH_ADDR = ctypes.addressof(_SCRATCH)
+
+
 def mem_read(uc, addr: int, n: int) -> bytes:
-    """Guest memory, without the binding's argument conversion (UcError as the binding raises it)."""
-    buf = ctypes.create_string_buffer(n)
+    """Guest memory, without the binding's argument conversion (UcError as the binding raises it); reads up
+    to a page go through one scratch buffer."""
+    buf = _SCRATCH if n <= 4096 else ctypes.create_string_buffer(n)
     err = _mem_read(uc._uch, ctypes.c_uint64(addr), buf, ctypes.c_size_t(n))
     if err:
         from unicorn import UcError
         raise UcError(err)
-    return buf.raw
+    return ctypes.string_at(_SCRATCH_ADDR, n) if buf is _SCRATCH else buf.raw
 
 
 def mem_write(uc, addr: int, data: bytes) -> None:

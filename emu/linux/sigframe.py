@@ -81,6 +81,8 @@ class Delivered:
 
 _GREGS = RegBatch(_REG.values())
 _FX = RegBatch([X.UC_X86_REG_FPCW, X.UC_X86_REG_FPSW, X.UC_X86_REG_FPTAG, X.UC_X86_REG_MXCSR, *XMM], wide=XMM)
+_HANDLER_ENTRY = RegBatch([X.UC_X86_REG_RSP, X.UC_X86_REG_RIP, X.UC_X86_REG_RDI, X.UC_X86_REG_RSI, X.UC_X86_REG_RDX,
+                           X.UC_X86_REG_RAX, X.UC_X86_REG_EFLAGS])     # the handler's entry state, in this order
 _FX_RESTORE = RegBatch([X.UC_X86_REG_FPCW, X.UC_X86_REG_FPSW, X.UC_X86_REG_MXCSR, *XMM], wide=XMM)
 
 
@@ -137,13 +139,7 @@ def setup_rt_frame(uc, info: SigInfo, handler: int, restorer: int, blocked_mask:
         struct.pack_into("<iiiiQ", b, SIGINFO, sig, 0, info.code, 0, info.addr)
     uc.mem_write(fpstate, fx)
     uc.mem_write(frame, bytes(b))
-    uc.reg_write(X.UC_X86_REG_RSP, frame)
-    uc.reg_write(X.UC_X86_REG_RIP, handler)
-    uc.reg_write(X.UC_X86_REG_RDI, sig)
-    uc.reg_write(X.UC_X86_REG_RSI, frame + SIGINFO)
-    uc.reg_write(X.UC_X86_REG_RDX, frame + UC)
-    uc.reg_write(X.UC_X86_REG_RAX, 0)
-    uc.reg_write(X.UC_X86_REG_EFLAGS, regs["EFLAGS"] & ~ENTRY_CLEAR)
+    _HANDLER_ENTRY.write(uc, (frame, handler, sig, frame + SIGINFO, frame + UC, 0, regs["EFLAGS"] & ~ENTRY_CLEAR))
     return Delivered(frame, frame + UC, fpstate, regs, xmm, mxcsr, sig, read_reg(uc, X.UC_X86_REG_FS_BASE))
 
 
