@@ -45,8 +45,14 @@ def _writable(path: str | None, option: str) -> None:
     parent = os.path.dirname(path) or "."
     if not os.path.isdir(parent):
         raise UsageError(f"{option} {path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise UsageError(f"{option} {path}: cannot write there (permission denied)")
+    existed = os.path.exists(path)
+    try:                            # os.access says yes to root everywhere, /proc and /sys included: open it
+        with open(path, "a"):
+            pass
+    except OSError as e:
+        raise UsageError(f"{option} {path}: cannot write there ({e.strerror.lower()})") from None
+    if not existed:
+        os.remove(path)
 
 
 def _regs(items: list[str]) -> dict[str, str]:
@@ -590,21 +596,44 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+_OUTPUTS = ("junit_xml", "sarif", "trace", "timeline", "html", "results")
+
+
+def _check_outputs(a) -> None:
+    """Two options writing the same file would overwrite each other: refuse before any work."""
+    seen: dict[str, str] = {}
+    for opt in _OUTPUTS:
+        path = getattr(a, opt, None)
+        if not path:
+            continue
+        real = os.path.realpath(path)
+        if real in seen:
+            raise UsageError(f"--{opt.replace('_', '-')} {path}: --{seen[real].replace('_', '-')} writes the "
+                             "same file; give each output its own path")
+        seen[real] = opt
+
+
 def _check_values(a) -> None:
     for opt in ("max_points", "retry", "max_wait", "budget", "jobs"):
         if getattr(a, opt, None) is not None and getattr(a, opt) <= 0:
             raise UsageError(f"--{opt.replace('_', '-')} must be positive, got {getattr(a, opt)}")
     if getattr(a, "signal_delay", 0) < 0:
         raise UsageError(f"--signal-delay must not be negative, got {a.signal_delay}")
+    _check_outputs(a)
     _writable(getattr(a, "junit_xml", None), "--junit-xml")
     _writable(getattr(a, "sarif", None), "--sarif")
     if getattr(a, "json", False) and getattr(a, "table", False):
         raise UsageError("--table prints the per-PC table as text; with --json it is in `points`")
     if a.cmd == "exec":
-        from .linux.scenario import MAX_CPUS, POSITIVE_RUN_KEYS
+        import math
+        from .linux.scenario import MAX_CPUS, MAX_NS_PER_INSN, POSITIVE_RUN_KEYS
         for opt in POSITIVE_RUN_KEYS:
-            if getattr(a, opt) is not None and getattr(a, opt) <= 0:
-                raise UsageError(f"--{opt.replace('_', '-')} must be positive, got {getattr(a, opt)}")
+            v = getattr(a, opt)
+            if v is not None and (not math.isfinite(v) or v <= 0):
+                raise UsageError(f"--{opt.replace('_', '-')} must be a positive number, got {v}")
+        if a.ns_per_insn > MAX_NS_PER_INSN:
+            raise UsageError(f"--ns-per-insn must be at most {MAX_NS_PER_INSN:,} (a millisecond per instruction), "
+                             f"got {a.ns_per_insn}")
         if not 1 <= a.cpus <= MAX_CPUS:
             raise UsageError(f"--cpus must be between 1 and {MAX_CPUS}, got {a.cpus}")
         _writable(a.trace, "--trace")
@@ -633,7 +662,8 @@ def main(argv: list[str] | None = None, out=None) -> int:
         return a.fn(a, out)
     except EmuError as e:
         if a.traceback:
-            raise
+            import traceback
+            traceback.print_exc()
         print(f"preemu: error: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:
@@ -650,7 +680,8 @@ def main(argv: list[str] | None = None, out=None) -> int:
         return 130
     except Exception as e:          # a bug in preemu: still one line, unless --traceback
         if a.traceback:
-            raise
+            import traceback
+            traceback.print_exc()
         print(f"preemu: internal error: {type(e).__name__}: {e} (rerun with --traceback and report it)",
               file=sys.stderr)
         return 2

@@ -121,8 +121,23 @@ def go_version() -> str:
 
 
 def cache_dir() -> Path:
+    """$PREEMU_CACHE or ~/.cache/preemu, created if missing; a clear error when it cannot be a directory."""
     base = os.environ.get("PREEMU_CACHE")
-    return Path(base) if base else Path.home() / ".cache" / "preemu"
+    path = Path(base) if base else Path.home() / ".cache" / "preemu"
+    what = f"PREEMU_CACHE={base}" if base else str(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise EmuError(f"{what}: cannot use it as preemu's build cache ({e.strerror.lower()})") from None
+    if not os.access(path, os.W_OK) or not path.is_dir():
+        raise EmuError(f"{what}: cannot use it as preemu's build cache (not a writable directory)")
+    probe = path / f".preemu-write-{os.getpid()}"
+    try:                            # os.access says yes to root on a read-only mount: write a file
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise EmuError(f"{what}: cannot use it as preemu's build cache ({e.strerror.lower()})") from None
+    return path
 
 
 def go_env(cache: Path, module_mode: bool) -> dict[str, str]:
@@ -215,6 +230,9 @@ def build(path: Path | str, gcflags: str | None = None) -> BuildResult:
         proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
             raise first_error(proc.stderr.replace(str(workdir), str(srcdir)), srcdir)
+        if not is_elf(tmp / "prog"):
+            raise EmuError(f"{path}: not a main package, so nothing to run (preemu needs a program: package main "
+                           "with func main)")
         (tmp / "listing.txt").write_text(proc.stderr)
         shutil.rmtree(tmp / "gopath", ignore_errors=True)
         try:

@@ -98,6 +98,31 @@ class ScenarioItem(pytest.Item):
         return self.path, None, f"preemu run {self.path.name}"
 
 
+class ExecScenarioItem(pytest.Item):
+    """A whole-program scenario (scenarios/go/*.toml: it names a `program`) run as `preemu exec FILE.toml`
+    runs it: the program under the emulated kernel, then the scenario's expectations."""
+
+    def runtest(self) -> None:
+        import io
+        import json
+
+        from . import cli
+        out = io.StringIO()
+        code = cli.main(["exec", str(self.path), "--json"], out)
+        if code == 2:
+            raise PreemuFailure(f"preemu exec {self.path.name}: bad input (exit 2)", "")
+        j = json.loads(out.getvalue())
+        if code != 0 or not j.get("ok"):
+            failed = "; ".join((j.get("scenario") or {}).get("failed", [])) or j.get("stop_reason", "")
+            raise PreemuFailure(f"scenario {self.name} fails: {failed}", json.dumps(j.get("violations", [])))
+
+    def repr_failure(self, excinfo, style=None):
+        return _error_text(excinfo) or super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, None, f"preemu exec {self.path.name}"
+
+
 class StubFile(pytest.File):
     """The stub: one CorpusLoopItem per corpus loop (the stub is assembled once here, so a syntax
     error is a collection error naming file:line)."""
@@ -116,6 +141,10 @@ class StubFile(pytest.File):
 class ScenarioFile(pytest.File):
     def collect(self):
         from . import scenario
+        data = scenario.read_toml(self.path)
+        if "program" in data:                  # a whole-program scenario: `preemu exec` runs it
+            yield ExecScenarioItem.from_parent(self, name=str(data.get("name", self.path.stem)))
+            return
         yield ScenarioItem.from_parent(self, name=scenario.load(self.path).name)
 
     def repr_failure(self, excinfo, style=None):

@@ -141,7 +141,7 @@ def render_text(res: SweepResult, program, source: str, stub_desc: str, table: b
     L.append(f"  speed              {res.points_per_second:>9,.0f}   verified points per second")
     if res.uncovered_pcs:
         L.append(f"  not covered        {len(res.uncovered_pcs):>9}   static PCs never reached: "
-                 + " ".join(f"{pc:#x}" for pc in res.uncovered_pcs[:8]))
+                 + " ".join(f"{pc:#x}" for pc in res.uncovered_pcs[:8]) + (" ..." if len(res.uncovered_pcs) > 8 else ""))
     if table:
         L.append("")
         L.append(f"  {'pc':<10} {'where':<18} {'line':>4}  {'instruction':<44} {'verdict':<11} reason")

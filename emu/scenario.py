@@ -146,6 +146,9 @@ def load(path: str | Path) -> "Scenario | SchedScenario":
     p = Path(path)
     ps = str(path)
     data = read_toml(p)
+    if "program" in data:
+        raise EmuError(f"{ps}: a whole-program scenario (it names a `program`, not an `asm` file): run it with "
+                       f"`preemu exec {ps}`")
     if "goroutines" in data:
         return load_sched(p, data)
     _check_top(ps, data, _TOP, ("name", "asm", "entry"), ("max_points", "budget"))
@@ -207,6 +210,9 @@ class SchedScenario:
     stack_size: int = memmap.DEFAULT_STACK_SIZE
 
 
+MAX_DURATION_MS = 10_000          # a scheduler scenario's virtual time: 10^10 instructions at 1 ns each
+
+
 def load_sched(path: str | Path, data: dict) -> SchedScenario:
     """Validate a scheduler scenario (one with [[goroutines]])."""
     from .sched import GoSpec
@@ -215,6 +221,9 @@ def load_sched(path: str | Path, data: dict) -> SchedScenario:
                ("gomaxprocs", "duration_ms", "ns_per_insn", "quantum_us", "starvation_ms", "gc_every_ms"),
                " for a scheduler scenario")
     _check_stack_size(ps, data)
+    if isinstance(data.get("duration_ms"), (int, float)) and data["duration_ms"] > MAX_DURATION_MS:
+        raise ScenarioError(ps, "duration_ms", f"at most {MAX_DURATION_MS:,} ms of virtual time (got "
+                            f"{data['duration_ms']:,}): the scheduler runs every instruction of it")
     specs = []
     for i, g in enumerate(data["goroutines"]):
         key = f"goroutines[{i}]"

@@ -149,6 +149,8 @@ def load_results(path: str, key: str) -> dict[int, sweep.ShardResult]:
                     out[r.index] = r
     except FileNotFoundError:
         pass
+    except UnicodeDecodeError:
+        raise EmuError(f"{path}: not a preemu results file (it is not text)") from None
     except OSError as e:
         raise EmuError(f"{path}: cannot read: {e.strerror}") from None
     return out
@@ -166,10 +168,13 @@ def _parse_executor(executor: str | None) -> str | None:
     executor = executor or os.environ.get("DASK_SCHEDULER_ADDRESS") or None
     if executor is None:
         return None
-    if executor.startswith("dask://"):
-        return "tcp://" + executor[len("dask://"):]
-    if executor.startswith("tcp://"):
-        return executor
+    for scheme in ("dask://", "tcp://"):
+        if executor.startswith(scheme):
+            host, _, port = executor[len(scheme):].rpartition(":")
+            if not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise EmuError(f"--executor {executor!r}: write dask://HOST:PORT with PORT a number "
+                               "(a Dask scheduler's address)")
+            return f"tcp://{host}:{port}"
     raise EmuError(f"--executor {executor!r}: write dask://HOST:PORT (a Dask scheduler's address)")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import struct
 from dataclasses import dataclass, field
 
 import capstone
@@ -41,6 +42,7 @@ class Image:
     segments: list[Segment]
     symbols: dict[str, tuple[int, int]]           # name -> (address, size)
     goamd64: int | None
+    is_go: bool = True                            # a Go program (build info or runtime symbols)
     _func_starts: list[int] = field(default_factory=list, repr=False)
     _func_names: list[str] = field(default_factory=list, repr=False)
     _func_ends: list[int] = field(default_factory=list, repr=False)
@@ -122,37 +124,47 @@ def load(path: str) -> Image:
         raise EmuError(f"{path}: cannot open: {e.strerror}") from None
     with f:
         try:
-            elf = ELFFile(f)
-        except ELFError as e:
-            raise EmuError(f"{path}: not an ELF file ({e})") from None
-        if elf["e_machine"] != "EM_X86_64" or elf.elfclass != 64:
-            raise EmuError(f"{path}: not an x86-64 executable (machine {elf['e_machine']})")
-        if elf["e_type"] != "ET_EXEC":
-            raise EmuError(f"{path}: not a static executable (type {elf['e_type']}); build with CGO_ENABLED=0")
-        segs = []
-        for ph in elf.iter_segments():
-            if ph["p_type"] == "PT_INTERP":
-                raise EmuError(f"{path}: dynamically linked (has PT_INTERP); build with CGO_ENABLED=0")
-            if ph["p_type"] == "PT_LOAD":
-                segs.append(Segment(ph["p_vaddr"], ph["p_memsz"], ph.data(), ph["p_flags"]))
-        if not segs:
-            raise EmuError(f"{path}: no PT_LOAD segment")
-        syms: dict[str, tuple[int, int]] = {}
-        funcs: list[tuple[int, int, str]] = []
-        symtab = elf.get_section_by_name(".symtab")
-        if symtab is not None:
-            for name, info, _shndx, value, size in iter_symbols(symtab.data(), elf.get_section(symtab["sh_link"]).data()):
-                if value:
-                    syms[name] = (value, size)
-                    if info & 0xF == STT_FUNC:
-                        funcs.append((value, size, name))
-        goamd64 = None
-        bi = elf.get_section_by_name(".go.buildinfo")
-        if bi is not None:
-            m = _GOAMD64.search(bi.data())
-            if m:
-                goamd64 = int(m.group(1))
-        img = Image(path, elf["e_entry"], elf["e_phoff"], elf["e_phnum"], elf["e_phentsize"], segs, syms, goamd64)
+            return _load(f, path)
+        except (ELFError, struct.error, ValueError) as e:      # a file cut short or damaged past its header
+            raise EmuError(f"{path}: a truncated or damaged ELF file ({e})") from None
+
+
+def _load(f, path: str) -> Image:
+    try:
+        elf = ELFFile(f)
+    except ELFError as e:
+        raise EmuError(f"{path}: not an ELF file ({e})") from None
+    if elf["e_machine"] != "EM_X86_64" or elf.elfclass != 64:
+        raise EmuError(f"{path}: not an x86-64 executable (machine {elf['e_machine']})")
+    interp = any(ph["p_type"] == "PT_INTERP" for ph in elf.iter_segments())
+    if interp:
+        raise EmuError(f"{path}: dynamically linked (has PT_INTERP); build with CGO_ENABLED=0")
+    if elf["e_type"] != "ET_EXEC":
+        raise EmuError(f"{path}: a position-independent executable ({elf['e_type']}); preemu runs static "
+                       "executables at their link addresses: build without -buildmode=pie")
+    segs = []
+    for ph in elf.iter_segments():
+        if ph["p_type"] == "PT_LOAD":
+            segs.append(Segment(ph["p_vaddr"], ph["p_memsz"], ph.data(), ph["p_flags"]))
+    if not segs:
+        raise EmuError(f"{path}: no PT_LOAD segment")
+    syms: dict[str, tuple[int, int]] = {}
+    funcs: list[tuple[int, int, str]] = []
+    symtab = elf.get_section_by_name(".symtab")
+    if symtab is not None:
+        for name, info, _shndx, value, size in iter_symbols(symtab.data(), elf.get_section(symtab["sh_link"]).data()):
+            if value:
+                syms[name] = (value, size)
+                if info & 0xF == STT_FUNC:
+                    funcs.append((value, size, name))
+    goamd64 = None
+    bi = elf.get_section_by_name(".go.buildinfo")
+    if bi is not None:
+        m = _GOAMD64.search(bi.data())
+        if m:
+            goamd64 = int(m.group(1))
+    img = Image(path, elf["e_entry"], elf["e_phoff"], elf["e_phnum"], elf["e_phentsize"], segs, syms, goamd64,
+                bi is not None or "runtime.main" in syms)
     funcs.sort()
     img._func_starts = [a for a, _, _ in funcs]
     img._func_ends = [a + max(n, 1) for a, n, _ in funcs]

@@ -80,6 +80,9 @@ class Slice:
 
 class Process:
     def __init__(self, image: Image, opts: Options, oracle="auto") -> None:
+        if not image.is_go:
+            raise EmuError(f"{image.path}: not a Go program (no .go.buildinfo section, no runtime symbols); "
+                           "whole-program mode runs static linux/amd64 Go binaries")
         self.image, self.opts = image, opts
         self.uc = Uc(UC_ARCH_X86, UC_MODE_64)
         self.mem = AddressSpace(self.uc)

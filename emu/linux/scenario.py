@@ -45,6 +45,7 @@ class ExecScenario:
 #: run options that must be positive, and the CPUs sched_getaffinity may report (as the exec flags)
 POSITIVE_RUN_KEYS = ("max_virtual_ms", "budget", "quantum", "ns_per_insn")
 MAX_CPUS = 64
+MAX_NS_PER_INSN = 1_000_000             # a millisecond per instruction: beyond it sysmon sees hours per loop
 
 
 def _check(path: str, where: str, table: dict, allowed: dict) -> None:
