@@ -19,6 +19,19 @@ TIMEOUT = 900               # seconds for one mutant's tests: a mutant that hang
 
 #: name -> (file, old text, new text, tests to run)
 MUTATIONS = {
+    # issue #23: survivors of an independent mutation run, each killed by tests/test_survivors.py
+    "signals-in-arrival-order": ("emu/linux/threads.py", "for sig in sorted(self.pending):", "for sig in self.pending:",
+                                 ["tests/test_survivors.py"]),
+    "refusals-of-last-shard": ("emu/sweep.py", "        refused.update(r.refused)", "        refused = Counter(r.refused)",
+                               ["tests/test_survivors.py"]),
+    "results-key-without-options": ("emu/shards.py", "astuple(spec), astuple(opts), ref.boundaries",
+                                    "astuple(spec), ref.boundaries", ["tests/test_survivors.py"]),
+    "resume-check-skips-rbp": ("emu/verify.py", '        if r.kind == "sp":', '        if r.kind == "sp" or r.name == "RBP":',
+                               ["tests/test_survivors.py"]),
+    "real-resume-x0-x7-only": ("emu/linux/watch.py", "enumerate(now[len(CHECKED) + 1:])",
+                               "enumerate(now[len(CHECKED) + 1:len(CHECKED) + 9])", ["tests/test_survivors.py"]),
+    "futex-timeout-absolute": ("emu/linux/kernel.py", "deadline = p.now() + _ts(p, timeout) if timeout else None",
+                               "deadline = _ts(p, timeout) if timeout else None", ["tests/test_survivors.py"]),
     "verify-low-32-bits": ("emu/verify.py", "        b, a = before.values[r.name], after.values[r.name]\n",
                            "        b, a = before.values[r.name], after.values[r.name]\n"
                            "        if r.kind == 'gp':\n            b, a = b & 0xFFFFFFFF, a & 0xFFFFFFFF\n", KILLERS),
