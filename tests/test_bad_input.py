@@ -154,22 +154,35 @@ def test_traceback_is_accepted_after_the_subcommand(capsys):
     assert code == 2 and "Traceback" in err and "no function 'nope'" in err     # the status stays bad input
 
 
+_CTRL_C_AFTER_FIRST_LOOP = """
+import os, signal, sys
+from emu import api, cli
+
+class Results(list):                     # Ctrl-C the moment the first corpus loop's result exists
+    def append(self, x):
+        super().append(x)
+        os.kill(os.getpid(), signal.SIGINT)
+
+orig = api.check_stub
+def check_stub(*a, on_report=None, **k):
+    def report(rep):
+        rep.results = Results(rep.results)
+        on_report(rep)
+    return orig(*a, on_report=report, **k)
+api.check_stub = check_stub
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
 def test_ctrl_c_prints_a_note_and_the_partial_summary_and_exits_130():
-    # This check-stub takes ~7 s of CPU on this machine; its report exists within a second or two. On a
-    # loaded machine the signal may land before it: that is a valid outcome too (one line, "nothing to
-    # summarise yet"), so wait longer and try again; on a fast one it may finish first: wait less.
-    for wait in (2, 4, 1, 8):
-        p = subprocess.Popen([sys.executable, "-m", "emu", "check-stub", str(ASM / "preempt_amd64_go127.s"),
-                              "--layout", "go1.27", "--max-points", "100000", "--jobs", "1"],
-                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(wait)
-        p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=60)
-        if p.returncode == 0:               # finished before the signal
-            continue
-        assert p.returncode == 130, (out, err)
-        assert err.strip().startswith("preemu: interrupted (Ctrl-C)") and len(err.strip().splitlines()) == 1
-        assert "Traceback" not in err
-        if "nothing to summarise yet" not in err:
-            break
+    # The signal is sent by the process itself right after the first corpus loop finishes (not after a
+    # wall-clock wait, which a loaded machine made flaky): a real SIGINT, at a known point.
+    p = subprocess.run([sys.executable, "-c", _CTRL_C_AFTER_FIRST_LOOP, "check-stub", str(ASM / "preempt_amd64_go127.s"),
+                        "--layout", "go1.27", "--max-points", "100000", "--jobs", "1"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    out, err = p.stdout, p.stderr
+    assert p.returncode == 130, (out, err)
+    assert err.strip().startswith("preemu: interrupted (Ctrl-C) after 1 corpus loop(s)") and \
+        len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err
     assert "corpus loop" in out and "INTERRUPTED" in out

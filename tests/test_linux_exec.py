@@ -169,7 +169,7 @@ def test_context_check_catches_an_edited_ucontext(binaries):
 
 def test_oracle_disagreement_is_a_violation(binaries):
     image = elfimage.load(str(binaries["starve"]))
-    p = process.Process(image, process.Options(argv=["prog"]), oracle=lambda t, frame: "unsafe-point").run()
+    p = process.Process(image, process.Options(argv=["prog"]), oracle=lambda t, frame, g=None: "unsafe-point").run()
     assert [v["kind"] for v in p.watch.violations] == ["oracle-disagrees"]
 
 
@@ -324,7 +324,7 @@ def test_a_signal_interrupts_a_wait(binaries):
 
 def test_oracle_disagreement_on_a_declined_signal(binaries):
     image = elfimage.load(str(binaries["starve"]))
-    p = process.Process(image, process.Options(argv=["prog"]), oracle=lambda t, frame: "safe").run()
+    p = process.Process(image, process.Options(argv=["prog"]), oracle=lambda t, frame, g=None: "safe").run()
     declined = [e for e in p.watch.signals if e.outcome == "declined"]
     assert declined and [v["kind"] for v in p.watch.violations] == ["oracle-disagrees"] * len(declined)
     assert "declined" in p.watch.violations[0]["message"]

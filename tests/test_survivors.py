@@ -85,3 +85,19 @@ def tmp_stub(tmp_path):
         path.write_text(out)
         return path
     return make
+
+
+@pytest.mark.parametrize("env, on", [
+    ([], True),
+    (["GODEBUG=asyncpreemptoff=1"], False),
+    (["GODEBUG=asyncpreemptoff=2"], False),                       # any non-zero value turns it off
+    (["GODEBUG=asyncpreemptoff=10"], False),
+    (["GODEBUG=asyncpreemptoff=1,asyncpreemptoff=0"], True),      # later fields overwrite earlier ones
+    (["GODEBUG=gctrace=1", "GODEBUG=asyncpreemptoff=1"], True),   # only the first GODEBUG= entry is read
+    (["XGODEBUG=asyncpreemptoff=1"], True),
+    (["GODEBUG=myasyncpreemptoff=1"], True),
+])
+def test_asyncpreemptoff_is_read_as_the_runtime_reads_godebug(env, on):
+    """N8 of the fidelity review: runtime/env_posix.go gogetenv, runtime/runtime1.go parsegodebug."""
+    assert (process.godebug_int(env, "asyncpreemptoff") == 0) is on
+

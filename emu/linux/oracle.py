@@ -47,12 +47,15 @@ class Oracle:
         self.prog = gofront.GoProgram(binary, binary_path)               # lazy findfunc
         self.headroom_addr = proc.image.symbol("runtime.asyncPreemptStack")
 
-    def __call__(self, t, frame) -> str | None:
+    def __call__(self, t, frame, g: int | None = None) -> str | None:
+        """The verdict for the signal delivered in `frame`, from the g/m/p state as it is now; `g` is the
+        goroutine the handler passes to doSigPreempt (default: the thread's TLS g at delivery)."""
         if frame.sig != SIGURG:
             return None
         if not self.proc.async_preemption_on:
             return "asyncpreemptoff"
-        g = self.proc.read_u64(frame.fs_base - 8)
+        if g is None:
+            g = self.proc.read_u64(frame.fs_base - 8)
         if g == 0:
             return "not-curg"
         try:

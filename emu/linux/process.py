@@ -53,6 +53,20 @@ _ARG_REGS = RegBatch([X.UC_X86_REG_RDI, X.UC_X86_REG_RSI, X.UC_X86_REG_RDX, X.UC
                       X.UC_X86_REG_R9])
 
 
+def godebug_int(env: list[str], key: str) -> int:
+    """The runtime's view of an integer GODEBUG setting: the first GODEBUG= entry of the environment
+    (runtime/env_posix.go:9-19 gogetenv), its comma-separated key=value fields left to right, a later one
+    overwriting an earlier (runtime/runtime1.go:492-501 parsegodebug at startup), the value read as a
+    decimal integer (0 when absent or not a number, as the runtime leaves it)."""
+    godebug = next((e[len("GODEBUG="):] for e in env if e.startswith("GODEBUG=")), "")
+    value = 0
+    for field in godebug.split(","):
+        k, eq, v = field.partition("=")
+        if eq and k == key and (v.isdigit() or (v[:1] == "-" and v[1:].isdigit())):
+            value = int(v)
+    return value
+
+
 @dataclass
 class Options:
     argv: list[str]
@@ -117,7 +131,7 @@ class Process:
         #: or None, slice_end(t, n); it may also lower the counter's limit from its own hooks
         self.probe = None
         self._alone = False                     # the slice in progress is a run of quanta (see _run_slice)
-        self.async_preemption_on = "asyncpreemptoff=1" not in " ".join(opts.env)
+        self.async_preemption_on = not godebug_int(opts.env, "asyncpreemptoff")
         self._load()
         self.oracle_note = ""
         if oracle == "auto":

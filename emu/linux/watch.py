@@ -88,6 +88,9 @@ class Watch:
         #: on_sigreturn(thread, event, outcome, preemption or None), on_resumed(preemption)
         self.listener = None
         self._hook_rets(proc.uc, proc.image)
+        dsp = proc.image.symbols.get("runtime.doSigPreempt", (None, 0))[0]
+        if dsp is not None:
+            proc.uc.hook_add(UC_HOOK_CODE, self._on_do_sig_preempt, None, dsp, dsp)
 
     def _hook_rets(self, uc, image, code: bytes | None = None) -> None:
         """Hook every RET of asyncPreempt: the binary's, or `code` loaded over it (a --stub)."""
@@ -120,7 +123,19 @@ class Watch:
         ev.delivered_ns, ev.pc, ev.where = self.p.now(), pc, self.p.image.describe(pc)
         frame.event = ev
         if self.oracle is not None:
-            ev.oracle = self.oracle(t, frame)
+            ev.oracle = self.oracle(t, frame)    # re-asked when the handler reaches doSigPreempt (below)
+
+    def _on_do_sig_preempt(self, uc, addr, size, _) -> None:
+        """The runtime's handler calls doSigPreempt(gp, ctxt) (runtime/signal_unix.go:691-692): the oracle is
+        asked again now, with the g/m/p state doSigPreempt reads (runtime/signal_unix.go:342-357), not the
+        state at delivery: another thread may have changed it while the handler ran (N7 of #23)."""
+        t = self.p.cur
+        if self.oracle is None or t is None or not t.frames or self.p.counter.stopping(addr):
+            return
+        frame = t.frames[-1]
+        ev = getattr(frame, "event", None)
+        if ev is not None:
+            ev.oracle = self.oracle(t, frame, read_reg(uc, X.UC_X86_REG_RAX))    # gp, ABIInternal's first arg
 
     def sigreturn(self, t, frame, restored) -> None:
         """Classify what the handler did to the interrupted context."""
