@@ -30,6 +30,8 @@ MUTATIONS = {
                                ["tests/test_survivors.py"]),
     "real-resume-x0-x7-only": ("emu/linux/watch.py", "enumerate(now[len(CHECKED) + 1:])",
                                "enumerate(now[len(CHECKED) + 1:len(CHECKED) + 9])", ["tests/test_survivors.py"]),
+    "inline-index-0-ignored": ("emu/gofront.py", "        inline = tree[k].name if 0 <= k < len(tree) else None",
+                               "        inline = tree[k].name if 0 < k < len(tree) else None", ["tests/test_survivors.py"]),
     "futex-timeout-absolute": ("emu/linux/kernel.py", "deadline = p.now() + _ts(p, timeout) if timeout else None",
                                "deadline = _ts(p, timeout) if timeout else None", ["tests/test_survivors.py"]),
     "verify-low-32-bits": ("emu/verify.py", "        b, a = before.values[r.name], after.values[r.name]\n",

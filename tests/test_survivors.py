@@ -101,3 +101,15 @@ def test_asyncpreemptoff_is_read_as_the_runtime_reads_godebug(env, on):
     """N8 of the fidelity review: runtime/env_posix.go gogetenv, runtime/runtime1.go parsegodebug."""
     assert (process.godebug_int(env, "asyncpreemptoff") == 0) is on
 
+
+
+def test_runtime_code_inlined_at_the_inline_trees_first_entry_is_refused(tmp_path):
+    """runtime.NumCPU inlined into a user function is the only (index 0) entry of its inline tree; the PC
+    it covers is runtime code (runtime-func), not a safe point (symtabinl.go; safepoint's name rule)."""
+    (tmp_path / "main.go").write_text('package main\n\nimport "runtime"\n\n//go:noinline\nfunc cpus(n int) int {\n'
+                                      '\treturn runtime.NumCPU()*2 + n\n}\n\nfunc main() { println(cpus(1)) }\n')
+    out = io.StringIO()
+    assert cli.main(["disasm", str(tmp_path), "--func", "cpus", "--json"], out) == 0
+    [f] = json.loads(out.getvalue())["functions"]
+    inlined = [r for r in f["instructions"] if r["inline"] == "runtime.NumCPU"]
+    assert len(inlined) == 1 and (inlined[0]["verdict"], inlined[0]["reason"]) == ("refuse", "runtime-func")
