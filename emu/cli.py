@@ -648,12 +648,12 @@ def main(argv: list[str] | None = None, out=None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     rest = None
-    if argv and argv[0] == "sweep" and "--" in argv:        # a Go program's own arguments, after --
-        i = argv.index("--")
+    if argv and argv[0] in ("sweep", "exec") and "--" in argv:     # a Go program's own arguments, after --
+        i = argv.index("--")                                     # (options may come before or after the target)
         argv, rest = argv[:i], argv[i + 1:]
     a = parser.parse_args(argv)
     if rest is not None:
-        a.args = rest
+        a.args = list(getattr(a, "args", None) or []) + rest
     _PARTIAL.clear()
     if a.cmd == "sweep" and a.max_points is None:
         a.max_points = 100_000

@@ -137,3 +137,11 @@ def test_the_plugin_runs_the_projects_own_scenarios(tmp_path):
                         f"--preemu-scenarios={SC}"], cwd=tmp_path, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout[-2000:]
     assert " passed" in r.stdout and "error" not in r.stdout.lower()
+
+
+def test_exec_takes_options_after_the_target_and_program_arguments_after_a_double_dash(capsys):
+    out = io.StringIO()
+    code = cli.main(["exec", str(SC / "go" / "hello"), "--json", "--", "-x", "y"], out)
+    import json
+    j = json.loads(out.getvalue())
+    assert code == 0 and j["argv"][1:] == ["-x", "y"] and j["exit_code"] == 0
