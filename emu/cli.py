@@ -362,6 +362,39 @@ def _exec_options(a, passthrough):
                            trace=bool(a.trace))
 
 
+def _run_with_progress_and_ctrl_c(p, a) -> None:
+    """Run a whole program: Ctrl-C stops it between two slices (never inside a syscall the kernel model is
+    handling), and a run longer than 2 s shows its progress on a terminal (not with --quiet or --json)."""
+    import signal
+    import time
+    t0 = time.perf_counter()
+    shown = [0.0]
+    tty = sys.stderr.isatty() and not getattr(a, "quiet", False) and not a.json
+
+    def progress(proc) -> None:
+        now = time.perf_counter()
+        if tty and now - t0 > 2 and now - shown[0] > 0.5:
+            shown[0] = now
+            sys.stderr.write(f"\rpreemu: {(proc.clock - proc.boot_ns) / 1e6:,.1f} ms virtual, {proc.insns:,} "
+                             f"instructions, {len(proc.threads)} threads, {sum(proc.syscall_counts.values()):,} "
+                             "syscalls \x1b[K")
+            sys.stderr.flush()
+
+    def on_sigint(signum, frame) -> None:
+        p.interrupted = True
+        if p.in_slice:
+            p.uc.emu_stop()                   # the slice ends; the run loop stops before the next one
+
+    old = signal.signal(signal.SIGINT, on_sigint)
+    p.on_slice = progress
+    try:
+        p.run()
+    finally:
+        signal.signal(signal.SIGINT, old)
+        if shown[0]:
+            sys.stderr.write("\r\x1b[K")
+
+
 def cmd_exec(a, out) -> int:
     from . import gobuild
     from .linux import elfimage, process
@@ -390,7 +423,15 @@ def cmd_exec(a, out) -> int:
     image = elfimage.load(str(gobuild.build(target).binary))
     if opts.signal_at_pc is not None:
         opts.signal_at_pc = image.resolve(opts.signal_at_pc, "--signal-at")
-    p = process.Process(image, opts).run()
+    p = process.Process(image, opts)
+    _run_with_progress_and_ctrl_c(p, a)
+    if p.interrupted:
+        text = xreport.render_text(p, a.target)
+        for line in text.splitlines():
+            print(f"preemu: {line}", file=sys.stderr)
+        print(f"preemu: interrupted (Ctrl-C) after {p.clock - p.boot_ns:,} ns of virtual time; the summary above "
+              "is partial", file=sys.stderr)
+        return 130
     fails = xscenario.check(sc, p) if sc else []
     if a.trace:
         xreport.write_chrome_trace(a.trace, p, a.target)
@@ -584,6 +625,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "main.spin+0x9), or N of its instructions after it is sent (default: at its next instruction)")
     x.add_argument("--trace", metavar="OUT.json", help="write a Perfetto/Chrome trace, one track per thread")
     x.add_argument("--json", action="store_true", help="print one JSON object (program output captured in it)")
+    x.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr during a long run")
     x.add_argument("--variant", metavar="NAME", help="scenario files: run this variant (e.g. asyncpreemptoff)")
     x.set_defaults(fn=cmd_exec)
 

@@ -145,3 +145,28 @@ def test_exec_takes_options_after_the_target_and_program_arguments_after_a_doubl
     import json
     j = json.loads(out.getvalue())
     assert code == 0 and j["argv"][1:] == ["-x", "y"] and j["exit_code"] == 0
+
+
+_EXEC_CTRL_C = """
+import os, signal, sys
+from emu import cli
+from emu.linux import process
+orig, n = process.Process._run_slice, [0]
+def run_slice(self, *a):
+    orig(self, *a)
+    n[0] += 1
+    if n[0] == 200:                      # a real SIGINT, 200 slices into a program that never ends
+        os.kill(os.getpid(), signal.SIGINT)
+process.Process._run_slice = run_slice
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def test_ctrl_c_during_exec_stops_between_slices_with_the_partial_report():
+    r = subprocess.run([sys.executable, "-c", _EXEC_CTRL_C, "exec", str(SC / "go" / "starve"), "--env",
+                        "GODEBUG=asyncpreemptoff=1"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 130, r.stderr
+    assert "Traceback" not in r.stderr and "Exception ignored" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert lines[-1].startswith("preemu: interrupted (Ctrl-C) after ") and "partial" in lines[-1]
+    assert any("instructions at 1 ns each" in ln for ln in lines)

@@ -60,8 +60,8 @@ def godebug_int(env: list[str], key: str) -> int:
     decimal integer (0 when absent or not a number, as the runtime leaves it)."""
     godebug = next((e[len("GODEBUG="):] for e in env if e.startswith("GODEBUG=")), "")
     value = 0
-    for field in godebug.split(","):
-        k, eq, v = field.partition("=")
+    for item in godebug.split(","):
+        k, eq, v = item.partition("=")
         if eq and k == key and (v.isdigit() or (v[:1] == "-" and v[1:].isdigit())):
             value = int(v)
     return value
@@ -131,6 +131,8 @@ class Process:
         #: or None, slice_end(t, n); it may also lower the counter's limit from its own hooks
         self.probe = None
         self._alone = False                     # the slice in progress is a run of quanta (see _run_slice)
+        self.interrupted = False                # set (by a SIGINT handler) to stop at the next slice boundary
+        self.on_slice = None                    # callable(process) after every slice (progress), or None
         self.async_preemption_on = not godebug_int(opts.env, "asyncpreemptoff")
         self._load()
         self.oracle_note = ""
@@ -478,6 +480,9 @@ class Process:
         while self.exit_code is None and self.error is None:
             if stop is not None and stop():
                 return True
+            if self.interrupted:
+                self.stop_reason = "interrupted (Ctrl-C)"
+                return False
             if limit_ns is not None and self.clock >= limit_ns:
                 self._starve(f"reached --max-virtual-ms {self.opts.max_virtual_ms:g}")
                 break
@@ -502,6 +507,8 @@ class Process:
             if t.state != RUNNABLE:
                 continue
             self._run_slice(t, ns, limit_ns)
+            if self.on_slice is not None:
+                self.on_slice(self)
         return False
 
     def _run_slice(self, t: Thread, ns: int, limit_ns: int | None) -> None:
