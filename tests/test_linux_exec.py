@@ -381,3 +381,31 @@ def test_vdso_time_is_the_instruction_count(tmp_path):
     # a million iterations of a few instructions each, at 1 ns per instruction: a few ms, exactly repeatable
     assert ok == b"true" and 3_000_000 <= int(ns) <= 8_000_000
     assert bytes(run(gobuild.build(src).binary).fds.stdout.data) == bytes(p.fds.stdout.data)
+
+
+def test_a_program_reads_its_working_directory_as_natively():
+    """Files (issue #21): getcwd, a file, stat, a directory listing, lseek, /dev/null, /dev/zero."""
+    import subprocess
+    src = DATA / "go" / "files"
+    binary = gobuild.build(src).binary
+    native = subprocess.run([str(binary)], cwd=src, capture_output=True, text=True, check=True).stdout
+    p = process.Process(elfimage.load(str(binary)), process.Options(argv=["files"], cwd=str(src))).run()
+    assert p.exit_code == 0 and bytes(p.fds.stdout.data).decode() == native
+    assert "readdir [main.go] true" in native
+
+
+def test_the_view_is_read_only_and_ends_at_the_working_directory(tmp_path):
+    (tmp_path / "in.txt").write_text("inside\n")
+    (tmp_path / "up").symlink_to("..")
+    (tmp_path / "main.go").write_text(
+        'package main\n\nimport (\n\t"fmt"\n\t"os"\n)\n\nfunc main() {\n'
+        '\terr := os.WriteFile("new.txt", []byte("x"), 0o644)\n\tfmt.Println("create:", err)\n'
+        '\t_, err = os.ReadFile("/etc/hostname")\n\tfmt.Println("outside:", os.IsNotExist(err))\n'
+        '\t_, err = os.ReadFile("up/etc")\n\tfmt.Println("escape:", os.IsNotExist(err))\n'
+        '\tb, err := os.ReadFile("in.txt")\n\tfmt.Print("inside: ", string(b))\n}\n')
+    binary = gobuild.build(tmp_path / "main.go").binary
+    p = process.Process(elfimage.load(str(binary)), process.Options(argv=["t"], cwd=str(tmp_path))).run()
+    out = bytes(p.fds.stdout.data).decode()
+    assert "create: open new.txt: read-only file system" in out
+    assert "outside: true" in out and "escape: true" in out and "inside: inside" in out
+    assert not (tmp_path / "new.txt").exists()

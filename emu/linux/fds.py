@@ -2,8 +2,9 @@
 
 Mirrors fs/eventfd.c (a 64-bit counter; write adds, read returns and clears it, EAGAIN when zero
 in non-blocking mode), fs/pipe.c (a byte queue) and fs/eventpoll.c (an interest list of
-(fd, events, data); epoll_pwait reports ready entries, level-triggered). Regular files do not
-exist: openat answers ENOENT, which also makes the runtime skip its cgroup and hugepage probes.
+(fd, events, data); epoll_pwait reports ready entries, level-triggered). Files and devices are
+sys_file.py's; paths outside the working directory answer ENOENT, which also makes the runtime skip
+its cgroup and hugepage probes.
 """
 from __future__ import annotations
 

@@ -6,7 +6,8 @@ is written when it wakes) or STOP (the slice must end here: the syscall replaces
 context or ends the thread, which must happen outside Unicorn's syscall hook, see process.py).
 Numbers and semantics from the kernel's syscall_64.tbl and man pages; the runtime's side is
 runtime/sys_linux_amd64.s and runtime/os_linux.go. A syscall not in TABLE is an error naming it
-and the PC. Left out: real files, processes (fork/exec/wait), timers, sockets.
+and the PC. Files are sys_file.py's (a read-only view of the working directory, /dev). Left out: writable
+files, processes (fork/exec/wait), timers, sockets.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import struct
 from unicorn import x86_const as X
 
 from . import fds as F
+from . import sys_file
 from .regbatch import read_reg
 from .threads import Wait
 
@@ -230,6 +232,10 @@ def sys_futex(p, t, uaddr, op, val, timeout, uaddr2, val3):
 # --- files -----------------------------------------------------------------------------------
 def sys_write(p, t, fd, buf, n, *_):
     obj = p.fds.get(fd)
+    if isinstance(obj, sys_file.Device):
+        return n                              # /dev/null and /dev/zero discard; so does /dev/urandom
+    if isinstance(obj, (sys_file.HostFile, sys_file.HostDir)):
+        return -EBADF                         # opened read-only (the view is read-only)
     if isinstance(obj, F.Output):
         data = p.read(buf, n)
         p.output(obj, data)
@@ -266,25 +272,17 @@ def sys_read(p, t, fd, buf, n, *_):
         del obj.buf[:len(data)]
         p.write(buf, data)
         return len(data)
+    if hasattr(obj, "read_bytes"):            # files and devices (sys_file.py)
+        data = obj.read_bytes(p, n)
+        if isinstance(data, int):
+            return data
+        p.write(buf, data)
+        return len(data)
     return -EBADF
-
-
-def sys_openat(p, t, dirfd, path, flags, mode, *_):
-    p.note_path(p.read_cstr(path))
-    return -ENOENT
-
-
-def sys_open(p, t, path, *_):
-    p.note_path(p.read_cstr(path))
-    return -ENOENT
 
 
 def sys_close(p, t, fd, *_):
     return p.fds.close(fd)
-
-
-def sys_pread64(p, t, fd, *_):
-    return -EBADF if p.fds.get(fd) is None else -ESRCH
 
 
 def sys_fcntl(p, t, fd, cmd, arg, *_):
@@ -351,18 +349,19 @@ def sys_epoll_pwait(p, t, epfd, events, maxevents, timeout, sigmask, *_):
 
 #: syscall number -> (name, handler); numbers from arch/x86/entry/syscalls/syscall_64.tbl
 TABLE = {
-    0: ("read", sys_read), 1: ("write", sys_write), 2: ("open", sys_open), 3: ("close", sys_close),
+    0: ("read", sys_read), 1: ("write", sys_write), 3: ("close", sys_close),
     9: ("mmap", sys_mmap), 10: ("mprotect", sys_mprotect), 11: ("munmap", sys_munmap),
     13: ("rt_sigaction", sys_rt_sigaction), 14: ("rt_sigprocmask", sys_rt_sigprocmask),
-    15: ("rt_sigreturn", sys_rt_sigreturn), 17: ("pread64", sys_pread64), 24: ("sched_yield", sys_sched_yield),
+    15: ("rt_sigreturn", sys_rt_sigreturn), 24: ("sched_yield", sys_sched_yield),
     28: ("madvise", sys_madvise), 35: ("nanosleep", sys_nanosleep), 39: ("getpid", sys_getpid),
     56: ("clone", sys_clone), 60: ("exit", sys_exit), 63: ("uname", sys_uname), 72: ("fcntl", sys_fcntl),
     131: ("sigaltstack", sys_sigaltstack), 157: ("prctl", sys_prctl), 158: ("arch_prctl", sys_arch_prctl),
     186: ("gettid", sys_gettid), 202: ("futex", sys_futex), 204: ("sched_getaffinity", sys_sched_getaffinity),
     228: ("clock_gettime", sys_clock_gettime), 231: ("exit_group", sys_exit_group), 233: ("epoll_ctl", sys_epoll_ctl),
-    234: ("tgkill", sys_tgkill), 257: ("openat", sys_openat), 281: ("epoll_pwait", sys_epoll_pwait),
+    234: ("tgkill", sys_tgkill), 281: ("epoll_pwait", sys_epoll_pwait),
     290: ("eventfd2", sys_eventfd2), 291: ("epoll_create1", sys_epoll_create1), 293: ("pipe2", sys_pipe2),
     302: ("prlimit64", sys_prlimit64), 318: ("getrandom", sys_getrandom),
+    **sys_file.TABLE,                       # files: the working directory read-only, /dev, getcwd
 }
 
 #: every x86-64 syscall name 0..334 in number order (syscall_64.tbl), for error messages

@@ -19,6 +19,7 @@ Left out: multiple CPUs, priorities, process-directed signals, core dumps.
 from __future__ import annotations
 
 import collections
+import os
 import random
 import struct
 import time
@@ -82,6 +83,7 @@ class Options:
     passthrough: object = None         # callable(stream_name, bytes) for live output, or None
     trace: bool = False
     vdso: bool = True                  # map preemu's vDSO (vdso.py): clock_gettime without a syscall
+    cwd: str | None = None             # the working directory the program sees, read-only (default: ours)
 
 
 @dataclass
@@ -132,6 +134,9 @@ class Process:
         self.probe = None
         self._alone = False                     # the slice in progress is a run of quanta (see _run_slice)
         self.interrupted = False                # set (by a SIGINT handler) to stop at the next slice boundary
+        #: the working directory the program sees (sys_file.py: a read-only view of the host's)
+        self.cwd = opts.cwd or os.getcwd()
+        self.cwd_root = os.path.realpath(self.cwd)
         self.on_slice = None                    # callable(process) after every slice (progress), or None
         self.async_preemption_on = not godebug_int(opts.env, "asyncpreemptoff")
         self._load()
