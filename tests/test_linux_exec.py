@@ -340,13 +340,14 @@ def test_frame_bookkeeping_checks_bite(binaries):
     assert [v["kind"] for v in p.watch.violations] == ["unmatched-return"]
 
 
-# Instruction counts of whole runs, as the per-instruction counter counted them before the block counter
-# replaced it (issue #22): counting per translated block, with the slice's last block cut short where the
-# limit falls, must end every slice on the same instruction, so runs, clocks and signals stay the same.
-# (Without the vDSO, which those runs did not have: with it, clock reads are fewer instructions.)
+# Instruction counts of whole runs. Counting per translated block (issue #22), with the slice's last block
+# cut short where the limit falls, ended every slice on the same instruction as the per-instruction counter:
+# these runs gave 304,695 / 11,485,916 / 11,485,919 instructions with both (commit 44163cc). Since a thread
+# returning from a signal handler keeps the CPU (issue #21) the first two schedule differently; the figures
+# below pin the counter as it is now. (Without the vDSO, which those runs did not have.)
 @pytest.mark.parametrize("prog, kw, insns, signals", [
-    ("hello", {}, 304_695, 3),
-    ("starve", {}, 11_485_916, 4),
+    ("hello", {}, 302_205, 3),
+    ("starve", {}, 11_486_065, 4),
     ("starve", {"signal_delay": 3}, 11_485_919, 4),
 ])
 def test_instruction_counts_are_those_of_the_per_instruction_counter(binaries, prog, kw, insns, signals):
@@ -409,3 +410,17 @@ def test_the_view_is_read_only_and_ends_at_the_working_directory(tmp_path):
     assert "create: open new.txt: read-only file system" in out
     assert "outside: true" in out and "escape: true" in out and "inside: inside" in out
     assert not (tmp_path / "new.txt").exists()
+
+
+@pytest.mark.parametrize("procs", [2, 3, 4, 5])
+def test_gc_with_spinners_on_every_p_finishes_as_natively(procs):
+    """The livelock of issue #21: with GOMAXPROCS >= 3 and a GC meeting busy goroutines, each thread that
+    returned from the SIGURG handler went to the back of the run queue, and the GC's next signal came before
+    it ran one instruction of asyncPreempt. Linux returns from rt_sigreturn to user mode on the same CPU
+    (arch/x86/kernel/signal.c): the thread goes on."""
+    binary = gobuild.build(DATA / "go" / "preemptgc").binary
+    p = process.Process(elfimage.load(str(binary)), process.Options(argv=["preemptgc", str(procs)], ncpu=procs,
+                                                                   max_virtual_ms=500)).run()
+    assert not p.starved and p.exit_code == 0, p.stop_reason
+    assert bytes(p.fds.stdout.data) == f"ok 20 GCs with {procs - 1} spinners\n".encode()
+    assert not p.watch.violations

@@ -582,13 +582,17 @@ class Process:
             self.slices.append(Slice(t.tid, start, self.clock, t.state))
         if self.error is not None:
             return
+        returned = self._after_stop == self._finish_sigreturn
         if self._after_stop is not None and t.state != EXITED and self.error is None:
             self._after_stop(t)
         if t.state != EXITED:
             t.ctx = uc.context_save()
         self._wake_due()                 # a sleeper whose deadline ended this slice runs next (wakeup preemption)
         if t.state == RUNNABLE and t not in self.runq:
-            self.runq.append(t)
+            if returned:                 # rt_sigreturn returns to user mode on the same CPU: the thread goes
+                self.runq.appendleft(t)  # on (arch/x86/kernel/signal.c; no reschedule on the way back)
+            else:
+                self.runq.append(t)
 
     def _on_signal_pc(self, uc, addr, size, _) -> None:
         if self.counter.at(addr) < self.counter.limit:   # as the per-instruction counter decided: not when
