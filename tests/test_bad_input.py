@@ -7,10 +7,8 @@ asm/ and scenarios/ directories.
 from __future__ import annotations
 
 import io
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 from conftest import ASM, ROOT
