@@ -193,6 +193,12 @@ class RealSweep:
     def _stack_hi(self) -> int:
         return self._g("stack.hi")
 
+    def _m_and_p(self) -> tuple[int, int]:
+        """G's M and that M's P (0 when G has none)."""
+        m = self._g("m")
+        pp = int.from_bytes(self.p.read(m + self.p.structs.m["p"].offset, 8), "little") if m else 0
+        return m, pp
+
     # --- runs -------------------------------------------------------------------------------------------
     def _arm(self) -> GoroutineClock:
         snapshot.restore(self.p, self.snap)
@@ -266,11 +272,9 @@ class RealSweep:
         """The request at boundary k, as preemptone makes it, and SIGURG pending for G's thread."""
         p = self.p
         t = p.threads[clock.ready]
-        p.uc.context_restore(t.ctx)
-        pc = read_reg(p.uc, X.UC_X86_REG_RIP)
+        pc = t.ctx.reg_read(X.UC_X86_REG_RIP)
         gt, mt, pt = p.structs.g, p.structs.m, p.structs.p
-        m = self._g("m")
-        pp = int.from_bytes(p.read(m + mt["p"].offset, 8), "little") if m else 0
+        m, pp = self._m_and_p()
         saved = (self._g("preempt"), self._g("stackguard0"),
                  p.read(pp + pt["preempt"].offset, 1)[0] if pp else None,
                  int.from_bytes(p.read(m + mt["signalPending"].offset, 4), "little") if m else None)
@@ -299,8 +303,7 @@ class RealSweep:
         self._set(self.g, p.structs.g, "preempt", gpre)
         if self._g("stackguard0") == gs.STACK_PREEMPT:
             self._set(self.g, p.structs.g, "stackguard0", sg)
-        m = self._g("m")
-        pp = int.from_bytes(p.read(m + p.structs.m["p"].offset, 8), "little") if m else 0
+        _, pp = self._m_and_p()
         if pp and ppre is not None:
             self._set(pp, p.structs.p, "preempt", ppre)
 
@@ -360,26 +363,22 @@ class _Listener:
             return
         uc = sw.p.uc
 
-        def bad(kind, what, exp, act, detail=""):
-            self.violations.append(sw.make_violation(kind, what, exp, act, pt.boundary, pt.pc, detail))
-        from .. import regs
+        def make(kind, what, exp, act, detail=""):
+            return sw.make_violation(kind, what, exp, act, pt.boundary, pt.pc, detail)
+
+        def bad(*args):
+            self.violations.append(make(*args))
+        from .. import regs, verify
         for kind, name, exp, act in rec.found:
-            if kind == "flags":
-                bad(kind, name, f"{exp:#x} [{regs.describe_flags(exp)}]", f"{act:#x} [{regs.describe_flags(act)}]",
-                    "flags changed: " + regs.describe_flags(exp ^ act))
-            else:
-                width = 34 if name.startswith("XMM") else 18
-                bad(kind, name, f"{exp:#0{width}x}", f"{act:#0{width}x}")
+            bad(kind, name, verify.fmt_value(name, exp), verify.fmt_value(name, act),
+                "flags changed: " + regs.describe_flags(exp ^ act) if kind == "flags" else "")
         rsp = read_reg(uc, X.UC_X86_REG_RSP)
         if rsp + 8 != rec.sp or sw.p.read_u64(rsp) != rec.pc:
             bad("resume", "RIP/RSP", f"RET to {rec.pc:#x} with RSP {rec.sp:#x}",
                 f"RET to {sw.p.read_u64(rsp):#x} with RSP {rsp + 8:#x}")
         sp, before = pt.stack
-        now = sw.p.read(sp, len(before))
-        if now != before:
-            off = next(i for i in range(0, len(before), 8) if now[i:i + 8] != before[i:i + 8])
-            bad("memory", f"{sp + off:#x}", "0x" + before[off:off + 8][::-1].hex(), "0x" + now[off:off + 8][::-1].hex(),
-                "goroutine stack at or above the interrupted RSP changed")
+        self.violations += verify.compare_memory(sp, before, sw.p.read(sp, len(before)), make,
+                                                 "goroutine stack at or above the interrupted RSP changed", limit=1)
         pt.stack = None
 
 
