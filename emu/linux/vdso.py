@@ -18,6 +18,7 @@ gettimeofday, time and getrandom (Go on amd64 does not need them; their absence 
 from __future__ import annotations
 
 import struct
+from functools import lru_cache
 
 import keystone
 
@@ -69,6 +70,7 @@ def elf_hash(name: bytes) -> int:
     return h
 
 
+@lru_cache(maxsize=1)
 def image() -> bytes:
     """The vDSO page: ELF header, two program headers, dynsym/dynstr/hash/versym/verdef/dynamic, code."""
     code = bytes(keystone.Ks(keystone.KS_ARCH_X86, keystone.KS_MODE_64).asm(_CODE, VDSO_BASE + CODE_OFF)[0])
