@@ -192,9 +192,7 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     _positive("jobs", jobs)
     _positive("budget", budget)
     src = display_path(_readable(path, "the program"))
-    model_only = [o for o, on in (("gc", gc), ('stub="generated"', stub == "generated"),
-                                  ("force_unsafe", force_unsafe), ("nested_signals", nested_signals),
-                                  ("layout", layout is not None)) if on]
+    model_only = [kw for kw, _ in model_only_options(gc, stub, force_unsafe, nested_signals, layout)]
     from . import gobuild
     if gobuild.is_go_input(src) and not model_only:
         return _sweep_real(src, func, registers, stub, seed, max_points, budget, async_preemption, jobs, executor,
@@ -216,6 +214,15 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     res = _sweep(world, entry, seed, max_points, budget, force_unsafe=force_unsafe,
                  async_preemption=async_preemption, nested_signals=nested_signals, runner=runner(world))
     return SweepReport(res, program, world.machine.stub, src, stub_s, lay)
+
+
+def model_only_options(gc: bool, stub, force_unsafe: bool, nested_signals: bool, layout) -> list[tuple[str, str]]:
+    """The sweep options given that only preemu's model world has (with them, Go input is swept there, not in
+    its real program), each as (the API's keyword, the CLI's flag)."""
+    return [names for names, on in ((("gc", "--gc"), gc), (('stub="generated"', "--stub generated"), stub == "generated"),
+                                    (("force_unsafe", "--force-unsafe"), force_unsafe),
+                                    (("nested_signals", "--nested-signals"), nested_signals),
+                                    (("layout", "--layout"), layout is not None)) if on]
 
 
 def _sweep_real(src: str, func: str, registers, stub, seed: int, max_points: int, budget: int,

@@ -113,10 +113,9 @@ def _check_regs(given: dict[str, str], world) -> None:
 
 
 def _model_only(a) -> list[str]:
-    """The sweep options that only preemu's model world has (for Go input they keep the synthetic world)."""
-    return [o for o, on in (("--gc", a.gc), ("--stub generated", a.stub == "generated"),
-                            ("--force-unsafe", a.force_unsafe), ("--nested-signals", a.nested_signals),
-                            ("--layout", a.layout is not None)) if on]
+    """The sweep options given that only preemu's model world has (for Go input they keep the synthetic world)."""
+    from . import api
+    return [flag for _, flag in api.model_only_options(a.gc, a.stub, a.force_unsafe, a.nested_signals, a.layout)]
 
 
 def cmd_sweep(a, out) -> int:
