@@ -36,9 +36,9 @@ G0_SLOT_M1 = 2   # g slot of m1.g0
 
 
 # What doSigPreempt reads (through read_sched_state), in offset order: one unpack per struct.
-_G_SCHED = ("stack.lo", "stack.hi", "atomicstatus", "preempt")
-_M_SCHED = ("curg", "p", "mallocing", "preemptoff.len", "locks")
-_P_SCHED = ("status", "preempt")
+G_SCHED = ("stack.lo", "stack.hi", "atomicstatus", "preempt")
+M_SCHED = ("curg", "p", "mallocing", "preemptoff.len", "locks")
+P_SCHED = ("status", "preempt")
 
 _SCHED_STATES: dict[tuple, SchedState] = {}     # SchedState is frozen: equal reads share one object
 
@@ -46,10 +46,10 @@ _SCHED_STATES: dict[tuple, SchedState] = {}     # SchedState is frozen: equal re
 def sched_reader(g: StructRef, m: StructRef, p: StructRef | None) -> Callable[[], tuple[int, ...]]:
     """A function returning the raw fields doSigPreempt reads from g, m and p (None: the M has no P),
     for sched_state_of; a World keeps one per M/P pair."""
-    rg, rm = g.reader(_G_SCHED), m.reader(_M_SCHED)
+    rg, rm = g.reader(G_SCHED), m.reader(M_SCHED)
     if p is None:
         return lambda: (*rg(), *rm(), 0, 0)
-    rp = p.reader(_P_SCHED)
+    rp = p.reader(P_SCHED)
     return lambda: (*rg(), *rm(), *rp())
 
 

@@ -15,6 +15,9 @@ import struct
 from typing import Callable
 
 
+_GAP = 256      # fields further apart than this are read separately (p.preempt is 13 KiB after p.status)
+
+
 class FieldViews(dict):
     """name -> an object whose [0] reads and writes that field, made on first use: `ref.f["preempt"][0] = 1`
     is two C-level subscripts, no Python call (0.25 -> 0.06 µs). Values stored this way must already
@@ -63,21 +66,33 @@ class StructRef:
 
     def reader(self, names: tuple[str, ...]) -> Callable[[], tuple[int, ...]]:
         """A function returning the fields `names` (in offset order) with one unpack of the memory
-        that spans them. Readers are kept by the identity of `names` (pass a module constant)."""
+        that spans them (through `machine.read`: one read per run of fields less than _GAP bytes apart).
+        Readers are kept by the identity of `names` (pass a module constant)."""
         r = self._readers.get(id(names))
         if r is None:
-            fmt, pos = "<", 0
+            unpacker = getattr(self.machine, "unpacker", None)
+            runs: list[list] = []                  # [first offset, format, end]
             for n in names:
                 f = self.fields[n]
-                assert f.offset >= pos, "fields must be listed in offset order"
-                fmt += f"{f.offset - pos}x" + {1: "B", 2: "H", 4: "I", 8: "Q"}[f.size]
-                pos = f.offset + f.size
-            st, unpacker = struct.Struct(fmt), getattr(self.machine, "unpacker", None)
+                code = {1: "B", 2: "H", 4: "I", 8: "Q"}[f.size]
+                if runs:
+                    assert f.offset >= runs[-1][2], "fields must be listed in offset order"
+                if runs and (unpacker is not None or f.offset - runs[-1][2] < _GAP):
+                    runs[-1][1] += f"{f.offset - runs[-1][2]}x" + code
+                    runs[-1][2] = f.offset + f.size
+                else:
+                    runs.append([f.offset, "<" + code, f.offset + f.size])
             if unpacker is not None:
-                r = unpacker(self.base, st, pos)
+                off, fmt, end = runs[0]                    # one run, read from the struct's base
+                r = unpacker(self.base, struct.Struct(f"<{off}x{fmt[1:]}"), end)
             else:
                 mem, base = self.machine, self.base
-                r = lambda: st.unpack(mem.read(base, pos))      # noqa: E731
+                parts = [(base + off, struct.Struct(fmt), end - off) for off, fmt, end in runs]
+                if len(parts) == 1:
+                    (addr, st, size), = parts
+                    r = lambda: st.unpack(mem.read(addr, size))      # noqa: E731
+                else:
+                    r = lambda: tuple(v for addr, st, size in parts for v in st.unpack(mem.read(addr, size)))  # noqa: E731
             self._readers[id(names)] = r
         return r
 

@@ -37,6 +37,7 @@ from unicorn import x86_const as X
 
 from .. import gostructs as gs
 from ..errors import EmuError
+from ..structref import StructRef
 from ..verify import Violation
 from . import snapshot
 from .gclock import GoroutineClock
@@ -171,6 +172,7 @@ class RealSweep:
         p.uc.context_restore(t.ctx)
         self.tid = t.tid
         self.g = p.read_u64(p.fs_base() - 8)
+        self._g_reader = None
         self.entry_sp = read_reg(p.uc, X.UC_X86_REG_RSP)
         self.ret_addr = p.read_u64(self.entry_sp)
         self.entry_depth = self._stack_hi() - self.entry_sp
@@ -189,6 +191,14 @@ class RealSweep:
     def _set(self, base: int, table: dict, field: str, value: int) -> None:
         f = table[field]
         self.p.write(base + f.offset, value.to_bytes(f.size, "little"))
+
+    def _g_request(self) -> tuple[int, int, int]:
+        """G's stackguard0, m and preempt (_G_REQUEST's order), in one read."""
+        if self._g_reader is None:
+            self._g_reader = StructRef(self.p, self.g, self.p.structs.g).reader(self._G_REQUEST)
+        return self._g_reader()
+
+    _G_REQUEST = ("stackguard0", "m", "preempt")          # in offset order (runtime2.go's g)
 
     def _stack_hi(self) -> int:
         return self._g("stack.hi")
@@ -274,9 +284,9 @@ class RealSweep:
         t = p.threads[clock.ready]
         pc = t.ctx.reg_read(X.UC_X86_REG_RIP)
         gt, mt, pt = p.structs.g, p.structs.m, p.structs.p
-        m, pp = self._m_and_p()
-        saved = (self._g("preempt"), self._g("stackguard0"),
-                 p.read(pp + pt["preempt"].offset, 1)[0] if pp else None,
+        sg, m, gpre = self._g_request()
+        pp = p.read_u64(m + mt["p"].offset) if m else 0
+        saved = (gpre, sg, p.read(pp + pt["preempt"].offset, 1)[0] if pp else None,
                  int.from_bytes(p.read(m + mt["signalPending"].offset, 4), "little") if m else None)
         self._set(self.g, gt, "preempt", 1)
         self._set(self.g, gt, "stackguard0", gs.STACK_PREEMPT)

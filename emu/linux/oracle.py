@@ -13,6 +13,7 @@ layout runs without the oracle (verdicts None, the reason in the report).
 """
 from __future__ import annotations
 
+import operator
 import struct
 
 from unicorn import UcError
@@ -25,18 +26,6 @@ from ..structref import StructRef
 SIGURG = gs.SIG_PREEMPT
 
 
-def sched_state(proc, g: int, tables: gs.StructTables | None = None) -> safepoint.SchedState:
-    """The SchedState of goroutine g, its M and the M's P, read from guest memory by the same reader
-    the emulated runtime uses (gmp.read_sched_state; `proc.read` stands in for the machine's), the
-    structs laid out as `tables` (default: the typed Go 1.27.3 ones)."""
-    t = tables or gs.typed_tables()
-    gr = StructRef(proc, g, t.g)
-    m = gr.get("m")
-    mr = StructRef(proc, m, t.m)
-    pp = mr.get("p") if m else 0
-    return gmp.read_sched_state(gr, mr, StructRef(proc, pp, t.p) if pp else None)
-
-
 class Oracle:
     """Callable (thread, delivered frame) -> reason code, as the Watch expects."""
 
@@ -46,6 +35,33 @@ class Oracle:
         self.structs = gofront.struct_tables(binary_path, binary.raw)   # g/m/p as this binary lays them out
         self.prog = gofront.GoProgram(binary, binary_path)               # lazy findfunc
         self.headroom_addr = proc.image.symbol("runtime.asyncPreemptStack")
+        self._refs: dict[tuple[int, int], StructRef] = {}     # (address, table id): its StructRef keeps its readers
+        by_offset = lambda table, names: tuple(sorted(names, key=lambda n: table[n].offset))   # noqa: E731
+        self._g_names = by_offset(self.structs.g, gmp.G_SCHED + ("m",))
+        self._m_names = by_offset(self.structs.m, gmp.M_SCHED)
+        self._p_names = by_offset(self.structs.p, gmp.P_SCHED)
+        pick = lambda names, want: operator.itemgetter(*(names.index(n) for n in want))   # noqa: E731
+        self._g_pick, self._m_pick, self._p_pick = (pick(self._g_names, gmp.G_SCHED), pick(self._m_names, gmp.M_SCHED),
+                                                    pick(self._p_names, gmp.P_SCHED))     # each to read_sched_state's order
+        self._g_m, self._m_p = self._g_names.index("m"), self._m_names.index("p")
+
+    def _ref(self, addr: int, table: dict) -> StructRef:
+        r = self._refs.get((addr, id(table)))
+        if r is None:
+            if len(self._refs) > 4096:
+                self._refs.clear()
+            r = self._refs[(addr, id(table))] = StructRef(self.proc, addr, table)
+        return r
+
+    def sched_state(self, g: int) -> safepoint.SchedState:
+        """The SchedState of goroutine g, its M and the M's P, as gmp.read_sched_state reads it (the emulated
+        runtime's reader), the structs laid out as this binary's DWARF says: one read of each struct."""
+        t = self.structs
+        gv = self._ref(g, t.g).reader(self._g_names)()
+        mv = self._ref(gv[self._g_m], t.m).reader(self._m_names)()     # m == 0: UcError, no verdict
+        pp = mv[self._m_p]
+        pv = self._ref(pp, t.p).reader(self._p_names)() if pp else None
+        return gmp.sched_state_of(g, self._g_pick(gv) + self._m_pick(mv) + (self._p_pick(pv) if pp else (0, 0)))
 
     def __call__(self, t, frame, g: int | None = None) -> str | None:
         """The verdict for the signal delivered in `frame`, from the g/m/p state as it is now; `g` is the
@@ -59,7 +75,7 @@ class Oracle:
         if g == 0:
             return "not-curg"
         try:
-            st = sched_state(self.proc, g, self.structs)
+            st = self.sched_state(g)
         except UcError:                         # a g/m/p pointer into unmapped memory: no verdict
             return None
         if not safepoint.want_async_preempt(st):

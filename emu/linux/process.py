@@ -37,7 +37,7 @@ from .elfimage import Image
 from .fds import Epoll, FdTable
 from .icount import InsnCounter
 from .memory import AddressSpace
-from .regbatch import RegBatch, mem_read, mem_write, read_reg
+from .regbatch import RegBatch, mem_read, mem_write, read_reg, read_u64
 from .sigframe import PF_INSTR, PF_USER, PF_WRITE, SEGV_MAPERR, X86_TRAP_PF, SigInfo, restore_rt_frame, setup_rt_frame
 from .threads import BLOCKED, EXITED, RUNNABLE, Thread, Wait
 from .watch import Watch
@@ -206,7 +206,7 @@ class Process:
         mem_write(self.uc, addr, bytes(data))
 
     def read_u64(self, addr: int) -> int:
-        return struct.unpack("<Q", self.read(addr, 8))[0]
+        return read_u64(self.uc, addr)
 
     def read_cstr(self, addr: int, limit: int = 4096) -> str:
         out = bytearray()

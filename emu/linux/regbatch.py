@@ -18,12 +18,15 @@ _write = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(uclib.uc_reg_write_batch, ct
 _read1 = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(uclib.uc_reg_read, ctypes.c_void_p).value)
 _one = ctypes.c_uint64()
 _one_p = ctypes.byref(_one)
+_ONE_ADDR = ctypes.addressof(_one)
 
 
-_mem_read = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(uclib.uc_mem_read, ctypes.c_void_p).value)
+_mem_read = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t)(
+    ctypes.cast(uclib.uc_mem_read, ctypes.c_void_p).value)
 _mem_write = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(uclib.uc_mem_write, ctypes.c_void_p).value)
 
 
+_M64 = (1 << 64) - 1
 _SCRATCH = ctypes.create_string_buffer(4096)
 _SCRATCH_ADDR = ctypes.addressof(_SCRATCH)
 
@@ -31,12 +34,26 @@ _SCRATCH_ADDR = ctypes.addressof(_SCRATCH)
 def mem_read(uc, addr: int, n: int) -> bytes:
     """Guest memory, without the binding's argument conversion (UcError as the binding raises it); reads up
     to a page go through one scratch buffer."""
-    buf = _SCRATCH if n <= 4096 else ctypes.create_string_buffer(n)
-    err = _mem_read(uc._uch, ctypes.c_uint64(addr), buf, ctypes.c_size_t(n))
+    if n <= 4096:
+        err = _mem_read(uc._uch, addr, _SCRATCH_ADDR, n)
+        if not err:
+            return _SCRATCH.raw[:n]
+    else:
+        buf = ctypes.create_string_buffer(n)
+        err = _mem_read(uc._uch, addr, buf, n)
+        if not err:
+            return buf.raw
+    from unicorn import UcError
+    raise UcError(err)
+
+
+def read_u64(uc, addr: int) -> int:
+    """One little-endian 64-bit word of guest memory."""
+    err = _mem_read(uc._uch, addr, _ONE_ADDR, 8)
     if err:
         from unicorn import UcError
         raise UcError(err)
-    return ctypes.string_at(_SCRATCH_ADDR, n) if buf is _SCRATCH else buf.raw
+    return _one.value
 
 
 def mem_write(uc, addr: int, data: bytes) -> None:
@@ -85,10 +102,27 @@ class RegBatch:
                 i += 1
         return tuple(out)
 
+    def raw(self, uc) -> bytes:
+        """The registers as read, 16 bytes each in list order (little-endian, zero-padded): an XMM register's
+        slot is its bytes as FXSAVE stores them."""
+        ctypes.memset(self._buf, 0, 16 * self.n)
+        if _read(uc._uch, self._ids, self._ptrs, self.n):
+            raise RuntimeError("uc_reg_read_batch failed")
+        return self._buf.raw
+
+    def write_raw(self, uc, data: bytes) -> None:
+        """Write the registers from 16-byte slots in list order (raw's format)."""
+        ctypes.memmove(self._buf, data, 16 * self.n)
+        if _write(uc._uch, self._ids, self._ptrs, self.n):
+            raise RuntimeError("uc_reg_write_batch failed")
+
     def write(self, uc, values) -> None:
-        b = bytearray(16 * self.n)
-        for k, v in enumerate(values):
-            b[16 * k:16 * k + 16] = (v & ((1 << 128) - 1)).to_bytes(16, "little")
-        ctypes.memmove(self._buf, bytes(b), len(b))
+        if self._any_wide:
+            flat = []
+            for w, v in zip(self._wide, values):
+                flat += (v & _M64, (v >> 64) & _M64) if w else (v & _M64,)
+        else:
+            flat = [v & _M64 for v in values]
+        self._fmt.pack_into(self._buf, 0, *flat)      # a narrower register takes only its low bytes
         if _write(uc._uch, self._ids, self._ptrs, self.n):
             raise RuntimeError("uc_reg_write_batch failed")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from unicorn import x86_const as X
 
-from .regbatch import RegBatch, read_reg
+from .regbatch import RegBatch, mem_read, mem_write, read_reg
 
 # --- layout: one table, offsets from the frame base (RSP at handler entry) --------------------
 PRETCODE = 0
@@ -73,35 +73,38 @@ class Delivered:
     ucontext: int
     fpstate: int
     regs: dict          # the interrupted registers (GPRs, RIP, EFLAGS)
-    xmm: list[int]
+    xmm: bytes          # XMM0-15, 16 bytes each (little-endian, as FXSAVE stores them)
     mxcsr: int
     sig: int = 0
     fs_base: int = 0    # the thread's TLS base (Go keeps g at -8 from it)
+    oracle_due: bool = False    # the watch is still to ask its oracle about this signal
 
 
 _GREGS = RegBatch(_REG.values())
 _FX = RegBatch([X.UC_X86_REG_FPCW, X.UC_X86_REG_FPSW, X.UC_X86_REG_FPTAG, X.UC_X86_REG_MXCSR, *XMM], wide=XMM)
+_FX_HEAD = struct.Struct("<Q8xQ8xQ8xQ8x")          # _FX.raw's first four slots
+_FX_IMAGE_HEAD = struct.Struct("<HHBxHQQII")      # FXSAVE: FCW FSW FTW(abridged) FOP FIP FDP MXCSR MXCSR_MASK
 _HANDLER_ENTRY = RegBatch([X.UC_X86_REG_RSP, X.UC_X86_REG_RIP, X.UC_X86_REG_RDI, X.UC_X86_REG_RSI, X.UC_X86_REG_RDX,
                            X.UC_X86_REG_RAX, X.UC_X86_REG_EFLAGS])     # the handler's entry state, in this order
 _FX_RESTORE = RegBatch([X.UC_X86_REG_FPCW, X.UC_X86_REG_FPSW, X.UC_X86_REG_MXCSR, *XMM], wide=XMM)
+_FX_RESTORE_HEAD = struct.Struct("<Q8xQ8xQ8x")
+#: the mcontext's GPRs, RIP and EFLAGS as one pack/unpack (the order of GREGS[:18], which is _REG's)
+_MC_GREGS = struct.Struct("<18Q")
+assert list(_REG) == list(GREGS[:18])
 
 
-def read_regs(uc) -> dict:
-    """The GPRs, RIP and EFLAGS (one batched read: a register read through the binding costs ~8 us)."""
-    return dict(zip(_REG, _GREGS(uc)))
-
-
-def _fxsave(uc) -> tuple[bytes, list[int], int]:
-    fcw, fsw, ftw, mxcsr, *xmm = _FX(uc)
+def _fxsave(uc) -> tuple[bytes, bytes, int]:
+    """The FXSAVE image of the thread's FPU/SSE state, the 16 XMM registers' bytes (as FXSAVE stores them)
+    and MXCSR."""
+    raw = _FX.raw(uc)
+    fcw, fsw, ftw, mxcsr = _FX_HEAD.unpack_from(raw)
     abridged_tag = 0
     for i in range(8):                    # FXSAVE keeps one "valid" bit per x87 register
         if (ftw >> (2 * i)) & 3 != 3:
             abridged_tag |= 1 << i
-    img = bytearray(FXSAVE_SIZE)
-    struct.pack_into("<HHBxHQQII", img, 0, fcw, fsw, abridged_tag, 0, 0, 0, mxcsr, 0xFFFF)
-    for i, v in enumerate(xmm):
-        img[160 + 16 * i:176 + 16 * i] = v.to_bytes(16, "little")
-    return bytes(img), xmm, mxcsr
+    xmm = raw[64:]
+    return (_FX_IMAGE_HEAD.pack(fcw, fsw, abridged_tag, 0, 0, 0, mxcsr, 0xFFFF) + bytes(160 - _FX_IMAGE_HEAD.size)
+            + xmm + bytes(FXSAVE_SIZE - 160 - len(xmm))), xmm, mxcsr
 
 
 def setup_rt_frame(uc, info: SigInfo, handler: int, restorer: int, blocked_mask: int, altstack,
@@ -110,7 +113,8 @@ def setup_rt_frame(uc, info: SigInfo, handler: int, restorer: int, blocked_mask:
 
     altstack is (ss_sp, ss_size, ss_flags) or None for "use the current stack".
     """
-    regs = read_regs(uc)
+    vals = _GREGS(uc)              # one batched read: a register read through the binding costs ~8 us
+    regs = dict(zip(_REG, vals))
     sp = regs["RSP"] - REDZONE
     if altstack is not None and not on_altstack:
         sp = altstack[0] + altstack[1]
@@ -124,9 +128,7 @@ def setup_rt_frame(uc, info: SigInfo, handler: int, restorer: int, blocked_mask:
         struct.pack_into("<QiiQ", b, UC_STACK, 0, SS_DISABLE, 0, 0)
     else:
         struct.pack_into("<QiiQ", b, UC_STACK, altstack[0], SS_ONSTACK if on_altstack else 0, 0, altstack[1])
-    for n in GREGS[:17]:
-        struct.pack_into("<Q", b, greg_offset(n), regs[n])
-    struct.pack_into("<Q", b, greg_offset("EFLAGS"), regs["EFLAGS"])
+    _MC_GREGS.pack_into(b, MCONTEXT, *vals)
     struct.pack_into("<HHHH", b, greg_offset("CSGSFS"), USER_CS, 0, 0, USER_SS)
     struct.pack_into("<Q", b, FPSTATE_PTR, fpstate)
     struct.pack_into("<Q", b, UC_SIGMASK, blocked_mask)
@@ -137,8 +139,8 @@ def setup_rt_frame(uc, info: SigInfo, handler: int, restorer: int, blocked_mask:
         struct.pack_into("<iiiiII", b, SIGINFO, sig, 0, info.code, 0, info.pid, info.uid)
     else:
         struct.pack_into("<iiiiQ", b, SIGINFO, sig, 0, info.code, 0, info.addr)
-    uc.mem_write(fpstate, fx)
-    uc.mem_write(frame, bytes(b))
+    mem_write(uc, fpstate, fx)
+    mem_write(uc, frame, bytes(b))
     _HANDLER_ENTRY.write(uc, (frame, handler, sig, frame + SIGINFO, frame + UC, 0, regs["EFLAGS"] & ~ENTRY_CLEAR))
     return Delivered(frame, frame + UC, fpstate, regs, xmm, mxcsr, sig, read_reg(uc, X.UC_X86_REG_FS_BASE))
 
@@ -153,19 +155,18 @@ class Restored:
 def restore_rt_frame(uc) -> Restored:
     """rt_sigreturn: the handler's RET popped pretcode, so the ucontext is at RSP (frame = RSP - 8)."""
     frame = read_reg(uc, X.UC_X86_REG_RSP) - 8
-    b = bytes(uc.mem_read(frame, FRAME_SIZE))
-    regs = {n: struct.unpack_from("<Q", b, greg_offset(n))[0] for n in GREGS[:17]}
-    old_flags = read_reg(uc, X.UC_X86_REG_EFLAGS)
-    regs["EFLAGS"] = (old_flags & ~FIX_EFLAGS) | (struct.unpack_from("<Q", b, greg_offset("EFLAGS"))[0] & FIX_EFLAGS)
+    b = mem_read(uc, frame, FRAME_SIZE)
+    vals = list(_MC_GREGS.unpack_from(b, MCONTEXT))
+    vals[17] = (read_reg(uc, X.UC_X86_REG_EFLAGS) & ~FIX_EFLAGS) | (vals[17] & FIX_EFLAGS)
+    regs = dict(zip(_REG, vals))
     fpstate = struct.unpack_from("<Q", b, FPSTATE_PTR)[0]
     sigmask = struct.unpack_from("<Q", b, UC_SIGMASK)[0]
-    _GREGS.write(uc, [regs[n] for n in _REG])
+    _GREGS.write(uc, vals)
     if fpstate:
-        fx = bytes(uc.mem_read(fpstate, FXSAVE_SIZE))
+        fx = mem_read(uc, fpstate, FXSAVE_SIZE)
         fcw, fsw = struct.unpack_from("<HH", fx, 0)
         mxcsr = struct.unpack_from("<I", fx, 24)[0]
-        _FX_RESTORE.write(uc, [fcw, fsw, mxcsr] + [int.from_bytes(fx[160 + 16 * i:176 + 16 * i], "little")
-                                                   for i in range(16)])
+        _FX_RESTORE.write_raw(uc, _FX_RESTORE_HEAD.pack(fcw, fsw, mxcsr) + fx[160:160 + 16 * len(XMM)])
     else:                                   # NULL fpstate: the FPU is reset to its init state
         uc.reg_write(X.UC_X86_REG_FPCW, 0x37F)
         uc.reg_write(X.UC_X86_REG_MXCSR, 0x1F80)

@@ -23,7 +23,7 @@ class Wait:
     maxevents: int = 0
 
 
-@dataclass
+@dataclass(eq=False)          # a thread is itself: `t in runq` asks identity, not equal fields
 class Thread:
     tid: int
     ctx: object

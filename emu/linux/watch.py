@@ -26,6 +26,7 @@ from .sigframe import _REG, GREGS, XMM
 #: registers the resume check compares (RIP and RSP are checked separately)
 CHECKED = GREGS[:15]
 _RET_REGS = RegBatch([_REG[n] for n in CHECKED] + [X.UC_X86_REG_EFLAGS] + XMM, wide=XMM)
+_RET_GPRS = struct.Struct("<" + "Q8x" * (len(CHECKED) + 1))     # _RET_REGS.raw's CHECKED and EFLAGS slots
 FLAGS_MASK = regs.USER_FLAGS_MASK       # CF PF AF ZF SF DF OF: what user code can observe
 
 
@@ -88,7 +89,7 @@ class Watch:
         #: on_sigreturn(thread, event, outcome, preemption or None), on_resumed(preemption)
         self.listener = None
         self._hook_rets(proc.uc, proc.image)
-        dsp = proc.image.symbols.get("runtime.doSigPreempt", (None, 0))[0]
+        self._dsp = dsp = proc.image.symbols.get("runtime.doSigPreempt", (None, 0))[0]
         if dsp is not None:
             proc.uc.hook_add(UC_HOOK_CODE, self._on_do_sig_preempt, None, dsp, dsp)
 
@@ -123,7 +124,10 @@ class Watch:
         ev.delivered_ns, ev.pc, ev.where = self.p.now(), pc, self.p.image.describe(pc)
         frame.event = ev
         if self.oracle is not None:
-            ev.oracle = self.oracle(t, frame)    # re-asked when the handler reaches doSigPreempt (below)
+            if self._dsp is None:
+                ev.oracle = self.oracle(t, frame)
+            else:                                # asked when the handler reaches doSigPreempt (below), or at
+                frame.oracle_due = True          # rt_sigreturn if it never does (no g: the handler returns early)
 
     def _on_do_sig_preempt(self, uc, addr, size, _) -> None:
         """The runtime's handler calls doSigPreempt(gp, ctxt) (runtime/signal_unix.go:691-692): the oracle is
@@ -136,10 +140,13 @@ class Watch:
         ev = getattr(frame, "event", None)
         if ev is not None:
             ev.oracle = self.oracle(t, frame, read_reg(uc, X.UC_X86_REG_RAX))    # gp, ABIInternal's first arg
+            frame.oracle_due = False
 
     def sigreturn(self, t, frame, restored) -> None:
         """Classify what the handler did to the interrupted context."""
         ev = getattr(frame, "event", None)
+        if ev is not None and frame.oracle_due:
+            ev.oracle = self.oracle(t, frame)
         old, new = frame.regs, restored.regs
         changed = [n for n in GREGS[:17] if old[n] != new[n]]
         if (old["EFLAGS"] ^ new["EFLAGS"]) & FLAGS_MASK:
@@ -154,6 +161,7 @@ class Watch:
             rec = Preemption(self.p.now(), t.tid, g, old["RIP"], self.p.image.describe(old["RIP"]), old["RSP"],
                              ev.oracle if ev else None, goid=self.p.read_u64(g + self.p.structs.g["goid"].offset))
             rec._regs, rec._xmm = old, frame.xmm
+            rec._gprs = tuple(old[n] for n in CHECKED)
             self.preemptions.append(rec)
             self._awaiting[g] = rec
             if rec.oracle is not None and rec.oracle != "safe":
@@ -181,21 +189,26 @@ class Watch:
             self.violation("unmatched-return", f"asyncPreempt returned on g {g:#x}, which was never injected")
             return
         rsp = read_reg(uc, X.UC_X86_REG_RSP)
-        now = _RET_REGS(uc)
+        raw = _RET_REGS.raw(uc)
+        now = _RET_GPRS.unpack_from(raw)
         rec.found = found = []            # (kind, name, expected, actual): the listener's structured form
         diffs = []
-        for n, v in zip(CHECKED, now):
-            if v != rec._regs[n]:
-                diffs.append(f"{n}: {rec._regs[n]:#x} -> {v:#x}")
-                found.append(("register", n, rec._regs[n], v))
-        fl = now[len(CHECKED)]
+        if now[:-1] != rec._gprs:
+            for n, v in zip(CHECKED, now):
+                if v != rec._regs[n]:
+                    diffs.append(f"{n}: {rec._regs[n]:#x} -> {v:#x}")
+                    found.append(("register", n, rec._regs[n], v))
+        fl = now[-1]
         if (fl ^ rec._regs["EFLAGS"]) & FLAGS_MASK:
             diffs.append(f"RFLAGS: {rec._regs['EFLAGS'] & FLAGS_MASK:#x} -> {fl & FLAGS_MASK:#x}")
             found.append(("flags", "RFLAGS", rec._regs["EFLAGS"] & FLAGS_MASK, fl & FLAGS_MASK))
-        for i, v in enumerate(now[len(CHECKED) + 1:]):
-            if v != rec._xmm[i]:
-                diffs.append(f"X{i}: {rec._xmm[i]:#x} -> {v:#x}")
-                found.append(("register", f"XMM{i}", rec._xmm[i], v))
+        xmm = raw[_RET_GPRS.size:]
+        if xmm != rec._xmm:
+            for i in range(len(XMM)):
+                was, v = (int.from_bytes(b[16 * i:16 * i + 16], "little") for b in (rec._xmm, xmm))
+                if v != was:
+                    diffs.append(f"X{i}: {was:#x} -> {v:#x}")
+                    found.append(("register", f"XMM{i}", was, v))
         ret_to = self.p.read_u64(rsp)
         if ret_to != rec.pc:
             diffs.append(f"return address {ret_to:#x}, interrupted at {rec.pc:#x}")
