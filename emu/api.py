@@ -174,8 +174,9 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     Go input is swept inside its real program (emu/linux/realsweep.py; the result is a
     sweep_report.RealSweepReport): the program runs from its entry with `args` and `env` (KEY=VALUE) to
     the `call`-th call of `func` (with `registers`: to main.main's, where `func` is entered instead with
-    those ABIInternal registers), and `to_exit` points each also run on to the program's exit. gc,
-    stub="generated", force_unsafe, nested_signals or a layout keep Go input in preemu's model world.
+    those ABIInternal registers), and `to_exit` points each also run on to the program's exit; `gc` runs the
+    runtime's own GC cycle at every injection (emu/linux/realgc.py). force_unsafe, nested_signals, a layout
+    and gc_scanner belong to preemu's model world (.s input): Go input given one is refused.
 
     registers: entry values, numbers or `;@data` symbols ("src", "dst+16"); unset ones are seeded
     random. layout: "go1.14" or "go1.27" (default: go1.27 for Go input, else go1.14). stub: your own
@@ -184,7 +185,8 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     jobs: local processes for the shards; executor: "dask://HOST:PORT" (default: $DASK_SCHEDULER_ADDRESS)
     sends them to a Dask cluster;
     results: a JSON-lines file of finished shards (an interrupted sweep resumes from it); progress: a
-    bar on stderr. Whatever these are, the result (timing aside) is the same.
+    bar on stderr. Whatever these are, the result (timing aside) is the same. gc (.s input): preemu's model
+    of the collector at every point, its stack scanner `gc_scanner`.
     on_world(world) is called with the built World before the sweep (the CLI warns about entry
     registers there); runner(world) may return a shard runner of your own (emu.shards) instead.
     """
@@ -192,14 +194,17 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     _positive("jobs", jobs)
     _positive("budget", budget)
     src = display_path(_readable(path, "the program"))
-    model_only = [kw for kw, _ in model_only_options(gc, stub, force_unsafe, nested_signals, layout)]
     from . import gobuild
-    if gobuild.is_go_input(src) and not model_only:
+    if gobuild.is_go_input(src):
+        model = [flag for kw, flag in model_world_options(force_unsafe, nested_signals, layout,
+                                                          None if gc_scanner == "go" else gc_scanner)]
+        if model:
+            raise EmuError(f"{', '.join(model)}: preemu's model world only (.s input); a Go program is swept in "
+                           "its real program, where its own runtime decides, injects and collects")
         return _sweep_real(src, func, registers, stub, seed, max_points, budget, async_preemption, jobs, executor,
-                           results, progress, call, to_exit, args, env)
+                           results, progress, call, to_exit, args, env, gc)
     if call != 1 or to_exit != 3 or args or env:
-        raise EmuError("call, to_exit, args and env apply to Go input swept in its real program"
-                       + (f" (not with {', '.join(model_only)})" if model_only else ""))
+        raise EmuError("call, to_exit, args and env apply to Go input, swept in its real program")
     stub_s = _stub(stub)
     program = loader.load_program(src)
     lay = _layout(layout or loader.default_layout(program))
@@ -216,18 +221,18 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     return SweepReport(res, program, world.machine.stub, src, stub_s, lay)
 
 
-def model_only_options(gc: bool, stub, force_unsafe: bool, nested_signals: bool, layout) -> list[tuple[str, str]]:
-    """The sweep options given that only preemu's model world has (with them, Go input is swept there, not in
-    its real program), each as (the API's keyword, the CLI's flag)."""
-    return [names for names, on in ((("gc", "--gc"), gc), (('stub="generated"', "--stub generated"), stub == "generated"),
-                                    (("force_unsafe", "--force-unsafe"), force_unsafe),
+def model_world_options(force_unsafe: bool, nested_signals: bool, layout, gc_scanner) -> list[tuple[str, str]]:
+    """The sweep options given that only preemu's model world has (.s input), each as (the API's keyword, the
+    CLI's flag): a Go program given any of them is refused."""
+    return [names for names, on in ((("force_unsafe", "--force-unsafe"), force_unsafe),
                                     (("nested_signals", "--nested-signals"), nested_signals),
-                                    (("layout", "--layout"), layout is not None)) if on]
+                                    (("layout", "--layout"), layout is not None),
+                                    (("gc_scanner", "--gc-scanner"), gc_scanner is not None)) if on]
 
 
 def _sweep_real(src: str, func: str, registers, stub, seed: int, max_points: int, budget: int,
                 async_preemption: bool, jobs: int, executor, results, progress: bool, call: int, to_exit: int,
-                args, env):
+                args, env, gc: bool = False):
     """A Go function swept inside its real program (emu/linux/realsweep.py)."""
     from .linux import realsweep, sweep_report
     if not isinstance(call, int) or isinstance(call, bool) or call < 1:
@@ -237,11 +242,18 @@ def _sweep_real(src: str, func: str, registers, stub, seed: int, max_points: int
     for kv in env:
         if "=" not in kv:
             raise EmuError(f"env {kv!r}: write KEY=VALUE")
-    env = list(env) + ([] if async_preemption else ["GODEBUG=asyncpreemptoff=1"])
+    if gc and any(kv.split("=", 1)[0] == "GOGC" and kv.split("=", 1)[1].strip().lower() in ("off", "-1")
+                  for kv in env):
+        raise EmuError("--gc runs the program's own GC at every injection; GOGC=off disables it")
+    if not async_preemption:
+        env = realsweep.with_godebug(list(env), "asyncpreemptoff=1")
+    if stub == "generated":                 # preemu's stub for the binary's layout, loaded over its own
+        from . import stubgen
+        stub = str(stubgen.stub_path("go1.27"))
     stub_s = None if stub in (None, "real") else _readable(stub, "the stub")
     spec = realsweep.RealSpec(os.path.abspath(src), func, call, realsweep.check_registers(registers),
                               None if stub_s is None else os.path.abspath(stub_s),
-                              tuple(realsweep.default_argv(src) + list(args)), tuple(env), seed)
+                              tuple(realsweep.default_argv(src) + list(args)), tuple(env), seed, gc)
     sw = spec.build()
     if stub_s is not None:
         sw.stub = f"{display_path(stub_s)} (loaded over runtime.asyncPreempt)"

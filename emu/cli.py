@@ -112,10 +112,10 @@ def _check_regs(given: dict[str, str], world) -> None:
              "goroutine starts with X15 != 0, which compiled Go code never sees")
 
 
-def _model_only(a) -> list[str]:
-    """The sweep options given that only preemu's model world has (for Go input they keep the synthetic world)."""
+def _model_world(a) -> list[str]:
+    """The sweep flags given that only preemu's model world (.s input) has."""
     from . import api
-    return [flag for _, flag in api.model_only_options(a.gc, a.stub, a.force_unsafe, a.nested_signals, a.layout)]
+    return [flag for _, flag in api.model_world_options(a.force_unsafe, a.nested_signals, a.layout, a.gc_scanner)]
 
 
 def cmd_sweep(a, out) -> int:
@@ -125,17 +125,19 @@ def cmd_sweep(a, out) -> int:
         raise UsageError(f"--call {a.call}: calls are counted from 1")
     if a.to_exit is not None and a.to_exit < 0:
         raise UsageError(f"--to-exit {a.to_exit}: give a number of points, 0 or more")
-    if gobuild.is_go_input(a.file) and not _model_only(a):
+    if gobuild.is_go_input(a.file):
+        if _model_world(a):
+            raise UsageError(f"{', '.join(_model_world(a))}: preemu's model world only (.s input); a Go program is "
+                             "swept in its real program, where its own runtime decides, injects and collects")
         rep = api.sweep(a.file, a.func, registers=_regs(a.reg), stub=a.stub, seed=a.seed, max_points=a.max_points,
                         budget=a.budget or sweep.DEFAULT_BUDGET, async_preemption=a.async_preemption == "on",
                         call=a.call, to_exit=3 if a.to_exit is None else a.to_exit, args=a.args, env=a.env or [],
-                        **_shard_options(a))
+                        gc=a.gc, **_shard_options(a))
         return _emit(a, rep, out, "" if a.json else rep.render(a.table))
     for opt, given in (("--call", a.call != 1), ("--to-exit", a.to_exit is not None), ("--env", a.env),
                        ("program arguments", a.args)):
         if given:
-            raise UsageError(f"{opt} applies to Go input swept in its real program"
-                             + (f", not with {', '.join(_model_only(a))}" if gobuild.is_go_input(a.file) else ""))
+            raise UsageError(f"{opt} applies to Go input, swept in its real program")
     if a.gc_scanner is not None and not a.gc:
         raise UsageError("--gc-scanner chooses the stack scanner of --gc; add --gc")
     given = _regs(a.reg)
@@ -181,6 +183,9 @@ def cmd_preempt(a, out) -> int:
     given = _regs(a.reg)
     world = loader.build_world(program, a.func, a.layout, a.stub, a.seed, given)
     _check_regs(given, world)
+    if loader.is_go(program):
+        from . import modelcheck, sweep
+        modelcheck.check(a.file, world, sweep.DEFAULT_BUDGET)
     try:
         at = episode.resolve_at(world, a.at)
         retry = episode.DEFAULT_RETRY if a.retry is None else a.retry
@@ -225,6 +230,9 @@ def cmd_explain(a, out) -> int:
         program = loader.load_program(path)
         world = loader.build_world(program, func, layout, stub, 1 if seed is None else seed, regs_, gc=gc,
                                    scanner=scanner, stack_size=stack_size)
+        if loader.is_go(program):
+            from . import modelcheck, sweep
+            modelcheck.check(path, world, sweep.DEFAULT_BUDGET)
         func = world.program.func_for(world.entry).name
         try:
             at = episode.resolve_at(world, a.at)
@@ -502,20 +510,21 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--stub", help="use this asyncPreempt stub (.s) instead of the generated one; with Go input the "
                    "default is the binary's own runtime.asyncPreempt, `generated` selects preemu's go1.27 stub")
     s.add_argument("--layout", default=None, choices=sorted(L.LAYOUTS),
-                   help="stub layout (default go1.14 for .s input, go1.27 for Go input)")
+                   help=".s input: stub layout (default go1.14); a Go program has its own")
     s.add_argument("--seed", type=int, default=1, help="seed for unset registers and clobber values")
     s.add_argument("--budget", type=int, default=None, help="instruction budget of the goroutine (default 20000000)")
     s.add_argument("--force-unsafe", action="store_true",
-                   help="inject even where Go refuses (teaching / verifier self-test): shows the damage")
+                   help=".s input: inject even where Go refuses (teaching / verifier self-test): shows the damage")
     s.add_argument("--async-preemption", choices=["on", "off"], default="on",
                    help="off = GODEBUG=asyncpreemptoff=1: every SIGURG must leave the context untouched")
     s.add_argument("--gc", action="store_true",
-                   help="run a full GC (stack scan, mark, sweep) at every injection; report use-after-free")
+                   help="run a full GC (stack scan, mark, sweep) at every injection and report use-after-free: "
+                   "with Go input the runtime's own collector, with .s input preemu's model of it")
     s.add_argument("--gc-scanner", default=None, choices=["go", "precise-interrupted", "skip-save-area"],
-                   help="with --gc: the stack scanner, default go (the two mutants prove the use-after-free "
-                   "oracle bites)")
+                   help=".s input with --gc: preemu's stack scanner, default go (the two mutants prove the "
+                   "use-after-free oracle bites)")
     s.add_argument("--nested-signals", action="store_true",
-                   help="also deliver SIGURG at every instruction of the stub, and again right after its RET")
+                   help=".s input: also deliver SIGURG at every instruction of the stub, and again right after its RET")
     s.add_argument("--call", type=int, default=1, metavar="N",
                    help="Go input: sweep the N-th call of the function (default 1)")
     s.add_argument("--to-exit", type=int, default=None, metavar="K",

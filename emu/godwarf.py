@@ -224,6 +224,19 @@ class GoDwarf:
         raise AssertionError("unreachable")
 
     # ---- globals ----------------------------------------------------------------------------------
+    def globals_of_type(self, type_name: str) -> list[int]:
+        """Link addresses of every package-level variable whose DWARF type is `type_name` (e.g. 'sync.Pool');
+        reads every compilation unit."""
+        out = []
+        for cu in self._dwarf.iter_CUs():
+            for die in cu.get_top_DIE().iter_children():
+                if die.tag != "DW_TAG_variable" or "DW_AT_type" not in die.attributes:
+                    continue
+                addr = _addr(die)
+                if addr is not None and _name(die.get_DIE_from_attribute("DW_AT_type")) == type_name:
+                    out.append(addr)
+        return sorted(out)
+
     def global_addr(self, name: str) -> int:
         """Link address of a package-level variable, e.g. 'runtime.writeBarrier'."""
         self._scan_until(lambda: name in self._vars)

@@ -97,7 +97,7 @@ def test_the_real_stub_is_the_binarys_bytes(corpus_prog):
 
 def test_generated_stub_instead_of_the_real_one():
     code, text = run_cli("sweep", f"{GO}/corpus", "--func", "sumsq", "--reg", "RAX=20", "--stub", "generated")
-    assert code == 0 and "go1.27 (generated)" in text
+    assert code == 0 and "preempt_amd64_go127.s (loaded over runtime.asyncPreempt)  real program" in text
     code, text = run_cli("sweep", f"{GO}/corpus", "--func", "sumsq", "--reg", "RAX=20")
     assert code == 0 and "runtime.asyncPreempt from the binary (real)  real program" in text
 
@@ -108,22 +108,25 @@ def test_go_syntax_assembly_is_refused_as_an_asm_function():
     assert code == 0 and d["engine"] == "real-program" and d["results"] == {"~r0": str(sum(range(10)) + 1)}
     assert d["refused"].get("asm-func", 0) > 40
     code, text = run_cli("sweep", f"{GO}/asmpkg", "--func", "callSum", "--reg", "RAX=10", "--json", "--stub", "generated")
-    d = json.loads(text)                                      # the model world: the same verdicts
-    assert code == 0 and d["final_registers"]["RAX"] == hex(sum(range(10)) + 1)
-    assert d["refused"].get("asm-func", 0) > 40
+    d = json.loads(text)                                      # preemu's stub in the binary: the same verdicts
+    assert code == 0 and d["results"] == {"~r0": str(sum(range(10)) + 1)} and d["refused"].get("asm-func", 0) > 40
 
 
-def test_gc_finds_a_pointer_hidden_by_xor_only_as_a_use_after_free(capsys):
-    code, text = run_cli("sweep", f"{GO}/corpus", "--func", "hideXor", "--reg", "RAX=20", "--gc")
-    assert code == 1
-    assert "use-after-free object 0x28000000 (32 bytes)" in text and "corpus/main.go:105" in text
-
-
-def test_gc_keeps_an_honest_list_alive_and_frees_what_is_dead():
-    code, text = run_cli("sweep", f"{GO}/corpus", "--func", "honestList", "--reg", "RAX=6", "--gc", "--json")
+def test_the_real_gc_keeps_what_hidexor_hides_in_its_innermost_frame():
+    """hideXor keeps its only pointer XOR-masked across a loop in its own frame. preemu's model GC called that a
+    use-after-free; the runtime's own collector scans the innermost frame conservatively and finds a stale
+    copy of the pointer there, so nothing is freed: the real program is right (tests/test_realgc.py has the
+    case where a callee runs the loop)."""
+    code, text = run_cli("sweep", f"{GO}/corpus", "--func", "hideXor", "--reg", "RAX=20", "--gc", "--json")
     d = json.loads(text)
     assert code == 0 and d["violation_count"] == 0
-    assert d["gc"]["allocated"] == 6 and d["gc"]["freed"] == 6    # each freed only after its last use
+    assert d["gc"]["cycles"] >= d["gc"]["injections"] == d["gc"]["scans_at_injection"] > 100
+
+
+def test_gc_keeps_an_honest_list_alive():
+    code, text = run_cli("sweep", f"{GO}/corpus", "--func", "honestList", "--reg", "RAX=6", "--gc", "--json")
+    d = json.loads(text)
+    assert code == 0 and d["violation_count"] == 0 and d["gc"]["uses_after_free"] == 0
 
 
 def test_precise_heap_scan_follows_the_type_bitmap(corpus_prog):
@@ -150,11 +153,13 @@ def test_preempt_episode_on_compiled_code():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["sweep", f"{GO}/corpus", "--func", "main.main", "--stub", "generated"],
-     "runtime code that needs the Go runtime's own state"),
-    (["sweep", f"{GO}/corpus", "--func", "nosuch", "--stub", "generated"], "no function 'nosuch'"),
+    (["sweep", f"{GO}/corpus", "--func", "nosuch", "--stub", "generated"], "--func 'nosuch': no such function"),
     (["sweep", f"{GO}/corpus", "--func", "nosuch"], "--func 'nosuch': no such function in the program"),
-    (["sweep", f"{GO}/corpus", "--func", "sumsq", "--layout", "go1.14"], "go1.27 layout"),
+    (["sweep", f"{GO}/corpus", "--func", "sumsq", "--layout", "go1.14"], "--layout: preemu's model world only"),
+    (["sweep", f"{GO}/corpus", "--func", "sumsq", "--force-unsafe", "--nested-signals"],
+     "--force-unsafe, --nested-signals: preemu's model world only"),
+    (["sweep", f"{GO}/corpus", "--func", "sumsq", "--gc", "--gc-scanner", "skip-save-area"],
+     "--gc-scanner: preemu's model world only"),
     (["sweep", f"{GO}/broken", "--func", "main.f"], "main.go:"),
 ])
 def test_bad_go_input_is_exit_2_with_one_line(capsys, argv, message):

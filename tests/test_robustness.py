@@ -123,10 +123,11 @@ def test_a_scheduler_scenario_has_a_duration_cap(tmp_path, capsys):
     assert code == 2 and "duration_ms" in err and "at most 10,000 ms" in err
 
 
-def test_not_covered_says_when_it_lists_only_some(capsys):
+def test_not_covered_says_when_it_lists_only_some(tmp_path, capsys):
+    src = tmp_path / "dead.s"                 # twelve instructions after an unconditional jump never run
+    src.write_text("f:\n  mov rax, 1\n  jmp done\n" + "  add rax, 2\n" * 12 + "done:\n  ret\n")
     out = io.StringIO()
-    cli.main(["sweep", str(ROOT / "tests" / "go" / "corpus"), "--func", "buildList", "--reg", "RAX=5",
-              "--stub", "generated"], out)
+    cli.main(["sweep", str(src), "--func", "f"], out)
     line = next(ln for ln in out.getvalue().splitlines() if "not covered" in ln)
     assert int(line.split()[2]) > 8 and line.rstrip().endswith("...")
 

@@ -27,13 +27,38 @@ BOOKKEEPING = ("runtime.", "internal/", "sync.", "sync/", "syscall.", "go:", "ty
 _REGS = {n: getattr(X, f"UC_X86_REG_{n}") for n in ("RAX", "RBX", "RCX", "RDI", "RSI", "R8", "R9", "R10", "R11")}
 _REGS.update({f"XMM{i}": getattr(X, f"UC_X86_REG_XMM{i}") for i in range(16)})
 NO_DWARF = {"(results)": "not read: no DWARF entry for the function"}
+#: sizeof(sync.Pool) on linux/amd64: noCopy, local, localSize, victim, victimSize, New (sync/pool.go:52-65)
+POOL_SIZE = 40
+
+
+def pool_globals(binary_path: str) -> list[int]:
+    """Addresses of the binary's global sync.Pool variables (DWARF, cached under the build cache by content)."""
+    import hashlib
+    import json
+    from pathlib import Path
+
+    from .. import gobuild, godwarf
+    raw = Path(binary_path).read_bytes()
+    cache = gobuild.cache_dir() / "layout" / f"pools-{hashlib.sha256(raw).hexdigest()}.json"
+    if cache.exists():
+        return json.loads(cache.read_text())
+    try:
+        with godwarf.GoDwarf.open(binary_path) as d:
+            found = d.globals_of_type("sync.Pool")
+    except EmuError:
+        found = []
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(found))
+    return found
 
 
 class Effects:
     """F's effects in process `p` (an image and, when the oracle has one, the binary's GoProgram)."""
 
-    def __init__(self, p, func: str, binary=None):
+    def __init__(self, p, func: str, binary=None, gc: bool = False):
         self.p, self.image = p, p.image
+        self.gc = gc                          # the runtime's GC runs at injections: what it clears is its own
+        self._pool_ranges: list | None = None
         self.slots = self._result_slots(func)
         rows = sorted((a, n, s) for n, (a, s) in self.image.symbols.items() if s > 0)
         self._starts, self._rows = [r[0] for r in rows], rows
@@ -82,8 +107,17 @@ class Effects:
                 return self._token(addr, data[addr - a:addr - a + 8])
         return "?"
 
+    def _pools(self) -> list[tuple[int, int]]:
+        """[start, end) of every global sync.Pool (the binary's DWARF): a GC cycle empties them (poolCleanup,
+        sync/pool.go:276-300), so with the runtime's GC at injections their words are its doing, not F's."""
+        if self._pool_ranges is None:
+            self._pool_ranges = [(a, a + POOL_SIZE) for a in pool_globals(self.image.path)]
+        return self._pool_ranges
+
     def changed_globals(self) -> dict[int, str]:
-        """{address: value token} of every global word changed since mark_start (bookkeeping excluded)."""
+        """{address: value token} of every global word changed since mark_start (bookkeeping excluded; with gc,
+        the words of sync.Pools too)."""
+        pools = self._pools() if self.gc else []
         out = {}
         for (a, n), before, now in zip(self.segments, self.start, self._read()):
             if before == now:
@@ -95,8 +129,11 @@ class Effects:
                     if before[off:off + 8] == now[off:off + 8]:
                         continue
                     name = self.symbol_of(a + off)
-                    if name is not None and not name.startswith(BOOKKEEPING):
-                        out[a + off] = self._token(a + off, now[off:off + 8])
+                    if name is None or name.startswith(BOOKKEEPING):
+                        continue
+                    if pools and any(lo <= a + off < hi for lo, hi in pools):
+                        continue
+                    out[a + off] = self._token(a + off, now[off:off + 8])
         return out
 
     # --- results ---------------------------------------------------------------------------------------

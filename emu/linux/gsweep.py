@@ -24,8 +24,8 @@ are pointers compare as nil / not nil, since a goroutine resumed on another P al
 after F the program runs on to its exit with the same output and status. `to_exit` more points each get
 a run of their own: one injection, then on to the exit, compared with the reference's ending.
 This module is the engine of one process (setup, the reference, a chain, a single injection); realsweep.py
-shards a sweep and merges it, geffects.py reads what F leaves behind. Left out: --gc (the model world's
-GC: issue #20).
+shards a sweep and merges it, geffects.py reads what F leaves behind. With gc, the request is suspendG's
+(gp.preemptStop too) and the runtime's own GC runs a full cycle at each injection (realgc.py).
 """
 from __future__ import annotations
 
@@ -45,6 +45,7 @@ from .geffects import Effects
 from .regbatch import read_reg
 
 SIGURG = gs.SIG_PREEMPT
+GC_WAIT_NS = 5_000_000_000          # virtual time G's thread is held waiting for the runtime's stop request
 
 
 @dataclass
@@ -99,19 +100,29 @@ class RealSweep:
     """One Go function F of one program, swept inside the program's own process."""
 
     def __init__(self, image, opts, func: str, call: int = 1, regs: dict | None = None, stub_code=None,
-                 source_path=None):
-        from . import process
+                 source_path=None, gc: bool = False):
         self.image, self.opts, self.call = image, opts, call
         self.func, self.entry = self._resolve(func)
         self.regs = regs or {}
-        self.p = process.Process(image, opts)
-        if self.p.watch.oracle is not None and source_path is not None:
-            self.p.watch.oracle.prog.binary.source_path = source_path
+        self._source_path, self._stub_code, self._gc = source_path, stub_code, gc
+        self.rebuilt = 0                    # processes built again because their snapshot could not be restored
+        self._boot()
+
+    def _boot(self) -> None:
+        """Build the process and run it to F's call (the same every time: the program and options decide)."""
+        from . import process
+        self.gc = None                      # realgc.RealGC with --gc: the runtime's own cycle at each injection
+        self.p = process.Process(self.image, self.opts)
+        if self.p.watch.oracle is not None and self._source_path is not None:
+            self.p.watch.oracle.prog.binary.source_path = self._source_path
         self.stub = "runtime.asyncPreempt from the binary (real)"
-        if stub_code is not None:
-            self._load_stub(*stub_code)
+        if self._stub_code is not None:
+            self._load_stub(*self._stub_code)
         self.prog = self.p.watch.oracle.prog if self.p.watch.oracle is not None else None
         self._start()
+        if self._gc:
+            from .realgc import RealGC
+            self.gc = RealGC(self.p, self.g)
 
     # --- setup ----------------------------------------------------------------------------------------
     def _resolve(self, func: str) -> tuple[str, int]:
@@ -176,7 +187,7 @@ class RealSweep:
         self.entry_sp = read_reg(p.uc, X.UC_X86_REG_RSP)
         self.ret_addr = p.read_u64(self.entry_sp)
         self.entry_depth = self._stack_hi() - self.entry_sp
-        self.effects = Effects(p, self.func, self.prog.binary if self.prog is not None else None)
+        self.effects = Effects(p, self.func, self.prog.binary if self.prog is not None else None, gc=self._gc)
         self.effects.mark_start()
         self.snap = snapshot.take(p)
 
@@ -211,6 +222,11 @@ class RealSweep:
 
     # --- runs -------------------------------------------------------------------------------------------
     def _arm(self) -> GoroutineClock:
+        if not snapshot.restorable(self.p, self.snap):
+            self._boot()                    # a region was mapped or unmapped since the snapshot: start over
+            self.rebuilt += 1
+        if self.gc is not None:
+            self.gc.reset()                 # its memory hooks go before the snapshot's memory comes back
         snapshot.restore(self.p, self.snap)
         clock = GoroutineClock(self.p, self.g)
         self.returned = None
@@ -279,7 +295,10 @@ class RealSweep:
         return listener, reached, ending
 
     def _deliver(self, clock: GoroutineClock, k: int) -> Point:
-        """The request at boundary k, as preemptone makes it, and SIGURG pending for G's thread."""
+        """The request at boundary k, as preemptone makes it, and SIGURG pending for G's thread (with --gc:
+        the runtime's own request for the cycle, _await_gc)."""
+        if self.gc is not None and self._predict(clock.ready) == "safe":
+            return self._await_gc(clock, k)
         p = self.p
         t = p.threads[clock.ready]
         pc = t.ctx.reg_read(X.UC_X86_REG_RIP)
@@ -305,6 +324,52 @@ class RealSweep:
         p.runq.appendleft(t)
         clock.ready = None
         return Point(k, t.tid, pc, ev, saved)
+
+    def _predict(self, tid: int) -> str:
+        """preemu's oracle on G at its thread's PC, as if preemption were requested: "safe" or why not (with
+        --gc, only the points it calls safe get the runtime's own request for a cycle; the others get
+        preemptone's, withdrawn when declined, so G's path stays that of the uninterrupted run)."""
+        o = self.p.watch.oracle
+        if o is None:
+            return "safe"
+        from .. import safepoint
+        ctx = self.p.threads[tid].ctx
+        st = o.sched_state(self.g)
+        headroom = self.p.read_u64(o.headroom_addr)
+        return safepoint.is_async_safe_point(o.prog, st, ctx.reg_read(X.UC_X86_REG_RIP),
+                                             ctx.reg_read(X.UC_X86_REG_RSP), headroom).reason
+
+    def _await_gc(self, clock: GoroutineClock, k: int) -> Point:
+        """Make a cycle due and hold G's thread off the CPU until the runtime asks it to stop G
+        (realgc.py); the signal then lands at boundary k."""
+        p, gc = self.p, self.gc
+        t = p.threads[clock.ready]
+        pc = t.ctx.reg_read(X.UC_X86_REG_RIP)
+        clock.ready = None
+        if gc.cycle is None:
+            gc.begin(k)
+        gc.waiting = t
+        if not (gc.stop_requested() and SIGURG in t.pending):
+            p.hold(t)
+            give_up = p.clock + GC_WAIT_NS
+            try:
+                p.run_until(lambda: (gc.stop_requested() and SIGURG in t.pending) or p.clock > give_up
+                            or not p.runnable_besides_held())
+            finally:
+                p.unhold(t)
+                gc.waiting = None
+            if p.exit_code is not None or p.error is not None:
+                raise EmuError(f"while {self.func}'s goroutine waited at boundary {k} for the GC cycle, the "
+                               f"program stopped: {p.error or p.stop_reason}")
+            if SIGURG not in t.pending:
+                raise EmuError(f"no GC cycle came for {self.func}'s goroutine at boundary {k} within "
+                               f"{GC_WAIT_NS / 1e9:g} s of virtual time: the runtime never stopped it "
+                               "(GOGC=off, or debug.SetGCPercent(-1)?)")
+        if t in p.runq:
+            p.runq.remove(t)
+        p.runq.appendleft(t)
+        t.signal_countdown = 0
+        return Point(k, t.tid, pc, t.pending[SIGURG], ())
 
     def withdraw(self, pt: Point) -> None:
         """The runtime declined: undo the request (the ack, preemptGen and signalPending, is the runtime's)."""
@@ -358,9 +423,11 @@ class _Listener:
             if mine:
                 hi = sw._stack_hi()
                 pt.stack = (rec.sp, sw.p.read(rec.sp, hi - rec.sp))
+                if sw.gc is not None:
+                    sw.gc.injected(pt.boundary)
             else:
                 self.other_injections += 1
-        if mine and outcome != "injected":
+        if mine and outcome != "injected" and pt.saved:     # preemu's request (a --gc cycle's is the runtime's)
             sw.withdraw(pt)
 
     def on_resumed(self, rec) -> None:

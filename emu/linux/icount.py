@@ -85,7 +85,7 @@ miss:
     jmp have
 """
 
-TABLE_BITS = 16
+TABLE_BITS = 18
 _U64 = (1 << 64) - 1
 _FILL = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint32)
 

@@ -75,6 +75,8 @@ class AddressSpace:
         self.vmas = Intervals()
         self.mapped = Intervals()
         self.next_top = MMAP_TOP
+        #: engine maps and unmaps so far: a snapshot taken before one of them cannot be restored (snapshot.py)
+        self.engine_changes = 0
 
     # --- the engine side ---------------------------------------------------------------
     def _make_accessible(self, a: int, b: int, zero_existing: bool) -> None:
@@ -82,11 +84,13 @@ class AddressSpace:
             self.uc.mem_write(s, bytes(e - s))
         for s, e in self.mapped.gaps(a, b):
             self.uc.mem_map(s, e - s)
+            self.engine_changes += 1
         self.mapped.add(a, b)
 
     def _make_inaccessible(self, a: int, b: int) -> None:
         for s, e in self.mapped.overlaps(a, b):
             self.uc.mem_unmap(s, e - s)
+            self.engine_changes += 1
         self.mapped.remove(a, b)
 
     def map_fixed(self, addr: int, size: int, accessible: bool = True) -> None:

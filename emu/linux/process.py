@@ -114,6 +114,7 @@ class Process:
         self.sigactions: dict[int, tuple] = {}
         self.threads: dict[int, Thread] = {}
         self.runq: collections.deque[Thread] = collections.deque()
+        self.held: set[int] = set()      # runnable threads kept off the CPU (hold): an OS may deschedule any
         self.futex_waiters: dict[int, list[Thread]] = collections.defaultdict(list)
         self.cur: Thread | None = None
         self.exit_code: int | None = None
@@ -306,6 +307,22 @@ class Process:
         if w.kind == "futex":
             self.futex_waiters[w.futex].append(t)
 
+    # --- holding a runnable thread off the CPU (the real-program sweep's --gc) ---------------------------
+    def hold(self, t: Thread) -> None:
+        """Keep runnable thread t off the CPU until unhold: the other threads run (virtual time passes)."""
+        self.held.add(t.tid)
+        if t in self.runq:
+            self.runq.remove(t)
+
+    def unhold(self, t: Thread) -> None:
+        self.held.discard(t.tid)
+        if t.state == RUNNABLE and t not in self.runq:
+            self.runq.appendleft(t)
+
+    def runnable_besides_held(self) -> bool:
+        """Some thread other than the held ones can run now or later (runnable, or waiting with a timeout)."""
+        return bool(self.runq) or self._earliest_deadline() is not None
+
     def wake(self, t: Thread, result: int) -> None:
         w = t.wait
         if w is not None and w.kind == "futex":
@@ -495,8 +512,12 @@ class Process:
                 self._starve(f"reached the instruction budget ({self.opts.budget})")
                 break
             t = self.runq.popleft() if self.runq else None
+            if t is not None and t.tid in self.held:
+                continue                         # unhold puts it back
             if t is None:
                 d = self._earliest_deadline()
+                if d is None and self.held:
+                    return False                 # only held threads could run: the holder decides
                 if d is None:
                     waits = ", ".join(f"{x.tid}: {x.wait.kind}" for x in self.threads.values() if x.state == BLOCKED)
                     self.error = EmuError(f"deadlock: every thread waits with no timeout ({waits})")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from .. import sweep as S
 from ..errors import EmuError
 from ..verify import Violation
+from . import realgc
 from .gsweep import Ending, RealSweep, Reference
 
 #: points per shard: fixed, so the plan depends on the points only (never on --jobs or the executor)
@@ -39,6 +40,7 @@ class RealSpec:
     argv: tuple = ()
     env: tuple = ()
     seed: int = 1
+    gc: bool = False                           # the runtime's own GC cycle at every injection (realgc.py)
 
     def build(self) -> RealSweep:
         from .. import gobuild
@@ -49,12 +51,23 @@ class RealSpec:
         for name, v in self.registers:
             regs[name] = v if isinstance(v, int) else image.resolve(str(v), f"--reg {name}")
         stub = None if self.stub is None else (self.stub, stub_code(self.stub, image))
-        opts = process.Options(argv=list(self.argv), env=list(self.env), seed=self.seed)
-        return RealSweep(image, opts, self.entry, self.call, regs, stub, res.source_path)
+        env = with_godebug(list(self.env), realgc.GODEBUG) if self.gc else list(self.env)
+        opts = process.Options(argv=list(self.argv), env=env, seed=self.seed)
+        return RealSweep(image, opts, self.entry, self.call, regs, stub, res.source_path, gc=self.gc)
 
     @staticmethod
     def run(sw: RealSweep, ref, index, points, start, opts) -> S.ShardResult:
         return run_shard(sw, ref, index, points, opts)
+
+
+def with_godebug(env: list[str], setting: str) -> list[str]:
+    """env with `setting` (KEY=VALUE) added to its GODEBUG (one GODEBUG variable: the runtime reads the first)."""
+    out, done = [], False
+    for kv in env:
+        if kv.startswith("GODEBUG=") and not done:
+            kv, done = kv + ("," if kv != "GODEBUG=" else "") + setting, True
+        out.append(kv)
+    return out if done else out + [f"GODEBUG={setting}"]
 
 
 def stub_code(path: str, image) -> bytes:
@@ -120,6 +133,7 @@ class RealSweepResult:
     oracle_note: str = ""
     shards: int = 1
     entry: str = field(default="")    # = func (the name reports of every sweep use)
+    gc: dict | None = None            # with --gc: the runtime's cycles (realsweep.gc_stats, summed over shards)
 
     @property
     def ok(self) -> bool:
@@ -157,7 +171,7 @@ def run_shard(sw: RealSweep, ref: Reference, index: int, points, opts: S.ChainOp
     """Inject at `points` in one chain from the snapshot; check each resume, F's return and the exit."""
     c0 = time.process_time()
     stats: dict = {}
-    listener, reached, ending = sw.chain(list(points), stats)
+    listener, reached, ending = sw.chain(points, stats)
     log = S.ViolationLog(opts.max_violations)
     log.extend(listener.violations)
     for w in sw.p.watch.violations:              # the oracle against the runtime, the handler's edits
@@ -168,14 +182,46 @@ def run_shard(sw: RealSweep, ref: Reference, index: int, points, opts: S.ChainOp
         log.append(sw.make_violation(w["kind"], f"{pc:#x}", "the runtime and preemu's oracle agree", "they differ",
                                      k, pc, w["message"]))
     log.extend(_finals(sw, ref, ending, listener.points[-1] if listener.points else None))
+    gc = None
+    if sw.gc is not None:
+        log.extend(gc_violations(sw))
+        gc = gc_stats(sw, listener)
     injected = sum(1 for pt in listener.points if pt.event.outcome == "injected")
     refused: Counter = Counter()
     for pt in listener.points:
         if pt.event.outcome != "injected":
             refused[pt.event.oracle or pt.event.outcome] += 1
     per_pc = {pc: S.PcStats(pc, c) for pc, c in stats.items()}
-    return S.ShardResult(index, len(points), injected, 0, refused, log, per_pc, time.process_time() - c0, None,
-                         {"reached": reached, "other_preemptions": listener.other_injections})
+    n = reached if sw.gc is not None else len(points)      # --gc: a chain over the swept run's own boundaries
+    return S.ShardResult(index, n, injected, 0, refused, log, per_pc, time.process_time() - c0, None,
+                         {"reached": reached, "other_preemptions": listener.other_injections,
+                          **({"gc": gc} if gc is not None else {})})
+
+
+def gc_violations(sw: RealSweep) -> list[Violation]:
+    """Each use of an object the cycle at an injection freed (realgc.UseAfterFree) as a Violation."""
+    out = []
+    for u in sw.gc.uaf:
+        o = u.obj
+        what = f"object {o.addr:#x} ({o.size} bytes{', ' + o.type if o.type else ''})"
+        out.append(sw.make_violation("use-after-free", what, f"untouched: the GC at boundary {o.boundary} freed it",
+                                     f"a {u.access} of {u.addr:#x} (offset {u.addr - o.addr})", o.boundary, u.pc,
+                                     f"the runtime's GC at the injection at boundary {o.boundary} found no pointer "
+                                     f"to it and freed it; the program then used it (thread {u.tid})"))
+    return out
+
+
+def gc_stats(sw: RealSweep, listener) -> dict:
+    """What the cycles of one run did (JSON-ready: shards carry it across processes)."""
+    g = sw.gc
+    injected = [pt.boundary for pt in listener.points if pt.event.outcome == "injected"]
+    parked = [s for s in g.scans if s.status == "_Grunnable" and s.async_safe_point]
+    at_injection = [s for s in g.scans if s.async_safe_point]
+    sample = at_injection[len(at_injection) // 2] if at_injection else (g.scans[0] if g.scans else None)
+    return {"injections": len(injected), "cycles": g.cycles, "freed": g.freed_total,
+            "scans_at_injection": len(parked), "uses_after_free": len(g.uaf),
+            "sample": None if sample is None else {"boundary": sample.boundary, "status": sample.status,
+                                                   "frames": [list(f) for f in sample.frames]}}
 
 
 def spread(points: list[int], k: int) -> list[int]:
@@ -196,8 +242,15 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
     ref = sw.reference(budget)
     points = list(S.select_points(ref.boundaries, max_points))
     opts = S.ChainOptions(spec.seed, max_violations=max_violations)
-    plan = S.shard_plan(len(points), SHARD_POINTS)
-    tasks = [(i, points[a:b], None) for i, (a, b) in enumerate(plan)]
+    if spec.gc:
+        # Each cycle changes what G runs next (the sweep flushes every mcache, so allocations refill), so G's
+        # boundaries after the first cycle are not the reference's: one chain injects every `step`-th boundary
+        # of the swept run itself, until F returns.
+        step = -(-ref.boundaries // max_points)
+        plan, tasks = [(0, 1)], [(0, range(0, 1 << 62, step), None)]
+    else:
+        plan = S.shard_plan(len(points), SHARD_POINTS)
+        tasks = [(i, points[a:b], None) for i, (a, b) in enumerate(plan)]
     c1 = time.process_time()
     if runner is None:
         results = [run_shard(sw, ref, i, pts, opts) for i, pts, _ in tasks]
@@ -208,7 +261,15 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
     refused: Counter = Counter()
     per_pc: dict = {}
     injected = reached = other = 0
+    gc: dict | None = None
     for r in results:
+        g = (r.extra or {}).get("gc")
+        if g is not None:
+            if gc is None:
+                gc = {"injections": 0, "cycles": 0, "freed": 0, "scans_at_injection": 0, "uses_after_free": 0,
+                      "sample": g["sample"]}
+            for key in ("injections", "cycles", "freed", "scans_at_injection", "uses_after_free"):
+                gc[key] += g[key]
         injected += r.injected
         refused.update(r.refused)
         log.merge(r.violations)
@@ -225,10 +286,15 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
             log.append(sw.make_violation("final-state", f"program {what}", a, b, k, pt.pc if pt else sw.entry,
                                          "one injection at this boundary, then on to the exit: the program "
                                          "ended otherwise than uninterrupted"))
+        if sw.gc is not None:
+            log.extend(gc_violations(sw))
+    tried = sum(r.points for r in results) if spec.gc else len(points)
+    if gc is not None:
+        gc["step"] = step
     return RealSweepResult(source, sw.func, sw.call, "entered" if sw.regs else "called", sw.stub, spec.seed,
-                           ref.boundaries, len(points), injected, refused, log.kept, log.count, log.groups,
+                           ref.boundaries, tried, injected, refused, log.kept, log.count, log.groups,
                            time.perf_counter() - t0, time.process_time() - c0, per_pc, ref.ending, ref.results,
-                           reached, checks, other, sw.p.oracle_note, len(plan), sw.func)
+                           reached, checks, other, sw.p.oracle_note, len(plan), sw.func, gc)
 
 
 def default_argv(path: str) -> list[str]:

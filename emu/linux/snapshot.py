@@ -10,6 +10,10 @@ queue, futex waiters, fds and their buffers, signal actions, the clock, counters
 deep-copied together so that shared objects (a Thread in both `threads` and `runq`) stay shared.
 The process must be between slices (not inside `emu_start`). Guest memory read through `uc.mem_read`
 is always current; nothing here hands out host views of guest memory (whole-program-linux.md §8).
+Unicorn 2.1 loses memory when a snapshot is restored after pages were copied-on-write *and* a region was
+mapped or unmapped since the snapshot (measured: the written region reads as unmapped afterwards, and the
+process later aborts with "double free or corruption"). `restorable` says whether the address space has
+changed in the engine since the snapshot; when it has, the caller rebuilds the process instead.
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from dataclasses import dataclass
 from unicorn import unicorn_const as UCC
 
 #: Process attributes that change as it runs (the rest is fixed at load: image, options, hooks)
-STATE = ("threads", "runq", "futex_waiters", "cur", "fds", "rng", "clock", "insns", "idle_ns", "syscall_counts",
+STATE = ("threads", "runq", "held", "futex_waiters", "cur", "fds", "rng", "clock", "insns", "idle_ns", "syscall_counts",
          "paths", "slices", "syscall_log", "sigactions", "rlimits", "exit_code", "stop_reason", "error", "starved")
 WATCH_STATE = ("signals", "preemptions", "violations", "_awaiting")
 
@@ -34,6 +38,12 @@ class Snapshot:
     memory: object          # a UcContext saved in memory mode
     cpu: object             # a UcContext saved in CPU mode
     state: dict             # deep copies of STATE, the address space's intervals and WATCH_STATE
+    engine_changes: int = 0  # the address space's engine maps and unmaps when it was taken
+
+
+def restorable(p, snap: Snapshot) -> bool:
+    """No region was mapped or unmapped in the engine since `snap` (see the module docstring)."""
+    return p.mem.engine_changes == snap.engine_changes
 
 
 def take(p) -> Snapshot:
@@ -47,7 +57,7 @@ def take(p) -> Snapshot:
     state = {k: getattr(p, k) for k in STATE}
     state["mem"] = (p.mem.vmas.r, p.mem.mapped.r, p.mem.next_top)
     state["watch"] = {k: getattr(p.watch, k) for k in WATCH_STATE}
-    return Snapshot(mem, cpu, copy.deepcopy(state))
+    return Snapshot(mem, cpu, copy.deepcopy(state), p.mem.engine_changes)
 
 
 def restore(p, snap: Snapshot) -> None:

@@ -50,7 +50,7 @@ class RealSweepReport:
             other_preemptions=r.other_preemptions, shards=r.shards,
             points=[{"pc": f"{pc:#x}", "verdicts": dict(c)} for pc, c in sorted(r.per_pc.items())],
             cpu_seconds=round(r.cpu, 3), us_per_point=round(1e6 * r.cpu / max(1, r.points), 1),
-            oracle=r.oracle_note or "on", ok=r.ok)
+            oracle=r.oracle_note or "on", **({"gc": r.gc} if r.gc is not None else {}), ok=r.ok)
 
     def render(self, table: bool = False) -> str:
         r = self.result
@@ -59,7 +59,14 @@ class RealSweepReport:
         L = [f"preemu sweep: {r.source}  func {r.func}  {_how(r)}  stub {r.stub}  real program  seed {r.seed}", ""]
         L.append(f"  boundaries         {r.boundaries:>9,}   instructions of {r.func}'s goroutine from its entry to its "
                  "return (callees and the runtime included)")
-        L.append(f"  points tried       {r.points:>9,}" + ("   (capped by --max-points)" if r.points < r.boundaries else ""))
+        if r.gc is not None:
+            step = r.gc.get("step", 1)
+            L.append(f"  points tried       {r.points:>9,}   " + (f"every {step}th" if step > 1 else "every") +
+                     " boundary of the swept run, up to its return (each cycle changes what the goroutine runs "
+                     "next: boundary numbers below are the swept run's)")
+        else:
+            L.append(f"  points tried       {r.points:>9,}" + ("   (capped by --max-points)" if r.points < r.boundaries
+                                                                 else ""))
         if r.shards > 1:
             L.append(f"  shards             {r.shards:>9,}   chains of up to 2,000 points, each from the snapshot")
         if r.reached < r.points:
@@ -73,6 +80,8 @@ class RealSweepReport:
             L.append(f"    {reason:<16} {n:>9,}   {REASONS.get(reason, '')}".rstrip())
         if r.other_preemptions:
             L.append(f"  other preemptions  {r.other_preemptions:>9,}   the runtime's own (sysmon, GC), also checked")
+        if r.gc is not None:
+            L += gc_lines(r)
         L.append(f"  violations         {r.violation_count:>9,}")
         L.append(f"  speed              {r.points / r.cpu if r.cpu else 0:>9,.0f}   verified points per second of CPU "
                  "(program start, reference and to-exit runs included)")
@@ -98,6 +107,21 @@ class RealSweepReport:
         return "\n".join(verdict(self.result)) + "\n"
 
 
+def gc_lines(r) -> list[str]:
+    """--gc: the runtime's own cycles, read back from it."""
+    g = r.gc
+    L = [f"  GC cycles          {g['cycles']:>9,}   the runtime's own (memstats.numgc), one per injection "
+         f"({g['injections']:,} injections in the chains)",
+         f"  G scanned parked   {g['scans_at_injection']:>9,}   scanstack met {r.func}'s goroutine runnable at the "
+         "injection, asyncSafePoint set",
+         f"  objects freed      {g['freed']:>9,}   by those cycles, then watched until reallocated"]
+    if g.get("sample"):
+        sm = g["sample"]
+        frames = ", ".join(f"{name} ({how})" for name, how in sm["frames"])
+        L.append(f"  scan at {sm['boundary']:<10,} {frames}")
+    return L
+
+
 def _how(r) -> str:
     if r.entered == "entered":
         return "entered on the main goroutine after init"
@@ -106,7 +130,9 @@ def _how(r) -> str:
 
 def verdict(r) -> list[str]:
     if r.ok:
-        return ["OK: the runtime's decision matched preemu's oracle at every signal; every injection came back with",
-                "    the 14 GPRs, RBP, RFLAGS and XMM0-15 bit-exact and the stack at and above the interrupted RSP",
-                f"    untouched; {r.func}'s results and the program's output equal the uninterrupted run."]
+        return (["OK: the runtime's decision matched preemu's oracle at every signal; every injection came back with",
+                 "    the 14 GPRs, RBP, RFLAGS and XMM0-15 bit-exact and the stack at and above the interrupted RSP",
+                 f"    untouched; {r.func}'s results and the program's output equal the uninterrupted run."]
+                + (["    The runtime's GC ran at every injection; nothing it freed was used afterwards."]
+                   if r.gc is not None else []))
     return failure_lines(r.violations, r.violation_count, r.violation_groups)
