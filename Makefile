@@ -45,6 +45,8 @@ bench: $(BIN)/preemu
 	$(BIN)/python bench/bench_sweep.py
 	$(BIN)/python bench/bench_asm.py
 	$(BIN)/python bench/bench_go.py
+	$(BIN)/python bench/bench_realsweep.py
+	$(BIN)/python bench/bench_realgc.py
 
 gen-stub: $(BIN)/preemu
 	$(BIN)/preemu gen-stub

@@ -40,6 +40,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
+import struct
 from dataclasses import dataclass, field
 
 from unicorn import UC_HOOK_CODE, UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE, UC_MEM_WRITE
@@ -148,6 +149,12 @@ class RealGC:
         self.forcegc = im.symbol("runtime.forcegc")
         self._watch_hooks: list = []
         self._binary = None
+        fields = sorted(self.L["span"].items(), key=lambda kv: kv[1][0])       # one unpack of an mspan
+        fmt, pos = "<", 0
+        for _, (off, size) in fields:
+            fmt += f"{off - pos}x" + {1: "B", 2: "H", 4: "I", 8: "Q"}[size]
+            pos = off + size
+        self._span_fmt = (tuple(n for n, _ in fields), struct.Struct(fmt), pos)
         self.cycle: _Cycle | None = None
         self.waiting = None                       # G's thread while it is held for the runtime's stop request
         self.cycles = 0                           # cycles preemu started that ended (numgc read back)
@@ -181,10 +188,8 @@ class RealGC:
         return int.from_bytes(self.p.read(self.memstats + self._f("mstats", "numgc"), 4), "little")
 
     def _span(self, sp: int) -> dict:
-        fs = self.L["span"]
-        end = max(o + s for o, s in fs.values())
-        raw = self.p.read(sp, end)
-        return {n: int.from_bytes(raw[o:o + s], "little") for n, (o, s) in fs.items()}
+        names, st, size = self._span_fmt
+        return dict(zip(names, st.unpack(self.p.read(sp, size))))
 
     def _allocated(self, s: dict) -> int:
         """Bit i set: slot i of span s is allocated (i < freeindex, or its allocBits bit)."""
