@@ -201,6 +201,26 @@ def cmd_preempt(a, out) -> int:
     return 0 if ep.ok else 1
 
 
+def _explain_real(a, path: str, func, regs_, gc: bool, asyncp):
+    """Go input: the story of one preemption in the real program (emu/linux/gexplain.py)."""
+    from .linux import gexplain
+    model = [flag for flag, on in (("--layout", a.layout), ("--force-unsafe", a.force_unsafe), ("--stub", a.stub),
+                                   ("--signal-delay", a.signal_delay), ("--seed", a.seed is not None),
+                                   ("--gc-during-preemption", a.gc_during_preemption)) if on]
+    if model:
+        raise UsageError(f"{', '.join(model)}: preemu's model world only (.s input); a Go program's preemption "
+                         "is told from its real program, where its own runtime decides")
+    if not func:
+        raise EmuError("--func is required (the goroutine's entry function)")
+    if a.at is None:
+        raise UsageError("--at is required: a boundary number of the function's goroutine (0 is its entry)")
+    for kv in a.env or []:
+        if "=" not in kv:
+            raise UsageError(f"--env {kv!r}: write KEY=VALUE")
+    return gexplain.explain(path, func, a.at, call=a.call, registers=regs_ or None, args=a.args, env=a.env or [],
+                            gc=gc, async_preemption=asyncp != "off")
+
+
 def cmd_explain(a, out) -> int:
     from . import episode, explain, explain_html, explain_text, loader, memmap, scenario
     func, regs_, layout, gc, seed, path = a.func, _regs(a.reg), a.layout, a.gc, a.seed, a.file
@@ -222,6 +242,9 @@ def cmd_explain(a, out) -> int:
             stub = stub or (str(sc.stub) if sc.stub else None)
             asyncp = asyncp or ("on" if sc.async_preemption else "off")
             stack_size, scanner = sc.stack_size, sc.gc_scanner
+    from . import gobuild
+    if story is None and gobuild.is_go_input(path):
+        story = _explain_real(a, path, func, regs_, gc, asyncp)
     if story is None:
         if not func:
             raise EmuError("--func is required (the goroutine's entry function)")
@@ -230,9 +253,6 @@ def cmd_explain(a, out) -> int:
         program = loader.load_program(path)
         world = loader.build_world(program, func, layout, stub, 1 if seed is None else seed, regs_, gc=gc,
                                    scanner=scanner, stack_size=stack_size)
-        if loader.is_go(program):
-            from . import modelcheck, sweep
-            modelcheck.check(path, world, sweep.DEFAULT_BUDGET)
         func = world.program.func_for(world.entry).name
         try:
             at = episode.resolve_at(world, a.at)
@@ -566,7 +586,8 @@ def build_parser() -> argparse.ArgumentParser:
                                 "tells one signal of its run)")
     x.add_argument("--func", help="entry function of the goroutine (a scenario gives its own)")
     x.add_argument("--at", metavar="WHEN",
-                   help="where the signal lands: a boundary number, line:N or FUNC+OFFSET (its first execution); "
+                   help="where the signal lands: a boundary number (Go input: of the function's goroutine in its "
+                        "real program), line:N or FUNC+OFFSET (its first execution); "
                         "for a scheduler scenario, the N-th signal that lands on a goroutine (default: the first "
                         "one injected)")
     x.add_argument("--reg", action="append", metavar="NAME=VALUE", help="entry register value; repeatable")
@@ -581,6 +602,10 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--signal-delay", type=int, default=0, metavar="N",
                    help="sysmon's request comes N instructions before the signal (default 0)")
     x.add_argument("--seed", type=int, default=None, help="seed for unset registers and clobber values")
+    x.add_argument("--call", type=int, default=1, metavar="N",
+                   help="Go input: the N-th call of the function (default 1)")
+    x.add_argument("--env", action="append", metavar="K=V", help="Go input: the program's environment; repeatable")
+    x.set_defaults(args=[])          # Go input: the program's arguments, after `--` (split off in main)
     x.add_argument("--html", metavar="OUT.html", help="also write the story as one self-contained page")
     x.add_argument("--json", action="store_true", help="print the steps as one JSON object")
     x.set_defaults(fn=cmd_explain)
@@ -698,7 +723,7 @@ def main(argv: list[str] | None = None, out=None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     rest = None
-    if argv and argv[0] in ("sweep", "exec") and "--" in argv:     # a Go program's own arguments, after --
+    if argv and argv[0] in ("sweep", "exec", "explain") and "--" in argv:   # a Go program's own arguments, after --
         i = argv.index("--")                                     # (options may come before or after the target)
         argv, rest = argv[:i], argv[i + 1:]
     a = parser.parse_args(argv)

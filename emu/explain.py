@@ -49,6 +49,7 @@ class Step:
     table: dict | None = None       # {"title", "columns", "rows"}
     checks: list[Check] = field(default_factory=list)
     stack_marks: dict[int, str] = field(default_factory=dict)   # window index -> note (e.g. a GC root)
+    sigstack: list[str] = field(default_factory=list)   # a real-program story: the signal stack window's words
 
 
 @dataclass
@@ -67,6 +68,8 @@ class Story:
     stack_labels: list[str]         # one per word of the window, high to low
     boundaries: int                 # the goroutine's instructions from entry to goexit
     unit: str = "boundary"          # what `at` counts: a boundary of the goroutine, or (a scheduler scenario) a signal
+    sigstack_top: int = 0           # a real-program story (emu/linux/gexplain.py): the rt_sigframe's top word
+    sigstack_labels: list[str] = field(default_factory=list)   # ... and one label per word, high to low
 
     @property
     def checks(self) -> list[Check]:
@@ -84,6 +87,7 @@ class Story:
             s["rsp"] = f"{s['rsp']:#x}"
         d["pc"] = f"{self.pc:#x}"
         d["stack_top"] = f"{self.stack_top:#x}"
+        d["sigstack_top"] = f"{self.sigstack_top:#x}"
         d["ok"] = self.ok
         return d
 

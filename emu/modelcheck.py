@@ -1,4 +1,4 @@
-"""Go input told in preemu's model world (`preempt`, `explain`) is first checked against its real program.
+"""Go input followed in preemu's model world (`preempt`) is first checked against its real program.
 
 The model world runs a Go function without package init and with the runtime's slice and allocation
 calls replaced (gofront, goslice, rtcode), so it can compute what the real program never would. Before a

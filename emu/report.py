@@ -20,7 +20,8 @@ SCHEMAS = {
     "check-stub": "preemu/check-stub/1",
     "check-stub-mutants": "preemu/check-stub-mutants/1",
     "disasm": "preemu/disasm/1",
-    "explain": "preemu/explain/2",            # 2 added `unit` (boundary, or signal for a scheduler scenario)
+    "explain": "preemu/explain/3",            # 2 added `unit` (boundary, or signal for a scheduler scenario); 3 the
+                                              # signal stack of a real-program story (sigstack_top/_labels)
     "exec": "preemu/exec/1",                  # with a scenario, also: scenario
 }
 

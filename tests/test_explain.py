@@ -252,19 +252,16 @@ def test_asyncpreemptoff_scenario_ignores_the_signal_without_acknowledging():
     assert rc == 0 and "verdict: injected" in out
 
 
-def test_real_go_program_goes_through_the_sweeps_loader():
-    """A Go package directory: the same loader as sweep, the binary's own runtime.asyncPreempt (with its
-    JMPs past the AVX variants), Go source lines in the code, and the GC scan."""
+def test_a_go_program_is_told_from_its_real_program():
+    """A Go package directory: the real program's preemption (emu/linux/gexplain.py; tests/test_gexplain.py
+    has the details), the binary's own runtime.asyncPreempt with its Go assembly source in the code."""
     rc, out = _cli("explain", str(ROOT / "tests" / "go" / "corpus"), "--func", "buildList", "--reg", "RAX=5",
-                   "--at", "40", "--gc", "--json")
+                   "--at", "40", "--json")
     d = json.loads(out)
-    assert rc == 0 and d["ok"] and d["layout"] == "go1.27" and d["func"] == "main.buildList"
-    shorts = [s["short"] for s in d["steps"]]
-    assert "JMP" in shorts and "gc" in shorts and "find xRegs" in shorts
-    stub = d["code"]["asyncPreempt"]["insns"]
+    assert rc == 0 and d["ok"] and d["layout"] == "real program" and d["func"] == "main.buildList"
+    assert "doSigPreempt" in [s["short"] for s in d["steps"]]
+    stub = d["code"]["runtime.asyncPreempt"]["insns"]
     assert stub[0]["source"] == "PUSHQ BP" and "preempt_amd64.s" in stub[0]["file"]
-    gc = next(s for s in d["steps"] if s["phase"] == "gc")
-    assert any("interrupted frame main.buildList" in t for t in gc["text"])
 
 
 def test_a_sweep_scenarios_stack_size_is_the_explained_goroutines(tmp_path):

@@ -28,8 +28,8 @@ KEYS = {
     "preemu/exec/1": "tool version schema command binary argv env seed exit_code stdout stderr starved stop_reason "
                      "error virtual_ns idle_ns instructions ns_per_insn quantum threads wall_s syscalls signals "
                      "preemptions violations oracle ok",
-    "preemu/explain/2": "tool version schema command file func layout at pc verdict reason gc steps code stack_top "
-                        "stack_labels boundaries unit ok",
+    "preemu/explain/3": "tool version schema command file func layout at pc verdict reason gc steps code stack_top "
+                        "stack_labels boundaries unit sigstack_top sigstack_labels ok",
 }
 KEYS["preemu/run/1"] = KEYS["preemu/sweep/1"] + " scenario checks"
 VIOLATION_KEYS = "kind what expected actual boundary pc insn where detail".split()
