@@ -204,7 +204,7 @@ def cmd_preempt(a, out) -> int:
 def _explain_real(a, path: str, func, regs_, gc: bool, asyncp):
     """Go input: the story of one preemption in the real program (emu/linux/gexplain.py)."""
     from .linux import gexplain
-    model = [flag for flag, on in (("--layout", a.layout), ("--force-unsafe", a.force_unsafe), ("--stub", a.stub),
+    model = [flag for flag, on in (("--layout", a.layout), ("--force-unsafe", a.force_unsafe),
                                    ("--signal-delay", a.signal_delay), ("--seed", a.seed is not None),
                                    ("--gc-during-preemption", a.gc_during_preemption)) if on]
     if model:
@@ -217,8 +217,14 @@ def _explain_real(a, path: str, func, regs_, gc: bool, asyncp):
     for kv in a.env or []:
         if "=" not in kv:
             raise UsageError(f"--env {kv!r}: write KEY=VALUE")
+    stub = a.stub
+    if stub == "generated":
+        from . import stubgen
+        stub = str(stubgen.stub_path("go1.27"))
+    elif stub is not None and not os.path.isfile(stub):
+        raise UsageError(f"--stub {stub}: no such file")
     return gexplain.explain(path, func, a.at, call=a.call, registers=regs_ or None, args=a.args, env=a.env or [],
-                            gc=gc, async_preemption=asyncp != "off")
+                            gc=gc, async_preemption=asyncp != "off", stub=stub)
 
 
 def cmd_explain(a, out) -> int:

@@ -103,3 +103,13 @@ def test_the_page_draws_both_stacks_and_steps_through_without_errors(tmp_path, s
             if st["short"] == "delivery":
                 assert "mcontext.rip" in v["sig"] and "siginfo" in v["sig"]
         assert not errors, errors
+
+
+def test_a_stub_without_popfq_ends_the_story_in_the_failed_comparison():
+    code, d = explain(KINDS, "--func", "spin", "--reg", "RAX=3", "--at", "0", "--stub", "tests/data/stub_no_pushfq.s")
+    assert code == 1 and not d["ok"]
+    ret = step(d, "RET")
+    assert [r[0] for r in ret["table"]["rows"] if r[-1] == "DIFFERS"] == ["RFLAGS"]
+    assert [c["name"] for c in d["steps"][-1]["checks"] + ret["checks"] if not c["ok"]] == \
+        ["every register and the flags come back"]
+    assert "The stub loaded over runtime.asyncPreempt" in step(d, "asyncPreempt")["text"][0]

@@ -56,6 +56,7 @@ class _Recorder:
         self.sw, self.p, self.window = sw, sw.p, window     # window(): G's stack window's words now
         self.delivered = self.handler_regs = self.dsp = self.sigret = self.stub_frame = self.resumed = None
         self.at_ret: dict | None = None
+        self.done = False                               # G has resumed: stop recording
         p = sw.p
         w = p.watch
         real_delivered, real_sigreturn = w.delivered, w.sigreturn
@@ -78,12 +79,33 @@ class _Recorder:
         if dsp is not None:
             self._hooks.append(p.uc.hook_add(UC_HOOK_CODE, self._on_dsp, None, dsp, dsp))
             p.uc.ctl_remove_cache(dsp, dsp + 1)
-        ap, size = p.image.symbols["runtime.asyncPreempt.abi0"]
-        self.stub_insns = [i for i in sw.prog.get_func("runtime.asyncPreempt").insns] if sw.prog else []
+        if sw._stub_code is not None:            # a --stub loaded over the binary's: its own instructions
+            import capstone
+            ap = p.image.symbol("runtime.asyncPreempt.abi0")
+            md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+            self.stub_insns = [_Loaded(a, f"{mn} {ops}".strip(), mn, ops)
+                               for a, _, mn, ops in md.disasm_lite(sw._stub_code[1], ap)]
+        else:
+            self.stub_insns = [i for i in sw.prog.get_func("runtime.asyncPreempt").insns] if sw.prog else []
+        self.ran: list[tuple[int, int]] = []           # (thread, g) made current while G was away
+        from .gclock import g_store_sites
+        self._sites = {a: (reg, imm) for a, reg, imm in g_store_sites(p.image)}
+        for a in self._sites:
+            self._hooks.append(p.uc.hook_add(UC_HOOK_CODE, self._on_g_store, None, a, a))
+            p.uc.ctl_remove_cache(a, a + 1)
         call = next((i.addr for i in self.stub_insns if i.mnemonic == "call"), None)
         if call is not None:
             self._hooks.append(p.uc.hook_add(UC_HOOK_CODE, self._on_stub_call, None, call, call))
             p.uc.ctl_remove_cache(call, call + 1)
+
+    def _on_g_store(self, uc, addr, size, _):
+        if self.sigret is None or self.done or self.p.counter.stopping(addr):
+            return
+        reg, imm = self._sites[addr]
+        g = imm if reg is None else uc.reg_read(reg)
+        t = self.p.cur
+        if g and (not self.ran or self.ran[-1] != (t.tid, g)):
+            self.ran.append((t.tid, g))
 
     def _on_dsp(self, uc, addr, size, _):
         if self.dsp is None and self.delivered is not None and not self.p.counter.stopping(addr):
@@ -102,28 +124,45 @@ class _Recorder:
             self.p.uc.hook_del(h)
 
 
+class _Loaded:
+    """An instruction of a --stub loaded over runtime.asyncPreempt (no pclntab entry: no SP delta)."""
+
+    def __init__(self, addr, text, mnemonic, op_str):
+        self.addr, self.text, self.mnemonic, self.op_str, self.sp_delta = addr, text, mnemonic, op_str, None
+
+
 def _slot_names(insns, call_pc: int, frame_rsp: int) -> dict[int, str]:
-    """asyncPreempt's save slots, by address: each store to [rsp + off] before the CALL, named after its source."""
+    """asyncPreempt's frame, by address: each store to [rsp + off] and each PUSH before the CALL, named after
+    what it saves (a PUSH's slot from the binary's SP delta there), and the word pushCall pushed."""
+    at_call = next((i.sp_delta for i in insns if i.addr == call_pc), None)
     out = {}
+    if at_call is not None:
+        entry_sp = frame_rsp + at_call            # RSP at the stub's entry: pushCall's word is there
+        out[entry_sp] = "return address (pushCall): the interrupted PC"
     for i in insns:
         if i.addr >= call_pc:
             break
         m = _STORE.match(i.text)
         if m:
             out[frame_rsp + int(m.group(1) or "0", 0)] = f"asyncPreempt frame: saved {m.group(2).upper()}"
+        elif at_call is not None and i.mnemonic in ("push", "pushfq"):
+            what = "RFLAGS" if i.mnemonic == "pushfq" else i.op_str.upper()
+            out[entry_sp - i.sp_delta - 8] = f"asyncPreempt frame: saved {what}"
     return out
 
 
 def explain(path: str, func: str, at: str, *, call: int = 1, registers=None, args=(), env=(), gc: bool = False,
-            async_preemption: bool = True, budget: int = 20_000_000) -> E.Story:
-    """Tell one preemption of `func` at boundary `at` of its `call`-th call, in its real program."""
+            async_preemption: bool = True, stub: str | None = None, budget: int = 20_000_000) -> E.Story:
+    """Tell one preemption of `func` at boundary `at` of its `call`-th call, in its real program (`stub`: a .s
+    asyncPreempt loaded over the binary's, as `preemu sweep --stub` loads it)."""
     try:
         k = int(at, 0)
     except (TypeError, ValueError):
         raise EmuError(f"--at {at!r}: for Go input give a boundary number of {func}'s goroutine (0 is its first "
                        "instruction); `preemu sweep --table` lists the PCs") from None
     env = list(env) if async_preemption else realsweep.with_godebug(list(env), "asyncpreemptoff=1")
-    spec = realsweep.RealSpec(os.path.abspath(path), func, call, realsweep.check_registers(registers), None,
+    spec = realsweep.RealSpec(os.path.abspath(path), func, call, realsweep.check_registers(registers),
+                              None if stub is None else os.path.abspath(stub),
                               tuple(realsweep.default_argv(path) + list(args)), tuple(env), 1, gc)
     sw = spec.build()
     ref = sw.reference(budget)
@@ -168,6 +207,7 @@ class _Teller:
         def on_resumed(r):
             real_resumed(r)
             if r.g == sw.g and not resumed:
+                rec.done = True
                 resumed.append((r, _regs(_ALL(sw.p.uc)), self._g_window(), sw.p.now()))
         listener.on_resumed = on_resumed
         clock.stop_at = k
@@ -355,9 +395,10 @@ class _Teller:
             slots = _slot_names(rec.stub_insns, call, frsp)
             self.labels_extra = slots
             words = dict(zip((self.top - 8 * i for i in range(self.nwords)), win))
-            saved = [[name.split("saved ")[1], f"{a:#x}", words.get(a, "?")] for a, name in sorted(slots.items())]
+            saved = [[name.split("saved ")[1] if "saved " in name else name.split(":")[0], f"{a:#x}", words.get(a, "?")]
+                     for a, name in sorted(slots.items())]
             self._add("stub", "asyncPreempt", "asyncPreempt builds its frame",
-                      [f"The binary's runtime.asyncPreempt runs on the goroutine's stack: it saves the flags and every "
+                      [f"{'The stub loaded over' if sw._stub_code else 'The binary' + chr(39) + 's'} runtime.asyncPreempt runs on the goroutine's stack: it saves the flags and every "
                        f"general register in a frame of its own (generated by mkpreempt.go), then calls "
                        f"asyncPreempt2. At its CALL, RSP = {frsp:#x}."],
                       call, fregs, frsp, {"title": "asyncPreempt's save slots (the real bytes, read at its CALL)",
@@ -372,7 +413,8 @@ class _Teller:
                     "asyncPreempt2 sets gp.asyncSafePoint and mcall(gopreempt_m) (preempt.go:317): "
                     "goschedImpl puts the goroutine on the global run queue and schedule() runs on g0."),
                    f"It resumed on thread {r.resume_tid} after {away_ns:,} ns of virtual time "
-                   f"(thread {pt.tid} was interrupted)."],
+                   f"(thread {pt.tid} was interrupted).",
+                   "What ran in the meantime (each change of the TLS g slot, in order): " + self._who_ran(rec) + "."],
                   int(rregs["RIP"], 16), rregs, int(rregs["RSP"], 16), window=rwin)
         if self.gc:
             self._gc_step()
@@ -399,6 +441,32 @@ class _Teller:
                   int(rregs["RIP"], 16), rregs, int(rregs["RSP"], 16),
                   {"title": "registers: interrupted vs at asyncPreempt's RET",
                    "columns": ["register", "interrupted", "at the RET", ""], "rows": rows}, checks)
+
+    def _who_ran(self, rec: _Recorder) -> str:
+        """The goroutines made current while G was away, named: G, an M's g0 (the scheduler), goroutine N."""
+        p, sw = self.sw.p, self.sw
+        gf, mf = p.structs.g, p.structs.m
+        names = []
+        for tid, g in rec.ran:
+            if g == sw.g:
+                what = f"{sw.func}'s goroutine"
+            else:
+                try:
+                    m = p.read_u64(g + gf["m"].offset)
+                    if m and p.read_u64(m + mf["gsignal"].offset) == g:
+                        continue                      # the signal handler's own g
+                    if m and p.read_u64(m + mf["g0"].offset) == g:
+                        what = "g0 (schedule)"
+                    else:
+                        what = f"goroutine {p.read_u64(g + gf['goid'].offset)}"
+                except Exception:
+                    what = f"g {g:#x}"
+            entry = f"thread {tid}: {what}"
+            if not names or names[-1] != entry:
+                names.append(entry)
+        if len(names) > 12:
+            names = names[:6] + [f"... {len(names) - 12} more ..."] + names[-6:]
+        return " -> ".join(names) or "nothing else"
 
     def _gc_step(self) -> None:
         g = self.sw.gc
