@@ -1,5 +1,10 @@
 """`preemu check-stub`: run anyone's asyncPreempt over the regression corpus, and mutation testing.
 
+In the go1.27 layout the corpus also has a real-program part (`go:NAME` rows): the functions REAL_FUNCS of
+scenarios/go/stubcorpus, each swept inside its real program (emu/linux/realsweep.py) with the stub loaded
+over the binary's runtime.asyncPreempt (a Go program's own stub moved there, its CALL to asyncPreempt2
+redirected: realsweep.transplant), so the runtime's own handler, asyncPreempt2 and scheduler meet it.
+
 The corpus is every sweep scenario in scenarios/ that expects no violations (not forced). Each is
 swept at every boundary (capped) with the user's stub; every asynchronous preemption resumes the
 goroutine on the other M and P (different FS base, different p.xRegs), and the stub must also stay
@@ -25,6 +30,9 @@ SCENARIOS = paths.SCENARIOS_DIR
 
 #: The quick corpus used for mutants: together they keep every register and flag live.
 MUTANT_CORPUS = ("xmm_loop", "adc_chain", "r14_scratch", "rep_copy")
+#: The real-program part of the corpus (go1.27): functions of REAL_PROGRAM, as `go:NAME` rows
+REAL_PROGRAM = SCENARIOS / "go" / "stubcorpus"
+REAL_FUNCS = ("spin", "floats", "compare", "calls", "walk")
 
 
 @dataclass
@@ -112,8 +120,10 @@ def corpus(names: tuple[str, ...] | None = None) -> list:
 
 
 def _check_one(task) -> CorpusResult:
-    """Sweep one corpus loop (a loaded scenario) with the stub."""
+    """Sweep one corpus loop (a loaded scenario, or a `go:NAME` function of the real program) with the stub."""
     sc, stub_path, layout_name, max_points, seed = task
+    if isinstance(sc, str):
+        return _check_real(sc, stub_path, max_points, seed)
     program = loader.load_program(_rel(sc.asm))
     world = loader.build_world(program, sc.entry, layout_name, stub_path, seed, sc.registers, gc=True)
     t0 = time.perf_counter()
@@ -132,19 +142,37 @@ def check(stub_path: str | Path, layout_name: str, max_points: int = 2000,
     caller interrupted half-way can still show what is done."""
     from .shards import map_ordered
     lay = L.get_layout(layout_name)
-    scs = corpus(names)
-    if not scs:
+    scs, every = corpus(names), corpus(None)
+    if not every:
         raise EmuError("the regression corpus is empty (no sweep scenarios found)")
-    first = loader.build_world(loader.load_program(_rel(scs[0].asm)), scs[0].entry, lay.name, stub_path, seed,
-                               scs[0].registers, gc=True)          # the stub's figures, before any sweep
+    real = [f"go:{f}" for f in REAL_FUNCS if names is None or f"go:{f}" in names]
+    if lay.name != "go1.27":
+        if names is not None and real:
+            raise EmuError(f"{', '.join(real)}: the real-program loops run a Go 1.27 runtime: use the go1.27 layout")
+        real = []
+    first = loader.build_world(loader.load_program(_rel(every[0].asm)), every[0].entry, lay.name, stub_path, seed,
+                               every[0].registers, gc=True)          # the stub's figures, before any sweep
     rep = StubReport(str(stub_path), lay.name, first.headroom, first.machine.stub.get_func("asyncPreempt").max_sp_delta,
                      stub_program=first.machine.stub)
     if on_report is not None:
         on_report(rep)
     tasks = [(sc, str(stub_path), lay.name, max_points, seed) for sc in scs]
+    tasks += [(name, os.path.abspath(stub_path), lay.name, max_points, seed) for name in real]
     for result in map_ordered(_check_one, tasks, jobs):
         rep.results.append(result)
     return rep
+
+
+def _check_real(name: str, stub_path: str, max_points: int, seed: int) -> CorpusResult:
+    """Sweep function `name` ("go:spin") of the real-program corpus with the stub loaded over its asyncPreempt."""
+    from .linux import realsweep
+    func = name.split(":", 1)[1]
+    spec = realsweep.RealSpec(str(REAL_PROGRAM), func, 1, (), stub_path, ("prog",), (), seed)
+    t0 = time.perf_counter()
+    sw = spec.build()
+    res = realsweep.sweep(spec, sw, str(REAL_PROGRAM), max_points, to_exit=0)
+    return CorpusResult(name, res.func, res.boundaries, res.points, res.injected, dict(res.refused),
+                        res.violations, res.violation_count, time.perf_counter() - t0)
 
 
 @dataclass

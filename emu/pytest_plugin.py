@@ -131,7 +131,7 @@ class StubFile(pytest.File):
         from . import api, gobuild, loader
         layout = self.config.getoption("preemu_layout") or ("go1.27" if gobuild.is_go_input(self.path) else "go1.14")
         loader.load_stub(layout, self.path)
-        for name in api.corpus_loops():
+        for name in api.corpus_loops(layout):
             yield CorpusLoopItem.from_parent(self, name=name, loop=name)
 
     def repr_failure(self, excinfo, style=None):

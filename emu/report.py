@@ -326,8 +326,12 @@ def render_checkstub(rep, interrupted: bool = False) -> str:
          f"rules of Go {rep.layout[2:]})",
          f"  stub max SP delta {rep.stub_max_sp_delta} bytes -> asyncPreemptStack {rep.headroom} bytes{note}",
          "  every preemption resumes on the other M and P; a canary guards the stack below the headroom;",
-         "  a full GC (stack scan, mark, sweep) runs at every injection point", "",
-         f"  {'corpus loop':<{w}} {'boundaries':>10} {'points':>7} {'injected':>9} {'refused':>8} {'violations':>11}"]
+         "  a full GC (stack scan, mark, sweep) runs at every injection point"]
+    if any(r.scenario.startswith("go:") for r in rep.results):
+        L += ["  go:NAME rows: functions of scenarios/go/stubcorpus swept inside their real program, the stub loaded",
+              "  over its runtime.asyncPreempt; the runtime's own handler, asyncPreempt2 and scheduler meet it"]
+    L += ["",
+          f"  {'corpus loop':<{w}} {'boundaries':>10} {'points':>7} {'injected':>9} {'refused':>8} {'violations':>11}"]
     for r in rep.results:
         L.append(f"  {r.scenario:<{w}} {r.boundaries:>10,} {r.points:>7,} {r.injected:>9,} "
                  f"{sum(r.refused.values()):>8,} {r.violation_count:>11,}")

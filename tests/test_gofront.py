@@ -140,9 +140,28 @@ def test_precise_heap_scan_follows_the_type_bitmap(corpus_prog):
 
 
 def test_check_stub_on_a_go_program_checks_its_runtime_asyncpreempt():
+    """Over the .s corpus in the go1.27 model world, and moved into the real-program corpus (go: rows)."""
     code, text = run_cli("check-stub", f"{GO}/corpus", "--max-points", "40")
     assert code == 0, text
     assert "go1.27 world" in text and "PASS" in text
+    rows = [ln.split() for ln in text.splitlines() if ln.strip().startswith("go:") and "rows:" not in ln]
+    assert [r[0] for r in rows] == ["go:spin", "go:floats", "go:compare", "go:calls", "go:walk"]
+    assert all(int(r[3].replace(",", "")) > 0 and r[5] == "0" for r in rows)        # injected, no violation
+
+
+def test_a_stub_without_popfq_fails_the_real_program_corpus_with_the_real_consequence():
+    from emu import api
+    rep = api.check_stub("tests/data/stub_no_pushfq.s", layout="go1.27", loops=["go:compare"], max_points=200)
+    assert not rep.ok and [r.scenario for r in rep.results] == ["go:compare"]
+    kinds = {(v.kind, v.what) for v in rep.violations}
+    assert ("flags", "RFLAGS") in kinds and ("final-state", "result ~r0") in kinds     # the comparison goes wrong
+
+
+def test_the_real_program_loops_need_the_go127_layout():
+    from emu import api
+    assert not any(n.startswith("go:") for n in api.corpus_loops("go1.14"))
+    with pytest.raises(Exception, match="use the go1.27 layout"):
+        api.check_stub("asm/preempt_amd64_go114.s", layout="go1.14", loops=["go:spin"])
 
 
 def test_preempt_episode_on_compiled_code():

@@ -50,7 +50,12 @@ class RealSpec:
         regs = {}
         for name, v in self.registers:
             regs[name] = v if isinstance(v, int) else image.resolve(str(v), f"--reg {name}")
-        stub = None if self.stub is None else (self.stub, stub_code(self.stub, image))
+        if self.stub is None:
+            stub = None
+        elif gobuild.is_go_input(self.stub):          # a Go program's own asyncPreempt, moved into this one
+            stub = (self.stub, transplant(self.stub, image))
+        else:
+            stub = (self.stub, stub_code(self.stub, image))
         env = with_godebug(list(self.env), realgc.GODEBUG) if self.gc else list(self.env)
         opts = process.Options(argv=list(self.argv), env=env, seed=self.seed)
         return RealSweep(image, opts, self.entry, self.call, regs, stub, res.source_path, gc=self.gc)
@@ -68,6 +73,37 @@ def with_godebug(env: list[str], setting: str) -> list[str]:
             kv, done = kv + ("," if kv != "GODEBUG=" else "") + setting, True
         out.append(kv)
     return out if done else out + [f"GODEBUG={setting}"]
+
+
+def transplant(program: str, image) -> bytes:
+    """The runtime.asyncPreempt of Go program `program`, to load over `image`'s: its bytes with its CALL to
+    asyncPreempt2 retargeted at `image`'s. Any other reference out of the function (RIP-relative data, a CALL
+    elsewhere) cannot be moved: a clear error."""
+    import capstone
+
+    from .. import gobuild
+    from . import elfimage
+    src = elfimage.load(str(gobuild.build(program).binary))
+    at, size = src.symbols["runtime.asyncPreempt.abi0"]
+    code = bytearray(src.text_bytes(at, size))
+    to = image.symbol("runtime.asyncPreempt.abi0")
+    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    for addr, n, mn, ops in md.disasm_lite(bytes(code), at):
+        off = addr - at
+        if "rip" in ops:
+            raise EmuError(f"{program}: runtime.asyncPreempt+{off:#x} `{mn} {ops}` refers to its binary's data; "
+                           "the stub cannot be moved into another program")
+        if mn in ("call", "jmp") and code[off] in (0xE8, 0xE9):
+            target = int(ops, 16)
+            if at <= target < at + size:
+                continue
+            name = (src.func_at(target) or ("?", 0))[0]
+            if mn != "call" or not name.startswith("runtime.asyncPreempt2"):
+                raise EmuError(f"{program}: runtime.asyncPreempt+{off:#x} `{mn} {ops}` leaves the stub for {name}; "
+                               "only its CALL to asyncPreempt2 can be redirected")
+            dest = image.symbol(name)
+            code[off + 1:off + 5] = ((dest - (to + off + 5)) & 0xFFFFFFFF).to_bytes(4, "little")
+    return bytes(code)
 
 
 def stub_code(path: str, image) -> bytes:
