@@ -17,20 +17,20 @@ type node struct {
 //
 //go:noinline
 func spin(n int) int {
-	a, b, c, d, e, f, g, h, k, m := 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
-	for i := 0; i < n; i++ {
-		a += i ^ b
-		b += a >> 1
-		c ^= b + d
-		d += c * 3
-		e ^= d >> 2
-		f += e ^ g
-		g ^= f << 1
-		h += g ^ k
-		k ^= h >> 3
-		m += k ^ a
+	r1, r2, r3, r4, r5, r6, r7, r8, r9, r10 := 3, 5, 7, 11, 13, 17, 19, 23, 29, 31
+	for i := 1; i <= n; i++ {
+		r1 ^= i * r10
+		r2 -= r1 >> 2
+		r3 += r2 ^ r4
+		r4 ^= r3 * 5
+		r5 -= r4 >> 1
+		r6 ^= r5 + r7
+		r7 += r6 << 2
+		r8 -= r7 ^ r9
+		r9 += r8 >> 4
+		r10 ^= r9 - r1
 	}
-	return a + b + c + d + e + f + g + h + k + m
+	return r1 ^ r2 ^ r3 ^ r4 ^ r5 ^ r6 ^ r7 ^ r8 ^ r9 ^ r10
 }
 
 // floats keeps floating-point values live in XMM registers.
