@@ -53,6 +53,18 @@ def test_an_injection_is_told_from_the_real_signal_frame_to_the_resume(spin):
     assert d["sigstack_labels"] and step(d, "delivery")["sigstack"]
 
 
+def test_the_text_tells_the_same_story():
+    out = io.StringIO()
+    assert cli.main(["explain", KINDS, "--func", "spin", "--reg", "RAX=3", "--at", "5"], out) == 0
+    text = out.getvalue()
+    assert text.startswith("preemu explain: tests/data/go/kinds  func main.spin  boundary 5 of ")
+    for line in ("[3/10] tgkill and delivery: the rt_sigframe on thread", "uc_mcontext.rip (interrupted PC)",
+                 "[4/10] sighandler -> doSigPreempt: the runtime decides", "preemu's oracle says 'safe'; the runtime "
+                 "injected.", "[5/10] pushCall edits the saved context", "return address (pushCall)",
+                 "32 registers compared with the interrupted state: all equal", "OK: 5 of 5 checks hold."):
+        assert line in text, line
+
+
 def test_a_refusal_leaves_the_context_alone():
     code, d = explain(KINDS, "--func", "wrapped", "--at", "1")
     assert code == 0 and d["ok"] and d["verdict"] == "refused" and d["reason"] == "unsafe-point"

@@ -68,7 +68,7 @@ def test_allocation_heavy_code_is_clean_and_each_injection_has_its_cycle():
     g = j["gc"]
     assert g["freed"] > 0 and g["uses_after_free"] == 0
     assert g["scans_at_injection"] == g["injections"] > 0
-    assert g["cycles"] >= g["injections"]
+    assert g["cycles"] == g["injections"]                # the runtime's own count (memstats.numgc)
 
 
 def test_the_runtimes_conservative_scan_keeps_what_a_precise_scan_frees():
