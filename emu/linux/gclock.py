@@ -148,3 +148,5 @@ class GoroutineClock:
         t = self.p.cur
         if self.current_g() == self.g and not t.frames:     # RET ends its block: the limit falls after it
             self._begin(t, self._counter.executed)
+            if self._cap() == 1:            # the next stop is right after the return target's instruction
+                self.p.single_step(self.p.read_u64(read_reg(self.p.uc, X.UC_X86_REG_RSP)))

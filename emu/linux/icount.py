@@ -289,6 +289,13 @@ class InsnCounter:
             self._resume = True
             self._uc.emu_stop()
 
+    def block_ran(self) -> None:
+        """Inside an interrupt hook raised after the current block's last instruction (a single-step #DB):
+        the whole block ran, wherever RIP points now (a taken jump's target)."""
+        c = self._c
+        c.executed += c.pending
+        c.pending = c.blk_size = c.blk_addr = 0
+
     def block_end(self) -> int:
         """Inside a code hook: the count once the current block has run to its end."""
         return self._c.executed + self._c.pending

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 
 import capstone
-from unicorn import UC_ARCH_X86, UC_HOOK_CODE, UC_HOOK_INSN, UC_HOOK_MEM_UNMAPPED, UC_MODE_64, Uc, UcError
+from unicorn import UC_ARCH_X86, UC_HOOK_CODE, UC_HOOK_INSN, UC_HOOK_INTR, UC_HOOK_MEM_UNMAPPED, UC_MODE_64, Uc, UcError
 from unicorn import unicorn_const as UCC
 from unicorn import x86_const as X
 
@@ -94,6 +94,10 @@ class Slice:
     why: str
 
 
+TF = 0x100                              # EFLAGS trap flag: #DB after the next instruction
+_EFLAGS = RegBatch([X.UC_X86_REG_EFLAGS])
+
+
 class Process:
     def __init__(self, image: Image, opts: Options, oracle="auto") -> None:
         if not image.is_go:
@@ -115,6 +119,9 @@ class Process:
         self.threads: dict[int, Thread] = {}
         self.runq: collections.deque[Thread] = collections.deque()
         self.held: set[int] = set()      # runnable threads kept off the CPU (hold): an OS may deschedule any
+        self._stepping = False           # single_step: one instruction runs with TF set
+        self._step_ok: dict[int, bool] = {}
+        self._exception: int | None = None   # an interrupt the engine raised (see _on_intr)
         self.futex_waiters: dict[int, list[Thread]] = collections.defaultdict(list)
         self.cur: Thread | None = None
         self.exit_code: int | None = None
@@ -164,6 +171,7 @@ class Process:
         self.uc.hook_add(UC_HOOK_INSN, self._on_syscall, None, 1, 0, X.UC_X86_INS_SYSCALL)
         self.uc.hook_add(UC_HOOK_INSN, self._on_cpuid, None, 1, 0, X.UC_X86_INS_CPUID)
         self.uc.hook_add(UC_HOOK_MEM_UNMAPPED, self._on_unmapped)
+        self.uc.hook_add(UC_HOOK_INTR, self._on_intr)
         self._hook_rdtsc()
         main = Thread(self.pid, self.uc.context_save(), name="m0")
         self.threads[main.tid] = main
@@ -306,6 +314,45 @@ class Process:
         t.state, t.wait = BLOCKED, w
         if w.kind == "futex":
             self.futex_waiters[w.futex].append(t)
+
+    # --- one instruction, then stop (the real-program sweep's next boundary) ----------------------------
+    #: instructions that read or change TF, trap, or enter the kernel: never run single-stepped
+    _NO_STEP = frozenset(("pushf", "pushfq", "popf", "popfq", "syscall", "sysenter", "int", "int3", "int1", "into",
+                          "iret", "iretq", "ud2", "hlt", "cpuid", "rdtsc", "rdtscp", "sti", "cli"))
+
+    def single_step(self, target: int) -> bool:
+        """Inside a code hook for an instruction that ends its block (asyncPreempt's RET): make the engine stop
+        after exactly one more instruction, the one at `target`, by the trap flag (a translated block of one
+        instruction that raises #DB, kept in the cache under its flags) instead of the counter's cut-short
+        block, which is translated anew and dropped each time. The limit still stands behind it. False (and
+        nothing done) for an instruction that reads or changes TF, traps or enters the kernel."""
+        ok = self._step_ok.get(target)
+        if ok is None:
+            import capstone
+            md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+            i = next(md.disasm_lite(self.read_or_empty(target, 16), target), None)
+            ok = self._step_ok[target] = i is not None and i[2] not in self._NO_STEP and not i[2].startswith("rep")
+        if not ok or self._stepping:
+            return False
+        _EFLAGS.write(self.uc, (read_reg(self.uc, X.UC_X86_REG_EFLAGS) | TF,))
+        self._stepping = True
+        return True
+
+    def _on_intr(self, uc, intno, _) -> None:
+        """The engine's interrupt hook (always installed: adding one costs ~50 us). #DB while single-stepping
+        ends the step; any other interrupt or exception stops the engine and is raised as the engine's own
+        UC_ERR_EXCEPTION would have been without a hook (run's caller handles it as before)."""
+        if intno == 1 and self._stepping:
+            self.counter.block_ran()             # its one instruction ran (RIP may be a jump's target)
+            self._end_step()
+        else:
+            self._exception = intno
+        uc.emu_stop()
+
+    def _end_step(self) -> None:
+        if self._stepping:
+            _EFLAGS.write(self.uc, (read_reg(self.uc, X.UC_X86_REG_EFLAGS) & ~TF,))
+            self._stepping = False
 
     # --- holding a runnable thread off the CPU (the real-program sweep's --gc) ---------------------------
     def hold(self, t: Thread) -> None:
@@ -584,10 +631,15 @@ class Process:
         self.in_slice = True
         try:
             counter.run(read_reg(uc, X.UC_X86_REG_RIP))
+            if self._exception is not None:
+                self._exception = None
+                raise UcError(UCC.UC_ERR_EXCEPTION)
         except UcError as e:
+            self._end_step()                     # a fault's frame must not save TF
             if not self._page_fault(t, e):
                 self.error = self._guest_fault(e)
         finally:
+            self._end_step()                     # a single step the limit ended first leaves TF set
             n = counter.settled
             self.in_slice = False
             if watch_pc:
