@@ -23,7 +23,7 @@ from .gcworld import WorldGC
 from .heap import Heap
 from .machine import Machine
 from .program import Program
-from .safepoint import GO127, RuntimeRules, SchedState, rules_for
+from .safepoint import GO127, RuntimeRules, SchedState, can_preempt_m, rules_for
 from .stack import copystack
 from .structref import StructRef, write_field
 
@@ -450,6 +450,11 @@ class World(WorldGC):
         is a stack growth: copystack to a stack twice the size."""
         g = self.g
         guard = g.get("stackguard0")
+        if guard == gs.STACK_PREEMPT and can_preempt_m(self.sched_state()) is not None:
+            # newstack (stack.go:1122-1129): not while the M holds locks, mallocs or has preemption off:
+            # the guard goes back and the G runs on; gp.preempt stays set for its next prologue
+            g.set("stackguard0", self.stack_lo + gs.STACK_GUARD)
+            return False
         if guard == gs.STACK_PREEMPT:
             self.cooperative_preemptions += 1
             if g.get("preemptShrink"):

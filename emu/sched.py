@@ -32,7 +32,7 @@ from .gmp import (MachineSigContext, ack_sigurg, clear_preempt, drop_curg, initi
 from .layout import StubLayout
 from .machine import Fault, Machine
 from .program import Program
-from .safepoint import async_preempt_stack, rules_for
+from .safepoint import async_preempt_stack, can_preempt_m, rules_for
 from .stack import copystack
 from .structref import StructRef, read_field, write_field
 
@@ -195,6 +195,7 @@ class Scheduler:
             self.gs.append(self._newproc(j, spec, seed, stack_size))
         self._loaded: G | None = None
         self._running: G | None = None
+        self._running_m: M | None = None
         self._trap_time = 0
         self.now = 0
         self.sysmon_next = SYSMON_MIN_US * 1000          # sysmon sleeps usleep(20) before its first retake
@@ -400,6 +401,12 @@ class Scheduler:
                 slot_base = memmap.STACK_BASE + g.slot * memmap.STACK_SLOT
                 g.stack_lo, g.stack_hi = copystack(machine, g.ref, g.stack_lo, g.stack_hi, slot_base)
                 return None
+            m = self._running_m
+            if can_preempt_m(read_sched_state(g.ref, m.ref, m.p.ref, self.rules)) is not None:
+                # newstack (stack.go:1122-1129): not while the M holds locks, mallocs or has preemption
+                # off: the guard goes back and the G runs on; gp.preempt stays set for its next prologue
+                write_field(machine, g.addr, gs.G_FIELDS, "stackguard0", g.stack_lo + gs.STACK_GUARD)
+                return None
         return "park"
 
     def _after_trap(self, m: M, g: G, name: str, ctx, t: float) -> None:
@@ -578,13 +585,13 @@ class Scheduler:
                 self._deliver(m, t)
                 continue
             stop = budget if m.signal_at is None else min(budget, m.signal_at)
-            self._running = g
+            self._running, self._running_m = g, m
             try:
                 n, parked = mm.run_parkable(mm.pc, stop - off)
             except Fault as f:
                 raise EmuError(f"goroutine {g.name} faulted at {f.where}: {f.error}") from None
             finally:
-                self._running = None
+                self._running = self._running_m = None
             g.cpu_insns += n
             off += n
             if parked is not None:

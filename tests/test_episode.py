@@ -66,3 +66,35 @@ def test_bad_at_specs_are_clear_errors(spec, err):
     w = _world("call_loop.s", "call_loop", RCX=3)
     with pytest.raises(ValueError, match=err):
         episode.resolve_at(w, spec)
+
+
+def test_the_cooperative_path_waits_while_the_m_holds_locks():
+    """newstack (runtime/stack.go:1122-1129): with stackguard0 == stackPreempt but canPreemptM false (here
+    m.locks > 0), the goroutine is not preempted: the guard goes back to stack.lo + stackGuard and it runs on.
+    Without the gate the prologue preempted it anyway (#23 N4)."""
+    w = _world("call_loop.s", "call_loop", RCX=20)
+    reset = w.reset
+
+    def reset_holding_locks():
+        reset()
+        for m_ref, _, _ in w.refs:
+            m_ref.set("locks", 1)
+    w.reset = reset_holding_locks
+    ep = episode.run_episode(w, 3, async_preemption=False, max_wait=2_000)
+    assert ep.outcome == "finished" and w.cooperative_preemptions == 0          # it ran to its end
+    w.reset = reset
+    assert episode.run_episode(w, 3, async_preemption=False).outcome == "cooperative"   # the same, no locks
+
+
+def test_the_scheduler_takes_no_cooperative_preemption_while_the_m_holds_locks():
+    """The same gate in the scheduler world (runtime/stack.go:1122-1129): the cooperative scenario's caller is
+    preempted at its prologues; with m.locks held on every M it never is (#23 N4)."""
+    from emu import scenario
+    sc = scenario.load(ASM.parent / "scenarios" / "cooperative.toml")
+    free = scenario.build_sched(sc).run(*scenario.sched_limits(sc))
+    assert free.preemptions["cooperative"] >= 4
+    s = scenario.build_sched(sc)
+    for m in s.ms:
+        m.ref.set("locks", 1)
+    held = s.run(*scenario.sched_limits(sc))
+    assert held.preemptions["cooperative"] == 0
