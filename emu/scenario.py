@@ -263,6 +263,13 @@ def load_sched(path: str | Path, data: dict) -> SchedScenario:
                 raise ScenarioError(ps, f"{prefix}.cpu_share.{n}", "must be a [low, high] pair")
     validate(exp, "expect")
     asm, stub = _files(ps, p, data)
+    from . import gobuild
+    if gobuild.is_go_input(asm):
+        # The model scheduler runs .s goroutines with preemu's stub and the layout's rules (go1.14 by default);
+        # a Go 1.27 binary would run with the wrong stub and rules (#23 N1): its own scheduler is `exec`'s.
+        raise ScenarioError(ps, "asm", "a scheduler scenario runs .s goroutines in preemu's model scheduler; a Go "
+                            "program brings its own runtime: name it as `program` in a whole-program scenario "
+                            "and run it with `preemu exec`")
     return SchedScenario(p, data["name"], data.get("description", ""), asm, specs, data.get("layout", "go1.14"),
                          stub, data.get("seed", 1), data.get("gomaxprocs", 1), data.get("async_preemption", True),
                          float(data.get("duration_ms", 100)), float(data.get("ns_per_insn", 1.0)),

@@ -171,3 +171,14 @@ def test_ctrl_c_during_exec_stops_between_slices_with_the_partial_report():
     lines = r.stderr.strip().splitlines()
     assert lines[-1].startswith("preemu: interrupted (Ctrl-C) after ") and "partial" in lines[-1]
     assert any("instructions at 1 ns each" in ln for ln in lines)
+
+
+def test_a_scheduler_scenario_of_a_go_program_is_refused(tmp_path, capsys):
+    """#23 N1: the model scheduler would run a Go 1.27 binary with the go1.14 stub and rules (its name rule then
+    calls internal/runtime prologues safe, where runtime/preempt.go:463-465 refuses them)."""
+    from emu import gobuild
+    binary = gobuild.build(ROOT / "tests" / "go" / "corpus").binary
+    bad = tmp_path / "gosched.toml"
+    bad.write_text(f'name = "g"\nasm = "{binary}"\n[[goroutines]]\nentry = "sumsq"\n')
+    code, err = _run(["run", bad], capsys)
+    assert code == 2 and "asm" in err and "preemu exec" in err and len(err.strip().splitlines()) == 1
