@@ -1,7 +1,10 @@
 """The file-descriptor table: stdio, eventfd, pipes and epoll, as far as the Go runtime uses them.
 
 Mirrors fs/eventfd.c (a 64-bit counter; write adds, read returns and clears it, EAGAIN when zero
-in non-blocking mode), fs/pipe.c (a byte queue) and fs/eventpoll.c (an interest list of
+in non-blocking mode), fs/pipe.c (a byte queue shared by its two ends: a read of an empty pipe whose
+write end is closed is end of file, one whose write end is open waits, or answers EAGAIN when
+O_NONBLOCK; a write with no reader left is EPIPE; pipe_poll's EPOLLIN/EPOLLHUP/EPOLLERR) and
+fs/eventpoll.c (an interest list of
 (fd, events, data); epoll_pwait reports ready entries, level-triggered). Files and devices are
 sys_file.py's; paths outside the working directory answer ENOENT, which also makes the runtime skip
 its cgroup and hugepage probes.
@@ -10,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-EPOLLIN, EPOLLOUT = 0x1, 0x4
+EPOLLIN, EPOLLOUT, EPOLLERR, EPOLLHUP, EPOLLRDHUP = 0x1, 0x4, 0x8, 0x10, 0x2000
 EPOLL_CTL_ADD, EPOLL_CTL_DEL, EPOLL_CTL_MOD = 1, 2, 3
 O_RDONLY, O_WRONLY, O_RDWR, O_LARGEFILE, O_NONBLOCK = 0, 1, 2, 0o100000, 0o4000
 
@@ -38,14 +41,29 @@ class EventFd:
         return (EPOLLIN if self.counter else 0) | EPOLLOUT
 
 
-@dataclass
+@dataclass(eq=False)
+class PipeState:
+    """What both ends of one pipe share: the bytes in flight and how many open ends of each kind."""
+    buf: bytearray = field(default_factory=bytearray)
+    readers: int = 1
+    writers: int = 1
+
+
+@dataclass(eq=False)
 class Pipe:
-    buf: bytearray
+    state: PipeState
     write_end: bool
     flags: int = O_RDONLY
 
+    @property
+    def buf(self) -> bytearray:
+        return self.state.buf
+
     def readiness(self) -> int:
-        return EPOLLOUT if self.write_end else (EPOLLIN if self.buf else 0)
+        st = self.state
+        if self.write_end:
+            return EPOLLOUT | (EPOLLERR if not st.readers else 0)
+        return (EPOLLIN if st.buf or not st.writers else 0) | (EPOLLHUP | EPOLLRDHUP if not st.writers else 0)
 
 
 @dataclass
@@ -83,9 +101,15 @@ class FdTable:
         return fd
 
     def close(self, fd: int) -> int:
-        if self.fds.pop(fd, None) is None:
+        obj = self.fds.pop(fd, None)
+        if obj is None:
             return -9               # EBADF
-        for obj in self.fds.values():
-            if isinstance(obj, Epoll):
-                obj.interest.pop(fd, None)
+        for other in self.fds.values():
+            if isinstance(other, Epoll):
+                other.interest.pop(fd, None)
+        if isinstance(obj, Pipe) and not any(o is obj for o in self.fds.values()):
+            if obj.write_end:       # the last descriptor of this end: readers see EOF, writers EPIPE
+                obj.state.writers -= 1
+            else:
+                obj.state.readers -= 1
         return 0

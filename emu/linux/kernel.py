@@ -23,7 +23,7 @@ from .threads import Wait
 BLOCK, STOP = object(), object()
 
 EPERM, ENOENT, ESRCH, EINTR, EBADF, EAGAIN, ENOMEM, EFAULT = 1, 2, 3, 4, 9, 11, 12, 14
-EEXIST, EINVAL, ENOSYS, ETIMEDOUT, ENODEV = 17, 22, 38, 110, 19
+EEXIST, EINVAL, ENOSYS, ETIMEDOUT, ENODEV, EPIPE = 17, 22, 38, 110, 19, 32
 
 CLONE_VM, CLONE_FS, CLONE_FILES, CLONE_SIGHAND, CLONE_THREAD, CLONE_SETTLS = \
     0x100, 0x200, 0x400, 0x800, 0x10000, 0x80000
@@ -247,7 +247,10 @@ def sys_write(p, t, fd, buf, n, *_):
         p.wake_pollers()
         return 8
     if isinstance(obj, F.Pipe) and obj.write_end:
+        if not obj.state.readers:
+            return -EPIPE                     # (Linux also sends SIGPIPE; the Go runtime ignores it here)
         obj.buf.extend(p.read(buf, n))
+        p.wake_pipe_readers()
         p.wake_pollers()
         return n
     return -EBADF
@@ -267,7 +270,12 @@ def sys_read(p, t, fd, buf, n, *_):
         return 8
     if isinstance(obj, F.Pipe) and not obj.write_end:
         if not obj.buf:
-            return -EAGAIN
+            if not obj.state.writers:
+                return 0                      # end of file: every write end is closed
+            if obj.flags & F.O_NONBLOCK:
+                return -EAGAIN
+            p.block(t, Wait("pipe", None, 0, pipe=obj, buf=buf, count=n))     # pipe_read waits for a writer
+            return BLOCK
         data = bytes(obj.buf[:n])
         del obj.buf[:len(data)]
         p.write(buf, data)
@@ -282,7 +290,10 @@ def sys_read(p, t, fd, buf, n, *_):
 
 
 def sys_close(p, t, fd, *_):
-    return p.fds.close(fd)
+    r = p.fds.close(fd)
+    p.wake_pipe_readers()                     # a closed write end is end of file for a waiting reader
+    p.wake_pollers()
+    return r
 
 
 def sys_fcntl(p, t, fd, cmd, arg, *_):
@@ -306,9 +317,9 @@ def sys_eventfd2(p, t, initval, flags, *_):
 
 
 def sys_pipe2(p, t, fdsp, flags, *_):
-    buf = bytearray()
-    r = p.fds.install(F.Pipe(buf, False, F.O_RDONLY | (flags & F.O_NONBLOCK)))
-    w = p.fds.install(F.Pipe(buf, True, F.O_WRONLY | (flags & F.O_NONBLOCK)))
+    st = F.PipeState()
+    r = p.fds.install(F.Pipe(st, False, F.O_RDONLY | (flags & F.O_NONBLOCK)))
+    w = p.fds.install(F.Pipe(st, True, F.O_WRONLY | (flags & F.O_NONBLOCK)))
     p.write(fdsp, struct.pack("<ii", r, w))
     return 0
 

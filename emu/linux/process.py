@@ -393,6 +393,19 @@ class Process:
             self.write(events + 12 * i, struct.pack("<IQ", rev, data))
         return len(ready)
 
+    def wake_pipe_readers(self) -> None:
+        """Finish the blocking reads of pipes that now have data or no writer (fs/pipe.c pipe_read)."""
+        for t in self.threads.values():
+            if t.state == BLOCKED and t.wait.kind == "pipe":
+                end = t.wait.pipe
+                if end.buf:
+                    data = bytes(end.buf[:t.wait.count])
+                    del end.buf[:len(data)]
+                    self.write(t.wait.buf, data)
+                    self.wake(t, len(data))
+                elif not end.state.writers:
+                    self.wake(t, 0)
+
     def wake_pollers(self) -> None:
         for t in self.threads.values():
             if t.state == BLOCKED and t.wait.kind == "epoll":

@@ -13,7 +13,7 @@ RUNNABLE, BLOCKED, EXITED = "runnable", "blocked", "exited"
 
 @dataclass
 class Wait:
-    kind: str                      # "futex", "sleep", "epoll"
+    kind: str                      # "futex", "sleep", "epoll", "pipe"
     deadline: int | None           # virtual ns, or None = no timeout
     on_timeout: int                # the syscall's result when the deadline passes
     restart: bool = False          # SA_RESTART-able (futex wait without timeout): restart, not EINTR
@@ -21,6 +21,9 @@ class Wait:
     epfd: int = -1
     events: int = 0
     maxevents: int = 0
+    pipe: object = None            # "pipe": the read end, and where the data goes
+    buf: int = 0
+    count: int = 0
 
 
 @dataclass(eq=False)          # a thread is itself: `t in runq` asks identity, not equal fields

@@ -1,0 +1,38 @@
+"""Pipes as Go programs use them (emu/linux/fds.py, kernel.py; fs/pipe.c): end of file once every write end is
+closed, a blocking read that waits for a writer, EPOLLIN/EPOLLHUP for the netpoller. Before this, a read of an
+empty pipe always answered EAGAIN, so `go test` binaries with an Example hung at `=== RUN Example...`
+(testing reads the example's stdout from an os.Pipe to end of file)."""
+import io
+import json
+import subprocess
+
+from conftest import ROOT
+
+from emu import cli, gobuild
+
+DATA = ROOT / "tests" / "data" / "go"
+
+
+def exec_json(target, *args):
+    out = io.StringIO()
+    code = cli.main(["exec", str(target), "--json", "--max-virtual-ms", "2000", *(["--", *args] if args else [])], out)
+    return code, json.loads(out.getvalue())
+
+
+def test_a_pipe_reads_to_end_of_file_and_a_raw_read_waits_for_its_writer():
+    binary = gobuild.build(DATA / "pipes").binary
+    native = subprocess.run([str(binary)], capture_output=True, text=True, check=True).stdout
+    code, j = exec_json(binary)
+    assert code == 0 and j["exit_code"] == 0 and j["stdout"] == native
+    assert native.splitlines() == ['"line 0\\nline 1\\nline 2\\n" <nil>', '"late" <nil> 0 <nil>']
+
+
+def test_a_go_test_binary_with_an_example_passes(tmp_path):
+    out = tmp_path / "hello.test"
+    r = subprocess.run([str(gobuild.goroot() / "bin" / "go"), "test", "-c", "-o", str(out), "."],
+                       cwd=DATA / "exampletest", env=gobuild.go_env(gobuild.cache_dir(), False),
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    code, j = exec_json(out, "-test.v")
+    assert code == 0 and j["exit_code"] == 0, j["stop_reason"]
+    assert "--- PASS: ExampleGreeting" in j["stdout"] and j["stdout"].rstrip().endswith("PASS")
