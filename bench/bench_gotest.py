@@ -1,0 +1,65 @@
+"""Standard-library `go test` binaries under `preemu exec`: which pass as they do natively (issue #21).
+
+  .venv/bin/python bench/bench_gotest.py [PACKAGE ...]
+
+Builds each package's test binary with the project's toolchain (`go test -c`, CGO_ENABLED=0), runs it natively
+and under `preemu exec` with `-test.short` (60 s of virtual time at most), and prints one Markdown table row
+per package: the native and emulated exit statuses, the last line of output, how the emulated run ended,
+its virtual time and instructions, and the wall time it took (at most 10 G instructions each). Long: about
+ten minutes for the default list.
+"""
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from emu import cli, gobuild  # noqa: E402
+
+PACKAGES = ("bufio bytes cmp container/heap container/list container/ring crypto/md5 crypto/sha256 encoding/base64 "
+            "encoding/binary encoding/csv encoding/hex encoding/json errors fmt hash/crc32 hash/fnv html io maps "
+            "math math/bits math/rand net/url path path/filepath regexp slices sort strconv strings sync "
+            "sync/atomic text/tabwriter time unicode unicode/utf16 unicode/utf8").split()
+
+
+def row(pkg: str, tmp: Path) -> str:
+    env = gobuild.go_env(gobuild.cache_dir(), False)
+    binary = tmp / (pkg.replace("/", "_") + ".test")
+    r = subprocess.run([str(gobuild.goroot() / "bin" / "go"), "test", "-c", "-o", str(binary), pkg], env=env,
+                       capture_output=True, text=True, cwd=tmp)
+    if r.returncode:
+        return f"| {pkg} | build failed | | | | | |"
+    native = subprocess.run([str(binary), "-test.short"], capture_output=True, text=True, timeout=600)
+    out = io.StringIO()
+    t0 = time.perf_counter()
+    code = cli.main(["exec", str(binary), "--json", "--quiet", "--max-virtual-ms", "60000", "--budget", "10000000000",
+                     "--", "-test.short"], out)
+    wall = time.perf_counter() - t0
+    if code == 2:
+        return f"| {pkg} | {native.returncode} | bad input (exit 2) | | | | {wall:.1f} s |"
+    j = json.loads(out.getvalue())
+    last = (j["stdout"].strip().splitlines() or [""])[-1][:40].replace("|", "\\|")
+    same = "yes" if j["exit_code"] == native.returncode else "**no**"
+    how = (j.get("error") or j.get("stop_reason") or "")[:60].replace("|", "\\|")
+    return (f"| {pkg} | {native.returncode} | {j['exit_code']} ({same}) | `{last}` | {how} | "
+            f"{j['virtual_ns'] / 1e6:,.1f} ms, {j['instructions'] / 1e6:,.1f} M | {wall:.1f} s |")
+
+
+def main() -> None:
+    pkgs = sys.argv[1:] or PACKAGES
+    print("| package | native exit | preemu exit (same?) | last line | how it ended | virtual time, instructions | wall |")
+    print("|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as d:
+        for pkg in pkgs:
+            print(row(pkg, Path(d)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
