@@ -1,4 +1,4 @@
-"""Pipes as Go programs use them (emu/linux/fds.py, kernel.py; fs/pipe.c): end of file once every write end is
+"""Pipes and /tmp as Go programs use them (emu/linux/fds.py, kernel.py; fs/pipe.c): end of file once every write end is
 closed, a blocking read that waits for a writer, EPOLLIN/EPOLLHUP for the netpoller. Before this, a read of an
 empty pipe always answered EAGAIN, so `go test` binaries with an Example hung at `=== RUN Example...`
 (testing reads the example's stdout from an os.Pipe to end of file)."""
@@ -36,3 +36,18 @@ def test_a_go_test_binary_with_an_example_passes(tmp_path):
     code, j = exec_json(out, "-test.v")
     assert code == 0 and j["exit_code"] == 0, j["stop_reason"]
     assert "--- PASS: ExampleGreeting" in j["stdout"] and j["stdout"].rstrip().endswith("PASS")
+    assert "--- PASS: TestTempDir" in j["stdout"]          # a writable /tmp (emu/linux/tmpfs.py)
+
+
+def test_tmp_answers_as_linux_does():
+    from emu.linux import tmpfs
+    fs = tmpfs.TmpFs()
+    assert fs.mkdir("/tmp/d", 0o700, 0) == 0 and fs.mkdir("/tmp/d", 0o700, 0) == -tmpfs.EEXIST
+    assert fs.mkdir("/tmp/x/y", 0o700, 0) == -tmpfs.ENOENT                       # no parent
+    f = fs.open("/tmp/d/f", tmpfs.O_CREAT | 1, 0o600, 0)
+    assert isinstance(f, tmpfs.TmpFile)
+    assert fs.open("/tmp/d/f", tmpfs.O_CREAT | tmpfs.O_EXCL | 1, 0o600, 0) == -tmpfs.EEXIST
+    assert fs.unlink("/tmp/d", 0) == -tmpfs.EISDIR                                # unlinkat without AT_REMOVEDIR
+    assert fs.unlink("/tmp/d", tmpfs.AT_REMOVEDIR) == -tmpfs.ENOTEMPTY
+    assert fs.rename("/tmp/d", "/tmp/e") == 0 and "/tmp/e/f" in fs.nodes and "/tmp/d/f" not in fs.nodes
+    assert fs.unlink("/tmp/e/f", 0) == 0 and fs.unlink("/tmp/e", tmpfs.AT_REMOVEDIR) == 0

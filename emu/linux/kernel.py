@@ -234,6 +234,8 @@ def sys_write(p, t, fd, buf, n, *_):
     obj = p.fds.get(fd)
     if isinstance(obj, sys_file.Device):
         return n                              # /dev/null and /dev/zero discard; so does /dev/urandom
+    if hasattr(obj, "write_bytes"):          # a /tmp file (tmpfs.py)
+        return obj.write_bytes(p, p.read(buf, n))
     if isinstance(obj, (sys_file.HostFile, sys_file.HostDir)):
         return -EBADF                         # opened read-only (the view is read-only)
     if isinstance(obj, F.Output):

@@ -107,6 +107,8 @@ class Process:
         self.uc = Uc(UC_ARCH_X86, UC_MODE_64)
         self.mem = AddressSpace(self.uc)
         self.fds = FdTable()
+        from .tmpfs import TmpFs
+        self.tmpfs = TmpFs()                       # /tmp, writable, in memory
         self.rng = random.Random(opts.seed)
         self.counter = InsnCounter(self.uc)
         self.boot_ns = BOOT_NS

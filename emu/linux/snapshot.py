@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from unicorn import unicorn_const as UCC
 
 #: Process attributes that change as it runs (the rest is fixed at load: image, options, hooks)
-STATE = ("threads", "runq", "held", "futex_waiters", "cur", "fds", "rng", "clock", "insns", "idle_ns", "syscall_counts",
+STATE = ("threads", "runq", "held", "futex_waiters", "cur", "fds", "tmpfs", "rng", "clock", "insns", "idle_ns", "syscall_counts",
          "paths", "slices", "syscall_log", "sigactions", "rlimits", "exit_code", "stop_reason", "error", "starved")
 WATCH_STATE = ("signals", "preemptions", "violations", "_awaiting")
 

@@ -1,0 +1,165 @@
+"""A writable /tmp in memory (a tmpfs), as far as Go's os package and `testing.T.TempDir` use it.
+
+Semantics from the man pages and fs/ (fs/namei.c, fs/open.c, mm/shmem.c): openat with O_CREAT, O_EXCL,
+O_TRUNC, O_APPEND and O_DIRECTORY; mkdirat (EEXIST, ENOENT for a missing parent); unlinkat (EISDIR for a
+directory without AT_REMOVEDIR, ENOTEMPTY for a non-empty one); renameat/renameat2 (flags 0); read, write,
+pread64, lseek, fstat/fstatat and getdents64 on its files and directories. Paths are /tmp or below it, or
+relative to a directory descriptor of it. Nothing on the host is touched; the whole tree is part of the
+process (snapshots copy it). Left out: permissions (every file is the process's own), links, symlinks,
+file-backed mmap, sizes beyond memory, timestamps other than the virtual clock at creation and write.
+"""
+from __future__ import annotations
+
+import posixpath
+import stat as S
+import struct
+from dataclasses import dataclass, field
+
+ROOT = "/tmp"
+O_ACCMODE, O_CREAT, O_EXCL, O_TRUNC, O_APPEND, O_DIRECTORY = 3, 0o100, 0o200, 0o1000, 0o2000, 0o200000
+AT_REMOVEDIR = 0x200
+ENOENT, EEXIST, ENOTDIR, EISDIR, EINVAL, ENOTEMPTY, EBADF = 2, 17, 20, 21, 22, 39, 9
+DT_DIR, DT_REG = 4, 8
+
+
+@dataclass(eq=False)
+class Node:
+    ino: int
+    is_dir: bool
+    mode: int
+    mtime: int
+    data: bytearray = field(default_factory=bytearray)
+
+
+@dataclass(eq=False)
+class TmpFile:
+    path: str
+    node: Node
+    flags: int
+    pos: int = 0
+
+    def read_bytes(self, p, n: int) -> bytes:
+        out = bytes(self.node.data[self.pos:self.pos + n])
+        self.pos += len(out)
+        return out
+
+    def write_bytes(self, p, data: bytes) -> int:
+        if self.flags & O_ACCMODE == 0:
+            return -EBADF
+        d = self.node.data
+        if self.flags & O_APPEND:
+            self.pos = len(d)
+        if self.pos > len(d):
+            d.extend(bytes(self.pos - len(d)))
+        d[self.pos:self.pos + len(data)] = data
+        self.pos += len(data)
+        self.node.mtime = p.now()
+        return len(data)
+
+
+@dataclass(eq=False)
+class TmpDir:
+    path: str
+    flags: int
+    entries: list = field(default_factory=list)     # (name, d_type), "." and ".." first
+    pos: int = 0
+
+    def read_bytes(self, p, n: int) -> int:
+        return -EISDIR
+
+
+class TmpFs:
+    """The tree: normalized path -> Node."""
+
+    def __init__(self, now: int = 0) -> None:
+        self.nodes: dict[str, Node] = {ROOT: Node(1, True, S.S_IFDIR | 0o1777, now)}
+        self.next_ino = 2
+
+    @staticmethod
+    def owns(path: str) -> bool:
+        return path == ROOT or path.startswith(ROOT + "/")
+
+    def _parent(self, path: str) -> Node | int:
+        parent = self.nodes.get(posixpath.dirname(path))
+        if parent is None:
+            return -ENOENT
+        return parent if parent.is_dir else -ENOTDIR
+
+    def _new(self, path: str, is_dir: bool, mode: int, now: int) -> Node:
+        node = self.nodes[path] = Node(self.next_ino, is_dir, (S.S_IFDIR if is_dir else S.S_IFREG) | (mode & 0o7777),
+                                       now)
+        self.next_ino += 1
+        return node
+
+    def children(self, path: str) -> list[str]:
+        pre = path.rstrip("/") + "/"
+        return sorted(q[len(pre):] for q in self.nodes if q.startswith(pre) and "/" not in q[len(pre):])
+
+    # --- the syscalls' work ----------------------------------------------------------------------------
+    def open(self, path: str, flags: int, mode: int, now: int):
+        node = self.nodes.get(path)
+        if node is None:
+            if not flags & O_CREAT:
+                return -ENOENT
+            parent = self._parent(path)
+            if isinstance(parent, int):
+                return parent
+            node = self._new(path, False, mode, now)
+        elif flags & O_CREAT and flags & O_EXCL:
+            return -EEXIST
+        if node.is_dir:
+            if flags & O_ACCMODE:
+                return -EISDIR
+            return TmpDir(path, flags, [(".", DT_DIR), ("..", DT_DIR)] +
+                          [(n, DT_DIR if self.nodes[posixpath.join(path, n)].is_dir else DT_REG)
+                           for n in self.children(path)])
+        if flags & O_DIRECTORY:
+            return -ENOTDIR
+        if flags & O_TRUNC and flags & O_ACCMODE:
+            node.data.clear()
+        return TmpFile(path, node, flags)
+
+    def mkdir(self, path: str, mode: int, now: int) -> int:
+        if path in self.nodes:
+            return -EEXIST
+        parent = self._parent(path)
+        if isinstance(parent, int):
+            return parent
+        self._new(path, True, mode, now)
+        return 0
+
+    def unlink(self, path: str, flags: int) -> int:
+        node = self.nodes.get(path)
+        if node is None:
+            return -ENOENT
+        if path == ROOT:
+            return -EINVAL
+        if node.is_dir:
+            if not flags & AT_REMOVEDIR:
+                return -EISDIR
+            if self.children(path):
+                return -ENOTEMPTY
+        elif flags & AT_REMOVEDIR:
+            return -ENOTDIR
+        del self.nodes[path]
+        return 0
+
+    def rename(self, old: str, new: str) -> int:
+        node = self.nodes.get(old)
+        if node is None:
+            return -ENOENT
+        parent = self._parent(new)
+        if isinstance(parent, int):
+            return parent
+        moved = {q: n for q, n in self.nodes.items() if q == old or q.startswith(old + "/")}
+        for q in moved:
+            del self.nodes[q]
+        for q, n in moved.items():
+            self.nodes[new + q[len(old):]] = n
+        return 0
+
+    def stat_bytes(self, node: Node) -> bytes:
+        t = struct.pack("<qq", node.mtime // 10**9, node.mtime % 10**9) * 3
+        size = len(node.data)
+        return (struct.pack("<QQQIIIIQqqq", 0x2A, node.ino, 2 if node.is_dir else 1, node.mode, 1000, 1000, 0, 0,
+                            size, 4096, (size + 511) // 512) + t + bytes(24))
