@@ -18,7 +18,7 @@ import stat as S
 import struct
 from dataclasses import dataclass, field
 
-from .tmpfs import TmpDir, TmpFile, TmpFs
+from .tmpfs import DirHandle, TmpFile, TmpFs
 
 AT_FDCWD = -100
 AT_EMPTY_PATH = 0x1000
@@ -42,15 +42,7 @@ class HostFile:
         return out
 
 
-@dataclass
-class HostDir:
-    path: str
-    flags: int
-    entries: list = field(default_factory=list)     # (name, d_type), "." and ".." first
-    pos: int = 0
-
-    def read_bytes(self, p, n: int) -> int:
-        return -EISDIR
+HostDir = DirHandle                                 # a directory of the working-directory view
 
 
 @dataclass
@@ -86,7 +78,7 @@ def _resolve(p, dirfd: int, path: str):
         d = p.fds.get(dirfd)
         if d is None:
             return -EBADF
-        if not isinstance(d, HostDir):
+        if not isinstance(d, DirHandle):
             return -ENOTDIR
         base = d.path
     full = os.path.realpath(os.path.join(base, path))
@@ -97,15 +89,19 @@ def _resolve(p, dirfd: int, path: str):
 
 
 def _tmp(p, dirfd: int, path: str) -> str | None:
-    """The /tmp path `path` names (absolute, or relative to a /tmp directory descriptor), else None."""
+    """The /tmp path `path` names (absolute, or relative to a /tmp directory descriptor), else None. The
+    working-directory view wins where the two overlap (a program run from a directory under /tmp)."""
     dirfd = _fd(dirfd)
     if path.startswith("/"):
         full = posixpath.normpath(path)
     else:
         d = p.fds.get(dirfd) if dirfd != AT_FDCWD else None
-        if not isinstance(d, TmpDir):
+        if not (isinstance(d, DirHandle) and d.in_tmp):
             return None
         full = posixpath.normpath(posixpath.join(d.path, path))
+    root = p.cwd_root.rstrip("/")
+    if full == root or full.startswith(root + "/") or (root + "/").startswith(full + "/"):
+        return None
     return full if TmpFs.owns(full) else None
 
 
@@ -224,7 +220,7 @@ def sys_lseek(p, t, fd, off, whence, *_):
     if obj is None:
         return -EBADF
     off = _negative(off)
-    if isinstance(obj, (HostDir, TmpDir)):
+    if isinstance(obj, DirHandle):
         if whence == SEEK_SET and off == 0:
             obj.pos = 0
             return 0
@@ -256,7 +252,7 @@ def _fd_stat(p, fd: int):
         return _stat_bytes(None, device=True)
     if isinstance(obj, TmpFile):
         return p.tmpfs.stat_bytes(obj.node)
-    if isinstance(obj, TmpDir):
+    if isinstance(obj, DirHandle) and obj.in_tmp:
         node = p.tmpfs.nodes.get(obj.path)
         return p.tmpfs.stat_bytes(node) if node is not None else -ENOENT
     if isinstance(obj, (HostFile, HostDir)):
@@ -299,7 +295,7 @@ def sys_getdents64(p, t, fd, dirp, count, *_):
     obj = p.fds.get(fd)
     if obj is None:
         return -EBADF
-    if not isinstance(obj, (HostDir, TmpDir)):
+    if not isinstance(obj, DirHandle):
         return -ENOTDIR
     out = bytearray()
     while obj.pos < len(obj.entries):

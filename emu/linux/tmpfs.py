@@ -58,11 +58,13 @@ class TmpFile:
 
 
 @dataclass(eq=False)
-class TmpDir:
+class DirHandle:
+    """An open directory: a listing for getdents64 (the working-directory view's, sys_file.py, or /tmp's)."""
     path: str
     flags: int
     entries: list = field(default_factory=list)     # (name, d_type), "." and ".." first
     pos: int = 0
+    in_tmp: bool = False                            # a directory of this tmpfs (paths relative to it are /tmp's)
 
     def read_bytes(self, p, n: int) -> int:
         return -EISDIR
@@ -110,9 +112,9 @@ class TmpFs:
         if node.is_dir:
             if flags & O_ACCMODE:
                 return -EISDIR
-            return TmpDir(path, flags, [(".", DT_DIR), ("..", DT_DIR)] +
-                          [(n, DT_DIR if self.nodes[posixpath.join(path, n)].is_dir else DT_REG)
-                           for n in self.children(path)])
+            return DirHandle(path, flags, [(".", DT_DIR), ("..", DT_DIR)] +
+                             [(n, DT_DIR if self.nodes[posixpath.join(path, n)].is_dir else DT_REG)
+                              for n in self.children(path)], in_tmp=True)
         if flags & O_DIRECTORY:
             return -ENOTDIR
         if flags & O_TRUNC and flags & O_ACCMODE:
