@@ -24,8 +24,9 @@ are pointers compare as nil / not nil, since a goroutine resumed on another P al
 after F the program runs on to its exit with the same output and status. `to_exit` more points each get
 a run of their own: one injection, then on to the exit, compared with the reference's ending.
 This module is the engine of one process (setup, the reference, a chain, a single injection); realsweep.py
-shards a sweep and merges it, geffects.py reads what F leaves behind. With gc, the request is suspendG's
-(gp.preemptStop too) and the runtime's own GC runs a full cycle at each injection (realgc.py).
+shards a sweep and merges it, geffects.py reads what F leaves behind. With gc, at each point preemu's oracle
+calls safe the request is the runtime's own: a GC cycle is made due and G's thread waits until the runtime
+stops G for it (realgc.py); the other points get preemptone's request, withdrawn when declined.
 """
 from __future__ import annotations
 
