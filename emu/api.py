@@ -286,7 +286,8 @@ def run_scenario(path: PathLike, *, layout: str | None = None, max_points: int |
 
     A sweep scenario honours `layout` and `max_points`, and runs its shards as `sweep` does (jobs,
     executor, results, progress); a scheduler scenario (one with [[goroutines]]) honours
-    `async_preemption`. `stub` replaces the generated stub in a scenario that does not name its own.
+    `async_preemption`, and with `progress` shows the virtual time run so far on stderr once the run takes
+    more than 2 s. `stub` replaces the generated stub in a scenario that does not name its own.
     """
     _positive("max_points", max_points)
     _positive("jobs", jobs)
@@ -298,7 +299,13 @@ def run_scenario(path: PathLike, *, layout: str | None = None, max_points: int |
     if isinstance(sc, scenario.SchedScenario):
         if max_points is not None or layout is not None:
             raise EmuError("max_points and layout apply to sweep scenarios (this one has [[goroutines]])")
-        res, checks = scenario.run_sched(sc, async_preemption)
+        import sys
+        shown = scenario.progress_printer(sc.duration_ms, sys.stderr) if progress else None
+        try:
+            res, checks = scenario.run_sched(sc, async_preemption, shown)
+        finally:
+            if shown is not None:
+                shown.finish()
         return ScenarioReport(sc, "schedule", checks, res, src, layout=sc.layout, elapsed=time.perf_counter() - t0)
     if async_preemption is not None:
         raise EmuError("async_preemption applies to scheduler scenarios (with [[goroutines]])")

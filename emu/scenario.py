@@ -294,10 +294,34 @@ def sched_limits(sc: SchedScenario) -> tuple[int, int, int]:
     return int(sc.duration_ms * 1e6), int(sc.starvation_ms * 1e6), int(sc.gc_every_ms * 1e6)
 
 
-def run_sched(sc: SchedScenario, async_preemption: bool | None = None):
-    """Run a scheduler scenario; return (result, checks)."""
-    res = build_sched(sc, async_preemption).run(*sched_limits(sc))
+def run_sched(sc: SchedScenario, async_preemption: bool | None = None, on_round=None):
+    """Run a scheduler scenario; return (result, checks). on_round(scheduler) runs after every round."""
+    s = build_sched(sc, async_preemption)
+    s.on_round = on_round
+    res = s.run(*sched_limits(sc))
     return res, check_sched(sc, res)
+
+
+def progress_printer(duration_ms: float, stream, after_s: float = 2.0, every_s: float = 0.5):
+    """An on_round for run_sched that shows, once the run has taken `after_s` of wall time, how much of the
+    scenario's virtual time has run (every `every_s`), on one line of `stream`."""
+    import time
+    t0, shown = time.perf_counter(), [0.0]
+
+    def on_round(s) -> None:
+        now = time.perf_counter()
+        if now - t0 >= after_s and now - shown[0] >= every_s:
+            shown[0] = now
+            stream.write(f"\rpreemu: {s.now / 1e6:,.1f} of {duration_ms:,.1f} ms of virtual time \x1b[K")
+            stream.flush()
+
+    def finish() -> None:
+        """Clear the progress line, if one was shown."""
+        if shown[0]:
+            stream.write("\r\x1b[K")
+            stream.flush()
+    on_round.finish = finish
+    return on_round
 
 
 def check_sched(sc: SchedScenario, res) -> list[Check]:

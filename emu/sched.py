@@ -196,6 +196,7 @@ class Scheduler:
         self._loaded: G | None = None
         self._running: G | None = None
         self._running_m: M | None = None
+        self.on_round = None                 # callable(scheduler) after every round (progress), or None
         self._trap_time = 0
         self.now = 0
         self.sysmon_next = SYSMON_MIN_US * 1000          # sysmon sleeps usleep(20) before its first retake
@@ -621,6 +622,8 @@ class Scheduler:
             for m in self.ms:
                 self._run_m(m, self.now)
             self.now = end
+            if self.on_round is not None:
+                self.on_round(self)
             if all(g.status == "dead" for g in self.gs):
                 finished = True
                 break

@@ -182,3 +182,18 @@ def test_a_scheduler_scenario_of_a_go_program_is_refused(tmp_path, capsys):
     bad.write_text(f'name = "g"\nasm = "{binary}"\n[[goroutines]]\nentry = "sumsq"\n')
     code, err = _run(["run", bad], capsys)
     assert code == 2 and "asm" in err and "preemu exec" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_scheduler_scenario_shows_its_progress():
+    """#23 item 4: a long scheduler scenario says on a terminal how much of its virtual time has run."""
+    from emu import scenario
+    sc = scenario.load(SC / "starvation.toml")
+    out = io.StringIO()
+    printer = scenario.progress_printer(sc.duration_ms, out, after_s=0, every_s=0)
+    res, _ = scenario.run_sched(sc, None, printer)
+    printer.finish()
+    shown = [ln for ln in out.getvalue().split("\r") if ln.startswith("preemu: ")]
+    assert len(shown) > 10 and all(f"of {sc.duration_ms:,.1f} ms of virtual time" in ln for ln in shown)
+    ms = [float(ln.split()[1].replace(",", "")) for ln in shown]
+    assert ms == sorted(ms) and 0 < ms[-1] <= sc.duration_ms and res is not None
+    assert out.getvalue().endswith("\r\x1b[K")
