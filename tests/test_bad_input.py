@@ -121,6 +121,31 @@ CASES = [
      "--trace nodir/x.json: directory nodir does not exist"),
     ("--timeline is a directory", {}, ["run", "{sc}/starvation.toml", "--timeline", "."], "is a directory"),
     ("scheduler scenario with --table", {}, ["run", "{sc}/starvation.toml", "--table"], "apply to sweep scenarios"),
+    # --- issue #23's cases (round 3), and the real-program commands of this round ------------------
+    ("--junit-xml into /proc", {}, SUM + ["--junit-xml", "/proc/preemu.xml"], "--junit-xml /proc/preemu.xml"),
+    ("--sarif and --junit-xml the same file", {}, SUM + ["--junit-xml", "o.xml", "--sarif", "o.xml"], "o.xml"),
+    ("binary --results", {"r.jsonl": b"\xff\xfe\x00binary"}, SUM + ["--results", "r.jsonl"], "r.jsonl"),
+    ("exec --max-virtual-ms nan", {}, ["exec", "{sc}/go/hello", "--max-virtual-ms", "nan"], "--max-virtual-ms"),
+    ("exec --max-virtual-ms inf", {}, ["exec", "{sc}/go/hello", "--max-virtual-ms", "inf"], "--max-virtual-ms"),
+    ("exec --ns-per-insn 1e20", {}, ["exec", "{sc}/go/hello", "--ns-per-insn", "1e20"], "--ns-per-insn"),
+    ("--executor with no port", {}, SUM + ["--executor", "dask://localhost:notaport"], "notaport"),
+    ("exec of a truncated ELF", {"t.elf": b"\x7fELF\x02\x01\x01" + bytes(9)}, ["exec", "t.elf"], "t.elf"),
+    ("run of an exec scenario", {}, ["run", "{sc}/go/hello.toml"], "preemu exec"),
+    ("scheduler duration_ms too long", {"t.toml": 'name = "l"\nasm = "t.s"\nduration_ms = 1e9\n'
+                                                 '[[goroutines]]\nentry = "f"\n', "t.s": LOOP},
+     ["run", "t.toml"], "at most 10,000 ms"),
+    ("Go sweep with --layout", {}, ["sweep", "{root}/tests/go/corpus", "--func", "sumsq", "--layout", "go1.14"],
+     "--layout: preemu's model world only"),
+    ("Go sweep with --force-unsafe", {}, ["sweep", "{root}/tests/go/corpus", "--func", "sumsq", "--force-unsafe"],
+     "--force-unsafe: preemu's model world only"),
+    ("Go sweep --gc with GOGC=off", {}, ["sweep", "{root}/tests/go/corpus", "--func", "sumsq", "--gc",
+                                        "--env", "GOGC=off"], "GOGC=off"),
+    ("Go sweep of a function never called", {}, ["sweep", "{root}/tests/data/go/kinds", "--func", "neverCalled"],
+     "was never called"),
+    ("Go explain --at FUNC+OFF", {}, ["explain", "{root}/tests/data/go/kinds", "--func", "spin", "--at",
+                                      "main.spin+0x6"], "give a boundary number"),
+    ("Go explain --at beyond", {}, ["explain", "{root}/tests/data/go/kinds", "--func", "spin", "--reg", "RAX=3",
+                                    "--at", "99999"], "boundaries 0 to"),
 ]
 
 
@@ -133,7 +158,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys, files, 
     for name, content in files.items():
         (tmp_path / name).write_bytes(content if isinstance(content, bytes) else content.encode())
     monkeypatch.chdir(tmp_path)
-    argv = [a.format(asm=ASM, sc=SC) for a in argv]
+    argv = [a.format(asm=ASM, sc=SC, root=ROOT) for a in argv]
     try:
         code = cli.main(argv, io.StringIO())
     except SystemExit as e:          # argparse's own errors
