@@ -7,7 +7,8 @@ words, as a debugger would, and chooses when G's thread is given the CPU, as an 
   gcForceBlockMode (mgc.go:784-786), user goroutines are not scheduled from gcStart to the end of mark
   termination (schedEnableUser, mgc.go:872 and :1147), and gcSweep sweeps every span eagerly with the world
   stopped (mgc.go:2083-2095);
-- when G reaches boundary k, preemu makes the cycle due the way sysmon finds one due when none ran for
+- when G reaches a boundary k preemu's oracle calls safe (gsweep.py gives the others preemptone's request,
+  withdrawn when declined), preemu makes the cycle due the way sysmon finds one due when none ran for
   forcegcperiod (proc.go:6654-6661, gcTrigger.test at mgc.go:714-719): memstats.last_gc_nanotime is made
   old and forcegcperiod short (1 ms) until the cycle ends. G's thread is then held off the CPU (the other
   threads run: sysmon wakes runtime.forcegchelper, proc.go:378-395, whose gcStart stops the world) until
@@ -33,7 +34,8 @@ cycle runs (the collector reads only marked objects; free slots are skipped by i
 
 Left out: objects allocated between boundary k and gcStart's stop-the-world (not tracked: a missed
 report, never a false one); clobberfree poisoning; user arena chunks; GOGC=off (no cycle can start: a
-clear error).
+clear error). With one P, forcegchelper needs G's P to park again after a cycle, so a cycle comes at about
+every other injection (the report counts both).
 """
 from __future__ import annotations
 
