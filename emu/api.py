@@ -328,7 +328,7 @@ def run_scenario(path: PathLike, *, layout: str | None = None, max_points: int |
 def corpus_loops(layout: str | None = None) -> list[str]:
     """The names of the regression corpus loops `check_stub` sweeps: one per sweep scenario, and in the go1.27
     layout (or with no layout given) the real-program loops `go:NAME`."""
-    real = [f"go:{f}" for f in checkstub.REAL_FUNCS] if layout in (None, "go1.27") else []
+    real = list(checkstub.REAL_LOOPS) if layout in (None, "go1.27") else []
     return [sc.name for sc in checkstub.corpus()] + real
 
 

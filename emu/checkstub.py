@@ -33,6 +33,7 @@ MUTANT_CORPUS = ("xmm_loop", "adc_chain", "r14_scratch", "rep_copy")
 #: The real-program part of the corpus (go1.27): functions of REAL_PROGRAM, as `go:NAME` rows
 REAL_PROGRAM = SCENARIOS / "go" / "stubcorpus"
 REAL_FUNCS = ("spin", "floats", "compare", "calls", "walk")
+REAL_LOOPS = tuple(f"go:{f}" for f in REAL_FUNCS)
 
 
 @dataclass
@@ -145,7 +146,7 @@ def check(stub_path: str | Path, layout_name: str, max_points: int = 2000,
     scs, every = corpus(names), corpus(None)
     if not every:
         raise EmuError("the regression corpus is empty (no sweep scenarios found)")
-    real = [f"go:{f}" for f in REAL_FUNCS if names is None or f"go:{f}" in names]
+    real = [name for name in REAL_LOOPS if names is None or name in names]
     if lay.name != "go1.27":
         if names is not None and real:
             raise EmuError(f"{', '.join(real)}: the real-program loops run a Go 1.27 runtime: use the go1.27 layout")

@@ -59,6 +59,12 @@ class Pipe:
     def buf(self) -> bytearray:
         return self.state.buf
 
+    def take(self, n: int) -> bytes:
+        """Up to n bytes from the front of the pipe (removed from it)."""
+        data = bytes(self.state.buf[:n])
+        del self.state.buf[:len(data)]
+        return data
+
     def readiness(self) -> int:
         st = self.state
         if self.write_end:

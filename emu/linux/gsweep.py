@@ -333,12 +333,8 @@ class RealSweep:
         o = self.p.watch.oracle
         if o is None:
             return "safe"
-        from .. import safepoint
         ctx = self.p.threads[tid].ctx
-        st = o.sched_state(self.g)
-        headroom = self.p.read_u64(o.headroom_addr)
-        return safepoint.is_async_safe_point(o.prog, st, ctx.reg_read(X.UC_X86_REG_RIP),
-                                             ctx.reg_read(X.UC_X86_REG_RSP), headroom).reason
+        return o.safe_point(o.sched_state(self.g), ctx.reg_read(X.UC_X86_REG_RIP), ctx.reg_read(X.UC_X86_REG_RSP))
 
     def _await_gc(self, clock: GoroutineClock, k: int) -> Point:
         """Make a cycle due and hold G's thread off the CPU until the runtime asks it to stop G

@@ -278,8 +278,7 @@ def sys_read(p, t, fd, buf, n, *_):
                 return -EAGAIN
             p.block(t, Wait("pipe", None, 0, pipe=obj, buf=buf, count=n))     # pipe_read waits for a writer
             return BLOCK
-        data = bytes(obj.buf[:n])
-        del obj.buf[:len(data)]
+        data = obj.take(n)
         p.write(buf, data)
         return len(data)
     if hasattr(obj, "read_bytes"):            # files and devices (sys_file.py)

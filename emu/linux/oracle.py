@@ -14,7 +14,6 @@ layout runs without the oracle (verdicts None, the reason in the report).
 from __future__ import annotations
 
 import operator
-import struct
 
 from unicorn import UcError
 
@@ -80,8 +79,13 @@ class Oracle:
             return None
         if not safepoint.want_async_preempt(st):
             return "no-request"
-        headroom = struct.unpack("<Q", self.proc.read(self.headroom_addr, 8))[0]
-        return safepoint.is_async_safe_point(self.prog, st, frame.regs["RIP"], frame.regs["RSP"], headroom).reason
+        return self.safe_point(st, frame.regs["RIP"], frame.regs["RSP"])
+
+    def safe_point(self, st: safepoint.SchedState, pc: int, sp: int) -> str:
+        """isAsyncSafePoint's reason code for (pc, sp) with the g/m/p state st, the headroom read from the
+        runtime's own asyncPreemptStack."""
+        headroom = self.proc.read_u64(self.headroom_addr)
+        return safepoint.is_async_safe_point(self.prog, st, pc, sp, headroom).reason
 
 
 def make(proc, binary_path: str):

@@ -401,8 +401,7 @@ class Process:
             if t.state == BLOCKED and t.wait.kind == "pipe":
                 end = t.wait.pipe
                 if end.buf:
-                    data = bytes(end.buf[:t.wait.count])
-                    del end.buf[:len(data)]
+                    data = end.take(t.wait.count)
                     self.write(t.wait.buf, data)
                     self.wake(t, len(data))
                 elif not end.state.writers:

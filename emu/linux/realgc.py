@@ -249,9 +249,13 @@ class RealGC:
                 tp = self.p.read_u64(addr)
             else:
                 return ""
-            if self._binary is None:
-                from ..gobinary import GoBinary
-                self._binary = GoBinary.open(self.p.image.path)
+            if self._binary is None:           # the oracle's, already open; else read the binary once
+                o = self.p.watch.oracle
+                if o is not None:
+                    self._binary = o.prog.binary
+                else:
+                    from ..gobinary import GoBinary
+                    self._binary = GoBinary.open(self.p.image.path)
             return self._binary.go_type(tp).name
         except Exception:                   # a header that no longer names a type: say nothing
             return ""
