@@ -379,6 +379,30 @@ def stub_program(prog: GoProgram) -> Program:
     return Program([f], [], [], prog.image)
 
 
+def redirect_stub_call(code: bytearray, at: int, new_at: int, insns, callee_name, dest: int, origin: str,
+                       moved: str) -> None:
+    """Retarget, in `code` (a runtime.asyncPreempt that sat at `at`, to run at `new_at`), its CALL to
+    asyncPreempt2 at `dest`; branches inside the stub stay (they are relative). `insns` are its instructions as
+    (address, mnemonic, operands) at `at`; callee_name(target) names the function a branch out of it reaches.
+    Any other reference out of the stub (RIP-relative data, another CALL or JMP) cannot move: an EmuError
+    naming `origin` and where the stub was being `moved`."""
+    for addr, mnemonic, ops in insns:
+        off = addr - at
+        text = f"{mnemonic} {ops}".strip()
+        if "rip" in ops:
+            raise EmuError(f"{origin}: runtime.asyncPreempt+{off:#x} `{text}` refers to its binary's data; "
+                           f"the stub cannot be moved {moved}")
+        if mnemonic in ("call", "jmp") and ops.startswith("0x") and code[off] in (0xE8, 0xE9):
+            target = int(ops, 16)
+            if at <= target < at + len(code):
+                continue
+            name = callee_name(target)
+            if mnemonic != "call" or name is None or name.removesuffix(".abi0") != "runtime.asyncPreempt2":
+                raise EmuError(f"{origin}: runtime.asyncPreempt+{off:#x} `{text}` leaves the stub for "
+                               f"{name or hex(target)}; only its CALL to asyncPreempt2 can be redirected")
+            code[off + 1:off + 5] = _rel32(new_at + off, dest)
+
+
 def relocated_stub(path: str | Path, base: int = memmap.STUB_BASE) -> Program:
     """The binary's runtime.asyncPreempt copied to `base` for check-stub: its one CALL (to
     asyncPreempt2) retargeted at preemu's sentinel, internal branches unchanged (they are relative),
@@ -387,20 +411,9 @@ def relocated_stub(path: str | Path, base: int = memmap.STUB_BASE) -> Program:
     prog = load(path)
     f = stub_program(prog).funcs[0]
     code = bytearray(prog.binary.read(f.start, f.end - f.start))
-    for i in f.insns:
-        off = i.addr - f.start
-        if "rip" in i.op_str:
-            raise EmuError(f"{path}: runtime.asyncPreempt+{off:#x} `{i.text}` refers to the binary's data; "
-                           f"the stub cannot be moved out of its binary")
-        if i.mnemonic in ("call", "jmp") and i.op_str.startswith("0x") and code[off] in (0xE8, 0xE9):
-            target = int(i.op_str, 16)
-            if f.start <= target < f.end:
-                continue
-            callee = prog.binary.func_for(target)      # the ABI0 wrapper or the function itself
-            if i.mnemonic != "call" or callee is None or callee.name != "runtime.asyncPreempt2":
-                raise EmuError(f"{path}: runtime.asyncPreempt+{off:#x} `{i.text}` leaves the stub for "
-                               f"{target:#x}; only its CALL to asyncPreempt2 can be redirected")
-            code[off + 1:off + 5] = _rel32(base + off, memmap.ASYNC_PREEMPT2)
+    redirect_stub_call(code, f.start, base, ((i.addr, i.mnemonic, i.op_str) for i in f.insns),
+                       lambda target: getattr(prog.binary.func_for(target), "name", None),   # the ABI0 wrapper
+                       memmap.ASYNC_PREEMPT2, str(path), "out of its binary")              # or the function itself
     by_off = {i.addr - f.start: i for i in f.insns}
     insns = []
     for addr, size, mn, ops in _cs.disasm_lite(bytes(code), base):

@@ -82,27 +82,16 @@ def transplant(program: str, image) -> bytes:
     import capstone
 
     from .. import gobuild
+    from ..gofront import redirect_stub_call
     from . import elfimage
     src = elfimage.load(str(gobuild.build(program).binary))
     at, size = src.symbols["runtime.asyncPreempt.abi0"]
     code = bytearray(src.text_bytes(at, size))
-    to = image.symbol("runtime.asyncPreempt.abi0")
     md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
-    for addr, n, mn, ops in md.disasm_lite(bytes(code), at):
-        off = addr - at
-        if "rip" in ops:
-            raise EmuError(f"{program}: runtime.asyncPreempt+{off:#x} `{mn} {ops}` refers to its binary's data; "
-                           "the stub cannot be moved into another program")
-        if mn in ("call", "jmp") and code[off] in (0xE8, 0xE9):
-            target = int(ops, 16)
-            if at <= target < at + size:
-                continue
-            name = (src.func_at(target) or ("?", 0))[0]
-            if mn != "call" or not name.startswith("runtime.asyncPreempt2"):
-                raise EmuError(f"{program}: runtime.asyncPreempt+{off:#x} `{mn} {ops}` leaves the stub for {name}; "
-                               "only its CALL to asyncPreempt2 can be redirected")
-            dest = image.symbol(name)
-            code[off + 1:off + 5] = ((dest - (to + off + 5)) & 0xFFFFFFFF).to_bytes(4, "little")
+    redirect_stub_call(code, at, image.symbol("runtime.asyncPreempt.abi0"),
+                       ((a, mn, ops) for a, _, mn, ops in md.disasm_lite(bytes(code), at)),
+                       lambda target: (src.func_at(target) or (None, 0))[0],
+                       image.symbol("runtime.asyncPreempt2"), program, "into another program")
     return bytes(code)
 
 
