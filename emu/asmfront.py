@@ -464,10 +464,54 @@ def _build_funcs(funcs: list[_Func], lines, decoded, file: str, package: str = "
         ds = decoded[k:k + len(body)]
         k += len(body)
         deltas = _sp_deltas(f, body, ds, file)
+        obj6 = obj6_emitted(ds)
         insns = [Insn(d.address, d.size, d.mnemonic, d.op_str, file, ln.line, ln.text, f.name,
-                      dl, ln.unsafe or f.nosplit, ln.inline, ln.ptrs) for ln, d, dl in zip(body, ds, deltas)]
+                      dl, ln.unsafe or (f.nosplit and d.address not in obj6), ln.inline, ln.ptrs)
+                 for ln, d, dl in zip(body, ds, deltas)]
         start = insns[0].addr
         end = insns[-1].addr + insns[-1].size
         goname = f.goname or go_name(f.name, package)
-        out.append(Func(f.name, goname, start, end, bool(f.asm or asm), bool(f.nosplit), tuple(insns)))
+        out.append(Func(f.name, goname, start, end, bool(f.asm or asm), bool(f.nosplit), tuple(insns), obj6))
     return out
+
+
+_FRAME_SETUP = (re.compile(r"push rbp$"), re.compile(r"mov rbp, rsp$"),
+                re.compile(r"(sub rsp, (0x)?[0-9a-f]+|add rsp, -(0x)?[0-9a-f]+)$"))
+_STACK_CHECK = re.compile(r"cmp (rsp|r12), qword ptr \[r14 \+ (0x10|16)\]$")
+
+
+def obj6_emitted(ds) -> frozenset[int]:
+    """The PCs of a function's code that the assembler back end (cmd/internal/obj/x86/obj6.go), not
+    the compiler's SSA, emits and leaves at PCDATA_UnsafePoint -1 (safe) even when the liveness pass
+    marks every SSA value unsafe (plive.go:494-513: a //go:nosplit function, or Go code of a runtime
+    package): the stack-bound check up to its CMP (obj6.go:975-994; the JLS after it starts the
+    unsafe window, closed again at :1073), the frame setup after it (PUSH RBP; MOV RBP, RSP;
+    SUB RSP, n), and the register unspill and JMP back to the entry after the morestack call
+    (obj6.go:1113-1121: "The instructions which unspill regs should be preemptible"). A real binary
+    shows exactly these PCs safe in internal/cpu.Initialize and in a //go:nosplit main function.
+    `ds` are the function's decoded instructions in address order."""
+    if not ds:
+        return frozenset()
+    text = [f"{d.mnemonic} {d.op_str}".strip() for d in ds]
+    out: set[int] = set()
+    i = 0
+    if text[0].startswith("lea r12, [rsp - ") and len(text) > 1 and _STACK_CHECK.match(text[1]):
+        out.update((ds[0].address, ds[1].address))
+        i = 3 if len(ds) > 2 and ds[2].mnemonic.startswith("j") else 2
+    elif _STACK_CHECK.match(text[0]):
+        out.add(ds[0].address)
+        i = 2 if len(ds) > 1 and ds[1].mnemonic.startswith("j") else 1
+    for pat in _FRAME_SETUP:
+        if i < len(ds) and pat.match(text[i]):
+            out.add(ds[i].address)
+            i += 1
+    start = ds[0].address
+    for k, d in enumerate(ds):            # CALL runtime.morestack*; unspill...; JMP entry
+        if d.mnemonic != "call":
+            continue
+        j = k + 1
+        while j < len(ds) and (ds[j].mnemonic.startswith("mov") or ds[j].mnemonic == "nop"):
+            j += 1
+        if j < len(ds) and ds[j].mnemonic == "jmp" and ds[j].op_str == hex(start):
+            out.update(x.address for x in ds[k + 1:j + 1])
+    return frozenset(out)

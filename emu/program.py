@@ -51,6 +51,8 @@ class Func:
     asm: bool            # FuncFlagAsm / no locals pointer map: never an async safe point
     nosplit: bool        # //go:nosplit: the compiler marks the whole function unsafe
     insns: tuple[Insn, ...]
+    obj6_pcs: frozenset[int] = frozenset()   # .s input: PCs obj6.go emits (prologue, post-morestack):
+    #                                          safe even where the compiler marks every other PC unsafe
 
     @property
     def max_sp_delta(self) -> int:

@@ -186,7 +186,8 @@ def _static_checks(prog: Program, rules: RuntimeRules, pc: int) -> Verdict:
         return Verdict(False, "no-func")
     # 5. Compiler/assembler-marked unsafe points (prologue window, write barriers, nosplit, and
     # every PC of Go code in the runtime packages), preempt.go:443-448.
-    if prog.unsafe_point(pc) == gs.UNSAFE_POINT_UNSAFE or (not from_binary(prog) and compiled_as_runtime(f, rules)):
+    if prog.unsafe_point(pc) == gs.UNSAFE_POINT_UNSAFE or (not from_binary(prog) and compiled_as_runtime(f, rules)
+                                                           and pc not in f.obj6_pcs):
         return Verdict(False, "unsafe-point")
     # 6. Assembly functions have no register maps and may do anything (preempt.go:450; Go 1.14 tested
     # `fd == nil || fd == &no_pointers_stackmap`, the same functions for our inputs).
@@ -214,8 +215,9 @@ def compiled_as_runtime(f, rules: RuntimeRules) -> bool:
     """Did the compiler mark every PC of `f` unsafe because its package is part of the runtime?
 
     cmd/compile/internal/liveness/plive.go:494-505 (IsUnsafe: CompilingRuntime || NoSplit) and
-    :508-513 (allUnsafe). Assembly functions get no compiler PCDATA: they are refused at check 6
-    (FACTS.md §2.5).
+    :508-513 (allUnsafe). That marks SSA values only: the prologue and post-morestack code obj6.go
+    emits stays safe (Func.obj6_pcs, asmfront.obj6_emitted). Assembly functions get no compiler
+    PCDATA: they are refused at check 6 (FACTS.md §2.5).
     """
     return not f.asm and rules.is_runtime_package(f.goname)
 

@@ -504,3 +504,78 @@ def test_a_scenario_may_ask_for_a_bigger_first_stack(tmp_path):
     (tmp_path / "bad.toml").write_text('stack_size = "big"\n' + base)
     with pytest.raises(ScenarioError, match=r"stack_size: must be an integer \(got str 'big'\)"):
         scenario.load(tmp_path / "bad.toml")
+
+
+# --- N10 (issue 23): the compiler leaves obj6.go's prologue and post-morestack PCs safe ------------
+def _as_dot_s(f) -> str:
+    """A compiled function of a real binary written back as preemu `.s`: branches inside it become
+    local labels, the JMP back to the entry the function's own label, calls and other far targets
+    labels of empty stand-in functions; the goname is the binary's."""
+    offs = {i.addr for i in f.insns}
+    lines, far = [f";@goname {f.goname}", "fn:"], {}
+    for i in f.insns:
+        if i.addr != f.start and i.addr in offs:
+            lines.append(f".L{i.addr:x}:")
+        ops = i.op_str
+        if i.mnemonic.startswith(("j", "call")) and re.fullmatch(r"0x[0-9a-f]+", ops):
+            t = int(ops, 16)
+            ops = "fn" if t == f.start else f".L{t:x}" if t in offs else far.setdefault(t, f"far{len(far)}")
+        lines.append(f"    {i.mnemonic} {ops}")
+    for name in far.values():
+        lines += [name + ":", "    ret"]
+    return "\n".join(lines) + "\n"
+
+
+def test_runtime_package_functions_keep_the_compilers_safe_prologue_and_morestack_pcs(go_corpus):
+    """A Go function of a runtime package (internal/cpu, internal/bytealg, runtime ...) written as `.s`
+    gets at every PC the verdict the compiler's own PCDATA gives it in the binary: the stack-check CMP,
+    the frame setup and the unspill+JMP after morestack_noctxt are safe (then refused by the name rule in
+    runtime.*, not by check 5), every other PC unsafe (obj6.go:975-994,1073,1113-1121; plive.go:494-513).
+    Before N10 was fixed every PC of such a function was refused as unsafe-point.
+
+    The one difference allowed: defframe's preamble (ssagen/ssa.go:7552-7600: partially live register
+    arguments spilled, ambiguously live slots zeroed) and the NOPs of inline marks before the first statement
+    also stay safe in the binary, and a `.s` file cannot tell them from compiled code, so preemu refuses
+    there: stores to the frame and NOPs right after the frame setup."""
+    from emu import gofront
+    from emu.safepoint import compiled_as_runtime
+    b = go_corpus.binary()
+    exact = preamble = safe_seen = 0
+    st = dataclasses.replace(OK, rules=GO127)
+    for gf in b.funcs:
+        if gf.is_asm or not GO127.is_runtime_package(gf.name) or not 8 <= gf.end - gf.entry <= 200:
+            continue
+        real = gofront.build_func(b, gf)
+        if real.asm or not real.insns[0].text.startswith(("cmp rsp, qword ptr [r14 + 0x10]", "lea r12")):
+            continue
+        try:
+            prog = assemble(_as_dot_s(real))
+        except Exception:                           # an instruction Keystone spells differently
+            continue
+        mine = prog.get_func("fn")
+        assert [i.mnemonic for i in mine.insns] == [i.mnemonic for i in real.insns]
+        assert compiled_as_runtime(mine, GO127)
+        want = ["unsafe-point" if i.unsafe else "runtime-func" if gf.name.startswith(GO127.name_prefixes)
+                else "safe" for i in real.insns]
+        got = [is_async_safe_point(prog, st, i.addr, HI - 0x100, 472).reason for i in mine.insns]
+        differ = [k for k, (w, g) in enumerate(zip(want, got)) if w != g]
+        setup = max(k for k, i in enumerate(mine.insns) if i.addr in mine.obj6_pcs and k < 6) + 1
+        assert all(got[k] == "unsafe-point" and k - setup < 8 and real.insns[k].text.startswith(
+            ("mov qword ptr [rsp", "movq qword ptr [rsp", "movups xmmword ptr [rsp", "mov dword ptr [rsp",
+             "xorps", "lea rdi, [rsp", "nop"))
+            for k in differ), f"{gf.name}:\n" + "\n".join(
+            f"  {r.text:40} binary {w:14} .s {g}" for r, w, g in zip(real.insns, want, got) if w != g)
+        exact += not differ
+        preamble += bool(differ)
+        safe_seen += want.count("safe")
+    assert exact >= 50 and safe_seen > 0 and preamble < exact
+
+
+def test_a_nosplit_function_keeps_its_safe_frame_setup():
+    """//go:nosplit marks the SSA values unsafe, not obj6.go's frame setup: a real binary's nosplit main
+    function is safe at PUSH RBP, MOV RBP, RSP and SUB RSP, n and unsafe from its first statement on."""
+    prog = assemble(";@nosplit\nns:\n push rbp\n mov rbp, rsp\n sub rsp, 0x20\n mov rax, 1\n"
+                    " add rsp, 0x20\n pop rbp\n ret\n")
+    st = dataclasses.replace(OK, rules=GO127)
+    got = [is_async_safe_point(prog, st, i.addr, HI - 0x100, 472).reason for i in prog.get_func("ns").insns]
+    assert got == ["safe"] * 3 + ["unsafe-point"] * 4
