@@ -97,6 +97,7 @@ class M:
     curg: G | None = None
     signal_at: int | None = None      # instruction offset in the current round where SIGURG lands
     slice_start: int = 0
+    acked_at: float = -1.0            # when doSigPreempt last acknowledged (m.preemptGen += 1)
     ref: StructRef | None = field(default=None, repr=False)      # its runtime.m
     tls: StructRef | None = field(default=None, repr=False)      # its TLS block (FS:-8 = current g)
 
@@ -472,13 +473,24 @@ class Scheduler:
     def _resend_suspend(self, g: G, t: float) -> None:
         """suspendG's _Grunning case (preempt.go:193-235): it requests a synchronous preemption but
         does not set pp.preempt, and calls preemptM only when the G's M or that M's preemptGen changed
-        since its last send (an acknowledgement), at most every yieldDelay/2 = 5 us."""
+        since it last looked (an acknowledgement), at most every yieldDelay/2 = 5 us.
+
+        suspendG spins, so it sees a new (M, preemptGen) the moment doSigPreempt acknowledges, and it
+        takes that pair as seen whether or not the rate limit lets it send (preempt.go:211-215 assign
+        asyncM/asyncGen before :227-232 test nextPreemptM): a signal acknowledged within 5 us of the
+        last send is never sent again for that pair. The G then waits for sysmon's preemptone or a
+        prologue. Rounds are coarser than 5 us, so the acknowledgement's own time decides."""
         if not self.async_preemption or g.status != "running":
             return
         m = next(m for m in self.ms if m.curg is g)
         gen = read_field(self.machine, m.addr, gs.M_FIELDS, "preemptGen")
         last_m, last_gen, next_ns = self.suspend_sent.get(g, (None, None, 0))
-        if (m.addr, gen) == (last_m, last_gen) or t < next_ns:
+        if (m.addr, gen) == (last_m, last_gen):
+            return
+        seen = m.acked_at if m.addr == last_m and m.acked_at >= 0 else t
+        if seen < next_ns:                                   # rate-limited: the pair is consumed unsent
+            self.suspend_sent[g] = (m.addr, gen, next_ns)
+            self._ev("suspendG-skip", t, "sysmon", g=g.name, acked=seen, not_before=next_ns)
             return
         self.suspend_sent[g] = (m.addr, gen, t + SUSPEND_RESEND_NS)
         if signal_m(m.ref, self.rules):
@@ -521,6 +533,7 @@ class Scheduler:
 
         def ack() -> None:
             ack_sigurg(m.ref, self.rules)
+            m.acked_at = t
 
         g = m.curg
         if g is None:

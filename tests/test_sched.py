@@ -161,3 +161,25 @@ def test_gc_stack_scan_requests_stop_a_spinner_only_with_async_preemption(asyncp
     if asyncp:
         assert len(r.gc_waits_ns) == 2 and r.gc_waits_ns[-1] < 100_000        # microseconds, not forever
         assert any(e["kind"] == "scanned" for e in r.events)
+
+
+def test_suspendg_does_not_resend_a_signal_acknowledged_within_5us_of_its_last_send():
+    """N2 (issue 23): suspendG takes a new (M, preemptGen) pair as seen even when the 5 us rate limit
+    stops it from sending (preempt.go:211-215 assign asyncM/asyncGen, :227-232 test nextPreemptM), so a
+    signal refused within 5 us of the last send is not sent again for that pair: the next suspendG
+    signal needs an acknowledgement at least 5 us after the previous one (of sysmon's, say). Over code
+    that is mostly unsafe points the GC then waits for sysmon, milliseconds instead of microseconds."""
+    prog = loader.load_program(ASM / "unsafe_points.s")
+    s = sched.Scheduler(prog, loader.load_stub("go1.27"), layout.get_layout("go1.27"),
+                        [sched.GoSpec("tour", "unsafe_tour", {"RCX": 10**9})], 1, True, 1.0, 1)
+    r = s.run(60_000_000, gc_every_ns=5_000_000)
+    acks = [e["t"] for e in r.events if e["kind"] in ("refuse", "inject") and e.get("g") == "tour"]
+    sends = [e["t"] for e in r.events if e["kind"] == "signal" and e.get("why") == "suspendG"]
+    skips = [e for e in r.events if e["kind"] == "suspendG-skip"]
+    for a, b in zip(sends, sends[1:]):
+        between = [t for t in acks if a <= t <= b]
+        if between and not any(e["kind"] == "scanned" and a <= e["t"] <= b for e in r.events):   # a re-send
+            assert any(t >= a + sched.SUSPEND_RESEND_NS for t in between), (a, b, between[:3])
+    waits = list(r.gc_waits_ns) + list(r.gc_blocked.values())
+    assert max(waits) > 2_000_000                                # a skipped pair leaves it to sysmon
+    assert skips and all(e["acked"] < e["not_before"] for e in skips)
