@@ -3,7 +3,9 @@
 // place for each d -- in a prologue of mapassign_faststr, newarray, growToTable, concatstrings or
 // encoderune, whose arguments (&key, the map header, the string buffer) point into the old stack,
 // or in a closure's prologue, whose context register points there.
-// main prints deep(n, d) for d = 0..39, n = the number of arguments.
+// held(n, d) grows the stack d frames below a stack object, an array of four pointers into the
+// stack: copystack must adjust every pointer word of the object, not only its first.
+// main prints deep(n, d), then held(n, d), for d = 0..39, n = the number of arguments.
 package main
 
 import "os"
@@ -51,10 +53,30 @@ func deep(n, d int) int {
 	return work(n)
 }
 
+//go:noinline
+func use(a *[4]*int, d int) int {
+	if d == 0 {
+		return *a[0] + 10**a[1] + 100**a[2] + 1000**a[3]
+	}
+	var pad [24]int
+	pad[d%24] = d
+	return use(a, d-1) + pad[(d+1)%24]
+}
+
+//go:noinline
+func held(n, d int) int {
+	x, y, z, w := n+1, n+2, n+3, n+4
+	a := [4]*int{&x, &y, &z, &w}
+	return use(&a, d)
+}
+
 func main() {
 	n := len(os.Args) - 1
 	for d := 0; d < 40; d++ {
 		print(deep(n, d), " ")
+	}
+	for d := 0; d < 40; d++ {
+		print(held(n, d), " ")
 	}
 	println()
 }
