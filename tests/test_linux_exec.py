@@ -424,3 +424,32 @@ def test_gc_with_spinners_on_every_p_finishes_as_natively(procs):
     assert not p.starved and p.exit_code == 0, p.stop_reason
     assert bytes(p.fds.stdout.data) == f"ok 20 GCs with {procs - 1} spinners\n".encode()
     assert not p.watch.violations
+
+
+def test_the_oracle_reads_the_state_doSigPreempt_reads_not_the_state_at_delivery(binaries):
+    """N7 (issue 23): between the signal's delivery and the handler's call of doSigPreempt another thread
+    may change g/m/p (here: the request is withdrawn as the handler starts, in sigtrampgo, still on the
+    interrupted g). The runtime then declines, and the oracle, asked with the state doSigPreempt reads
+    (signal_unix.go:342-357, called at :691-692), agrees: no-request. Asked at delivery it said safe, a
+    false oracle-disagrees violation."""
+    S = None
+    done = []
+
+    def withdraw(p, uc):
+        nonlocal S
+        S = S or p.structs
+        if done:
+            return
+        g = p.read_u64(p.fs_base() - 8)
+        m = p.read_u64(g + S.g["m"].offset)
+        pp = p.read_u64(m + S.m["p"].offset)
+        if not p.read(g + S.g["preempt"].offset, 1)[0]:
+            return
+        p.write(g + S.g["preempt"].offset, b"\0")
+        p.write(pp + S.p["preempt"].offset, b"\0")
+        done.append(g)
+    p = _with_hook(binaries["starve"], lambda im: im.symbol("runtime.sigtrampgo"), withdraw)
+    assert done
+    first = next(e for e in p.watch.signals if e.outcome is not None)
+    assert (first.outcome, first.oracle) == ("declined", "no-request")
+    assert not p.watch.violations and p.watch.preemptions          # sysmon asked again later: injected
