@@ -51,6 +51,11 @@ class RuntimeRules:
     can_preempt_m_curg: bool              # canPreemptM also requires curg != nil and not in a syscall
     signal_pending: bool                  # preemptM coalesces through m.signalPending (#37741)
     sighandler_checks_asyncpreemptoff: bool = True   # sighandler skips doSigPreempt (#38531, Go 1.15)
+    # the scheduler (emu/sched.py), where Go 1.14's proc.go differs from Go 1.27.3's:
+    steal_timers_of_running_gs: bool = True  # stealWork runs any P's timers (proc.go:3875); Go 1.14 only
+    #                                          an idle P's or one whose G has a preempt request (shouldStealTimers)
+    steal_timers_first: bool = True          # the last steal round checks timers before runqsteal (3875 < 3899)
+    sysmon_idle_resets: bool = False         # Go 1.14's sysmon reset idle/delay whenever all Ps were idle
 
     def is_runtime_package(self, goname: str) -> bool:
         """Is the function called `goname` compiled as part of the runtime (base.Flag.CompilingRuntime)?"""
@@ -78,7 +83,11 @@ GO127 = RuntimeRules(
                "internal/goexperiment", "internal/goos", "internal/profilerecord", "internal/strconv",
                "internal/stringslite"}),
     ("internal/runtime/",), can_preempt_m_curg=True, signal_pending=True)
-# Go 1.14 (tag go1.14; read from a go1.14.6 copy of src/runtime/preempt.go, line numbers not verified):
+# Go 1.14 (tag go1.14; read from a go1.14.6 copy of src/runtime/preempt.go and proc.go, line numbers not
+# verified): the scheduler's differences are findrunnable's steal loop (runqsteal, then
+# `if i > 2 && shouldStealTimers(p2)`: a P that is not _Prunning, or whose M holds no locks and whose
+# running G has gp.preempt set) and sysmon's `idle = 0; delay = 20` whenever every P is idle (or a GC
+# waits), where Go 1.27.3 resets them only after a syscall wake (proc.go:6575-6604);
 # canPreemptM = `mp.locks == 0 && mp.mallocing == 0 && mp.preemptoff == "" && mp.p.ptr().status ==
 # _Prunning`; the name rule `runtime.`, `runtime/internal/`, `reflect.`; the runtime packages are
 # what cmd/go/internal/work/gc.go passed `-+` to: runtime, runtime/internal/..., internal/cpu,
@@ -87,7 +96,8 @@ GO127 = RuntimeRules(
 GO114 = RuntimeRules(
     "go1.14", ("runtime.", "runtime/internal/", "reflect."),
     frozenset({"runtime", "internal/cpu", "internal/bytealg"}), ("runtime/internal/",),
-    can_preempt_m_curg=False, signal_pending=False, sighandler_checks_asyncpreemptoff=False)
+    can_preempt_m_curg=False, signal_pending=False, sighandler_checks_asyncpreemptoff=False,
+    steal_timers_of_running_gs=False, steal_timers_first=False, sysmon_idle_resets=True)
 RULES = {r.version: r for r in (GO127, GO114)}
 
 

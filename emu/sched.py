@@ -15,6 +15,9 @@ A GC cycle (every gc_every_ns) stands in for markroot's stack jobs: suspendG set
 signals each running goroutine; it parks in preemptPark (_Gpreempted), is "scanned" (the scan
 itself is the GC issue's) and resumeG readies it.
 
+The go1.14 layout selects Go 1.14's scheduler where it differs in what a scenario observes
+(RuntimeRules: shouldStealTimers, runqsteal before the timers, sysmon's idle reset).
+
 Left out: syscalls and handoffp, spinning Ms and wakep (there is one M per P), the mark phase
 itself, netpoll, LockOSThread, the deep-sleep path of sysmon.
 """
@@ -321,20 +324,47 @@ class Scheduler:
 
     def _steal_work(self, p: P, t: float) -> tuple[G | None, bool]:
         """stealWork (proc.go:3843-3905): stealTries = 4 rounds over the other Ps in a random order;
-        only the last round checks their timers and may take their runnext."""
+        only the last round checks their timers and may take their runnext. Go 1.14's findrunnable
+        stole from the run queue first and took only the timers shouldStealTimers allowed (RuntimeRules)."""
+        first = self.rules.steal_timers_first
         for i in range(STEAL_TRIES):
             last = i == STEAL_TRIES - 1
             others = [q for q in self.ps if q is not p]
             self.rnd.shuffle(others)                         # stealOrder.start(cheaprand())
             for q in others:
-                if last and self._check_timers(q, p, t):     # readied Gs went to our P: run one
-                    g, inherit = self._runqget(p)
+                if first and last:
+                    g = self._steal_timers(p, q, t)
                     if g is not None:
-                        return g, inherit
+                        return g
                 g = self._runqsteal(p, q, last)
                 if g is not None:
                     return g, False
+                if not first and last:
+                    g = self._steal_timers(p, q, t)
+                    if g is not None:
+                        return g
         return None, False
+
+    def _steal_timers(self, p: P, q: P, t: float) -> tuple[G, bool] | None:
+        """Run q's due timers from p; the Gs they ready go to p's queue: run one."""
+        if not self.rules.steal_timers_of_running_gs and not self._should_steal_timers(q):
+            return None
+        if self._check_timers(q, p, t):
+            g, inherit = self._runqget(p)
+            if g is not None:
+                return g, inherit
+        return None
+
+    def _should_steal_timers(self, q: P) -> bool:
+        """Go 1.14's shouldStealTimers(p2): yes if p2 is not running a G (preemu has one M per P: an M
+        with no G is in the scheduler or idle); no if its M holds locks; otherwise only once its G has a
+        preemption request (gp.preempt), that is when sysmon or a GC wants that P back."""
+        g = q.m.curg
+        if g is None:
+            return True
+        if read_field(self.machine, q.m.addr, gs.M_FIELDS, "locks") > 0:
+            return False
+        return bool(read_field(self.machine, g.addr, gs.G_FIELDS, "preempt"))
 
     def _runqsteal(self, p: P, q: P, steal_runnext: bool) -> G | None:
         """runqsteal/runqgrab (proc.go:7713-7797): grab the older half (n - n/2) from the head of q's
@@ -567,13 +597,17 @@ class Scheduler:
             self._preempt_m(m, g, t)
 
     def _sysmon(self, t: float) -> None:
-        """One sysmon iteration at time t (it just woke from usleep(delay))."""
+        """One sysmon iteration at time t (it just woke from usleep(delay)). Go 1.14 reset idle and
+        delay whenever every P was idle (its deep-sleep branch; the sleep itself is left out)."""
+        if self.rules.sysmon_idle_resets and all(m.curg is None for m in self.ms) and not self.global_q \
+                and not any(p.runq or p.runnext for p in self.ps):
+            self.sysmon_idle, self.sysmon_delay = 0, SYSMON_MIN_US
         for p in self.ps:                                    # retake (proc.go:6681): every _Prunning P
             if p.sysmon_tick != p.schedtick:
                 p.sysmon_tick, p.sysmon_when = p.schedtick, t
             elif p.sysmon_when + FORCE_PREEMPT_NS <= t:
                 self._preemptone(p, t)
-        self.sysmon_idle += 1                                # only syscall retakes reset idle
+        self.sysmon_idle += 1                                # Go 1.27: only syscall retakes reset idle
         if self.sysmon_idle == 0:
             self.sysmon_delay = SYSMON_MIN_US
         elif self.sysmon_idle > 50:

@@ -356,9 +356,12 @@ def test_suspendg_does_not_set_pp_preempt_and_resends_per_acknowledgement_at_mos
     s._resend_suspend(g, 10_000)
     assert s.signals_sent == 2
     gmp.ack_sigurg(m.ref, s.rules)
-    s._resend_suspend(g, 12_000)                     # acknowledged, but within 5 us of the last send
-    assert s.signals_sent == 2
+    s._resend_suspend(g, 12_000)                     # acknowledged, but within 5 us of the last send:
+    assert s.signals_sent == 2                       # the pair is consumed unsent (preempt.go:211-232)
     s._resend_suspend(g, 15_000)
+    assert s.signals_sent == 2                       # ... and is not sent later either (N2)
+    gmp.ack_sigurg(m.ref, s.rules)                   # a later acknowledgement: a new pair
+    s._resend_suspend(g, 16_000)
     assert s.signals_sent == 3
 
 

@@ -4,7 +4,7 @@ import io
 import json
 
 import pytest
-from conftest import ASM, ROOT
+from conftest import ASM, ROOT, assemble
 
 from emu import cli, layout, loader, regs, sched, sweep, timeline
 
@@ -183,3 +183,53 @@ def test_suspendg_does_not_resend_a_signal_acknowledged_within_5us_of_its_last_s
     waits = list(r.gc_waits_ns) + list(r.gc_blocked.values())
     assert max(waits) > 2_000_000                                # a skipped pair leaves it to sysmon
     assert skips and all(e["acked"] < e["not_before"] for e in skips)
+
+
+# --- T3 (issue 23): where Go 1.14's scheduler differs (the go1.14 layout selects it) -----------------
+THREE = [sched.GoSpec("spinA", "spin"), sched.GoSpec("spinB", "spin"), sched.GoSpec("sleeper", "sleeper", {"RCX": 50})]
+
+
+def test_go114_does_not_steal_the_timers_of_a_p_running_a_busy_goroutine():
+    """golang/go#38860: in Go 1.14 findrunnable steals another P's timers only if shouldStealTimers says
+    so (that P idle, or its G asked to stop); Go 1.16+ steal any P's timers in the last steal round
+    (proc.go:3875). Three Ps: the sleeper's timer sits on P0, which runs spinA; P2 is idle. Go 1.27
+    wakes the sleeper within a round every time; Go 1.14 only once sysmon preempts spinA (10 ms)."""
+    late = {}
+    for lay in ("go1.14", "go1.27"):
+        _, r = _run(THREE, gomaxprocs=3, lay=lay, ms=30)
+        late[lay] = [e["late_ms"] for e in r.events if e["kind"] == "ready" and e["g"] == "sleeper"]
+    assert len(late["go1.27"]) == 50 and max(late["go1.27"]) < 0.1
+    assert late["go1.14"] and late["go1.14"][0] > 10 and len(late["go1.14"]) < 5
+
+
+def test_go114_steals_the_run_queue_before_the_timers():
+    """Go 1.14's last steal round takes p2's runnext before it runs p2's due timers; Go 1.27.3 runs the
+    timers first (proc.go:3875 before :3899)."""
+    for lay, first in (("go1.14", "spinB"), ("go1.27", "sleeper")):
+        s = sched.Scheduler(PROG, loader.load_stub(lay), layout.get_layout(lay), THREE, 2, True, 1.0, 1)
+        p, q = s.ps
+        a, b, sl = s.gs
+        for x in s.ps:
+            x.runq.clear()
+            x.runnext = None
+        q.runnext = b                                          # q: nothing running, b in runnext
+        sl.status = "waiting"
+        q.timers = [(100.0, sl)]                               # and the sleeper's timer, due
+        g, _ = s._steal_work(p, 200.0)
+        assert g.name == first, lay
+
+
+def test_go114_sysmon_ticks_at_20us_again_after_every_p_was_idle():
+    """Go 1.14's sysmon set idle = 0, delay = 20 us whenever every P was idle; Go 1.27.3 does so only
+    after a syscall wake (proc.go:6575-6604), so after a long sleep its next tick can be milliseconds
+    away. The goroutine wakes from 30 ms asleep with its old time slice (runnext inherits it), so the
+    first sysmon tick that sees it preempts it."""
+    prog = assemble("nap_then_spin:\n mov eax, 30000000\n call nanosleep\n.l:\n inc rdx\n jmp .l\n")
+    gap = {}
+    for lay in ("go1.14", "go1.27"):
+        s = sched.Scheduler(prog, loader.load_stub(lay), layout.get_layout(lay),
+                            [sched.GoSpec("napper", "nap_then_spin")], 1, True, 1.0, 1)
+        r = s.run(40_000_000)
+        woke = next(e["t"] for e in r.events if e["kind"] == "ready")
+        gap[lay] = next(e["t"] for e in r.events if e["kind"] == "preemptone") - woke
+    assert gap["go1.14"] <= 2 * sched.SYSMON_MIN_US * 1000 < 500_000 < gap["go1.27"]
