@@ -332,6 +332,27 @@ def corpus_loops(layout: str | None = None) -> list[str]:
     return [sc.name for sc in checkstub.corpus()] + real
 
 
+def _go_stub_layout(stub: str, layout: str | None) -> str:
+    """The world a Go program's own asyncPreempt is checked in: its release's (goreleases.py). Go 1.21-1.25
+    keep X0-X15 in the stub's frame, as the go1.14 layout does, and touch no g/m/p field, so they run in
+    that world; Go 1.26 and 1.27 save them in g.m.p.xRegs, which the go1.27 world lays out at Go 1.27.3's
+    offsets: a Go 1.26 program runs there when its DWARF puts every field preemu models at the same place."""
+    from . import gobuild, gofront, goreleases, gostructs
+    res = gobuild.build(stub)
+    version = res.go_version or gobuild.go_version()
+    rel = goreleases.release_of(version, stub)
+    want = rel.layout
+    if want == "go1.27" and rel.minor != 27:
+        mine, typed = gofront.struct_tables(res.binary), gostructs.typed_tables()
+        if (mine.g, mine.m, mine.p) != (typed.g, typed.m, typed.p):
+            raise EmuError(f"{stub}: {version}'s asyncPreempt reads g.m.p.xRegs where {rel.name}'s DWARF puts "
+                           f"them, not where Go 1.27.3 does as preemu's go1.27 world has them: check it inside "
+                           f"its own program with `preemu sweep PROG --func F`")
+    if layout not in (None, want):
+        raise EmuError(f"{stub}: a {rel.name} program's runtime.asyncPreempt runs in the {want} world")
+    return want
+
+
 def check_stub(path: PathLike, *, layout: str | None = None, max_points: int = 2000,
                loops: Sequence[str] | None = None, seed: int = 1,
                on_report: Callable[[checkstub.StubReport], None] | None = None,
@@ -339,7 +360,7 @@ def check_stub(path: PathLike, *, layout: str | None = None, max_points: int = 2
     """Sweep the whole regression corpus (or the named `loops`) with your asyncPreempt stub at
     `path` in the Go `layout` world (`preemu check-stub`); a GC at every point, every preemption
     resumed on the other M and P, a canary below the declared headroom. `path` may also be a Go
-    program (binary, .go file, package directory): its own runtime.asyncPreempt, in the go1.27 world.
+    program (binary, .go file, package directory): its own runtime.asyncPreempt, in its release's world.
     layout defaults to go1.14 for a .s stub. on_report(report) is called as soon as the report
     exists; it fills as the corpus runs (the CLI prints it when interrupted). jobs: local processes,
     one corpus loop per task (the report is in corpus order whatever jobs is)."""
@@ -348,9 +369,7 @@ def check_stub(path: PathLike, *, layout: str | None = None, max_points: int = 2
     _positive("jobs", jobs)
     stub = display_path(_readable(path, "the stub"))
     if gobuild.is_go_input(stub):
-        if layout not in (None, "go1.27"):
-            raise EmuError(f"{stub}: a Go 1.27 program's runtime.asyncPreempt runs in the go1.27 world")
-        layout = "go1.27"
+        layout = _go_stub_layout(stub, layout)
     lay = _layout(layout or "go1.14")
     if loops is not None:
         known = corpus_loops()

@@ -32,6 +32,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
 from .elfsym import SHN_UNDEF, STT_FUNC, STT_NOTYPE, STT_OBJECT, iter_symbols
+from . import goreleases
 from .errors import EmuError
 
 # internal/abi/symtab.go:23-25, 34
@@ -50,20 +51,16 @@ UNSAFE_POINT_SAFE, UNSAFE_POINT_UNSAFE = -1, -2
 # internal/abi/type.go:102-127 (TFlag) and 50-80 (Kind)
 TFLAG_EXTRA_STAR, TFLAG_GC_MASK_ON_DEMAND = 0x2, 0x10
 KIND_ARRAY, KIND_STRUCT = 17, 25
+KIND_MASK, KIND_GC_PROG = 0x1F, 0x40         # internal/abi/type.go (KindGCProg: Go <= 1.23)
 PTR_SIZE = 8
 FUNC_HEADER_SIZE = 44   # cmd/link/internal/ld/pcln.go:22
 
 #: moduledata field offsets (runtime/symtab.go:402-450 as laid out on linux/amd64; DWARF size 568).
-MODULEDATA_FIELDS = {
-    "pcHeader": 0, "funcnametab": 8, "cutab": 32, "filetab": 56, "pctab": 80, "pclntable": 104,
-    "ftab": 128, "findfunctab": 152, "minpc": 160, "maxpc": 168, "text": 176, "etext": 184,
-    "noptrdata": 192, "enoptrdata": 200, "data": 208, "edata": 216, "bss": 224, "ebss": 232,
-    "noptrbss": 240, "enoptrbss": 248, "covctrs": 256, "ecovctrs": 264, "end": 272, "gcdata": 280,
-    "gcbss": 288, "types": 296, "typedesclen": 304, "etypes": 312, "rodata": 336, "gofunc": 344,
-    "epclntab": 352, "textsectmap": 360,
-}
+#: moduledata's layout in the newest release preemu reads; the binary's own release picks its row
+#: of goreleases.RELEASES (GoBinary.release).
+MODULEDATA_FIELDS = goreleases.MODULEDATA_GO127
 #: Slice fields: their length word follows the pointer.
-MODULEDATA_SLICES = ("funcnametab", "cutab", "filetab", "pctab", "pclntable", "ftab", "textsectmap")
+MODULEDATA_SLICES = ("funcnametab", "cutab", "filetab", "pctab", "pclntable", "ftab", "textsectmap", "typelinks")
 
 
 @dataclass(frozen=True)
@@ -357,8 +354,12 @@ class GoBinary:
             base = self.symbol("runtime.firstmoduledata")[0]
         else:
             raise EmuError(f"{self.path}: no .go.module section: not a Go 1.20+ binary")
+        info = self.sections.get(".go.buildinfo")
+        self.version = goreleases.build_version(info.data) if info is not None else ""
+        #: the Go release that built the binary: its moduledata layout, GC metadata, stub and oracle rules
+        self.release = goreleases.release_of(self.version, str(self.path))
         md: dict[str, int] = {}
-        for name, off in MODULEDATA_FIELDS.items():
+        for name, off in self.release.moduledata.items():
             md[name] = self.u64(base + off)
             if name in MODULEDATA_SLICES:
                 md[name + "_len"] = self.u64(base + off + 8)
@@ -652,18 +653,24 @@ class GoBinary:
         nwords = ptrbytes // PTR_SIZE
         if nwords == 0:
             return []
-        if not tflag & TFLAG_GC_MASK_ON_DEMAND:
+        if kind & KIND_GC_PROG and self.release.gc_prog_types:
+            # Go <= 1.23: GCData is a GC program after its uint32 length (mbitmap.go's materializeGCProg)
+            prog = self.u64(addr + 32)
+            s = self.section_at(prog)
+            bits = run_gc_prog(s.data, prog + 4 - s.addr)
+            return [i for i, b in enumerate(bits[:nwords]) if b]
+        if not tflag & TFLAG_GC_MASK_ON_DEMAND or self.release.gc_prog_types:
             gcdata = self.u64(addr + 32)
             mask = int.from_bytes(self.read(gcdata, (nwords + 7) // 8), "little")
             return [i for i in range(nwords) if mask >> i & 1]
         # runtime/type.go:198-256 (buildGCMask), done recursively: arrays repeat the element, structs
         # place each field's mask at its offset.
-        if kind == KIND_ARRAY:
+        if kind & KIND_MASK == KIND_ARRAY:
             elem, length = self.u64(addr + 48), self.u64(addr + 64)
             et = self.go_type(elem)
             stride = et.size // PTR_SIZE
             return [i * stride + w for i in range(length) for w in et.ptr_words]
-        if kind == KIND_STRUCT:
+        if kind & KIND_MASK == KIND_STRUCT:
             fields, nfields = self.u64(addr + 56), self.u64(addr + 64)
             words: set[int] = set()
             for i in range(nfields):
@@ -671,6 +678,15 @@ class GoBinary:
                 words.update(offset // PTR_SIZE + w for w in self.go_type(typ).ptr_words)
             return sorted(words)
         raise EmuError(f"{self.path}: type at {addr:#x} has an on-demand GC mask but kind {kind}")
+
+    def linked_types(self) -> list[int]:
+        """Addresses of the type descriptors moduledata.typelinks lists (the unnamed composite types reflect
+        may look up; Go <= 1.26: Go 1.27's moduledata has no typelinks, and this returns [])."""
+        n = self.moduledata.get("typelinks_len", 0)
+        if not n:
+            return []
+        offs = struct.unpack(f"<{n}i", self.read(self.moduledata["typelinks"], 4 * n))
+        return [self.moduledata["types"] + o for o in offs]
 
     def global_pointer_words(self) -> list[int]:
         """Addresses of the pointer words of .data and .bss, from the gcdata/gcbss GC programs

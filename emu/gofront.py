@@ -429,6 +429,17 @@ def relocated_stub(path: str | Path, base: int = memmap.STUB_BASE) -> Program:
 _SLOTS = {"runtime.g": memmap.G_SLOT, "runtime.m": memmap.M_SLOT, "runtime.p": memmap.P_SLOT}
 
 
+def _release(binary_path, raw: bytes):
+    """The Go release that built the binary (its .go.buildinfo), without reading its function tables."""
+    import io
+
+    from elftools.elf.elffile import ELFFile
+
+    from . import goreleases
+    sec = ELFFile(io.BytesIO(raw)).get_section_by_name(".go.buildinfo")
+    return goreleases.release_of(goreleases.build_version(sec.data()) if sec is not None else "", str(binary_path))
+
+
 def struct_tables(binary_path, raw: bytes | None = None) -> gostructs.StructTables:
     """g, m and p as this binary's DWARF lays them out: every field preemu models (gostructs' names) at
     the binary's offset and width, each struct checked to fit the memory preemu gives it. A binary
@@ -448,9 +459,13 @@ def struct_tables(binary_path, raw: bytes | None = None) -> gostructs.StructTabl
         d = json.loads(cache.read_text())
         tables = {s: {n: gostructs.Field(n, o, z) for n, (o, z) in d[s].items()} for s in _SLOTS}
         return gostructs.StructTables(tables["runtime.g"], tables["runtime.m"], tables["runtime.p"], d["source"])
+    release = _release(binary_path, raw)
     try:
         dw = godwarf.GoDwarf.open(binary_path)
     except godwarf.DwarfError:
+        if release.minor != 27:
+            raise EmuError(f"{binary_path}: built by {release.name} without DWARF (-ldflags=-w): preemu takes "
+                           f"this release's g/m/p offsets from the DWARF; build it without -w") from None
         return gostructs.StructTables(typed.g, typed.m, typed.p,
                                       "no DWARF: struct offsets from preemu's typed Go 1.27.3 table")
     tables: dict[str, dict] = {}
@@ -462,11 +477,13 @@ def struct_tables(binary_path, raw: bytes | None = None) -> gostructs.StructTabl
                                f"{slot}")
             fields = tables[sname] = {}
             for name, f in typed.of(sname).items():
+                if name.startswith("xRegs.") and release.layout != "go1.27":
+                    continue                 # before Go 1.26 asyncPreempt keeps X0-X15 in its frame
                 try:
                     m = dw.field(sname, name)
                 except EmuError:
-                    raise EmuError(f"{binary_path}: {sname} has no field {name} in its DWARF; preemu models "
-                                   f"the Go 1.27.3 runtime") from None
+                    raise EmuError(f"{binary_path}: {sname} has no field {name} in its DWARF; preemu's model "
+                                   f"of {release.name} needs it") from None
                 if m.size < f.size:
                     raise EmuError(f"{binary_path}: {sname}.{name} is {m.size} bytes in this binary's DWARF; "
                                    f"preemu's model of it needs {f.size}")

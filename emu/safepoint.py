@@ -101,6 +101,24 @@ GO114 = RuntimeRules(
 RULES = {r.version: r for r in (GO127, GO114)}
 
 
+def rules_for_release(release) -> RuntimeRules:
+    """The rules of the runtime that built a Go binary (a goreleases.Release, Go 1.21-1.27): its name
+    rule and canPreemptM terms. Binaries carry the compiler's unsafe-point marks in their PCDATA, so the
+    runtime-package list (for `.s` input) is Go 1.27.3's; every one of these releases has m.signalPending
+    and a sighandler that honours asyncpreemptoff."""
+    if release.minor == 27:
+        return GO127
+    r = _RELEASE_RULES.get(release.minor)
+    if r is None:
+        r = _RELEASE_RULES[release.minor] = RuntimeRules(
+            release.name, release.name_prefixes, GO127.runtime_packages, GO127.runtime_package_prefixes,
+            can_preempt_m_curg=release.can_preempt_m_curg, signal_pending=True)
+    return r
+
+
+_RELEASE_RULES: dict[int, RuntimeRules] = {}
+
+
 def rules_for(version: str) -> RuntimeRules:
     """The runtime rules of `version` ("go1.14" or "go1.27", the layout names)."""
     try:

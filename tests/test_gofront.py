@@ -99,7 +99,7 @@ def test_generated_stub_instead_of_the_real_one():
     code, text = run_cli("sweep", f"{GO}/corpus", "--func", "sumsq", "--reg", "RAX=20", "--stub", "generated")
     assert code == 0 and "preempt_amd64_go127.s (loaded over runtime.asyncPreempt)  real program" in text
     code, text = run_cli("sweep", f"{GO}/corpus", "--func", "sumsq", "--reg", "RAX=20")
-    assert code == 0 and "runtime.asyncPreempt from the binary (real)  real program" in text
+    assert code == 0 and "runtime.asyncPreempt from the binary (go1.27.3, real)  real program" in text
 
 
 def test_go_syntax_assembly_is_refused_as_an_asm_function():

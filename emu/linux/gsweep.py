@@ -116,7 +116,8 @@ class RealSweep:
         self.p = process.Process(self.image, self.opts)
         if self.p.watch.oracle is not None and self._source_path is not None:
             self.p.watch.oracle.prog.binary.source_path = self._source_path
-        self.stub = "runtime.asyncPreempt from the binary (real)"
+        ver = self.p.watch.oracle.prog.binary.version if self.p.watch.oracle is not None else ""
+        self.stub = f"runtime.asyncPreempt from the binary ({ver + ', ' if ver else ''}real)"
         if self._stub_code is not None:
             self._load_stub(*self._stub_code)
         self.prog = self.p.watch.oracle.prog if self.p.watch.oracle is not None else None

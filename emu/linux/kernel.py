@@ -104,6 +104,15 @@ def sys_prlimit64(p, t, pid, resource, new, old, *_):
     return 0
 
 
+def sys_getrlimit(p, t, resource, old, *_):
+    """getrlimit(2) (Go <= 1.21's runtime reads RLIMIT_NOFILE with it): prlimit64 on itself."""
+    return sys_prlimit64(p, t, 0, resource, 0, old)
+
+
+def sys_setrlimit(p, t, resource, new, *_):
+    return sys_prlimit64(p, t, 0, resource, new, 0)
+
+
 def sys_prctl(p, t, *_):
     return -EINVAL        # PR_SET_VMA_ANON_NAME and friends: the runtime ignores the failure
 
@@ -372,6 +381,7 @@ TABLE = {
     228: ("clock_gettime", sys_clock_gettime), 231: ("exit_group", sys_exit_group), 233: ("epoll_ctl", sys_epoll_ctl),
     234: ("tgkill", sys_tgkill), 281: ("epoll_pwait", sys_epoll_pwait),
     290: ("eventfd2", sys_eventfd2), 291: ("epoll_create1", sys_epoll_create1), 293: ("pipe2", sys_pipe2),
+    97: ("getrlimit", sys_getrlimit), 160: ("setrlimit", sys_setrlimit),
     302: ("prlimit64", sys_prlimit64), 318: ("getrandom", sys_getrandom),
     **sys_file.TABLE,                       # files: the working directory read-only, /dev, getcwd
 }

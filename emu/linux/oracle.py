@@ -33,6 +33,7 @@ class Oracle:
         binary = gobinary.GoBinary.open(binary_path)
         self.structs = gofront.struct_tables(binary_path, binary.raw)   # g/m/p as this binary lays them out
         self.prog = gofront.GoProgram(binary, binary_path)               # lazy findfunc
+        self.rules = safepoint.rules_for_release(binary.release)         # the binary's own runtime's rules
         self.headroom_addr = proc.image.symbol("runtime.asyncPreemptStack")
         self._refs: dict[tuple[int, int], StructRef] = {}     # (address, table id): its StructRef keeps its readers
         by_offset = lambda table, names: tuple(sorted(names, key=lambda n: table[n].offset))   # noqa: E731
@@ -60,7 +61,8 @@ class Oracle:
         mv = self._ref(gv[self._g_m], t.m).reader(self._m_names)()     # m == 0: UcError, no verdict
         pp = mv[self._m_p]
         pv = self._ref(pp, t.p).reader(self._p_names)() if pp else None
-        return gmp.sched_state_of(g, self._g_pick(gv) + self._m_pick(mv) + (self._p_pick(pv) if pp else (0, 0)))
+        return gmp.sched_state_of(g, self._g_pick(gv) + self._m_pick(mv) + (self._p_pick(pv) if pp else (0, 0)),
+                                  self.rules)
 
     def __call__(self, t, frame, g: int | None = None) -> str | None:
         """The verdict for the signal delivered in `frame`, from the g/m/p state as it is now; `g` is the

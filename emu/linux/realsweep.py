@@ -43,9 +43,14 @@ class RealSpec:
     gc: bool = False                           # the runtime's own GC cycle at every injection (realgc.py)
 
     def build(self) -> RealSweep:
-        from .. import gobuild
+        from .. import gobuild, goreleases
         from . import elfimage, process
         res = gobuild.build(self.asm)
+        version = res.go_version or gobuild.go_version()
+        rel = goreleases.release_of(version, str(res.binary))              # one preemu reads, or exit 2
+        if self.gc and rel.minor < 22:
+            raise EmuError(f"--gc: {self.asm} was built by {version}; the heap watch reads spans as Go 1.22 and "
+                           f"later lay them out (malloc headers, mspan.largeType)")
         image = elfimage.load(str(res.binary))
         regs = {}
         for name, v in self.registers:
