@@ -303,14 +303,14 @@ def test_exec_scenarios_hold(name, variant):
 def test_a_signal_interrupts_a_wait(binaries):
     """A signal to a blocked thread: an SA_RESTART futex wait without timeout restarts (RIP back on the
     SYSCALL, RAX = the syscall number again); other waits fail with EINTR (kernel/signal.c)."""
-    from emu.linux import kernel
+    from emu.linux import sysabi
     from emu.linux.threads import Thread, Wait
     p = process.Process(elfimage.load(str(binaries["hello"])), process.Options(argv=["prog"]))
     sender = p.threads[p.pid]
     p.sigactions[23] = (0x1234, process.SA_RESTART | process.SA_ONSTACK, 0x5678, 0)
-    for wait, rip_back, rax in [(Wait("futex", None, 0, restart=True, futex=0x1000), 2, 202),
-                                (Wait("futex", 5, -110, restart=False, futex=0x1000), 0, -kernel.EINTR),
-                                (Wait("sleep", 5, 0), 0, -kernel.EINTR)]:
+    for wait, rip_back, rax in [(Wait("futex", None, 0, restart=True, futex=0x1000, nr=202), 2, 202),
+                                (Wait("futex", 5, -110, restart=False, futex=0x1000), 0, -sysabi.EINTR),
+                                (Wait("sleep", 5, 0), 0, -sysabi.EINTR)]:
         t = Thread(len(p.threads) + 2000, p.uc.context_save())
         p.threads[t.tid] = t
         t.ctx.reg_write(X.UC_X86_REG_RIP, 0x401000)

@@ -5,7 +5,11 @@ in non-blocking mode), fs/pipe.c (a byte queue shared by its two ends: a read of
 write end is closed is end of file, one whose write end is open waits, or answers EAGAIN when
 O_NONBLOCK; a write with no reader left is EPIPE; pipe_poll's EPOLLIN/EPOLLHUP/EPOLLERR) and
 fs/eventpoll.c (an interest list of
-(fd, events, data); epoll_pwait reports ready entries, level-triggered). Files and devices are
+(fd, events, data); epoll_pwait reports ready entries, level-triggered, or with EPOLLET once per wakeup:
+every object counts its wakeups in `gen`, which data arriving, room freed, a close or a connection
+bumps, as the kernel's wake_up calls on the object's wait queue would, counted apart for wakeups
+keyed EPOLLIN (data or EOF arrived) and EPOLLOUT (room freed): ep_poll_callback drops a wakeup whose key
+the entry did not ask for; EPOLLERR and EPOLLHUP are reported whether asked for or not). Files and devices are
 sys_file.py's; paths outside the working directory answer ENOENT, which also makes the runtime skip
 its cgroup and hugepage probes.
 """
@@ -13,9 +17,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-EPOLLIN, EPOLLOUT, EPOLLERR, EPOLLHUP, EPOLLRDHUP = 0x1, 0x4, 0x8, 0x10, 0x2000
+EPOLLIN, EPOLLOUT, EPOLLERR, EPOLLHUP, EPOLLRDHUP, EPOLLET = 0x1, 0x4, 0x8, 0x10, 0x2000, 1 << 31
 EPOLL_CTL_ADD, EPOLL_CTL_DEL, EPOLL_CTL_MOD = 1, 2, 3
 O_RDONLY, O_WRONLY, O_RDWR, O_LARGEFILE, O_NONBLOCK = 0, 1, 2, 0o100000, 0o4000
+
+
+def wakeups(events: int, in_gen: int, out_gen: int) -> int:
+    """The wakeups an entry asking for `events` hears: those keyed EPOLLIN/EPOLLRDHUP and those keyed EPOLLOUT."""
+    return (in_gen if events & (EPOLLIN | EPOLLRDHUP) else 0) + (out_gen if events & EPOLLOUT else 0)
 
 
 @dataclass
@@ -36,6 +45,7 @@ class Input:
 class EventFd:
     counter: int = 0
     flags: int = O_RDWR | O_NONBLOCK
+    gen: int = 0
 
     def readiness(self) -> int:
         return (EPOLLIN if self.counter else 0) | EPOLLOUT
@@ -47,6 +57,8 @@ class PipeState:
     buf: bytearray = field(default_factory=bytearray)
     readers: int = 1
     writers: int = 1
+    in_gen: int = 0                   # wakeups keyed EPOLLIN so far: bytes written, the last writer gone
+    out_gen: int = 0                  # wakeups keyed EPOLLOUT: bytes read, the last reader gone
 
 
 @dataclass(eq=False)
@@ -59,11 +71,28 @@ class Pipe:
     def buf(self) -> bytearray:
         return self.state.buf
 
+    def wakeups(self, events: int) -> int:
+        return wakeups(events, self.state.in_gen, self.state.out_gen)
+
     def take(self, n: int) -> bytes:
         """Up to n bytes from the front of the pipe (removed from it)."""
         data = bytes(self.state.buf[:n])
         del self.state.buf[:len(data)]
+        self.state.out_gen += 1
         return data
+
+    def put(self, data: bytes) -> None:
+        self.state.buf.extend(data)
+        self.state.in_gen += 1
+
+    def on_close(self) -> None:
+        """The last descriptor of this end: readers see EOF, writers EPIPE."""
+        if self.write_end:
+            self.state.writers -= 1
+            self.state.in_gen += 1
+        else:
+            self.state.readers -= 1
+            self.state.out_gen += 1
 
     def readiness(self) -> int:
         st = self.state
@@ -76,18 +105,29 @@ class Pipe:
 class Epoll:
     interest: dict = field(default_factory=dict)   # fd -> (events, data)
     flags: int = O_RDWR
+    reported: dict = field(default_factory=dict)   # EPOLLET: fd -> the object's gen when last reported
 
-    def ready(self, table: "FdTable") -> list[tuple[int, int]]:
-        """(revents, data) of every ready interest, in fd order."""
+    def ready(self, table: "FdTable", limit: int | None = None, consume: bool = False) -> list[tuple[int, int]]:
+        """(revents, data) of the ready interests, in fd order, at most `limit`; `consume`: they are being
+        reported (an EPOLLET entry then waits for its object's next wakeup)."""
         out = []
         for fd in sorted(self.interest):
+            if limit is not None and len(out) >= limit:
+                break
             events, data = self.interest[fd]
             obj = table.get(fd)
             if obj is None or not hasattr(obj, "readiness"):
                 continue
-            rev = obj.readiness() & events
-            if rev:
-                out.append((rev, data))
+            rev = obj.readiness() & (events | EPOLLERR | EPOLLHUP)
+            if not rev:
+                continue
+            if events & EPOLLET:
+                gen = obj.wakeups(events) if hasattr(obj, "wakeups") else getattr(obj, "gen", 0)
+                if self.reported.get(fd) == gen:
+                    continue
+                if consume:
+                    self.reported[fd] = gen
+            out.append((rev, data))
         return out
 
 
@@ -113,9 +153,7 @@ class FdTable:
         for other in self.fds.values():
             if isinstance(other, Epoll):
                 other.interest.pop(fd, None)
-        if isinstance(obj, Pipe) and not any(o is obj for o in self.fds.values()):
-            if obj.write_end:       # the last descriptor of this end: readers see EOF, writers EPIPE
-                obj.state.writers -= 1
-            else:
-                obj.state.readers -= 1
+                other.reported.pop(fd, None)
+        if hasattr(obj, "on_close") and not any(o is obj for o in self.fds.values()):
+            obj.on_close()          # the last descriptor of the object (a pipe end, a socket)
         return 0

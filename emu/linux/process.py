@@ -33,6 +33,10 @@ from unicorn import x86_const as X
 from .. import gostructs as gs
 from ..errors import EmuError, GuestFault
 from . import cpuid, kernel, startup, vdso
+from .sys_proc import RLIMIT_NOFILE
+from .sys_signal import UNBLOCKABLE
+from .sys_time import REALTIME_EPOCH_NS
+from .sysabi import BLOCK, EINTR, ESRCH, STOP
 from .elfimage import Image
 from .fds import Epoll, FdTable
 from .icount import InsnCounter
@@ -116,7 +120,8 @@ class Process:
         self.in_slice = False
         self.pid = FIRST_TID
         self.ncpu = opts.ncpu
-        self.rlimits = {kernel.RLIMIT_NOFILE: (1024, 524288)}
+        self.rlimits = {RLIMIT_NOFILE: (1024, 524288)}
+        self.syscall_nr = -1                 # the syscall being handled (a Wait records it)
         self.sigactions: dict[int, tuple] = {}
         self.threads: dict[int, Thread] = {}
         self.runq: collections.deque[Thread] = collections.deque()
@@ -313,6 +318,8 @@ class Process:
         self._stop_slice = True
 
     def block(self, t: Thread, w: Wait) -> None:
+        if w.nr < 0:
+            w.nr = self.syscall_nr
         t.state, t.wait = BLOCKED, w
         if w.kind == "futex":
             self.futex_waiters[w.futex].append(t)
@@ -390,7 +397,7 @@ class Process:
         return woken
 
     def epoll_collect(self, ep: Epoll, events: int, maxevents: int) -> int:
-        ready = ep.ready(self.fds)[:maxevents]
+        ready = ep.ready(self.fds, maxevents, consume=True)
         for i, (rev, data) in enumerate(ready):
             self.write(events + 12 * i, struct.pack("<IQ", rev, data))
         return len(ready)
@@ -406,6 +413,20 @@ class Process:
                     self.wake(t, len(data))
                 elif not end.state.writers:
                     self.wake(t, 0)
+
+    def wake_socket_waiters(self) -> None:
+        """Finish the blocking accepts and datagram reads that can go on now (sys_socket.py)."""
+        from . import sys_socket
+        for t in self.threads.values():
+            if t.state != BLOCKED:
+                continue
+            w = t.wait
+            if w.kind == "accept":
+                s = self.fds.get(w.fd)
+                if isinstance(s, sys_socket.Socket) and s.backlog:
+                    self.wake(t, sys_socket.finish_accept(self, s, w.addr, w.addrlen, w.flags))
+            elif w.kind == "dgram" and w.pipe.dgrams:
+                self.wake(t, sys_socket.finish_recv(self, w.pipe, w.buf, w.count, w.addr, w.addrlen))
 
     def wake_pollers(self) -> None:
         for t in self.threads.values():
@@ -429,7 +450,7 @@ class Process:
     def send_signal(self, sender: Thread, tid: int, sig: int) -> int:
         t = self.threads.get(tid)
         if t is None or t.state == EXITED:
-            return -kernel.ESRCH
+            return -ESRCH
         if sig == 0:
             return 0
         ev = self.watch.sent(sig, sender.tid, tid)
@@ -448,12 +469,12 @@ class Process:
         """A signal arrives while t waits: restart the call (SA_RESTART futex wait) or fail it with EINTR."""
         t.signal_countdown = 0
         flags = self.sigactions.get(sig, (0, 0, 0, 0))[1]
-        if t.wait.restart and flags & SA_RESTART:
+        if t.wait.restart and flags & SA_RESTART and t.wait.nr >= 0:
             rip = t.ctx.reg_read(X.UC_X86_REG_RIP)
-            self.wake(t, 202)
+            self.wake(t, t.wait.nr)
             t.ctx.reg_write(X.UC_X86_REG_RIP, rip - 2)
         else:
-            self.wake(t, -kernel.EINTR)
+            self.wake(t, -EINTR)
 
     def _force_sig(self, t: Thread, sig: int) -> None:
         """force_sig_info_to_task (kernel/signal.c): a synchronous fault the thread blocks or ignores
@@ -494,7 +515,7 @@ class Process:
         rsp = read_reg(self.uc, X.UC_X86_REG_RSP)
         frame = t.frames.pop() if t.frames and t.frames[-1].ucontext == rsp else None
         restored = restore_rt_frame(self.uc)
-        t.sigmask = restored.sigmask & ~kernel.UNBLOCKABLE
+        t.sigmask = restored.sigmask & ~UNBLOCKABLE
         if frame is None:
             self.watch.violation("sigreturn-frame", f"rt_sigreturn in thread {t.tid} with ucontext {rsp:#x}, "
                                  "which is not the frame preemu delivered last")
@@ -511,6 +532,7 @@ class Process:
             uc.emu_stop()
             return
         name, fn = entry
+        self.syscall_nr = nr
         self.syscall_counts[name] += 1
         args = _ARG_REGS(uc)
         try:
@@ -524,9 +546,9 @@ class Process:
             uc.emu_stop()
             return
         if self.opts.trace:
-            self.syscall_log.append((self.now(), t.tid, name, args[:3], "block" if res is kernel.BLOCK else
-                                     "stop" if res is kernel.STOP else res))
-        if res is kernel.BLOCK or res is kernel.STOP:
+            self.syscall_log.append((self.now(), t.tid, name, args[:3], "block" if res is BLOCK else
+                                     "stop" if res is STOP else res))
+        if res is BLOCK or res is STOP:
             uc.emu_stop()
             return
         uc.reg_write(X.UC_X86_REG_RAX, res & _U64)
@@ -640,7 +662,7 @@ class Process:
         self._stop_slice, self._after_stop = False, None
         counter = self.counter
         counter.arm(limit)
-        counter.set_clock(self.clock, ns, kernel.REALTIME_EPOCH_NS - self.boot_ns)
+        counter.set_clock(self.clock, ns, REALTIME_EPOCH_NS - self.boot_ns)
         start = self.clock
         self.in_slice = True
         try:

@@ -16,7 +16,7 @@ import os
 import posixpath
 import stat as S
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .tmpfs import DirHandle, TmpFile, TmpFs
 

@@ -16,14 +16,19 @@ class Wait:
     kind: str                      # "futex", "sleep", "epoll", "pipe"
     deadline: int | None           # virtual ns, or None = no timeout
     on_timeout: int                # the syscall's result when the deadline passes
-    restart: bool = False          # SA_RESTART-able (futex wait without timeout): restart, not EINTR
+    restart: bool = False          # SA_RESTART-able (futex wait without timeout, pipe read): restart, not EINTR
+    nr: int = -1                   # the waiting syscall's number (a restart puts it back in RAX)
     futex: int = 0
     epfd: int = -1
     events: int = 0
     maxevents: int = 0
-    pipe: object = None            # "pipe": the read end, and where the data goes
+    pipe: object = None            # "pipe"/"dgram": the read end (a pipe or a socket), and where the data goes
     buf: int = 0
     count: int = 0
+    fd: int = -1                   # "accept": the listening socket
+    addr: int = 0                  # "accept"/"dgram": where the peer's sockaddr goes, and its length word
+    addrlen: int = 0
+    flags: int = 0                 # "accept": accept4's flags
 
 
 @dataclass(eq=False)          # a thread is itself: `t in runq` asks identity, not equal fields

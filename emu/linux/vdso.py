@@ -11,7 +11,7 @@ vvar page that is the instruction counter's own memory (icount._Counter, mapped 
 holding the slice's start time and ns-per-instruction. The function computes what the syscall would have
 returned at that instruction: virtual time = the slice's start + instructions executed in it (`executed`
 counts the blocks before the function's first one, plus its two instructions up to the read) times
-ns-per-instruction, CLOCK_REALTIME adding the epoch offset, as kernel.sys_clock_gettime does (seconds by a
+ns-per-instruction, CLOCK_REALTIME adding the epoch offset, as sys_time.sys_clock_gettime does (seconds by a
 multiply and shift, as compilers divide by 10^9: the emulated DIV is a slow helper call). Left out:
 gettimeofday, time and getrandom (Go on amd64 does not need them; their absence makes it use syscalls).
 """

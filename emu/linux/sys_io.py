@@ -1,0 +1,162 @@
+"""Descriptors that are not files: read/write/close/fcntl on stdio, pipes, eventfd and epoll (fds.py
+holds the objects). Semantics from read(2)/write(2) (fs/read_write.c), fs/pipe.c (a read of an empty pipe
+waits for a writer, or EAGAIN with O_NONBLOCK; EOF once every write end is closed; EPIPE with no
+reader), fs/eventfd.c and fs/eventpoll.c (level-triggered epoll_pwait). Files are sys_file.py's.
+"""
+from __future__ import annotations
+
+import struct
+
+from . import fds as F
+from . import sys_file, sys_socket
+from .sysabi import BLOCK, EAGAIN, EBADF, EEXIST, EINVAL, ENOENT, EPIPE
+from .threads import Wait
+
+F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL = 0, 1, 2, 3, 4
+EFD_NONBLOCK = 0o4000
+
+
+def sys_write(p, t, fd, buf, n, *_):
+    obj = p.fds.get(fd)
+    if isinstance(obj, sys_socket.Socket):
+        return sys_socket.send(p, obj, p.read(buf, n), None)
+    if isinstance(obj, sys_file.Device):
+        return n                              # /dev/null and /dev/zero discard; so does /dev/urandom
+    if hasattr(obj, "write_bytes"):          # a /tmp file (tmpfs.py)
+        return obj.write_bytes(p, p.read(buf, n))
+    if isinstance(obj, (sys_file.HostFile, sys_file.HostDir)):
+        return -EBADF                         # opened read-only (the view is read-only)
+    if isinstance(obj, F.Output):
+        data = p.read(buf, n)
+        p.output(obj, data)
+        return n
+    if isinstance(obj, F.EventFd):
+        if n < 8:
+            return -EINVAL
+        obj.counter += struct.unpack("<Q", p.read(buf, 8))[0]
+        obj.gen += 1
+        p.wake_pollers()
+        return 8
+    if isinstance(obj, F.Pipe) and obj.write_end:
+        if not obj.state.readers:
+            return -EPIPE                     # (Linux also sends SIGPIPE; the Go runtime ignores it here)
+        obj.put(p.read(buf, n))
+        p.wake_pipe_readers()
+        p.wake_pollers()
+        return n
+    return -EBADF
+
+
+def sys_read(p, t, fd, buf, n, *_):
+    obj = p.fds.get(fd)
+    if isinstance(obj, sys_socket.Socket):
+        return sys_socket.recv(p, t, obj, buf, n)
+    if isinstance(obj, F.Input):
+        return 0
+    if isinstance(obj, F.EventFd):
+        if n < 8:
+            return -EINVAL
+        if not obj.counter:
+            return -EAGAIN
+        p.write(buf, struct.pack("<Q", obj.counter))
+        obj.counter = 0
+        obj.gen += 1
+        return 8
+    if isinstance(obj, F.Pipe) and not obj.write_end:
+        if not obj.buf:
+            if not obj.state.writers:
+                return 0                      # end of file: every write end is closed
+            if obj.flags & F.O_NONBLOCK:
+                return -EAGAIN
+            p.block(t, Wait("pipe", None, 0, restart=True, pipe=obj, buf=buf, count=n))   # pipe_read waits
+            return BLOCK
+        data = obj.take(n)
+        p.write(buf, data)
+        return len(data)
+    if hasattr(obj, "read_bytes"):            # files and devices (sys_file.py)
+        data = obj.read_bytes(p, n)
+        if isinstance(data, int):
+            return data
+        p.write(buf, data)
+        return len(data)
+    return -EBADF
+
+
+def sys_close(p, t, fd, *_):
+    r = p.fds.close(fd)
+    p.wake_pipe_readers()                     # a closed write end is end of file for a waiting reader
+    p.wake_pollers()
+    return r
+
+
+def sys_fcntl(p, t, fd, cmd, arg, *_):
+    obj = p.fds.get(fd)
+    if obj is None:
+        return -EBADF
+    if cmd == F_GETFD:
+        return 0
+    if cmd == F_GETFL:
+        return obj.flags
+    if cmd == F_SETFL:
+        obj.flags = arg
+        return 0
+    if cmd == F_SETFD:
+        return 0
+    return -EINVAL
+
+
+def sys_eventfd2(p, t, initval, flags, *_):
+    return p.fds.install(F.EventFd(initval, F.O_RDWR | (flags & EFD_NONBLOCK)))
+
+
+def sys_pipe2(p, t, fdsp, flags, *_):
+    st = F.PipeState()
+    r = p.fds.install(F.Pipe(st, False, F.O_RDONLY | (flags & F.O_NONBLOCK)))
+    w = p.fds.install(F.Pipe(st, True, F.O_WRONLY | (flags & F.O_NONBLOCK)))
+    p.write(fdsp, struct.pack("<ii", r, w))
+    return 0
+
+
+def sys_epoll_create1(p, t, flags, *_):
+    return p.fds.install(F.Epoll())
+
+
+def sys_epoll_ctl(p, t, epfd, op, fd, ev, *_):
+    ep = p.fds.get(epfd)
+    if not isinstance(ep, F.Epoll) or p.fds.get(fd) is None:
+        return -EBADF
+    if op == F.EPOLL_CTL_DEL:
+        ep.reported.pop(fd, None)
+        return 0 if ep.interest.pop(fd, None) is not None else -ENOENT
+    events, data = struct.unpack("<IQ", p.read(ev, 12))
+    if op == F.EPOLL_CTL_ADD and fd in ep.interest:
+        return -EEXIST
+    if op == F.EPOLL_CTL_MOD and fd not in ep.interest:
+        return -ENOENT
+    ep.interest[fd] = (events, data)
+    ep.reported.pop(fd, None)                 # ep_insert/ep_modify: a ready object is reported at once
+    p.wake_pollers()
+    return 0
+
+
+def sys_epoll_pwait(p, t, epfd, events, maxevents, timeout, sigmask, *_):
+    ep = p.fds.get(epfd)
+    if not isinstance(ep, F.Epoll):
+        return -EBADF
+    if maxevents <= 0:
+        return -EINVAL
+    n = p.epoll_collect(ep, events, maxevents)
+    timeout = timeout - (1 << 32) if timeout & 0x80000000 else timeout & 0xFFFFFFFF   # an int in R10
+    if n or timeout == 0:
+        return n
+    deadline = None if timeout < 0 else p.now() + timeout * 10**6
+    p.block(t, Wait("epoll", deadline, 0, epfd=epfd, events=events, maxevents=maxevents))
+    return BLOCK
+
+
+#: syscall number -> (name, handler); numbers from arch/x86/entry/syscalls/syscall_64.tbl
+TABLE = {
+    0: ("read", sys_read), 1: ("write", sys_write), 3: ("close", sys_close), 72: ("fcntl", sys_fcntl),
+    233: ("epoll_ctl", sys_epoll_ctl), 281: ("epoll_pwait", sys_epoll_pwait), 290: ("eventfd2", sys_eventfd2),
+    291: ("epoll_create1", sys_epoll_create1), 293: ("pipe2", sys_pipe2),
+}

@@ -1,0 +1,112 @@
+"""Syscalls of the process and its threads: clone (threads only), exit, ids, affinity, resource limits,
+uname, getrandom, arch_prctl. Semantics from clone(2), exit_group(2), sched_getaffinity(2), prlimit(2),
+uname(2), getrandom(2), arch_prctl(2) and kernel/fork.c (CLONE_* flags); the runtime's side is
+runtime/os_linux.go (newosproc, getproccount) and runtime/sys_linux_amd64.s. Left out: fork/exec/wait
+(processes), real user and group ids beyond root's.
+"""
+from __future__ import annotations
+
+import struct
+
+from unicorn import x86_const as X
+
+from .regbatch import read_reg
+from .sysabi import EINVAL, STOP
+
+CLONE_VM, CLONE_FS, CLONE_FILES, CLONE_SIGHAND, CLONE_THREAD, CLONE_SETTLS = \
+    0x100, 0x200, 0x400, 0x800, 0x10000, 0x80000
+CLONE_PARENT_SETTID, CLONE_CHILD_CLEARTID, CLONE_CHILD_SETTID = 0x100000, 0x200000, 0x1000000
+ARCH_SET_FS, ARCH_GET_FS = 0x1002, 0x1003
+RLIMIT_NOFILE = 7
+
+
+def sys_arch_prctl(p, t, code, addr, *_):
+    if code == ARCH_SET_FS:
+        p.uc.reg_write(X.UC_X86_REG_FS_BASE, addr)
+        return 0
+    if code == ARCH_GET_FS:
+        p.write(addr, struct.pack("<Q", read_reg(p.uc, X.UC_X86_REG_FS_BASE)))
+        return 0
+    return -EINVAL
+
+
+def sys_clone(p, t, flags, stack, ptid, ctid, tls, *_):
+    need = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD
+    if flags & need != need:
+        return p.unsupported("clone", f"flags {flags:#x}: only threads (CLONE_VM|CLONE_THREAD|...) are modelled")
+    if flags & (CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID | CLONE_CHILD_SETTID):
+        return p.unsupported("clone", f"flags {flags:#x}: SETTID/CLEARTID are not modelled")
+    return p.new_thread(t, stack, tls if flags & CLONE_SETTLS else None)
+
+
+def sys_exit(p, t, code, *_):
+    p.exit_thread(t, code)
+    return STOP
+
+
+def sys_exit_group(p, t, code, *_):
+    p.exit_group(code & 0xFF)
+    return STOP
+
+
+def sys_gettid(p, t, *_):
+    return t.tid
+
+
+def sys_getpid(p, t, *_):
+    return p.pid
+
+
+def sys_sched_yield(p, t, *_):
+    p.yield_slice()
+    return 0
+
+
+def sys_sched_getaffinity(p, t, pid, size, mask, *_):
+    if size < 8:
+        return -EINVAL
+    p.write(mask, struct.pack("<Q", (1 << p.ncpu) - 1))
+    return 8
+
+
+def sys_prlimit64(p, t, pid, resource, new, old, *_):
+    cur, mx = p.rlimits.get(resource, (2**64 - 1, 2**64 - 1))
+    if old:
+        p.write(old, struct.pack("<QQ", cur, mx))
+    if new:
+        p.rlimits[resource] = struct.unpack("<QQ", p.read(new, 16))
+    return 0
+
+
+def sys_getrlimit(p, t, resource, old, *_):
+    """getrlimit(2) (Go <= 1.21's runtime reads RLIMIT_NOFILE with it): prlimit64 on itself."""
+    return sys_prlimit64(p, t, 0, resource, 0, old)
+
+
+def sys_setrlimit(p, t, resource, new, *_):
+    return sys_prlimit64(p, t, 0, resource, new, 0)
+
+
+def sys_prctl(p, t, *_):
+    return -EINVAL        # PR_SET_VMA_ANON_NAME and friends: the runtime ignores the failure
+
+
+def sys_uname(p, t, buf, *_):
+    fields = [b"Linux", b"preemu", b"6.1.0", b"#1 SMP preemu", b"x86_64", b"(none)"]
+    p.write(buf, b"".join(f.ljust(65, b"\0") for f in fields))
+    return 0
+
+
+def sys_getrandom(p, t, buf, n, flags, *_):
+    p.write(buf, p.random_bytes(n))
+    return n
+
+
+#: syscall number -> (name, handler); numbers from arch/x86/entry/syscalls/syscall_64.tbl
+TABLE = {
+    24: ("sched_yield", sys_sched_yield), 39: ("getpid", sys_getpid), 56: ("clone", sys_clone),
+    60: ("exit", sys_exit), 63: ("uname", sys_uname), 97: ("getrlimit", sys_getrlimit), 157: ("prctl", sys_prctl),
+    158: ("arch_prctl", sys_arch_prctl), 160: ("setrlimit", sys_setrlimit), 186: ("gettid", sys_gettid),
+    204: ("sched_getaffinity", sys_sched_getaffinity), 231: ("exit_group", sys_exit_group),
+    302: ("prlimit64", sys_prlimit64), 318: ("getrandom", sys_getrandom),
+}

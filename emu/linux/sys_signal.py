@@ -1,0 +1,82 @@
+"""Signal syscalls: rt_sigaction, rt_sigprocmask, sigaltstack, tgkill, rt_sigreturn. Semantics from
+sigaction(2), sigprocmask(2), sigaltstack(2), tgkill(2) and kernel/signal.c (SIGKILL and SIGSTOP can be
+neither caught nor blocked); delivery, frames and default actions are process.py's and sigframe.py's.
+"""
+from __future__ import annotations
+
+import struct
+
+from unicorn import x86_const as X
+
+from .regbatch import read_reg
+from .sysabi import EINVAL, EPERM, ESRCH, STOP
+
+SIG_BLOCK, SIG_UNBLOCK, SIG_SETMASK = 0, 1, 2
+SIGKILL, SIGSTOP = 9, 19
+UNBLOCKABLE = (1 << (SIGKILL - 1)) | (1 << (SIGSTOP - 1))      # signals no mask can block
+
+
+def sys_rt_sigaction(p, t, sig, act, oact, setsize, *_):
+    if not 1 <= sig <= 64 or setsize != 8:
+        return -EINVAL
+    if act and sig in (SIGKILL, SIGSTOP):
+        return -EINVAL
+    if oact:
+        p.write(oact, struct.pack("<QQQQ", *p.sigactions.get(sig, (0, 0, 0, 0))))
+    if act:
+        p.sigactions[sig] = struct.unpack("<QQQQ", p.read(act, 32))   # handler, flags, restorer, mask
+    return 0
+
+
+def sys_rt_sigprocmask(p, t, how, nset, oset, setsize, *_):
+    if setsize != 8:
+        return -EINVAL
+    if oset:
+        p.write(oset, struct.pack("<Q", t.sigmask))
+    if nset:
+        m = struct.unpack("<Q", p.read(nset, 8))[0] & ~UNBLOCKABLE
+        if how == SIG_BLOCK:
+            t.sigmask |= m
+        elif how == SIG_UNBLOCK:
+            t.sigmask &= ~m
+        elif how == SIG_SETMASK:
+            t.sigmask = m
+        else:
+            return -EINVAL
+        if t.deliverable():
+            p.yield_slice()       # an unblocked pending signal is taken on the way back to user mode
+    return 0
+
+
+def sys_sigaltstack(p, t, ss, old, *_):
+    from .sigframe import SS_DISABLE, SS_ONSTACK
+    rsp = read_reg(p.uc, X.UC_X86_REG_RSP)
+    on = t.altstack is not None and t.altstack[0] <= rsp < t.altstack[0] + t.altstack[1]
+    if old:
+        sp, size = t.altstack or (0, 0)
+        flags = SS_ONSTACK if on else (SS_DISABLE if t.altstack is None else 0)
+        p.write(old, struct.pack("<QiiQ", sp, flags, 0, size))
+    if ss:
+        if on:
+            return -EPERM
+        sp, flags, _pad, size = struct.unpack("<QiiQ", p.read(ss, 24))
+        t.altstack = None if flags & SS_DISABLE else (sp, size)
+    return 0
+
+
+def sys_tgkill(p, t, tgid, tid, sig, *_):
+    if tgid != p.pid or not 0 <= sig <= 64:
+        return -EINVAL if sig > 64 else -ESRCH
+    return p.send_signal(t, tid, sig)
+
+
+def sys_rt_sigreturn(p, t, *_):
+    p.request_sigreturn(t)
+    return STOP
+
+
+#: syscall number -> (name, handler); numbers from arch/x86/entry/syscalls/syscall_64.tbl
+TABLE = {
+    13: ("rt_sigaction", sys_rt_sigaction), 14: ("rt_sigprocmask", sys_rt_sigprocmask),
+    15: ("rt_sigreturn", sys_rt_sigreturn), 131: ("sigaltstack", sys_sigaltstack), 234: ("tgkill", sys_tgkill),
+}

@@ -1,0 +1,465 @@
+"""Sockets inside the process: socketpair, AF_UNIX streams and loopback TCP and UDP over AF_INET.
+Nothing leaves the emulated process: an address is a key in the process's own namespace (Net).
+
+Semantics from socket(2), bind(2), listen(2), accept(2), connect(2), getsockname(2), getsockopt(2),
+shutdown(2), socketpair(2), recvfrom(2)/sendto(2) and unix(7)/tcp(7)/udp(7):
+- a stream connection is two byte queues, one each way, read and written as a pipe's (fds.PipeState:
+  a read waits for data, or answers EAGAIN with O_NONBLOCK; EOF once the peer closed or shut down its
+  writing side; a write with no reader left is EPIPE);
+- connect to a listening address queues the server's end on the listener's backlog at once (loopback:
+  the handshake needs no time); a non-blocking TCP connect answers EINPROGRESS as Linux does and is
+  writable at once with SO_ERROR 0, an AF_UNIX one succeeds; no listener is ECONNREFUSED;
+- accept4 takes the oldest queued connection (EAGAIN when none and O_NONBLOCK, else it waits);
+- a datagram goes whole to the socket bound at its destination (dropped if none, as UDP does), with
+  the sender's address, which an unbound sender gets from the ephemeral range (32768 upwards, in order);
+- readiness for epoll: EPOLLIN with data, a queued connection or a closed peer; EPOLLOUT once connected;
+  EPOLLRDHUP/EPOLLHUP as tcp_poll gives them.
+Options are accepted and kept (SO_ERROR, SO_TYPE, SO_DOMAIN and SO_ACCEPTCONN answer from the socket).
+splice(2) and sendfile(2) answer EINVAL, which Go's internal/poll takes as "not handled" and copies with
+read and write instead (internal/poll/splice_linux.go:46-57, sendfile_unix.go:111-113). Left out: AF_INET6 (EAFNOSUPPORT: Go then uses IPv4 only),
+sendmsg/recvmsg, out-of-band data, socket files in /tmp for AF_UNIX paths (the path is a key of the
+namespace, gone when the listener closes), buffer limits (writes never block).
+"""
+from __future__ import annotations
+
+import struct
+from collections import deque
+from dataclasses import dataclass, field
+
+from . import fds as F
+from .sysabi import (BLOCK, EADDRINUSE, EAFNOSUPPORT, EAGAIN, EBADF, ECONNREFUSED, EDESTADDRREQ, EINPROGRESS, EINVAL,
+                     EISCONN, ENOPROTOOPT, ENOTCONN, ENOTSOCK, EOPNOTSUPP, EPIPE, EPROTONOSUPPORT)
+from .threads import Wait
+
+AF_UNIX, AF_INET, AF_INET6 = 1, 2, 10
+SOCK_STREAM, SOCK_DGRAM, SOCK_TYPE_MASK = 1, 2, 0xF
+SOCK_NONBLOCK, SOCK_CLOEXEC = 0o4000, 0o2000000
+SOL_SOCKET = 1
+SO_TYPE, SO_ERROR, SO_ACCEPTCONN, SO_DOMAIN = 3, 4, 30, 39
+SHUT_RD, SHUT_WR, SHUT_RDWR = 0, 1, 2
+EPHEMERAL_FIRST = 32768
+
+
+@dataclass
+class Net:
+    """The process's socket namespace: bound addresses -> sockets, and the next ephemeral port."""
+
+    bound: dict = field(default_factory=dict)       # ("inet", ip, port, type) | ("unix", path) -> Socket
+    next_port: int = EPHEMERAL_FIRST
+
+    def ephemeral(self, ip: bytes, typ: int) -> int:
+        while ("inet", ip, self.next_port, typ) in self.bound:
+            self.next_port += 1
+        port, self.next_port = self.next_port, self.next_port + 1
+        return port
+
+
+@dataclass(eq=False)
+class Socket:
+    net: Net
+    family: int
+    type: int
+    flags: int = F.O_RDWR
+    local: tuple | None = None        # namespace key once bound
+    remote: tuple | None = None
+    rx: F.PipeState | None = None      # stream, connected: bytes from the peer
+    tx: F.PipeState | None = None      # stream, connected: the peer's rx
+    listening: bool = False
+    backlog: deque = field(default_factory=deque)
+    dgrams: deque = field(default_factory=deque)   # datagram: (bytes, sender key)
+    opts: dict = field(default_factory=dict)
+    own_gen: int = 0
+    in_progress: bool = False          # a TCP connect answered EINPROGRESS, not yet asked for SO_ERROR
+
+    # --- the pipe-read end protocol (sys_io.read and Process.wake_pipe_readers use it) ---------------
+    @property
+    def buf(self) -> bytearray:
+        return self.rx.buf
+
+    @property
+    def state(self) -> F.PipeState:
+        return self.rx
+
+    def take(self, n: int) -> bytes:
+        data = bytes(self.rx.buf[:n])
+        del self.rx.buf[:len(data)]
+        self.rx.out_gen += 1              # room for the peer's writes
+        return data
+
+    def wakeups(self, events: int) -> int:
+        """EPOLLET: wakeups keyed EPOLLIN (data, EOF, a connection, a datagram) and EPOLLOUT (room, the peer gone)."""
+        if self.rx is None:
+            return F.wakeups(events, self.own_gen, self.own_gen)
+        return F.wakeups(events, self.own_gen + self.rx.in_gen, self.own_gen + self.tx.out_gen)
+
+    def bump(self) -> None:
+        self.own_gen += 1
+
+    def readiness(self) -> int:
+        if self.listening:
+            return F.EPOLLIN if self.backlog else 0
+        if self.type == SOCK_DGRAM:
+            return (F.EPOLLIN if self.dgrams else 0) | F.EPOLLOUT
+        if self.rx is None:
+            return F.EPOLLOUT | F.EPOLLHUP if self.remote is None and self.local is None else 0
+        peer_done = not self.rx.writers
+        out = (F.EPOLLIN if self.rx.buf or peer_done else 0) | (F.EPOLLRDHUP if peer_done else 0)
+        if self.tx.readers and self.tx.writers:
+            out |= F.EPOLLOUT
+        if peer_done and not self.tx.writers:
+            out |= F.EPOLLHUP
+        return out
+
+    def on_close(self) -> None:
+        if self.listening or self.type == SOCK_DGRAM:
+            if self.local is not None and self.net.bound.get(self.local) is self:
+                del self.net.bound[self.local]
+            self.backlog.clear()
+            self.bump()
+            return
+        if self.rx is not None:
+            self.rx.readers -= 1          # no one reads what the peer sends any more: its writes are EPIPE
+            self.rx.out_gen += 1
+            self.shutdown_write()
+
+    def shutdown_write(self) -> None:
+        if self.tx is not None and self.tx.writers:
+            self.tx.writers -= 1          # the peer reads to EOF
+            self.tx.in_gen += 1
+
+
+def connect_pair(a: Socket, b: Socket) -> None:
+    """Two stream sockets joined: each one's tx is the other's rx."""
+    ab, ba = F.PipeState(), F.PipeState()
+    a.tx, b.rx = ab, ab
+    b.tx, a.rx = ba, ba
+
+
+# --- addresses -------------------------------------------------------------------------------
+def read_addr(p, s: Socket, addr: int, alen: int) -> tuple | int:
+    """The namespace key of a sockaddr, or a negative errno."""
+    if alen < 2:
+        return -EINVAL
+    fam = struct.unpack("<H", p.read(addr, 2))[0]
+    if fam != s.family:
+        return -EAFNOSUPPORT if s.family == AF_INET else -EINVAL
+    if fam == AF_INET:
+        if alen < 16:
+            return -EINVAL
+        port, ip = struct.unpack(">H4s", p.read(addr + 2, 6))
+        return ("inet", ip, port, s.type)
+    raw = p.read(addr + 2, min(alen - 2, 108))
+    path = raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+    return ("unix", path) if path else ("unix", "")
+
+
+def write_addr(p, key: tuple | None, family: int, addr: int, alen_p: int) -> None:
+    """Store a sockaddr (and its length) where the caller asked for one: at most *alen_p bytes."""
+    if not addr or not alen_p:
+        return
+    if family == AF_INET:
+        _, ip, port, _t = key if key is not None else ("inet", bytes(4), 0, 0)
+        raw = struct.pack("<H", AF_INET) + struct.pack(">H4s", port, ip) + bytes(8)
+    else:
+        path = key[1].encode() if key is not None else b""
+        raw = struct.pack("<H", AF_UNIX) + path + (b"\0" if path else b"")
+    room = struct.unpack("<I", p.read(alen_p, 4))[0]
+    p.write(addr, raw[:room])
+    p.write(alen_p, struct.pack("<I", len(raw)))
+
+
+def _sock(p, fd: int) -> Socket | int:
+    obj = p.fds.get(fd)
+    if obj is None:
+        return -EBADF
+    return obj if isinstance(obj, Socket) else -ENOTSOCK
+
+
+def _net(p) -> Net:
+    if not hasattr(p, "net"):
+        p.net = Net()
+    return p.net
+
+
+def _install(p, s: Socket) -> int:
+    return p.fds.install(s)
+
+
+def _autobind(p, s: Socket) -> None:
+    if s.local is None and s.family == AF_INET:
+        ip = b"\x7f\x00\x00\x01"
+        s.local = ("inet", ip, s.net.ephemeral(ip, s.type), s.type)
+        s.net.bound[s.local] = s
+
+
+# --- the syscalls ----------------------------------------------------------------------------
+def sys_socket(p, t, family, typ, proto, *_):
+    kind = typ & SOCK_TYPE_MASK
+    if family == AF_INET6:
+        return -EAFNOSUPPORT
+    if family not in (AF_UNIX, AF_INET):
+        return -EAFNOSUPPORT
+    if kind not in (SOCK_STREAM, SOCK_DGRAM):
+        return -EPROTONOSUPPORT
+    return _install(p, Socket(_net(p), family, kind, F.O_RDWR | (typ & SOCK_NONBLOCK)))
+
+
+def sys_socketpair(p, t, family, typ, proto, sv, *_):
+    if family != AF_UNIX:
+        return -EOPNOTSUPP
+    kind = typ & SOCK_TYPE_MASK
+    if kind != SOCK_STREAM:
+        return -EPROTONOSUPPORT
+    flags = F.O_RDWR | (typ & SOCK_NONBLOCK)
+    a, b = Socket(_net(p), AF_UNIX, kind, flags), Socket(_net(p), AF_UNIX, kind, flags)
+    connect_pair(a, b)
+    a.local = a.remote = b.local = b.remote = ("unix", "")
+    p.write(sv, struct.pack("<ii", _install(p, a), _install(p, b)))
+    return 0
+
+
+def _sock_and_addr(p, fd: int, addr: int, alen: int) -> tuple[Socket, tuple] | int:
+    """The socket behind fd and the namespace key of the sockaddr the call names, or a negative errno."""
+    s = _sock(p, fd)
+    if isinstance(s, int):
+        return s
+    key = read_addr(p, s, addr, alen)
+    return key if isinstance(key, int) else (s, key)
+
+
+def sys_bind(p, t, fd, addr, alen, *_):
+    r = _sock_and_addr(p, fd, addr, alen)
+    if isinstance(r, int):
+        return r
+    s, key = r
+    if s.local is not None:
+        return -EINVAL
+    if key[0] == "inet" and key[2] == 0:
+        key = ("inet", key[1], s.net.ephemeral(key[1], s.type), s.type)
+    if key in s.net.bound:
+        return -EADDRINUSE
+    s.local = key
+    s.net.bound[key] = s
+    return 0
+
+
+def sys_listen(p, t, fd, backlog, *_):
+    s = _sock(p, fd)
+    if isinstance(s, int):
+        return s
+    if s.type != SOCK_STREAM:
+        return -EOPNOTSUPP
+    _autobind(p, s)
+    s.listening = True
+    return 0
+
+
+def sys_connect(p, t, fd, addr, alen, *_):
+    r = _sock_and_addr(p, fd, addr, alen)
+    if isinstance(r, int):
+        return r
+    s, key = r
+    if s.type == SOCK_DGRAM:
+        _autobind(p, s)
+        s.remote = key
+        return 0
+    if s.rx is not None:
+        return -EISCONN
+    server = s.net.bound.get(key)
+    if server is None or not server.listening:
+        return -ECONNREFUSED
+    _autobind(p, s)
+    peer = Socket(s.net, s.family, SOCK_STREAM, F.O_RDWR, local=server.local, remote=s.local)
+    connect_pair(s, peer)
+    s.remote = key
+    server.backlog.append(peer)
+    server.bump()
+    p.wake_socket_waiters()
+    p.wake_pollers()
+    if s.family == AF_INET and s.flags & F.O_NONBLOCK:
+        s.in_progress = True
+        return -EINPROGRESS               # tcp_v4_connect: SYN sent; loopback answers at once
+    return 0
+
+
+def sys_accept4(p, t, fd, addr, alen_p, flags, *_):
+    s = _sock(p, fd)
+    if isinstance(s, int):
+        return s
+    if not s.listening:
+        return -EINVAL
+    if not s.backlog:
+        if s.flags & F.O_NONBLOCK:
+            return -EAGAIN
+        p.block(t, Wait("accept", None, 0, restart=True, fd=fd, addr=addr, addrlen=alen_p, flags=flags))
+        return BLOCK
+    return finish_accept(p, s, addr, alen_p, flags)
+
+
+def finish_accept(p, s: Socket, addr: int, alen_p: int, flags: int) -> int:
+    c = s.backlog.popleft()
+    s.bump()
+    c.flags = F.O_RDWR | (flags & SOCK_NONBLOCK)
+    write_addr(p, c.remote, s.family, addr, alen_p)
+    return _install(p, c)
+
+
+def sys_accept(p, t, fd, addr, alen_p, *_):
+    return sys_accept4(p, t, fd, addr, alen_p, 0)
+
+
+def sys_getsockname(p, t, fd, addr, alen_p, *_):
+    s = _sock(p, fd)
+    if isinstance(s, int):
+        return s
+    write_addr(p, s.local, s.family, addr, alen_p)
+    return 0
+
+
+def sys_getpeername(p, t, fd, addr, alen_p, *_):
+    s = _sock(p, fd)
+    if isinstance(s, int):
+        return s
+    if s.remote is None:
+        return -ENOTCONN
+    write_addr(p, s.remote, s.family, addr, alen_p)
+    return 0
+
+
+def sys_setsockopt(p, t, fd, level, name, val, vlen, *_):
+    s = _sock(p, fd)
+    if isinstance(s, int):
+        return s
+    s.opts[(level, name)] = bytes(p.read(val, vlen)) if val and vlen else b""
+    return 0
+
+
+def sys_getsockopt(p, t, fd, level, name, val, vlen_p, *_):
+    s = _sock(p, fd)
+    if isinstance(s, int):
+        return s
+    if level == SOL_SOCKET and name in (SO_ERROR, SO_TYPE, SO_DOMAIN, SO_ACCEPTCONN):
+        v = {SO_ERROR: 0, SO_TYPE: s.type, SO_DOMAIN: s.family, SO_ACCEPTCONN: int(s.listening)}[name]
+        s.in_progress = False if name == SO_ERROR else s.in_progress
+        raw = struct.pack("<i", v)
+    elif (level, name) in s.opts:
+        raw = s.opts[(level, name)]
+    else:
+        return -ENOPROTOOPT
+    room = struct.unpack("<I", p.read(vlen_p, 4))[0]
+    p.write(val, raw[:room])
+    p.write(vlen_p, struct.pack("<I", min(room, len(raw))))
+    return 0
+
+
+def sys_shutdown(p, t, fd, how, *_):
+    s = _sock(p, fd)
+    if isinstance(s, int):
+        return s
+    if s.rx is None:
+        return -ENOTCONN
+    if how in (SHUT_WR, SHUT_RDWR):
+        s.shutdown_write()
+    if how in (SHUT_RD, SHUT_RDWR):
+        s.rx.readers = 0
+        s.rx.out_gen += 1
+    p.wake_pipe_readers()
+    p.wake_pollers()
+    return 0
+
+
+def send(p, s: Socket, data: bytes, dest: tuple | None) -> int:
+    """write/sendto on a socket: a stream's bytes to the peer, a datagram to its destination."""
+    if s.type == SOCK_DGRAM:
+        dest = dest or s.remote
+        if dest is None:
+            return -EDESTADDRREQ
+        _autobind(p, s)
+        target = s.net.bound.get(dest)
+        if target is not None and target.type == SOCK_DGRAM:
+            target.dgrams.append((data, s.local))
+            target.bump()
+            p.wake_socket_waiters()
+            p.wake_pollers()
+        return len(data)
+    if s.tx is None:
+        return -ENOTCONN
+    if not s.tx.writers or not s.tx.readers:
+        return -EPIPE                     # (Linux also sends SIGPIPE; Go ignores it for sockets)
+    s.tx.buf.extend(data)
+    s.tx.in_gen += 1
+    p.wake_pipe_readers()
+    p.wake_pollers()
+    return len(data)
+
+
+def recv(p, t, s: Socket, buf: int, n: int, addr: int = 0, alen_p: int = 0):
+    """read/recvfrom on a socket: a stream as a pipe's read end, a datagram whole (truncated to n)."""
+    if s.type == SOCK_DGRAM:
+        if not s.dgrams:
+            if s.flags & F.O_NONBLOCK:
+                return -EAGAIN
+            p.block(t, Wait("dgram", None, 0, restart=True, pipe=s, buf=buf, count=n, addr=addr, addrlen=alen_p))
+            return BLOCK
+        return finish_recv(p, s, buf, n, addr, alen_p)
+    if s.rx is None:
+        return -ENOTCONN
+    if not s.rx.buf:
+        if not s.rx.writers or not s.rx.readers:
+            return 0
+        if s.flags & F.O_NONBLOCK:
+            return -EAGAIN
+        p.block(t, Wait("pipe", None, 0, restart=True, pipe=s, buf=buf, count=n))
+        return BLOCK
+    data = s.take(n)
+    p.write(buf, data)
+    if addr:
+        write_addr(p, s.remote, s.family, addr, alen_p)
+    p.wake_pollers()
+    return len(data)
+
+
+def finish_recv(p, s: Socket, buf: int, n: int, addr: int, alen_p: int) -> int:
+    data, sender = s.dgrams.popleft()
+    s.bump()
+    p.write(buf, data[:n])
+    write_addr(p, sender, s.family, addr, alen_p)
+    return min(n, len(data))
+
+
+def sys_sendto(p, t, fd, buf, n, flags, addr, alen):
+    s = _sock(p, fd)
+    if isinstance(s, int):
+        return s
+    dest = None
+    if addr:
+        dest = read_addr(p, s, addr, alen)
+        if isinstance(dest, int):
+            return dest
+    return send(p, s, p.read(buf, n), dest)
+
+
+def sys_recvfrom(p, t, fd, buf, n, flags, addr, alen_p):
+    s = _sock(p, fd)
+    if isinstance(s, int):
+        return s
+    return recv(p, t, s, buf, n, addr, alen_p)
+
+
+def sys_splice(p, t, *_):
+    return -EINVAL
+
+
+def sys_sendfile(p, t, *_):
+    return -EINVAL
+
+
+#: syscall number -> (name, handler); numbers from arch/x86/entry/syscalls/syscall_64.tbl
+TABLE = {
+    41: ("socket", sys_socket), 42: ("connect", sys_connect), 43: ("accept", sys_accept),
+    44: ("sendto", sys_sendto), 45: ("recvfrom", sys_recvfrom), 48: ("shutdown", sys_shutdown),
+    49: ("bind", sys_bind), 50: ("listen", sys_listen), 51: ("getsockname", sys_getsockname),
+    52: ("getpeername", sys_getpeername), 53: ("socketpair", sys_socketpair), 54: ("setsockopt", sys_setsockopt),
+    55: ("getsockopt", sys_getsockopt), 275: ("splice", sys_splice), 288: ("accept4", sys_accept4),
+    40: ("sendfile", sys_sendfile),
+}
