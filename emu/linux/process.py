@@ -122,6 +122,7 @@ class Process:
         self.ncpu = opts.ncpu
         self.rlimits = {RLIMIT_NOFILE: (1024, 524288)}
         self.syscall_nr = -1                 # the syscall being handled (a Wait records it)
+        self.ppid, self.uid, self.gid = 1, os.getuid(), os.getgid()
         self.sigactions: dict[int, tuple] = {}
         self.threads: dict[int, Thread] = {}
         self.runq: collections.deque[Thread] = collections.deque()
@@ -447,6 +448,12 @@ class Process:
         return min(ds) if ds else None
 
     # --- signals ---------------------------------------------------------------------------------
+    def signal_target(self, sig: int) -> Thread:
+        """The thread a process-directed signal goes to: the first live one, in tid order (the main thread
+        first), that does not block it; the main thread when all do (complete_signal, kernel/signal.c)."""
+        live = [t for _, t in sorted(self.threads.items()) if t.state != EXITED]
+        return next((t for t in live if not t.sigmask & (1 << (sig - 1))), self.threads.get(self.pid, live[0]))
+
     def send_signal(self, sender: Thread, tid: int, sig: int) -> int:
         t = self.threads.get(tid)
         if t is None or t.state == EXITED:
@@ -501,7 +508,7 @@ class Process:
         rsp = read_reg(self.uc, X.UC_X86_REG_RSP)
         alt = t.altstack if flags & SA_ONSTACK else None
         on_alt = t.altstack is not None and t.altstack[0] <= rsp - 128 < t.altstack[0] + t.altstack[1]
-        info = ev.info or SigInfo(sig, pid=self.pid, uid=1000)
+        info = ev.info or SigInfo(sig, pid=self.pid, uid=self.uid)
         frame = setup_rt_frame(self.uc, info, handler, restorer, t.sigmask, alt, on_alt)
         t.sigmask |= mask | (0 if flags & SA_NODEFER else 1 << (sig - 1))
         t.frames.append(frame)

@@ -89,6 +89,15 @@ def sys_close(p, t, fd, *_):
     return r
 
 
+def sys_fsync(p, t, fd, *_):
+    """fsync(2)/fdatasync(2): nothing to flush (files live in memory); EINVAL for what is not a file
+    (stdio, pipes, sockets, eventfd), as Linux answers for them."""
+    obj = p.fds.get(fd)
+    if obj is None:
+        return -EBADF
+    return 0 if hasattr(obj, "read_bytes") else -EINVAL
+
+
 def sys_fcntl(p, t, fd, cmd, arg, *_):
     obj = p.fds.get(fd)
     if obj is None:
@@ -156,6 +165,7 @@ def sys_epoll_pwait(p, t, epfd, events, maxevents, timeout, sigmask, *_):
 
 #: syscall number -> (name, handler); numbers from arch/x86/entry/syscalls/syscall_64.tbl
 TABLE = {
+    74: ("fsync", sys_fsync), 75: ("fdatasync", sys_fsync),
     0: ("read", sys_read), 1: ("write", sys_write), 3: ("close", sys_close), 72: ("fcntl", sys_fcntl),
     233: ("epoll_ctl", sys_epoll_ctl), 281: ("epoll_pwait", sys_epoll_pwait), 290: ("eventfd2", sys_eventfd2),
     291: ("epoll_create1", sys_epoll_create1), 293: ("pipe2", sys_pipe2),

@@ -1,5 +1,6 @@
 """Syscalls of the process and its threads: clone (threads only), exit, ids, affinity, resource limits,
-uname, getrandom, arch_prctl. Semantics from clone(2), exit_group(2), sched_getaffinity(2), prlimit(2),
+uname, getrandom, arch_prctl, getppid and the user and group ids (the host's own, so a test that checks
+for root decides as it does natively; the parent is pid 1). Semantics from clone(2), exit_group(2), sched_getaffinity(2), prlimit(2),
 uname(2), getrandom(2), arch_prctl(2) and kernel/fork.c (CLONE_* flags); the runtime's side is
 runtime/os_linux.go (newosproc, getproccount) and runtime/sys_linux_amd64.s. Left out: fork/exec/wait
 (processes), real user and group ids beyond root's.
@@ -57,6 +58,18 @@ def sys_getpid(p, t, *_):
     return p.pid
 
 
+def sys_getppid(p, t, *_):
+    return p.ppid
+
+
+def sys_getuid(p, t, *_):
+    return p.uid
+
+
+def sys_getgid(p, t, *_):
+    return p.gid
+
+
 def sys_sched_yield(p, t, *_):
     p.yield_slice()
     return 0
@@ -104,6 +117,8 @@ def sys_getrandom(p, t, buf, n, flags, *_):
 
 #: syscall number -> (name, handler); numbers from arch/x86/entry/syscalls/syscall_64.tbl
 TABLE = {
+    110: ("getppid", sys_getppid), 102: ("getuid", sys_getuid), 107: ("geteuid", sys_getuid),
+    104: ("getgid", sys_getgid), 108: ("getegid", sys_getgid),
     24: ("sched_yield", sys_sched_yield), 39: ("getpid", sys_getpid), 56: ("clone", sys_clone),
     60: ("exit", sys_exit), 63: ("uname", sys_uname), 97: ("getrlimit", sys_getrlimit), 157: ("prctl", sys_prctl),
     158: ("arch_prctl", sys_arch_prctl), 160: ("setrlimit", sys_setrlimit), 186: ("gettid", sys_gettid),

@@ -1,4 +1,5 @@
-"""Signal syscalls: rt_sigaction, rt_sigprocmask, sigaltstack, tgkill, rt_sigreturn. Semantics from
+"""Signal syscalls: rt_sigaction, rt_sigprocmask, sigaltstack, kill/tkill/tgkill (to the process itself),
+rt_sigreturn. Semantics from
 sigaction(2), sigprocmask(2), sigaltstack(2), tgkill(2) and kernel/signal.c (SIGKILL and SIGSTOP can be
 neither caught nor blocked); delivery, frames and default actions are process.py's and sigframe.py's.
 """
@@ -64,6 +65,29 @@ def sys_sigaltstack(p, t, ss, old, *_):
     return 0
 
 
+def _int(v: int) -> int:
+    """A pid/tid argument: the kernel reads an int."""
+    v &= 0xFFFFFFFF
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
+def sys_kill(p, t, pid, sig, *_):
+    """kill(2) to the process itself (pid, 0 for its group or -1 for every process it may signal, which
+    here is itself): a process-directed signal goes to a thread that does not block it (kernel/signal.c
+    complete_signal), else stays pending on the main thread. Other processes do not exist: ESRCH."""
+    if _int(pid) not in (p.pid, 0, -1):
+        return -ESRCH
+    if not 0 <= sig <= 64:
+        return -EINVAL
+    return p.send_signal(t, p.signal_target(sig).tid, sig)
+
+
+def sys_tkill(p, t, tid, sig, *_):
+    if not 0 <= sig <= 64:
+        return -EINVAL
+    return p.send_signal(t, _int(tid), sig)
+
+
 def sys_tgkill(p, t, tgid, tid, sig, *_):
     if tgid != p.pid or not 0 <= sig <= 64:
         return -EINVAL if sig > 64 else -ESRCH
@@ -77,6 +101,7 @@ def sys_rt_sigreturn(p, t, *_):
 
 #: syscall number -> (name, handler); numbers from arch/x86/entry/syscalls/syscall_64.tbl
 TABLE = {
+    62: ("kill", sys_kill), 200: ("tkill", sys_tkill),
     13: ("rt_sigaction", sys_rt_sigaction), 14: ("rt_sigprocmask", sys_rt_sigprocmask),
     15: ("rt_sigreturn", sys_rt_sigreturn), 131: ("sigaltstack", sys_sigaltstack), 234: ("tgkill", sys_tgkill),
 }

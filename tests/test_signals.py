@@ -1,0 +1,22 @@
+"""Signals a program sends itself (emu/linux/sys_signal.py): kill to a signal.Notify channel, tgkill to one
+thread, EINTR from a nanosleep a handler interrupted (signal(7): never restarted), and death by SIGTERM's
+default action, with the exit status Linux gives (128 + 15)."""
+import io
+import json
+import subprocess
+
+from conftest import DATA
+
+from emu import cli, gobuild
+
+
+def test_signals_a_program_sends_itself_behave_as_natively():
+    binary = gobuild.build(DATA / "go" / "signals").binary
+    native = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60)
+    out = io.StringIO()
+    code = cli.main(["exec", str(binary), "--json"], out)
+    j = json.loads(out.getvalue())
+    assert native.returncode == -15 and j["exit_code"] == code == 143
+    assert j["stdout"] == native.stdout
+    assert "nanosleep: interrupted system call" in native.stdout and "not reached" not in native.stdout
+    assert {"kill", "tgkill", "getppid", "getuid"} <= set(j["syscalls"])
