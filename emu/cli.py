@@ -389,10 +389,12 @@ def _exec_options(a, passthrough):
         delay = int(a.signal_at[5:])
     elif a.signal_at:
         at_pc = a.signal_at                  # FUNC+OFF, resolved against the binary's symbols later
+    from .linux.mounts import parse_mount
+    mounts = tuple(parse_mount(m) for m in getattr(a, "mount", None) or ())
     return process.Options(argv=[os.path.basename(a.target), *a.args], env=env, seed=a.seed, quantum=a.quantum,
                            ns_per_insn=a.ns_per_insn, max_virtual_ms=a.max_virtual_ms, budget=a.budget,
                            ncpu=a.cpus, signal_delay=delay, signal_at_pc=at_pc, passthrough=passthrough,
-                           trace=bool(a.trace))
+                           trace=bool(a.trace), mounts=mounts)
 
 
 def _run_with_progress_and_ctrl_c(p, a) -> None:
@@ -658,6 +660,9 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--quantum", type=int, default=20_000, metavar="N",
                    help="instructions a thread runs before the next one is scheduled (default 20000)")
     x.add_argument("--cpus", type=int, default=2, metavar="N", help="CPUs sched_getaffinity reports (default 2)")
+    x.add_argument("--mount", action="append", metavar="HOST:GUEST[:ro|rw]",
+                   help="show the program a host directory at GUEST (read-only unless :rw; repeatable). It always "
+                   "sees the working directory read-only and /tmp in memory, and nothing else of the host")
     x.add_argument("--seed", type=int, default=1, help="seed for AT_RANDOM and getrandom")
     x.add_argument("--signal-at", metavar="FUNC+OFF|insn:N",
                    help="take each pending signal when its target thread is about to execute FUNC+OFF (e.g. "

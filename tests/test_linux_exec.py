@@ -119,7 +119,7 @@ def test_unsupported_syscall_is_a_clear_error():
     p = run(gobuild.build(DATA / "go" / "unsupported").binary)
     assert isinstance(p.error, EmuError)
     msg = str(p.error)
-    assert "unsupported syscall getppid (number 110)" in msg and "pc 0x" in msg and "thread m0(1000)" in msg
+    assert "unsupported syscall getpgid (number 121)" in msg and "pc 0x" in msg and "thread m0(1000)" in msg
 
 
 def test_goamd64_v3_is_refused(binaries, tmp_path):
@@ -453,3 +453,34 @@ def test_the_oracle_reads_the_state_doSigPreempt_reads_not_the_state_at_delivery
     first = next(e for e in p.watch.signals if e.outcome is not None)
     assert (first.outcome, first.oracle) == ("declined", "no-request")
     assert not p.watch.violations and p.watch.preemptions          # sysmon asked again later: injected
+
+
+def test_chdir_and_mounts_read_only_and_read_write(tmp_path):
+    """chdir into a /tmp directory and relative paths there; --mount HOST:GUEST reads, :rw writes through to
+    the host (create, append, rename); a write to a read-only mount is EROFS; the rest of the host and
+    chdir to it are ENOENT."""
+    ro, rw = tmp_path / "ro", tmp_path / "rw"
+    ro.mkdir()
+    rw.mkdir()
+    (ro / "in.txt").write_text("host data")
+    binary = gobuild.build(DATA / "go" / "mounts").binary
+    out = io.StringIO()
+    code = cli.main(["exec", str(binary), "--json", "--mount", f"{ro}:/data", "--mount", f"{rw}:/out:rw"], out)
+    j = json.loads(out.getvalue())
+    assert code == 0, j["error"]
+    lines = j["stdout"].splitlines()
+    assert lines == ["mkdirtemp true", "chdir true", "getwd is the temp dir true",
+                     "relative write, absolute read: relative true", "chdir sub: sub",
+                     'ro mount: "host data" true', "ro mount write: open /data/x.txt: read-only file system",
+                     "rw mount write: true", "rw rename and stat: true", "the rest of the host: true",
+                     "chdir outside: true"]
+    assert (rw / "final.txt").read_text() == "from the guest: host data!" and not (rw / "result.txt").exists()
+    assert sorted(p.name for p in ro.iterdir()) == ["in.txt"]                 # nothing written there
+
+
+@pytest.mark.parametrize("spec,msg", [("nocolon", "use HOST:GUEST"), ("/nonexistent-dir:/x", "is not a directory"),
+                                      (".:relative", "must be absolute"), (".:/tmp", "preemu's own"),
+                                      (".:/x:wr", "use HOST:GUEST")])
+def test_a_bad_mount_is_exit_2(spec, msg, capsys):
+    assert cli.main(["exec", "tests/data/go/mounts", "--mount", spec]) == 2
+    assert msg in capsys.readouterr().err

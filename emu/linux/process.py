@@ -41,6 +41,7 @@ from .elfimage import Image
 from .fds import Epoll, FdTable
 from .icount import InsnCounter
 from .memory import AddressSpace
+from .mounts import Namespace
 from .regbatch import RegBatch, mem_read, mem_write, read_reg, read_u64
 from .sigframe import PF_INSTR, PF_USER, PF_WRITE, SEGV_MAPERR, X86_TRAP_PF, SigInfo, restore_rt_frame, setup_rt_frame
 from .threads import BLOCKED, EXITED, RUNNABLE, Thread, Wait
@@ -88,6 +89,7 @@ class Options:
     trace: bool = False
     vdso: bool = True                  # map preemu's vDSO (vdso.py): clock_gettime without a syscall
     cwd: str | None = None             # the working directory the program sees, read-only (default: ours)
+    mounts: tuple = ()                 # more host directories it sees (mounts.Mount: --mount HOST:GUEST[:ro|rw])
 
 
 @dataclass
@@ -151,8 +153,8 @@ class Process:
         self._alone = False                     # the slice in progress is a run of quanta (see _run_slice)
         self.interrupted = False                # set (by a SIGINT handler) to stop at the next slice boundary
         #: the working directory the program sees (sys_file.py: a read-only view of the host's)
-        self.cwd = opts.cwd or os.getcwd()
-        self.cwd_root = os.path.realpath(self.cwd)
+        self.cwd = opts.cwd or os.getcwd()  # the guest's working directory (chdir moves it)
+        self.ns = Namespace(self.cwd, tuple(opts.mounts))
         self.on_slice = None                    # callable(process) after every slice (progress), or None
         self.async_preemption_on = not godebug_int(opts.env, "asyncpreemptoff")
         self._load()

@@ -1,14 +1,16 @@
-"""Files: a read-only view of the working directory, /dev/null, /dev/zero and /dev/urandom, and getcwd.
+"""Files: the mounts (mounts.py: the working directory read-only at its own path, and --mount HOST:GUEST
+[:ro|rw]), /tmp in memory (tmpfs.py), /dev/null, /dev/zero and /dev/urandom, and the working directory.
 
 Semantics from the man pages and fs/: openat(2) (fs/open.c; AT_FDCWD or a directory fd, O_DIRECTORY,
-write access refused with EROFS on the read-only view), read(2)/pread(2)/lseek(2) (fs/read_write.c),
-fstat(2)/fstatat(2) with AT_EMPTY_PATH (fs/stat.c, struct stat of arch/x86/include/uapi/asm/stat.h),
-getdents64(2) (fs/readdir.c: linux_dirent64 records, 8-byte aligned), getcwd(2) (ERANGE when the buffer is
-too small). The process sees its working directory at the host path it has; nothing outside it is visible
-(ENOENT, symlinks resolved first), and nothing on the host is ever written. /dev/urandom (and /dev/random)
-read the process's seeded generator. /tmp is writable, in memory (tmpfs.py: openat with O_CREAT, mkdirat,
-unlinkat, renameat, and reads, writes, stats and directory listings of what is there). Left out: other
-mounts, chdir, readlink (/proc/self/exe), file-backed mmap, O_APPEND on /dev/null beyond discarding.
+write access refused with EROFS in a read-only mount), read(2)/pread(2)/pwrite(2)/lseek(2)
+(fs/read_write.c), fstat(2)/fstatat(2) with AT_EMPTY_PATH (fs/stat.c, struct stat of
+arch/x86/include/uapi/asm/stat.h), getdents64(2) (fs/readdir.c: linux_dirent64 records, 8-byte aligned),
+mkdirat/unlinkat/renameat(2) (EXDEV across mounts), ftruncate(2), getcwd(2) (ERANGE when the buffer is
+too small), chdir/fchdir(2). Nothing outside the mounts is visible (ENOENT, symlinks resolved first and
+kept inside their mount); a file of a :rw mount is opened on the host and written through; nothing else
+on the host is ever written. /dev/urandom (and /dev/random) read the process's seeded generator.
+Left out: links (EPERM), readlink of /proc/self/exe, file-backed mmap, O_APPEND on /dev/null beyond
+discarding.
 """
 from __future__ import annotations
 
@@ -21,9 +23,11 @@ from dataclasses import dataclass
 from .tmpfs import DirHandle, TmpFile, TmpFs
 
 AT_FDCWD = -100
-AT_EMPTY_PATH = 0x1000
+AT_EMPTY_PATH, AT_REMOVEDIR = 0x1000, 0x200
 O_ACCMODE, O_CREAT, O_TRUNC, O_DIRECTORY = 3, 0o100, 0o1000, 0o200000
-ENOENT, EBADF, ENOTDIR, EISDIR, EINVAL, ESPIPE, EROFS, ERANGE, EXDEV, EPERM = 2, 9, 20, 21, 22, 29, 30, 34, 18, 1
+ENOENT, EBADF, ENOTDIR, EISDIR, EINVAL, ESPIPE, EROFS, ERANGE, EXDEV, EPERM, EIO = 2, 9, 20, 21, 22, 29, 30, 34, 18, 1, 5
+#: open flags passed on to the host for a file of a :rw mount (access mode, O_CREAT, O_EXCL, O_TRUNC, O_APPEND)
+_HOST_OPEN_FLAGS = O_ACCMODE | 0o100 | 0o200 | 0o1000 | 0o2000
 SEEK_SET, SEEK_CUR, SEEK_END = 0, 1, 2
 DT_DIR, DT_REG, DT_LNK, DT_UNKNOWN = 4, 8, 10, 0
 DEVICES = {"/dev/null": "null", "/dev/zero": "zero", "/dev/urandom": "urandom", "/dev/random": "urandom"}
@@ -42,7 +46,30 @@ class HostFile:
         return out
 
 
-HostDir = DirHandle                                 # a directory of the working-directory view
+HostDir = DirHandle                                 # a directory of a mount (DirHandle.host: where it is)
+
+
+@dataclass(eq=False)
+class HostFd:
+    """A file of a :rw mount, open on the host: reads, writes and the offset are the host file's own."""
+    path: str
+    fd: int
+    flags: int
+
+    def read_bytes(self, p, n: int):
+        try:
+            return os.read(self.fd, n)
+        except OSError as e:
+            return -(e.errno or EIO)
+
+    def write_bytes(self, p, data: bytes) -> int:
+        try:
+            return os.write(self.fd, data)
+        except OSError as e:
+            return -(e.errno or EIO)
+
+    def on_close(self) -> None:
+        os.close(self.fd)
 
 
 @dataclass
@@ -67,12 +94,13 @@ def _fd(v: int) -> int:
     return v - (1 << 32) if v >= 1 << 31 else v
 
 
-def _resolve(p, dirfd: int, path: str):
-    """The host path `path` names for the process, or a negative errno."""
+def _guest(p, dirfd: int, path: str) -> str | int:
+    """The absolute guest path `path` names: as it is, or relative to the working directory or to the
+    directory descriptor dirfd (ENOTDIR/EBADF for a descriptor that is no directory)."""
     dirfd = _fd(dirfd)
     if path.startswith("/"):
-        base = "/"
-    elif dirfd == AT_FDCWD:
+        return posixpath.normpath(path)
+    if dirfd == AT_FDCWD:
         base = p.cwd
     else:
         d = p.fds.get(dirfd)
@@ -81,87 +109,126 @@ def _resolve(p, dirfd: int, path: str):
         if not isinstance(d, DirHandle):
             return -ENOTDIR
         base = d.path
-    full = os.path.realpath(os.path.join(base, path))
-    root = p.cwd_root
-    if full != root and not full.startswith(root.rstrip("/") + "/"):
-        return -ENOENT                              # outside the view
-    return full
+    return posixpath.normpath(posixpath.join(base, path)) if path else base
 
 
-def _tmp(p, dirfd: int, path: str) -> str | None:
-    """The /tmp path `path` names (absolute, or relative to a /tmp directory descriptor), else None. The
-    working-directory view wins where the two overlap (a program run from a directory under /tmp)."""
-    dirfd = _fd(dirfd)
-    if path.startswith("/"):
-        full = posixpath.normpath(path)
-    else:
-        d = p.fds.get(dirfd) if dirfd != AT_FDCWD else None
-        if not (isinstance(d, DirHandle) and d.in_tmp):
-            return None
-        full = posixpath.normpath(posixpath.join(d.path, path))
-    root = p.cwd_root.rstrip("/")
-    if full == root or full.startswith(root + "/") or (root + "/").startswith(full + "/"):
-        return None
-    return full if TmpFs.owns(full) else None
+def _tmp(p, guest: str) -> str | None:
+    """`guest` if it is the tmpfs's: under /tmp and not a mount's (mounts.Namespace.shadows_tmp)."""
+    return guest if TmpFs.owns(guest) and not p.ns.shadows_tmp(guest) else None
+
+
+def _host(p, guest: str):
+    """(mount, host path) for a guest path in a mount, or -ENOENT (nothing else on the host is visible)."""
+    found = p.ns.lookup(guest)
+    return found if found is not None else -ENOENT
+
+
+def _oserr(e: OSError) -> int:
+    return -(e.errno or EIO)
+
+
+def _listing(host: str) -> list:
+    names = sorted(os.listdir(host))
+    return [(".", DT_DIR), ("..", DT_DIR)] + [
+        (n, DT_LNK if os.path.islink(os.path.join(host, n)) else DT_DIR if os.path.isdir(os.path.join(host, n))
+         else DT_REG) for n in names]
 
 
 def sys_openat(p, t, dirfd, path_addr, flags, mode, *_):
     path = p.read_cstr(path_addr)
     p.note_path(path)
-    if path in DEVICES:
-        return p.fds.install(Device(DEVICES[path], flags))
-    tp = _tmp(p, dirfd, path)
-    if tp is not None:
-        obj = p.tmpfs.open(tp, flags, mode, p.now())
+    guest = _guest(p, dirfd, path)
+    if isinstance(guest, int):
+        return guest
+    if guest in DEVICES:
+        return p.fds.install(Device(DEVICES[guest], flags))
+    if _tmp(p, guest) is not None:
+        obj = p.tmpfs.open(guest, flags, mode, p.now())
         return obj if isinstance(obj, int) else p.fds.install(obj)
-    host = _resolve(p, dirfd, path)
-    if isinstance(host, int):
-        return host
-    if flags & O_ACCMODE or flags & (O_CREAT | O_TRUNC):
-        return -EROFS                               # the view is read-only (creating in it too)
-    if not os.path.exists(host):
-        return -ENOENT
+    found = _host(p, guest)
+    if isinstance(found, int):
+        return found
+    mount, host = found
+    writes = flags & O_ACCMODE or flags & (O_CREAT | O_TRUNC)
+    if writes and not mount.rw:
+        return -EROFS                               # a read-only mount (the working directory's view)
     if os.path.isdir(host):
-        names = sorted(os.listdir(host))
-        kinds = [(n, DT_DIR if os.path.isdir(os.path.join(host, n)) else
-                  DT_LNK if os.path.islink(os.path.join(host, n)) else DT_REG) for n in names]
-        return p.fds.install(HostDir(host, flags, [(".", DT_DIR), ("..", DT_DIR)] + kinds))
+        if flags & O_ACCMODE:
+            return -EISDIR
+        try:
+            return p.fds.install(HostDir(guest, flags, _listing(host), host=host))
+        except OSError as e:
+            return _oserr(e)
     if flags & O_DIRECTORY:
-        return -ENOTDIR
+        return -ENOTDIR if os.path.exists(host) else -ENOENT
+    if mount.rw:
+        try:
+            fd = os.open(host, flags & _HOST_OPEN_FLAGS, mode & 0o7777)
+        except OSError as e:
+            return _oserr(e)
+        return p.fds.install(HostFd(host, fd, flags))
     try:
         with open(host, "rb") as f:
             data = f.read()
     except OSError as e:
-        return -(e.errno or ENOENT)
+        return _oserr(e)
     return p.fds.install(HostFile(host, data, flags))
 
 
-def _elsewhere(p, dirfd: int, path: str) -> int:
-    """A change outside /tmp: EROFS in the read-only view of the working directory, ENOENT outside it."""
-    host = _resolve(p, dirfd, path)
-    return host if isinstance(host, int) else -EROFS
+def _on_host(p, guest: str, op) -> int:
+    """Run op(host path) for a change in a :rw mount; EROFS in a read-only one, ENOENT outside any."""
+    found = _host(p, guest)
+    if isinstance(found, int):
+        return found
+    mount, host = found
+    if not mount.rw:
+        return -EROFS
+    try:
+        op(host)
+    except OSError as e:
+        return _oserr(e)
+    return 0
+
+
+def _paths(p, dirfd, path_addr) -> str | int:
+    return _guest(p, dirfd, p.read_cstr(path_addr))
 
 
 def sys_mkdirat(p, t, dirfd, path_addr, mode, *_):
-    path = p.read_cstr(path_addr)
-    tp = _tmp(p, dirfd, path)
-    return p.tmpfs.mkdir(tp, mode, p.now()) if tp is not None else _elsewhere(p, dirfd, path)
+    guest = _paths(p, dirfd, path_addr)
+    if isinstance(guest, int):
+        return guest
+    if _tmp(p, guest) is not None:
+        return p.tmpfs.mkdir(guest, mode, p.now())
+    return _on_host(p, guest, lambda h: os.mkdir(h, mode & 0o7777))
 
 
 def sys_unlinkat(p, t, dirfd, path_addr, flags, *_):
-    path = p.read_cstr(path_addr)
-    tp = _tmp(p, dirfd, path)
-    return p.tmpfs.unlink(tp, flags) if tp is not None else _elsewhere(p, dirfd, path)
+    guest = _paths(p, dirfd, path_addr)
+    if isinstance(guest, int):
+        return guest
+    if _tmp(p, guest) is not None:
+        return p.tmpfs.unlink(guest, flags)
+    return _on_host(p, guest, os.rmdir if flags & AT_REMOVEDIR else os.unlink)
 
 
 def sys_renameat2(p, t, olddirfd, old_addr, newdirfd, new_addr, flags=0, *_):
-    old, new = p.read_cstr(old_addr), p.read_cstr(new_addr)
-    to, tn = _tmp(p, olddirfd, old), _tmp(p, newdirfd, new)
+    old, new = _paths(p, olddirfd, old_addr), _paths(p, newdirfd, new_addr)
+    if isinstance(old, int) or isinstance(new, int):
+        return old if isinstance(old, int) else new
+    to, tn = _tmp(p, old), _tmp(p, new)
+    if flags:
+        return -EINVAL
     if to is not None and tn is not None:
-        return p.tmpfs.rename(to, tn) if not flags else -EINVAL
+        return p.tmpfs.rename(to, tn)
     if to is not None or tn is not None:
         return -EXDEV                               # across mounts
-    return _elsewhere(p, olddirfd, old)
+    src, dst = _host(p, old), _host(p, new)
+    if isinstance(src, int) or isinstance(dst, int):
+        return src if isinstance(src, int) else dst
+    if src[0] is not dst[0]:
+        return -EXDEV
+    return _on_host(p, old, lambda h: os.rename(h, dst[1]))
 
 
 def sys_renameat(p, t, olddirfd, old_addr, newdirfd, new_addr, *_):
@@ -173,6 +240,11 @@ def sys_pwrite64(p, t, fd, buf, n, off, *_):
     if obj is None:
         return -EBADF
     if not isinstance(obj, TmpFile):
+        if isinstance(obj, HostFd):
+            try:
+                return os.pwrite(obj.fd, p.read(buf, n), _negative(off))
+            except OSError as e:
+                return _oserr(e)
         return -ESPIPE if not isinstance(obj, (HostFile, Device)) else -EBADF
     pos = obj.pos
     obj.pos = _negative(off)
@@ -187,14 +259,15 @@ def sys_symlinkat(p, t, *_):
 
 
 def sys_readlinkat(p, t, dirfd, path_addr, buf, size, *_):
-    path = p.read_cstr(path_addr)
-    tp = _tmp(p, dirfd, path)
-    if tp is not None:
-        return -EINVAL if tp in p.tmpfs.nodes else -ENOENT     # nothing in /tmp is a link
-    host = _resolve(p, dirfd, path)
-    if isinstance(host, int):
-        return host                                 # /proc/self/exe among them: outside the view
-    return -EINVAL if os.path.exists(host) else -ENOENT
+    guest = _paths(p, dirfd, path_addr)
+    if isinstance(guest, int):
+        return guest
+    if _tmp(p, guest) is not None:
+        return -EINVAL if guest in p.tmpfs.nodes else -ENOENT     # nothing in /tmp is a link
+    found = _host(p, guest)
+    if isinstance(found, int):
+        return found                                # /proc/self/exe among them: outside every mount
+    return -EINVAL if os.path.exists(found[1]) else -ENOENT    # links are resolved inside the mount
 
 
 def sys_open(p, t, path_addr, flags, mode, *_):
@@ -209,6 +282,11 @@ def sys_pread64(p, t, fd, buf, n, off, *_):
         data = bytes(obj.node.data[off:off + n])
     elif isinstance(obj, HostFile):
         data = obj.data[off:off + n]
+    elif isinstance(obj, HostFd):
+        try:
+            data = os.pread(obj.fd, n, off)
+        except OSError as e:
+            return _oserr(e)
     else:
         return -ESPIPE
     p.write(buf, data)
@@ -225,6 +303,11 @@ def sys_lseek(p, t, fd, off, whence, *_):
             obj.pos = 0
             return 0
         return -EINVAL
+    if isinstance(obj, HostFd):
+        try:
+            return os.lseek(obj.fd, off, whence)
+        except OSError as e:
+            return _oserr(e)
     if not isinstance(obj, (HostFile, TmpFile)):
         return -ESPIPE
     size = len(obj.node.data) if isinstance(obj, TmpFile) else len(obj.data)
@@ -255,8 +338,12 @@ def _fd_stat(p, fd: int):
     if isinstance(obj, DirHandle) and obj.in_tmp:
         node = p.tmpfs.nodes.get(obj.path)
         return p.tmpfs.stat_bytes(node) if node is not None else -ENOENT
-    if isinstance(obj, (HostFile, HostDir)):
+    if isinstance(obj, HostDir):
+        return _stat_bytes(os.stat(obj.host))
+    if isinstance(obj, HostFile):
         return _stat_bytes(os.stat(obj.path))
+    if isinstance(obj, HostFd):
+        return _stat_bytes(os.fstat(obj.fd))
     return _stat_bytes(None, device=True)           # stdio, pipes, eventfd: a character device will do
 
 
@@ -272,22 +359,24 @@ def sys_newfstatat(p, t, dirfd, path_addr, buf, flags, *_):
     path = p.read_cstr(path_addr)
     if not path and flags & AT_EMPTY_PATH:
         return sys_fstat(p, t, _fd(dirfd), buf)
-    if path in DEVICES:
+    guest = _guest(p, dirfd, path)
+    if isinstance(guest, int):
+        return guest
+    if guest in DEVICES:
         p.write(buf, _stat_bytes(None, device=True))
         return 0
-    tp = _tmp(p, dirfd, path)
-    if tp is not None:
-        node = p.tmpfs.nodes.get(tp)
+    if _tmp(p, guest) is not None:
+        node = p.tmpfs.nodes.get(guest)
         if node is None:
             return -ENOENT
         p.write(buf, p.tmpfs.stat_bytes(node))
         return 0
-    host = _resolve(p, dirfd, path)
-    if isinstance(host, int):
-        return host
-    if not os.path.exists(host):
+    found = _host(p, guest)
+    if isinstance(found, int):
+        return found
+    if not os.path.exists(found[1]):
         return -ENOENT
-    p.write(buf, _stat_bytes(os.stat(host)))
+    p.write(buf, _stat_bytes(os.stat(found[1])))
     return 0
 
 
@@ -313,6 +402,57 @@ def sys_getdents64(p, t, fd, dirp, count, *_):
     return len(out)
 
 
+def sys_chdir(p, t, path_addr, *_):
+    """chdir(2): the working directory moves to a directory of /tmp or of a mount (fs/open.c)."""
+    guest = _paths(p, AT_FDCWD, path_addr)
+    return guest if isinstance(guest, int) else _enter(p, guest)
+
+
+def sys_fchdir(p, t, fd, *_):
+    d = p.fds.get(fd)
+    if d is None:
+        return -EBADF
+    return _enter(p, d.path) if isinstance(d, DirHandle) else -ENOTDIR
+
+
+def _enter(p, guest: str) -> int:
+    if _tmp(p, guest) is not None:
+        node = p.tmpfs.nodes.get(guest)
+        if node is None:
+            return -ENOENT
+        if not node.is_dir:
+            return -ENOTDIR
+    else:
+        found = _host(p, guest)
+        if isinstance(found, int):
+            return found
+        if not os.path.isdir(found[1]):
+            return -ENOTDIR if os.path.exists(found[1]) else -ENOENT
+    p.cwd = guest
+    return 0
+
+
+def sys_ftruncate(p, t, fd, length, *_):
+    obj = p.fds.get(fd)
+    if obj is None:
+        return -EBADF
+    length = _negative(length)
+    if length < 0:
+        return -EINVAL
+    if isinstance(obj, TmpFile) and obj.flags & O_ACCMODE:
+        data = obj.node.data
+        del data[length:]
+        data.extend(bytes(length - len(data)))
+        return 0
+    if isinstance(obj, HostFd):
+        try:
+            os.ftruncate(obj.fd, length)
+        except OSError as e:
+            return _oserr(e)
+        return 0
+    return -EINVAL if not isinstance(obj, HostFile) else -EBADF
+
+
 def sys_getcwd(p, t, buf, size, *_):
     raw = p.cwd.encode() + b"\0"
     if size < len(raw):
@@ -324,7 +464,7 @@ def sys_getcwd(p, t, buf, size, *_):
 #: syscall number -> (name, handler), merged into kernel.TABLE
 TABLE = {
     2: ("open", sys_open), 5: ("fstat", sys_fstat), 8: ("lseek", sys_lseek), 17: ("pread64", sys_pread64),
-    79: ("getcwd", sys_getcwd), 217: ("getdents64", sys_getdents64), 257: ("openat", sys_openat),
+    79: ("getcwd", sys_getcwd), 80: ("chdir", sys_chdir), 81: ("fchdir", sys_fchdir), 77: ("ftruncate", sys_ftruncate), 217: ("getdents64", sys_getdents64), 257: ("openat", sys_openat),
     262: ("newfstatat", sys_newfstatat), 258: ("mkdirat", sys_mkdirat), 263: ("unlinkat", sys_unlinkat),
     264: ("renameat", sys_renameat), 316: ("renameat2", sys_renameat2), 18: ("pwrite64", sys_pwrite64),
     266: ("symlinkat", sys_symlinkat), 265: ("linkat", sys_symlinkat), 267: ("readlinkat", sys_readlinkat),

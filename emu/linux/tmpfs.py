@@ -65,6 +65,7 @@ class DirHandle:
     entries: list = field(default_factory=list)     # (name, d_type), "." and ".." first
     pos: int = 0
     in_tmp: bool = False                            # a directory of this tmpfs (paths relative to it are /tmp's)
+    host: str = ""                                  # a mounted host directory: where it is on the host
 
     def read_bytes(self, p, n: int) -> int:
         return -EISDIR

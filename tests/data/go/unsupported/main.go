@@ -1,4 +1,4 @@
-// Calls getppid(2), a syscall preemu does not model: the run must stop with a clear error.
+// Calls getpgrp() (getpgid(0) in Go), a syscall preemu does not model: the run must stop with a clear error.
 package main
 
 import (
@@ -7,5 +7,5 @@ import (
 )
 
 func main() {
-	fmt.Println("parent", syscall.Getppid())
+	fmt.Println("group", syscall.Getpgrp())
 }

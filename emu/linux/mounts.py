@@ -1,0 +1,75 @@
+"""The host directories a process sees: the working directory, read-only, at its own path, and any
+`--mount HOST:GUEST[:ro|rw]`. Everything else on the host is invisible (ENOENT) and nothing on it is
+written except inside a `:rw` mount.
+
+Path resolution as fs/namei.c does it where it matters here: a relative path starts at the working
+directory (which chdir moves, sys_file.py) or at a directory descriptor; the longest mount whose guest
+path holds the name decides; `..` and symbolic links are resolved on the host side, and a name that
+resolves out of its mount is not there (ENOENT), so a link cannot reach the rest of the host. /tmp is
+the in-memory tmpfs.py's, except for mounts inside it (and the directories above them, so that a
+working directory under /tmp stays visible as the host has it).
+"""
+from __future__ import annotations
+
+import os
+import posixpath
+from dataclasses import dataclass
+
+from ..errors import EmuError
+
+
+@dataclass(frozen=True)
+class Mount:
+    guest: str                  # absolute, normalized
+    host: str                   # the host directory, symlinks resolved
+    rw: bool = False
+
+
+def parse_mount(spec: str) -> Mount:
+    """`HOST:GUEST[:ro|rw]` (the option's syntax); a clear error for anything else."""
+    parts = spec.split(":")
+    mode = "ro"
+    if len(parts) == 3:
+        mode = parts[2]
+    if len(parts) not in (2, 3) or mode not in ("ro", "rw") or not parts[0] or not parts[1]:
+        raise EmuError(f"--mount {spec!r}: use HOST:GUEST, HOST:GUEST:ro or HOST:GUEST:rw")
+    host, guest = parts[0], parts[1]
+    if not guest.startswith("/"):
+        raise EmuError(f"--mount {spec!r}: the guest path must be absolute")
+    if not os.path.isdir(host):
+        raise EmuError(f"--mount {spec!r}: {host} is not a directory")
+    guest = posixpath.normpath(guest)
+    if guest == "/" or guest == "/tmp" or guest.startswith("/dev"):
+        raise EmuError(f"--mount {spec!r}: {guest} is preemu's own (the root, /tmp or /dev)")
+    return Mount(guest, os.path.realpath(host), mode == "rw")
+
+
+class Namespace:
+    """The mounts, longest guest path first."""
+
+    def __init__(self, cwd: str, extra: tuple[Mount, ...] = ()) -> None:
+        own = Mount(posixpath.normpath(cwd), os.path.realpath(cwd), False)
+        mine = [own] if all(m.guest != own.guest for m in extra) else []    # a mount at the cwd's path wins
+        self.mounts = sorted(list(extra) + mine, key=lambda m: -len(m.guest))
+
+    def lookup(self, guest: str) -> tuple[Mount, str] | None:
+        """The mount holding guest path `guest` and the host file it names, or None (invisible)."""
+        for m in self.mounts:
+            if guest == m.guest or guest.startswith(m.guest.rstrip("/") + "/"):
+                host = os.path.realpath(m.host + guest[len(m.guest):])
+                if host == m.host or host.startswith(m.host.rstrip("/") + "/"):
+                    return m, host
+                return None
+        return None
+
+    def guest_of(self, host: str) -> str:
+        """The guest path of a host file inside a mount (the first that holds it)."""
+        for m in self.mounts:
+            if host == m.host or host.startswith(m.host.rstrip("/") + "/"):
+                return m.guest + host[len(m.host):]
+        return host
+
+    def shadows_tmp(self, guest: str) -> bool:
+        """Is this /tmp path a mount's, or a directory above one?"""
+        return any(guest == m.guest or guest.startswith(m.guest + "/") or (m.guest + "/").startswith(guest + "/")
+                   for m in self.mounts)

@@ -1,0 +1,47 @@
+// A program that moves around the file system: chdir into a temporary directory and work there with
+// relative paths, read a read-only mount, write a read-write one, and fail to see the rest of the host.
+// Run with two mounts: <ro dir>:/data (holding in.txt) and <rw dir>:/out:rw.
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+func main() {
+	start, _ := os.Getwd()
+	dir, err := os.MkdirTemp("", "work")
+	fmt.Println("mkdirtemp", err == nil)
+	fmt.Println("chdir", os.Chdir(dir) == nil)
+	wd, _ := os.Getwd()
+	fmt.Println("getwd is the temp dir", wd == dir)
+	os.WriteFile("notes.txt", []byte("relative"), 0o644)
+	b, err := os.ReadFile(filepath.Join(dir, "notes.txt"))
+	fmt.Println("relative write, absolute read:", string(b), err == nil)
+	os.Mkdir("sub", 0o755)
+	os.Chdir("sub")
+	wd, _ = os.Getwd()
+	fmt.Println("chdir sub:", filepath.Base(wd))
+	os.Chdir("..")
+	os.Chdir(start)
+
+	in, err := os.ReadFile("/data/in.txt")
+	fmt.Printf("ro mount: %q %v\n", in, err == nil)
+	err = os.WriteFile("/data/x.txt", []byte("no"), 0o644)
+	fmt.Println("ro mount write:", err)
+
+	err = os.WriteFile("/out/result.txt", append([]byte("from the guest: "), in...), 0o644)
+	fmt.Println("rw mount write:", err == nil)
+	f, _ := os.OpenFile("/out/result.txt", os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("!")
+	f.Close()
+	os.Rename("/out/result.txt", "/out/final.txt")
+	st, err := os.Stat("/out/final.txt")
+	fmt.Println("rw rename and stat:", err == nil && st.Size() > 0)
+
+	_, err = os.Stat("/etc/passwd")
+	fmt.Println("the rest of the host:", os.IsNotExist(err))
+	err = os.Chdir("/etc")
+	fmt.Println("chdir outside:", os.IsNotExist(err))
+}
