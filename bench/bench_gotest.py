@@ -3,7 +3,8 @@
   .venv/bin/python bench/bench_gotest.py [PACKAGE ...]
 
 Builds each package's test binary with the project's toolchain (`go test -c`, CGO_ENABLED=0), runs it natively
-and under `preemu exec` with `-test.short` (60 s of virtual time at most), and prints one Markdown table row
+and under `preemu exec` with `-test.short`, both in the package's source directory as `go test` does (its
+testdata is there; preemu shows it read-only) (60 s of virtual time at most), and prints one Markdown table row
 per package: the native and emulated exit statuses, the last line of output, how the emulated run ended,
 its virtual time and instructions, and the wall time it took (at most 10 G instructions each). Long: about
 ten minutes for the default list.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -36,11 +38,17 @@ def row(pkg: str, tmp: Path) -> str:
                        capture_output=True, text=True, cwd=tmp)
     if r.returncode:
         return f"| {pkg} | build failed | | | | | |"
-    native = subprocess.run([str(binary), "-test.short"], capture_output=True, text=True, timeout=600)
+    src = gobuild.goroot() / "src" / pkg          # where `go test` runs a package's tests: its testdata is there
+    native = subprocess.run([str(binary), "-test.short"], capture_output=True, text=True, timeout=600, cwd=src)
     out = io.StringIO()
     t0 = time.perf_counter()
-    code = cli.main(["exec", str(binary), "--json", "--quiet", "--max-virtual-ms", "60000", "--budget", "10000000000",
-                     "--", "-test.short"], out)
+    here = os.getcwd()
+    os.chdir(src)                                 # preemu shows the program its working directory (read-only)
+    try:
+        code = cli.main(["exec", str(binary), "--json", "--quiet", "--max-virtual-ms", "60000", "--budget",
+                         "10000000000", "--", "-test.short"], out)
+    finally:
+        os.chdir(here)
     wall = time.perf_counter() - t0
     if code == 2:
         return f"| {pkg} | {native.returncode} | bad input (exit 2) | | | | {wall:.1f} s |"

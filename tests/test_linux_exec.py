@@ -470,11 +470,12 @@ def test_chdir_and_mounts_read_only_and_read_write(tmp_path):
     assert code == 0, j["error"]
     lines = j["stdout"].splitlines()
     assert lines == ["mkdirtemp true", "chdir true", "getwd is the temp dir true",
-                     "relative write, absolute read: relative true", "chdir sub: sub",
+                     "relative write, absolute read: relative true", "chmod: -rw-------", "chdir sub: sub",
                      'ro mount: "host data" true', "ro mount write: open /data/x.txt: read-only file system",
-                     "rw mount write: true", "rw rename and stat: true", "the rest of the host: true",
+                     "rw mount write: true", "rw rename, chmod and stat: true -rw-r-----", "the rest of the host: true",
                      "chdir outside: true"]
     assert (rw / "final.txt").read_text() == "from the guest: host data!" and not (rw / "result.txt").exists()
+    assert (rw / "final.txt").stat().st_mode & 0o777 == 0o640
     assert sorted(p.name for p in ro.iterdir()) == ["in.txt"]                 # nothing written there
 
 

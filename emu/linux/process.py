@@ -114,7 +114,7 @@ class Process:
         self.mem = AddressSpace(self.uc)
         self.fds = FdTable()
         from .tmpfs import TmpFs
-        self.tmpfs = TmpFs()                       # /tmp, writable, in memory
+        self.tmpfs = TmpFs(0, os.getuid(), os.getgid())     # /tmp, writable, in memory
         self.rng = random.Random(opts.seed)
         self.counter = InsnCounter(self.uc)
         self.boot_ns = BOOT_NS

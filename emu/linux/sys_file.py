@@ -432,6 +432,31 @@ def _enter(p, guest: str) -> int:
     return 0
 
 
+def sys_fchmodat(p, t, dirfd, path_addr, mode, *_):
+    """chmod(2): a /tmp file's mode bits, or a :rw mount's file on the host; EROFS elsewhere."""
+    guest = _paths(p, dirfd, path_addr)
+    if isinstance(guest, int):
+        return guest
+    if _tmp(p, guest) is not None:
+        return p.tmpfs.chmod(guest, mode)
+    return _on_host(p, guest, lambda h: os.chmod(h, mode & 0o7777))
+
+
+def sys_fchmod(p, t, fd, mode, *_):
+    obj = p.fds.get(fd)
+    if obj is None:
+        return -EBADF
+    if isinstance(obj, TmpFile) or (isinstance(obj, DirHandle) and obj.in_tmp):
+        return p.tmpfs.chmod(obj.path, mode)
+    if isinstance(obj, HostFd):
+        try:
+            os.fchmod(obj.fd, mode & 0o7777)
+        except OSError as e:
+            return _oserr(e)
+        return 0
+    return -EROFS if isinstance(obj, (HostFile, DirHandle)) else -EINVAL
+
+
 def sys_ftruncate(p, t, fd, length, *_):
     obj = p.fds.get(fd)
     if obj is None:
@@ -464,6 +489,8 @@ def sys_getcwd(p, t, buf, size, *_):
 #: syscall number -> (name, handler), merged into kernel.TABLE
 TABLE = {
     2: ("open", sys_open), 5: ("fstat", sys_fstat), 8: ("lseek", sys_lseek), 17: ("pread64", sys_pread64),
+    90: ("chmod", lambda p, t, a, m, *_: sys_fchmodat(p, t, AT_FDCWD, a, m)), 91: ("fchmod", sys_fchmod),
+    268: ("fchmodat", sys_fchmodat),
     79: ("getcwd", sys_getcwd), 80: ("chdir", sys_chdir), 81: ("fchdir", sys_fchdir), 77: ("ftruncate", sys_ftruncate), 217: ("getdents64", sys_getdents64), 257: ("openat", sys_openat),
     262: ("newfstatat", sys_newfstatat), 258: ("mkdirat", sys_mkdirat), 263: ("unlinkat", sys_unlinkat),
     264: ("renameat", sys_renameat), 316: ("renameat2", sys_renameat2), 18: ("pwrite64", sys_pwrite64),

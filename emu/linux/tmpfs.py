@@ -74,9 +74,10 @@ class DirHandle:
 class TmpFs:
     """The tree: normalized path -> Node."""
 
-    def __init__(self, now: int = 0) -> None:
+    def __init__(self, now: int = 0, uid: int = 1000, gid: int = 1000) -> None:
         self.nodes: dict[str, Node] = {ROOT: Node(1, True, S.S_IFDIR | 0o1777, now)}
         self.next_ino = 2
+        self.uid, self.gid = uid, gid          # the owner of every file (the process's own ids)
 
     @staticmethod
     def owns(path: str) -> bool:
@@ -161,8 +162,15 @@ class TmpFs:
             self.nodes[new + q[len(old):]] = n
         return 0
 
+    def chmod(self, path: str, mode: int) -> int:
+        node = self.nodes.get(path)
+        if node is None:
+            return -ENOENT
+        node.mode = (node.mode & ~0o7777) | (mode & 0o7777)
+        return 0
+
     def stat_bytes(self, node: Node) -> bytes:
         t = struct.pack("<qq", node.mtime // 10**9, node.mtime % 10**9) * 3
         size = len(node.data)
-        return (struct.pack("<QQQIIIIQqqq", 0x2A, node.ino, 2 if node.is_dir else 1, node.mode, 1000, 1000, 0, 0,
+        return (struct.pack("<QQQIIIIQqqq", 0x2A, node.ino, 2 if node.is_dir else 1, node.mode, self.uid, self.gid, 0, 0,
                             size, 4096, (size + 511) // 512) + t + bytes(24))
