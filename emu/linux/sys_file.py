@@ -194,22 +194,22 @@ def _paths(p, dirfd, path_addr) -> str | int:
     return _guest(p, dirfd, p.read_cstr(path_addr))
 
 
-def sys_mkdirat(p, t, dirfd, path_addr, mode, *_):
+def _change(p, dirfd, path_addr, in_tmp, on_host) -> int:
+    """A change to the file a path names: in_tmp(guest path) in /tmp, on_host(host path) in a :rw mount."""
     guest = _paths(p, dirfd, path_addr)
     if isinstance(guest, int):
         return guest
-    if _tmp(p, guest) is not None:
-        return p.tmpfs.mkdir(guest, mode, p.now())
-    return _on_host(p, guest, lambda h: os.mkdir(h, mode & 0o7777))
+    return in_tmp(guest) if _tmp(p, guest) is not None else _on_host(p, guest, on_host)
+
+
+def sys_mkdirat(p, t, dirfd, path_addr, mode, *_):
+    return _change(p, dirfd, path_addr, lambda g: p.tmpfs.mkdir(g, mode, p.now()),
+                   lambda h: os.mkdir(h, mode & 0o7777))
 
 
 def sys_unlinkat(p, t, dirfd, path_addr, flags, *_):
-    guest = _paths(p, dirfd, path_addr)
-    if isinstance(guest, int):
-        return guest
-    if _tmp(p, guest) is not None:
-        return p.tmpfs.unlink(guest, flags)
-    return _on_host(p, guest, os.rmdir if flags & AT_REMOVEDIR else os.unlink)
+    return _change(p, dirfd, path_addr, lambda g: p.tmpfs.unlink(g, flags),
+                   os.rmdir if flags & AT_REMOVEDIR else os.unlink)
 
 
 def sys_renameat2(p, t, olddirfd, old_addr, newdirfd, new_addr, flags=0, *_):
@@ -434,12 +434,7 @@ def _enter(p, guest: str) -> int:
 
 def sys_fchmodat(p, t, dirfd, path_addr, mode, *_):
     """chmod(2): a /tmp file's mode bits, or a :rw mount's file on the host; EROFS elsewhere."""
-    guest = _paths(p, dirfd, path_addr)
-    if isinstance(guest, int):
-        return guest
-    if _tmp(p, guest) is not None:
-        return p.tmpfs.chmod(guest, mode)
-    return _on_host(p, guest, lambda h: os.chmod(h, mode & 0o7777))
+    return _change(p, dirfd, path_addr, lambda g: p.tmpfs.chmod(g, mode), lambda h: os.chmod(h, mode & 0o7777))
 
 
 def sys_fchmod(p, t, fd, mode, *_):
