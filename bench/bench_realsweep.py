@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from emu import gobuild, loader  # noqa: E402
-from emu import sweep as S  # noqa: E402
+from emu import sweeper as S  # noqa: E402
 from emu.linux import elfimage, gsweep, process  # noqa: E402
 
 

@@ -18,7 +18,7 @@ import unicorn.x86_const as X
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from emu import loader, memmap, sweep  # noqa: E402
+from emu import loader, memmap, sweeper as sweep  # noqa: E402
 
 ASM = ROOT / "asm" / "sum_loop.s"
 GC_ASM = ROOT / "asm" / "gc_roots.s"      # ptr_in_reg: allocates, then a loop holding the pointer in R12
@@ -242,7 +242,7 @@ def bench_jobs(reps: int = 3) -> None:
 _RSS = """
 import resource, sys
 sys.path.insert(0, {root!r})
-from emu import loader, sweep
+from emu import loader, sweeper as sweep
 prog = loader.load_program({asm!r})
 w = loader.build_world(prog, "sum_loop", "go1.14", None, 1, {{"RCX": {n}}})
 res = sweep.sweep(w, "sum_loop", 1, 10**9)

@@ -8,7 +8,7 @@ Package map (dependencies run downwards only):
   safepoint, inject                    isAsyncSafePoint and pushCall (pure, no Unicorn)
   rtcode -> machine                    runtime sentinels; the sole owner of the Unicorn engine
   gmp                                  g/m/p records in emulated memory
-  sweep (+ verify)                     inject at every boundary and check restoration
+  sweeper (+ verify)                   inject at every boundary and check restoration
   scenario, report, junit, sarif       TOML scenarios, text/JSON/JUnit/SARIF output
   api -> cli, pytest_plugin            the Python API below; the `preemu` command and the pytest plugin
 
@@ -37,8 +37,7 @@ if TYPE_CHECKING:
     from .errors import EmuError
     from .verify import Violation
 
-# `sweep` is also the engine module emu/sweep.py, made callable as the API's sweep (see its end).
-_HOME = {"sweep": "sweep", "run_scenario": "api", "check_stub": "api", "corpus_loops": "api", "SweepReport": "api",
+_HOME = {"sweep": "api", "run_scenario": "api", "check_stub": "api", "corpus_loops": "api", "SweepReport": "api",
          "ScenarioReport": "api", "StubReport": "checkstub", "Violation": "verify", "EmuError": "errors"}
 
 
@@ -46,7 +45,7 @@ def __getattr__(name: str):
     if name in _HOME:
         import importlib
         mod = importlib.import_module(f".{_HOME[name]}", __name__)
-        return mod if name == "sweep" else getattr(mod, name)
+        return getattr(mod, name)
     raise AttributeError(f"module 'emu' has no attribute {name!r}")
 
 

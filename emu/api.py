@@ -24,8 +24,8 @@ from . import layout as L
 from .errors import BudgetExceeded, EmuError, GuestFault
 from .gmp import World
 from .program import Program
-from .sweep import DEFAULT_BUDGET, SweepResult
-from .sweep import sweep as _sweep
+from .sweeper import DEFAULT_BUDGET, SweepResult
+from .sweeper import sweep as _sweep
 from .verify import Violation
 
 PathLike = str | os.PathLike

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import layout as L
-from . import loader, mutants, paths, report, scenario, sweep
+from . import loader, mutants, paths, report, scenario, sweeper
 from .errors import AsmError, EmuError
 from .program import Program
 
@@ -128,7 +128,7 @@ def _check_one(task) -> CorpusResult:
     program = loader.load_program(_rel(sc.asm))
     world = loader.build_world(program, sc.entry, layout_name, stub_path, seed, sc.registers, gc=True)
     t0 = time.perf_counter()
-    res = sweep.sweep(world, sc.entry, seed, min(max_points, sc.max_points), sc.budget, canary=True,
+    res = sweeper.sweep(world, sc.entry, seed, min(max_points, sc.max_points), sc.budget, canary=True,
                       async_preemption=sc.async_preemption, nested_signals=sc.nested_signals)
     return CorpusResult(sc.name, sc.entry, res.boundaries, res.points, res.injected, dict(res.refused),
                         res.violations, res.violation_count, time.perf_counter() - t0)
@@ -189,9 +189,7 @@ class MutantResult:
         return self.caught and self.diagnosed
 
 
-def mutation_score(results: list[MutantResult]) -> tuple[int, int]:
-    """(killed, total): the one definition used by the report, the JSON and the exit code."""
-    return sum(r.killed for r in results), len(results)
+mutation_score = report.mutation_score          # (killed, total), defined where the report needs it
 
 
 def _named(violations) -> set[str]:

@@ -119,7 +119,7 @@ def _model_world(a) -> list[str]:
 
 
 def cmd_sweep(a, out) -> int:
-    from . import api, gobuild, sweep
+    from . import api, gobuild, sweeper
     _writable(a.results, "--results")
     if a.call < 1:
         raise UsageError(f"--call {a.call}: calls are counted from 1")
@@ -130,7 +130,7 @@ def cmd_sweep(a, out) -> int:
             raise UsageError(f"{', '.join(_model_world(a))}: preemu's model world only (.s input); a Go program is "
                              "swept in its real program, where its own runtime decides, injects and collects")
         rep = api.sweep(a.file, a.func, registers=_regs(a.reg), stub=a.stub, seed=a.seed, max_points=a.max_points,
-                        budget=a.budget or sweep.DEFAULT_BUDGET, async_preemption=a.async_preemption == "on",
+                        budget=a.budget or sweeper.DEFAULT_BUDGET, async_preemption=a.async_preemption == "on",
                         call=a.call, to_exit=3 if a.to_exit is None else a.to_exit, args=a.args, env=a.env or [],
                         gc=a.gc, **_shard_options(a))
         return _emit(a, rep, out, "" if a.json else rep.render(a.table))
@@ -142,7 +142,7 @@ def cmd_sweep(a, out) -> int:
         raise UsageError("--gc-scanner chooses the stack scanner of --gc; add --gc")
     given = _regs(a.reg)
     rep = api.sweep(a.file, a.func, registers=given, layout=a.layout, stub=a.stub, seed=a.seed,
-                    max_points=a.max_points, budget=a.budget or sweep.DEFAULT_BUDGET, gc=a.gc,
+                    max_points=a.max_points, budget=a.budget or sweeper.DEFAULT_BUDGET, gc=a.gc,
                     gc_scanner=a.gc_scanner or "go", force_unsafe=a.force_unsafe,
                     async_preemption=a.async_preemption == "on", nested_signals=a.nested_signals,
                     on_world=lambda world: _check_regs(given, world), **_shard_options(a))
@@ -184,8 +184,8 @@ def cmd_preempt(a, out) -> int:
     world = loader.build_world(program, a.func, a.layout, a.stub, a.seed, given)
     _check_regs(given, world)
     if loader.is_go(program):
-        from . import modelcheck, sweep
-        modelcheck.check(a.file, world, sweep.DEFAULT_BUDGET)
+        from . import modelcheck, sweeper
+        modelcheck.check(a.file, world, sweeper.DEFAULT_BUDGET)
     try:
         at = episode.resolve_at(world, a.at)
         retry = episode.DEFAULT_RETRY if a.retry is None else a.retry

@@ -23,7 +23,7 @@ from .gmp import World
 from .machine import STOP_STUB_RET, Fault
 from .program import tests_write_barrier
 from .safepoint import REASONS
-from .sweep import Reference, final_violations, run_reference, stub_budget
+from .sweeper import Reference, final_violations, run_reference, stub_budget
 
 
 @dataclass
@@ -189,7 +189,7 @@ def run_episode(world: World, at: int, async_preemption: bool = True, retry: int
 
 def resolve_at(world: World, spec: str) -> int:
     """Turn `--at` into a boundary: a number, `line:N` or `func+0xOFF` (first time that PC runs)."""
-    from .sweep import first_boundaries
+    from .sweeper import first_boundaries
     spec = spec.strip()
     if spec.isdigit():
         return int(spec)

@@ -27,7 +27,7 @@ from .gmp import World
 from .layout import RESUME_PC_OFFSET, SAVED_BP_OFFSET, SAVED_FLAGS_OFFSET
 from .machine import Fault
 from .safepoint import REASONS, safe_point_checks, want_async_preempt
-from .sweep import Sweeper, final_violations, run_reference
+from .sweeper import Sweeper, final_violations, run_reference
 from .verify import Check
 
 

@@ -4,7 +4,7 @@ The model world runs a Go function without package init and with the runtime's s
 calls replaced (gofront, goslice, rtcode), so it can compute what the real program never would. Before a
 story is told, the function runs uninterrupted in both: in its real program (emu/linux/gsweep.py, entered
 from main.main with the model world's entry registers for ABIInternal's integer arguments) and in the model
-world (sweep.run_reference). Its results are read the same way in both (geffects.Effects.results over the
+world (sweeper.run_reference). Its results are read the same way in both (geffects.Effects.results over the
 binary's DWARF: integers exactly, pointers as nil or not nil, strings by their bytes); when they differ,
 or the real program cannot run the call, the command refuses (exit 2) and says to use `preemu sweep`,
 which runs Go input in its real program. Left out: results DWARF does not describe (none to compare).
@@ -33,7 +33,7 @@ class _MachineView:
 def check(path: str, world, budget: int) -> None:
     """Raise EmuError unless the model world's uninterrupted run of world's goroutine returns what the real
     program's does (see the module docstring)."""
-    from . import sweep
+    from . import sweeper
     from .linux import geffects, realsweep
     func = world.program.func_for(world.entry).name
     regs = tuple((n, world.start_regs[n]) for n in realsweep.ABI_INT_REGS if n in world.start_regs)
@@ -46,7 +46,7 @@ def check(path: str, world, budget: int) -> None:
     except EmuError as e:
         raise EmuError(f"{func} cannot be told in preemu's model world: entered with the same registers, the real "
                        f"program fails ({e}); {why}") from None
-    sweep.run_reference(world, budget)
+    sweeper.run_reference(world, budget)
     eff = geffects.Effects.__new__(geffects.Effects)             # its results() over the model machine
     eff.p, eff.slots = _MachineView(world.machine), sw.effects.slots
     got = eff.results()

@@ -8,7 +8,7 @@ from collections import OrderedDict
 
 from . import __version__, rtcode
 from .safepoint import REASONS
-from .sweep import SweepResult
+from .sweeper import SweepResult
 
 #: The "schema" of every --json object: a change of its keys means a new version here and a note
 #: in README "JSON output" (tests/test_json_schema.py holds the documented keys of each version).
@@ -359,8 +359,13 @@ def checkstub_verdict(rep) -> list[str]:
     return L
 
 
+def mutation_score(results) -> tuple[int, int]:
+    """(killed, total) of check-stub's MutantResults: the one definition used by the report, the JSON and the
+    exit code (a mutant counts only when it is caught and its diagnosis names what it broke)."""
+    return sum(r.killed for r in results), len(results)
+
+
 def render_mutants(results, layout: str) -> str:
-    from .checkstub import mutation_score          # only check-stub --mutants needs it (and its imports)
     caught, _ = mutation_score(results)
     L = [f"preemu check-stub --mutants ({layout}): {len(results)} mutants of the generated stub", "",
          f"  {'mutant':<26} {'caught':<7} {'diagnosis (expected)':<22} named"]
@@ -375,7 +380,6 @@ def render_mutants(results, layout: str) -> str:
 
 
 def mutants_json(results, layout: str) -> dict:
-    from .checkstub import mutation_score
     score, _ = mutation_score(results)
     return OrderedDict(tool="preemu", version=__version__, schema=SCHEMAS["check-stub-mutants"],
                        command="check-stub --mutants",

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import gostructs, loader, memmap, regs
-from . import sweep as S
+from . import sweeper as S
 from .errors import EmuError, ScenarioError, read_utf8
 from .layout import LAYOUTS
 from .safepoint import REASONS

@@ -1,9 +1,9 @@
 """Where a sweep's shards run: here, in N local processes (--jobs N) or on a Dask cluster
 (--executor dask://HOST:PORT); with progress on stderr, a resumable results file and a clean Ctrl-C.
 
-A shard (sweep.run_shard) is a pure function of (how to build the world, the reference run, the
+A shard (sweeper.run_shard) is a pure function of (how to build the world, the reference run, the
 options, its points and its start snapshot), so any executor can run it; results merge in shard
-order (sweep.merge_shards), which makes the report the same whatever runs the shards. Workers build
+order (sweeper.merge_shards), which makes the report the same whatever runs the shards. Workers build
 their world once per process from a WorldSpec. A Dask worker that dies loses no points: the
 scheduler re-runs its shards elsewhere (`retries`). Heavy imports (concurrent.futures' process pool,
 distributed, tqdm) happen only when used.
@@ -18,7 +18,7 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import asdict, astuple, dataclass
 
-from . import __version__, loader, memmap, sweep, verify
+from . import __version__, loader, memmap, sweeper, verify
 from .errors import EmuError
 
 DASK_RETRIES = 3
@@ -44,14 +44,14 @@ class WorldSpec:
                                   gc=self.gc, scanner=self.scanner, stack_size=self.stack_size)
 
     @staticmethod
-    def run(world, ref, index, points, start, opts) -> sweep.ShardResult:
-        return sweep.run_shard(world, ref, index, points, start, opts)
+    def run(world, ref, index, points, start, opts) -> sweeper.ShardResult:
+        return sweeper.run_shard(world, ref, index, points, start, opts)
 
 
 _WORLDS: dict[WorldSpec, object] = {}       # per worker process
 
 
-def run_task(spec: WorldSpec, ref: sweep.Reference, opts: sweep.ChainOptions, task) -> sweep.ShardResult:
+def run_task(spec: WorldSpec, ref: sweeper.Reference, opts: sweeper.ChainOptions, task) -> sweeper.ShardResult:
     """Run one shard in this process (the function executors call)."""
     world = _WORLDS.get(spec)
     if world is None:
@@ -88,7 +88,7 @@ def map_ordered(fn, items: list, jobs: int):
 
 
 # --- results file (JSON lines, one per finished shard) ---------------------------------------
-def shard_to_json(r: sweep.ShardResult) -> dict:
+def shard_to_json(r: sweeper.ShardResult) -> dict:
     return {"index": r.index, "points": r.points, "injected": r.injected, "forced": r.forced,
             "refused": dict(r.refused), "cpu_seconds": round(r.cpu_seconds, 3),
             "violations": {"count": r.violations.count, "keep": r.violations.keep,
@@ -98,19 +98,19 @@ def shard_to_json(r: sweep.ShardResult) -> dict:
             "gc": None if r.gc is None else asdict(r.gc), "extra": r.extra}
 
 
-def shard_from_json(d: dict) -> sweep.ShardResult:
+def shard_from_json(d: dict) -> sweeper.ShardResult:
     v = d["violations"]
-    log = sweep.ViolationLog(v["keep"])
+    log = sweeper.ViolationLog(v["keep"])
     log.count = v["count"]
     log.groups = Counter({(k, w): n for k, w, n in v["groups"]})
     log.kept = [verify.Violation(**{**x, "pc": int(x["pc"], 16)}) for x in v["kept"]]
-    per_pc = {pc: sweep.PcStats(pc, Counter(c)) for pc, c in d["per_pc"]}
-    return sweep.ShardResult(d["index"], d["points"], d["injected"], d["forced"], Counter(d["refused"]), log,
-                             per_pc, d["cpu_seconds"], None if d.get("gc") is None else sweep.GcStats(**d["gc"]),
+    per_pc = {pc: sweeper.PcStats(pc, Counter(c)) for pc, c in d["per_pc"]}
+    return sweeper.ShardResult(d["index"], d["points"], d["injected"], d["forced"], Counter(d["refused"]), log,
+                             per_pc, d["cpu_seconds"], None if d.get("gc") is None else sweeper.GcStats(**d["gc"]),
                              d.get("extra"))
 
 
-def run_key(spec: WorldSpec, ref: sweep.Reference, opts: sweep.ChainOptions, tasks) -> str:
+def run_key(spec: WorldSpec, ref: sweeper.Reference, opts: sweeper.ChainOptions, tasks) -> str:
     """Identifies one sweep: same program text, world, options and shard plan -> same key."""
     h = hashlib.sha256()
     for path in (spec.asm, spec.stub):
@@ -129,9 +129,9 @@ def run_key(spec: WorldSpec, ref: sweep.Reference, opts: sweep.ChainOptions, tas
     return h.hexdigest()[:32]
 
 
-def load_results(path: str, key: str) -> dict[int, sweep.ShardResult]:
+def load_results(path: str, key: str) -> dict[int, sweeper.ShardResult]:
     """Finished shards of the sweep `key` in the results file (other sweeps' lines are ignored)."""
-    out: dict[int, sweep.ShardResult] = {}
+    out: dict[int, sweeper.ShardResult] = {}
     try:
         with open(path) as f:
             for n, line in enumerate(f, 1):
@@ -159,7 +159,7 @@ def load_results(path: str, key: str) -> dict[int, sweep.ShardResult]:
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C during a sharded sweep; carries the shards finished so far."""
 
-    def __init__(self, done: list[sweep.ShardResult], total: int):
+    def __init__(self, done: list[sweeper.ShardResult], total: int):
         super().__init__("interrupted")
         self.done, self.total = done, total
 
@@ -179,7 +179,7 @@ def _parse_executor(executor: str | None) -> str | None:
 
 
 class ShardRunner:
-    """sweep.sweep(..., runner=ShardRunner(...)): runs the shards, records and reports progress."""
+    """sweeper.sweep(..., runner=ShardRunner(...)): runs the shards, records and reports progress."""
 
     def __init__(self, spec: WorldSpec, jobs: int = 1, executor: str | None = None, results: str | None = None,
                  progress: bool = False, local_world=None, on_result=None):
@@ -191,7 +191,7 @@ class ShardRunner:
         self.ran = 0                        # shards run (not taken from the file)
 
     def __call__(self, tasks, ref, opts):
-        done: dict[int, sweep.ShardResult] = {}
+        done: dict[int, sweeper.ShardResult] = {}
         key = None
         if self.results:
             key = run_key(self.spec, ref, opts, tasks)

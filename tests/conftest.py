@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from emu import asmfront, loader, memmap, rtcode, sweep
+from emu import asmfront, loader, memmap, rtcode, sweeper as sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 ASM = ROOT / "asm"

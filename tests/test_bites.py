@@ -12,7 +12,7 @@ import re
 import pytest
 from conftest import ASM, FakeSigContext, assemble, sweep_file, world_for
 
-from emu import checkstub, layout, loader, mutants, report, sched, stubgen, sweep
+from emu import checkstub, layout, loader, mutants, report, sched, stubgen, sweeper as sweep
 from emu import gostructs as gs
 from emu.structref import read_field
 from emu.inject import do_sig_preempt

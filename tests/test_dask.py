@@ -6,7 +6,7 @@ import signal
 import pytest
 from conftest import ASM
 
-from emu import loader, report, shards, sweep
+from emu import loader, report, shards, sweeper as sweep
 
 distributed = pytest.importorskip("distributed")      # in the test extra: CI always has it
 

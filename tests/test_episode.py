@@ -3,7 +3,7 @@ starvation without async preemption, and stack growth."""
 import pytest
 from conftest import ASM
 
-from emu import episode, loader, sweep
+from emu import episode, loader, sweeper as sweep
 
 
 def _world(file, func, **regs):

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from emu import cli, episode, explain, explain_html, explain_text, loader, sweep
+from emu import cli, episode, explain, explain_html, explain_text, loader, sweeper as sweep
 from emu.safepoint import CHECK_ORDER, REASONS, is_async_safe_point, safe_point_checks
 
 from conftest import ASM, DATA, ROOT

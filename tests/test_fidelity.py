@@ -208,7 +208,7 @@ SPIN = """spin:
 def test_preempt_shrink_is_set_whenever_the_shrink_is_unsafe():
     # the GC at an async safe point must defer the shrink even when shrinkstack would then find
     # nothing to do (mgcmark.go:944-950): here more than a quarter of the 8 KiB stack is in use
-    from emu.sweep import sweep
+    from emu.sweeper import sweep
     big = SPIN.replace("    mov rbp, rsp\n", "    mov rbp, rsp\n    sub rsp, 1800\n").replace("    pop rbp\n",
                                                                                             "    add rsp, 1800\n    pop rbp\n")
     prog, w = _gc_world(big, "spin", RCX=3)
@@ -235,7 +235,7 @@ def test_the_saved_bp_slot_of_the_interrupted_frame_is_not_scanned():
     mov rax, qword ptr [rax]
     ret
 """
-    from emu.sweep import sweep
+    from emu.sweeper import sweep
     prog, w = _gc_world(text, "hold", RCX=4)
     res = sweep(w, "hold", 1, 1000)
     assert {v.kind for v in res.violations} >= {"use-after-free"}
@@ -262,7 +262,7 @@ keep:
 
 @pytest.mark.parametrize("ptrs,survives", [("8", True), ("", False), ("0", False)])
 def test_heap_objects_are_scanned_through_their_types_pointer_mask(ptrs, survives):
-    from emu.sweep import sweep
+    from emu.sweeper import sweep
     prog, w = _gc_world(TYPED.format(ptrs=ptrs), "keep", RCX=4)
     res = sweep(w, "keep", 1, 1000)
     assert res.gc.cycles > 0
@@ -388,7 +388,7 @@ def test_async_safe_point_is_set_from_the_trap_until_after_xreg_restore():
         w = loader.build_world(prog, "spin", lay, None, 1, {"RCX": 50})
         asp = w.gp + gs.G_FIELDS["asyncSafePoint"].offset
         w.on_preempted = lambda: seen.append(w.machine.read(asp, 1)[0])
-        from emu.sweep import sweep
+        from emu.sweeper import sweep
         res = sweep(w, "spin", 1, 20)
         assert res.ok and res.injected and w.machine.read(asp, 1)[0] == 0
     assert seen and set(seen) == {1}
@@ -413,7 +413,7 @@ def test_go114_preempts_on_a_stray_sigurg_with_asyncpreemptoff():
     from conftest import ASM
     prog = loader.load_program(ASM / "sum_loop.s")
     res = {}
-    from emu.sweep import sweep
+    from emu.sweeper import sweep
     for lay in ("go1.14", "go1.27"):
         w = loader.build_world(prog, "sum_loop", lay, None, 1, {"RCX": 5})
         res[lay] = sweep(w, "sum_loop", 1, 1000, async_preemption=False)

@@ -4,7 +4,7 @@ import pytest
 from conftest import ASM, ROOT
 
 from emu import gostructs as gs
-from emu import inject, loader, scenario, sweep
+from emu import inject, loader, scenario, sweeper as sweep
 from emu.structref import read_field
 from emu.machine import STOP_STUB_RET
 from emu.unwind import unwind

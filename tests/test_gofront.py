@@ -11,7 +11,7 @@ from golisting import parse_listing
 
 from emu import cli, gofront, gostructs, loader
 from emu.errors import EmuError
-from emu.sweep import sweep
+from emu.sweeper import sweep
 
 GO = "tests/go"
 

@@ -5,7 +5,7 @@ taken uninterrupted; a GC at every injection finds heap nodes held only by a map
 import pytest
 from conftest import DATA, native_vs_preemu
 
-from emu import gofront, loader, sweep
+from emu import gofront, loader, sweeper as sweep
 
 MAPS = DATA / "go" / "maps"
 FUNCS = ("sumByKey", "names", "chains", "pairs", "floats", "anys", "holder", "hidden")

@@ -6,7 +6,7 @@ import io
 import pytest
 from conftest import DATA, native_vs_preemu
 
-from emu import cli, goslice, loader, sweep
+from emu import cli, goslice, loader, sweeper as sweep
 
 SLICES = DATA / "go" / "slices"
 #: main.go's functions and the multiple of n main passes each

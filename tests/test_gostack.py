@@ -5,7 +5,7 @@ reads its captured variables through RDX survive a growth anywhere."""
 import pytest
 from conftest import DATA, native_output
 
-from emu import loader, sweep
+from emu import loader, sweeper as sweep
 
 DEEP = DATA / "go" / "deepstack"
 N = 60

@@ -21,7 +21,7 @@ def test_headroom_boundary_refuse_accept_accept(lay, delta, verdict):
     w.machine.run(w.entry, 1)
     nop = prog.get_func("f").insns[1].addr
     assert w.machine.pc == nop and w.machine.reg("RSP") - w.stack_lo == h + delta
-    from emu.sweep import sweep
+    from emu.sweeper import sweep
     res = sweep(w, "f")
     assert res.per_pc[nop].verdicts == {verdict: 1} and res.ok
 

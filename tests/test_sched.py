@@ -6,7 +6,7 @@ import json
 import pytest
 from conftest import ASM, ROOT, assemble
 
-from emu import cli, layout, loader, regs, sched, sweep, timeline
+from emu import cli, layout, loader, regs, sched, sweeper as sweep, timeline
 
 PROG = loader.load_program(ASM / "starvation.s")
 

@@ -6,7 +6,7 @@ import json
 import pytest
 from conftest import ASM, DATA
 
-from emu import cli, loader, shards, sweep
+from emu import cli, loader, shards, sweeper as sweep
 
 SUM = ASM / "sum_loop.s"
 BROKEN = DATA / "stub_no_pushfq.s"

@@ -8,7 +8,7 @@ import json
 import pytest
 from conftest import ASM, ROOT
 
-from emu import cli, gobuild, sweep
+from emu import cli, gobuild, sweeper as sweep
 from emu.linux import elfimage, process
 from emu.linux.threads import Thread
 

@@ -4,7 +4,7 @@ import re
 import pytest
 from conftest import ASM, DATA, sweep_file, sweep_text, world_for
 
-from emu import loader, regs, sweep
+from emu import loader, regs, sweeper as sweep
 
 CORPUS = [("sum_loop.s", "sum_loop", {"RCX": 300}), ("adc_chain.s", "adc_chain", {"RCX": 32}),
           ("xmm_loop.s", "xmm_loop", {"RCX": 40}), ("rep_copy.s", "rep_copy", {"RCX": 64}),

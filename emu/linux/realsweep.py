@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .. import sweep as S
+from .. import sweeper as S
 from ..errors import EmuError
 from ..verify import Violation
 from . import realgc

@@ -13,9 +13,7 @@ injection that makes them diverge is found by bisection.
 from __future__ import annotations
 
 import bisect
-import sys
 import time
-import types
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -700,15 +698,3 @@ def merge_shards(world: World, entry: str, ref: Reference, opts: ChainOptions, r
     return SweepResult(entry, world.layout.name, opts.seed, ref.boundaries, points, injected, refused,
                        log.kept, log.count, elapsed, stats, ref, world.headroom, uncovered, log.groups,
                        forced, gc)
-
-
-class _CallableModule(types.ModuleType):
-    """`emu.sweep` is this module (the engine), and calling it is the Python API's sweep:
-    `emu.sweep("loop.s", "f")` returns an api.SweepReport, `emu.sweep.sweep(world, ...)` is the engine."""
-
-    def __call__(self, *args, **kwargs):
-        from .api import sweep as api_sweep
-        return api_sweep(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
