@@ -69,7 +69,6 @@ class Socket:
     dgrams: deque = field(default_factory=deque)   # datagram: (bytes, sender key)
     opts: dict = field(default_factory=dict)
     own_gen: int = 0
-    in_progress: bool = False          # a TCP connect answered EINPROGRESS, not yet asked for SO_ERROR
 
     # --- the pipe-read end protocol (sys_io.read and Process.wake_pipe_readers use it) ---------------
     @property
@@ -181,10 +180,6 @@ def _net(p) -> Net:
     return p.net
 
 
-def _install(p, s: Socket) -> int:
-    return p.fds.install(s)
-
-
 def _autobind(p, s: Socket) -> None:
     if s.local is None and s.family == AF_INET:
         ip = b"\x7f\x00\x00\x01"
@@ -195,13 +190,11 @@ def _autobind(p, s: Socket) -> None:
 # --- the syscalls ----------------------------------------------------------------------------
 def sys_socket(p, t, family, typ, proto, *_):
     kind = typ & SOCK_TYPE_MASK
-    if family == AF_INET6:
-        return -EAFNOSUPPORT
-    if family not in (AF_UNIX, AF_INET):
+    if family not in (AF_UNIX, AF_INET):             # AF_INET6 too: Go's probe then uses IPv4 only
         return -EAFNOSUPPORT
     if kind not in (SOCK_STREAM, SOCK_DGRAM):
         return -EPROTONOSUPPORT
-    return _install(p, Socket(_net(p), family, kind, F.O_RDWR | (typ & SOCK_NONBLOCK)))
+    return p.fds.install(Socket(_net(p), family, kind, F.O_RDWR | (typ & SOCK_NONBLOCK)))
 
 
 def sys_socketpair(p, t, family, typ, proto, sv, *_):
@@ -214,7 +207,7 @@ def sys_socketpair(p, t, family, typ, proto, sv, *_):
     a, b = Socket(_net(p), AF_UNIX, kind, flags), Socket(_net(p), AF_UNIX, kind, flags)
     connect_pair(a, b)
     a.local = a.remote = b.local = b.remote = ("unix", "")
-    p.write(sv, struct.pack("<ii", _install(p, a), _install(p, b)))
+    p.write(sv, struct.pack("<ii", p.fds.install(a), p.fds.install(b)))
     return 0
 
 
@@ -277,7 +270,6 @@ def sys_connect(p, t, fd, addr, alen, *_):
     p.wake_socket_waiters()
     p.wake_pollers()
     if s.family == AF_INET and s.flags & F.O_NONBLOCK:
-        s.in_progress = True
         return -EINPROGRESS               # tcp_v4_connect: SYN sent; loopback answers at once
     return 0
 
@@ -301,7 +293,7 @@ def finish_accept(p, s: Socket, addr: int, alen_p: int, flags: int) -> int:
     s.bump()
     c.flags = F.O_RDWR | (flags & SOCK_NONBLOCK)
     write_addr(p, c.remote, s.family, addr, alen_p)
-    return _install(p, c)
+    return p.fds.install(c)
 
 
 def sys_accept(p, t, fd, addr, alen_p, *_):
@@ -340,7 +332,6 @@ def sys_getsockopt(p, t, fd, level, name, val, vlen_p, *_):
         return s
     if level == SOL_SOCKET and name in (SO_ERROR, SO_TYPE, SO_DOMAIN, SO_ACCEPTCONN):
         v = {SO_ERROR: 0, SO_TYPE: s.type, SO_DOMAIN: s.family, SO_ACCEPTCONN: int(s.listening)}[name]
-        s.in_progress = False if name == SO_ERROR else s.in_progress
         raw = struct.pack("<i", v)
     elif (level, name) in s.opts:
         raw = s.opts[(level, name)]
