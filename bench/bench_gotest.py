@@ -31,9 +31,10 @@ PACKAGES = ("bufio bytes cmp container/heap container/list container/ring crypto
             "sync/atomic text/tabwriter time unicode unicode/utf16 unicode/utf8").split()
 
 
-#: what a user gives the program besides its package directory: the host's time zone database (the time
-#: package's tests load America/Los_Angeles from it), read-only at the same path
-MOUNTS = [a for d in ("/usr/share/zoneinfo",) if os.path.isdir(d) for a in ("--mount", f"{d}:{d}")]
+#: what `go test` lets a test see besides its package directory, read-only at the same paths: the GOROOT
+#: (time's tests load ../../lib/time/zoneinfo.zip, path/filepath's glob ../*) and the host's time zones
+MOUNTS = [a for d in (str(gobuild.goroot()), "/usr/share/zoneinfo") if os.path.isdir(d)
+          for a in ("--mount", f"{d}:{d}")]
 
 
 def row(pkg: str, tmp: Path) -> str:
