@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field
 
-from . import gostructs as gs
 from . import inject, memmap, regs, verify
 from .explain_notes import CHECK_QUESTIONS, STUB_SHORT, STUB_TEXT, WHY, WHY_UNSAFE, stub_phase, unsafe_class
 from .gmp import World
@@ -328,7 +327,7 @@ class _Narrator:
             executed=executed if delay else ())
         if not delay:
             self._request()
-        G, M, P = w.structs.g, w.structs.m, w.structs.p
+        M = w.structs.m
         rd = self._field
 
         # 3. the signal: doSigPreempt -> wantAsyncPreempt -> isAsyncSafePoint
@@ -412,7 +411,7 @@ class _Narrator:
 
     def _request(self) -> None:
         """sysmon's request: preemptone and preemptM, as the World does them."""
-        w, m = self.w, self.m
+        w = self.w
         w.preempt_one()
         G, M, P = w.structs.g, w.structs.m, w.structs.p
         rd = self._field
@@ -514,7 +513,7 @@ class _Narrator:
         self.add("stub", title, text, executed=pcs, table=table, short=STUB_SHORT[key])
 
     def _async_preempt2(self, m0: int, executed: list[int], before, gc0: int) -> None:
-        w, m = self.w, self.m
+        w = self.w
         m1 = w.cur
         now = self.regs_now()
         clob = [n for n in REG_ORDER if n not in ("RIP", "RSP") and self.steps[-1].regs[n] != now[n]]
