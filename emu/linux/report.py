@@ -37,6 +37,7 @@ def to_json(p, target: str) -> dict:
         "preemptions": {"async": [r.to_json() for r in w.preemptions], "declined": declined_by_reason(p)},
         "violations": w.violations,
         "oracle": "emu/safepoint.py" if w.oracle is not None else f"unavailable: {p.oracle_note}",
+        "go_version": w.oracle.prog.binary.version if w.oracle is not None else None,
         "ok": not w.violations and p.error is None,
     }
 
@@ -53,6 +54,8 @@ def render_text(p, target: str) -> str:
         out.append(f"exit {p.exit_code} after {vms:.3f} ms virtual ({p.stop_reason})")
     out.append(f"{p.insns:,} instructions at {p.opts.ns_per_insn} ns each, {p.idle_ns / 1e6:.3f} ms idle, "
                f"{len(p.threads)} threads, {sum(p.syscall_counts.values())} syscalls, {p.wall_s:.2f} s wall")
+    if w.oracle is not None:
+        out.append(f"built by {w.oracle.prog.binary.version}: the oracle applies {w.oracle.rules.version}'s rules")
     outcomes = collections.Counter(ev.outcome for ev in w.signals)
     out.append(f"signals: {len(w.signals)} sent" + (": " + ", ".join(f"{n} {k}" for k, n in sorted(outcomes.items()))
                                                    if w.signals else ""))
