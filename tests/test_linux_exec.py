@@ -384,6 +384,22 @@ def test_vdso_time_is_the_instruction_count(tmp_path):
     assert bytes(run(gobuild.build(src).binary).fds.stdout.data) == bytes(p.fds.stdout.data)
 
 
+def test_gettimeofday_and_time_read_the_same_virtual_realtime_clock(tmp_path):
+    """gettimeofday(2) (syscall.Time uses it too) and time(2) (no vDSO entry for them: syscalls) agree with
+    time.Now(), which reads
+    CLOCK_REALTIME through the vDSO: 2026-01-01T00:00:00Z at boot plus virtual time."""
+    src = tmp_path / "t.go"
+    src.write_text("package main\n\nimport (\n\t\"fmt\"\n\t\"syscall\"\n\t\"time\"\n)\n\nfunc main() {\n"
+                   "\tvar tv syscall.Timeval\n\tsyscall.Gettimeofday(&tv)\n\tvar tt syscall.Time_t\n"
+                   "\tsyscall.Time(&tt)\n\tsec, _, _ := syscall.RawSyscall(syscall.SYS_TIME, 0, 0, 0)\n"
+                   "\tnow := time.Now().Unix()\n"
+                   "\tfmt.Println(tv.Sec, sec, int64(tt), now)\n}\n")
+    p = run(gobuild.build(src).binary)
+    tv, sec, tt, now = map(int, bytes(p.fds.stdout.data).split())
+    assert tv == sec == tt == now == 1_767_225_600            # less than a second after boot
+    assert {"gettimeofday", "time"} <= set(p.syscall_counts)
+
+
 def test_a_program_reads_its_working_directory_as_natively():
     """Files (issue #21): getcwd, a file, stat, a directory listing, lseek, /dev/null, /dev/zero."""
     import subprocess

@@ -16,9 +16,31 @@ REALTIME_EPOCH_NS = 1_767_225_600 * 10**9     # CLOCK_REALTIME at boot: 2026-01-
 def sys_clock_gettime(p, t, clk, ts, *_):
     now = p.now()
     if clk == 0:                       # CLOCK_REALTIME
-        now += REALTIME_EPOCH_NS - p.boot_ns
+        now = _realtime(p)
     p.write(ts, struct.pack("<qq", now // 10**9, now % 10**9))
     return 0
+
+
+def _realtime(p) -> int:
+    return p.now() + REALTIME_EPOCH_NS - p.boot_ns
+
+
+def sys_gettimeofday(p, t, tv, tz, *_):
+    """gettimeofday(2): CLOCK_REALTIME in microseconds; the timezone argument is obsolete (zeros)."""
+    now = _realtime(p)
+    if tv:
+        p.write(tv, struct.pack("<qq", now // 10**9, now % 10**9 // 1000))
+    if tz:
+        p.write(tz, bytes(8))
+    return 0
+
+
+def sys_time(p, t, tloc, *_):
+    """time(2): CLOCK_REALTIME in seconds, also stored at tloc if given."""
+    sec = _realtime(p) // 10**9
+    if tloc:
+        p.write(tloc, struct.pack("<q", sec))
+    return sec
 
 
 def sys_nanosleep(p, t, req, rem, *_):
@@ -44,5 +66,6 @@ def sys_futex(p, t, uaddr, op, val, timeout, uaddr2, val3):
 
 #: syscall number -> (name, handler); numbers from arch/x86/entry/syscalls/syscall_64.tbl
 TABLE = {
+    96: ("gettimeofday", sys_gettimeofday), 201: ("time", sys_time),
     35: ("nanosleep", sys_nanosleep), 202: ("futex", sys_futex), 228: ("clock_gettime", sys_clock_gettime),
 }

@@ -13,7 +13,8 @@ returned at that instruction: virtual time = the slice's start + instructions ex
 counts the blocks before the function's first one, plus its two instructions up to the read) times
 ns-per-instruction, CLOCK_REALTIME adding the epoch offset, as sys_time.sys_clock_gettime does (seconds by a
 multiply and shift, as compilers divide by 10^9: the emulated DIV is a slow helper call). Left out:
-gettimeofday, time and getrandom (Go on amd64 does not need them; their absence makes it use syscalls).
+gettimeofday, time and getrandom (Go on amd64 does not need them; their absence makes it use the syscalls,
+which sys_time.py answers from the same clock).
 """
 from __future__ import annotations
 
