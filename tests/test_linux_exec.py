@@ -473,8 +473,9 @@ def test_the_oracle_reads_the_state_doSigPreempt_reads_not_the_state_at_delivery
 
 def test_chdir_and_mounts_read_only_and_read_write(tmp_path):
     """chdir into a /tmp directory and relative paths there; --mount HOST:GUEST reads, :rw writes through to
-    the host (create, append, rename); a write to a read-only mount is EROFS; the rest of the host and
-    chdir to it are ENOENT."""
+    the host (create, append, rename); a write to a read-only mount is EROFS; `/` and the directories above
+    the mounts exist, read-only, listing only what leads to a mount; the rest of the host and chdir to it
+    are ENOENT."""
     ro, rw = tmp_path / "ro", tmp_path / "rw"
     ro.mkdir()
     rw.mkdir()
@@ -488,7 +489,9 @@ def test_chdir_and_mounts_read_only_and_read_write(tmp_path):
     assert lines == ["mkdirtemp true", "chdir true", "getwd is the temp dir true",
                      "relative write, absolute read: relative true", "chmod: -rw-------", "chdir sub: sub",
                      'ro mount: "host data" true', "ro mount write: open /data/x.txt: read-only file system",
-                     "rw mount write: true", "rw rename, chmod and stat: true -rw-r-----", "the rest of the host: true",
+                     "rw mount write: true", "rw rename, chmod and stat: true -rw-r-----", "chdir /: true",
+                     "root lists: [data dev out tmp]", "root write: open /x.txt: read-only file system",
+                     "the rest of the host: true",
                      "chdir outside: true"]
     assert (rw / "final.txt").read_text() == "from the guest: host data!" and not (rw / "result.txt").exists()
     assert (rw / "final.txt").stat().st_mode & 0o777 == 0o640
@@ -501,3 +504,14 @@ def test_chdir_and_mounts_read_only_and_read_write(tmp_path):
 def test_a_bad_mount_is_exit_2(spec, msg, capsys):
     assert cli.main(["exec", "tests/data/go/mounts", "--mount", spec]) == 2
     assert msg in capsys.readouterr().err
+
+
+def test_symbolic_links_in_tmp_behave_as_natively():
+    """symlink(7) in /tmp (tmpfs.py, sys_file._walk): absolute and relative links, `..` after a link taken
+    physically, a dangling link, a loop (ELOOP), Lstat/Stat/Readlink/EvalSymlinks/WalkDir, removal."""
+    import subprocess
+    binary = gobuild.build(DATA / "go" / "symlinks").binary
+    native = subprocess.run([str(binary)], capture_output=True, text=True, check=True, timeout=60).stdout
+    p = run(binary)
+    assert p.exit_code == 0 and bytes(p.fds.stdout.data).decode() == native
+    assert "rel/.. is a's: true" in native and "loop: true" in native and "error" not in native

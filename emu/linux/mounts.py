@@ -52,11 +52,14 @@ class Namespace:
         mine = [own] if all(m.guest != own.guest for m in extra) else []    # a mount at the cwd's path wins
         self.mounts = sorted(list(extra) + mine, key=lambda m: -len(m.guest))
 
-    def lookup(self, guest: str) -> tuple[Mount, str] | None:
-        """The mount holding guest path `guest` and the host file it names, or None (invisible)."""
+    def lookup(self, guest: str, follow: bool = True) -> tuple[Mount, str] | None:
+        """The mount holding guest path `guest` and the host file it names, or None (invisible); with
+        follow False a link in the last component is the link itself (lstat, unlink, rename)."""
         for m in self.mounts:
             if guest == m.guest or guest.startswith(m.guest.rstrip("/") + "/"):
-                host = os.path.realpath(m.host + guest[len(m.guest):])
+                raw = m.host + guest[len(m.guest):]
+                head, tail = os.path.split(raw)
+                host = os.path.realpath(raw) if follow or raw == m.host else os.path.join(os.path.realpath(head), tail)
                 if host == m.host or host.startswith(m.host.rstrip("/") + "/"):
                     return m, host
                 return None

@@ -6,11 +6,14 @@ write access refused with EROFS in a read-only mount), read(2)/pread(2)/pwrite(2
 (fs/read_write.c), fstat(2)/fstatat(2) with AT_EMPTY_PATH (fs/stat.c, struct stat of
 arch/x86/include/uapi/asm/stat.h), getdents64(2) (fs/readdir.c: linux_dirent64 records, 8-byte aligned),
 mkdirat/unlinkat/renameat(2) (EXDEV across mounts), ftruncate(2), getcwd(2) (ERANGE when the buffer is
-too small), chdir/fchdir(2). Nothing outside the mounts is visible (ENOENT, symlinks resolved first and
-kept inside their mount); a file of a :rw mount is opened on the host and written through; nothing else
-on the host is ever written. /dev/urandom (and /dev/random) read the process's seeded generator.
-Left out: links (EPERM), readlink of /proc/self/exe, file-backed mmap, O_APPEND on /dev/null beyond
-discarding.
+too small), chdir/fchdir(2), symlink/readlink(2). Every path is walked as fs/namei.c walks it (_walk:
+`..` from where the walk is, /tmp's symbolic links followed, the last one only where the call follows
+links or the path ends in `/`, ELOOP after 40). Nothing outside the mounts is visible (ENOENT; a host
+link is resolved inside its mount); `/`, `/dev` and the directories above a mount exist, read-only,
+listing only what leads to a mount (_synthetic). A file of a :rw mount is opened on the host and written
+through; nothing else on the host is ever written. /dev/urandom (and /dev/random) read the process's
+seeded generator. Left out: hard links (EPERM), symbolic links on the host side of a mount (seen through,
+never made), readlink of /proc/self/exe, file-backed mmap, O_APPEND on /dev/null beyond discarding.
 """
 from __future__ import annotations
 
@@ -23,13 +26,14 @@ from dataclasses import dataclass
 from .tmpfs import DirHandle, TmpFile, TmpFs
 
 AT_FDCWD = -100
-AT_EMPTY_PATH, AT_REMOVEDIR = 0x1000, 0x200
+AT_EMPTY_PATH, AT_REMOVEDIR, AT_SYMLINK_NOFOLLOW = 0x1000, 0x200, 0x100
+O_NOFOLLOW, ELOOP = 0o400000, 40
 O_ACCMODE, O_CREAT, O_TRUNC, O_DIRECTORY = 3, 0o100, 0o1000, 0o200000
 ENOENT, EBADF, ENOTDIR, EISDIR, EINVAL, ESPIPE, EROFS, ERANGE, EXDEV, EPERM, EIO = 2, 9, 20, 21, 22, 29, 30, 34, 18, 1, 5
 #: open flags passed on to the host for a file of a :rw mount (access mode, O_CREAT, O_EXCL, O_TRUNC, O_APPEND)
 _HOST_OPEN_FLAGS = O_ACCMODE | 0o100 | 0o200 | 0o1000 | 0o2000
 SEEK_SET, SEEK_CUR, SEEK_END = 0, 1, 2
-DT_DIR, DT_REG, DT_LNK, DT_UNKNOWN = 4, 8, 10, 0
+DT_CHR, DT_DIR, DT_REG, DT_LNK, DT_UNKNOWN = 2, 4, 8, 10, 0
 DEVICES = {"/dev/null": "null", "/dev/zero": "zero", "/dev/urandom": "urandom", "/dev/random": "urandom"}
 
 
@@ -94,13 +98,13 @@ def _fd(v: int) -> int:
     return v - (1 << 32) if v >= 1 << 31 else v
 
 
-def _guest(p, dirfd: int, path: str) -> str | int:
-    """The absolute guest path `path` names: as it is, or relative to the working directory or to the
-    directory descriptor dirfd (ENOTDIR/EBADF for a descriptor that is no directory)."""
+def _guest(p, dirfd: int, path: str, follow: bool = True) -> str | int:
+    """The guest path `path` names, absolute and resolved (_walk): as it is, or relative to the working
+    directory or to the directory descriptor dirfd (ENOTDIR/EBADF for a descriptor that is no directory)."""
     dirfd = _fd(dirfd)
     if path.startswith("/"):
-        return posixpath.normpath(path)
-    if dirfd == AT_FDCWD:
+        base = "/"
+    elif dirfd == AT_FDCWD:
         base = p.cwd
     else:
         d = p.fds.get(dirfd)
@@ -109,7 +113,40 @@ def _guest(p, dirfd: int, path: str) -> str | int:
         if not isinstance(d, DirHandle):
             return -ENOTDIR
         base = d.path
-    return posixpath.normpath(posixpath.join(base, path)) if path else base
+    return _walk(p, posixpath.join(base, path) if path else base, follow)
+
+
+MAXSYMLINKS = 40                                    # include/linux/namei.h: then ELOOP
+
+
+def _walk(p, path: str, follow: bool) -> str | int:
+    """fs/namei.c's walk over a guest path, component by component: `.` stays, `..` goes up from where the
+    walk is (not lexically: after a link it is the link target's parent), and a symbolic link of /tmp is
+    replaced by its target (absolute, or relative to the link's directory) -- the last component only when
+    `follow`. More than 40 links is ELOOP. Host links are resolved in the mount (mounts.Namespace.lookup)."""
+    follow = follow or path.endswith("/")          # a trailing slash: the last component must be a directory
+    todo = [c for c in path.split("/") if c and c != "."]
+    todo.reverse()
+    done, links = "/", 0
+    while todo:
+        name = todo.pop()
+        if name == "..":
+            done = posixpath.dirname(done)
+            continue
+        here = posixpath.join(done, name)
+        node = p.tmpfs.nodes.get(here) if _tmp(p, here) is not None else None
+        if node is not None and node.target is not None and (follow or todo):
+            links += 1
+            if links > MAXSYMLINKS:
+                return -ELOOP
+            if node.target.startswith("/"):
+                done = "/"
+            todo.extend(reversed([c for c in node.target.split("/") if c and c != "."]))
+            continue
+        if node is not None and todo and not node.is_dir:
+            return -ENOTDIR
+        done = here
+    return done
 
 
 def _tmp(p, guest: str) -> str | None:
@@ -117,10 +154,21 @@ def _tmp(p, guest: str) -> str | None:
     return guest if TmpFs.owns(guest) and not p.ns.shadows_tmp(guest) else None
 
 
-def _host(p, guest: str):
+def _host(p, guest: str, follow: bool = True):
     """(mount, host path) for a guest path in a mount, or -ENOENT (nothing else on the host is visible)."""
-    found = p.ns.lookup(guest)
+    found = p.ns.lookup(guest, follow)
     return found if found is not None else -ENOENT
+
+
+def _synthetic(p, guest: str) -> list | None:
+    """The entries of a directory preemu makes up so that every mount has parents: `/`, `/dev` and each
+    directory above a mount (the working directory's among them), read-only; None for any other path."""
+    if guest == "/dev":
+        return [(".", DT_DIR), ("..", DT_DIR)] + [(n[5:], DT_CHR) for n in sorted(DEVICES)]
+    prefix = guest.rstrip("/") + "/"
+    names = {g[len(prefix):].split("/")[0] for g in [m.guest for m in p.ns.mounts] + ["/tmp", "/dev"]
+             if g.startswith(prefix)}
+    return [(".", DT_DIR), ("..", DT_DIR)] + [(n, DT_DIR) for n in sorted(names)] if names else None
 
 
 def _oserr(e: OSError) -> int:
@@ -137,7 +185,7 @@ def _listing(host: str) -> list:
 def sys_openat(p, t, dirfd, path_addr, flags, mode, *_):
     path = p.read_cstr(path_addr)
     p.note_path(path)
-    guest = _guest(p, dirfd, path)
+    guest = _guest(p, dirfd, path, follow=not flags & O_NOFOLLOW)
     if isinstance(guest, int):
         return guest
     if guest in DEVICES:
@@ -147,7 +195,12 @@ def sys_openat(p, t, dirfd, path_addr, flags, mode, *_):
         return obj if isinstance(obj, int) else p.fds.install(obj)
     found = _host(p, guest)
     if isinstance(found, int):
-        return found
+        made_up = _synthetic(p, guest)
+        if made_up is None:
+            return -EROFS if flags & O_CREAT and _synthetic(p, posixpath.dirname(guest)) is not None else found
+        if flags & O_ACCMODE or flags & O_CREAT:
+            return -EROFS
+        return p.fds.install(HostDir(guest, flags, made_up, host=""))
     mount, host = found
     writes = flags & O_ACCMODE or flags & (O_CREAT | O_TRUNC)
     if writes and not mount.rw:
@@ -175,11 +228,12 @@ def sys_openat(p, t, dirfd, path_addr, flags, mode, *_):
     return p.fds.install(HostFile(host, data, flags))
 
 
-def _on_host(p, guest: str, op) -> int:
-    """Run op(host path) for a change in a :rw mount; EROFS in a read-only one, ENOENT outside any."""
-    found = _host(p, guest)
+def _on_host(p, guest: str, op, follow: bool = True) -> int:
+    """Run op(host path) for a change in a :rw mount; EROFS in a read-only one or in a directory preemu made
+    up (_synthetic), ENOENT outside any."""
+    found = _host(p, guest, follow)
     if isinstance(found, int):
-        return found
+        return -EROFS if _synthetic(p, posixpath.dirname(guest)) is not None else found
     mount, host = found
     if not mount.rw:
         return -EROFS
@@ -190,30 +244,31 @@ def _on_host(p, guest: str, op) -> int:
     return 0
 
 
-def _paths(p, dirfd, path_addr) -> str | int:
-    return _guest(p, dirfd, p.read_cstr(path_addr))
+def _paths(p, dirfd, path_addr, follow: bool = True) -> str | int:
+    return _guest(p, dirfd, p.read_cstr(path_addr), follow)
 
 
-def _change(p, dirfd, path_addr, in_tmp, on_host) -> int:
-    """A change to the file a path names: in_tmp(guest path) in /tmp, on_host(host path) in a :rw mount."""
-    guest = _paths(p, dirfd, path_addr)
+def _change(p, dirfd, path_addr, in_tmp, on_host, follow: bool) -> int:
+    """A change to the file a path names: in_tmp(guest path) in /tmp, on_host(host path) in a :rw mount;
+    `follow`: a link in the last component stands for its target (chmod) or for itself (mkdir, unlink)."""
+    guest = _paths(p, dirfd, path_addr, follow)
     if isinstance(guest, int):
         return guest
-    return in_tmp(guest) if _tmp(p, guest) is not None else _on_host(p, guest, on_host)
+    return in_tmp(guest) if _tmp(p, guest) is not None else _on_host(p, guest, on_host, follow)
 
 
 def sys_mkdirat(p, t, dirfd, path_addr, mode, *_):
     return _change(p, dirfd, path_addr, lambda g: p.tmpfs.mkdir(g, mode, p.now()),
-                   lambda h: os.mkdir(h, mode & 0o7777))
+                   lambda h: os.mkdir(h, mode & 0o7777), follow=False)
 
 
 def sys_unlinkat(p, t, dirfd, path_addr, flags, *_):
     return _change(p, dirfd, path_addr, lambda g: p.tmpfs.unlink(g, flags),
-                   os.rmdir if flags & AT_REMOVEDIR else os.unlink)
+                   os.rmdir if flags & AT_REMOVEDIR else os.unlink, follow=False)
 
 
 def sys_renameat2(p, t, olddirfd, old_addr, newdirfd, new_addr, flags=0, *_):
-    old, new = _paths(p, olddirfd, old_addr), _paths(p, newdirfd, new_addr)
+    old, new = _paths(p, olddirfd, old_addr, False), _paths(p, newdirfd, new_addr, False)
     if isinstance(old, int) or isinstance(new, int):
         return old if isinstance(old, int) else new
     to, tn = _tmp(p, old), _tmp(p, new)
@@ -223,12 +278,12 @@ def sys_renameat2(p, t, olddirfd, old_addr, newdirfd, new_addr, flags=0, *_):
         return p.tmpfs.rename(to, tn)
     if to is not None or tn is not None:
         return -EXDEV                               # across mounts
-    src, dst = _host(p, old), _host(p, new)
+    src, dst = _host(p, old, False), _host(p, new, False)
     if isinstance(src, int) or isinstance(dst, int):
         return src if isinstance(src, int) else dst
     if src[0] is not dst[0]:
         return -EXDEV
-    return _on_host(p, old, lambda h: os.rename(h, dst[1]))
+    return _on_host(p, old, lambda h: os.rename(h, dst[1]), follow=False)
 
 
 def sys_renameat(p, t, olddirfd, old_addr, newdirfd, new_addr, *_):
@@ -254,16 +309,37 @@ def sys_pwrite64(p, t, fd, buf, n, off, *_):
         obj.pos = pos                               # pwrite leaves the file offset alone
 
 
-def sys_symlinkat(p, t, *_):
-    return -EPERM                                   # no links in this /tmp (tmpfs.py)
-
-
-def sys_readlinkat(p, t, dirfd, path_addr, buf, size, *_):
-    guest = _paths(p, dirfd, path_addr)
+def sys_symlinkat(p, t, target_addr, dirfd, path_addr, *_):
+    """symlink(2): a link in /tmp (EROFS in a read-only mount; links in a :rw one are not made)."""
+    target = p.read_cstr(target_addr)
+    if not target:
+        return -ENOENT
+    guest = _paths(p, dirfd, path_addr, follow=False)
     if isinstance(guest, int):
         return guest
     if _tmp(p, guest) is not None:
-        return -EINVAL if guest in p.tmpfs.nodes else -ENOENT     # nothing in /tmp is a link
+        return p.tmpfs.symlink(guest, target, p.now())
+    found = _host(p, guest)
+    return found if isinstance(found, int) else -EPERM if found[0].rw else -EROFS
+
+
+def sys_linkat(p, t, *_):
+    return -EPERM                                   # no hard links (tmpfs.py)
+
+
+def sys_readlinkat(p, t, dirfd, path_addr, buf, size, *_):
+    guest = _paths(p, dirfd, path_addr, follow=False)
+    if isinstance(guest, int):
+        return guest
+    if _tmp(p, guest) is not None:
+        node = p.tmpfs.nodes.get(guest)
+        if node is None:
+            return -ENOENT
+        if node.target is None:
+            return -EINVAL
+        raw = node.target.encode()[:size]
+        p.write(buf, raw)
+        return len(raw)
     found = _host(p, guest)
     if isinstance(found, int):
         return found                                # /proc/self/exe among them: outside every mount
@@ -321,6 +397,8 @@ def sys_lseek(p, t, fd, off, whence, *_):
 def _stat_bytes(st: os.stat_result | None, device: bool = False) -> bytes:
     if device:                                      # a character device, as /dev/null is (1:3)
         return struct.pack("<QQQIIIIQqqq", 6, 5, 1, S.S_IFCHR | 0o666, 0, 0, 0, 0x103, 0, 4096, 0) + bytes(72)
+    if st is None:                                  # a directory preemu made up (_synthetic): root's, read-only
+        return struct.pack("<QQQIIIIQqqq", 7, 2, 2, S.S_IFDIR | 0o555, 0, 0, 0, 0, 0, 4096, 0) + bytes(72)
     times = b"".join(struct.pack("<qq", int(ts), int((ts % 1) * 1e9)) for ts in (st.st_atime, st.st_mtime,
                                                                                st.st_ctime))
     return (struct.pack("<QQQIIIIQqqq", st.st_dev, st.st_ino, st.st_nlink, st.st_mode, st.st_uid, st.st_gid, 0,
@@ -339,7 +417,7 @@ def _fd_stat(p, fd: int):
         node = p.tmpfs.nodes.get(obj.path)
         return p.tmpfs.stat_bytes(node) if node is not None else -ENOENT
     if isinstance(obj, HostDir):
-        return _stat_bytes(os.stat(obj.host))
+        return _stat_bytes(os.stat(obj.host) if obj.host else None)
     if isinstance(obj, HostFile):
         return _stat_bytes(os.stat(obj.path))
     if isinstance(obj, HostFd):
@@ -359,7 +437,7 @@ def sys_newfstatat(p, t, dirfd, path_addr, buf, flags, *_):
     path = p.read_cstr(path_addr)
     if not path and flags & AT_EMPTY_PATH:
         return sys_fstat(p, t, _fd(dirfd), buf)
-    guest = _guest(p, dirfd, path)
+    guest = _guest(p, dirfd, path, follow=not flags & AT_SYMLINK_NOFOLLOW)
     if isinstance(guest, int):
         return guest
     if guest in DEVICES:
@@ -373,7 +451,10 @@ def sys_newfstatat(p, t, dirfd, path_addr, buf, flags, *_):
         return 0
     found = _host(p, guest)
     if isinstance(found, int):
-        return found
+        if _synthetic(p, guest) is None:
+            return found
+        p.write(buf, _stat_bytes(None))
+        return 0
     if not os.path.exists(found[1]):
         return -ENOENT
     p.write(buf, _stat_bytes(os.stat(found[1])))
@@ -424,9 +505,9 @@ def _enter(p, guest: str) -> int:
             return -ENOTDIR
     else:
         found = _host(p, guest)
-        if isinstance(found, int):
+        if isinstance(found, int) and _synthetic(p, guest) is None:
             return found
-        if not os.path.isdir(found[1]):
+        if not isinstance(found, int) and not os.path.isdir(found[1]):
             return -ENOTDIR if os.path.exists(found[1]) else -ENOENT
     p.cwd = guest
     return 0
@@ -434,7 +515,8 @@ def _enter(p, guest: str) -> int:
 
 def sys_fchmodat(p, t, dirfd, path_addr, mode, *_):
     """chmod(2): a /tmp file's mode bits, or a :rw mount's file on the host; EROFS elsewhere."""
-    return _change(p, dirfd, path_addr, lambda g: p.tmpfs.chmod(g, mode), lambda h: os.chmod(h, mode & 0o7777))
+    return _change(p, dirfd, path_addr, lambda g: p.tmpfs.chmod(g, mode), lambda h: os.chmod(h, mode & 0o7777),
+                   follow=True)
 
 
 def sys_fchmod(p, t, fd, mode, *_):
@@ -489,5 +571,6 @@ TABLE = {
     79: ("getcwd", sys_getcwd), 80: ("chdir", sys_chdir), 81: ("fchdir", sys_fchdir), 77: ("ftruncate", sys_ftruncate), 217: ("getdents64", sys_getdents64), 257: ("openat", sys_openat),
     262: ("newfstatat", sys_newfstatat), 258: ("mkdirat", sys_mkdirat), 263: ("unlinkat", sys_unlinkat),
     264: ("renameat", sys_renameat), 316: ("renameat2", sys_renameat2), 18: ("pwrite64", sys_pwrite64),
-    266: ("symlinkat", sys_symlinkat), 265: ("linkat", sys_symlinkat), 267: ("readlinkat", sys_readlinkat),
+    266: ("symlinkat", sys_symlinkat), 265: ("linkat", sys_linkat),
+    88: ("symlink", lambda p, t, a, b, *_: sys_symlinkat(p, t, a, AT_FDCWD, b)), 267: ("readlinkat", sys_readlinkat),
 }

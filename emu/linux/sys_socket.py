@@ -15,8 +15,7 @@ shutdown(2), socketpair(2), recvfrom(2)/sendto(2) and unix(7)/tcp(7)/udp(7):
 - readiness for epoll: EPOLLIN with data, a queued connection or a closed peer; EPOLLOUT once connected;
   EPOLLRDHUP/EPOLLHUP as tcp_poll gives them.
 Options are accepted and kept (SO_ERROR, SO_TYPE, SO_DOMAIN and SO_ACCEPTCONN answer from the socket).
-splice(2) and sendfile(2) answer EINVAL, which Go's internal/poll takes as "not handled" and copies with
-read and write instead (internal/poll/splice_linux.go:46-57, sendfile_unix.go:111-113). Left out: AF_INET6 (EAFNOSUPPORT: Go then uses IPv4 only),
+splice, sendfile and copy_file_range are sys_io.py's (Go falls back to read and write). Left out: AF_INET6 (EAFNOSUPPORT: Go then uses IPv4 only),
 sendmsg/recvmsg, out-of-band data, socket files in /tmp for AF_UNIX paths (the path is a key of the
 namespace, gone when the listener closes), buffer limits (writes never block).
 """
@@ -437,12 +436,6 @@ def sys_recvfrom(p, t, fd, buf, n, flags, addr, alen_p):
     return recv(p, t, s, buf, n, addr, alen_p)
 
 
-def sys_splice(p, t, *_):
-    return -EINVAL
-
-
-def sys_sendfile(p, t, *_):
-    return -EINVAL
 
 
 #: syscall number -> (name, handler); numbers from arch/x86/entry/syscalls/syscall_64.tbl
@@ -451,6 +444,5 @@ TABLE = {
     44: ("sendto", sys_sendto), 45: ("recvfrom", sys_recvfrom), 48: ("shutdown", sys_shutdown),
     49: ("bind", sys_bind), 50: ("listen", sys_listen), 51: ("getsockname", sys_getsockname),
     52: ("getpeername", sys_getpeername), 53: ("socketpair", sys_socketpair), 54: ("setsockopt", sys_setsockopt),
-    55: ("getsockopt", sys_getsockopt), 275: ("splice", sys_splice), 288: ("accept4", sys_accept4),
-    40: ("sendfile", sys_sendfile),
+    55: ("getsockopt", sys_getsockopt), 288: ("accept4", sys_accept4),
 }

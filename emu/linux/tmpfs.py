@@ -5,7 +5,8 @@ O_TRUNC, O_APPEND and O_DIRECTORY; mkdirat (EEXIST, ENOENT for a missing parent)
 directory without AT_REMOVEDIR, ENOTEMPTY for a non-empty one); renameat/renameat2 (flags 0); read, write,
 pread64, lseek, fstat/fstatat and getdents64 on its files and directories. Paths are /tmp or below it, or
 relative to a directory descriptor of it. Nothing on the host is touched; the whole tree is part of the
-process (snapshots copy it). Left out: permissions (every file is the process's own), links, symlinks,
+process (snapshots copy it). Symbolic links (symlink(7)) are nodes holding their target; sys_file.py's
+path walk follows them. Left out: permissions (every file is the process's own), hard links,
 file-backed mmap, sizes beyond memory, timestamps other than the virtual clock at creation and write.
 """
 from __future__ import annotations
@@ -18,8 +19,9 @@ from dataclasses import dataclass, field
 ROOT = "/tmp"
 O_ACCMODE, O_CREAT, O_EXCL, O_TRUNC, O_APPEND, O_DIRECTORY = 3, 0o100, 0o200, 0o1000, 0o2000, 0o200000
 AT_REMOVEDIR = 0x200
-ENOENT, EEXIST, ENOTDIR, EISDIR, EINVAL, ENOTEMPTY, EBADF = 2, 17, 20, 21, 22, 39, 9
-DT_DIR, DT_REG = 4, 8
+ENOENT, EEXIST, ENOTDIR, EISDIR, EINVAL, ENOTEMPTY, EBADF, ELOOP = 2, 17, 20, 21, 22, 39, 9, 40
+O_NOFOLLOW = 0o400000
+DT_DIR, DT_REG, DT_LNK = 4, 8, 10
 
 
 @dataclass(eq=False)
@@ -29,6 +31,11 @@ class Node:
     mode: int
     mtime: int
     data: bytearray = field(default_factory=bytearray)
+    target: str | None = None          # a symbolic link: what it points to (the node is neither file nor dir)
+
+    @property
+    def d_type(self) -> int:
+        return DT_DIR if self.is_dir else DT_LNK if self.target is not None else DT_REG
 
 
 @dataclass(eq=False)
@@ -111,26 +118,30 @@ class TmpFs:
             node = self._new(path, False, mode, now)
         elif flags & O_CREAT and flags & O_EXCL:
             return -EEXIST
+        if node.target is not None:
+            return -ELOOP                   # the walk followed every link it was allowed to: O_NOFOLLOW
         if node.is_dir:
             if flags & O_ACCMODE:
                 return -EISDIR
             return DirHandle(path, flags, [(".", DT_DIR), ("..", DT_DIR)] +
-                             [(n, DT_DIR if self.nodes[posixpath.join(path, n)].is_dir else DT_REG)
-                              for n in self.children(path)], in_tmp=True)
+                             [(n, self.nodes[posixpath.join(path, n)].d_type) for n in self.children(path)],
+                             in_tmp=True)
         if flags & O_DIRECTORY:
             return -ENOTDIR
         if flags & O_TRUNC and flags & O_ACCMODE:
             node.data.clear()
         return TmpFile(path, node, flags)
 
-    def mkdir(self, path: str, mode: int, now: int) -> int:
+    def _create(self, path: str, is_dir: bool, mode: int, now: int) -> Node | int:
+        """A new node at path: EEXIST if there is one, ENOENT/ENOTDIR without a directory above it."""
         if path in self.nodes:
             return -EEXIST
         parent = self._parent(path)
-        if isinstance(parent, int):
-            return parent
-        self._new(path, True, mode, now)
-        return 0
+        return parent if isinstance(parent, int) else self._new(path, is_dir, mode, now)
+
+    def mkdir(self, path: str, mode: int, now: int) -> int:
+        node = self._create(path, True, mode, now)
+        return node if isinstance(node, int) else 0
 
     def unlink(self, path: str, flags: int) -> int:
         node = self.nodes.get(path)
@@ -162,6 +173,13 @@ class TmpFs:
             self.nodes[new + q[len(old):]] = n
         return 0
 
+    def symlink(self, path: str, target: str, now: int) -> int:
+        node = self._create(path, False, 0o777, now)
+        if isinstance(node, int):
+            return node
+        node.mode, node.target = S.S_IFLNK | 0o777, target
+        return 0
+
     def chmod(self, path: str, mode: int) -> int:
         node = self.nodes.get(path)
         if node is None:
@@ -171,6 +189,6 @@ class TmpFs:
 
     def stat_bytes(self, node: Node) -> bytes:
         t = struct.pack("<qq", node.mtime // 10**9, node.mtime % 10**9) * 3
-        size = len(node.data)
+        size = len(node.data) if node.target is None else len(node.target.encode())
         return (struct.pack("<QQQIIIIQqqq", 0x2A, node.ino, 2 if node.is_dir else 1, node.mode, self.uid, self.gid, 0, 0,
                             size, 4096, (size + 511) // 512) + t + bytes(24))

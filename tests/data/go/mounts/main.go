@@ -44,6 +44,18 @@ func main() {
 	st, err := os.Stat("/out/final.txt")
 	fmt.Println("rw rename, chmod and stat:", err == nil && st.Size() > 0, st.Mode().Perm())
 
+	fmt.Println("chdir /:", os.Chdir("/") == nil)
+	entries, _ := os.ReadDir(".")
+	seen := []string{}
+	for _, e := range entries {
+		if e.Name() == "data" || e.Name() == "dev" || e.Name() == "out" || e.Name() == "tmp" {
+			seen = append(seen, e.Name())
+		}
+	}
+	fmt.Println("root lists:", seen)
+	fmt.Println("root write:", os.WriteFile("/x.txt", nil, 0o644))
+	os.Chdir(start)
+
 	_, err = os.Stat("/etc/passwd")
 	fmt.Println("the rest of the host:", os.IsNotExist(err))
 	err = os.Chdir("/etc")
