@@ -27,7 +27,7 @@ KEYS = {
     "preemu/disasm/1": "tool version schema command file functions",
     "preemu/exec/2": "tool version schema command binary argv env seed exit_code stdout stderr starved stop_reason "
                      "error virtual_ns idle_ns instructions ns_per_insn quantum threads wall_s syscalls signals "
-                     "preemptions violations oracle go_version ok",
+                     "preemptions violations oracle go_version unmodelled ok",
     "preemu/explain/3": "tool version schema command file func layout at pc verdict reason gc steps code stack_top "
                         "stack_labels boundaries unit sigstack_top sigstack_labels ok",
 }

@@ -400,6 +400,16 @@ def test_gettimeofday_and_time_read_the_same_virtual_realtime_clock(tmp_path):
     assert {"gettimeofday", "time"} <= set(p.syscall_counts)
 
 
+def test_os_executable_names_the_binary(tmp_path):
+    """readlink(/proc/self/exe), as os.Executable reads it (proc(5)): the binary's path."""
+    src = tmp_path / "t.go"
+    src.write_text("package main\n\nimport (\n\t\"fmt\"\n\t\"os\"\n)\n\nfunc main() {\n"
+                   "\texe, err := os.Executable()\n\tfmt.Print(exe, \" \", err)\n}\n")
+    binary = gobuild.build(src).binary
+    p = run(binary)
+    assert bytes(p.fds.stdout.data).decode() == f"{binary} <nil>"
+
+
 def test_a_program_reads_its_working_directory_as_natively():
     """Files (issue #21): getcwd, a file, stat, a directory listing, lseek, /dev/null, /dev/zero."""
     import subprocess
@@ -515,3 +525,16 @@ def test_symbolic_links_in_tmp_behave_as_natively():
     p = run(binary)
     assert p.exit_code == 0 and bytes(p.fds.stdout.data).decode() == native
     assert "rel/.. is a's: true" in native and "loop: true" in native and "error" not in native
+
+
+def test_starting_another_process_fails_with_enosys_and_is_reported(tmp_path):
+    """fork/exec is not modelled: os/exec gets ENOSYS ("function not implemented") and goes on, and the
+    report names what the program tried, instead of the whole run stopping."""
+    src = tmp_path / "t.go"
+    src.write_text("package main\n\nimport (\n\t\"fmt\"\n\t\"os/exec\"\n)\n\nfunc main() {\n"
+                   "\terr := exec.Command(\"/bin/true\").Run()\n\tfmt.Println(\"run:\", err)\n}\n")
+    out = io.StringIO()
+    code = cli.main(["exec", str(gobuild.build(src).binary), "--json"], out)
+    j = json.loads(out.getvalue())
+    assert code == 0 and "function not implemented" in j["stdout"]
+    assert any(k.startswith("clone") for k in j["unmodelled"])

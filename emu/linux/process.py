@@ -8,13 +8,20 @@ time), a pending signal's chosen boundary is reached, or a syscall that replaces
 (rt_sigreturn, exit) must be finished outside Unicorn's hook: in a SYSCALL hook RIP is the
 address of the SYSCALL and Unicorn adds 2 after the callback, even to a RIP written in it.
 
+Which thread runs next follows Linux where a program can see it: a thread returning from a signal
+handler keeps the CPU (rt_sigreturn returns to user mode on the same CPU; without this rule a GC with
+spinners on three or more Ps livelocked); sched_yield ends the slice and the thread queues behind the
+others (CFS's yield_task_fair skips it once); a thread a futex wake or a wakeup readies queues at the
+back and runs within one quantum (20 µs), which is below CFS's wakeup granularity (about 1 ms with a
+few CPUs), so the wakeup preemption CFS could do would not change the order a program observes.
+
 Signals are delivered as Linux does (kernel/signal.c, arch/x86/kernel/signal.c) when the target
 thread next runs, `signal_delay` of its instructions later (--signal-at insn:N), or when it is
 about to execute a chosen PC (--signal-at FUNC+OFF, a one-shot code hook); the landing PC is recorded.
 An access to an unmapped page becomes a synchronous SIGSEGV for the faulting thread (SEGV_MAPERR,
 si_addr and the mcontext's trapno/err/cr2), taken before anything else runs; if the thread blocks or
 ignores it, it is forced (SIG_DFL, unblocked) and kills, as force_sig_info_to_task does.
-Left out: multiple CPUs, priorities, process-directed signals, core dumps.
+Left out: multiple CPUs, priorities, core dumps, other processes (fork/exec).
 """
 from __future__ import annotations
 
@@ -142,6 +149,7 @@ class Process:
         self.idle_ns = 0
         self.syscall_counts: collections.Counter = collections.Counter()
         self.paths: list[str] = []                  # files the program tried to open (open/openat: ENOENT)
+        self.unmodelled: list[str] = []             # what the program asked for that preemu answered ENOSYS
         self.slices: list[Slice] = []
         self.syscall_log: list[tuple] = []          # (time_ns, tid, name, args, result) when tracing
         self._stop_slice = False

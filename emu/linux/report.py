@@ -38,6 +38,7 @@ def to_json(p, target: str) -> dict:
         "violations": w.violations,
         "oracle": "emu/safepoint.py" if w.oracle is not None else f"unavailable: {p.oracle_note}",
         "go_version": w.oracle.prog.binary.version if w.oracle is not None else None,
+        "unmodelled": dict(collections.Counter(p.unmodelled)),
         "ok": not w.violations and p.error is None,
     }
 
@@ -75,6 +76,8 @@ def render_text(p, target: str) -> str:
                    f"oracle: {r.oracle or 'unavailable'}; {res}")
     if w.oracle is None and p.oracle_note:
         out.append(f"oracle unavailable: {p.oracle_note}")
+    for what, n in collections.Counter(p.unmodelled).items():
+        out.append(f"not modelled: {what}" + (f" ({n} times)" if n > 1 else ""))
     if w.violations:
         out.append(f"VIOLATIONS: {len(w.violations)}")
         out += [f"  {v['kind']}: {v['message']}" for v in w.violations]

@@ -12,8 +12,9 @@ links or the path ends in `/`, ELOOP after 40). Nothing outside the mounts is vi
 link is resolved inside its mount); `/`, `/dev` and the directories above a mount exist, read-only,
 listing only what leads to a mount (_synthetic). A file of a :rw mount is opened on the host and written
 through; nothing else on the host is ever written. /dev/urandom (and /dev/random) read the process's
-seeded generator. Left out: hard links (EPERM), symbolic links on the host side of a mount (seen through,
-never made), readlink of /proc/self/exe, file-backed mmap, O_APPEND on /dev/null beyond discarding.
+seeded generator; readlink of /proc/self/exe names the binary (which need not be visible). Left out: hard
+links (EPERM), symbolic links on the host side of a mount (seen through, never made), the rest of /proc,
+file-backed mmap, O_APPEND on /dev/null beyond discarding.
 """
 from __future__ import annotations
 
@@ -331,6 +332,10 @@ def sys_readlinkat(p, t, dirfd, path_addr, buf, size, *_):
     guest = _paths(p, dirfd, path_addr, follow=False)
     if isinstance(guest, int):
         return guest
+    if guest == "/proc/self/exe":                   # proc(5): the executable's path (os.Executable reads it)
+        raw = os.path.abspath(p.image.path).encode()[:size]
+        p.write(buf, raw)
+        return len(raw)
     if _tmp(p, guest) is not None:
         node = p.tmpfs.nodes.get(guest)
         if node is None:
