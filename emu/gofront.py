@@ -431,13 +431,8 @@ _SLOTS = {"runtime.g": memmap.G_SLOT, "runtime.m": memmap.M_SLOT, "runtime.p": m
 
 def _release(binary_path, raw: bytes):
     """The Go release that built the binary (its .go.buildinfo), without reading its function tables."""
-    import io
-
-    from elftools.elf.elffile import ELFFile
-
     from . import goreleases
-    sec = ELFFile(io.BytesIO(raw)).get_section_by_name(".go.buildinfo")
-    return goreleases.release_of(goreleases.build_version(sec.data()) if sec is not None else "", str(binary_path))
+    return goreleases.release_of(goreleases.elf_version(raw), str(binary_path))
 
 
 def struct_tables(binary_path, raw: bytes | None = None) -> gostructs.StructTables:

@@ -86,13 +86,23 @@ def release_of(version: str, what: str = "the binary") -> Release:
 
 def binary_version(path) -> str:
     """The build version of an ELF file's `.go.buildinfo` ("" if it has none or is not an ELF file)."""
+    try:
+        with open(path, "rb") as fh:
+            return elf_version(fh.read())
+    except OSError:
+        return ""
+
+
+def elf_version(raw: bytes) -> str:
+    """The build version in the `.go.buildinfo` section of an ELF image ("" if it has none or is no ELF)."""
+    import io
+
     from elftools.common.exceptions import ELFError
     from elftools.elf.elffile import ELFFile
     try:
-        with open(path, "rb") as fh:
-            sec = ELFFile(fh).get_section_by_name(".go.buildinfo")
-            return build_version(sec.data()) if sec is not None else ""
-    except (OSError, ELFError):
+        sec = ELFFile(io.BytesIO(raw)).get_section_by_name(".go.buildinfo")
+        return build_version(sec.data()) if sec is not None else ""
+    except ELFError:
         return ""
 
 
