@@ -493,42 +493,32 @@ def cmd_exec(a, out) -> int:
     return 1 if p.starved else p.exit_code
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="preemu", description="Emulate Go's asynchronous goroutine preemption on x86-64, "
-                "one instruction boundary at a time.")
-    p.add_argument("--version", action="version", version=f"preemu {__version__}")
-    p.add_argument("--traceback", action="store_true", help="show Python tracebacks for errors")
-    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
-    add_parser = sub.add_parser
+def _parallel(sp) -> None:
+    sp.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                    help="run the sweep's shards in N local processes (default: the number of CPUs)")
+    sp.add_argument("--executor", metavar="dask://HOST:PORT",
+                    help="run the shards on a Dask cluster instead (default: $DASK_SCHEDULER_ADDRESS if set)")
+    sp.add_argument("--results", metavar="FILE.jsonl",
+                    help="append each finished shard to FILE; re-running the same command skips those shards")
+    sp.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
 
-    def add_sub(*args, **kw):        # every subcommand also accepts --traceback after its name
-        sp = add_parser(*args, **kw)
-        sp.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS,
-                        help="show Python tracebacks for errors")
-        return sp
-    sub.add_parser = add_sub
 
-    def parallel(sp):
-        sp.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
-                        help="run the sweep's shards in N local processes (default: the number of CPUs)")
-        sp.add_argument("--executor", metavar="dask://HOST:PORT",
-                        help="run the shards on a Dask cluster instead (default: $DASK_SCHEDULER_ADDRESS if set)")
-        sp.add_argument("--results", metavar="FILE.jsonl",
-                        help="append each finished shard to FILE; re-running the same command skips those shards")
-        sp.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+def _common(sp) -> None:
+    _parallel(sp)
+    sp.add_argument("--max-points", type=int, default=None, metavar="N",
+                    help="inject at no more than N boundaries (default: 100000)")
+    sp.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    sp.add_argument("--table", action="store_true", help="print the per-PC verdict table")
+    _ci_outputs(sp)
 
-    def common(sp):
-        parallel(sp)
-        sp.add_argument("--max-points", type=int, default=None, metavar="N",
-                        help="inject at no more than N boundaries (default: 100000)")
-        sp.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-        sp.add_argument("--table", action="store_true", help="print the per-PC verdict table")
-        ci_outputs(sp)
 
-    def ci_outputs(sp):
-        sp.add_argument("--junit-xml", metavar="FILE", help="also write JUnit XML (one testcase per loop or scenario)")
-        sp.add_argument("--sarif", metavar="FILE", help="also write SARIF 2.1.0 (one result per violation group)")
+def _ci_outputs(sp) -> None:
+    sp.add_argument("--junit-xml", metavar="FILE", help="also write JUnit XML (one testcase per loop or scenario)")
+    sp.add_argument("--sarif", metavar="FILE", help="also write SARIF 2.1.0 (one result per violation group)")
 
+
+def _add_sweep(sub) -> None:
+    """`preemu sweep` and its options."""
     s = sub.add_parser("sweep", help="inject the preemption signal at every boundary of a function and verify",
                        usage="preemu sweep FILE --func F [options] [-- PROGRAM ARGS]")
     s.add_argument("file", help="assembly file (.s, Intel syntax), Go binary, .go file or Go package directory")
@@ -560,9 +550,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "own: one injection, then on to the program's exit, compared with the uninterrupted ending")
     s.add_argument("--env", action="append", metavar="K=V", help="Go input: the program's environment; repeatable")
     s.set_defaults(args=[])          # Go input: the program's arguments, after `--` (split off in main)
-    common(s)
+    _common(s)
     s.set_defaults(fn=cmd_sweep)
 
+
+def _add_preempt(sub) -> None:
+    """`preemu preempt` and its options."""
     e = sub.add_parser("preempt", help="follow one preemption request step by step (pending requests, "
                        "retries, cooperative preemption)")
     e.add_argument("file", help="assembly file (.s, Intel syntax), Go binary, .go file or Go package directory")
@@ -589,6 +582,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--json", action="store_true")
     e.set_defaults(fn=cmd_preempt)
 
+
+def _add_explain(sub) -> None:
+    """`preemu explain` and its options."""
     x = sub.add_parser("explain", help="tell one preemption step by step (text, --json, or an --html page)")
     x.add_argument("file", help="assembly file (.s), Go input, or a scenario (.toml; a scheduler scenario "
                                 "tells one signal of its run)")
@@ -618,6 +614,9 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--json", action="store_true", help="print the steps as one JSON object")
     x.set_defaults(fn=cmd_explain)
 
+
+def _add_run(sub) -> None:
+    """`preemu run` and its options."""
     r = sub.add_parser("run", help="run a scenario file and check its expectations")
     r.add_argument("scenario", help="scenario .toml file")
     r.add_argument("--layout", choices=sorted(L.LAYOUTS), help="override the scenario's stub layout")
@@ -625,9 +624,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="scheduler scenarios: on = Go >= 1.14, off = Go 1.13 (overrides the scenario)")
     r.add_argument("--trace", metavar="OUT.json", help="scheduler scenarios: write a Chrome/Perfetto trace")
     r.add_argument("--timeline", metavar="OUT.svg", help="scheduler scenarios: write an SVG timeline")
-    common(r)
+    _common(r)
     r.set_defaults(fn=cmd_run)
 
+
+def _add_check_stub(sub) -> None:
+    """`preemu check-stub` and its options."""
     c = sub.add_parser("check-stub", help="run an asyncPreempt stub over the whole regression corpus")
     c.add_argument("file", nargs="?", help="the stub (.s, Intel syntax): entry label asyncPreempt, calls asyncPreempt2; "
                    "or a Go binary / .go file / package directory, whose runtime.asyncPreempt is checked")
@@ -637,15 +639,21 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--mutants", action="store_true", help="check the generated stub's mutants; print the score")
     c.add_argument("--max-points", type=int, default=None, metavar="N", help="cap per corpus loop (default 2000)")
     c.add_argument("--json", action="store_true")
-    ci_outputs(c)
+    _ci_outputs(c)
     c.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                    help="check corpus loops (or mutants) in N local processes (default: the number of CPUs)")
     c.set_defaults(fn=cmd_check_stub)
 
+
+def _add_gen_stub(sub) -> None:
+    """`preemu gen-stub` and its options."""
     g = sub.add_parser("gen-stub", help="regenerate asm/preempt_amd64_*.s from the register table")
     g.add_argument("--check", action="store_true", help="only report stale files (exit 1 if any)")
     g.set_defaults(fn=cmd_gen_stub)
 
+
+def _add_exec(sub) -> None:
+    """`preemu exec` and its options."""
     x = sub.add_parser("exec", help="run a whole static Go program (its own runtime, sysmon and signal handler) "
                        "and watch every preemption")
     x.add_argument("target", help="a static linux/amd64 Go binary, a .go file, a package directory, "
@@ -673,12 +681,34 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--variant", metavar="NAME", help="scenario files: run this variant (e.g. asyncpreemptoff)")
     x.set_defaults(fn=cmd_exec)
 
+
+def _add_disasm(sub) -> None:
+    """`preemu disasm` and its options."""
     d = sub.add_parser("disasm", help="list a program with its metadata (SP deltas, unsafe points)")
     d.add_argument("file", help="assembly file (.s), Go binary, .go file or Go package directory")
     d.add_argument("--func", help="only this function (Go input: `main.f` or `f`; default: the program's own)")
     d.add_argument("--json", action="store_true", help="one JSON object: per instruction offset, pc, insn, line, "
                    "unsafe (PCDATA_UnsafePoint), verdict and reason")
     d.set_defaults(fn=cmd_disasm)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="preemu", description="Emulate Go's asynchronous goroutine preemption on x86-64, "
+                "one instruction boundary at a time.")
+    p.add_argument("--version", action="version", version=f"preemu {__version__}")
+    p.add_argument("--traceback", action="store_true", help="show Python tracebacks for errors")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    add_parser = sub.add_parser
+
+    def add_sub(*args, **kw):        # every subcommand also accepts --traceback after its name
+        sp = add_parser(*args, **kw)
+        sp.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS,
+                        help="show Python tracebacks for errors")
+        return sp
+    sub.add_parser = add_sub
+    for add in (_add_sweep, _add_preempt, _add_explain, _add_run, _add_check_stub, _add_gen_stub, _add_exec,
+                _add_disasm):
+        add(sub)                     # one small function per subcommand, in the order `preemu --help` lists them
     return p
 
 
