@@ -437,8 +437,9 @@ def _release(binary_path, raw: bytes):
 
 def struct_tables(binary_path, raw: bytes | None = None) -> gostructs.StructTables:
     """g, m and p as this binary's DWARF lays them out: every field preemu models (gostructs' names) at
-    the binary's offset and width, each struct checked to fit the memory preemu gives it. A binary
-    without DWARF (-ldflags=-w) gets the typed Go 1.27.3 tables. Parsed once per binary: the result is
+    the binary's offset and width, each struct checked to fit the memory preemu gives it. A Go 1.27
+    binary without DWARF (-ldflags=-w) gets the typed Go 1.27.3 tables; one of another release is an
+    error (its offsets are its own). Parsed once per binary: the result is
     cached as JSON under the build cache (DWARF is slow to read). `raw`: the binary's bytes when the caller
     has read them already."""
     import hashlib

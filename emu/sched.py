@@ -356,9 +356,10 @@ class Scheduler:
         return None
 
     def _should_steal_timers(self, q: P) -> bool:
-        """Go 1.14's shouldStealTimers(p2): yes if p2 is not running a G (preemu has one M per P: an M
-        with no G is in the scheduler or idle); no if its M holds locks; otherwise only once its G has a
-        preemption request (gp.preempt), that is when sysmon or a GC wants that P back."""
+        """Go 1.14's shouldStealTimers(p2): yes if p2 is not _Prunning; no if its M holds locks; otherwise
+        only once its G has a preemption request (gp.preempt), that is when sysmon or a GC wants that P
+        back. preemu has one M per P and every M without a G looks for work each round, its own P's timers
+        first, so an M without a G stands for an idle P (Go's `p2.status != _Prunning`)."""
         g = q.m.curg
         if g is None:
             return True
@@ -522,9 +523,9 @@ class Scheduler:
             self.suspend_sent[g] = (m.addr, gen, next_ns)
             self._ev("suspendG-skip", t, "sysmon", g=g.name, acked=seen, not_before=next_ns)
             return
-        self.suspend_sent[g] = (m.addr, gen, t + SUSPEND_RESEND_NS)
+        self.suspend_sent[g] = (m.addr, gen, seen + SUSPEND_RESEND_NS)   # nextPreemptM = now + yieldDelay/2
         if signal_m(m.ref, self.rules):
-            self._signal_sent(m, g, t, why="suspendG")
+            self._signal_sent(m, g, t, why="suspendG", seen=seen)   # Go sends at `seen`; the round starts at t
 
     def _preempt_m(self, m: M, g: G, t: float, **why) -> None:
         """preemptone's pp.preempt and preemptM: if no signal is in flight to m, send one."""

@@ -19,4 +19,5 @@ def test_signals_a_program_sends_itself_behave_as_natively():
     assert native.returncode == -15 and j["exit_code"] == code == 143
     assert j["stdout"] == native.stdout
     assert "nanosleep: interrupted system call" in native.stdout and "not reached" not in native.stdout
+    assert "kill 0 (does it exist): <nil>" in native.stdout
     assert {"kill", "tgkill", "getppid", "getuid"} <= set(j["syscalls"])

@@ -25,6 +25,9 @@ def test_a_program_using_sockets_prints_what_it_prints_natively():
     assert code == 0 and j["exit_code"] == 0 and j["violations"] == []
     assert j["stdout"] == native
     assert "tcp hello 2" in native and "http 200" in native and "closed listener refuses: true" in native
+    for line in ("the address is free again: true", "wildcard listener, loopback dial: any",
+                 "read after CloseRead: 0 EOF"):      # bind after close, 0.0.0.0 listeners, SHUT_RD
+        assert line in native.splitlines()
     assert {"socket", "bind", "listen", "accept4", "connect", "socketpair", "sendto", "recvfrom"} <= set(j["syscalls"])
 
 

@@ -10,8 +10,8 @@ every object counts its wakeups in `gen`, which data arriving, room freed, a clo
 bumps, as the kernel's wake_up calls on the object's wait queue would, counted apart for wakeups
 keyed EPOLLIN (data or EOF arrived) and EPOLLOUT (room freed): ep_poll_callback drops a wakeup whose key
 the entry did not ask for; EPOLLERR and EPOLLHUP are reported whether asked for or not). Files and devices are
-sys_file.py's; paths outside the working directory answer ENOENT, which also makes the runtime skip
-its cgroup and hugepage probes.
+sys_file.py's (paths outside the mounts answer ENOENT, which also makes the runtime skip its cgroup and
+hugepage probes), sockets sys_socket.py's.
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ over the syscall families (as gVisor's sentry and Qiling's os/linux/syscall spli
   sys_signal.py  signals: rt_sigaction, rt_sigprocmask, sigaltstack, kill/tkill/tgkill, rt_sigreturn
   sys_time.py    time and waiting: clock_gettime, nanosleep, futex
   sys_io.py      descriptors that are not files: read/write/close/fcntl, pipes, eventfd, epoll
-  sys_file.py    files: the working directory read-only, /dev, /tmp in memory, getcwd
+  sys_file.py    files: the mounts (mounts.py), /tmp in memory, /dev, chdir/getcwd, symbolic links
   sys_socket.py  sockets inside the process: socketpair, AF_UNIX, loopback TCP/UDP
 
 Numbers from arch/x86/entry/syscalls/syscall_64.tbl; the runtime's side is runtime/sys_linux_amd64.s

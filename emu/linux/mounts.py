@@ -3,9 +3,10 @@
 written except inside a `:rw` mount.
 
 Path resolution as fs/namei.c does it where it matters here: a relative path starts at the working
-directory (which chdir moves, sys_file.py) or at a directory descriptor; the longest mount whose guest
-path holds the name decides; `..` and symbolic links are resolved on the host side, and a name that
-resolves out of its mount is not there (ENOENT), so a link cannot reach the rest of the host. /tmp is
+directory (which chdir moves, sys_file.py) or at a directory descriptor; sys_file._walk takes `..` and
+/tmp's symbolic links first; then the longest mount whose guest path holds the name decides, a host
+link inside it is resolved on the host, and a name that resolves out of its mount is not there
+(ENOENT), so a link cannot reach the rest of the host. /tmp is
 the in-memory tmpfs.py's, except for mounts inside it (and the directories above them, so that a
 working directory under /tmp stays visible as the host has it).
 """

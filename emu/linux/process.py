@@ -49,6 +49,7 @@ from .fds import Epoll, FdTable
 from .icount import InsnCounter
 from .memory import AddressSpace
 from .mounts import Namespace
+from .sys_socket import Net
 from .regbatch import RegBatch, mem_read, mem_write, read_reg, read_u64
 from .sigframe import PF_INSTR, PF_USER, PF_WRITE, SEGV_MAPERR, X86_TRAP_PF, SigInfo, restore_rt_frame, setup_rt_frame
 from .threads import BLOCKED, EXITED, RUNNABLE, Thread, Wait
@@ -150,6 +151,7 @@ class Process:
         self.syscall_counts: collections.Counter = collections.Counter()
         self.paths: list[str] = []                  # files the program tried to open (open/openat: ENOENT)
         self.unmodelled: list[str] = []             # what the program asked for that preemu answered ENOSYS
+        self.net = Net()                            # the sockets' namespace (sys_socket.py)
         self.slices: list[Slice] = []
         self.syscall_log: list[tuple] = []          # (time_ns, tid, name, args, result) when tracing
         self._stop_slice = False
@@ -418,7 +420,9 @@ class Process:
         for t in self.threads.values():
             if t.state == BLOCKED and t.wait.kind == "pipe":
                 end = t.wait.pipe
-                if end.buf:
+                if not end.state.readers:
+                    self.wake(t, 0)              # a socket whose reading side was shut: end of data
+                elif end.buf:
                     data = end.take(t.wait.count)
                     self.write(t.wait.buf, data)
                     self.wake(t, len(data))

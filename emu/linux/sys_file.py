@@ -30,11 +30,12 @@ AT_FDCWD = -100
 AT_EMPTY_PATH, AT_REMOVEDIR, AT_SYMLINK_NOFOLLOW = 0x1000, 0x200, 0x100
 O_NOFOLLOW, ELOOP = 0o400000, 40
 O_ACCMODE, O_CREAT, O_TRUNC, O_DIRECTORY = 3, 0o100, 0o1000, 0o200000
-ENOENT, EBADF, ENOTDIR, EISDIR, EINVAL, ESPIPE, EROFS, ERANGE, EXDEV, EPERM, EIO = 2, 9, 20, 21, 22, 29, 30, 34, 18, 1, 5
+ENOENT, EBADF, ENOTDIR, EISDIR, EINVAL, ESPIPE, EROFS, ERANGE, EXDEV, EPERM, EIO, EBUSY = \
+    2, 9, 20, 21, 22, 29, 30, 34, 18, 1, 5, 16
 #: open flags passed on to the host for a file of a :rw mount (access mode, O_CREAT, O_EXCL, O_TRUNC, O_APPEND)
 _HOST_OPEN_FLAGS = O_ACCMODE | 0o100 | 0o200 | 0o1000 | 0o2000
 SEEK_SET, SEEK_CUR, SEEK_END = 0, 1, 2
-DT_CHR, DT_DIR, DT_REG, DT_LNK, DT_UNKNOWN = 2, 4, 8, 10, 0
+DT_CHR, DT_DIR, DT_REG = 2, 4, 8
 DEVICES = {"/dev/null": "null", "/dev/zero": "zero", "/dev/urandom": "urandom", "/dev/random": "urandom"}
 
 
@@ -74,7 +75,10 @@ class HostFd:
             return -(e.errno or EIO)
 
     def on_close(self) -> None:
-        os.close(self.fd)
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass                                    # already closed (the process copied by a snapshot)
 
 
 @dataclass
@@ -103,6 +107,8 @@ def _guest(p, dirfd: int, path: str, follow: bool = True) -> str | int:
     """The guest path `path` names, absolute and resolved (_walk): as it is, or relative to the working
     directory or to the directory descriptor dirfd (ENOTDIR/EBADF for a descriptor that is no directory)."""
     dirfd = _fd(dirfd)
+    if not path:
+        return -ENOENT                              # "" names nothing (AT_EMPTY_PATH is the caller's)
     if path.startswith("/"):
         base = "/"
     elif dirfd == AT_FDCWD:
@@ -114,7 +120,7 @@ def _guest(p, dirfd: int, path: str, follow: bool = True) -> str | int:
         if not isinstance(d, DirHandle):
             return -ENOTDIR
         base = d.path
-    return _walk(p, posixpath.join(base, path) if path else base, follow)
+    return _walk(p, posixpath.join(base, path), follow)
 
 
 MAXSYMLINKS = 40                                    # include/linux/namei.h: then ELOOP
@@ -178,15 +184,16 @@ def _oserr(e: OSError) -> int:
 
 def _listing(host: str) -> list:
     names = sorted(os.listdir(host))
+    # a host link is seen through (lstat answers for its target), so it is listed as what it points to
     return [(".", DT_DIR), ("..", DT_DIR)] + [
-        (n, DT_LNK if os.path.islink(os.path.join(host, n)) else DT_DIR if os.path.isdir(os.path.join(host, n))
-         else DT_REG) for n in names]
+        (n, DT_DIR if os.path.isdir(os.path.join(host, n)) else DT_REG) for n in names]
 
 
 def sys_openat(p, t, dirfd, path_addr, flags, mode, *_):
     path = p.read_cstr(path_addr)
     p.note_path(path)
-    guest = _guest(p, dirfd, path, follow=not flags & O_NOFOLLOW)
+    # open(2): O_NOFOLLOW, and O_CREAT|O_EXCL, do not follow a link in the last component
+    guest = _guest(p, dirfd, path, follow=not flags & O_NOFOLLOW and not (flags & O_CREAT and flags & 0o200))
     if isinstance(guest, int):
         return guest
     if guest in DEVICES:
@@ -238,6 +245,8 @@ def _on_host(p, guest: str, op, follow: bool = True) -> int:
     mount, host = found
     if not mount.rw:
         return -EROFS
+    if host == mount.host:
+        return -EBUSY                               # the mount point itself cannot be removed or renamed
     try:
         op(host)
     except OSError as e:
@@ -295,6 +304,8 @@ def sys_pwrite64(p, t, fd, buf, n, off, *_):
     obj = p.fds.get(fd)
     if obj is None:
         return -EBADF
+    if _negative(off) < 0:
+        return -EINVAL
     if not isinstance(obj, TmpFile):
         if isinstance(obj, HostFd):
             try:
@@ -347,7 +358,7 @@ def sys_readlinkat(p, t, dirfd, path_addr, buf, size, *_):
         return len(raw)
     found = _host(p, guest)
     if isinstance(found, int):
-        return found                                # /proc/self/exe among them: outside every mount
+        return found                                # outside every mount
     return -EINVAL if os.path.exists(found[1]) else -ENOENT    # links are resolved inside the mount
 
 
@@ -359,6 +370,9 @@ def sys_pread64(p, t, fd, buf, n, off, *_):
     obj = p.fds.get(fd)
     if obj is None:
         return -EBADF
+    off = _negative(off)
+    if off < 0:
+        return -EINVAL
     if isinstance(obj, TmpFile):
         data = bytes(obj.node.data[off:off + n])
     elif isinstance(obj, HostFile):
@@ -421,12 +435,15 @@ def _fd_stat(p, fd: int):
     if isinstance(obj, DirHandle) and obj.in_tmp:
         node = p.tmpfs.nodes.get(obj.path)
         return p.tmpfs.stat_bytes(node) if node is not None else -ENOENT
-    if isinstance(obj, HostDir):
-        return _stat_bytes(os.stat(obj.host) if obj.host else None)
-    if isinstance(obj, HostFile):
-        return _stat_bytes(os.stat(obj.path))
-    if isinstance(obj, HostFd):
-        return _stat_bytes(os.fstat(obj.fd))
+    try:
+        if isinstance(obj, HostDir):
+            return _stat_bytes(os.stat(obj.host) if obj.host else None)
+        if isinstance(obj, HostFile):
+            return _stat_bytes(os.stat(obj.path))
+        if isinstance(obj, HostFd):
+            return _stat_bytes(os.fstat(obj.fd))
+    except OSError as e:
+        return _oserr(e)                            # removed from the host since it was opened
     return _stat_bytes(None, device=True)           # stdio, pipes, eventfd: a character device will do
 
 

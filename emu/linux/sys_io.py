@@ -1,7 +1,8 @@
 """Descriptors that are not files: read/write/close/fcntl on stdio, pipes, eventfd and epoll (fds.py
 holds the objects). Semantics from read(2)/write(2) (fs/read_write.c), fs/pipe.c (a read of an empty pipe
 waits for a writer, or EAGAIN with O_NONBLOCK; EOF once every write end is closed; EPIPE with no
-reader), fs/eventfd.c and fs/eventpoll.c (level-triggered epoll_pwait). Files are sys_file.py's.
+reader), fs/eventfd.c and fs/eventpoll.c (epoll_pwait, level- or edge-triggered: fds.Epoll). Files are
+sys_file.py's, sockets sys_socket.py's.
 """
 from __future__ import annotations
 

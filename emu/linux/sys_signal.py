@@ -72,13 +72,16 @@ def _int(v: int) -> int:
 
 
 def sys_kill(p, t, pid, sig, *_):
-    """kill(2) to the process itself (pid, 0 for its group or -1 for every process it may signal, which
-    here is itself): a process-directed signal goes to a thread that does not block it (kernel/signal.c
-    complete_signal), else stays pending on the main thread. Other processes do not exist: ESRCH."""
-    if _int(pid) not in (p.pid, 0, -1):
+    """kill(2) to the process itself (its pid, or 0 for its process group): a process-directed signal goes
+    to a thread that does not block it (kernel/signal.c complete_signal), else stays pending on the main
+    thread; signal 0 only checks that the process exists. Other processes do not exist: ESRCH, and so is
+    -1 (kill_something_info leaves the caller out of "every process")."""
+    if _int(pid) not in (p.pid, 0):
         return -ESRCH
     if not 0 <= sig <= 64:
         return -EINVAL
+    if sig == 0:
+        return 0
     return p.send_signal(t, p.signal_target(sig).tid, sig)
 
 

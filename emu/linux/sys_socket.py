@@ -26,7 +26,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from . import fds as F
-from .sysabi import (BLOCK, EADDRINUSE, EAFNOSUPPORT, EAGAIN, EBADF, ECONNREFUSED, EDESTADDRREQ, EINPROGRESS, EINVAL,
+from .sysabi import (BLOCK, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, EAGAIN, EBADF, ECONNREFUSED, EDESTADDRREQ, EINPROGRESS, EINVAL,
                      EISCONN, ENOPROTOOPT, ENOTCONN, ENOTSOCK, EOPNOTSUPP, EPIPE, EPROTONOSUPPORT)
 from .threads import Wait
 
@@ -37,6 +37,7 @@ SOL_SOCKET = 1
 SO_TYPE, SO_ERROR, SO_ACCEPTCONN, SO_DOMAIN = 3, 4, 30, 39
 SHUT_RD, SHUT_WR, SHUT_RDWR = 0, 1, 2
 EPHEMERAL_FIRST = 32768
+ANY, LOOPBACK = bytes(4), b"\x7f\x00\x00\x01"
 
 
 @dataclass
@@ -45,6 +46,13 @@ class Net:
 
     bound: dict = field(default_factory=dict)       # ("inet", ip, port, type) | ("unix", path) -> Socket
     next_port: int = EPHEMERAL_FIRST
+
+    def find(self, key: tuple):
+        """The socket bound at key, or at the wildcard address 0.0.0.0 of its port (__inet_lookup_listener)."""
+        s = self.bound.get(key)
+        if s is None and key[0] == "inet":
+            s = self.bound.get(("inet", ANY, key[2], key[3]))
+        return s
 
     def ephemeral(self, ip: bytes, typ: int) -> int:
         while ("inet", ip, self.next_port, typ) in self.bound:
@@ -100,7 +108,7 @@ class Socket:
             return (F.EPOLLIN if self.dgrams else 0) | F.EPOLLOUT
         if self.rx is None:
             return F.EPOLLOUT | F.EPOLLHUP if self.remote is None and self.local is None else 0
-        peer_done = not self.rx.writers
+        peer_done = not self.rx.writers or not self.rx.readers      # the peer is done, or we shut reading
         out = (F.EPOLLIN if self.rx.buf or peer_done else 0) | (F.EPOLLRDHUP if peer_done else 0)
         if self.tx.readers and self.tx.writers:
             out |= F.EPOLLOUT
@@ -109,15 +117,15 @@ class Socket:
         return out
 
     def on_close(self) -> None:
-        if self.listening or self.type == SOCK_DGRAM:
-            if self.local is not None and self.net.bound.get(self.local) is self:
-                del self.net.bound[self.local]
-            self.backlog.clear()
-            self.bump()
-            return
+        if self.local is not None and self.net.bound.get(self.local) is self:
+            del self.net.bound[self.local]                  # the address is free again
+        while self.backlog:                                 # connections never accepted are reset
+            self.backlog.popleft().on_close()               # (inet_csk_listen_stop, unix_release_sock)
+        self.bump()
         if self.rx is not None:
-            self.rx.readers -= 1          # no one reads what the peer sends any more: its writes are EPIPE
+            self.rx.readers = 0           # no one reads what the peer sends any more: its writes are EPIPE
             self.rx.out_gen += 1
+            self.rx.in_gen += 1
             self.shutdown_write()
 
     def shutdown_write(self) -> None:
@@ -147,8 +155,9 @@ def read_addr(p, s: Socket, addr: int, alen: int) -> tuple | int:
         port, ip = struct.unpack(">H4s", p.read(addr + 2, 6))
         return ("inet", ip, port, s.type)
     raw = p.read(addr + 2, min(alen - 2, 108))
-    path = raw.split(b"\0", 1)[0].decode("utf-8", "replace")
-    return ("unix", path) if path else ("unix", "")
+    if raw[:1] == b"\0":                                    # an abstract name (unix(7)): every byte counts
+        return ("unix", "@" + raw[1:].decode("utf-8", "replace"))
+    return ("unix", raw.split(b"\0", 1)[0].decode("utf-8", "replace"))
 
 
 def write_addr(p, key: tuple | None, family: int, addr: int, alen_p: int) -> None:
@@ -173,16 +182,9 @@ def _sock(p, fd: int) -> Socket | int:
     return obj if isinstance(obj, Socket) else -ENOTSOCK
 
 
-def _net(p) -> Net:
-    if not hasattr(p, "net"):
-        p.net = Net()
-    return p.net
-
-
 def _autobind(p, s: Socket) -> None:
     if s.local is None and s.family == AF_INET:
-        ip = b"\x7f\x00\x00\x01"
-        s.local = ("inet", ip, s.net.ephemeral(ip, s.type), s.type)
+        s.local = ("inet", LOOPBACK, s.net.ephemeral(LOOPBACK, s.type), s.type)
         s.net.bound[s.local] = s
 
 
@@ -193,7 +195,7 @@ def sys_socket(p, t, family, typ, proto, *_):
         return -EAFNOSUPPORT
     if kind not in (SOCK_STREAM, SOCK_DGRAM):
         return -EPROTONOSUPPORT
-    return p.fds.install(Socket(_net(p), family, kind, F.O_RDWR | (typ & SOCK_NONBLOCK)))
+    return p.fds.install(Socket(p.net, family, kind, F.O_RDWR | (typ & SOCK_NONBLOCK)))
 
 
 def sys_socketpair(p, t, family, typ, proto, sv, *_):
@@ -203,7 +205,7 @@ def sys_socketpair(p, t, family, typ, proto, sv, *_):
     if kind != SOCK_STREAM:
         return -EPROTONOSUPPORT
     flags = F.O_RDWR | (typ & SOCK_NONBLOCK)
-    a, b = Socket(_net(p), AF_UNIX, kind, flags), Socket(_net(p), AF_UNIX, kind, flags)
+    a, b = Socket(p.net, AF_UNIX, kind, flags), Socket(p.net, AF_UNIX, kind, flags)
     connect_pair(a, b)
     a.local = a.remote = b.local = b.remote = ("unix", "")
     p.write(sv, struct.pack("<ii", p.fds.install(a), p.fds.install(b)))
@@ -226,6 +228,8 @@ def sys_bind(p, t, fd, addr, alen, *_):
     s, key = r
     if s.local is not None:
         return -EINVAL
+    if key[0] == "inet" and key[1] not in (ANY, LOOPBACK) and key[1][0] != 127:
+        return -EADDRNOTAVAIL                           # the only interface is loopback
     if key[0] == "inet" and key[2] == 0:
         key = ("inet", key[1], s.net.ephemeral(key[1], s.type), s.type)
     if key in s.net.bound:
@@ -257,7 +261,7 @@ def sys_connect(p, t, fd, addr, alen, *_):
         return 0
     if s.rx is not None:
         return -EISCONN
-    server = s.net.bound.get(key)
+    server = s.net.find(key)
     if server is None or not server.listening:
         return -ECONNREFUSED
     _autobind(p, s)
@@ -351,8 +355,9 @@ def sys_shutdown(p, t, fd, how, *_):
     if how in (SHUT_WR, SHUT_RDWR):
         s.shutdown_write()
     if how in (SHUT_RD, SHUT_RDWR):
-        s.rx.readers = 0
+        s.rx.readers = 0                  # reads return 0 (RCV_SHUTDOWN); the peer's writes are EPIPE
         s.rx.out_gen += 1
+        s.rx.in_gen += 1
     p.wake_pipe_readers()
     p.wake_pollers()
     return 0
@@ -365,7 +370,7 @@ def send(p, s: Socket, data: bytes, dest: tuple | None) -> int:
         if dest is None:
             return -EDESTADDRREQ
         _autobind(p, s)
-        target = s.net.bound.get(dest)
+        target = s.net.find(dest)
         if target is not None and target.type == SOCK_DGRAM:
             target.dgrams.append((data, s.local))
             target.bump()
@@ -394,8 +399,10 @@ def recv(p, t, s: Socket, buf: int, n: int, addr: int = 0, alen_p: int = 0):
         return finish_recv(p, s, buf, n, addr, alen_p)
     if s.rx is None:
         return -ENOTCONN
+    if not s.rx.readers:
+        return 0                          # this side shut reading: no more data
     if not s.rx.buf:
-        if not s.rx.writers or not s.rx.readers:
+        if not s.rx.writers:
             return 0
         if s.flags & F.O_NONBLOCK:
             return -EAGAIN

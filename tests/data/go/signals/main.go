@@ -18,6 +18,7 @@ func main() {
 	signal.Notify(c, syscall.SIGUSR1, syscall.SIGUSR2)
 	syscall.Kill(os.Getpid(), syscall.SIGUSR1)
 	fmt.Println("kill:", <-c)
+	fmt.Println("kill 0 (does it exist):", syscall.Kill(os.Getpid(), 0))
 
 	tid := make(chan int)
 	slept := make(chan error)

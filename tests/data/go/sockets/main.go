@@ -58,6 +58,20 @@ func main() {
 	l.Close()
 	_, err = net.Dial("tcp", addr)
 	fmt.Println("closed listener refuses:", errors.Is(err, syscall.ECONNREFUSED))
+	l, err = net.Listen("tcp", addr)
+	fmt.Println("the address is free again:", err == nil)
+	l.Close()
+
+	any4, _ := net.Listen("tcp4", "0.0.0.0:0")
+	go echo(any4)
+	port := any4.Addr().(*net.TCPAddr).Port
+	fmt.Println("wildcard listener, loopback dial:", roundTrip("tcp", fmt.Sprintf("127.0.0.1:%d", port), "any"))
+	cr, _ := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	cr.(*net.TCPConn).CloseRead()
+	nr, err := cr.Read(make([]byte, 8))
+	fmt.Println("read after CloseRead:", nr, err)
+	cr.Close()
+	any4.Close()
 
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
