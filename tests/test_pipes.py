@@ -51,3 +51,13 @@ def test_tmp_answers_as_linux_does():
     assert fs.unlink("/tmp/d", tmpfs.AT_REMOVEDIR) == -tmpfs.ENOTEMPTY
     assert fs.rename("/tmp/d", "/tmp/e") == 0 and "/tmp/e/f" in fs.nodes and "/tmp/d/f" not in fs.nodes
     assert fs.unlink("/tmp/e/f", 0) == 0 and fs.unlink("/tmp/e", tmpfs.AT_REMOVEDIR) == 0
+
+
+def test_duplicated_descriptors_share_one_open_file_as_natively():
+    """dup, dup3 (EINVAL onto itself), fcntl(F_DUPFD): the copies write into one pipe, whose reader sees
+    end of file only when the last copy is closed; a file's offset is shared by its copies."""
+    binary = gobuild.build(DATA / "dups").binary
+    native = subprocess.run([str(binary)], capture_output=True, text=True, check=True).stdout
+    code, j = exec_json(binary)
+    assert code == 0 and j["stdout"] == native
+    assert 'read "orig dup dup3 fdup" <nil>' in native and 'shared offset: "34"' in native

@@ -139,12 +139,21 @@ class FdTable:
     def get(self, fd: int):
         return self.fds.get(fd)
 
-    def install(self, obj) -> int:
-        fd = 0
+    def install(self, obj, lowest: int = 0) -> int:
+        """obj at the lowest free descriptor >= lowest (a dup shares obj: one open file, one offset)."""
+        fd = lowest
         while fd in self.fds:
             fd += 1
         self.fds[fd] = obj
         return fd
+
+    def dup_to(self, old: int, new: int) -> int:
+        """dup2's work: new refers to old's open file; what new referred to is closed first."""
+        obj = self.fds[old]
+        if new in self.fds:
+            self.close(new)
+        self.fds[new] = obj
+        return new
 
     def close(self, fd: int) -> int:
         obj = self.fds.pop(fd, None)

@@ -10,10 +10,12 @@ import struct
 
 from . import fds as F
 from . import sys_file, sys_socket
+from .sys_proc import RLIMIT_NOFILE
 from .sysabi import BLOCK, EAGAIN, EBADF, EEXIST, EINVAL, ENOENT, ENOSYS, EPIPE
 from .threads import Wait
 
-F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL = 0, 1, 2, 3, 4
+F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD_CLOEXEC = 0, 1, 2, 3, 4, 1030
+O_CLOEXEC = 0o2000000
 EFD_NONBLOCK = 0o4000
 
 
@@ -111,10 +113,43 @@ def sys_copy_file_range(p, t, *_):
     return -ENOSYS
 
 
+def _fd_limit(p) -> int:
+    """RLIMIT_NOFILE's soft limit: descriptors are numbered below it."""
+    return p.rlimits[RLIMIT_NOFILE][0]
+
+
+def sys_dup(p, t, fd, *_):
+    """dup(2): the lowest free descriptor, sharing fd's open file (offset and status flags)."""
+    return p.fds.install(p.fds.get(fd)) if p.fds.get(fd) is not None else -EBADF
+
+
+def sys_dup2(p, t, old, new, *_):
+    if p.fds.get(old) is None or new >= _fd_limit(p):
+        return -EBADF
+    return new if old == new else _dup_to(p, old, new)
+
+
+def sys_dup3(p, t, old, new, flags, *_):
+    if flags & ~O_CLOEXEC:
+        return -EINVAL
+    if p.fds.get(old) is None or new >= _fd_limit(p):
+        return -EBADF
+    return -EINVAL if old == new else _dup_to(p, old, new)
+
+
+def _dup_to(p, old: int, new: int) -> int:
+    r = p.fds.dup_to(old, new)
+    p.wake_pipe_readers()                     # what new referred to may have been a pipe's last write end
+    p.wake_pollers()
+    return r
+
+
 def sys_fcntl(p, t, fd, cmd, arg, *_):
     obj = p.fds.get(fd)
     if obj is None:
         return -EBADF
+    if cmd in (F_DUPFD, F_DUPFD_CLOEXEC):
+        return p.fds.install(obj, arg) if arg < _fd_limit(p) else -EINVAL
     if cmd == F_GETFD:
         return 0
     if cmd == F_GETFL:
@@ -178,6 +213,7 @@ def sys_epoll_pwait(p, t, epfd, events, maxevents, timeout, sigmask, *_):
 
 #: syscall number -> (name, handler); numbers from arch/x86/entry/syscalls/syscall_64.tbl
 TABLE = {
+    32: ("dup", sys_dup), 33: ("dup2", sys_dup2), 292: ("dup3", sys_dup3),
     275: ("splice", sys_splice), 40: ("sendfile", sys_splice), 326: ("copy_file_range", sys_copy_file_range),
     74: ("fsync", sys_fsync), 75: ("fdatasync", sys_fsync),
     0: ("read", sys_read), 1: ("write", sys_write), 3: ("close", sys_close), 72: ("fcntl", sys_fcntl),
