@@ -400,6 +400,49 @@ def test_gettimeofday_and_time_read_the_same_virtual_realtime_clock(tmp_path):
     assert {"gettimeofday", "time"} <= set(p.syscall_counts)
 
 
+def test_statx_answers_what_fstatat_answers(tmp_path):
+    """statx(2) (include/uapi/linux/stat.h's struct statx) against os.Stat (fstatat) for a /tmp file and a
+    file of the working directory: the same size, mode and inode, as natively."""
+    import subprocess
+    src = tmp_path / "t.go"
+    src.write_text("""package main
+
+import (
+\t"encoding/binary"
+\t"fmt"
+\t"os"
+\t"syscall"
+\t"unsafe"
+)
+
+func statx(path string) (size uint64, mode uint16, ino uint64) {
+\tvar buf [256]byte
+\tp, _ := syscall.BytePtrFromString(path)
+\tsyscall.Syscall6(332, uintptr(0xffffffffffffff9c), uintptr(unsafe.Pointer(p)), 0, 0x7ff,
+\t\tuintptr(unsafe.Pointer(&buf[0])), 0)
+\treturn binary.LittleEndian.Uint64(buf[40:]), binary.LittleEndian.Uint16(buf[28:]), binary.LittleEndian.Uint64(buf[32:])
+}
+
+func main() {
+\tf, _ := os.CreateTemp("", "sx")
+\tf.WriteString("twelve bytes")
+\tf.Close()
+\tfor _, path := range []string{f.Name(), "t.go"} {
+\t\tst, _ := os.Stat(path)
+\t\tsize, mode, ino := statx(path)
+\t\tsys := st.Sys().(*syscall.Stat_t)
+\t\tfmt.Println(size == uint64(st.Size()), uint32(mode) == sys.Mode, ino == sys.Ino, size > 0)
+\t}
+\tos.Remove(f.Name())
+}
+""")
+    binary = gobuild.build(src).binary
+    native = subprocess.run([str(binary)], capture_output=True, text=True, check=True, cwd=tmp_path).stdout
+    p = process.Process(elfimage.load(str(binary)), process.Options(argv=["t"], cwd=str(tmp_path))).run()
+    assert bytes(p.fds.stdout.data).decode() == native == "true true true true\n" * 2
+    assert p.syscall_counts["statx"] == 2
+
+
 def test_os_executable_names_the_binary(tmp_path):
     """readlink(/proc/self/exe), as os.Executable reads it (proc(5)): the binary's path."""
     src = tmp_path / "t.go"

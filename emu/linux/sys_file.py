@@ -3,7 +3,7 @@
 
 Semantics from the man pages and fs/: openat(2) (fs/open.c; AT_FDCWD or a directory fd, O_DIRECTORY,
 write access refused with EROFS in a read-only mount), read(2)/pread(2)/pwrite(2)/lseek(2)
-(fs/read_write.c), fstat(2)/fstatat(2) with AT_EMPTY_PATH (fs/stat.c, struct stat of
+(fs/read_write.c), fstat(2)/fstatat(2)/statx(2) with AT_EMPTY_PATH (fs/stat.c, struct stat of
 arch/x86/include/uapi/asm/stat.h), getdents64(2) (fs/readdir.c: linux_dirent64 records, 8-byte aligned),
 mkdirat/unlinkat/renameat(2) (EXDEV across mounts), ftruncate(2), getcwd(2) (ERANGE when the buffer is
 too small), chdir/fchdir(2), symlink/readlink(2). Every path is walked as fs/namei.c walks it (_walk:
@@ -455,31 +455,52 @@ def sys_fstat(p, t, fd, buf, *_):
     return 0
 
 
-def sys_newfstatat(p, t, dirfd, path_addr, buf, flags, *_):
+def _stat_at(p, dirfd, path_addr, flags) -> bytes | int:
+    """fstatat's work: the struct stat of what a path names (or of dirfd itself with AT_EMPTY_PATH)."""
     path = p.read_cstr(path_addr)
     if not path and flags & AT_EMPTY_PATH:
-        return sys_fstat(p, t, _fd(dirfd), buf)
+        return _fd_stat(p, _fd(dirfd))
     guest = _guest(p, dirfd, path, follow=not flags & AT_SYMLINK_NOFOLLOW)
     if isinstance(guest, int):
         return guest
     if guest in DEVICES:
-        p.write(buf, _stat_bytes(None, device=True))
-        return 0
+        return _stat_bytes(None, device=True)
     if _tmp(p, guest) is not None:
         node = p.tmpfs.nodes.get(guest)
-        if node is None:
-            return -ENOENT
-        p.write(buf, p.tmpfs.stat_bytes(node))
-        return 0
+        return p.tmpfs.stat_bytes(node) if node is not None else -ENOENT
     found = _host(p, guest)
     if isinstance(found, int):
-        if _synthetic(p, guest) is None:
-            return found
-        p.write(buf, _stat_bytes(None))
-        return 0
-    if not os.path.exists(found[1]):
-        return -ENOENT
-    p.write(buf, _stat_bytes(os.stat(found[1])))
+        return found if _synthetic(p, guest) is None else _stat_bytes(None)
+    try:
+        return _stat_bytes(os.stat(found[1]))
+    except OSError as e:
+        return _oserr(e)
+
+
+def sys_newfstatat(p, t, dirfd, path_addr, buf, flags, *_):
+    st = _stat_at(p, dirfd, path_addr, flags)
+    if isinstance(st, int):
+        return st
+    p.write(buf, st)
+    return 0
+
+
+STATX_BASIC_STATS = 0x7FF
+
+
+def sys_statx(p, t, dirfd, path_addr, flags, mask, buf, *_):
+    """statx(2): the same answer as fstatat, in struct statx (include/uapi/linux/stat.h): the basic
+    fields (STATX_BASIC_STATS), no birth time."""
+    st = _stat_at(p, dirfd, path_addr, flags)
+    if isinstance(st, int):
+        return st
+    dev, ino, nlink, mode, uid, gid, _pad, rdev, size, blksize, blocks = struct.unpack_from("<QQQIIIIQqqq", st)
+    atime, mtime, ctime = (struct.unpack_from("<qq", st, 72 + 16 * k) for k in range(3))
+    ts = lambda s_ns: struct.pack("<qIi", s_ns[0], s_ns[1], 0)          # noqa: E731 statx_timestamp
+    raw = (struct.pack("<IIQIIIHHQQQQ", STATX_BASIC_STATS, blksize, 0, nlink, uid, gid, mode, 0, ino, size, blocks, 0)
+           + ts(atime) + bytes(16) + ts(ctime) + ts(mtime)
+           + struct.pack("<IIII", os.major(rdev), os.minor(rdev), os.major(dev), os.minor(dev)))
+    p.write(buf, raw + bytes(256 - len(raw)))
     return 0
 
 
@@ -591,7 +612,8 @@ TABLE = {
     90: ("chmod", lambda p, t, a, m, *_: sys_fchmodat(p, t, AT_FDCWD, a, m)), 91: ("fchmod", sys_fchmod),
     268: ("fchmodat", sys_fchmodat),
     79: ("getcwd", sys_getcwd), 80: ("chdir", sys_chdir), 81: ("fchdir", sys_fchdir), 77: ("ftruncate", sys_ftruncate), 217: ("getdents64", sys_getdents64), 257: ("openat", sys_openat),
-    262: ("newfstatat", sys_newfstatat), 258: ("mkdirat", sys_mkdirat), 263: ("unlinkat", sys_unlinkat),
+    262: ("newfstatat", sys_newfstatat), 332: ("statx", sys_statx), 258: ("mkdirat", sys_mkdirat),
+    263: ("unlinkat", sys_unlinkat),
     264: ("renameat", sys_renameat), 316: ("renameat2", sys_renameat2), 18: ("pwrite64", sys_pwrite64),
     266: ("symlinkat", sys_symlinkat), 265: ("linkat", sys_linkat),
     88: ("symlink", lambda p, t, a, b, *_: sys_symlinkat(p, t, a, AT_FDCWD, b)), 267: ("readlinkat", sys_readlinkat),
