@@ -50,6 +50,12 @@ def test_tmp_answers_as_linux_does():
     assert fs.unlink("/tmp/d", 0) == -tmpfs.EISDIR                                # unlinkat without AT_REMOVEDIR
     assert fs.unlink("/tmp/d", tmpfs.AT_REMOVEDIR) == -tmpfs.ENOTEMPTY
     assert fs.rename("/tmp/d", "/tmp/e") == 0 and "/tmp/e/f" in fs.nodes and "/tmp/d/f" not in fs.nodes
+    assert fs.rename("/tmp/e", "/tmp/e/sub") == -tmpfs.EINVAL                     # into itself
+    assert fs.mkdir("/tmp/full", 0o700, 0) == 0 and fs.open("/tmp/full/x", tmpfs.O_CREAT | 1, 0o600, 0)
+    assert fs.rename("/tmp/e", "/tmp/full") == -tmpfs.ENOTEMPTY                   # onto a non-empty directory
+    assert fs.rename("/tmp/e/f", "/tmp/full") == -tmpfs.EISDIR                    # a file onto a directory
+    assert fs.rename("/tmp/full", "/tmp/e/f") == -tmpfs.ENOTDIR                   # a directory onto a file
+    assert fs.rename("/tmp/full/x", "/tmp/e/f") == 0 and "/tmp/full/x" not in fs.nodes     # replaces the file
     assert fs.unlink("/tmp/e/f", 0) == 0 and fs.unlink("/tmp/e", tmpfs.AT_REMOVEDIR) == 0
 
 

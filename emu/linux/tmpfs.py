@@ -159,12 +159,27 @@ class TmpFs:
         return 0
 
     def rename(self, old: str, new: str) -> int:
+        """rename(2): EINVAL into itself; onto an existing name, a directory only replaces an empty directory
+        (ENOTDIR, ENOTEMPTY) and anything else only a non-directory (EISDIR); renaming onto itself is a no-op."""
         node = self.nodes.get(old)
         if node is None:
             return -ENOENT
+        if new == old:
+            return 0
+        if new.startswith(old + "/"):
+            return -EINVAL
         parent = self._parent(new)
         if isinstance(parent, int):
             return parent
+        there = self.nodes.get(new)
+        if there is not None:
+            if node.is_dir and not there.is_dir:
+                return -ENOTDIR
+            if there.is_dir and not node.is_dir:
+                return -EISDIR
+            if there.is_dir and self.children(new):
+                return -ENOTEMPTY
+            del self.nodes[new]
         moved = {q: n for q, n in self.nodes.items() if q == old or q.startswith(old + "/")}
         for q in moved:
             del self.nodes[q]
