@@ -42,7 +42,7 @@ def test_edge_triggered_epoll_reports_an_object_once_per_wakeup():
     ep.interest[w] = (F.EPOLLOUT | F.EPOLLET, 2)
     assert ep.ready(table, consume=True) == [(F.EPOLLOUT, 2)]      # the write end: ready at insert
     assert ep.ready(table, consume=True) == []                     # nothing happened since
-    table.get(w).put(b"x")
+    table.get(w).state.put(b"x")
     assert [d for _, d in ep.ready(table, consume=True)] == [1]     # data arrived: the read end, once
     assert ep.ready(table) == []
     ep.interest[w] = (F.EPOLLOUT, 2)                                # level-triggered: every time

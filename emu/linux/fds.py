@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .sysabi import BLOCK, EAGAIN, EPIPE
+from .threads import Wait
+
 EPOLLIN, EPOLLOUT, EPOLLERR, EPOLLHUP, EPOLLRDHUP, EPOLLET = 0x1, 0x4, 0x8, 0x10, 0x2000, 1 << 31
 EPOLL_CTL_ADD, EPOLL_CTL_DEL, EPOLL_CTL_MOD = 1, 2, 3
 O_RDONLY, O_WRONLY, O_RDWR, O_LARGEFILE, O_NONBLOCK = 0, 1, 2, 0o100000, 0o4000
@@ -60,6 +63,48 @@ class PipeState:
     in_gen: int = 0                   # wakeups keyed EPOLLIN so far: bytes written, the last writer gone
     out_gen: int = 0                  # wakeups keyed EPOLLOUT: bytes read, the last reader gone
 
+    def put(self, data: bytes) -> None:
+        self.buf.extend(data)
+        self.in_gen += 1
+
+    def take(self, n: int) -> bytes:
+        """Up to n bytes from the front (removed)."""
+        data = bytes(self.buf[:n])
+        del self.buf[:len(data)]
+        self.out_gen += 1
+        return data
+
+
+def read_stream(p, t, end, buf: int, n: int):
+    """read(2) of a byte stream: a pipe's read end (fs/pipe.c pipe_read) or a connected stream socket, each
+    with .state, the PipeState it reads, and .flags. End of data once reading was shut (a socket's
+    SHUT_RD) or every writer is gone; an empty stream answers EAGAIN with O_NONBLOCK, else the thread waits
+    (Process.wake_pipe_readers finishes the read)."""
+    st = end.state
+    if not st.readers:
+        return 0
+    if not st.buf:
+        if not st.writers:
+            return 0
+        if end.flags & O_NONBLOCK:
+            return -EAGAIN
+        p.block(t, Wait("pipe", None, 0, restart=True, pipe=end, buf=buf, count=n))
+        return BLOCK
+    data = st.take(n)
+    p.write(buf, data)
+    return len(data)
+
+
+def write_stream(p, st: PipeState, data: bytes) -> int:
+    """write(2) into a byte stream (pipe_write): EPIPE once no one reads or writing was shut, else queued
+    (the buffer has no limit, so a write never waits) and the waiting readers and pollers woken."""
+    if not st.readers or not st.writers:
+        return -EPIPE                 # (Linux also sends SIGPIPE; the Go runtime ignores it here)
+    st.put(data)
+    p.wake_pipe_readers()
+    p.wake_pollers()
+    return len(data)
+
 
 @dataclass(eq=False)
 class Pipe:
@@ -67,23 +112,8 @@ class Pipe:
     write_end: bool
     flags: int = O_RDONLY
 
-    @property
-    def buf(self) -> bytearray:
-        return self.state.buf
-
     def wakeups(self, events: int) -> int:
         return wakeups(events, self.state.in_gen, self.state.out_gen)
-
-    def take(self, n: int) -> bytes:
-        """Up to n bytes from the front of the pipe (removed from it)."""
-        data = bytes(self.state.buf[:n])
-        del self.state.buf[:len(data)]
-        self.state.out_gen += 1
-        return data
-
-    def put(self, data: bytes) -> None:
-        self.state.buf.extend(data)
-        self.state.in_gen += 1
 
     def on_close(self) -> None:
         """The last descriptor of this end: readers see EOF, writers EPIPE."""

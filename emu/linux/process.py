@@ -422,8 +422,8 @@ class Process:
                 end = t.wait.pipe
                 if not end.state.readers:
                     self.wake(t, 0)              # a socket whose reading side was shut: end of data
-                elif end.buf:
-                    data = end.take(t.wait.count)
+                elif end.state.buf:
+                    data = end.state.take(t.wait.count)
                     self.write(t.wait.buf, data)
                     self.wake(t, len(data))
                 elif not end.state.writers:

@@ -11,7 +11,7 @@ import struct
 from . import fds as F
 from . import sys_file, sys_socket
 from .sys_proc import RLIMIT_NOFILE
-from .sysabi import BLOCK, EAGAIN, EBADF, EEXIST, EINVAL, ENOENT, ENOSYS, EPIPE
+from .sysabi import BLOCK, EAGAIN, EBADF, EEXIST, EINVAL, ENOENT, ENOSYS
 from .threads import Wait
 
 F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD_CLOEXEC = 0, 1, 2, 3, 4, 1030
@@ -41,12 +41,7 @@ def sys_write(p, t, fd, buf, n, *_):
         p.wake_pollers()
         return 8
     if isinstance(obj, F.Pipe) and obj.write_end:
-        if not obj.state.readers:
-            return -EPIPE                     # (Linux also sends SIGPIPE; the Go runtime ignores it here)
-        obj.put(p.read(buf, n))
-        p.wake_pipe_readers()
-        p.wake_pollers()
-        return n
+        return F.write_stream(p, obj.state, p.read(buf, n))
     return -EBADF
 
 
@@ -66,16 +61,7 @@ def sys_read(p, t, fd, buf, n, *_):
         obj.gen += 1
         return 8
     if isinstance(obj, F.Pipe) and not obj.write_end:
-        if not obj.buf:
-            if not obj.state.writers:
-                return 0                      # end of file: every write end is closed
-            if obj.flags & F.O_NONBLOCK:
-                return -EAGAIN
-            p.block(t, Wait("pipe", None, 0, restart=True, pipe=obj, buf=buf, count=n))   # pipe_read waits
-            return BLOCK
-        data = obj.take(n)
-        p.write(buf, data)
-        return len(data)
+        return F.read_stream(p, t, obj, buf, n)
     if hasattr(obj, "read_bytes"):            # files and devices (sys_file.py)
         data = obj.read_bytes(p, n)
         if isinstance(data, int):

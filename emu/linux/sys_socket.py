@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from . import fds as F
 from .sysabi import (BLOCK, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, EAGAIN, EBADF, ECONNREFUSED, EDESTADDRREQ, EINPROGRESS, EINVAL,
-                     EISCONN, ENOPROTOOPT, ENOTCONN, ENOTSOCK, EOPNOTSUPP, EPIPE, EPROTONOSUPPORT)
+                     EISCONN, ENOPROTOOPT, ENOTCONN, ENOTSOCK, EOPNOTSUPP, EPROTONOSUPPORT)
 from .threads import Wait
 
 AF_UNIX, AF_INET, AF_INET6 = 1, 2, 10
@@ -77,20 +77,10 @@ class Socket:
     opts: dict = field(default_factory=dict)
     own_gen: int = 0
 
-    # --- the pipe-read end protocol (sys_io.read and Process.wake_pipe_readers use it) ---------------
-    @property
-    def buf(self) -> bytearray:
-        return self.rx.buf
-
     @property
     def state(self) -> F.PipeState:
+        """What a stream socket reads, as fds.read_stream and Process.wake_pipe_readers see a pipe's end."""
         return self.rx
-
-    def take(self, n: int) -> bytes:
-        data = bytes(self.rx.buf[:n])
-        del self.rx.buf[:len(data)]
-        self.rx.out_gen += 1              # room for the peer's writes
-        return data
 
     def wakeups(self, events: int) -> int:
         """EPOLLET: wakeups keyed EPOLLIN (data, EOF, a connection, a datagram) and EPOLLOUT (room, the peer gone)."""
@@ -377,15 +367,7 @@ def send(p, s: Socket, data: bytes, dest: tuple | None) -> int:
             p.wake_socket_waiters()
             p.wake_pollers()
         return len(data)
-    if s.tx is None:
-        return -ENOTCONN
-    if not s.tx.writers or not s.tx.readers:
-        return -EPIPE                     # (Linux also sends SIGPIPE; Go ignores it for sockets)
-    s.tx.buf.extend(data)
-    s.tx.in_gen += 1
-    p.wake_pipe_readers()
-    p.wake_pollers()
-    return len(data)
+    return F.write_stream(p, s.tx, data) if s.tx is not None else -ENOTCONN
 
 
 def recv(p, t, s: Socket, buf: int, n: int, addr: int = 0, alen_p: int = 0):
@@ -399,21 +381,12 @@ def recv(p, t, s: Socket, buf: int, n: int, addr: int = 0, alen_p: int = 0):
         return finish_recv(p, s, buf, n, addr, alen_p)
     if s.rx is None:
         return -ENOTCONN
-    if not s.rx.readers:
-        return 0                          # this side shut reading: no more data
-    if not s.rx.buf:
-        if not s.rx.writers:
-            return 0
-        if s.flags & F.O_NONBLOCK:
-            return -EAGAIN
-        p.block(t, Wait("pipe", None, 0, restart=True, pipe=s, buf=buf, count=n))
-        return BLOCK
-    data = s.take(n)
-    p.write(buf, data)
-    if addr:
-        write_addr(p, s.remote, s.family, addr, alen_p)
-    p.wake_pollers()
-    return len(data)
+    r = F.read_stream(p, t, s, buf, n)
+    if r is not BLOCK and r > 0:
+        if addr:
+            write_addr(p, s.remote, s.family, addr, alen_p)
+        p.wake_pollers()
+    return r
 
 
 def finish_recv(p, s: Socket, buf: int, n: int, addr: int, alen_p: int) -> int:
