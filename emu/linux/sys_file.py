@@ -24,7 +24,7 @@ import stat as S
 import struct
 from dataclasses import dataclass
 
-from .tmpfs import DirHandle, TmpFile, TmpFs
+from .tmpfs import DirHandle, MemFile, TmpFile, TmpFs
 
 AT_FDCWD = -100
 AT_EMPTY_PATH, AT_REMOVEDIR, AT_SYMLINK_NOFOLLOW = 0x1000, 0x200, 0x100
@@ -40,16 +40,11 @@ DEVICES = {"/dev/null": "null", "/dev/zero": "zero", "/dev/urandom": "urandom", 
 
 
 @dataclass
-class HostFile:
+class HostFile(MemFile):
     path: str
     data: bytes
     flags: int
     pos: int = 0
-
-    def read_bytes(self, p, n: int) -> bytes:
-        out = self.data[self.pos:self.pos + n]
-        self.pos += len(out)
-        return out
 
 
 HostDir = DirHandle                                 # a directory of a mount (DirHandle.host: where it is)
@@ -63,16 +58,10 @@ class HostFd:
     flags: int
 
     def read_bytes(self, p, n: int):
-        try:
-            return os.read(self.fd, n)
-        except OSError as e:
-            return -(e.errno or EIO)
+        return _os(os.read, self.fd, n)
 
     def write_bytes(self, p, data: bytes) -> int:
-        try:
-            return os.write(self.fd, data)
-        except OSError as e:
-            return -(e.errno or EIO)
+        return _os(os.write, self.fd, data)
 
     def on_close(self) -> None:
         try:
@@ -182,6 +171,24 @@ def _oserr(e: OSError) -> int:
     return -(e.errno or EIO)
 
 
+def _os(op, *args):
+    """A host call on a :rw mount's behalf: its result (0 for None), or the negative errno it failed with."""
+    try:
+        r = op(*args)
+    except OSError as e:
+        return _oserr(e)
+    return 0 if r is None else r
+
+
+def _fd_at(p, fd: int, off: int):
+    """(the open file behind fd, a file offset as the kernel's signed loff_t), or -EBADF / -EINVAL."""
+    obj = p.fds.get(fd)
+    if obj is None:
+        return -EBADF
+    off = _negative(off)
+    return -EINVAL if off < 0 else (obj, off)
+
+
 def _listing(host: str) -> list:
     names = sorted(os.listdir(host))
     # a host link is seen through (lstat answers for its target), so it is listed as what it points to
@@ -223,11 +230,8 @@ def sys_openat(p, t, dirfd, path_addr, flags, mode, *_):
     if flags & O_DIRECTORY:
         return -ENOTDIR if os.path.exists(host) else -ENOENT
     if mount.rw:
-        try:
-            fd = os.open(host, flags & _HOST_OPEN_FLAGS, mode & 0o7777)
-        except OSError as e:
-            return _oserr(e)
-        return p.fds.install(HostFd(host, fd, flags))
+        fd = _os(os.open, host, flags & _HOST_OPEN_FLAGS, mode & 0o7777)
+        return fd if fd < 0 else p.fds.install(HostFd(host, fd, flags))
     try:
         with open(host, "rb") as f:
             data = f.read()
@@ -247,11 +251,7 @@ def _on_host(p, guest: str, op, follow: bool = True) -> int:
         return -EROFS
     if host == mount.host:
         return -EBUSY                               # the mount point itself cannot be removed or renamed
-    try:
-        op(host)
-    except OSError as e:
-        return _oserr(e)
-    return 0
+    return _os(op, host)
 
 
 def _paths(p, dirfd, path_addr, follow: bool = True) -> str | int:
@@ -301,20 +301,16 @@ def sys_renameat(p, t, olddirfd, old_addr, newdirfd, new_addr, *_):
 
 
 def sys_pwrite64(p, t, fd, buf, n, off, *_):
-    obj = p.fds.get(fd)
-    if obj is None:
-        return -EBADF
-    if _negative(off) < 0:
-        return -EINVAL
+    at = _fd_at(p, fd, off)
+    if isinstance(at, int):
+        return at
+    obj, off = at
     if not isinstance(obj, TmpFile):
         if isinstance(obj, HostFd):
-            try:
-                return os.pwrite(obj.fd, p.read(buf, n), _negative(off))
-            except OSError as e:
-                return _oserr(e)
+            return _os(os.pwrite, obj.fd, p.read(buf, n), off)
         return -ESPIPE if not isinstance(obj, (HostFile, Device)) else -EBADF
     pos = obj.pos
-    obj.pos = _negative(off)
+    obj.pos = off
     try:
         return obj.write_bytes(p, p.read(buf, n))
     finally:
@@ -367,21 +363,16 @@ def sys_open(p, t, path_addr, flags, mode, *_):
 
 
 def sys_pread64(p, t, fd, buf, n, off, *_):
-    obj = p.fds.get(fd)
-    if obj is None:
-        return -EBADF
-    off = _negative(off)
-    if off < 0:
-        return -EINVAL
-    if isinstance(obj, TmpFile):
-        data = bytes(obj.node.data[off:off + n])
-    elif isinstance(obj, HostFile):
-        data = obj.data[off:off + n]
+    at = _fd_at(p, fd, off)
+    if isinstance(at, int):
+        return at
+    obj, off = at
+    if isinstance(obj, MemFile):
+        data = bytes(obj.data[off:off + n])
     elif isinstance(obj, HostFd):
-        try:
-            data = os.pread(obj.fd, n, off)
-        except OSError as e:
-            return _oserr(e)
+        data = _os(os.pread, obj.fd, n, off)
+        if isinstance(data, int):
+            return data
     else:
         return -ESPIPE
     p.write(buf, data)
@@ -399,14 +390,10 @@ def sys_lseek(p, t, fd, off, whence, *_):
             return 0
         return -EINVAL
     if isinstance(obj, HostFd):
-        try:
-            return os.lseek(obj.fd, off, whence)
-        except OSError as e:
-            return _oserr(e)
-    if not isinstance(obj, (HostFile, TmpFile)):
+        return _os(os.lseek, obj.fd, off, whence)
+    if not isinstance(obj, MemFile):
         return -ESPIPE
-    size = len(obj.node.data) if isinstance(obj, TmpFile) else len(obj.data)
-    new = {SEEK_SET: off, SEEK_CUR: obj.pos + off, SEEK_END: size + off}.get(whence)
+    new = {SEEK_SET: off, SEEK_CUR: obj.pos + off, SEEK_END: len(obj.data) + off}.get(whence)
     if new is None or new < 0:
         return -EINVAL
     obj.pos = new
@@ -569,32 +556,22 @@ def sys_fchmod(p, t, fd, mode, *_):
     if isinstance(obj, TmpFile) or (isinstance(obj, DirHandle) and obj.in_tmp):
         return p.tmpfs.chmod(obj.path, mode)
     if isinstance(obj, HostFd):
-        try:
-            os.fchmod(obj.fd, mode & 0o7777)
-        except OSError as e:
-            return _oserr(e)
-        return 0
+        return _os(os.fchmod, obj.fd, mode & 0o7777)
     return -EROFS if isinstance(obj, (HostFile, DirHandle)) else -EINVAL
 
 
 def sys_ftruncate(p, t, fd, length, *_):
-    obj = p.fds.get(fd)
-    if obj is None:
-        return -EBADF
-    length = _negative(length)
-    if length < 0:
-        return -EINVAL
+    at = _fd_at(p, fd, length)
+    if isinstance(at, int):
+        return at
+    obj, length = at
     if isinstance(obj, TmpFile) and obj.flags & O_ACCMODE:
-        data = obj.node.data
+        data = obj.data
         del data[length:]
         data.extend(bytes(length - len(data)))
         return 0
     if isinstance(obj, HostFd):
-        try:
-            os.ftruncate(obj.fd, length)
-        except OSError as e:
-            return _oserr(e)
-        return 0
+        return _os(os.ftruncate, obj.fd, length)
     return -EINVAL if not isinstance(obj, HostFile) else -EBADF
 
 

@@ -37,17 +37,26 @@ class Node:
         return DT_DIR if self.is_dir else DT_LNK if self.target is not None else DT_REG
 
 
+class MemFile:
+    """A file whose bytes are in memory (`data`) read at its own offset (`pos`): /tmp's, and a read-only
+    mount's (sys_file.HostFile, read whole when opened)."""
+
+    def read_bytes(self, p, n: int) -> bytes:
+        out = bytes(self.data[self.pos:self.pos + n])
+        self.pos += len(out)
+        return out
+
+
 @dataclass(eq=False)
-class TmpFile:
+class TmpFile(MemFile):
     path: str
     node: Node
     flags: int
     pos: int = 0
 
-    def read_bytes(self, p, n: int) -> bytes:
-        out = bytes(self.node.data[self.pos:self.pos + n])
-        self.pos += len(out)
-        return out
+    @property
+    def data(self) -> bytearray:
+        return self.node.data
 
     def write_bytes(self, p, data: bytes) -> int:
         if self.flags & O_ACCMODE == 0:
