@@ -326,23 +326,22 @@ class Scheduler:
         """stealWork (proc.go:3843-3905): stealTries = 4 rounds over the other Ps in a random order;
         only the last round checks their timers and may take their runnext. Go 1.14's findrunnable
         stole from the run queue first and took only the timers shouldStealTimers allowed (RuntimeRules)."""
-        first = self.rules.steal_timers_first
         for i in range(STEAL_TRIES):
             last = i == STEAL_TRIES - 1
+
+            def timers(q):
+                return self._steal_timers(p, q, t) if last else None
+
+            def runq(q):
+                g = self._runqsteal(p, q, last)
+                return (g, False) if g is not None else None
             others = [q for q in self.ps if q is not p]
             self.rnd.shuffle(others)                         # stealOrder.start(cheaprand())
             for q in others:
-                if first and last:
-                    g = self._steal_timers(p, q, t)
-                    if g is not None:
-                        return g
-                g = self._runqsteal(p, q, last)
-                if g is not None:
-                    return g, False
-                if not first and last:
-                    g = self._steal_timers(p, q, t)
-                    if g is not None:
-                        return g
+                for step in (timers, runq) if self.rules.steal_timers_first else (runq, timers):
+                    found = step(q)
+                    if found is not None:
+                        return found
         return None, False
 
     def _steal_timers(self, p: P, q: P, t: float) -> tuple[G, bool] | None:
@@ -597,11 +596,15 @@ class Scheduler:
         if self.async_preemption:
             self._preempt_m(m, g, t)
 
+    def _all_idle(self) -> bool:
+        """Every P idle: no M runs a G and nothing is queued (sched.npidle == gomaxprocs)."""
+        return all(m.curg is None for m in self.ms) and not self.global_q and \
+            not any(p.runq or p.runnext for p in self.ps)
+
     def _sysmon(self, t: float) -> None:
         """One sysmon iteration at time t (it just woke from usleep(delay)). Go 1.14 reset idle and
         delay whenever every P was idle (its deep-sleep branch; the sleep itself is left out)."""
-        if self.rules.sysmon_idle_resets and all(m.curg is None for m in self.ms) and not self.global_q \
-                and not any(p.runq or p.runnext for p in self.ps):
+        if self.rules.sysmon_idle_resets and self._all_idle():
             self.sysmon_idle, self.sysmon_delay = 0, SYSMON_MIN_US
         for p in self.ps:                                    # retake (proc.go:6681): every _Prunning P
             if p.sysmon_tick != p.schedtick:
@@ -675,8 +678,7 @@ class Scheduler:
             if all(g.status == "dead" for g in self.gs):
                 finished = True
                 break
-            if all(m.curg is None for m in self.ms) and not self.global_q and \
-                    not any(p.runq or p.runnext for p in self.ps):
+            if self._all_idle():
                 nxt = min((d for p in self.ps for d, _ in p.timers), default=None)
                 if nxt is None:
                     raise EmuError("deadlock: every goroutine is asleep and no timer is pending")
