@@ -57,23 +57,18 @@ class Namespace:
         """The mount holding guest path `guest` and the host file it names, or None (invisible); with
         follow False a link in the last component is the link itself (lstat, unlink, rename)."""
         for m in self.mounts:
-            if guest == m.guest or guest.startswith(m.guest.rstrip("/") + "/"):
+            if within(guest, m.guest):
                 raw = m.host + guest[len(m.guest):]
                 head, tail = os.path.split(raw)
                 host = os.path.realpath(raw) if follow or raw == m.host else os.path.join(os.path.realpath(head), tail)
-                if host == m.host or host.startswith(m.host.rstrip("/") + "/"):
-                    return m, host
-                return None
+                return (m, host) if within(host, m.host) else None
         return None
-
-    def guest_of(self, host: str) -> str:
-        """The guest path of a host file inside a mount (the first that holds it)."""
-        for m in self.mounts:
-            if host == m.host or host.startswith(m.host.rstrip("/") + "/"):
-                return m.guest + host[len(m.host):]
-        return host
 
     def shadows_tmp(self, guest: str) -> bool:
         """Is this /tmp path a mount's, or a directory above one?"""
-        return any(guest == m.guest or guest.startswith(m.guest + "/") or (m.guest + "/").startswith(guest + "/")
-                   for m in self.mounts)
+        return any(within(guest, m.guest) or within(m.guest, guest) for m in self.mounts)
+
+
+def within(path: str, root: str) -> bool:
+    """Is `path` the directory `root` or inside it (both absolute and normalized)?"""
+    return path == root or path.startswith(root.rstrip("/") + "/")

@@ -49,6 +49,7 @@ from .fds import Epoll, FdTable
 from .icount import InsnCounter
 from .memory import AddressSpace
 from .mounts import Namespace
+from . import sys_socket
 from .sys_socket import Net
 from .regbatch import RegBatch, mem_read, mem_write, read_reg, read_u64
 from .sigframe import PF_INSTR, PF_USER, PF_WRITE, SEGV_MAPERR, X86_TRAP_PF, SigInfo, restore_rt_frame, setup_rt_frame
@@ -122,7 +123,8 @@ class Process:
         self.mem = AddressSpace(self.uc)
         self.fds = FdTable()
         from .tmpfs import TmpFs
-        self.tmpfs = TmpFs(0, os.getuid(), os.getgid())     # /tmp, writable, in memory
+        self.ppid, self.uid, self.gid = 1, os.getuid(), os.getgid()     # the host's own ids (sys_proc.py)
+        self.tmpfs = TmpFs(0, self.uid, self.gid)  # /tmp, writable, in memory
         self.rng = random.Random(opts.seed)
         self.counter = InsnCounter(self.uc)
         self.boot_ns = BOOT_NS
@@ -132,7 +134,6 @@ class Process:
         self.ncpu = opts.ncpu
         self.rlimits = {RLIMIT_NOFILE: (1024, 524288)}
         self.syscall_nr = -1                 # the syscall being handled (a Wait records it)
-        self.ppid, self.uid, self.gid = 1, os.getuid(), os.getgid()
         self.sigactions: dict[int, tuple] = {}
         self.threads: dict[int, Thread] = {}
         self.runq: collections.deque[Thread] = collections.deque()
@@ -431,7 +432,6 @@ class Process:
 
     def wake_socket_waiters(self) -> None:
         """Finish the blocking accepts and datagram reads that can go on now (sys_socket.py)."""
-        from . import sys_socket
         for t in self.threads.values():
             if t.state != BLOCKED:
                 continue
