@@ -189,3 +189,47 @@ def test_counter_counts_a_jump_to_unmapped_memory_as_the_per_instruction_counter
     with pytest.raises(UcError):
         c.run(0x10000)
     assert c.executed == 4                       # the jump ran; the fetch at its target faulted
+
+
+@pytest.mark.parametrize("executed,base", [(0, 10**12), (123_456_789, 10**12 + 999_999_997), (7, 5)])
+def test_vdso_functions_answer_what_the_syscalls_answer(executed, base):
+    """Each of the vDSO's three functions, run on Unicorn against a vvar page holding `executed`, the clock base
+    and the realtime offset, returns what sys_time's syscalls return at that instruction (the function's
+    second, where it reads the count): clock_gettime for both clocks, gettimeofday (and its obsolete tz
+    zeroed), time (returned and stored)."""
+    import ctypes
+    import struct
+
+    from emu.linux import icount, vdso
+    from emu.linux.sys_time import REALTIME_EPOCH_NS
+    uc = Uc(UC_ARCH_X86, UC_MODE_64)
+    uc.mem_map(vdso.VDSO_BASE, vdso.PAGE)
+    uc.mem_write(vdso.VDSO_BASE, vdso.image())
+    page = icount._Counter(executed=executed, clock_base=base, ns_per_insn=1,
+                           realtime_offset=REALTIME_EPOCH_NS - 10**12)
+    uc.mem_map(vdso.VVAR, vdso.PAGE)
+    uc.mem_write(vdso.VVAR, bytes(ctypes.string_at(ctypes.addressof(page), ctypes.sizeof(page))))
+    data, ret = 0x10000, 0x20000
+    uc.mem_map(data, 0x2000)
+    uc.mem_map(ret, 0x1000)
+    uc.mem_write(ret, b"\xf4")           # HLT, where the function returns to
+
+    def call(name, rdi, rsi=0):
+        uc.mem_write(data, b"\xaa" * 64)
+        uc.reg_write(X.UC_X86_REG_RSP, data + 0x1000)
+        uc.mem_write(data + 0x1000, struct.pack("<Q", ret))
+        uc.reg_write(X.UC_X86_REG_RDI, rdi)
+        uc.reg_write(X.UC_X86_REG_RSI, rsi)
+        uc.emu_start(vdso.address(name), ret)
+        return uc.reg_read(X.UC_X86_REG_RAX), uc.mem_read(data, 32)
+
+    mono = base + executed + 2
+    real = mono + REALTIME_EPOCH_NS - 10**12
+    assert call("__vdso_clock_gettime", 1, data) == (0, struct.pack("<qq", mono // 10**9, mono % 10**9) + b"\xaa" * 16)
+    assert call("__vdso_clock_gettime", 0, data)[1][:16] == struct.pack("<qq", real // 10**9, real % 10**9)
+    rax, mem = call("__vdso_gettimeofday", data, data + 16)
+    assert (rax, bytes(mem)) == (0, struct.pack("<qqq", real // 10**9, real % 10**9 // 1000, 0) + b"\xaa" * 8)
+    assert call("__vdso_gettimeofday", 0, 0) == (0, b"\xaa" * 32)
+    rax, mem = call("__vdso_time", data + 8)
+    assert (rax, bytes(mem[8:16])) == (real // 10**9, struct.pack("<q", real // 10**9))
+    assert call("__vdso_time", 0)[0] == real // 10**9

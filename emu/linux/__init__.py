@@ -6,7 +6,7 @@ doSigPreempt, pushCall, asyncPreempt); this package plays the Linux kernel under
   elfimage   the ELF file: PT_LOAD segments, .symtab, GOAMD64 check (refuses v3+)
   memory     the address space: mmap reservations and commits, munmap, mprotect, madvise
   startup    the initial stack: argv, envp, auxv (AT_PAGESZ, AT_RANDOM, AT_HWCAP, AT_SYSINFO_EHDR)
-  vdso       a vDSO whose clock_gettime reads virtual time from the counter's page
+  vdso       a vDSO whose clock_gettime, gettimeofday and time read virtual time from the counter's page
   cpuid      CPUID pinned to a documented feature set without AVX
   icount     exact instruction counts per translated block (a native UC_HOOK_BLOCK callback)
   regbatch   registers and memory through Unicorn's C API with no per-call conversion

@@ -96,7 +96,7 @@ class Options:
     signal_at_pc: int | None = None    # ... or when its target is about to execute this PC (--signal-at FUNC+OFF)
     passthrough: object = None         # callable(stream_name, bytes) for live output, or None
     trace: bool = False
-    vdso: bool = True                  # map preemu's vDSO (vdso.py): clock_gettime without a syscall
+    vdso: bool = True                  # map preemu's vDSO (vdso.py): clocks without a syscall
     cwd: str | None = None             # the working directory the program sees, read-only (default: ours)
     mounts: tuple = ()                 # more host directories it sees (mounts.Mount: --mount HOST:GUEST[:ro|rw])
 

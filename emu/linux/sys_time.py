@@ -1,4 +1,5 @@
-"""Time and waiting: clock_gettime (the vDSO answers it without a syscall, vdso.py), nanosleep and futex
+"""Time and waiting: clock_gettime, gettimeofday and time (the vDSO answers them without a syscall, vdso.py;
+these are the syscalls, for a program that makes them or runs without it), nanosleep and futex
 wait/wake on virtual time. Semantics from clock_gettime(2), nanosleep(2) (EINTR when a handler ran,
 never restarted: signal(7)), futex(2) (FUTEX_WAIT's timeout is relative; EAGAIN when the word changed).
 """
