@@ -20,8 +20,7 @@ import capstone
 import keystone
 
 from .errors import AsmError, read_utf8
-from .heap import encode_type
-from .program import DataSym, Func, Insn, Program
+from .program import DataSym, Func, Insn, Program, encode_type
 
 _LABEL = re.compile(r"^([A-Za-z_.$][\w.$@/]*):\s*(.*)$")
 _IDENT = r"(?<![\w.$@/]){}(?![\w$@/])"

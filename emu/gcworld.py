@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from . import gostructs as gs
 from . import gcscan, goslice, memmap
-from .heap import decode_type
 from .machine import GuestFaultInHook, Machine
+from .program import decode_type
 from .stack import copystack
 from .unwind import UnwindError, unwind
 

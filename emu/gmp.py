@@ -23,7 +23,7 @@ from .gcworld import WorldGC
 from .heap import Heap
 from .machine import Machine
 from .program import Program
-from .safepoint import GO127, RuntimeRules, SchedState, can_preempt_m, rules_for
+from .safepoint import G_SCHED, GO127, M_SCHED, P_SCHED, RuntimeRules, SchedState, can_preempt_m, rules_for, sched_state_of
 from .stack import copystack
 from .structref import StructRef, write_field
 
@@ -35,14 +35,6 @@ USER_G_SLOT = 1  # g slot of the goroutine under test
 G0_SLOT_M1 = 2   # g slot of m1.g0
 
 
-# What doSigPreempt reads (through read_sched_state), in offset order: one unpack per struct.
-G_SCHED = ("stack.lo", "stack.hi", "atomicstatus", "preempt")
-M_SCHED = ("curg", "p", "mallocing", "preemptoff.len", "locks")
-P_SCHED = ("status", "preempt")
-
-_SCHED_STATES: dict[tuple, SchedState] = {}     # SchedState is frozen: equal reads share one object
-
-
 def sched_reader(g: StructRef, m: StructRef, p: StructRef | None) -> Callable[[], tuple[int, ...]]:
     """A function returning the raw fields doSigPreempt reads from g, m and p (None: the M has no P),
     for sched_state_of; a World keeps one per M/P pair."""
@@ -51,21 +43,6 @@ def sched_reader(g: StructRef, m: StructRef, p: StructRef | None) -> Callable[[]
         return lambda: (*rg(), *rm(), 0, 0)
     rp = p.reader(P_SCHED)
     return lambda: (*rg(), *rm(), *rp())
-
-
-def sched_state_of(gp: int, raw: tuple[int, ...], rules: RuntimeRules = GO127) -> SchedState:
-    """The SchedState of goroutine gp from sched_reader's fields (equal reads share one object)."""
-    key = (gp, id(rules), *raw)
-    st = _SCHED_STATES.get(key)
-    if st is None or st.rules is not rules:
-        if len(_SCHED_STATES) > 256:
-            _SCHED_STATES.clear()
-        lo, hi, g_status, g_preempt, curg, m_p, mallocing, preemptoff, locks, p_status, p_preempt = raw
-        st = _SCHED_STATES[key] = SchedState(
-            gp=gp, g_status=g_status, g_preempt=bool(g_preempt), stack_lo=lo, stack_hi=hi, m_curg=curg, m_p=m_p,
-            m_locks=locks, m_mallocing=mallocing, m_preemptoff=preemptoff, p_status=p_status,
-            p_preempt=bool(p_preempt), rules=rules)
-    return st
 
 
 def read_sched_state(g: StructRef, m: StructRef, p: StructRef | None, rules: RuntimeRules = GO127) -> SchedState:

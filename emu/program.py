@@ -13,6 +13,25 @@ from dataclasses import dataclass, field
 
 from . import gostructs, memmap
 
+TYPE_MAGIC = b"GOTYPE\0\0"      # first 8 bytes of a `;@type` descriptor in the data region
+
+
+def encode_type(size: int, ptr_offsets) -> bytes:
+    """A `;@type` descriptor (a stand-in for abi.Type: Size_ and the GCData pointer mask)."""
+    mask = 0
+    for off in ptr_offsets:
+        mask |= 1 << (off // 8)
+    nbytes = max(1, ((size + 7) // 8 + 7) // 8)
+    return TYPE_MAGIC + size.to_bytes(8, "little") + mask.to_bytes(nbytes, "little")
+
+
+def decode_type(init: bytes) -> tuple[int, tuple[int, ...]] | None:
+    """(size, pointer word indices) of a `;@type` descriptor, or None if `init` is not one."""
+    if not init.startswith(TYPE_MAGIC) or len(init) < 17:
+        return None
+    size, mask = int.from_bytes(init[8:16], "little"), int.from_bytes(init[16:], "little")
+    return size, tuple(w for w in range((size + 7) // 8) if (mask >> w) & 1)
+
 
 @dataclass(frozen=True)
 class Insn:

@@ -5,10 +5,13 @@ Text output is deterministic except the one speed line; JSON carries the same fa
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 from . import __version__, rtcode
 from .safepoint import REASONS
-from .sweeper import SweepResult
+
+if TYPE_CHECKING:
+    from .sweeper import SweepResult
 
 #: The "schema" of every --json object: a change of its keys means a new version here and a note
 #: in README "JSON output" (tests/test_json_schema.py holds the documented keys of each version).

@@ -156,6 +156,29 @@ class Verdict:
         return self.ok
 
 
+# What doSigPreempt reads (through read_sched_state), in offset order: one unpack per struct.
+G_SCHED = ("stack.lo", "stack.hi", "atomicstatus", "preempt")
+M_SCHED = ("curg", "p", "mallocing", "preemptoff.len", "locks")
+P_SCHED = ("status", "preempt")
+
+_SCHED_STATES: dict[tuple, SchedState] = {}     # SchedState is frozen: equal reads share one object
+
+
+def sched_state_of(gp: int, raw: tuple[int, ...], rules: RuntimeRules = GO127) -> SchedState:
+    """The SchedState of goroutine gp from sched_reader's fields (equal reads share one object)."""
+    key = (gp, id(rules), *raw)
+    st = _SCHED_STATES.get(key)
+    if st is None or st.rules is not rules:
+        if len(_SCHED_STATES) > 256:
+            _SCHED_STATES.clear()
+        lo, hi, g_status, g_preempt, curg, m_p, mallocing, preemptoff, locks, p_status, p_preempt = raw
+        st = _SCHED_STATES[key] = SchedState(
+            gp=gp, g_status=g_status, g_preempt=bool(g_preempt), stack_lo=lo, stack_hi=hi, m_curg=curg, m_p=m_p,
+            m_locks=locks, m_mallocing=mallocing, m_preemptoff=preemptoff, p_status=p_status,
+            p_preempt=bool(p_preempt), rules=rules)
+    return st
+
+
 def want_async_preempt(st: SchedState) -> bool:
     """wantAsyncPreempt: a preemption request exists and the G is running."""
     requested = st.g_preempt or (st.m_p != 0 and st.p_preempt)

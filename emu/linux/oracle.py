@@ -17,7 +17,7 @@ import operator
 
 from unicorn import UcError
 
-from .. import gmp, gobinary, gofront, safepoint
+from .. import gobinary, gofront, safepoint
 from .. import gostructs as gs
 from ..errors import EmuError
 from ..structref import StructRef
@@ -37,12 +37,12 @@ class Oracle:
         self.headroom_addr = proc.image.symbol("runtime.asyncPreemptStack")
         self._refs: dict[tuple[int, int], StructRef] = {}     # (address, table id): its StructRef keeps its readers
         by_offset = lambda table, names: tuple(sorted(names, key=lambda n: table[n].offset))   # noqa: E731
-        self._g_names = by_offset(self.structs.g, gmp.G_SCHED + ("m",))
-        self._m_names = by_offset(self.structs.m, gmp.M_SCHED)
-        self._p_names = by_offset(self.structs.p, gmp.P_SCHED)
+        self._g_names = by_offset(self.structs.g, safepoint.G_SCHED + ("m",))
+        self._m_names = by_offset(self.structs.m, safepoint.M_SCHED)
+        self._p_names = by_offset(self.structs.p, safepoint.P_SCHED)
         pick = lambda names, want: operator.itemgetter(*(names.index(n) for n in want))   # noqa: E731
-        self._g_pick, self._m_pick, self._p_pick = (pick(self._g_names, gmp.G_SCHED), pick(self._m_names, gmp.M_SCHED),
-                                                    pick(self._p_names, gmp.P_SCHED))     # each to read_sched_state's order
+        self._g_pick, self._m_pick, self._p_pick = (pick(self._g_names, safepoint.G_SCHED), pick(self._m_names, safepoint.M_SCHED),
+                                                    pick(self._p_names, safepoint.P_SCHED))     # each to read_sched_state's order
         self._g_m, self._m_p = self._g_names.index("m"), self._m_names.index("p")
 
     def _ref(self, addr: int, table: dict) -> StructRef:
@@ -61,7 +61,7 @@ class Oracle:
         mv = self._ref(gv[self._g_m], t.m).reader(self._m_names)()     # m == 0: UcError, no verdict
         pp = mv[self._m_p]
         pv = self._ref(pp, t.p).reader(self._p_names)() if pp else None
-        return gmp.sched_state_of(g, self._g_pick(gv) + self._m_pick(mv) + (self._p_pick(pv) if pp else (0, 0)),
+        return safepoint.sched_state_of(g, self._g_pick(gv) + self._m_pick(mv) + (self._p_pick(pv) if pp else (0, 0)),
                                   self.rules)
 
     def __call__(self, t, frame, g: int | None = None) -> str | None:
