@@ -12,7 +12,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from emu import asmfront, memmap  # noqa: E402
+from emu.front import asmfront
+from emu.core import memmap  # noqa: E402
 
 
 def big_function(insns: int) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from emu import gobuild  # noqa: E402
+from emu.front import gobuild  # noqa: E402
 from emu.linux import elfimage, process  # noqa: E402
 
 GO = ROOT / "scenarios" / "go"

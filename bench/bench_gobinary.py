@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from emu import gobinary, gobuild, godwarf  # noqa: E402
+from emu.front import gobinary, gobuild, godwarf  # noqa: E402
 
 CORPUS = ROOT / "tests" / "go" / "corpus"
 

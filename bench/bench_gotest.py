@@ -23,7 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from emu import cli, gobuild  # noqa: E402
+from emu import cli
+from emu.front import gobuild  # noqa: E402
 
 PACKAGES = ("bufio bytes cmp container/heap container/list container/ring crypto/md5 crypto/sha256 encoding/base64 "
             "encoding/binary encoding/csv encoding/hex encoding/json errors fmt hash/crc32 hash/fnv html io maps "

@@ -24,8 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from emu import gobuild  # noqa: E402
-from emu.linux import elfimage, gsweep, process, realgc  # noqa: E402
+from emu.front import gobuild  # noqa: E402
+from emu.linux import elfimage, process, realgc
+from emu.drive import gsweep  # noqa: E402
 
 GROUPS = {
     "mark": ("scan", "mark", "grey", "findObject", "gcDrain", "gcw", "wbBuf", "typePointers", "spanSet",

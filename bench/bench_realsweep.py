@@ -18,9 +18,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from emu import gobuild, loader  # noqa: E402
-from emu import sweeper as S  # noqa: E402
-from emu.linux import elfimage, gsweep, process  # noqa: E402
+from emu.front import gobuild
+from emu.drive import loader  # noqa: E402
+from emu.drive import sweeper as S  # noqa: E402
+from emu.linux import elfimage, process
+from emu.drive import gsweep  # noqa: E402
 
 
 def real(n_iter: int, repeat: int) -> tuple[float, float, int]:

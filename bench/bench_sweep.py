@@ -18,7 +18,8 @@ import unicorn.x86_const as X
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from emu import loader, memmap, sweeper as sweep  # noqa: E402
+from emu.drive import loader, sweeper as sweep
+from emu.core import memmap  # noqa: E402
 
 ASM = ROOT / "asm" / "sum_loop.s"
 GC_ASM = ROOT / "asm" / "gc_roots.s"      # ptr_in_reg: allocates, then a loop holding the pointer in R12
@@ -60,8 +61,8 @@ def lean_floor_cpu(layout: str, iterations: int) -> tuple[float, int]:
     the registers, read the stack, pushCall, write the clobber table, run the stub (its asyncPreempt2
     trap only copies the go1.27 stub's xRegs scratch to a block it restores from), dump again,
     compare registers and stack, RET."""
-    from emu import dump, gostructs, memmap
-    from emu.machine import STOP_STUB_RET
+    from emu.core import dump, gostructs, memmap
+    from emu.model.machine import STOP_STUB_RET
     prog = loader.load_program(ASM)
     w = loader.build_world(prog, "sum_loop", layout, None, 1, {"RCX": iterations})
     n = sweep.run_reference(w, 10**9).boundaries
@@ -171,7 +172,8 @@ def bench_throughput(iterations: int) -> None:
 
 def bench_starvation() -> None:
     """Issue #5: 100 ms of virtual time of scenarios/starvation.toml, and its instructions per second."""
-    from emu import layout, sched
+    from emu.core import layout
+    from emu.model import sched
     prog = loader.load_program(ROOT / "asm" / "starvation.s")
     stub = loader.load_stub("go1.14")
     specs = [sched.GoSpec("spinner", "spin"), sched.GoSpec("sleeper", "sleeper", {"RCX": 10**6})]
@@ -219,7 +221,7 @@ def bench_jobs(reps: int = 3) -> None:
     wall time, and CPU time of this process and its workers (more CPU for the same points means the two
     cores slowed each other, which caps the speed-up on a shared machine)."""
     import resource
-    from emu import shards
+    from emu.drive import shards
     spec = shards.WorldSpec(asm=str(ASM), entry="sum_loop", layout="go1.14", registers=(("RCX", "20000"),))
     world = spec.build()
 

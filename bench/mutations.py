@@ -24,17 +24,17 @@ MUTATIONS = {
                                  ["tests/test_survivors.py"]),
     "refusals-of-last-shard": ("emu/sweep.py", "        refused.update(r.refused)", "        refused = Counter(r.refused)",
                                ["tests/test_survivors.py"]),
-    "results-key-without-options": ("emu/shards.py", "astuple(spec), astuple(opts), ref.boundaries",
+    "results-key-without-options": ("emu/drive/shards.py", "astuple(spec), astuple(opts), ref.boundaries",
                                     "astuple(spec), ref.boundaries", ["tests/test_survivors.py"]),
-    "resume-check-skips-rbp": ("emu/verify.py", '        if r.kind == "sp":', '        if r.kind == "sp" or r.name == "RBP":',
+    "resume-check-skips-rbp": ("emu/check/verify.py", '        if r.kind == "sp":', '        if r.kind == "sp" or r.name == "RBP":',
                                ["tests/test_survivors.py"]),
     "real-resume-x0-x7-only": ("emu/linux/watch.py", "enumerate(now[len(CHECKED) + 1:])",
                                "enumerate(now[len(CHECKED) + 1:len(CHECKED) + 9])", ["tests/test_survivors.py"]),
-    "inline-index-0-ignored": ("emu/gofront.py", "        inline = tree[k].name if 0 <= k < len(tree) else None",
+    "inline-index-0-ignored": ("emu/front/gofront.py", "        inline = tree[k].name if 0 <= k < len(tree) else None",
                                "        inline = tree[k].name if 0 < k < len(tree) else None", ["tests/test_survivors.py"]),
     "futex-timeout-absolute": ("emu/linux/kernel.py", "deadline = p.now() + _ts(p, timeout) if timeout else None",
                                "deadline = _ts(p, timeout) if timeout else None", ["tests/test_survivors.py"]),
-    "verify-low-32-bits": ("emu/verify.py", "        b, a = before.values[r.name], after.values[r.name]\n",
+    "verify-low-32-bits": ("emu/check/verify.py", "        b, a = before.values[r.name], after.values[r.name]\n",
                            "        b, a = before.values[r.name], after.values[r.name]\n"
                            "        if r.kind == 'gp':\n            b, a = b & 0xFFFFFFFF, a & 0xFFFFFFFF\n", KILLERS),
     "no-resume-pc-check": ("emu/sweep.py", "                    if ret_to != pc:", "                    if False:", KILLERS),
@@ -44,32 +44,32 @@ MUTATIONS = {
                            "((rnd.getrandbits(8 * r.size) & (2**64 - 1)) | 1)", KILLERS),
     "clobber-keeps-df": ("emu/sweep.py", 'masks["RFLAGS"] = regs.USER_FLAGS_MASK',
                          'masks["RFLAGS"] = regs.USER_FLAGS_MASK & ~0x400', KILLERS),
-    "asyncpreempt2-keeps-rflags": ("emu/rtcode.py", """           f"push qword ptr {_abs(t + o['RFLAGS'])}", "popfq"]""",
+    "asyncpreempt2-keeps-rflags": ("emu/model/rtcode.py", """           f"push qword ptr {_abs(t + o['RFLAGS'])}", "popfq"]""",
                                    "           ]", KILLERS),
     "nested-acceptance-unreported": ("emu/sweep.py", "                if v.ok:\n                    return \"nested\"",
                                      "                if False:\n                    return \"nested\"", KILLERS),
-    "asyncpreemptoff-acks": ("emu/inject.py", '        return Verdict(False, "asyncpreemptoff")',
+    "asyncpreemptoff-acks": ("emu/check/inject.py", '        return Verdict(False, "asyncpreemptoff")',
                              '        ack()\n        return Verdict(False, "asyncpreemptoff")', KILLERS),
-    "headroom-first": ("emu/safepoint.py", "    # 1. Only user Gs can have safe points",
+    "headroom-first": ("emu/check/safepoint.py", "    # 1. Only user Gs can have safe points",
                        "    if sp < st.stack_lo or sp - st.stack_lo < headroom:\n"
                        "        return Verdict(False, \"stack-headroom\")\n    # 1. Only user Gs can have safe points",
                        KILLERS),
-    "mallocing-before-locks": ("emu/safepoint.py", "    if st.m_locks != 0:\n        return \"m-locks\"\n"
+    "mallocing-before-locks": ("emu/check/safepoint.py", "    if st.m_locks != 0:\n        return \"m-locks\"\n"
                                "    if st.m_mallocing != 0:\n        return \"m-mallocing\"\n",
                                "    if st.m_mallocing != 0:\n        return \"m-mallocing\"\n"
                                "    if st.m_locks != 0:\n        return \"m-locks\"\n", KILLERS),
-    "callers-conservative": ("emu/gcscan.py", "        else:\n            todo += [(f\"frame {fr.func} (stack map)\"",
+    "callers-conservative": ("emu/model/gcscan.py", "        else:\n            todo += [(f\"frame {fr.func} (stack map)\"",
                              "        else:\n            todo.append(('caller', fr.sp, fr.sp + fr.size))\n"
                              "            todo += [(f\"frame {fr.func} (stack map)\"", KILLERS),
-    "any-violation-diagnosed": ("emu/checkstub.py", "bool(viol), mu.expect <= named,", "bool(viol), bool(viol),",
+    "any-violation-diagnosed": ("emu/drive/checkstub.py", "bool(viol), mu.expect <= named,", "bool(viol), bool(viol),",
                                 KILLERS),
-    "caught-or-diagnosed-killed": ("emu/checkstub.py", "return self.caught and self.diagnosed",
+    "caught-or-diagnosed-killed": ("emu/drive/checkstub.py", "return self.caught and self.diagnosed",
                                    "return self.caught or self.diagnosed", KILLERS),
-    "sysmon-when-never-reset": ("emu/sched.py", "p.sysmon_tick, p.sysmon_when = p.schedtick, t",
+    "sysmon-when-never-reset": ("emu/model/sched.py", "p.sysmon_tick, p.sysmon_when = p.schedtick, t",
                                 "p.sysmon_tick = p.schedtick", KILLERS),
-    "no-runnext-on-ready": ("emu/sched.py", "            self._runqput(into, g, True)",
+    "no-runnext-on-ready": ("emu/model/sched.py", "            self._runqput(into, g, True)",
                             "            self._runqput(into, g, False)", KILLERS),
-    "no-global-queue-poll": ("emu/sched.py", "if p.schedtick % GLOBAL_QUEUE_EVERY == 0 and self.global_q:",
+    "no-global-queue-poll": ("emu/model/sched.py", "if p.schedtick % GLOBAL_QUEUE_EVERY == 0 and self.global_q:",
                              "if False:", KILLERS),
     # the counted stub run (issue #11): a run that stops anywhere but the sentinel / the RET must go on
     # with the hooks, or a stub whose path depends on the point is misjudged
@@ -78,7 +78,7 @@ MUTATIONS = {
     "counted-stub-no-fallback": ("emu/sweep.py", "        return m.run(m.pc, left), None",
                                  "        return reason, None", ["tests/test_sweep.py"]),
     # the heap watch is on only while the heap holds objects: it must still come on at the first allocation
-    "heap-watch-never-on": ("emu/gcworld.py", "self.machine.heap_watch(self.heap.next > self.heap.base)",
+    "heap-watch-never-on": ("emu/model/gcworld.py", "self.machine.heap_watch(self.heap.next > self.heap.base)",
                             "self.machine.heap_watch(False)", ["tests/test_gc.py"]),
     # a fault's signal is taken at once, whatever --signal-at says
     "fault-signal-waits-for-signal-at": ("emu/linux/process.py",
@@ -88,30 +88,30 @@ MUTATIONS = {
     "blocked-fault-not-forced": ("emu/linux/process.py", "        if t.sigmask & bit or handler == SIG_IGN:",
                                  "        if False:", ["tests/test_linux_exec.py"]),
     # the slice runtime: capacities as the real runtime's, element arrays scanned through their type
-    "roundupsize-without-malloc-header": ("emu/goslice.py", "                req += MALLOC_HEADER_SIZE",
+    "roundupsize-without-malloc-header": ("emu/model/goslice.py", "                req += MALLOC_HEADER_SIZE",
                                           "                pass", ["tests/test_goslice.py"]),
-    "slice-array-scanned-as-noscan": ("emu/goslice.py", "        return self.alloc(self.calling, size, t)",
+    "slice-array-scanned-as-noscan": ("emu/model/goslice.py", "        return self.alloc(self.calling, size, t)",
                                       "        return self.alloc(self.calling, size, None)", ["tests/test_goslice.py"]),
     # runtime.rand per M (the real one, zero-seeded): a goroutine resumed on the other M takes another path
-    "rand-per-m": ("emu/memmap.py", '"moveSliceNoCapNoScan", "rand"))}', '"moveSliceNoCapNoScan"))}',
+    "rand-per-m": ("emu/core/memmap.py", '"moveSliceNoCapNoScan", "rand"))}', '"moveSliceNoCapNoScan"))}',
                    ["tests/test_gomaps.py"]),
     # runtime.stringType & co. as runtime.init sets them: else convTstring's box is pointer-free
-    "runtime-init-not-replayed": ("emu/gofront.py", "    for var, eface in RUNTIME_INIT:",
+    "runtime-init-not-replayed": ("emu/front/gofront.py", "    for var, eface in RUNTIME_INIT:",
                                   "    for var, eface in ():", ["tests/test_goifaces.py"]),
     # hashkey as AlgInit sets it: left zero, keys whose first word is 0 all collide
-    "hash-key-left-zero": ("emu/gofront.py", "        patches.append((hashkey[0], HASH_KEY))", "        pass",
+    "hash-key-left-zero": ("emu/front/gofront.py", "        patches.append((hashkey[0], HASH_KEY))", "        pass",
                            ["tests/test_gomaps.py"]),
     # a caller frame's stack objects are scanned once something points into them
-    "no-stack-objects": ("emu/gcscan.py", "            objects += frame_stack_objects(prog, fr)", "            pass",
+    "no-stack-objects": ("emu/model/gcscan.py", "            objects += frame_stack_objects(prog, fr)", "            pass",
                          ["tests/test_gomaps.py"]),
     # copystack adjusts the pointer slots of a Go binary's frames, as adjustframe does
-    "copystack-no-pointer-slots": ("emu/stack.py",
+    "copystack-no-pointer-slots": ("emu/model/stack.py",
                                    '    slots = pointer_slots(binary, m.read_u64, m.reg("RSP")) if binary is not None else []',
                                    "    slots = []", ["tests/test_gostack.py"]),
     # adjustctxt: a closure's context register moves with the stack
-    "copystack-no-adjustctxt": ("emu/stack.py", "    if lo <= ctxt < hi:", "    if False:", ["tests/test_gostack.py"]),
+    "copystack-no-adjustctxt": ("emu/model/stack.py", "    if lo <= ctxt < hi:", "    if False:", ["tests/test_gostack.py"]),
     # a stack object found conservatively is still looked at only through its pointer mask
-    "stack-object-all-words": ("emu/gcscan.py", "        for i in ptr_words:", "        for i in (range(n) if cons else ptr_words):",
+    "stack-object-all-words": ("emu/model/gcscan.py", "        for i in ptr_words:", "        for i in (range(n) if cons else ptr_words):",
                                ["tests/test_gomaps.py"]),
     # a --gc sweep's shards each free what the chain before them freed: counted once
     "gc-freed-summed-over-shards": ("emu/sweep.py", "sorted(set().union(*(g.freed_objects for g in parts))))",

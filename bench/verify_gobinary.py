@@ -1,4 +1,4 @@
-"""Verification (not a test, slow): emu/gobinary.py against the compiler's listing of EVERY Go function in
+"""Verification (not a test, slow): emu/front/gobinary.py against the compiler's listing of EVERY Go function in
 a binary, runtime and standard library included. Builds tests/go/corpus with `-gcflags=all=-S` (compiles
 the whole standard library once with listings, a few minutes; ~90 MB of listing) and compares, for every
 listed function that matches a binary function by code bytes: UnsafePoint, StackMapIndex, pcsp and file:line
@@ -16,7 +16,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from golisting import machine_sp_deltas, parse_listing  # noqa: E402
 
-from emu import gobinary, gobuild  # noqa: E402
+from emu.front import gobinary, gobuild  # noqa: E402
 
 
 def code_matches(b: gobinary.GoBinary, f: gobinary.GoFunc, lf) -> bool:

@@ -19,14 +19,15 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from . import checkstub, loader, report, scenario
-from . import layout as L
-from .errors import BudgetExceeded, EmuError, GuestFault
-from .gmp import World
-from .program import Program
-from .sweeper import DEFAULT_BUDGET, SweepResult
-from .sweeper import sweep as _sweep
-from .verify import Violation
+from .drive import checkstub, loader, scenario
+from .output import report
+from .core import layout as L
+from .core.errors import BudgetExceeded, EmuError, GuestFault
+from .model.gmp import World
+from .core.program import Program
+from .drive.sweeper import DEFAULT_BUDGET, SweepResult
+from .drive.sweeper import sweep as _sweep
+from .check.verify import Violation
 
 PathLike = str | os.PathLike
 
@@ -171,7 +172,7 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     """Deliver the preemption signal at every instruction boundary of `func` in `path` (a .s file,
     a Go binary, a .go file or a Go package directory) and verify each injection (`preemu sweep`).
 
-    Go input is swept inside its real program (emu/linux/realsweep.py; the result is a
+    Go input is swept inside its real program (emu/drive/realsweep.py; the result is a
     sweep_report.RealSweepReport): the program runs from its entry with `args` and `env` (KEY=VALUE) to
     the `call`-th call of `func` (with `registers`: to main.main's, where `func` is entered instead with
     those ABIInternal registers), and `to_exit` points each also run on to the program's exit; `gc` runs the
@@ -188,13 +189,13 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     bar on stderr. Whatever these are, the result (timing aside) is the same. gc (.s input): preemu's model
     of the collector at every point, its stack scanner `gc_scanner`.
     on_world(world) is called with the built World before the sweep (the CLI warns about entry
-    registers there); runner(world) may return a shard runner of your own (emu.shards) instead.
+    registers there); runner(world) may return a shard runner of your own (emu.drive.shards) instead.
     """
     _positive("max_points", max_points)
     _positive("jobs", jobs)
     _positive("budget", budget)
     src = display_path(_readable(path, "the program"))
-    from . import gobuild
+    from .front import gobuild
     if gobuild.is_go_input(src):
         model = [flag for kw, flag in model_world_options(force_unsafe, nested_signals, layout,
                                                           None if gc_scanner == "go" else gc_scanner)]
@@ -233,8 +234,9 @@ def model_world_options(force_unsafe: bool, nested_signals: bool, layout, gc_sca
 def _sweep_real(src: str, func: str, registers, stub, seed: int, max_points: int, budget: int,
                 async_preemption: bool, jobs: int, executor, results, progress: bool, call: int, to_exit: int,
                 args, env, gc: bool = False):
-    """A Go function swept inside its real program (emu/linux/realsweep.py)."""
-    from .linux import realsweep, sweep_report
+    """A Go function swept inside its real program (emu/drive/realsweep.py)."""
+    from .drive import realsweep
+    from .output import realsweep_report as sweep_report
     if not isinstance(call, int) or isinstance(call, bool) or call < 1:
         raise EmuError(f"call must be a positive integer, counted from 1 (got {call!r})")
     if not isinstance(to_exit, int) or isinstance(to_exit, bool) or to_exit < 0:
@@ -248,7 +250,7 @@ def _sweep_real(src: str, func: str, registers, stub, seed: int, max_points: int
     if not async_preemption:
         env = realsweep.with_godebug(list(env), "asyncpreemptoff=1")
     if stub == "generated":                 # preemu's stub for the binary's layout, loaded over its own
-        from . import stubgen
+        from .core import stubgen
         stub = str(stubgen.stub_path("go1.27"))
     stub_s = None if stub in (None, "real") else _readable(stub, "the stub")
     spec = realsweep.RealSpec(os.path.abspath(src), func, call, realsweep.check_registers(registers),
@@ -257,7 +259,7 @@ def _sweep_real(src: str, func: str, registers, stub, seed: int, max_points: int
     sw = spec.build()
     if stub_s is not None:
         sw.stub = f"{display_path(stub_s)} (loaded over runtime.asyncPreempt)"
-    from . import shards
+    from .drive import shards
     runner = shards.ShardRunner(spec, jobs, executor, None if results is None else os.fspath(results), progress, sw)
     res = realsweep.sweep(spec, sw, src, max_points, budget, to_exit, runner=runner)
     return sweep_report.RealSweepReport(res, src, None if stub_s is None else display_path(stub_s), sw)
@@ -265,8 +267,9 @@ def _sweep_real(src: str, func: str, registers, stub, seed: int, max_points: int
 
 def _world_spec(src: str, entry: str, layout: str, stub: str | None, seed: int, registers, gc: bool = False,
                 scanner: str = "go", stack_size: int | None = None):
-    """What a worker process needs to build the same World (emu.shards.WorldSpec)."""
-    from . import memmap, shards
+    """What a worker process needs to build the same World (emu.drive.shards.WorldSpec)."""
+    from .core import memmap
+    from .drive import shards
     return shards.WorldSpec(src, entry, layout, stub, seed, tuple(dict(registers or {}).items()), gc, scanner,
                             stack_size or memmap.DEFAULT_STACK_SIZE)
 
@@ -274,7 +277,7 @@ def _world_spec(src: str, entry: str, layout: str, stub: str | None, seed: int, 
 def _shard_runner(spec, world: World, jobs: int, executor: str | None, results: PathLike | None, progress: bool):
     """The shard runner for these options (with jobs=1 and nothing else, the shards run here one after
     another; a Ctrl-C still raises shards.Interrupted with the shards finished so far)."""
-    from . import shards
+    from .drive import shards
     return shards.ShardRunner(spec, jobs, executor, None if results is None else os.fspath(results), progress, world)
 
 
@@ -337,7 +340,8 @@ def _go_stub_layout(stub: str, layout: str | None) -> str:
     keep X0-X15 in the stub's frame, as the go1.14 layout does, and touch no g/m/p field, so they run in
     that world; Go 1.26 and 1.27 save them in g.m.p.xRegs, which the go1.27 world lays out at Go 1.27.3's
     offsets: a Go 1.26 program runs there when its DWARF puts every field preemu models at the same place."""
-    from . import gobuild, gofront, goreleases, gostructs
+    from .front import gobuild, gofront, goreleases
+    from .core import gostructs
     res = gobuild.build(stub)
     version = res.go_version or gobuild.go_version()
     rel = goreleases.release_of(version, stub)
@@ -364,7 +368,7 @@ def check_stub(path: PathLike, *, layout: str | None = None, max_points: int = 2
     layout defaults to go1.14 for a .s stub. on_report(report) is called as soon as the report
     exists; it fills as the corpus runs (the CLI prints it when interrupted). jobs: local processes,
     one corpus loop per task (the report is in corpus order whatever jobs is)."""
-    from . import gobuild
+    from .front import gobuild
     _positive("max_points", max_points)
     _positive("jobs", jobs)
     stub = display_path(_readable(path, "the stub"))

@@ -10,8 +10,8 @@ import os
 import sys
 
 from . import __version__
-from . import layout as L
-from .errors import EmuError
+from .core import layout as L
+from .core.errors import EmuError
 
 # Commands import what they use when they run: `preemu --help` and a small sweep pay for no module
 # they do not need (bench/bench_sweep.py reports the fixed startup cost).
@@ -67,7 +67,7 @@ def _regs(items: list[str]) -> dict[str, str]:
 
 def _emit(a, rep, out, text: str) -> int:
     """Write the --junit-xml and --sarif files if asked, then the JSON or the text; return the exit code."""
-    from . import junit, sarif
+    from .output import junit, sarif
     if getattr(a, "junit_xml", None):
         junit.write(a.junit_xml, junit.from_report(rep))
     if getattr(a, "sarif", None):
@@ -92,7 +92,7 @@ def _shard_options(a) -> dict:
 
 def _check_regs(given: dict[str, str], world) -> None:
     """Say what happens with entry registers that compiled Go code would never see."""
-    from . import regs
+    from .core import regs
     names = {regs.lookup(k).name for k in given}       # build_world has validated them
     start = world.start_regs
     if "R14" in names:
@@ -119,7 +119,9 @@ def _model_world(a) -> list[str]:
 
 
 def cmd_sweep(a, out) -> int:
-    from . import api, gobuild, sweeper
+    from . import api
+    from .front import gobuild
+    from .drive import sweeper
     _writable(a.results, "--results")
     if a.call < 1:
         raise UsageError(f"--call {a.call}: calls are counted from 1")
@@ -152,7 +154,9 @@ def cmd_sweep(a, out) -> int:
 
 
 def cmd_run(a, out) -> int:
-    from . import api, scenario, timeline
+    from . import api
+    from .drive import scenario
+    from .output import timeline
     asyncp = None if a.async_preemption is None else a.async_preemption == "on"
     sc = scenario.load(a.scenario)
     if isinstance(sc, scenario.SchedScenario):
@@ -178,13 +182,14 @@ def cmd_run(a, out) -> int:
 
 
 def cmd_preempt(a, out) -> int:
-    from . import episode, loader, report
+    from .drive import episode, loader
+    from .output import report
     program = loader.load_program(a.file)
     given = _regs(a.reg)
     world = loader.build_world(program, a.func, a.layout, a.stub, a.seed, given)
     _check_regs(given, world)
     if loader.is_go(program):
-        from . import modelcheck, sweeper
+        from .drive import modelcheck, sweeper
         modelcheck.check(a.file, world, sweeper.DEFAULT_BUDGET)
     try:
         at = episode.resolve_at(world, a.at)
@@ -202,8 +207,8 @@ def cmd_preempt(a, out) -> int:
 
 
 def _explain_real(a, path: str, func, regs_, gc: bool, asyncp):
-    """Go input: the story of one preemption in the real program (emu/linux/gexplain.py)."""
-    from .linux import gexplain
+    """Go input: the story of one preemption in the real program (emu/teach/real.py)."""
+    from .teach import real as gexplain
     model = [flag for flag, on in (("--layout", a.layout), ("--force-unsafe", a.force_unsafe),
                                    ("--signal-delay", a.signal_delay), ("--seed", a.seed is not None),
                                    ("--gc-during-preemption", a.gc_during_preemption)) if on]
@@ -219,7 +224,7 @@ def _explain_real(a, path: str, func, regs_, gc: bool, asyncp):
             raise UsageError(f"--env {kv!r}: write KEY=VALUE")
     stub = a.stub
     if stub == "generated":
-        from . import stubgen
+        from .core import stubgen
         stub = str(stubgen.stub_path("go1.27"))
     elif stub is not None and not os.path.isfile(stub):
         raise UsageError(f"--stub {stub}: no such file")
@@ -228,7 +233,9 @@ def _explain_real(a, path: str, func, regs_, gc: bool, asyncp):
 
 
 def cmd_explain(a, out) -> int:
-    from . import episode, explain, explain_html, explain_text, loader, memmap, scenario
+    from .drive import episode, loader, scenario
+    from .teach import story as explain, html as explain_html, text as explain_text
+    from .core import memmap
     func, regs_, layout, gc, seed, path = a.func, _regs(a.reg), a.layout, a.gc, a.seed, a.file
     stub, asyncp = a.stub, a.async_preemption
     if a.html and not os.path.isdir(os.path.dirname(os.path.abspath(a.html))):
@@ -248,7 +255,7 @@ def cmd_explain(a, out) -> int:
             stub = stub or (str(sc.stub) if sc.stub else None)
             asyncp = asyncp or ("on" if sc.async_preemption else "off")
             stack_size, scanner = sc.stack_size, sc.gc_scanner
-    from . import gobuild
+    from .front import gobuild
     if story is None and gobuild.is_go_input(path):
         story = _explain_real(a, path, func, regs_, gc, asyncp)
     if story is None:
@@ -286,7 +293,7 @@ def _explain_sched(a, sc):
     """explain of a scheduler scenario: the N-th signal of its run (explain_sched)."""
     import dataclasses
 
-    from . import explain_sched
+    from .teach import sched as explain_sched
     for opt in ("func", "reg", "layout", "gc", "force_unsafe", "gc_during_preemption", "stub", "signal_delay"):
         if getattr(a, opt) not in (None, False, 0, []):
             raise UsageError(f"--{opt.replace('_', '-')} does not apply to a scheduler scenario (its goroutines, "
@@ -304,7 +311,9 @@ def _explain_sched(a, sc):
 
 
 def cmd_check_stub(a, out) -> int:
-    from . import api, checkstub, report
+    from . import api
+    from .drive import checkstub
+    from .output import report
     if a.mutants:
         if a.junit_xml or a.sarif:
             raise EmuError("--junit-xml and --sarif apply to a stub check, not to --mutants")
@@ -330,7 +339,7 @@ def cmd_check_stub(a, out) -> int:
 
 
 def cmd_gen_stub(a, out) -> int:
-    from . import stubgen
+    from .core import stubgen
     stale = []
     for lay in L.LAYOUTS.values():
         path = stubgen.stub_path(lay.name)
@@ -345,7 +354,8 @@ def cmd_gen_stub(a, out) -> int:
 
 
 def cmd_disasm(a, out) -> int:
-    from . import disasm, loader, report
+    from .drive import disasm, loader
+    from .output import report
     program = loader.load_program(a.file)
     if a.func:
         try:
@@ -431,10 +441,10 @@ def _run_with_progress_and_ctrl_c(p, a) -> None:
 
 
 def cmd_exec(a, out) -> int:
-    from . import gobuild
+    from .front import gobuild
     from .linux import elfimage, process
-    from .linux import report as xreport
-    from .linux import scenario as xscenario
+    from .output import exec_report as xreport
+    from .drive import exec_scenario as xscenario
 
     def passthrough(stream: str, data: bytes) -> None:
         if stream == "stdout":
@@ -742,7 +752,7 @@ def _check_values(a) -> None:
         raise UsageError("--table prints the per-PC table as text; with --json it is in `points`")
     if a.cmd == "exec":
         import math
-        from .linux.scenario import MAX_CPUS, MAX_NS_PER_INSN, POSITIVE_RUN_KEYS
+        from .drive.exec_scenario import MAX_CPUS, MAX_NS_PER_INSN, POSITIVE_RUN_KEYS
         for opt in POSITIVE_RUN_KEYS:
             v = getattr(a, opt)
             if v is not None and (not math.isfinite(v) or v <= 0):

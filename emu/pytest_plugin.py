@@ -42,12 +42,12 @@ class PreemuFailure(Exception):
 
 def _violated(violations) -> str:
     """The distinct (kind, what) of the violations, in order of first appearance."""
-    from .report import group_violations
+    from .output.report import group_violations
     return ", ".join(f"{kind} {what}" for kind, what in group_violations(violations))
 
 
 def _error_text(excinfo) -> str | None:
-    from .errors import EmuError
+    from .core.errors import EmuError
     if isinstance(excinfo.value, PreemuFailure):
         return excinfo.value.summary
     if isinstance(excinfo.value, EmuError):
@@ -128,7 +128,9 @@ class StubFile(pytest.File):
     error is a collection error naming file:line)."""
 
     def collect(self):
-        from . import api, gobuild, loader
+        from . import api
+        from .front import gobuild
+        from .drive import loader
         layout = self.config.getoption("preemu_layout") or ("go1.27" if gobuild.is_go_input(self.path) else "go1.14")
         loader.load_stub(layout, self.path)
         for name in api.corpus_loops(layout):
@@ -140,7 +142,7 @@ class StubFile(pytest.File):
 
 class ScenarioFile(pytest.File):
     def collect(self):
-        from . import scenario
+        from .drive import scenario
         data = scenario.read_toml(self.path)
         if "program" in data:                  # a whole-program scenario: `preemu exec` runs it
             yield ExecScenarioItem.from_parent(self, name=str(data.get("name", self.path.stem)))

@@ -5,7 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from emu import asmfront, loader, memmap, rtcode, sweeper as sweep
+from emu.front import asmfront
+from emu.drive import loader, sweeper as sweep
+from emu.core import memmap
+from emu.model import rtcode
 
 ROOT = Path(__file__).resolve().parent.parent
 ASM = ROOT / "asm"
@@ -39,7 +42,7 @@ def native_output(src, n: int) -> list[str]:
     with n arguments, word by word."""
     import subprocess
 
-    from emu import gobuild
+    from emu.front import gobuild
     binary = gobuild.build(src).binary
     return subprocess.run([str(binary)] + ["x"] * n, capture_output=True, text=True, check=True).stderr.split()
 
@@ -56,7 +59,7 @@ def native_vs_preemu(src, program, calls, n: int) -> tuple[list[str], list[str]]
 def tmp_stub(tmp_path):
     """Write a variant of a generated stub: tmp_stub(edit) with edit(text) -> text; returns the path."""
     def make(edit, layout: str = "go1.14", name: str = "stub.s"):
-        from emu import stubgen
+        from emu.core import stubgen
         src = stubgen.stub_path(layout).read_text()
         out = edit(src)
         assert out != src, "the edit changed nothing"
@@ -101,7 +104,7 @@ class GoCorpus:
     root = GO_CORPUS
 
     def __init__(self):
-        from emu import gobuild
+        from emu.front import gobuild
         self._gobuild = gobuild
         r = gobuild.build(GO_CORPUS / "corpus", "-S")
         self.prog, self.listing = r.binary, r.listing
@@ -112,7 +115,7 @@ class GoCorpus:
         return self._gobuild.build(GO_CORPUS / name, gcflags)
 
     def binary(self, path=None):
-        from emu.gobinary import GoBinary
+        from emu.front.gobinary import GoBinary
         path = Path(path or self.prog)
         if path not in self._open:
             self._open[path] = GoBinary.open(path)

@@ -1,7 +1,7 @@
 """Parse the Go compiler's `-S` listing and `-live` report into per-instruction reference values.
 
 Test support for tests/test_gobinary.py and the lead's agreement tests: the listing is the compiler's own
-word on what it emitted, independent of the pclntab encoding that emu/gobinary.py decodes. Rules (the Go
+word on what it emitted, independent of the pclntab encoding that emu/front/gobinary.py decodes. Rules (the Go
 binary-format notes §5, §6, §13): PCDATA values are sticky from the offset where they appear (initial -1);
 zero-width pseudo-ops (TEXT, FUNCDATA, PCDATA, a NOP followed by a line at the same offset) share the next
 instruction's offset. SP delta: a PUSHQ/POPQ/SUBQ $n,SP/ADDQ $n,SP counts from the next instruction, after

@@ -48,14 +48,15 @@ def test_sweep_returns_the_report_the_cli_prints(in_root):
 def test_sweep_ok(in_root):
     rep = emu.sweep(ASM / "sum_loop.s", "sum_loop", registers={"RCX": 5})
     assert rep.ok and rep.violations == [] and rep.summary().startswith("OK:")
-    from emu import api, sweeper
+    from emu import api
+    from emu.drive import sweeper
     assert emu.sweep is api.sweep and callable(sweeper.sweep)    # the API is a function; the engine a module
 
 
 def test_sweep_in_processes_and_resumed_from_a_results_file(in_root, tmp_path, monkeypatch):
     """The shard options of the CLI (--jobs, --results) are the API's too: the same report whatever
     `jobs` is, and a results file that lets a re-run skip every finished shard."""
-    from emu import sweeper as engine
+    from emu.drive import sweeper as engine
     monkeypatch.setattr(engine, "SHARD_POINTS", 500)
     one = emu.sweep(ASM / "sum_loop.s", "sum_loop", registers={"RCX": 200}, layout="go1.27")
     res = tmp_path / "r.jsonl"

@@ -2,8 +2,8 @@
 import pytest
 from conftest import ASM, assemble, sweep_text
 
-from emu import memmap
-from emu.errors import AsmError
+from emu.core import memmap
+from emu.core.errors import AsmError
 
 
 def test_a_file_without_directives_assembles_and_every_instruction_maps_to_its_line():
@@ -80,7 +80,7 @@ def test_assembly_errors_name_file_and_line(src, line, words):
 
 
 def test_every_corpus_file_assembles():
-    from emu import loader
+    from emu.drive import loader
     for p in sorted(ASM.glob("*.s")):
         if p.name.startswith("preempt_amd64"):
             loader.load_stub(p.stem.split("_")[-1].replace("go1", "go1."), p)

@@ -12,11 +12,15 @@ import re
 import pytest
 from conftest import ASM, FakeSigContext, assemble, sweep_file, world_for
 
-from emu import checkstub, layout, loader, mutants, report, sched, stubgen, sweeper as sweep
-from emu import gostructs as gs
-from emu.structref import read_field
-from emu.inject import do_sig_preempt
-from emu.safepoint import SchedState
+from emu.drive import checkstub, loader, sweeper as sweep
+from emu.core import layout, stubgen
+from emu.check import mutants
+from emu.output import report
+from emu.model import sched
+from emu.core import gostructs as gs
+from emu.core.structref import read_field
+from emu.check.inject import do_sig_preempt
+from emu.check.safepoint import SchedState
 
 
 def _kinds(res):
@@ -83,7 +87,7 @@ def test_an_accepted_nested_signal_is_reported_as_such(tmp_path):
     # A stub file is always runtime assembly (issue 12), so a second SIGURG inside it is refused. If an
     # oracle ever accepted one -- here the loaded stub is turned into user Go code behind the loader's
     # back -- it must be reported as a nested injection (not as some later fault).
-    from emu.gmp import World
+    from emu.model.gmp import World
     stub = loader.load_stub("go1.14")
     stub = type(stub)([dataclasses.replace(f, asm=False, goname="main." + f.name) for f in stub.funcs], stub.data,
                       stub.code)

@@ -6,7 +6,10 @@ import json
 import pytest
 from conftest import DATA
 
-from emu import checkstub, cli, layout, mutants, stubgen
+from emu.drive import checkstub
+from emu import cli
+from emu.core import layout, stubgen
+from emu.check import mutants
 
 
 def _cli(*argv):

@@ -11,7 +11,8 @@ import pytest
 from jsonschema import Draft4Validator
 
 from conftest import ASM, DATA, ROOT
-from emu import cli, verify
+from emu import cli
+from emu.check import verify
 
 GO114 = ASM / "preempt_amd64_go114.s"
 

@@ -3,7 +3,7 @@ starvation without async preemption, and stack growth."""
 import pytest
 from conftest import ASM
 
-from emu import episode, loader, sweeper as sweep
+from emu.drive import episode, loader, sweeper as sweep
 
 
 def _world(file, func, **regs):
@@ -89,7 +89,7 @@ def test_the_cooperative_path_waits_while_the_m_holds_locks():
 def test_the_scheduler_takes_no_cooperative_preemption_while_the_m_holds_locks():
     """The same gate in the scheduler world (runtime/stack.go:1122-1129): the cooperative scenario's caller is
     preempted at its prologues; with m.locks held on every M it never is (#23 N4)."""
-    from emu import scenario
+    from emu.drive import scenario
     sc = scenario.load(ASM.parent / "scenarios" / "cooperative.toml")
     free = scenario.build_sched(sc).run(*scenario.sched_limits(sc))
     assert free.preemptions["cooperative"] >= 4

@@ -8,8 +8,10 @@ from dataclasses import replace
 
 import pytest
 
-from emu import cli, episode, explain, explain_html, explain_text, loader, sweeper as sweep
-from emu.safepoint import CHECK_ORDER, REASONS, is_async_safe_point, safe_point_checks
+from emu import cli
+from emu.drive import episode, loader, sweeper as sweep
+from emu.teach import story as explain, html as explain_html, text as explain_text
+from emu.check.safepoint import CHECK_ORDER, REASONS, is_async_safe_point, safe_point_checks
 
 from conftest import ASM, DATA, ROOT
 
@@ -253,7 +255,7 @@ def test_asyncpreemptoff_scenario_ignores_the_signal_without_acknowledging():
 
 
 def test_a_go_program_is_told_from_its_real_program():
-    """A Go package directory: the real program's preemption (emu/linux/gexplain.py; tests/test_gexplain.py
+    """A Go package directory: the real program's preemption (emu/teach/real.py; tests/test_gexplain.py
     has the details), the binary's own runtime.asyncPreempt with its Go assembly source in the code."""
     rc, out = _cli("explain", str(ROOT / "tests" / "go" / "corpus"), "--func", "buildList", "--reg", "RAX=5",
                    "--at", "40", "--json")

@@ -1,4 +1,4 @@
-"""preemu explain of a scheduler scenario (emu/explain_sched.py): one signal of a real multi-goroutine
+"""preemu explain of a scheduler scenario (emu/teach/sched.py): one signal of a real multi-goroutine
 run, from sysmon's decision to the preempted goroutine's return, with the real scheduler's choices."""
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import json
 import pytest
 from conftest import ROOT
 
-from emu import cli, explain_text, scenario
-from emu.explain_sched import explain_scenario
-from emu.safepoint import REASONS
+from emu import cli
+from emu.teach import text as explain_text
+from emu.drive import scenario
+from emu.teach.sched import explain_scenario
+from emu.check.safepoint import REASONS
 
 SCEN = ROOT / "scenarios"
 

@@ -7,10 +7,12 @@ import re
 import pytest
 from conftest import FakeSigContext, assemble, sweep_text
 
-from emu import checkstub, gmp, loader, structref, stubgen
-from emu import gostructs as gs
-from emu.inject import do_sig_preempt
-from emu.safepoint import GO114, GO127, SchedState, is_async_safe_point, package_of, rules_for
+from emu.drive import checkstub, loader
+from emu.model import gmp
+from emu.core import structref, stubgen
+from emu.core import gostructs as gs
+from emu.check.inject import do_sig_preempt
+from emu.check.safepoint import GO114, GO127, SchedState, is_async_safe_point, package_of, rules_for
 
 LO, HI = 0x100000, 0x102000
 OK = SchedState(gp=0x800, g_status=gs.G_RUNNING, g_preempt=True, stack_lo=LO, stack_hi=HI, m_curg=0x800,
@@ -118,7 +120,7 @@ def test_go114_can_preempt_m_has_four_terms():
     pc = PKGS.symbol("u")
     st = dict(m_curg=0x800, g_status=gs.G_RUNNING)
     assert _verdict(GO127, pc, **st) == "safe"
-    from emu.safepoint import can_preempt_m
+    from emu.check.safepoint import can_preempt_m
     no_curg = dataclasses.replace(OK, m_curg=0)
     assert can_preempt_m(dataclasses.replace(no_curg, rules=GO127)) == "g-syscall"
     assert can_preempt_m(dataclasses.replace(no_curg, rules=GO114)) is None
@@ -168,7 +170,7 @@ def test_reports_name_the_runtime_they_modelled():
 def test_no_project_file_points_outside_the_repository_and_cites_are_public():
     from conftest import ROOT
 
-    from emu import scenario
+    from emu.drive import scenario
     files = [p for pat in ("emu/*.py", "emu/*.md", "tests/*.py", "asm/*.s", "asm/*.md", "scenarios/*.toml",
                            "scenarios/*.md", "README.md", "bench/*.py") for p in ROOT.glob(pat)]
     internal = re.compile(r"shared/reference|known-bugs [A-E]\d|\bfacts §|anchors §")
@@ -187,7 +189,7 @@ def _gc_world(text, entry, stack_size=None, **regs):
 
 
 def test_shrinkstack_counts_stack_nosplit_as_used():
-    from emu.gcworld import would_shrink
+    from emu.model.gcworld import would_shrink
     lo, hi = 0x10000, 0x12000                        # 8 KiB: shrink only if hi - sp + 800 < 2 KiB
     assert would_shrink(lo, hi, hi - 1000)
     assert not would_shrink(lo, hi, hi - 1300)      # 1300 + stackNosplit >= 2048 (stack.go:1326)
@@ -208,7 +210,7 @@ SPIN = """spin:
 def test_preempt_shrink_is_set_whenever_the_shrink_is_unsafe():
     # the GC at an async safe point must defer the shrink even when shrinkstack would then find
     # nothing to do (mgcmark.go:944-950): here more than a quarter of the 8 KiB stack is in use
-    from emu.sweeper import sweep
+    from emu.drive.sweeper import sweep
     big = SPIN.replace("    mov rbp, rsp\n", "    mov rbp, rsp\n    sub rsp, 1800\n").replace("    pop rbp\n",
                                                                                             "    add rsp, 1800\n    pop rbp\n")
     prog, w = _gc_world(big, "spin", RCX=3)
@@ -235,7 +237,7 @@ def test_the_saved_bp_slot_of_the_interrupted_frame_is_not_scanned():
     mov rax, qword ptr [rax]
     ret
 """
-    from emu.sweeper import sweep
+    from emu.drive.sweeper import sweep
     prog, w = _gc_world(text, "hold", RCX=4)
     res = sweep(w, "hold", 1, 1000)
     assert {v.kind for v in res.violations} >= {"use-after-free"}
@@ -262,7 +264,7 @@ keep:
 
 @pytest.mark.parametrize("ptrs,survives", [("8", True), ("", False), ("0", False)])
 def test_heap_objects_are_scanned_through_their_types_pointer_mask(ptrs, survives):
-    from emu.sweeper import sweep
+    from emu.drive.sweeper import sweep
     prog, w = _gc_world(TYPED.format(ptrs=ptrs), "keep", RCX=4)
     res = sweep(w, "keep", 1, 1000)
     assert res.gc.cycles > 0
@@ -272,7 +274,7 @@ def test_heap_objects_are_scanned_through_their_types_pointer_mask(ptrs, survive
 
 
 def test_type_directive_errors_name_the_line():
-    from emu.errors import AsmError
+    from emu.core.errors import AsmError
     for bad in (";@type t\n", ";@type t 16 4\n", ";@type t 16 16\n", ";@type 9t 16\n"):
         with pytest.raises(AsmError) as e:
             assemble(bad + "f:\n ret\n")
@@ -291,14 +293,15 @@ def test_m_preemptoff_is_read_as_a_string_length():
     w.machine.write_u64(w.mp + 256, len("gcstart"))
     assert w.sched_state().m_preemptoff == 7
     w.preempt_one()
-    from emu.safepoint import is_async_safe_point
+    from emu.check.safepoint import is_async_safe_point
     st = w.sched_state()
     assert is_async_safe_point(w.machine.all, st, w.machine.pc, w.machine.reg("RSP"), w.headroom).reason == "m-preemptoff"
 
 
 # --- 4. the scheduler -----------------------------------------------------------------------------
 def _sched(gomaxprocs=2, n=4, lay="go1.14"):
-    from emu import layout, sched
+    from emu.core import layout
+    from emu.model import sched
     from conftest import ASM
     prog = loader.load_program(ASM / "starvation.s")
     specs = [sched.GoSpec(f"g{i}", "spin") for i in range(n)]
@@ -388,14 +391,14 @@ def test_async_safe_point_is_set_from_the_trap_until_after_xreg_restore():
         w = loader.build_world(prog, "spin", lay, None, 1, {"RCX": 50})
         asp = w.gp + gs.G_FIELDS["asyncSafePoint"].offset
         w.on_preempted = lambda: seen.append(w.machine.read(asp, 1)[0])
-        from emu.sweeper import sweep
+        from emu.drive.sweeper import sweep
         res = sweep(w, "spin", 1, 20)
         assert res.ok and res.injected and w.machine.read(asp, 1)[0] == 0
     assert seen and set(seen) == {1}
 
 
 def test_g0_stays_gidle_so_a_signal_on_it_is_no_request():
-    from emu.gmp import read_sched_state
+    from emu.model.gmp import read_sched_state
     prog = assemble(LOOP.format(name="spin"))
     w = loader.build_world(prog, "spin", "go1.27", None, 1, {"RCX": 3})
     w.preempt_one()
@@ -413,7 +416,7 @@ def test_go114_preempts_on_a_stray_sigurg_with_asyncpreemptoff():
     from conftest import ASM
     prog = loader.load_program(ASM / "sum_loop.s")
     res = {}
-    from emu.sweeper import sweep
+    from emu.drive.sweeper import sweep
     for lay in ("go1.14", "go1.27"):
         w = loader.build_world(prog, "sum_loop", lay, None, 1, {"RCX": 5})
         res[lay] = sweep(w, "sum_loop", 1, 1000, async_preemption=False)
@@ -459,9 +462,9 @@ def test_the_interrupted_frames_argument_area_is_scanned_conservatively():
     # pointer to the object sits in the interrupted function's argument spill area
     from types import SimpleNamespace
 
-    from emu import gcscan
-    from emu.heap import Heap
-    from emu.unwind import Frame
+    from emu.model import gcscan
+    from emu.model.heap import Heap
+    from emu.model.unwind import Frame
     heap = Heap()
     obj = heap.alloc(32)
     sp = 0x10000
@@ -493,8 +496,8 @@ def test_a_fresh_goroutine_stack_is_fixedstack_with_a_guard_page_below_it():
 
 def test_a_scenario_may_ask_for_a_bigger_first_stack(tmp_path):
     from conftest import ASM
-    from emu import scenario
-    from emu.errors import ScenarioError
+    from emu.drive import scenario
+    from emu.core.errors import ScenarioError
     base = f'name = "t"\nasm = "{ASM / "sum_loop.s"}"\nentry = "sum_loop"\n[registers]\nRCX = 3\n'
     (tmp_path / "big.toml").write_text('stack_size = 8192\n' + base)
     sc = scenario.load(tmp_path / "big.toml")
@@ -540,8 +543,8 @@ def test_runtime_package_functions_keep_the_compilers_safe_prologue_and_morestac
     arguments spilled, ambiguously live slots zeroed) and the NOPs of inline marks before the first statement
     also stay safe in the binary, and a `.s` file cannot tell them from compiled code, so preemu refuses
     there: stores to the frame and NOPs right after the frame setup."""
-    from emu import gofront
-    from emu.safepoint import compiled_as_runtime
+    from emu.front import gofront
+    from emu.check.safepoint import compiled_as_runtime
     b = go_corpus.binary()
     exact = preamble = safe_seen = 0
     st = dataclasses.replace(OK, rules=GO127)

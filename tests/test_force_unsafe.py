@@ -2,7 +2,7 @@
 produces a violation the verifiers detect (issue: safe points, item 4)."""
 from conftest import ASM, sweep_file
 
-from emu import episode, loader
+from emu.drive import episode, loader
 
 
 def _episode(file, func, at, regs, **kw):

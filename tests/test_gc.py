@@ -3,11 +3,12 @@ frames, the use-after-free oracle, mutant scanners, and the deferred stack shrin
 import pytest
 from conftest import ASM, ROOT
 
-from emu import gostructs as gs
-from emu import inject, loader, scenario, sweeper as sweep
-from emu.structref import read_field
-from emu.machine import STOP_STUB_RET
-from emu.unwind import unwind
+from emu.core import gostructs as gs
+from emu.check import inject
+from emu.drive import loader, scenario, sweeper as sweep
+from emu.core.structref import read_field
+from emu.model.machine import STOP_STUB_RET
+from emu.model.unwind import unwind
 
 GC_SCENARIOS = sorted((ROOT / "scenarios").glob("gc_ptr*.toml")) + [ROOT / "scenarios" / "gc_stale_ptr.toml"]
 

@@ -1,4 +1,4 @@
-"""`preemu explain` of Go input tells one preemption from the real program (emu/linux/gexplain.py): the
+"""`preemu explain` of Go input tells one preemption from the real program (emu/teach/real.py): the
 rt_sigframe on the signal stack, the runtime's decision in doSigPreempt, pushCall's edit of the ucontext,
 asyncPreempt's frame and the resume, in text, JSON and a page stepped through in Chromium."""
 import io

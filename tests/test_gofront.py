@@ -1,4 +1,4 @@
-"""Real Go programs (emu/gofront.py): compiled functions swept with the compiler's own tables, the
+"""Real Go programs (emu/front/gofront.py): compiled functions swept with the compiler's own tables, the
 binary's own runtime.asyncPreempt, precise GC maps, and agreement with the compiler's -S listing."""
 from __future__ import annotations
 
@@ -9,9 +9,12 @@ import pytest
 from conftest import ASM
 from golisting import parse_listing
 
-from emu import cli, gofront, gostructs, loader
-from emu.errors import EmuError
-from emu.sweeper import sweep
+from emu import cli
+from emu.front import gofront
+from emu.core import gostructs
+from emu.drive import loader
+from emu.core.errors import EmuError
+from emu.drive.sweeper import sweep
 
 GO = "tests/go"
 

@@ -5,7 +5,8 @@ replayed by preemu (gofront.RUNTIME_INIT)."""
 import pytest
 from conftest import DATA, native_vs_preemu
 
-from emu import gofront, loader, sweeper as sweep
+from emu.front import gofront
+from emu.drive import loader, sweeper as sweep
 
 IFACES = DATA / "go" / "ifaces"
 

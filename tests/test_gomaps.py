@@ -1,11 +1,12 @@
-"""Maps in compiled Go functions: the runtime's own map code runs for real (emu/gofront.py
+"""Maps in compiled Go functions: the runtime's own map code runs for real (emu/front/gofront.py
 PLAIN_RUNTIME) and returns what it returns natively; runtime.rand is one generator for the world's Ms
 (gcworld._rand), so a goroutine resumed on the other M after a preemption takes the path it would have
 taken uninterrupted; a GC at every injection finds heap nodes held only by a map's values."""
 import pytest
 from conftest import DATA, native_vs_preemu
 
-from emu import gofront, loader, sweeper as sweep
+from emu.front import gofront
+from emu.drive import loader, sweeper as sweep
 
 MAPS = DATA / "go" / "maps"
 FUNCS = ("sumByKey", "names", "chains", "pairs", "floats", "anys", "holder", "hidden")

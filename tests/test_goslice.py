@@ -1,4 +1,4 @@
-"""The slice runtime (emu/goslice.py) against the real one: the same compiled Go functions return the
+"""The slice runtime (emu/model/goslice.py) against the real one: the same compiled Go functions return the
 same values -- capacities included -- natively and under preemu, a GC at every injection finds every
 pointer stored through the slices they grow, and what Go would panic on is a clear error."""
 import io
@@ -6,7 +6,9 @@ import io
 import pytest
 from conftest import DATA, native_vs_preemu
 
-from emu import cli, goslice, loader, sweeper as sweep
+from emu import cli
+from emu.model import goslice
+from emu.drive import loader, sweeper as sweep
 
 SLICES = DATA / "go" / "slices"
 #: main.go's functions and the multiple of n main passes each
@@ -76,7 +78,7 @@ def test_a_length_go_would_panic_on_is_a_clear_error(capsys):
 
 
 def test_what_go_would_panic_on_inside_the_model_is_a_guest_fault_not_a_traceback(program):
-    from emu.machine import GuestFaultInHook
+    from emu.model.machine import GuestFaultInHook
     classes = goslice.SizeClasses.from_binary(program.binary)
     rt = goslice.SliceRuntime(classes, program.binary.go_type, lambda *a: 0, lambda a, n: bytes(n),
                               lambda a, d: None, 0x1000)
@@ -89,7 +91,7 @@ def test_what_go_would_panic_on_inside_the_model_is_a_guest_fault_not_a_tracebac
 def test_a_copy_the_slice_runtime_makes_from_freed_memory_is_a_use_after_free(program):
     """growslice copies the old array in Python: the heap watch must see that read as it sees the
     guest's own. A (deliberately wrong) GC frees the old array just before the third growslice."""
-    from emu import gcscan
+    from emu.model import gcscan
     w = loader.build_world(program, "main.growBytes", registers={"RAX": 200}, gc=True)
     w.reset()
     go_call, calls = w.machine.on_go_call, []

@@ -1,11 +1,11 @@
 """Stack growth under compiled Go code: copystack adjusts every pointer slot the stack maps and stack
-objects name (emu/stack.py pointer_slots, as adjustframe does) and a closure's context (adjustctxt), so
+objects name (emu/model/stack.py pointer_slots, as adjustframe does) and a closure's context (adjustctxt), so
 the runtime's map and string code, which holds pointers into the caller's stack, and a closure that
 reads its captured variables through RDX survive a growth anywhere."""
 import pytest
 from conftest import DATA, native_output
 
-from emu import loader, sweeper as sweep
+from emu.drive import loader, sweeper as sweep
 
 DEEP = DATA / "go" / "deepstack"
 N = 60

@@ -4,9 +4,9 @@ import dataclasses
 import pytest
 from conftest import ASM, FakeSigContext, assemble
 
-from emu import gostructs as gs
-from emu.inject import do_sig_preempt, push_call
-from emu.safepoint import REASONS, SchedState, is_async_safe_point, want_async_preempt
+from emu.core import gostructs as gs
+from emu.check.inject import do_sig_preempt, push_call
+from emu.check.safepoint import REASONS, SchedState, is_async_safe_point, want_async_preempt
 
 PROG = assemble("f:\n nop\n;@unsafe\n nop\n;@safe\n;@inline runtime.add\n nop\n;@inline-end\n ret\n"
                 ";@asm\ng:\n ret\n;@goname reflect.call\nh:\n ret\n;@goname internal/runtime/atomic.Load\nk:\n ret\n")
@@ -76,9 +76,9 @@ def test_do_sig_preempt_acknowledges_whether_or_not_it_injects(st, pc, injected)
 def test_unsafe_run_and_the_write_barrier_test_before_it():
     """Program.unsafe_run: the marked run a PC sits in and the instruction before it, which tells what
     the run guards (explain's unsafe class, episodes' write-barrier window); a safe PC is its own run."""
-    from emu import episode, loader
-    from emu.explain_notes import unsafe_class
-    from emu.program import tests_write_barrier
+    from emu.drive import episode, loader
+    from emu.teach.notes import unsafe_class
+    from emu.core.program import tests_write_barrier
     prog = loader.load_program(ASM / "unsafe_points.s")
     f = prog.get_func("store_pointer")
     cmp_, jne, store, ret = f.insns[:4]

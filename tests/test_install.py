@@ -43,7 +43,7 @@ def installed(tmp_path_factory):
 def test_the_installed_package_is_the_wheel_not_the_checkout(installed):
     venv, work, site = installed
     assert (site / "emu" / "scenarios" / "go" / "stubcorpus" / "main.go").is_file()   # check-stub's real part
-    r = _run([venv / "bin" / "python", "-c", "import emu, emu.paths as p; print(emu.__file__); print(p.ASM_DIR)"],
+    r = _run([venv / "bin" / "python", "-c", "import emu, emu.core.paths as p; print(emu.__file__); print(p.ASM_DIR)"],
              work)
     assert r.returncode == 0, r.stderr
     mod, asm = r.stdout.split()

@@ -3,9 +3,9 @@ storm over mostly-unsafe code (B13 / golang/go#37741), and the scenarios' citati
 import pytest
 from conftest import ASM, ROOT, assemble, world_for
 
-from emu import episode, loader, scenario
-from emu import gostructs as gs
-from emu.structref import read_field
+from emu.drive import episode, loader, scenario
+from emu.core import gostructs as gs
+from emu.core.structref import read_field
 
 
 @pytest.mark.parametrize("lay", ["go1.14", "go1.27"])
@@ -21,7 +21,7 @@ def test_headroom_boundary_refuse_accept_accept(lay, delta, verdict):
     w.machine.run(w.entry, 1)
     nop = prog.get_func("f").insns[1].addr
     assert w.machine.pc == nop and w.machine.reg("RSP") - w.stack_lo == h + delta
-    from emu.sweeper import sweep
+    from emu.drive.sweeper import sweep
     res = sweep(w, "f")
     assert res.per_pc[nop].verdicts == {verdict: 1} and res.ok
 

@@ -11,8 +11,8 @@ from unicorn import UC_HOOK_CODE
 from unicorn import x86_const as X
 
 from emu import cli
-from emu.errors import EmuError
-from emu import gobuild
+from emu.core.errors import EmuError
+from emu.front import gobuild
 from emu.linux import elfimage, process, sigframe
 
 from conftest import DATA, ROOT
@@ -87,12 +87,12 @@ def test_runs_are_byte_identical(binaries, starve):
     a, b = (dict(json.loads(json.dumps(_json(x))), wall_s=0) for x in (starve, again))
     assert a == b
     assert [s.__dict__ for s in starve.slices] == [s.__dict__ for s in again.slices]
-    from emu.linux import report
+    from emu.output import exec_report as report
     assert json.dumps(report.chrome_trace(starve, "s")) == json.dumps(report.chrome_trace(again, "s"))
 
 
 def _json(p):
-    from emu.linux import report
+    from emu.output import exec_report as report
     return report.to_json(p, "starve")
 
 
@@ -285,7 +285,7 @@ def test_a_fault_with_its_signal_already_pending_and_blocked_kills():
 
 
 def _scenario_runs():
-    from emu.linux import scenario
+    from emu.drive import exec_scenario as scenario
     for f in sorted(GO.glob("*.toml")):
         yield f.name, None
         for v in scenario.load(str(f)).variants:

@@ -11,8 +11,9 @@ from unicorn import UC_ARCH_X86, UC_MODE_64, Uc, UcError
 from unicorn import x86_const as X
 
 from emu import cli
-from emu.errors import ScenarioError
-from emu.linux import cpuid, memory, scenario, sigframe
+from emu.core.errors import ScenarioError
+from emu.linux import cpuid, memory, sigframe
+from emu.drive import exec_scenario as scenario
 from emu.linux.icount import InsnCounter
 
 from conftest import ROOT

@@ -1,5 +1,5 @@
 """`preempt` of Go input follows preemu's model world, which runs no package init: before it does, the call runs
-in the real program too (emu/modelcheck.py), and a different result is refused."""
+in the real program too (emu/drive/modelcheck.py), and a different result is refused."""
 import io
 
 from emu import cli

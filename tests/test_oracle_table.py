@@ -10,10 +10,10 @@ import dataclasses
 import pytest
 from conftest import ASM, FakeSigContext
 
-from emu import gostructs as gs
-from emu import loader
-from emu.inject import do_sig_preempt
-from emu.safepoint import REASONS, SchedState
+from emu.core import gostructs as gs
+from emu.drive import loader
+from emu.check.inject import do_sig_preempt
+from emu.check.safepoint import REASONS, SchedState
 
 PROG = loader.load_program(ASM / "unsafe_points.s")
 LO, HI = 0x100000, 0x102000

@@ -8,7 +8,8 @@ import subprocess
 
 from conftest import ROOT
 
-from emu import cli, gobuild
+from emu import cli
+from emu.front import gobuild
 
 DATA = ROOT / "tests" / "data" / "go"
 

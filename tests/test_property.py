@@ -14,7 +14,8 @@ from conftest import assemble
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from emu import loader, stubgen, sweeper as sweep
+from emu.drive import loader, sweeper as sweep
+from emu.core import stubgen
 
 BROKEN = Path(tempfile.mkdtemp(prefix="preemu-prop-")) / "no_r15_restore.s"
 BROKEN.write_text(re.sub(r"^ +mov r15, qword ptr .*\n", "", stubgen.stub_path("go1.14").read_text(), flags=re.M))

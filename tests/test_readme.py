@@ -137,7 +137,7 @@ def test_examples_are_found_with_their_output(tmp_path):
 
 
 def test_scenarios_readme_lists_every_scenario_and_documents_every_key():
-    from emu import scenario
+    from emu.drive import scenario
     text = (ROOT / "scenarios" / "README.md").read_text()
     missing = [p.stem for p in sorted((ROOT / "scenarios").glob("*.toml")) if f"`{p.stem}`" not in text]
     assert not missing, f"scenarios/README.md does not list: {missing}"

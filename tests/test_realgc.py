@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from emu import cli, gobuild
-from emu.linux import elfimage, gsweep, process, realgc
+from emu import cli
+from emu.front import gobuild
+from emu.linux import elfimage, process, realgc
+from emu.drive import gsweep
 
 GCREAL = "tests/data/go/gcreal"
 SOURCE = Path(GCREAL) / "main.go"

@@ -1,4 +1,4 @@
-"""The real-program sweep (emu/linux/gsweep.py): Go functions preempted at every boundary inside their own
+"""The real-program sweep (emu/drive/gsweep.py): Go functions preempted at every boundary inside their own
 process, with package init done, the runtime's own handler deciding and the results compared with a native
 run of the same binary."""
 import io
@@ -7,7 +7,8 @@ import subprocess
 
 import pytest
 
-from emu import cli, gobuild
+from emu import cli
+from emu.front import gobuild
 
 KINDS = "tests/data/go/kinds"
 GO = "tests/go"

@@ -1,5 +1,7 @@
 """The register table and the frame layouts derived from it match Go's (emu/FACTS.md §3.1, §3.2, §2.6)."""
-from emu import layout, regs, rtcode, safepoint
+from emu.core import layout, regs
+from emu.model import rtcode
+from emu.check import safepoint
 
 
 def test_gprs_are_in_gos_order_without_sp_and_bp():

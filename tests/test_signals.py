@@ -7,7 +7,8 @@ import subprocess
 
 from conftest import DATA
 
-from emu import cli, gobuild
+from emu import cli
+from emu.front import gobuild
 
 
 def test_signals_a_program_sends_itself_behave_as_natively():

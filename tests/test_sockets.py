@@ -6,7 +6,8 @@ import subprocess
 
 from conftest import DATA
 
-from emu import cli, gobuild
+from emu import cli
+from emu.front import gobuild
 from emu.linux import fds as F
 
 

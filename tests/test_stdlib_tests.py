@@ -7,7 +7,8 @@ import subprocess
 
 import pytest
 
-from emu import cli, gobuild
+from emu import cli
+from emu.front import gobuild
 
 PACKAGES = ["bufio", "container/list", "encoding/hex", "path", "text/tabwriter", "unicode/utf16"]
 

@@ -8,7 +8,9 @@ import json
 import pytest
 from conftest import ASM, ROOT
 
-from emu import cli, gobuild, sweeper as sweep
+from emu import cli
+from emu.front import gobuild
+from emu.drive import sweeper as sweep
 from emu.linux import elfimage, process
 from emu.linux.threads import Thread
 
@@ -77,7 +79,7 @@ def test_timed_futex_waits_are_relative():
 @pytest.fixture
 def tmp_stub(tmp_path):
     def make(edit):
-        from emu import stubgen
+        from emu.core import stubgen
         src = stubgen.stub_path("go1.14").read_text()
         out = edit(src)
         assert out != src

@@ -4,7 +4,8 @@ import re
 import pytest
 from conftest import ASM, DATA, sweep_file, sweep_text, world_for
 
-from emu import loader, regs, sweeper as sweep
+from emu.drive import loader, sweeper as sweep
+from emu.core import regs
 
 CORPUS = [("sum_loop.s", "sum_loop", {"RCX": 300}), ("adc_chain.s", "adc_chain", {"RCX": 32}),
           ("xmm_loop.s", "xmm_loop", {"RCX": 40}), ("rep_copy.s", "rep_copy", {"RCX": 64}),
@@ -18,7 +19,7 @@ def test_corpus_sweeps_clean_and_accounts_for_every_boundary(file, entry, regs_,
     assert res.violation_count == 0, [v.describe() for v in res.violations[:3]]
     assert res.injected + sum(res.refused.values()) == res.boundaries == res.points
     assert set(res.refused) <= {"unsafe-point"}
-    from emu import loader
+    from emu.drive import loader
     prog = loader.load_program(ASM / file)
     # only the morestack block is never reached: no stack growth or cooperative preemption happens
     assert [prog.insn_at(pc).line for pc in res.uncovered_pcs] == ([] if entry != "call_loop" else [41, 42, 44, 45])
@@ -27,7 +28,7 @@ def test_corpus_sweeps_clean_and_accounts_for_every_boundary(file, entry, regs_,
 def test_rep_boundaries_are_single_iterations_and_each_is_injected():
     res = sweep_file(ASM / "rep_copy.s", "rep_copy", RCX=64)
     rep_pcs = [pc for pc, st in res.per_pc.items() if pc in {i.addr for i in
-               __import__("emu.loader", fromlist=["x"]).load_program(ASM / "rep_copy.s").iter_insns() if i.is_rep}]
+               __import__("emu.drive.loader", fromlist=["x"]).load_program(ASM / "rep_copy.s").iter_insns() if i.is_rep}]
     hits = sorted(sum(res.per_pc[pc].verdicts.values()) for pc in rep_pcs)
     assert hits == [9, 65, 65]          # 8 STOSQ + 64 MOVSB + 64 MOVSB iterations, plus each final RCX=0 check
 
@@ -35,7 +36,7 @@ def test_rep_boundaries_are_single_iterations_and_each_is_injected():
 def test_call_loop_refuses_exactly_the_prologue_branch():
     res = sweep_file(ASM / "call_loop.s", "call_loop", RCX=10)
     refused_pcs = [pc for pc, st in res.per_pc.items() if "unsafe-point" in st.verdicts]
-    from emu import loader
+    from emu.drive import loader
     prog = loader.load_program(ASM / "call_loop.s")
     assert [prog.insn_at(pc).mnemonic for pc in refused_pcs] == ["jbe"]
     assert res.refused["unsafe-point"] == 10
@@ -107,7 +108,7 @@ def test_max_points_caps_the_sweep_but_covers_every_static_pc_even_ones_run_once
 
 
 def test_first_boundaries_counts_rep_iterations_exactly():
-    from emu import loader
+    from emu.drive import loader
     prog = loader.load_program(ASM / "rep_copy.s")
     w = loader.build_world(prog, "rep_copy", registers={"RCX": 64})
     ref = sweep.run_reference(w)

@@ -11,14 +11,21 @@ doSigPreempt, pushCall, asyncPreempt); this package plays the Linux kernel under
   icount     exact instruction counts per translated block (a native UC_HOOK_BLOCK callback)
   regbatch   registers and memory through Unicorn's C API with no per-call conversion
   sigframe   the x86-64 rt_sigframe (siginfo, ucontext, FXSAVE image) and rt_sigreturn
-  kernel     threads, the syscall table, futex/epoll/eventfd, virtual time, signal delivery
+  kernel     the syscall table, dispatching to one module per family: sys_proc, sys_mem, sys_signal,
+             sys_time, sys_io, sys_file, sys_socket (sysabi: errnos and the ABI's helpers)
+  threads    the kernel's threads and what they wait on; fds the open files, pipes and epoll;
+             mounts and tmpfs the file namespace (the mounts, /tmp in memory)
   watch      records each SIGURG's fate and checks registers when asyncPreempt returns
   process    the run loop: one Unicorn, threads multiplexed in exact instruction quanta
-  report     text, JSON and Perfetto output of a run
   snapshot   a whole-process snapshot (Unicorn's copy-on-write memory + the kernel's Python state)
   gclock     one goroutine's instructions, counted exactly
-  gsweep     the real-program sweep of a Go function in one process; geffects what F leaves behind;
-             realsweep its shards and merge; sweep_report its text and JSON
+  geffects   what a Go function leaves behind (results, globals), read with the binary's ABI and DWARF
+  realgc     the runtime's own GC cycle, triggered and read back (numgc, spans, freed objects)
+  oracle     preemu's safe-point oracle asked at a real signal, with the binary's own g/m/p offsets
+
+The drivers that use this engine are in emu/drive (realsweep, gsweep, exec_scenario), its reports in
+emu/output (exec_report, realsweep_report), `explain` of Go input in emu/teach/real.py.
+May import: core, front, check (layer 4, beside emu/model, the other engine, which it does not import).
 
 Facts it rests on (measured in a feasibility run of Go 1.27.3 under Unicorn 2.1.4): the runtime needs
 only AT_PAGESZ, AT_RANDOM and AT_NULL in auxv; without a vDSO every clock read is a clock_gettime

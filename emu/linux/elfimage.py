@@ -17,8 +17,8 @@ import capstone
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
-from ..elfsym import STT_FUNC, iter_symbols
-from ..errors import EmuError
+from ..front.elfsym import STT_FUNC, iter_symbols
+from ..core.errors import EmuError
 
 PT_LOAD, PT_INTERP, PT_PHDR = 1, 3, 6
 MAX_GOAMD64 = 2          # v1 and v2 only use SSE-family instructions Unicorn executes correctly

@@ -64,7 +64,7 @@ class GoroutineClock:
         self._rearm: dict[int, int] = {}  # thread -> the store PC where G's counting restarts in its next slice
         sites = g_store_sites(p.image)
         if not sites:
-            from ..errors import EmuError
+            from ..core.errors import EmuError
             raise EmuError(f"{p.image.path}: no store to the TLS g slot found: not a linux/amd64 Go binary?")
         self._src = {a: (reg, imm) for a, reg, imm in sites}
         self._hooks = [p.uc.hook_add(UC_HOOK_CODE, self._on_store, None, a, a) for a in self._src]

@@ -18,7 +18,7 @@ import struct
 
 from unicorn import x86_const as X
 
-from ..errors import EmuError
+from ..core.errors import EmuError
 from .regbatch import read_reg
 
 #: Globals whose changes are the runtime's own bookkeeping, not F's effect: runtime packages, the internal/
@@ -37,7 +37,7 @@ def pool_globals(binary_path: str) -> list[int]:
     import json
     from pathlib import Path
 
-    from .. import gobuild, godwarf
+    from ..front import gobuild, godwarf
     raw = Path(binary_path).read_bytes()
     cache = gobuild.cache_dir() / "layout" / f"pools-{hashlib.sha256(raw).hexdigest()}.json"
     if cache.exists():
@@ -72,7 +72,7 @@ class Effects:
         self.start: list[bytes] = []
 
     def _result_slots(self, func: str):
-        from .. import goabi, godwarf
+        from ..front import goabi, godwarf
         try:
             with godwarf.GoDwarf.open(self.image.path) as d:
                 pr = d.func_params(func)

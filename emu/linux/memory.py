@@ -9,7 +9,7 @@ MAP_GROWSDOWN, mremap, brk.
 """
 from __future__ import annotations
 
-from ..memmap import PAGE, page_down, page_up      # the x86-64 page, as the kernel uses it
+from ..core.memmap import PAGE, page_down, page_up      # the x86-64 page, as the kernel uses it
 
 MMAP_TOP = 0x7F00_0000_0000          # anonymous maps without a usable hint are placed below this
 PROT_NONE = 0

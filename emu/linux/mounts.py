@@ -16,7 +16,7 @@ import os
 import posixpath
 from dataclasses import dataclass
 
-from ..errors import EmuError
+from ..core.errors import EmuError
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,11 @@
-"""preemu's safe-point oracle (emu/safepoint.py) asked about a real Go binary at a real signal.
+"""preemu's safe-point oracle (emu/check/safepoint.py) asked about a real Go binary at a real signal.
 
 At each SIGURG delivery this reads, from guest memory, the slice of g/m/p state that the runtime's
 sighandler consults (runtime/signal_unix.go:691 `sig == sigPreempt && debug.asyncpreemptoff == 0`,
 doSigPreempt at :342, wantAsyncPreempt and isAsyncSafePoint in runtime/preempt.go:369-390), and
-the function metadata from the binary's pclntab (emu/gofront.py's lazy GoProgram over
-emu/gobinary.py: findfunc, PCDATA_UnsafePoint, FuncFlagAsm / locals pointer map, the inline tree),
-then asks emu/safepoint.py for its verdict. The watch compares the verdict with what the runtime
+the function metadata from the binary's pclntab (emu/front/gofront.py's lazy GoProgram over
+emu/front/gobinary.py: findfunc, PCDATA_UnsafePoint, FuncFlagAsm / locals pointer map, the inline tree),
+then asks emu/check/safepoint.py for its verdict. The watch compares the verdict with what the runtime
 did. Struct offsets are the binary's own, from its DWARF (gofront.struct_tables; m.preemptoff is a
 string: its length word counts);
 asyncPreemptStack is read from the runtime's own variable. A binary whose runtime has another
@@ -17,10 +17,11 @@ import operator
 
 from unicorn import UcError
 
-from .. import gobinary, gofront, safepoint
-from .. import gostructs as gs
-from ..errors import EmuError
-from ..structref import StructRef
+from ..front import gobinary, gofront
+from ..check import safepoint
+from ..core import gostructs as gs
+from ..core.errors import EmuError
+from ..core.structref import StructRef
 
 SIGURG = gs.SIG_PREEMPT
 

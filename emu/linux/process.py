@@ -37,8 +37,8 @@ from unicorn import UC_ARCH_X86, UC_HOOK_CODE, UC_HOOK_INSN, UC_HOOK_INTR, UC_HO
 from unicorn import unicorn_const as UCC
 from unicorn import x86_const as X
 
-from .. import gostructs as gs
-from ..errors import EmuError, GuestFault
+from ..core import gostructs as gs
+from ..core.errors import EmuError, GuestFault
 from . import cpuid, kernel, startup, vdso
 from .sys_proc import RLIMIT_NOFILE
 from .sys_signal import UNBLOCKABLE

@@ -49,7 +49,7 @@ from unicorn import UC_HOOK_CODE, UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE, UC_MEM_WR
 from unicorn import unicorn_const as UCC
 from unicorn import x86_const as X
 
-from ..errors import EmuError
+from ..core.errors import EmuError
 from .regbatch import read_reg
 
 GODEBUG = "gcstoptheworld=2"
@@ -80,7 +80,7 @@ FIELDS = {
 
 def layout(binary_path: str, raw: bytes) -> dict[str, dict[str, tuple[int, int]]]:
     """{kind: {field: (offset, size)}} for FIELDS, from the binary's DWARF (cached like gofront.struct_tables)."""
-    from .. import gobuild, godwarf
+    from ..front import gobuild, godwarf
     digest = hashlib.sha256(raw + repr(FIELDS).encode()).hexdigest()
     cache = gobuild.cache_dir() / "layout" / f"heap-{digest}.json"
     if cache.exists():
@@ -254,7 +254,7 @@ class RealGC:
                 if o is not None:
                     self._binary = o.prog.binary
                 else:
-                    from ..gobinary import GoBinary
+                    from ..front.gobinary import GoBinary
                     self._binary = GoBinary.open(self.p.image.path)
             return self._binary.go_type(tp).name
         except Exception:                   # a header that no longer names a type: say nothing

@@ -19,7 +19,7 @@ import capstone
 from unicorn import UC_HOOK_CODE
 from unicorn import x86_const as X
 
-from .. import regs
+from ..core import regs
 from .regbatch import RegBatch, read_reg
 from .sigframe import _REG, GREGS, XMM
 
@@ -85,7 +85,7 @@ class Watch:
         # g -> injection not yet returned from; one still here at exit is reported (Preemption.resumed
         # stays False: "never resumed"), not a violation
         self._awaiting: dict[int, Preemption] = {}
-        #: told of every classified sigreturn and every asyncPreempt return (emu/linux/gsweep.py):
+        #: told of every classified sigreturn and every asyncPreempt return (emu/drive/gsweep.py):
         #: on_sigreturn(thread, event, outcome, preemption or None), on_resumed(preemption)
         self.listener = None
         self._hook_rets(proc.uc, proc.image)

@@ -1,0 +1,73 @@
+"""Error types raised at the boundaries of preemu.
+
+Every third-party error (Keystone, Capstone, Unicorn, TOML) is translated into one of these in
+exactly one place; the CLI prints them as one line and exits 2. "Not a safe point" is never an
+error: it is a verdict.
+"""
+
+
+class EmuError(Exception):
+    """Base class: a problem with the user's input or with the emulated program."""
+
+    def __reduce__(self):
+        # Picklable whatever the subclass's constructor takes: errors cross process boundaries
+        # when shards run in worker processes (emu.drive.shards).
+        return (_rebuild, (type(self), str(self), self.__dict__))
+
+
+def _rebuild(cls, text: str, state: dict) -> EmuError:
+    e = Exception.__new__(cls)
+    Exception.__init__(e, text)
+    e.__dict__.update(state)
+    return e
+
+
+class AsmError(EmuError):
+    """An assembly source problem, located at file:line."""
+
+    def __init__(self, file: str, line: int, message: str):
+        self.file, self.line, self.message = file, line, message
+        super().__init__(f"{file}:{line}: {message}" if line else f"{file}: {message}")
+
+
+class ScenarioError(EmuError):
+    """A scenario file problem, naming the offending key."""
+
+    def __init__(self, path: str, key: str, message: str):
+        self.path, self.key, self.message = path, key, message
+        where = f"{path}: {key}" if key else path
+        super().__init__(f"{where}: {message}")
+
+
+class GuestFault(EmuError):
+    """The emulated CPU faulted (outside a stub under test): names the PC and its disassembly."""
+
+    def __init__(self, pc: int, where: str, detail: str):
+        self.pc, self.where, self.detail = pc, where, detail
+        super().__init__(f"guest fault at {pc:#x} ({where}): {detail}")
+
+
+class BudgetExceeded(EmuError):
+    """A run did not finish within its instruction budget (a runaway loop)."""
+
+    def __init__(self, what: str, budget: int, pc: int, where: str):
+        self.budget, self.pc = budget, pc
+        super().__init__(f"{what} did not finish within {budget} instructions (stopped at {pc:#x} {where}); "
+                         f"raise the budget with --budget if the loop is meant to run longer")
+
+
+
+def read_utf8(path) -> tuple[str | None, int, str]:
+    """Read `path` as UTF-8 text: (text, 0, "") or (None, line or 0, one-line reason with the byte offset)."""
+    from pathlib import Path
+    try:
+        data = Path(path).read_bytes()
+    except IsADirectoryError:
+        return None, 0, "cannot read: it is a directory"
+    except OSError as e:
+        return None, 0, f"cannot read: {e.strerror}"
+    try:
+        return data.decode("utf-8"), 0, ""
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        return None, line, f"not UTF-8 text: byte {data[e.start]:#04x} at byte offset {e.start}"

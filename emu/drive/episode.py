@@ -1,0 +1,280 @@
+"""One preemption episode, step by step: request, signal(s), and how the goroutine is finally stopped.
+
+Where a sweep asks "is it correct to preempt here?" at every boundary, an episode follows Go's own
+sequence once (FACTS.md §1.3, §2.3, §4.3): at boundary `at` sysmon's preemptone sets gp.preempt,
+stackguard0 = stackPreempt and (with async preemption on) pp.preempt and sends SIGURG. The
+handler runs doSigPreempt. If the PC is not an async safe point the request *stays pending*:
+sysmon re-sends the signal every `retry` instructions (one signal in flight per M) and the next
+function prologue sees stackguard0 == stackPreempt and preempts cooperatively through morestack.
+With async preemption off (Go 1.13, GODEBUG=asyncpreemptoff=1) only the prologue path exists, so
+a call-free loop is never stopped.
+
+`force_unsafe` injects even where the oracle refuses, to show why Go refuses (the damage is
+detected: needless stack growth, a missed write barrier, a fault below stack.lo, clobbered data
+below SP). `gc_during_preemption` turns the write barrier on while the goroutine is off CPU, as a
+GC mark phase starting then would.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..check import inject, verify
+from ..core import memmap
+from ..model.gmp import World
+from ..model.machine import STOP_STUB_RET, Fault
+from ..core.program import tests_write_barrier
+from ..check.safepoint import REASONS
+from .sweeper import Reference, final_violations, run_reference, stub_budget
+
+
+@dataclass
+class Event:
+    boundary: int
+    pc: int
+    kind: str
+    text: str
+
+
+@dataclass
+class Episode:
+    at: int
+    async_preemption: bool
+    outcome: str                   # async | cooperative | finished | not-preempted | faulted
+    preempted_at: int | None
+    events: list[Event] = field(default_factory=list)
+    violations: list[verify.Violation] = field(default_factory=list)
+    signals: int = 0
+    reference: Reference | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    @property
+    def latency(self) -> int | None:
+        return None if self.preempted_at is None else self.preempted_at - self.at
+
+
+def _wb_range_end(prog, pc: int) -> int | None:
+    """If pc is inside an unsafe range that tests the write-barrier flag, return the range's end PC."""
+    insn = prog.insn_at(pc)
+    run = prog.unsafe_run(pc) if insn is not None and insn.unsafe else None
+    if run is None or not tests_write_barrier(run[0]):
+        return None
+    return run[1].addr + run[1].size
+
+
+#: sysmon's re-send cadence: while the request stays pending, retake calls preemptone on every sysmon
+#: tick; the shortest tick is usleep(20) (proc.go:6550-6557), 20,000 instructions at 1 ns each.
+SYSMON_TICK_INSNS = 20_000
+#: the default re-send interval of an episode: sysmon's cadence compressed, so that a short loop is
+#: still signalled again before it returns; the output says so.
+DEFAULT_RETRY = 50
+
+
+def run_episode(world: World, at: int, async_preemption: bool = True, retry: int = DEFAULT_RETRY,
+                max_wait: int = 100_000, force_unsafe: bool = False, signal_delay: int = 0,
+                gc_during_preemption: bool = False) -> Episode:
+    """Request a preemption at boundary `at` and follow it until the goroutine is stopped."""
+    ref = run_reference(world)
+    w, m, prog = world, world.machine, world.machine.all
+    ep = Episode(at, async_preemption, "not-preempted", None, reference=ref)
+    say = lambda pos, kind, text: ep.events.append(Event(pos, m.pc, kind, text))  # noqa: E731
+
+    def where(pc: int) -> str:
+        return prog.describe_pc(pc)
+
+    w.reset()
+    if at >= ref.boundaries:
+        raise ValueError(f"--at {at}: the goroutine ends after {ref.boundaries} instructions")
+    if at:
+        m.run(m.pc, at)
+    pos = at
+    w.preempt_one(signal=async_preemption)
+    say(pos, "request", "sysmon: preemptone -> gp.preempt = true, stackguard0 = stackPreempt"
+        + (", pp.preempt = true, SIGURG sent to M0" if async_preemption else " (async preemption off: no signal)"))
+    next_signal = pos + signal_delay if async_preemption else None
+    coop0 = w.cooperative_preemptions
+    grow0 = len(w.stack_moves)
+    explained: set[str] = set()
+    while pos < at + max_wait:
+        if next_signal is not None and pos >= next_signal:
+            pc = m.pc
+            before = m.dump_state()
+            s = before.get("RSP")
+            st = w.sched_state()
+            ep.signals += 1
+            v = inject.do_sig_preempt(w.sigctx, prog, st, pc, s, w.headroom, m.stub_entry, w.ack)
+            forced = False
+            if not v.ok and force_unsafe and v.reason != "no-request":
+                inject.push_call(w.sigctx, m.stub_entry, pc)
+                forced = True
+            if v.ok or forced:
+                say(pos, "inject", f"signal at {where(pc)}: " + (
+                    "async safe point" if v.ok else f"FORCED although unsafe ({v.reason}: {REASONS[v.reason]})")
+                    + f"; pushCall: [{s - 8:#x}] = {pc:#x}, RSP {s:#x} -> {s - 8:#x}, RIP = asyncPreempt")
+                wb_end = _wb_range_end(prog, pc) if (forced and gc_during_preemption) else None
+                if gc_during_preemption:
+                    w.on_preempted = lambda: m.write(memmap.WRITE_BARRIER_FLAG, b"\x01\x00\x00\x00")
+                calls0 = m.write_barrier_calls
+                m.stub_ret_armed = True
+                try:
+                    reason = m.run(m.stub_entry, stub_budget(w.layout.name))
+                except Fault as f:
+                    m.stub_ret_armed = False
+                    w.on_preempted = None
+                    ep.violations.append(verify.violation_maker(prog, pos, pc)(
+                        "stub-fault", f.reg or f"{f.pc:#x}", "no fault", f.error, f"the stub faulted at {f.where}"))
+                    say(pos, "fault", f"the stub faulted at {f.where}: {f.error}")
+                    ep.outcome = "faulted"
+                    return ep
+                m.stub_ret_armed = False
+                w.on_preempted = None
+                say(pos, "async-preempt", "asyncPreempt saved the registers; asyncPreempt2 -> mcall(gopreempt_m): "
+                    "the G is descheduled; execute() resumes it (gp.preempt = false, stackguard0 reset)"
+                    + ("; meanwhile a GC mark phase turned the write barrier on" if gc_during_preemption else ""))
+                if reason != STOP_STUB_RET:
+                    ep.violations.append(verify.violation_maker(prog, pos, pc)(
+                        "stub-budget", "asyncPreempt", "RET", f"stopped: {reason}"))
+                    ep.outcome = "faulted"
+                    return ep
+                after = m.dump_state()
+                ep.violations += verify.compare_registers(before, after, before.raw, after.raw,
+                                                          verify.violation_maker(prog, pos, pc))
+                m.run(m.pc, 1)
+                say(pos, "resume", f"the stub returned to {where(m.pc)} with every register restored"
+                    if not ep.violations else "the stub returned, but registers differ")
+                ep.outcome, ep.preempted_at = "async", pos
+                if wb_end is not None:
+                    _check_write_barrier(ep, w, prog, pos, pc, wb_end, calls0)
+                break
+            if v.reason in explained:
+                say(pos, "refuse", f"signal at {where(pc)}: refused ({v.reason}); still pending")
+            else:
+                explained.add(v.reason)
+                say(pos, "refuse", f"signal at {where(pc)}: refused ({v.reason}: {REASONS[v.reason]}); "
+                    "ack: preemptGen += 1, signalPending = 0; the request stays pending and sysmon "
+                    f"re-sends the signal every {retry:,} instructions{_cadence(retry)}")
+            next_signal = pos + retry
+            w.resend_signal()
+        try:
+            m.run(m.pc, 1)
+        except Fault as f:
+            ep.violations.append(verify.violation_maker(prog, pos, f.pc)(
+                "final-state", "control flow", "no fault", f.error, f"the goroutine faulted at {f.where}"))
+            ep.outcome = "faulted"
+            return ep
+        pos += 1
+        if len(w.stack_moves) > grow0:
+            grow0 = len(w.stack_moves)
+            lo, hi, nlo, nhi = w.stack_moves[-1]
+            say(pos, "stack-growth", f"newstack: copystack {hi - lo} -> {nhi - nlo} bytes, "
+                f"[{lo:#x}, {hi:#x}) -> [{nlo:#x}, {nhi:#x})")
+        if w.cooperative_preemptions > coop0:
+            say(pos, "cooperative", "prologue saw stackguard0 == stackPreempt: morestack_noctxt -> newstack -> "
+                "gopreempt_m (cooperative preemption); execute() resumes the G in its prologue")
+            ep.outcome, ep.preempted_at = "cooperative", pos
+            break
+        if m.pc == memmap.GOEXIT:
+            say(pos, "goexit", "the goroutine returned before anything preempted it")
+            ep.outcome = "finished"
+            break
+    else:
+        say(pos, "starved", f"still running {max_wait} instructions after the request: nothing can stop this loop "
+            "(no prologue runs and async preemption is " + ("refused here" if async_preemption else "off") + ")")
+    w.withdraw_request()
+    m.write(memmap.WRITE_BARRIER_FLAG, bytes(4))       # any GC mark phase is over
+    _finish(ep, w, ref, pos)
+    return ep
+
+
+def resolve_at(world: World, spec: str) -> int:
+    """Turn `--at` into a boundary: a number, `line:N` or `func+0xOFF` (first time that PC runs)."""
+    from .sweeper import first_boundaries
+    spec = spec.strip()
+    if spec.isdigit():
+        return int(spec)
+    prog = world.program
+    pc = None
+    if spec.startswith("line:"):
+        try:
+            line = int(spec[5:])
+        except ValueError:
+            raise ValueError(f"--at {spec!r}: write line:N") from None
+        pc = next((i.addr for i in prog.iter_insns() if i.line == line), None)
+        if pc is None:
+            raise ValueError(f"--at {spec!r}: no instruction on line {line}")
+    else:
+        name, _, off = spec.partition("+")
+        if not prog.has_func(name):
+            raise ValueError(f"--at {spec!r}: expected a boundary number, line:N or FUNC+OFFSET")
+        try:
+            pc = prog.get_func(name).start + (int(off, 0) if off else 0)
+        except ValueError:
+            raise ValueError(f"--at {spec!r}: bad offset") from None
+        if prog.insn_at(pc) is None:
+            raise ValueError(f"--at {spec!r}: {pc:#x} is not the start of an instruction")
+    ref = run_reference(world)
+    first = first_boundaries(world, ref.boundaries)
+    if pc not in first:
+        raise ValueError(f"--at {spec!r}: that instruction never runs in this goroutine")
+    return first[pc]
+
+
+def _check_write_barrier(ep: Episode, w: World, prog, pos: int, pc: int, end: int, calls0: int) -> None:
+    """Step through the rest of the write-barrier window: a pointer store without a barrier call while
+    the barrier is on is the torn sequence Go's unsafe marking prevents."""
+    m = w.machine
+    last_store = None
+    for _ in range(64):
+        if m.pc == end or prog.insn_at(m.pc) is None:
+            break
+        i = prog.insn_at(m.pc)
+        if i.mnemonic == "mov" and i.op_str.startswith("qword ptr ["):
+            last_store = i
+        m.run(m.pc, 1)
+    if last_store is not None and m.write_barrier_calls == calls0:
+        ep.violations.append(verify.Violation(
+            "missed-write-barrier", f"{last_store.addr:#x}", "gcWriteBarrier2 before the pointer store",
+            "store without barrier", pos, pc, *verify.insn_where(prog, pc),
+            f"`{last_store.text}` ({last_store.where}) stored a pointer while the write barrier was on, but the "
+            "flag had been tested before the preemption: the GC never sees the old or new pointer"))
+        ep.events.append(Event(pos, last_store.addr, "violation", ep.violations[-1].detail))
+    m.write(memmap.WRITE_BARRIER_FLAG, bytes(4))     # the mark phase ends; the run goes on as before
+
+
+def _finish(ep: Episode, w: World, ref: Reference, pos: int) -> None:
+    """Run to goexit and compare with the uninterrupted run; report needless stack growth."""
+    m = w.machine
+    moves = len(w.stack_moves)
+    faulted = None
+    if m.pc != memmap.GOEXIT:
+        try:
+            m.run(m.pc, max(ref.boundaries * 4, 1_000_000))
+        except Fault as f:
+            faulted = f
+    for lo, hi, nlo, nhi in w.stack_moves[moves:]:
+        ep.events.append(Event(pos, m.pc, "stack-growth", f"later, newstack: copystack {hi - lo} -> {nhi - nlo} "
+                                                          f"bytes, [{lo:#x}, {hi:#x}) -> [{nlo:#x}, {nhi:#x})"))
+    for pc, sp, guard in w.needless_growths:
+        ep.violations.append(verify.Violation(
+            "needless-stack-growth", "stack", "no growth", f"grown with SP {sp:#x} above stackguard0 {guard:#x}",
+            pos, pc, *verify.insn_where(m.all, pc),
+            "the prologue branched on flags computed against stackPreempt before the preemption; after "
+            "resume stackguard0 was reset, so newstack took it for a real overflow (golang/go#35470)"))
+        ep.events.append(Event(pos, pc, "violation", ep.violations[-1].detail))
+    if faulted is not None:
+        ep.violations.append(verify.Violation("final-state", "control flow", "no fault", faulted.error, pos,
+                                              faulted.pc, *verify.insn_where(m.all, faulted.pc),
+                                              "the goroutine faulted after the episode"))
+        return
+    final = m.dump_state() if m.pc == memmap.GOEXIT else None
+    ep.violations += final_violations(w, final, ref, pos)
+
+
+def _cadence(retry: int) -> str:
+    """Say how the re-send interval relates to sysmon's timing."""
+    if retry == SYSMON_TICK_INSNS:
+        return " (sysmon's 20 us tick at 1 ns per instruction)"
+    return f" (compressed: sysmon's tick is 20 us-10 ms, {SYSMON_TICK_INSNS:,}+ instructions at 1 ns each)" \
+        if retry < SYSMON_TICK_INSNS else ""

@@ -1,0 +1,460 @@
+"""The real-program sweep: a Go function preempted at every instruction boundary inside its own process.
+
+The program runs under the whole-program engine from its real entry (runtime init, package init, main,
+its goroutines). At the N-th call of F (a code hook on its entry) the whole process is snapshotted
+(snapshot.py) and goroutine G, the one calling F, is followed by a GoroutineClock: F's boundaries are
+G's instructions from F's entry until F returns to its caller (callees included, the runtime's too).
+
+Reference: from the snapshot, the program runs uninterrupted; it records the number of boundaries, F's
+results when it returns (where ABIInternal puts them, goabi.py over the binary's DWARF), the program's
+globals F changed, and how the program ends (stdout, stderr, exit status).
+
+The chain: from the snapshot again, at each chosen boundary k preemu makes the request as preemptone
+does (runtime/proc.go:6931-6942: gp.preempt, gp.stackguard0 = stackPreempt, pp.preempt, and
+preemptM's m.signalPending, signal_unix.go:376) and makes SIGURG pending for the thread G sits on,
+taken before that thread runs again. The runtime's own sighandler -> doSigPreempt decides; preemu's
+oracle predicts it (the watch: a disagreement is a violation). If the runtime declines, the request is
+withdrawn (each point is an independent signal, as in the .s sweep). If it injects, the binary's
+asyncPreempt (or --stub, loaded over it) runs, asyncPreempt2 -> gopreempt_m -> schedule, and G resumes;
+at asyncPreempt's RET every GPR, RFLAGS and XMM0-15 must equal the interrupted values (watch.py), and G's
+stack at and above the interrupted SP must be unchanged. G then runs to the next boundary.
+
+At F's return the swept run's results and globals must equal the reference's (geffects.py: words that
+are pointers compare as nil / not nil, since a goroutine resumed on another P allocates elsewhere), and
+after F the program runs on to its exit with the same output and status. `to_exit` more points each get
+a run of their own: one injection, then on to the exit, compared with the reference's ending.
+This module is the engine of one process (setup, the reference, a chain, a single injection); realsweep.py
+shards a sweep and merges it, geffects.py reads what F leaves behind. With gc, at each point preemu's oracle
+calls safe the request is the runtime's own: a GC cycle is made due and G's thread waits until the runtime
+stops G for it (realgc.py); the other points get preemptone's request, withdrawn when declined.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from unicorn import UC_HOOK_CODE
+from unicorn import x86_const as X
+
+from ..core import gostructs as gs
+from ..core.errors import EmuError
+from ..core.structref import StructRef
+from ..check.verify import Violation
+from ..linux import snapshot
+from ..linux.gclock import GoroutineClock
+from ..linux.geffects import Effects
+from ..linux.regbatch import read_reg
+
+SIGURG = gs.SIG_PREEMPT
+GC_WAIT_NS = 5_000_000_000          # virtual time G's thread is held waiting for the runtime's stop request
+
+
+@dataclass
+class Ending:
+    """How a run ended."""
+    exit_code: int | None
+    stdout: bytes
+    stderr: bytes
+    reason: str
+
+    @classmethod
+    def of(cls, p) -> "Ending":
+        reason = p.stop_reason if p.error is None else f"error: {p.error}"
+        return cls(p.exit_code, bytes(p.fds.stdout.data), bytes(p.fds.stderr.data), reason)
+
+    def diff(self, other: "Ending") -> list[tuple[str, str, str]]:
+        out = []
+        for what in ("exit_code", "stdout", "stderr"):
+            a, b = getattr(self, what), getattr(other, what)
+            if a != b:
+                out.append((what, _short(a), _short(b)))
+        return out
+
+
+def _short(v) -> str:
+    if isinstance(v, bytes):
+        s = v.decode(errors="replace")
+        return repr(s if len(s) <= 120 else s[:60] + " ... " + s[-55:])
+    return str(v)
+
+
+@dataclass
+class Point:
+    boundary: int
+    tid: int
+    pc: int
+    event: object = None              # the watch's SignalEvent
+    saved: tuple = ()                 # g.preempt, g.stackguard0, p.preempt, m.signalPending before the request
+    stack: tuple | None = None        # (sp, bytes at and above it) at the injection
+
+
+@dataclass
+class Reference:
+    """The uninterrupted run from the snapshot: F's boundaries and effects, and how the program ended."""
+    boundaries: int
+    results: dict
+    globals: dict
+    ending: Ending
+
+
+class RealSweep:
+    """One Go function F of one program, swept inside the program's own process."""
+
+    def __init__(self, image, opts, func: str, call: int = 1, regs: dict | None = None, stub_code=None,
+                 source_path=None, gc: bool = False):
+        self.image, self.opts, self.call = image, opts, call
+        self.func, self.entry = self._resolve(func)
+        self.regs = regs or {}
+        self._source_path, self._stub_code, self._gc = source_path, stub_code, gc
+        self.rebuilt = 0                    # processes built again because their snapshot could not be restored
+        self._boot()
+
+    def _boot(self) -> None:
+        """Build the process and run it to F's call (the same every time: the program and options decide)."""
+        from ..linux import process
+        self.gc = None                      # realgc.RealGC with --gc: the runtime's own cycle at each injection
+        self.p = process.Process(self.image, self.opts)
+        if self.p.watch.oracle is not None and self._source_path is not None:
+            self.p.watch.oracle.prog.binary.source_path = self._source_path
+        ver = self.p.watch.oracle.prog.binary.version if self.p.watch.oracle is not None else ""
+        self.stub = f"runtime.asyncPreempt from the binary ({ver + ', ' if ver else ''}real)"
+        if self._stub_code is not None:
+            self._load_stub(*self._stub_code)
+        self.prog = self.p.watch.oracle.prog if self.p.watch.oracle is not None else None
+        self._start()
+        if self._gc:
+            from ..linux.realgc import RealGC
+            self.gc = RealGC(self.p, self.g)
+
+    # --- setup ----------------------------------------------------------------------------------------
+    def _resolve(self, func: str) -> tuple[str, int]:
+        syms = self.image.symbols
+        for name in (func, f"main.{func}", f"{func}.abi0", f"main.{func}.abi0"):
+            if name in syms and syms[name][1] > 0:
+                return name, syms[name][0]
+        near = sorted(n for n in syms if n.endswith("." + func) or n == func)[:5]
+        raise EmuError(f"--func {func!r}: no such function in the program"
+                       + (f" (did you mean {', '.join(near)}?)" if near else ""))
+
+    def _load_stub(self, name: str, code: bytes) -> None:
+        at = self.p.watch.async_preempt
+        size = self.image.symbols["runtime.asyncPreempt.abi0"][1]
+        if len(code) > size:
+            raise EmuError(f"{name}: the stub is {len(code)} bytes; it must fit in the binary's runtime.asyncPreempt "
+                           f"({size} bytes), over which it is loaded")
+        self.p.write(at, code)
+        self.p.watch.replace_stub(code)
+        self.stub = f"{name} (loaded over runtime.asyncPreempt)"
+
+    def _start(self) -> None:
+        """Run the program to F's call (or, with --reg, to main.main's, where F is entered instead) and take
+        the whole-process snapshot every run of the sweep starts from."""
+        p = self.p
+        at = self.image.symbol("main.main") if self.regs else self.entry
+        hits = []
+
+        def on_entry(uc, addr, size, _):
+            if hits or p.counter.stopping(addr):
+                return
+            if not self.regs and not self._count_call():
+                return
+            hits.append(p.cur)
+            p.counter.stop_here(False)          # stopped before it runs: not executed
+        self._calls = 0
+        h = p.uc.hook_add(UC_HOOK_CODE, on_entry, None, at, at)
+        p.run_until(lambda: bool(hits))
+        p.uc.hook_del(h)
+        if not hits:
+            ended = Ending.of(p)
+            how = (f"the program ran {p.insns:,} instructions and ended ({ended.reason}, exit status "
+                   f"{ended.exit_code})" if p.error is None else f"the program stopped: {p.error}")
+            if self.regs:
+                raise EmuError(f"main.main was never called, so {self.func} could not be entered: {how}")
+            if self._calls:
+                raise EmuError(f"{self.func} was called {self._calls} time(s), not {self.call}: {how}")
+            raise EmuError(f"{self.func} was never called: {how}")
+        t = hits[0]
+        t.ctx = p.uc.context_save()
+        if self.regs:
+            for name, v in self.regs.items():
+                t.ctx.reg_write(getattr(X, f"UC_X86_REG_{name}"), v)
+            t.ctx.reg_write(X.UC_X86_REG_RIP, self.entry)
+        if t in p.runq:
+            p.runq.remove(t)
+        p.runq.appendleft(t)
+        p.uc.context_restore(t.ctx)
+        self.tid = t.tid
+        self.g = p.read_u64(p.fs_base() - 8)
+        self._g_reader = None
+        self.entry_sp = read_reg(p.uc, X.UC_X86_REG_RSP)
+        self.ret_addr = p.read_u64(self.entry_sp)
+        self.entry_depth = self._stack_hi() - self.entry_sp
+        self.effects = Effects(p, self.func, self.prog.binary if self.prog is not None else None, gc=self._gc)
+        self.effects.mark_start()
+        self.snap = snapshot.take(p)
+
+    def _count_call(self) -> bool:
+        self._calls += 1
+        return self._calls == self.call
+
+    def _g(self, field: str) -> int:
+        f = self.p.structs.g[field]
+        return int.from_bytes(self.p.read(self.g + f.offset, f.size), "little")
+
+    def _set(self, base: int, table: dict, field: str, value: int) -> None:
+        f = table[field]
+        self.p.write(base + f.offset, value.to_bytes(f.size, "little"))
+
+    def _g_request(self) -> tuple[int, int, int]:
+        """G's stackguard0, m and preempt (_G_REQUEST's order), in one read."""
+        if self._g_reader is None:
+            self._g_reader = StructRef(self.p, self.g, self.p.structs.g).reader(self._G_REQUEST)
+        return self._g_reader()
+
+    _G_REQUEST = ("stackguard0", "m", "preempt")          # in offset order (runtime2.go's g)
+
+    def _stack_hi(self) -> int:
+        return self._g("stack.hi")
+
+    def _m_and_p(self) -> tuple[int, int]:
+        """G's M and that M's P (0 when G has none)."""
+        m = self._g("m")
+        pp = int.from_bytes(self.p.read(m + self.p.structs.m["p"].offset, 8), "little") if m else 0
+        return m, pp
+
+    # --- runs -------------------------------------------------------------------------------------------
+    def _arm(self) -> GoroutineClock:
+        if not snapshot.restorable(self.p, self.snap):
+            self._boot()                    # a region was mapped or unmapped since the snapshot: start over
+            self.rebuilt += 1
+        if self.gc is not None:
+            self.gc.reset()                 # its memory hooks go before the snapshot's memory comes back
+        snapshot.restore(self.p, self.snap)
+        clock = GoroutineClock(self.p, self.g)
+        self.returned = None
+        self._ret_hook = self.p.uc.hook_add(UC_HOOK_CODE, self._on_return, clock, self.ret_addr, self.ret_addr)
+        self.p.uc.ctl_remove_cache(self.ret_addr, self.ret_addr + 1)   # a block translated before the hook
+        return clock
+
+    def _disarm(self, clock: GoroutineClock) -> None:
+        clock.close()
+        self.p.uc.hook_del(self._ret_hook)
+        self.p.watch.listener = None
+
+    def _on_return(self, uc, addr, size, clock) -> None:
+        counter = self.p.counter
+        if self.returned is not None or counter.stopping(addr) or clock.tid != self.p.cur.tid:
+            return
+        if self._stack_hi() - read_reg(uc, X.UC_X86_REG_RSP) != self.entry_depth - 8:
+            return                              # a deeper (recursive) call returning here
+        n = clock.count + (counter.at(addr) - 1 - clock.mark)
+        self.returned = (n, self.effects.results(), self.effects.changed_globals())
+
+    def _finish(self, clock: GoroutineClock) -> Ending:
+        clock.stop_at = None
+        self.p.run_until(None)
+        self._disarm(clock)
+        return Ending.of(self.p)
+
+    def reference(self, budget: int) -> Reference:
+        clock = self._arm()
+        clock.stop_at = budget
+        self.p.run_until(lambda: self.returned is not None or clock.ready is not None)
+        if self.returned is None:
+            self._disarm(clock)
+            if clock.ready is not None:
+                raise EmuError(f"{self.func} did not return within --budget {budget:,} of its instructions "
+                               f"(goroutine {self.g:#x}, at {self.p.image.describe(read_reg(self.p.uc, X.UC_X86_REG_RIP))})")
+            ended = Ending.of(self.p)
+            said = next((ln for ln in ended.stderr.decode(errors="replace").splitlines() if ln.strip()), "")
+            raise EmuError(f"{self.func} never returned: the program ended first ({ended.reason}, exit status "
+                           f"{ended.exit_code}{': ' + said if said else ''}) after {clock.count:,} of its "
+                           "instructions")
+        n, results, globs = self.returned
+        return Reference(n, results, globs, self._finish(clock))
+
+    # --- the chain ------------------------------------------------------------------------------------
+    def chain(self, points, stats: dict) -> tuple:
+        """Inject at each boundary of `points` (sorted) in one run from the snapshot, then run on to the exit;
+        returns (listener, boundaries reached, ending). self.returned is F's (boundaries, results, globals)."""
+        clock = self._arm()
+        listener = _Listener(self, clock)
+        self.p.watch.listener = listener
+        reached = 0
+        for k in points:
+            clock.stop_at = k
+            self.p.run_until(lambda: self.returned is not None or clock.ready is not None)
+            if clock.ready is None:
+                break                           # F returned (or the program ended) before boundary k
+            reached += 1
+            listener.point = self._deliver(clock, k)
+            listener.points.append(listener.point)
+        ending = self._finish(clock)
+        for pt in listener.points:
+            ev = pt.event
+            verdict = "injected" if ev.outcome == "injected" else (ev.oracle or ev.outcome)
+            stats.setdefault(pt.pc, Counter())[verdict] += 1
+        return listener, reached, ending
+
+    def _deliver(self, clock: GoroutineClock, k: int) -> Point:
+        """The request at boundary k, as preemptone makes it, and SIGURG pending for G's thread (with --gc:
+        the runtime's own request for the cycle, _await_gc)."""
+        if self.gc is not None and self._predict(clock.ready) == "safe":
+            return self._await_gc(clock, k)
+        p = self.p
+        t = p.threads[clock.ready]
+        pc = t.ctx.reg_read(X.UC_X86_REG_RIP)
+        gt, mt, pt = p.structs.g, p.structs.m, p.structs.p
+        sg, m, gpre = self._g_request()
+        pp = p.read_u64(m + mt["p"].offset) if m else 0
+        saved = (gpre, sg, p.read(pp + pt["preempt"].offset, 1)[0] if pp else None,
+                 int.from_bytes(p.read(m + mt["signalPending"].offset, 4), "little") if m else None)
+        self._set(self.g, gt, "preempt", 1)
+        self._set(self.g, gt, "stackguard0", gs.STACK_PREEMPT)
+        if pp:
+            self._set(pp, pt, "preempt", 1)
+        if m:
+            self._set(m, mt, "signalPending", 1)
+        ev = p.watch.sent(SIGURG, 0, t.tid)
+        if SIGURG in t.pending:
+            ev.outcome = "merged"
+        else:
+            t.pending[SIGURG] = ev
+            t.signal_countdown = 0
+        if t in p.runq:
+            p.runq.remove(t)
+        p.runq.appendleft(t)
+        clock.ready = None
+        return Point(k, t.tid, pc, ev, saved)
+
+    def _predict(self, tid: int) -> str:
+        """preemu's oracle on G at its thread's PC, as if preemption were requested: "safe" or why not (with
+        --gc, only the points it calls safe get the runtime's own request for a cycle; the others get
+        preemptone's, withdrawn when declined, so G's path stays that of the uninterrupted run)."""
+        o = self.p.watch.oracle
+        if o is None:
+            return "safe"
+        ctx = self.p.threads[tid].ctx
+        return o.safe_point(o.sched_state(self.g), ctx.reg_read(X.UC_X86_REG_RIP), ctx.reg_read(X.UC_X86_REG_RSP))
+
+    def _await_gc(self, clock: GoroutineClock, k: int) -> Point:
+        """Make a cycle due and hold G's thread off the CPU until the runtime asks it to stop G
+        (realgc.py); the signal then lands at boundary k."""
+        p, gc = self.p, self.gc
+        t = p.threads[clock.ready]
+        pc = t.ctx.reg_read(X.UC_X86_REG_RIP)
+        clock.ready = None
+        if gc.cycle is None:
+            gc.begin(k)
+        gc.waiting = t
+        if not (gc.stop_requested() and SIGURG in t.pending):
+            p.hold(t)
+            give_up = p.clock + GC_WAIT_NS
+            try:
+                p.run_until(lambda: (gc.stop_requested() and SIGURG in t.pending) or p.clock > give_up
+                            or not p.runnable_besides_held())
+            finally:
+                p.unhold(t)
+                gc.waiting = None
+            if p.exit_code is not None or p.error is not None:
+                raise EmuError(f"while {self.func}'s goroutine waited at boundary {k} for the GC cycle, the "
+                               f"program stopped: {p.error or p.stop_reason}")
+            if SIGURG not in t.pending:
+                raise EmuError(f"no GC cycle came for {self.func}'s goroutine at boundary {k} within "
+                               f"{GC_WAIT_NS / 1e9:g} s of virtual time: the runtime never stopped it "
+                               "(GOGC=off, or debug.SetGCPercent(-1)?)")
+        if t in p.runq:
+            p.runq.remove(t)
+        p.runq.appendleft(t)
+        t.signal_countdown = 0
+        return Point(k, t.tid, pc, t.pending[SIGURG], ())
+
+    def withdraw(self, pt: Point) -> None:
+        """The runtime declined: undo the request (the ack, preemptGen and signalPending, is the runtime's)."""
+        gpre, sg, ppre, _ = pt.saved
+        p = self.p
+        self._set(self.g, p.structs.g, "preempt", gpre)
+        if self._g("stackguard0") == gs.STACK_PREEMPT:
+            self._set(self.g, p.structs.g, "stackguard0", sg)
+        _, pp = self._m_and_p()
+        if pp and ppre is not None:
+            self._set(pp, p.structs.p, "preempt", ppre)
+
+    # --- one injection, then on to the exit --------------------------------------------------------------
+    def single(self, k: int) -> tuple[Point | None, Ending]:
+        clock = self._arm()
+        listener = _Listener(self, clock)
+        self.p.watch.listener = listener
+        clock.stop_at = k
+        self.p.run_until(lambda: self.returned is not None or clock.ready is not None)
+        pt = None
+        if clock.ready is not None:
+            pt = listener.point = self._deliver(clock, k)
+        return pt, self._finish(clock)
+
+    def make_violation(self, kind: str, what: str, expected: str, actual: str, boundary: int, pc: int,
+                       detail: str = "") -> Violation:
+        insn, where = "?", self.image.describe(pc)
+        if self.prog is not None:
+            i = self.prog.insn_at(pc)
+            if i is not None:
+                insn, where = i.text, i.where
+        return Violation(kind, what, expected, actual, boundary, pc, insn, where, detail)
+
+
+class _Listener:
+    """The watch's listener during a chain: holds G's clock through injection windows, withdraws declined
+    requests, checks G's stack across each injection, and turns the resume check into Violations."""
+
+    def __init__(self, sw: RealSweep, clock: GoroutineClock):
+        self.sw, self.clock = sw, clock
+        self.point: Point | None = None
+        self.points: list[Point] = []
+        self.violations: list[Violation] = []
+        self.other_injections = 0
+
+    def on_sigreturn(self, t, ev, outcome, rec) -> None:
+        sw, pt = self.sw, self.point
+        mine = pt is not None and ev is pt.event
+        if rec is not None and rec.g == sw.g:
+            self.clock.hold()
+            if mine:
+                hi = sw._stack_hi()
+                pt.stack = (rec.sp, sw.p.read(rec.sp, hi - rec.sp))
+                if sw.gc is not None:
+                    sw.gc.injected(pt.boundary)
+            else:
+                self.other_injections += 1
+        if mine and outcome != "injected" and pt.saved:     # preemu's request (a --gc cycle's is the runtime's)
+            sw.withdraw(pt)
+
+    def on_resumed(self, rec) -> None:
+        sw = self.sw
+        if rec.g != sw.g:
+            return
+        self.clock.release()
+        pt = self.point
+        if pt is None or pt.stack is None or rec.pc != pt.pc or rec.sp != pt.stack[0]:
+            return
+        uc = sw.p.uc
+
+        def make(kind, what, exp, act, detail=""):
+            return sw.make_violation(kind, what, exp, act, pt.boundary, pt.pc, detail)
+
+        def bad(*args):
+            self.violations.append(make(*args))
+        from ..core import regs
+        from ..check import verify
+        for kind, name, exp, act in rec.found:
+            bad(kind, name, verify.fmt_value(name, exp), verify.fmt_value(name, act),
+                "flags changed: " + regs.describe_flags(exp ^ act) if kind == "flags" else "")
+        rsp = read_reg(uc, X.UC_X86_REG_RSP)
+        if rsp + 8 != rec.sp or sw.p.read_u64(rsp) != rec.pc:
+            bad("resume", "RIP/RSP", f"RET to {rec.pc:#x} with RSP {rec.sp:#x}",
+                f"RET to {sw.p.read_u64(rsp):#x} with RSP {rsp + 8:#x}")
+        sp, before = pt.stack
+        self.violations += verify.compare_memory(sp, before, sw.p.read(sp, len(before)), make,
+                                                 "goroutine stack at or above the interrupted RSP changed", limit=1)
+        pt.stack = None
+
+

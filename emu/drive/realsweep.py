@@ -1,0 +1,332 @@
+"""A Go function swept inside its real program, as `preemu sweep` and `emu.sweep` run it: the spec a worker
+rebuilds the process from, the shards, the checks at F's return and at the exit, and the merged result.
+
+The coordinator builds the process to F's call (gsweep.RealSweep), runs the reference, chooses the points
+(sweep.select_points) and cuts them into shards of SHARD_POINTS; each shard rebuilds the same snapshot from
+the spec (the program and options determine it), runs uninterrupted to its first point and injects at its
+points in one chain, then compares F's results and globals at the return and the program's ending with the
+reference. Shards run where emu.drive.shards runs them (here, --jobs processes, Dask), with a results file to
+resume from and progress; the result does not depend on where they ran. `to_exit` points then get a run of
+their own each (one injection, on to the exit).
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from . import sweeper as S
+from ..core.errors import EmuError
+from ..check.verify import Violation
+from ..linux import realgc
+from .gsweep import Ending, RealSweep, Reference
+
+#: points per shard: fixed, so the plan depends on the points only (never on --jobs or the executor)
+SHARD_POINTS = 2_000
+ABI_INT_REGS = ("RAX", "RBX", "RCX", "RDI", "RSI", "R8", "R9", "R10", "R11")
+
+
+@dataclass(frozen=True)
+class RealSpec:
+    """Everything a process needs to rebuild the same snapshot: program, function, call, entry registers,
+    stub, arguments, environment, seed."""
+
+    asm: str                                   # the program (binary, .go file or package directory)
+    entry: str
+    call: int = 1
+    registers: tuple = ()                      # ((ABI register, value), ...) for --reg entry
+    stub: str | None = None
+    argv: tuple = ()
+    env: tuple = ()
+    seed: int = 1
+    gc: bool = False                           # the runtime's own GC cycle at every injection (realgc.py)
+
+    def build(self) -> RealSweep:
+        from ..front import gobuild, goreleases
+        from ..linux import elfimage, process
+        res = gobuild.build(self.asm)
+        version = res.go_version or gobuild.go_version()
+        rel = goreleases.release_of(version, str(res.binary))              # one preemu reads, or exit 2
+        if self.gc and rel.minor < 22:
+            raise EmuError(f"--gc: {self.asm} was built by {version}; the heap watch reads spans as Go 1.22 and "
+                           f"later lay them out (malloc headers, mspan.largeType)")
+        image = elfimage.load(str(res.binary))
+        regs = {}
+        for name, v in self.registers:
+            regs[name] = v if isinstance(v, int) else image.resolve(str(v), f"--reg {name}")
+        if self.stub is None:
+            stub = None
+        elif gobuild.is_go_input(self.stub):          # a Go program's own asyncPreempt, moved into this one
+            stub = (self.stub, transplant(self.stub, image))
+        else:
+            stub = (self.stub, stub_code(self.stub, image))
+        env = with_godebug(list(self.env), realgc.GODEBUG) if self.gc else list(self.env)
+        opts = process.Options(argv=list(self.argv), env=env, seed=self.seed)
+        return RealSweep(image, opts, self.entry, self.call, regs, stub, res.source_path, gc=self.gc)
+
+    @staticmethod
+    def run(sw: RealSweep, ref, index, points, start, opts) -> S.ShardResult:
+        return run_shard(sw, ref, index, points, opts)
+
+
+def with_godebug(env: list[str], setting: str) -> list[str]:
+    """env with `setting` (KEY=VALUE) added to its GODEBUG (one GODEBUG variable: the runtime reads the first)."""
+    out, done = [], False
+    for kv in env:
+        if kv.startswith("GODEBUG=") and not done:
+            kv, done = kv + ("," if kv != "GODEBUG=" else "") + setting, True
+        out.append(kv)
+    return out if done else out + [f"GODEBUG={setting}"]
+
+
+def transplant(program: str, image) -> bytes:
+    """The runtime.asyncPreempt of Go program `program`, to load over `image`'s: its bytes with its CALL to
+    asyncPreempt2 retargeted at `image`'s. Any other reference out of the function (RIP-relative data, a CALL
+    elsewhere) cannot be moved: a clear error."""
+    import capstone
+
+    from ..front import gobuild
+    from ..front.gofront import redirect_stub_call
+    from ..linux import elfimage
+    src = elfimage.load(str(gobuild.build(program).binary))
+    at, size = src.symbols["runtime.asyncPreempt.abi0"]
+    code = bytearray(src.text_bytes(at, size))
+    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    redirect_stub_call(code, at, image.symbol("runtime.asyncPreempt.abi0"),
+                       ((a, mn, ops) for a, _, mn, ops in md.disasm_lite(bytes(code), at)),
+                       lambda target: (src.func_at(target) or (None, 0))[0],
+                       image.symbol("runtime.asyncPreempt2"), program, "into another program")
+    return bytes(code)
+
+
+def stub_code(path: str, image) -> bytes:
+    """Assemble a stub file (Intel syntax, the .s front end) at runtime.asyncPreempt's address, its CALL to
+    asyncPreempt2 resolved to the binary's runtime.asyncPreempt2: the bytes to load over the binary's stub."""
+    from ..front import asmfront
+    at = image.symbol("runtime.asyncPreempt.abi0")
+    prog = asmfront.assemble_file(path, at, {"asyncPreempt2": image.symbol("runtime.asyncPreempt2")},
+                                  package="runtime", asm=True)
+    if not prog.has_func("asyncPreempt"):
+        raise EmuError(f"{path}: the stub must define the label `asyncPreempt` (its entry point)")
+    code = bytearray()
+    for addr, blob in sorted(prog.code):
+        code[addr - at:addr - at + len(blob)] = blob
+    return bytes(code)
+
+
+def check_registers(registers) -> tuple:
+    """--reg for Go input: ABIInternal's integer argument registers, numbers or global symbols."""
+    from ..core import regs
+    out = []
+    for k, v in dict(registers or {}).items():
+        try:
+            name = regs.lookup(k).name
+        except KeyError:
+            raise EmuError(f"--reg {k}: unknown register") from None
+        if name not in ABI_INT_REGS:
+            raise EmuError(f"--reg {k}: Go input takes its arguments in ABIInternal's integer registers "
+                           "(RAX, RBX, RCX, RDI, RSI, R8-R11)")
+        if isinstance(v, str):
+            try:
+                v = int(v, 0)
+            except ValueError:
+                pass                            # a global's name, resolved against the binary
+        out.append((name, v & (1 << 64) - 1 if isinstance(v, int) else v))
+    return tuple(out)
+
+
+@dataclass
+class RealSweepResult:
+    """What a sweep of a Go function in its real program found (rendered by sweep_report)."""
+    source: str
+    func: str
+    call: int
+    entered: str                      # "called" (the program's own N-th call) or "entered" (--reg)
+    stub: str
+    seed: int
+    boundaries: int
+    points: int
+    injected: int
+    refused: Counter
+    violations: list
+    violation_count: int
+    violation_groups: Counter
+    elapsed: float
+    cpu: float
+    per_pc: dict                      # pc -> Counter(verdict)
+    ending: Ending                    # the reference run's
+    results: dict                     # F's results in the reference run, as text
+    reached: int                      # points the chains reached (< points when F returned sooner)
+    to_exit: list                     # [(boundary, ok, detail)]
+    other_preemptions: int = 0
+    oracle_note: str = ""
+    shards: int = 1
+    entry: str = field(default="")    # = func (the name reports of every sweep use)
+    gc: dict | None = None            # with --gc: the runtime's cycles (realsweep.gc_stats, summed over shards)
+
+    @property
+    def ok(self) -> bool:
+        return self.violation_count == 0
+
+
+def _finals(sw: RealSweep, ref: Reference, ending: Ending, last) -> list[Violation]:
+    """The chain's F-return and exit checks against the reference."""
+    out = []
+    k, pc = (last.boundary, last.pc) if last else (0, sw.entry)
+    if sw.returned is None:
+        return [sw.make_violation("final-state", "control flow", f"{sw.func} returns", "it never returned", k, pc,
+                                  f"the program ended: {ending.reason}")]
+    _, results, globs = sw.returned
+    for name in sorted(set(results) | set(ref.results)):
+        a, b = ref.results.get(name, "-"), results.get(name, "-")
+        if a != b:
+            out.append(sw.make_violation("final-state", f"result {name}", a, b, k, pc,
+                                         f"{sw.func}'s result differs from the uninterrupted run"))
+    eff = sw.effects
+    for addr in sorted(set(globs) | set(ref.globals)):
+        a = ref.globals.get(addr) or eff.start_token(addr)
+        b = globs.get(addr) or eff.start_token(addr)
+        if a != b:
+            out.append(sw.make_violation("final-state", eff.symbol_of(addr) or f"{addr:#x}", a, b, k, pc,
+                                         f"a global {sw.func} changed differs from the uninterrupted run"))
+            break
+    for what, a, b in ref.ending.diff(ending):
+        out.append(sw.make_violation("final-state", f"program {what}", a, b, k, pc,
+                                     "after the injections, the program ended otherwise than uninterrupted"))
+    return out
+
+
+def run_shard(sw: RealSweep, ref: Reference, index: int, points, opts: S.ChainOptions) -> S.ShardResult:
+    """Inject at `points` in one chain from the snapshot; check each resume, F's return and the exit."""
+    c0 = time.process_time()
+    stats: dict = {}
+    listener, reached, ending = sw.chain(points, stats)
+    log = S.ViolationLog(opts.max_violations)
+    log.extend(listener.violations)
+    for w in sw.p.watch.violations:              # the oracle against the runtime, the handler's edits
+        if w["kind"] == "resume-registers":
+            continue                             # the listener reported those register by register
+        pc = int(w.get("pc", "0x0"), 16)
+        k = next((pt.boundary for pt in listener.points if pt.pc == pc), -1)
+        log.append(sw.make_violation(w["kind"], f"{pc:#x}", "the runtime and preemu's oracle agree", "they differ",
+                                     k, pc, w["message"]))
+    log.extend(_finals(sw, ref, ending, listener.points[-1] if listener.points else None))
+    gc = None
+    if sw.gc is not None:
+        log.extend(gc_violations(sw))
+        gc = gc_stats(sw, listener)
+    injected = sum(1 for pt in listener.points if pt.event.outcome == "injected")
+    refused: Counter = Counter()
+    for pt in listener.points:
+        if pt.event.outcome != "injected":
+            refused[pt.event.oracle or pt.event.outcome] += 1
+    per_pc = {pc: S.PcStats(pc, c) for pc, c in stats.items()}
+    n = reached if sw.gc is not None else len(points)      # --gc: a chain over the swept run's own boundaries
+    return S.ShardResult(index, n, injected, 0, refused, log, per_pc, time.process_time() - c0, None,
+                         {"reached": reached, "other_preemptions": listener.other_injections,
+                          **({"gc": gc} if gc is not None else {})})
+
+
+def gc_violations(sw: RealSweep) -> list[Violation]:
+    """Each use of an object the cycle at an injection freed (realgc.UseAfterFree) as a Violation."""
+    out = []
+    for u in sw.gc.uaf:
+        o = u.obj
+        what = f"object {o.addr:#x} ({o.size} bytes{', ' + o.type if o.type else ''})"
+        out.append(sw.make_violation("use-after-free", what, f"untouched: the GC at boundary {o.boundary} freed it",
+                                     f"a {u.access} of {u.addr:#x} (offset {u.addr - o.addr})", o.boundary, u.pc,
+                                     f"the runtime's GC at the injection at boundary {o.boundary} found no pointer "
+                                     f"to it and freed it; the program then used it (thread {u.tid})"))
+    return out
+
+
+def gc_stats(sw: RealSweep, listener) -> dict:
+    """What the cycles of one run did (JSON-ready: shards carry it across processes)."""
+    g = sw.gc
+    injected = [pt.boundary for pt in listener.points if pt.event.outcome == "injected"]
+    parked = [s for s in g.scans if s.status == "_Grunnable" and s.async_safe_point]
+    at_injection = [s for s in g.scans if s.async_safe_point]
+    sample = at_injection[len(at_injection) // 2] if at_injection else (g.scans[0] if g.scans else None)
+    return {"injections": len(injected), "cycles": g.cycles, "freed": g.freed_total,
+            "scans_at_injection": len(parked), "uses_after_free": len(g.uaf),
+            "sample": None if sample is None else {"boundary": sample.boundary, "status": sample.status,
+                                                   "frames": [list(f) for f in sample.frames]}}
+
+
+def spread(points: list[int], k: int) -> list[int]:
+    """k of the points, the first and the last included, the rest evenly between."""
+    if k <= 0 or not points:
+        return []
+    if k == 1:
+        return [points[0]]
+    n = len(points)
+    return sorted({points[round(i * (n - 1) / (k - 1))] for i in range(min(k, n))})
+
+
+def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
+          budget: int = S.DEFAULT_BUDGET, to_exit: int = 3, max_violations: int = 200,
+          runner=None) -> RealSweepResult:
+    """Sweep F at every boundary (capped by max_points) in its real program; see the module docstring."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    ref = sw.reference(budget)
+    points = list(S.select_points(ref.boundaries, max_points))
+    opts = S.ChainOptions(spec.seed, max_violations=max_violations)
+    if spec.gc:
+        # Each cycle changes what G runs next (the sweep flushes every mcache, so allocations refill), so G's
+        # boundaries after the first cycle are not the reference's: one chain injects every `step`-th boundary
+        # of the swept run itself, until F returns.
+        step = -(-ref.boundaries // max_points)
+        plan, tasks = [(0, 1)], [(0, range(0, 1 << 62, step), None)]
+    else:
+        plan = S.shard_plan(len(points), SHARD_POINTS)
+        tasks = [(i, points[a:b], None) for i, (a, b) in enumerate(plan)]
+    c1 = time.process_time()
+    if runner is None:
+        results = [run_shard(sw, ref, i, pts, opts) for i, pts, _ in tasks]
+    else:
+        results = sorted(runner(tasks, ref, opts), key=lambda r: r.index)
+    c0 += time.process_time() - c1 - sum(r.cpu_seconds for r in results)   # shards: their own CPU, wherever they ran
+    log = S.ViolationLog(max_violations)
+    refused: Counter = Counter()
+    per_pc: dict = {}
+    injected = reached = other = 0
+    gc: dict | None = None
+    for r in results:
+        g = (r.extra or {}).get("gc")
+        if g is not None:
+            if gc is None:
+                gc = {"injections": 0, "cycles": 0, "freed": 0, "scans_at_injection": 0, "uses_after_free": 0,
+                      "sample": g["sample"]}
+            for key in ("injections", "cycles", "freed", "scans_at_injection", "uses_after_free"):
+                gc[key] += g[key]
+        injected += r.injected
+        refused.update(r.refused)
+        log.merge(r.violations)
+        reached += (r.extra or {}).get("reached", r.points)
+        other += (r.extra or {}).get("other_preemptions", 0)
+        for pc, ps in r.per_pc.items():
+            per_pc.setdefault(int(pc), Counter()).update(ps.verdicts)
+    checks = []
+    for k in spread(points, to_exit):
+        pt, end = sw.single(k)
+        d = ref.ending.diff(end)
+        checks.append((k, not d, "; ".join(f"{w}: {a} -> {b}" for w, a, b in d)))
+        for what, a, b in d:
+            log.append(sw.make_violation("final-state", f"program {what}", a, b, k, pt.pc if pt else sw.entry,
+                                         "one injection at this boundary, then on to the exit: the program "
+                                         "ended otherwise than uninterrupted"))
+        if sw.gc is not None:
+            log.extend(gc_violations(sw))
+    tried = sum(r.points for r in results) if spec.gc else len(points)
+    if gc is not None:
+        gc["step"] = step
+    return RealSweepResult(source, sw.func, sw.call, "entered" if sw.regs else "called", sw.stub, spec.seed,
+                           ref.boundaries, tried, injected, refused, log.kept, log.count, log.groups,
+                           time.perf_counter() - t0, time.process_time() - c0, per_pc, ref.ending, ref.results,
+                           reached, checks, other, sw.p.oracle_note, len(plan), sw.func, gc)
+
+
+def default_argv(path: str) -> list[str]:
+    """argv[0] of a swept program: the binary's name, or `prog` for sources (the name gobuild gives it)."""
+    return [os.path.basename(path) if os.path.isfile(path) and not path.endswith(".go") else "prog"]

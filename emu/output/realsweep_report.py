@@ -1,0 +1,138 @@
+"""What `preemu sweep` prints for a Go function swept in its real program (gsweep.RealSweepResult): text
+and JSON (schema preemu/sweep-real/1, in the sweep family: the same violation objects and refusal
+counts, plus the program's reference ending and F's results)."""
+from __future__ import annotations
+
+import dataclasses
+from collections import OrderedDict
+from typing import Any
+
+from .. import __version__
+from .report import REASONS, failure_lines
+
+SCHEMA = "preemu/sweep-real/1"
+
+
+@dataclasses.dataclass
+class RealSweepReport:
+    """What `preemu sweep` of Go input prints (the Python API's result for Go input)."""
+    result: Any = dataclasses.field(repr=False)         # realsweep.RealSweepResult
+    source: str = ""                                    # the program, as shown
+    stub: str | None = None                             # the user's stub file, or None (the binary's own)
+    sweeper: Any = dataclasses.field(default=None, repr=False)     # gsweep.RealSweep (for describing PCs)
+    stub_program = None                                 # (SARIF: no stub line to blame in a binary's own stub)
+
+    @property
+    def ok(self) -> bool:
+        return self.result.ok
+
+    @property
+    def violations(self):
+        return self.result.violations
+
+    @property
+    def violation_count(self) -> int:
+        return self.result.violation_count
+
+    def to_json(self) -> dict:
+        r = self.result
+        return OrderedDict(
+            tool="preemu", version=__version__, schema=SCHEMA, command="sweep", engine="real-program",
+            file=r.source, func=r.func, call=r.call, entered=r.entered, stub=r.stub, seed=r.seed,
+            boundaries=r.boundaries, points_tried=r.points, points_reached=r.reached, injected=r.injected,
+            refused=dict(sorted(r.refused.items())), violation_count=r.violation_count,
+            violations=[v.to_json() for v in r.violations],
+            results=r.results,
+            reference={"exit_code": r.ending.exit_code, "stdout": r.ending.stdout.decode(errors="replace"),
+                       "stderr": r.ending.stderr.decode(errors="replace"), "stop_reason": r.ending.reason},
+            to_exit=[{"boundary": k, "ok": ok, "detail": d} for k, ok, d in r.to_exit],
+            violation_groups=[{"kind": k, "what": w, "count": n} for (k, w), n in r.violation_groups.items()],
+            other_preemptions=r.other_preemptions, shards=r.shards,
+            points=[{"pc": f"{pc:#x}", "verdicts": dict(c)} for pc, c in sorted(r.per_pc.items())],
+            cpu_seconds=round(r.cpu, 3), us_per_point=round(1e6 * r.cpu / max(1, r.points), 1),
+            oracle=r.oracle_note or "on", **({"gc": r.gc} if r.gc is not None else {}), ok=r.ok)
+
+    def render(self, table: bool = False) -> str:
+        r = self.result
+        sw = self.sweeper
+        describe = None if sw is None else (lambda pc: sw.prog.describe_pc(pc) if sw.prog else sw.image.describe(pc))
+        L = [f"preemu sweep: {r.source}  func {r.func}  {_how(r)}  stub {r.stub}  real program  seed {r.seed}", ""]
+        L.append(f"  boundaries         {r.boundaries:>9,}   instructions of {r.func}'s goroutine from its entry to its "
+                 "return (callees and the runtime included)")
+        if r.gc is not None:
+            step = r.gc.get("step", 1)
+            L.append(f"  points tried       {r.points:>9,}   " + (f"every {step}th" if step > 1 else "every") +
+                     " boundary of the swept run, up to its return (each cycle changes what the goroutine runs "
+                     "next: boundary numbers below are the swept run's)")
+        else:
+            L.append(f"  points tried       {r.points:>9,}" + ("   (capped by --max-points)" if r.points < r.boundaries
+                                                                 else ""))
+        if r.shards > 1:
+            L.append(f"  shards             {r.shards:>9,}   chains of up to 2,000 points, each from the snapshot")
+        if r.reached < r.points:
+            L.append(f"  points reached     {r.reached:>9,}   {r.func} returned sooner in the swept run (other "
+                     "goroutines ran in another order)")
+        L.append(f"  injected           {r.injected:>9,}   the runtime's sighandler accepted: pushCall -> asyncPreempt "
+                 "-> asyncPreempt2 -> schedule -> RET")
+        L.append(f"  refused            {sum(r.refused.values()):>9,}   the runtime declined (reason: preemu's oracle, "
+                 "which agreed at every signal unless a violation says otherwise)")
+        for reason, n in sorted(r.refused.items()):
+            L.append(f"    {reason:<16} {n:>9,}   {REASONS.get(reason, '')}".rstrip())
+        if r.other_preemptions:
+            L.append(f"  other preemptions  {r.other_preemptions:>9,}   the runtime's own (sysmon, GC), also checked")
+        if r.gc is not None:
+            L += gc_lines(r)
+        L.append(f"  violations         {r.violation_count:>9,}")
+        L.append(f"  speed              {r.points / r.cpu if r.cpu else 0:>9,.0f}   verified points per second of CPU "
+                 "(program start, reference and to-exit runs included)")
+        res = ", ".join(f"{k} = {v}" for k, v in r.results.items()) or f"(none: {r.func} returns nothing)"
+        L.append(f"  results            {res}")
+        out = r.ending.stdout.decode(errors="replace").strip().splitlines()
+        L.append(f"  program ended      exit status {r.ending.exit_code}, {len(out)} line(s) of output"
+                 + (f", last: {out[-1][:60]!r}" if out else ""))
+        ok_exits = sum(1 for _, ok, _ in r.to_exit if ok)
+        L.append(f"  to-exit runs       {ok_exits:>3} of {len(r.to_exit)}   one injection (at boundary "
+                 + ", ".join(str(k) for k, _, _ in r.to_exit) + "), then on to the exit: same output and status")
+        if table:
+            L.append("")
+            L.append(f"  {'pc':<10} {'where':<48} verdicts")
+            for pc, c in sorted(r.per_pc.items()):
+                where = describe(pc) if describe else f"{pc:#x}"
+                L.append(f"  {pc:#010x} {where[:48]:<48} " + ", ".join(f"{k} {n}" for k, n in sorted(c.items())))
+        L.append("")
+        L += verdict(r)
+        return "\n".join(L) + "\n"
+
+    def summary(self) -> str:
+        return "\n".join(verdict(self.result)) + "\n"
+
+
+def gc_lines(r) -> list[str]:
+    """--gc: the runtime's own cycles, read back from it."""
+    g = r.gc
+    L = [f"  GC cycles          {g['cycles']:>9,}   the runtime's own (memstats.numgc), one per injection "
+         f"({g['injections']:,} injections in the chains)",
+         f"  G scanned parked   {g['scans_at_injection']:>9,}   scanstack met {r.func}'s goroutine runnable at the "
+         "injection, asyncSafePoint set",
+         f"  objects freed      {g['freed']:>9,}   by those cycles, then watched until reallocated"]
+    if g.get("sample"):
+        sm = g["sample"]
+        frames = ", ".join(f"{name} ({how})" for name, how in sm["frames"])
+        L.append(f"  scan at {sm['boundary']:<10,} {frames}")
+    return L
+
+
+def _how(r) -> str:
+    if r.entered == "entered":
+        return "entered on the main goroutine after init"
+    return f"call {r.call}" if r.call > 1 else "first call"
+
+
+def verdict(r) -> list[str]:
+    if r.ok:
+        return (["OK: the runtime's decision matched preemu's oracle at every signal; every injection came back with",
+                 "    the 14 GPRs, RBP, RFLAGS and XMM0-15 bit-exact and the stack at and above the interrupted RSP",
+                 f"    untouched; {r.func}'s results and the program's output equal the uninterrupted run."]
+                + (["    The runtime's GC ran at every injection; nothing it freed was used afterwards."]
+                   if r.gc is not None else []))
+    return failure_lines(r.violations, r.violation_count, r.violation_groups)

@@ -1,0 +1,669 @@
+"""`preemu explain`: one preemption of one goroutine at one instruction, as a list of steps (data).
+
+Builds the story from a real run of the same machinery the sweep uses: the World (preemptone's
+request, the acknowledgement, asyncPreempt2 with its migration and GC), inject.sighandler_sigurg
+(doSigPreempt and pushCall, observed through a recording sigctxt), safepoint.safe_point_checks
+(isAsyncSafePoint's checks in Go's order), the stub single-stepped, verify's comparisons, and the
+sweep's reference run and final-state check. Each Step carries everything a front end shows (the
+narrative, the PC, every register with the ones that changed, the stack words with labels, a
+table, the oracle checks decided there); the text, JSON and HTML renderers only format it, so
+they never disagree.
+
+Mirrors in order: runtime/proc.go:6917 preemptone, signal_unix.go:369 preemptM, signal_unix.go:342
+doSigPreempt, preempt.go:369 wantAsyncPreempt, preempt.go:390 isAsyncSafePoint, signal_amd64.go:80
+pushCall, the generated asyncPreempt (mkpreempt.go), preempt.go:317 asyncPreempt2 and
+mgcmark.go:904 scanstack. Left out: scheduler scenarios (other goroutines running in between;
+the sweep World has one G, which resumes on the other M/P).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+
+from ..check import inject, verify
+from ..core import memmap, regs
+from .notes import CHECK_QUESTIONS, STUB_SHORT, STUB_TEXT, WHY, WHY_UNSAFE, stub_phase, unsafe_class
+from ..model.gmp import World
+from ..core.layout import RESUME_PC_OFFSET, SAVED_BP_OFFSET, SAVED_FLAGS_OFFSET
+from ..model.machine import Fault
+from ..check.safepoint import REASONS, safe_point_checks, want_async_preempt
+from ..drive.sweeper import Sweeper, final_violations, run_reference
+from ..check.verify import Check
+
+
+@dataclass
+class Step:
+    phase: str                      # goroutine | request | signal | pushCall | stub | asyncPreempt2 | gc | ...
+    short: str                      # a few words for a step list
+    title: str
+    text: list[str]
+    pc: int                         # the next instruction to run (highlighted)
+    executed: list[int] = field(default_factory=list)    # PCs executed in this step
+    regs: dict[str, str] = field(default_factory=dict)   # every register (RIP too), formatted
+    changed: list[str] = field(default_factory=list)     # registers changed since the previous step
+    stack: list[str] = field(default_factory=list)       # the story's stack window, one word each
+    stack_changed: list[int] = field(default_factory=list)   # indices into the window
+    rsp: int = 0
+    flags: str = ""                 # RFLAGS decoded ("CF ZF")
+    mp: str = ""                    # "M0/P0": where the goroutine is bound at this step
+    table: dict | None = None       # {"title", "columns", "rows"}
+    checks: list[Check] = field(default_factory=list)
+    stack_marks: dict[int, str] = field(default_factory=dict)   # window index -> note (e.g. a GC root)
+    sigstack: list[str] = field(default_factory=list)   # a real-program story: the signal stack window's words
+
+
+@dataclass
+class Story:
+    file: str
+    func: str
+    layout: str
+    at: int                         # the boundary the signal lands at
+    pc: int                         # the interrupted PC
+    verdict: str                    # injected | refused | forced
+    reason: str                     # the oracle's reason code
+    gc: bool
+    steps: list[Step]
+    code: dict[str, dict]           # function name -> {"goname", "file", "insns": [...]}
+    stack_top: int                  # address of the window's first (highest) word
+    stack_labels: list[str]         # one per word of the window, high to low
+    boundaries: int                 # the goroutine's instructions from entry to goexit
+    unit: str = "boundary"          # what `at` counts: a boundary of the goroutine, or (a scheduler scenario) a signal
+    sigstack_top: int = 0           # a real-program story (emu/teach/real.py): the rt_sigframe's top word
+    sigstack_labels: list[str] = field(default_factory=list)   # ... and one label per word, high to low
+
+    @property
+    def checks(self) -> list[Check]:
+        return [c for s in self.steps for c in s.checks]
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        for s in d["steps"]:
+            s["pc"] = f"{s['pc']:#x}"
+            s["executed"] = [f"{p:#x}" for p in s["executed"]]
+            s["rsp"] = f"{s['rsp']:#x}"
+        d["pc"] = f"{self.pc:#x}"
+        d["stack_top"] = f"{self.stack_top:#x}"
+        d["sigstack_top"] = f"{self.sigstack_top:#x}"
+        d["ok"] = self.ok
+        return d
+
+
+def fmt_reg(name: str, v: int) -> str:
+    r = regs.lookup(name)
+    if r.kind == "xmm":
+        return f"{v:#034x}"
+    return f"{v:#018x}"
+
+
+REG_ORDER = [r.name for r in regs.GP_REGS] + ["RBP", "RSP", "RIP", "RFLAGS"] + [r.name for r in regs.XMM_REGS]
+
+
+def stack_window(s: int, frame_size: int, layout, stack_lo: int, stack_hi: int) -> tuple[int, int]:
+    """The story's stack window for a signal at RSP = s: its top word (the interrupted frame's return
+    address, or the stack's last word) and how many words down to asyncPreempt2's frame."""
+    top = min(stack_hi - 8, s + frame_size + 8)
+    return top, (top - max(layout.save_area_base(s) - 32, stack_lo)) // 8 + 1
+
+
+def read_window(machine, top: int, nwords: int, stack_lo: int, stack_hi: int) -> list[str]:
+    """The window's words, top down, formatted ("unmapped" outside the stack)."""
+    return [f"{machine.read_u64(a):#018x}" if stack_lo <= a < stack_hi else "unmapped"
+            for a in (top - 8 * i for i in range(nwords))]
+
+
+def add_step(steps: list[Step], phase: str, short: str, title: str, text: list[str], pc: int, executed, regs_,
+             stack: list[str], rsp: int, mp: str, table=None, checks=(), marks=None) -> Step:
+    """Append a Step; what changed is taken against the previous step's registers and stack."""
+    prev = steps[-1] if steps else None
+    changed = [n for n in REG_ORDER if prev is not None and prev.regs.get(n) != regs_[n]]
+    sch = [i for i, v in enumerate(stack) if prev is not None and prev.stack[i] != v]
+    s = Step(phase, short, title, text, pc, list(executed), regs_, changed, stack, sch, rsp,
+             regs.describe_flags(int(regs_["RFLAGS"], 16)), mp, table, list(checks), marks or {})
+    steps.append(s)
+    return s
+
+
+def regs_of(machine) -> dict[str, str]:
+    """Every register of the machine's CPU now, formatted, in REG_ORDER."""
+    st = machine.dump_state()
+    out = {n: fmt_reg(n, st.values[n]) for n in st.values}
+    out["RIP"] = fmt_reg("RIP", machine.pc)
+    return {n: out[n] for n in REG_ORDER}
+
+
+class _RecordingSigctxt:
+    """A sigctxt that records what pushCall does to the interrupted context (and does it)."""
+
+    def __init__(self, inner):
+        self.inner, self.ops = inner, []
+
+    def rsp(self) -> int:
+        return self.inner.rsp()
+
+    def set_rsp(self, value: int) -> None:
+        self.ops.append(("RSP", value))
+        self.inner.set_rsp(value)
+
+    def set_rip(self, value: int) -> None:
+        self.ops.append(("RIP", value))
+        self.inner.set_rip(value)
+
+    def store64(self, addr: int, value: int) -> None:
+        self.ops.append(("store", addr, value))
+        self.inner.store64(addr, value)
+
+
+def _rel(path: str) -> str:
+    """A source path as the user sees it: relative to the working directory when that is shorter."""
+    if not os.path.isabs(path):
+        return path
+    rel = os.path.relpath(path)
+    return rel if len(rel) < len(path) else path
+
+
+def describe_pc(prog, pc: int) -> str:
+    """'func+off: insn  (file:line)', with the file as the user sees it."""
+    f, i = prog.func_for(pc), prog.insn_at(pc)
+    if f is None:
+        return f"{pc:#x} (no function)"
+    return f"{f.name}+{pc - f.start:#x}" + (f": {i.text}  ({_rel(i.file)}:{i.line})" if i is not None else "")
+
+
+
+CHECK_COLUMNS = ["check", "Go source", "asks", "here", "outcome"]
+
+
+def check_rows(prog, st, pc: int, s: int, headroom: int, async_off: bool) -> tuple[list[list[str]], str]:
+    """sighandler's checks for a signal at (pc, RSP = s) as table rows, in Go's order up to the first
+    refusal (the rest "not reached"), and the reason the oracle gives."""
+    rows = [["asyncpreemptoff", "runtime/signal_unix.go:691", "debug.asyncpreemptoff == 0",
+             "GODEBUG=asyncpreemptoff=1" if async_off else "0", "REFUSE: asyncpreemptoff" if async_off else "pass"]]
+    if async_off:
+        return rows, "asyncpreemptoff"
+    want = want_async_preempt(st)
+    rows.append(["wantAsyncPreempt", "runtime/preempt.go:369", "(gp.preempt || p.preempt) && _Grunning",
+                 "yes" if want else "no", "pass" if want else "REFUSE: no-request"])
+    if not want:
+        return rows, "no-request"
+    refused_by, seen = None, set()
+    for check, refusal in safe_point_checks(prog, st, pc, s, headroom):
+        seen.add(check)
+        q, cite = CHECK_QUESTIONS[check]
+        rows.append([check, cite, q, _observed(prog, check, st, pc, s, headroom),
+                     "pass" if refusal is None else f"REFUSE: {refusal}"])
+        if refusal is not None:
+            refused_by = refusal
+            break
+    for check, (q, cite) in CHECK_QUESTIONS.items():
+        if check not in seen and check != "other":
+            rows.append([check, cite, q, "-", "not reached"])
+    return rows, refused_by or "safe"
+
+
+def _observed(prog, check: str, st, pc: int, s: int, headroom: int) -> str:
+    f = prog.func_for(pc)
+    insn = prog.insn_at(pc)
+    if check == "curg":
+        return f"curg {st.m_curg:#x}, gp {st.gp:#x}"
+    if check == "canPreemptM":
+        return f"p {st.m_p:#x}, locks {st.m_locks}, mallocing {st.m_mallocing}, status {st.p_status}"
+    if check == "stack":
+        return f"{s:#x} - {st.stack_lo:#x} = {s - st.stack_lo} vs {headroom}"
+    if check == "findfunc":
+        return f"{f.name} ({f.goname})" if f else "none"
+    if check == "unsafePoint":
+        return str(prog.unsafe_point(pc))
+    if check == "asm":
+        return "FuncFlagAsm" if f.asm else "Go function"
+    if check == "runtime":
+        return (insn.inline if insn is not None and insn.inline else None) or f.goname
+    return ""
+
+
+def signal_text(prog, m_name: str, pc: int, reason: str) -> list[str]:
+    """The signal step's narrative: the handler runs, and the verdict with Go's reason for the rule."""
+    text = [f"The kernel stops {m_name}'s thread at {pc:#x} and runs sighandler -> doSigPreempt "
+            "(runtime/signal_unix.go:342). Go's checks, in Go's order:"]
+    if reason == "safe":
+        text.append("Every check passes: this PC is an async safe point.")
+    else:
+        text.append(f"REFUSED by {reason}: {REASONS[reason]}.")
+        why = WHY_UNSAFE[unsafe_class(prog, pc)] if reason == "unsafe-point" else WHY.get(reason, "")
+        if why:
+            text.append(f"Why Go has this rule: {why}.")
+    return text
+
+
+class _Narrator:
+    """Runs one preemption on a World and records a Step after each part of it."""
+
+    def __init__(self, world: World, at: int, force_unsafe: bool, seed: int, delay: int = 0,
+                 gc_during_preemption: bool = False, async_preemption: bool = True):
+        self.w, self.m = world, world.machine
+        self.async_preemption = async_preemption
+        self.delay = delay
+        self.gc_during_preemption = gc_during_preemption
+        self.clobber = Sweeper(world, seed)._clobber_table      # the sweep's asyncPreempt2 clobber values
+        self.prog = self.m.all
+        self.at, self.force = at, force_unsafe
+        self.steps: list[Step] = []
+
+    # --- state capture -----------------------------------------------------------------------
+    def regs_now(self) -> dict[str, str]:
+        return regs_of(self.m)
+
+    def stack_now(self) -> list[str]:
+        return read_window(self.m, self.top, self.nwords, self.w.stack_lo, self.w.stack_hi)
+
+    def add(self, phase: str, title: str, text: list[str], executed=(), table=None, checks=(), short=None,
+            marks=None) -> Step:
+        return add_step(self.steps, phase, short or phase, title, text, self.m.pc, executed, self.regs_now(),
+                        self.stack_now(), self.m.reg("RSP"), f"M{self.w.cur}/P{self.w.cur}", table, checks, marks)
+
+    def label_stack(self, s: int, frame_size: int, injected: bool) -> list[str]:
+        """Name every word of the window: the caller's frame, the interrupted frame, the stub's slots."""
+        lay = self.w.layout
+        names: dict[int, str] = {}
+        fr = self.prog.func_for(self.pc)
+        ret_slot = s + frame_size
+        names[ret_slot] = "return address (caller)" if ret_slot + 8 < self.w.stack_hi else "return address: goexit"
+        for a in range(s, ret_slot, 8):
+            names[a] = f"{fr.name.rsplit('.', 1)[-1]} frame, SP+{a - s}"
+        if injected:
+            names[s + RESUME_PC_OFFSET] = "resume PC (pushCall)"
+            names[s + SAVED_BP_OFFSET] = "saved RBP (PUSHQ BP)"
+            names[s + SAVED_FLAGS_OFFSET] = "saved RFLAGS (PUSHFQ)"
+            base = lay.save_area_base(s)
+            for sl in lay.stack_slots:
+                if sl.reg.size == 16:
+                    names[base + sl.offset + 8] = f"{sl.reg.go_name} high ({sl.offset}(SP))"
+                    names[base + sl.offset] = f"{sl.reg.go_name} low ({sl.offset}(SP))"
+                else:
+                    names[base + sl.offset] = f"{sl.reg.go_name} ({sl.offset}(SP))"
+            names[base - 8] = "return into asyncPreempt (CALL)"
+            for k in (16, 24, 32):
+                names[base - k] = "asyncPreempt2 frame (scribbled)"
+        return [names.get(self.top - 8 * i, "") for i in range(self.nwords)]
+
+    # --- the story ---------------------------------------------------------------------------
+    def run(self) -> tuple[str, str]:
+        w, m, prog = self.w, self.m, self.prog
+        at, delay = self.at, self.delay
+        w.reset()
+        if at:
+            m.run(m.pc, at)
+        self.pc = pc = m.pc
+        s = m.reg("RSP")
+        self.s = s
+        insn = prog.insn_at(pc)
+        f = prog.func_for(pc)
+        self.frame_size = frame_size = insn.sp_delta if insn is not None else 0
+        self.top, self.nwords = stack_window(s, frame_size, w.layout, w.stack_lo, w.stack_hi)
+
+        if delay:                        # run again, to the request `delay` instructions earlier
+            w.reset()
+            if at - delay:
+                m.run(m.pc, at - delay)
+            self._request()
+            executed = []
+            for _ in range(delay):
+                executed.append(m.pc)
+                m.run(m.pc, 1)
+        before = m.dump_state()
+        self.stack_above = m.read(s, w.stack_hi - s)
+        flags = regs.describe_flags(before.get("RFLAGS"))
+        self.add("goroutine", f"The goroutine runs {f.name}: boundary {at}", [
+            (f"G1 ran {delay} more instruction{'s' if delay != 1 else ''} after the request. " if delay else "")
+            + f"After {at} instruction{'s' if at != 1 else ''} G1 is about to execute {describe_pc(prog, pc)}.",
+            f"Its frame is {frame_size} bytes (SP delta at this PC); RSP = S = {s:#x}; flags: {flags}.",
+            "Every register below is live: whatever happens next must give all of them back bit for bit."]
+            + ([f"{insn.mnemonic.upper()} is interrupted between two iterations: RCX = "
+                f"{before.get('RCX')} iterations left, its pointer registers already advanced. Resuming at this PC "
+                "continues it (REP is not an unsafe point, golang/go#13160)."] if insn is not None and insn.is_rep
+               else []),
+            executed=executed if delay else ())
+        if not delay:
+            self._request()
+        M = w.structs.m
+        rd = self._field
+
+        # 3. the signal: doSigPreempt -> wantAsyncPreempt -> isAsyncSafePoint
+        st = w.sched_state()
+        off = not self.async_preemption
+        rows, reason = check_rows(prog, st, pc, s, w.headroom, off)
+        self.add("signal", "SIGURG arrives: isAsyncSafePoint", signal_text(prog, f"M{w.cur}", pc, reason),
+                 table={"title": "the handler's checks, in Go's order", "columns": CHECK_COLUMNS, "rows": rows})
+        rec = _RecordingSigctxt(w.sigctx)
+        gen0 = rd(w.mp, M, "preemptGen")
+        m.write(memmap.CLOBBER_TABLE, self.clobber(before.raw))
+        v = inject.sighandler_sigurg(rec, prog, st, pc, s, w.headroom, m.stub_entry, w.ack, off)
+        assert v.reason == reason, (v.reason, reason)          # one oracle: the handler's and the table's
+        gen1 = rd(w.mp, M, "preemptGen")
+
+        if not v.ok and not self.force:
+            after = m.dump_state()
+            same = not before.diff(after) and m.pc == pc
+            self.add("ack", "Refused: the handler only acknowledges" if not off else "Ignored: no doSigPreempt", [
+                f"doSigPreempt acknowledges anyway: m.preemptGen {gen0} -> {gen1}, m.signalPending = 0." if not off
+                else f"sighandler skips doSigPreempt entirely (Go >= 1.15, golang/go#38531): m.preemptGen stays "
+                     f"{gen1}, nothing is acknowledged.",
+                "The signal context is not touched: G1 resumes at the same PC with the same registers.",
+                "In Go the request stays pending: " + ("sysmon re-sends the signal later, and " if not off else "")
+                + "the next function prologue sees stackguard0 == stackPreempt and preempts cooperatively "
+                "(`preemu preempt` follows that).",
+                "With --force-unsafe preemu injects here anyway, to show the damage."],
+                checks=[Check("context untouched", same, "registers and PC as interrupted" if same else
+                              "the refused signal changed the context")])
+            w.withdraw_request()
+            self._finish(before)
+            return "refused", v.reason
+
+        verdict = "injected"
+        if not v.ok:
+            inject.push_call(rec, m.stub_entry, pc)
+            verdict = "forced"
+        store = next(op for op in rec.ops if op[0] == "store")
+        self.add("pushCall", "pushCall: make it look like a call" + (" (FORCED)" if verdict == "forced" else ""), [
+            ("--force-unsafe: preemu injects although Go refuses. " if verdict == "forced" else "")
+            + "sigctxt.pushCall (runtime/signal_amd64.go:80) makes exactly one memory write:",
+            f"  [{store[1]:#x}] = {store[2]:#x}  (the resume PC, at S-8)",
+            f"  RSP {s:#x} -> {m.reg('RSP'):#x},  RIP {pc:#x} -> {m.pc:#x} (asyncPreempt)",
+            f"then acknowledges: m.preemptGen {gen0} -> {gen1}, m.signalPending = 0. "
+            "The handler returns; the thread resumes as if G1 had called asyncPreempt."])
+        if self.gc_during_preemption:            # a GC mark phase starts while G1 is off CPU
+            self.w.on_preempted = lambda: m.write(memmap.WRITE_BARRIER_FLAG, b"\x01\x00\x00\x00")
+        calls0 = m.write_barrier_calls
+        try:
+            ok = self._stub(before, s, pc)
+        finally:
+            self.w.on_preempted = None
+        if ok and self.gc_during_preemption:
+            self._write_barrier_window(pc, verdict == "forced", calls0)
+        if ok:
+            self._finish(before)
+        return verdict, v.reason
+
+    def _write_barrier_window(self, pc: int, forced: bool, calls0: int) -> None:
+        """With the barrier turned on during the preemption: run the rest of a write-barrier window the
+        signal split (episode's check) and say whether the pointer store went through gcWriteBarrier2."""
+        from ..drive import episode
+        m = self.m
+        end = episode._wb_range_end(self.prog, pc) if forced else None
+        if end is None:
+            m.write(memmap.WRITE_BARRIER_FLAG, bytes(4))
+            return
+        ep = episode.Episode(self.at, True, "async", self.at)
+        start = m.pc
+        episode._check_write_barrier(ep, self.w, self.prog, self.at, pc, end, calls0)
+        bad = [v for v in ep.violations if v.kind == "missed-write-barrier"]
+        self.add("write-barrier", "The write-barrier window, split by the preemption", [
+            "A GC mark phase turned the write barrier on while G1 was off CPU. G1 had tested the flag before "
+            "the signal (barrier off) and now finishes the window on that stale answer."],
+            executed=[start], short="barrier",
+            checks=[Check("pointer stores go through the write barrier", not bad,
+                          bad[0].detail if bad else "gcWriteBarrier2 was called")])
+
+    def _field(self, base: int, fields: dict, name: str) -> int:
+        return int.from_bytes(self.m.read(base + fields[name].offset, fields[name].size), "little")
+
+    def _request(self) -> None:
+        """sysmon's request: preemptone and preemptM, as the World does them."""
+        w = self.w
+        w.preempt_one()
+        G, M, P = w.structs.g, w.structs.m, w.structs.p
+        rd = self._field
+        self.add("request", "sysmon asks: preemptone and preemptM", [
+            "sysmon saw G1 run too long (retake, forcePreemptNS = 10 ms) and calls preemptone "
+            "(runtime/proc.go:6917):",
+            f"  g.preempt = {rd(w.gp, G, 'preempt')} at {w.gp + G['preempt'].offset:#x}; "
+            f"g.stackguard0 = {rd(w.gp, G, 'stackguard0'):#x} (stackPreempt) -- the cooperative request, "
+            "seen by the next function prologue",
+            f"  p.preempt = {rd(w.pp, P, 'preempt')}; preemptM (runtime/signal_unix.go:369): "
+            f"m.signalPending = {rd(w.mp, M, 'signalPending')}, tgkill(M{w.cur}, SIGURG) -- the asynchronous one"],
+            table={"title": "g, m and p after the request", "columns": ["struct", "field", "address", "value"],
+                   "rows": [["g (G1)", "preempt", f"{w.gp + G['preempt'].offset:#x}", str(rd(w.gp, G, 'preempt'))],
+                            ["g (G1)", "stackguard0", f"{w.gp + G['stackguard0'].offset:#x}",
+                             f"{rd(w.gp, G, 'stackguard0'):#x}"],
+                            [f"p (P{w.cur})", "preempt", f"{w.pp + P['preempt'].offset:#x}",
+                             str(rd(w.pp, P, 'preempt'))],
+                            [f"m (M{w.cur})", "signalPending", f"{w.mp + M['signalPending'].offset:#x}",
+                             str(rd(w.mp, M, 'signalPending'))]]})
+
+    # --- the stub, single-stepped ------------------------------------------------------------
+    def _stub(self, before, s: int, pc: int) -> bool:
+        w, m, prog = self.w, self.m, self.prog
+        stub = m.stub
+        sf = stub.get_func("asyncPreempt")
+        ret_after_call = None
+        group: list[int] = []
+        key = None
+        m.stub_ret_armed = False
+        for _ in range(10_000):
+            cur = m.pc
+            i = prog.insn_at(cur)
+            if i is None or not (sf.start <= cur < sf.end):
+                break
+            k = stub_phase(i)
+            if group and k != key:
+                self._stub_step(key, group, s)
+                group = []
+            key = k
+            if k == "ret":
+                return self._ret(before, s, pc, cur)
+            if k == "call":
+                m0 = w.cur
+                ret_after_call = cur + i.size
+                gc0 = w.gc_cycles
+                try:
+                    m.run(cur, 1)                      # CALL asyncPreempt2
+                    executed = [cur]
+                    while m.pc != ret_after_call:
+                        executed.append(m.pc)
+                        m.run(m.pc, 1)
+                except Fault as e:
+                    return self._fault(e, s, pc)
+                self._async_preempt2(m0, executed, before, gc0)
+                continue
+            group.append(cur)
+            try:
+                m.run(cur, 1)
+            except Fault as e:
+                if group[:-1]:
+                    self._stub_step(key, group[:-1], s)
+                return self._fault(e, s, pc)
+        self.add("fault", "The stub never reached its RET", [f"stopped at {m.pc:#x}"],
+                 checks=[Check("stub returns", False, f"stopped at {describe_pc(prog, m.pc)}")])
+        return False
+
+    def _fault(self, e: Fault, s: int, pc: int) -> bool:
+        where = describe_pc(self.prog, e.pc)
+        self.add("fault", "The stub faulted", [f"{e.error} at {where}."],
+                 checks=[Check("stub runs without faulting", False, f"{e.error} at {where}")])
+        return False
+
+    def _stub_step(self, key: str, pcs: list[int], s: int) -> None:
+        prog, lay, w = self.prog, self.w.layout, self.w
+        lines = [f"  {describe_pc(prog, p)}" for p in pcs[:3]]
+        if len(pcs) > 3:
+            lines.append(f"  ... {len(pcs) - 3} more, to {describe_pc(prog, pcs[-1])}")
+        title, say = STUB_TEXT[key]
+        text = [say(lay, s, self.m.reg("RSP"))] + lines
+        table = None
+        if key == "save":
+            base = lay.save_area_base(s)
+            rows = [["S-8", f"{s - 8:#x}", "resume PC (pushCall)", f"{self.m.read_u64(s - 8):#x}"],
+                    ["S-16", f"{s - 16:#x}", "RBP", f"{self.m.read_u64(s - 16):#x}"],
+                    ["S-24", f"{s - 24:#x}", "RFLAGS", f"{self.m.read_u64(s - 24):#x}"]]
+            for sl in lay.stack_slots:
+                a = base + sl.offset
+                val = int.from_bytes(self.m.read(a, sl.reg.size), "little")
+                rows.append([f"S-{s - a}", f"{a:#x}", f"{sl.reg.go_name}  {sl.offset}(SP)", fmt_reg(sl.reg.name, val)])
+            if lay.xreg_slots:
+                scratch = w.pp + w.structs.p["xRegs.scratch"].offset
+                for sl in lay.xreg_slots:
+                    a = scratch + sl.offset
+                    val = int.from_bytes(self.m.read(a, sl.reg.size), "little")
+                    rows.append([f"p.xRegs+{sl.offset}", f"{a:#x}", f"{sl.reg.go_name} (P{w.cur} scratch)",
+                                 fmt_reg(sl.reg.name, val)])
+            table = {"title": f"the asyncPreempt frame ({lay.name} layout), S = {s:#x}",
+                     "columns": ["slot", "address", "holds", "value"], "rows": rows}
+        self.add("stub", title, text, executed=pcs, table=table, short=STUB_SHORT[key])
+
+    def _async_preempt2(self, m0: int, executed: list[int], before, gc0: int) -> None:
+        w = self.w
+        m1 = w.cur
+        now = self.regs_now()
+        clob = [n for n in REG_ORDER if n not in ("RIP", "RSP") and self.steps[-1].regs[n] != now[n]]
+        text = ["CALL asyncPreempt2 (runtime/preempt.go:317) -> mcall(gopreempt_m): G1 goes to the global run "
+                "queue and M" + str(m0) + " calls schedule().",
+                "No other goroutine is runnable in this world, so schedule() picks G1 again"
+                + (f", this time on M{m1}/P{m1} (a preempted G may resume on any M and P)." if m1 != m0 else "."),
+                f"Running other code clobbered {len(clob)} registers (every GPR but RBP, every flag, every XMM): "
+                "only the stub's saved copies can bring them back."]
+        if self.gc_during_preemption:
+            text.append("Meanwhile a GC mark phase starts: the write barrier is now on (writeBarrier flag = 1).")
+        if w.layout.xreg_slots:
+            text.append("go1.27: xRegSave copied P's scratch into G1's xRegs block; on the new P xRegRestore "
+                        "puts that block in p.xRegs.cache, where the stub reloads X0-X15 from.")
+        self.add("asyncPreempt2", "asyncPreempt2: G1 is off CPU", text, executed=executed)
+        if w.gc_enabled and w.gc_cycles > gc0:
+            self._gc()
+
+    def _gc(self) -> None:
+        w = self.w
+        frames, res, freed = w.last_gc
+        how = {"asyncPreempt2": "precise (no pointers)", "asyncPreempt": "conservative (save area)",
+               "interrupted": "conservative (whole frame)", "caller": "precise (stack map at the call)"}
+        rows = [[fr.func, fr.kind, f"{fr.sp:#x}", str(fr.size), how[fr.kind]] for fr in frames]
+        roots = [[where, f"{slot:#x}", f"{base:#x}"] for where, slot, base in res.roots]
+        text = ["While G1 sits in asyncPreempt2 a GC cycle runs (runtime/mgcmark.go:904 scanstack): the unwinder "
+                "walks the frames by return addresses, innermost first."]
+        text += [f"  root: {where} [{slot}] -> object {base}" for where, slot, base in roots] or [
+            "  no word on the stack or in globals points into the heap"]
+        objs = w.heap.objs
+        text.append(f"marked {len(res.marked)} object(s): {', '.join(f'{b:#x}' for b in sorted(res.marked)) or '-'}"
+                    + (f" ({len(res.conservative_only)} only conservatively)" if res.conservative_only else ""))
+        text.append(f"freed {len(freed)} object(s): {', '.join(f'{o.base:#x}' for o in freed) or '-'} "
+                    f"(poisoned with 0xde); heap objects so far: {len(objs)}")
+        marks = {(self.top - slot) // 8: f"GC root -> {base:#x}" for where, slot, base in res.roots
+                 if 0 <= self.top - slot < 8 * self.nwords and (self.top - slot) % 8 == 0}
+        self.add("gc", "GC: scan the preempted stack, mark, sweep", text, marks=marks,
+                 table={"title": "frames the stack scan visits", "columns": ["function", "frame", "SP", "size",
+                                                                           "scanned"], "rows": rows})
+
+    def _ret(self, before, s: int, pc: int, ret_pc: int) -> bool:
+        w, m, prog = self.w, self.m, self.prog
+        after = m.dump_state()
+        make = verify.violation_maker(prog, self.at, pc)
+        found = verify.compare_registers(before, after, before.raw, after.raw, make)
+        bad = {v.what for v in found}
+        groups = [("14 GPRs", [r.name for r in regs.GP_REGS]), ("RBP", ["RBP"]), ("RFLAGS", ["RFLAGS"]),
+                  ("XMM0-XMM15", [r.name for r in regs.XMM_REGS])]
+        checks = []
+        for label, names in groups:
+            wrong = [n for n in names if n in bad]
+            checks.append(Check(f"{label} bit-exact", not wrong,
+                                "equal to the interrupted values" if not wrong else
+                                "; ".join(v.describe().split(" at boundary")[0] for v in found if v.what in wrong)))
+        sp = after.get("RSP")
+        ret_to = m.read_u64(sp) if w.stack_lo <= sp < w.stack_hi else None
+        checks.append(Check("RSP = S-8 and [S-8] = resume PC", sp == s - 8 and ret_to == pc,
+                            f"RSP {sp:#x}, [RSP] = {ret_to:#x}" if ret_to is not None else f"RSP {sp:#x}"))
+        rows = [[n, fmt_reg(n, before.values[n]), fmt_reg(n, after.values[n]), "same" if n not in bad else "DIFFERS"]
+                for n in REG_ORDER if n not in ("RIP", "RSP")]
+        self.add("compare", "At the stub's RET: every register compared", [
+            "The oracle dumps every register at the RET and compares it with the interrupted state.",
+            f"{sum(c.ok for c in checks)} of {len(checks)} checks hold."],
+            table={"title": "interrupted vs at the RET", "columns": ["register", "interrupted", "at RET", ""],
+                   "rows": rows}, checks=checks)
+        m.run(ret_pc, 1)
+        now = m.read(s, self.w.stack_hi - s)
+        same = now == self.stack_above
+        self.add("resume", "RET: G1 resumes at the interrupted PC", [
+            f"RET pops the resume PC: RIP = {m.pc:#x} ({describe_pc(prog, m.pc)}), RSP = {m.reg('RSP'):#x}.",
+            "G1 continues as if nothing had happened."],
+            executed=[ret_pc],
+            checks=[Check("resumes at the interrupted PC", m.pc == pc and m.reg("RSP") == s,
+                          f"RIP {m.pc:#x}, RSP {m.reg('RSP'):#x}"),
+                    Check("stack at and above S unchanged", same, "untouched" if same else "changed")])
+        return True
+
+    def _finish(self, before) -> None:
+        """Run to goexit and compare with the uninterrupted run (registers, memory, heap, stack growth)."""
+        w, m = self.w, self.m
+        rest = self.ref.boundaries - self.at
+        try:
+            m.run(m.pc, max(4 * self.ref.boundaries, 1_000_000))     # goexit's sentinel stops the run
+            final = m.dump_state() if m.pc == memmap.GOEXIT else None
+            fault = None
+        except Fault as e:
+            final, fault = None, e
+        checks = []
+        if fault is not None:
+            checks.append(Check("runs to goexit", False, f"{fault.error} at {describe_pc(m.all, fault.pc)}"))
+        elif final is None:
+            checks.append(Check("runs to goexit", False, f"still running at {describe_pc(m.all, m.pc)}"))
+        else:
+            fv = final_violations(w, final, self.ref, self.at)
+            regs_bad = [v for v in fv if v.what in regs.BY_NAME]
+            mem_bad = [v for v in fv if v not in regs_bad]
+            checks.append(Check("final registers equal the uninterrupted run", not regs_bad,
+                                "equal" if not regs_bad else "; ".join(f"{v.what}: expected {v.expected}, got "
+                                                                       f"{v.actual}" for v in regs_bad[:4])))
+            checks.append(Check("final memory equals the uninterrupted run", not mem_bad,
+                                "equal" if not mem_bad else "; ".join(f"{v.what}: expected {v.expected}, got "
+                                                                      f"{v.actual}" for v in mem_bad[:2])))
+        for gpc, gsp, guard in w.needless_growths:
+            checks.append(Check("no needless stack growth", False,
+                                f"morestack from {gpc:#x} grew the stack with SP {gsp:#x} above stackguard0 "
+                                f"{guard:#x}: the prologue branched on stale flags (golang/go#35470)"))
+        if w.gc_enabled:
+            uaf = w.uaf
+            checks.append(Check("no use of freed objects", not uaf, "none" if not uaf else "; ".join(
+                f"{kind} of freed object {base:#x} at {addr:#x} by pc {apc:#x}" for base, _, kind, addr, apc, _ in uaf)))
+        self.add("end", "G1 runs on to goexit", [
+            f"The rest of the run: {rest} more instructions from boundary {self.at} "
+            f"({self.ref.boundaries} in all), then the final state is compared with an uninterrupted run."],
+            checks=checks)
+
+
+
+
+def explain(world: World, at: int, source: str, func: str, force_unsafe: bool = False, seed: int = 1,
+            signal_delay: int = 0, gc_during_preemption: bool = False, async_preemption: bool = True) -> Story:
+    """Tell one preemption at boundary `at` of the goroutine in `world`, step by step; sysmon's request
+    comes `signal_delay` instructions before the signal (as in `preempt --signal-delay`)."""
+    ref = run_reference(world)
+    if at >= ref.boundaries:
+        raise ValueError(f"--at {at}: the goroutine ends after {ref.boundaries} instructions")
+    if not 0 <= signal_delay <= at:
+        raise ValueError(f"--signal-delay {signal_delay}: the request must come at or after the goroutine's start "
+                         f"(boundary {at} - {signal_delay})")
+    n = _Narrator(world, at, force_unsafe, seed, signal_delay, gc_during_preemption, async_preemption)
+    n.ref = ref
+    verdict, reason = n.run()
+    labels = n.label_stack(n.s, n.frame_size, verdict != "refused")
+    code = code_listing(world.machine.all, n.steps)
+    return Story(source, func, world.layout.name, at, n.pc, verdict, reason, world.gc_enabled, n.steps, code,
+                 n.top, labels, ref.boundaries)
+
+
+def code_listing(prog, steps: list[Step]) -> dict[str, dict]:
+    """The disassembly of every function a step points at, with source lines."""
+    names: list[str] = []
+    for s in steps:
+        for p in [s.pc] + s.executed:
+            f = prog.func_for(p)
+            if f is not None and f.name not in names and f.name not in ("dumper",):
+                names.append(f.name)
+    out = {}
+    for name in names:
+        f = prog.get_func(name)
+        out[name] = {"goname": f.goname, "start": f"{f.start:#x}", "insns": [
+            {"pc": f"{i.addr:#x}", "off": i.addr - f.start, "text": i.text, "line": i.line, "file": _rel(i.file),
+             "source": i.source.strip(), "unsafe": i.unsafe} for i in f.insns]}
+    return out
