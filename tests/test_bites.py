@@ -10,7 +10,7 @@ import dataclasses
 import re
 
 import pytest
-from conftest import ASM, FakeSigContext, assemble, sweep_file, world_for
+from conftest import ASM, ROOT, FakeSigContext, assemble, sweep_file, world_for
 
 from emu.drive import checkstub, loader, sweeper as sweep
 from emu.core import layout, stubgen
@@ -288,3 +288,15 @@ def test_check_stub_of_a_looping_stub_stops_at_the_first_runaway_of_each_loop(tm
     assert f"expected RET within {sweep.stub_budget('go1.14'):,} instructions" in out
     # 50x what the reference stub runs: its ~70 instructions plus asyncPreempt2's ~40
     assert 50 * 100 <= sweep.stub_budget("go1.14") <= 50 * 150
+
+
+def test_every_mutation_of_bench_mutations_still_applies():
+    """bench/mutations.py patches text in emu/; when the code moves, a patch that no longer applies would
+    make the mutation check report it instead of testing it: each old text is in its file exactly once."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("mutations", ROOT / "bench" / "mutations.py")
+    mutations = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mutations)
+    stale = [name for name, (path, old, _new, _tests) in mutations.MUTATIONS.items()
+             if not (ROOT / path).is_file() or (ROOT / path).read_text().count(old) != 1]
+    assert len(mutations.MUTATIONS) > 30 and stale == []

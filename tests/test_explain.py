@@ -254,6 +254,22 @@ def test_asyncpreemptoff_scenario_ignores_the_signal_without_acknowledging():
     assert rc == 0 and "verdict: injected" in out
 
 
+def test_go114s_handler_does_not_check_asyncpreemptoff_and_the_story_says_so():
+    """Go 1.14's sighandler ran doSigPreempt even with GODEBUG=asyncpreemptoff=1 (golang/go#38531, fixed in
+    Go 1.15): with the go1.14 layout the signal is injected, the table's first row says the check did not
+    exist, and the other checks follow (this once stopped explain with an internal error)."""
+    args = ("explain", str(ROOT / "asm" / "adc_chain.s"), "--func", "adc_chain", "--reg", "RCX=64", "--at", "5",
+            "--async-preemption", "off", "--json")
+    rc, out = _cli(*args)
+    d = json.loads(out)
+    assert rc == 0 and d["verdict"] == "injected" and d["reason"] == "safe"
+    rows = next(s for s in d["steps"] if s["phase"] == "signal")["table"]["rows"]
+    assert rows[0][0] == "asyncpreemptoff" and "not checked before Go 1.15" in rows[0][-1]
+    assert rows[1][0] == "wantAsyncPreempt" and all(r[-1].startswith("pass") for r in rows)
+    rc, out = _cli(*args[:-1], "--layout", "go1.27", "--json")
+    assert rc == 0 and json.loads(out)["reason"] == "asyncpreemptoff"
+
+
 def test_a_go_program_is_told_from_its_real_program():
     """A Go package directory: the real program's preemption (emu/teach/real.py; tests/test_gexplain.py
     has the details), the binary's own runtime.asyncPreempt with its Go assembly source in the code."""

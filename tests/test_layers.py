@@ -161,3 +161,14 @@ def test_every_old_path_is_a_moved_module_and_the_new_paths_do_not_warn():
         warnings.simplefilter("error")
         from emu.drive import realsweep  # noqa: F401
         from emu.teach import story  # noqa: F401
+
+
+def test_the_readme_layout_names_every_module():
+    readme = (ROOT.parent / "README.md").read_text()
+    layout = readme[readme.index("## Layout"):readme.index("## Status and limits")]
+    for sub in {p.parent.name for p in ROOT.glob("*/__init__.py")}:
+        assert f"emu/{sub}/" in layout, sub
+    missing = [str(p.relative_to(ROOT)) for p in ROOT.rglob("*.py")
+               if p.name not in ("__init__.py", "__main__.py") and f" {p.name} " not in layout
+               and f"emu/{p.name} " not in layout]
+    assert missing == []

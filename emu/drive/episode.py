@@ -75,88 +75,29 @@ DEFAULT_RETRY = 50
 def run_episode(world: World, at: int, async_preemption: bool = True, retry: int = DEFAULT_RETRY,
                 max_wait: int = 100_000, force_unsafe: bool = False, signal_delay: int = 0,
                 gc_during_preemption: bool = False) -> Episode:
-    """Request a preemption at boundary `at` and follow it until the goroutine is stopped."""
+    """Request a preemption at boundary `at` and follow it until the goroutine is stopped.
+
+    The request (_request); then one instruction at a time, a signal whenever one is due (_signal: injected,
+    _async_preempt, or refused and sent again `retry` instructions later), watching for stack growth, the
+    prologue's cooperative preemption and goexit; then on to goexit and the comparison (_finish)."""
     ref = run_reference(world)
     w, m, prog = world, world.machine, world.machine.all
     ep = Episode(at, async_preemption, "not-preempted", None, reference=ref)
     say = lambda pos, kind, text: ep.events.append(Event(pos, m.pc, kind, text))  # noqa: E731
-
-    def where(pc: int) -> str:
-        return prog.describe_pc(pc)
-
-    w.reset()
-    if at >= ref.boundaries:
-        raise ValueError(f"--at {at}: the goroutine ends after {ref.boundaries} instructions")
-    if at:
-        m.run(m.pc, at)
+    _request(w, ep, ref, say)
     pos = at
-    w.preempt_one(signal=async_preemption)
-    say(pos, "request", "sysmon: preemptone -> gp.preempt = true, stackguard0 = stackPreempt"
-        + (", pp.preempt = true, SIGURG sent to M0" if async_preemption else " (async preemption off: no signal)"))
     next_signal = pos + signal_delay if async_preemption else None
     coop0 = w.cooperative_preemptions
     grow0 = len(w.stack_moves)
     explained: set[str] = set()
     while pos < at + max_wait:
         if next_signal is not None and pos >= next_signal:
-            pc = m.pc
-            before = m.dump_state()
-            s = before.get("RSP")
-            st = w.sched_state()
-            ep.signals += 1
-            v = inject.do_sig_preempt(w.sigctx, prog, st, pc, s, w.headroom, m.stub_entry, w.ack)
-            forced = False
-            if not v.ok and force_unsafe and v.reason != "no-request":
-                inject.push_call(w.sigctx, m.stub_entry, pc)
-                forced = True
-            if v.ok or forced:
-                say(pos, "inject", f"signal at {where(pc)}: " + (
-                    "async safe point" if v.ok else f"FORCED although unsafe ({v.reason}: {REASONS[v.reason]})")
-                    + f"; pushCall: [{s - 8:#x}] = {pc:#x}, RSP {s:#x} -> {s - 8:#x}, RIP = asyncPreempt")
-                wb_end = _wb_range_end(prog, pc) if (forced and gc_during_preemption) else None
-                if gc_during_preemption:
-                    w.on_preempted = lambda: m.write(memmap.WRITE_BARRIER_FLAG, b"\x01\x00\x00\x00")
-                calls0 = m.write_barrier_calls
-                m.stub_ret_armed = True
-                try:
-                    reason = m.run(m.stub_entry, stub_budget(w.layout.name))
-                except Fault as f:
-                    m.stub_ret_armed = False
-                    w.on_preempted = None
-                    ep.violations.append(verify.violation_maker(prog, pos, pc)(
-                        "stub-fault", f.reg or f"{f.pc:#x}", "no fault", f.error, f"the stub faulted at {f.where}"))
-                    say(pos, "fault", f"the stub faulted at {f.where}: {f.error}")
-                    ep.outcome = "faulted"
-                    return ep
-                m.stub_ret_armed = False
-                w.on_preempted = None
-                say(pos, "async-preempt", "asyncPreempt saved the registers; asyncPreempt2 -> mcall(gopreempt_m): "
-                    "the G is descheduled; execute() resumes it (gp.preempt = false, stackguard0 reset)"
-                    + ("; meanwhile a GC mark phase turned the write barrier on" if gc_during_preemption else ""))
-                if reason != STOP_STUB_RET:
-                    ep.violations.append(verify.violation_maker(prog, pos, pc)(
-                        "stub-budget", "asyncPreempt", "RET", f"stopped: {reason}"))
-                    ep.outcome = "faulted"
-                    return ep
-                after = m.dump_state()
-                ep.violations += verify.compare_registers(before, after, before.raw, after.raw,
-                                                          verify.violation_maker(prog, pos, pc))
-                m.run(m.pc, 1)
-                say(pos, "resume", f"the stub returned to {where(m.pc)} with every register restored"
-                    if not ep.violations else "the stub returned, but registers differ")
-                ep.outcome, ep.preempted_at = "async", pos
-                if wb_end is not None:
-                    _check_write_barrier(ep, w, prog, pos, pc, wb_end, calls0)
+            _signal(w, ep, pos, say, explained, retry, force_unsafe, gc_during_preemption)
+            if ep.outcome == "faulted":
+                return ep
+            if ep.outcome == "async":
                 break
-            if v.reason in explained:
-                say(pos, "refuse", f"signal at {where(pc)}: refused ({v.reason}); still pending")
-            else:
-                explained.add(v.reason)
-                say(pos, "refuse", f"signal at {where(pc)}: refused ({v.reason}: {REASONS[v.reason]}); "
-                    "ack: preemptGen += 1, signalPending = 0; the request stays pending and sysmon "
-                    f"re-sends the signal every {retry:,} instructions{_cadence(retry)}")
-            next_signal = pos + retry
-            w.resend_signal()
+            next_signal = pos + retry            # refused: the request stays pending
         try:
             m.run(m.pc, 1)
         except Fault as f:
@@ -186,6 +127,93 @@ def run_episode(world: World, at: int, async_preemption: bool = True, retry: int
     m.write(memmap.WRITE_BARRIER_FLAG, bytes(4))       # any GC mark phase is over
     _finish(ep, w, ref, pos)
     return ep
+
+
+def _request(w: World, ep: Episode, ref: Reference, say) -> None:
+    """Run the goroutine to boundary ep.at and make the request there, as sysmon's preemptone does."""
+    m = w.machine
+    w.reset()
+    if ep.at >= ref.boundaries:
+        raise ValueError(f"--at {ep.at}: the goroutine ends after {ref.boundaries} instructions")
+    if ep.at:
+        m.run(m.pc, ep.at)
+    w.preempt_one(signal=ep.async_preemption)
+    say(ep.at, "request", "sysmon: preemptone -> gp.preempt = true, stackguard0 = stackPreempt"
+        + (", pp.preempt = true, SIGURG sent to M0" if ep.async_preemption else " (async preemption off: no signal)"))
+
+
+def _signal(w: World, ep: Episode, pos: int, say, explained: set[str], retry: int, force_unsafe: bool,
+            gc_during_preemption: bool) -> None:
+    """SIGURG at boundary `pos`: doSigPreempt decides. Injected (or forced): the stub runs (_async_preempt;
+    ep.outcome becomes "async" or "faulted"). Refused: the ack; the request stays pending and sysmon will
+    send the signal again (ep.outcome unchanged)."""
+    m, prog = w.machine, w.machine.all
+    pc = m.pc
+    before = m.dump_state()
+    s = before.get("RSP")
+    st = w.sched_state()
+    ep.signals += 1
+    v = inject.do_sig_preempt(w.sigctx, prog, st, pc, s, w.headroom, m.stub_entry, w.ack)
+    forced = False
+    if not v.ok and force_unsafe and v.reason != "no-request":
+        inject.push_call(w.sigctx, m.stub_entry, pc)
+        forced = True
+    if v.ok or forced:
+        say(pos, "inject", f"signal at {prog.describe_pc(pc)}: " + (
+            "async safe point" if v.ok else f"FORCED although unsafe ({v.reason}: {REASONS[v.reason]})")
+            + f"; pushCall: [{s - 8:#x}] = {pc:#x}, RSP {s:#x} -> {s - 8:#x}, RIP = asyncPreempt")
+        _async_preempt(w, ep, pos, pc, before, say, forced, gc_during_preemption)
+        return
+    if v.reason in explained:
+        say(pos, "refuse", f"signal at {prog.describe_pc(pc)}: refused ({v.reason}); still pending")
+    else:
+        explained.add(v.reason)
+        say(pos, "refuse", f"signal at {prog.describe_pc(pc)}: refused ({v.reason}: {REASONS[v.reason]}); "
+            "ack: preemptGen += 1, signalPending = 0; the request stays pending and sysmon "
+            f"re-sends the signal every {retry:,} instructions{_cadence(retry)}")
+    w.resend_signal()
+
+
+def _async_preempt(w: World, ep: Episode, pos: int, pc: int, before, say, forced: bool,
+                   gc_during_preemption: bool) -> None:
+    """The injected call: the stub runs to its RET (asyncPreempt2 deschedules the G meanwhile), the registers
+    must come back, and the G resumes at pc. A forced injection inside a write-barrier window with a GC
+    turning the barrier on is stepped through (_check_write_barrier). Sets ep.outcome: async or faulted."""
+    m, prog = w.machine, w.machine.all
+    wb_end = _wb_range_end(prog, pc) if (forced and gc_during_preemption) else None
+    if gc_during_preemption:
+        w.on_preempted = lambda: m.write(memmap.WRITE_BARRIER_FLAG, b"\x01\x00\x00\x00")
+    calls0 = m.write_barrier_calls
+    m.stub_ret_armed = True
+    try:
+        reason = m.run(m.stub_entry, stub_budget(w.layout.name))
+    except Fault as f:
+        m.stub_ret_armed = False
+        w.on_preempted = None
+        ep.violations.append(verify.violation_maker(prog, pos, pc)(
+            "stub-fault", f.reg or f"{f.pc:#x}", "no fault", f.error, f"the stub faulted at {f.where}"))
+        say(pos, "fault", f"the stub faulted at {f.where}: {f.error}")
+        ep.outcome = "faulted"
+        return
+    m.stub_ret_armed = False
+    w.on_preempted = None
+    say(pos, "async-preempt", "asyncPreempt saved the registers; asyncPreempt2 -> mcall(gopreempt_m): "
+        "the G is descheduled; execute() resumes it (gp.preempt = false, stackguard0 reset)"
+        + ("; meanwhile a GC mark phase turned the write barrier on" if gc_during_preemption else ""))
+    if reason != STOP_STUB_RET:
+        ep.violations.append(verify.violation_maker(prog, pos, pc)(
+            "stub-budget", "asyncPreempt", "RET", f"stopped: {reason}"))
+        ep.outcome = "faulted"
+        return
+    after = m.dump_state()
+    ep.violations += verify.compare_registers(before, after, before.raw, after.raw,
+                                              verify.violation_maker(prog, pos, pc))
+    m.run(m.pc, 1)
+    say(pos, "resume", f"the stub returned to {prog.describe_pc(m.pc)} with every register restored"
+        if not ep.violations else "the stub returned, but registers differ")
+    ep.outcome, ep.preempted_at = "async", pos
+    if wb_end is not None:
+        _check_write_barrier(ep, w, prog, pos, pc, wb_end, calls0)
 
 
 def resolve_at(world: World, spec: str) -> int:

@@ -23,10 +23,11 @@ At F's return the swept run's results and globals must equal the reference's (ge
 are pointers compare as nil / not nil, since a goroutine resumed on another P allocates elsewhere), and
 after F the program runs on to its exit with the same output and status. `to_exit` more points each get
 a run of their own: one injection, then on to the exit, compared with the reference's ending.
-This module is the engine of one process (setup, the reference, a chain, a single injection); realsweep.py
-shards a sweep and merges it, geffects.py reads what F leaves behind. With gc, at each point preemu's oracle
-calls safe the request is the runtime's own: a GC cycle is made due and G's thread waits until the runtime
-stops G for it (realgc.py); the other points get preemptone's request, withdrawn when declined.
+This module is the engine of one process (setup, the reference, a chain, a single injection); grequest.py
+makes and withdraws the request at each point, realsweep.py shards a sweep and merges it, geffects.py reads
+what F leaves behind. With gc, at each point preemu's oracle calls safe the request is the runtime's own:
+a GC cycle is made due and G's thread waits until the runtime stops G for it (realgc.py); the other points
+get preemptone's request, withdrawn when declined.
 """
 from __future__ import annotations
 
@@ -36,17 +37,16 @@ from dataclasses import dataclass
 from unicorn import UC_HOOK_CODE
 from unicorn import x86_const as X
 
-from ..core import gostructs as gs
 from ..core.errors import EmuError
-from ..core.structref import StructRef
 from ..check.verify import Violation
 from ..linux import snapshot
 from ..linux.gclock import GoroutineClock
 from ..linux.geffects import Effects
 from ..linux.regbatch import read_reg
+from . import grequest
+from .grequest import Point, RequestMixin
 
-SIGURG = gs.SIG_PREEMPT
-GC_WAIT_NS = 5_000_000_000          # virtual time G's thread is held waiting for the runtime's stop request
+SIGURG = grequest.SIGURG            # gsweep's name too (teach/real.py)
 
 
 @dataclass
@@ -79,16 +79,6 @@ def _short(v) -> str:
 
 
 @dataclass
-class Point:
-    boundary: int
-    tid: int
-    pc: int
-    event: object = None              # the watch's SignalEvent
-    saved: tuple = ()                 # g.preempt, g.stackguard0, p.preempt, m.signalPending before the request
-    stack: tuple | None = None        # (sp, bytes at and above it) at the injection
-
-
-@dataclass
 class Reference:
     """The uninterrupted run from the snapshot: F's boundaries and effects, and how the program ended."""
     boundaries: int
@@ -97,8 +87,9 @@ class Reference:
     ending: Ending
 
 
-class RealSweep:
-    """One Go function F of one program, swept inside the program's own process."""
+class RealSweep(RequestMixin):
+    """One Go function F of one program, swept inside the program's own process (the request at each
+    boundary and its withdrawal: grequest.RequestMixin)."""
 
     def __init__(self, image, opts, func: str, call: int = 1, regs: dict | None = None, stub_code=None,
                  source_path=None, gc: bool = False):
@@ -201,26 +192,8 @@ class RealSweep:
         f = self.p.structs.g[field]
         return int.from_bytes(self.p.read(self.g + f.offset, f.size), "little")
 
-    def _set(self, base: int, table: dict, field: str, value: int) -> None:
-        f = table[field]
-        self.p.write(base + f.offset, value.to_bytes(f.size, "little"))
-
-    def _g_request(self) -> tuple[int, int, int]:
-        """G's stackguard0, m and preempt (_G_REQUEST's order), in one read."""
-        if self._g_reader is None:
-            self._g_reader = StructRef(self.p, self.g, self.p.structs.g).reader(self._G_REQUEST)
-        return self._g_reader()
-
-    _G_REQUEST = ("stackguard0", "m", "preempt")          # in offset order (runtime2.go's g)
-
     def _stack_hi(self) -> int:
         return self._g("stack.hi")
-
-    def _m_and_p(self) -> tuple[int, int]:
-        """G's M and that M's P (0 when G has none)."""
-        m = self._g("m")
-        pp = int.from_bytes(self.p.read(m + self.p.structs.m["p"].offset, 8), "little") if m else 0
-        return m, pp
 
     # --- runs -------------------------------------------------------------------------------------------
     def _arm(self) -> GoroutineClock:
@@ -295,90 +268,6 @@ class RealSweep:
             verdict = "injected" if ev.outcome == "injected" else (ev.oracle or ev.outcome)
             stats.setdefault(pt.pc, Counter())[verdict] += 1
         return listener, reached, ending
-
-    def _deliver(self, clock: GoroutineClock, k: int) -> Point:
-        """The request at boundary k, as preemptone makes it, and SIGURG pending for G's thread (with --gc:
-        the runtime's own request for the cycle, _await_gc)."""
-        if self.gc is not None and self._predict(clock.ready) == "safe":
-            return self._await_gc(clock, k)
-        p = self.p
-        t = p.threads[clock.ready]
-        pc = t.ctx.reg_read(X.UC_X86_REG_RIP)
-        gt, mt, pt = p.structs.g, p.structs.m, p.structs.p
-        sg, m, gpre = self._g_request()
-        pp = p.read_u64(m + mt["p"].offset) if m else 0
-        saved = (gpre, sg, p.read(pp + pt["preempt"].offset, 1)[0] if pp else None,
-                 int.from_bytes(p.read(m + mt["signalPending"].offset, 4), "little") if m else None)
-        self._set(self.g, gt, "preempt", 1)
-        self._set(self.g, gt, "stackguard0", gs.STACK_PREEMPT)
-        if pp:
-            self._set(pp, pt, "preempt", 1)
-        if m:
-            self._set(m, mt, "signalPending", 1)
-        ev = p.watch.sent(SIGURG, 0, t.tid)
-        if SIGURG in t.pending:
-            ev.outcome = "merged"
-        else:
-            t.pending[SIGURG] = ev
-            t.signal_countdown = 0
-        if t in p.runq:
-            p.runq.remove(t)
-        p.runq.appendleft(t)
-        clock.ready = None
-        return Point(k, t.tid, pc, ev, saved)
-
-    def _predict(self, tid: int) -> str:
-        """preemu's oracle on G at its thread's PC, as if preemption were requested: "safe" or why not (with
-        --gc, only the points it calls safe get the runtime's own request for a cycle; the others get
-        preemptone's, withdrawn when declined, so G's path stays that of the uninterrupted run)."""
-        o = self.p.watch.oracle
-        if o is None:
-            return "safe"
-        ctx = self.p.threads[tid].ctx
-        return o.safe_point(o.sched_state(self.g), ctx.reg_read(X.UC_X86_REG_RIP), ctx.reg_read(X.UC_X86_REG_RSP))
-
-    def _await_gc(self, clock: GoroutineClock, k: int) -> Point:
-        """Make a cycle due and hold G's thread off the CPU until the runtime asks it to stop G
-        (realgc.py); the signal then lands at boundary k."""
-        p, gc = self.p, self.gc
-        t = p.threads[clock.ready]
-        pc = t.ctx.reg_read(X.UC_X86_REG_RIP)
-        clock.ready = None
-        if gc.cycle is None:
-            gc.begin(k)
-        gc.waiting = t
-        if not (gc.stop_requested() and SIGURG in t.pending):
-            p.hold(t)
-            give_up = p.clock + GC_WAIT_NS
-            try:
-                p.run_until(lambda: (gc.stop_requested() and SIGURG in t.pending) or p.clock > give_up
-                            or not p.runnable_besides_held())
-            finally:
-                p.unhold(t)
-                gc.waiting = None
-            if p.exit_code is not None or p.error is not None:
-                raise EmuError(f"while {self.func}'s goroutine waited at boundary {k} for the GC cycle, the "
-                               f"program stopped: {p.error or p.stop_reason}")
-            if SIGURG not in t.pending:
-                raise EmuError(f"no GC cycle came for {self.func}'s goroutine at boundary {k} within "
-                               f"{GC_WAIT_NS / 1e9:g} s of virtual time: the runtime never stopped it "
-                               "(GOGC=off, or debug.SetGCPercent(-1)?)")
-        if t in p.runq:
-            p.runq.remove(t)
-        p.runq.appendleft(t)
-        t.signal_countdown = 0
-        return Point(k, t.tid, pc, t.pending[SIGURG], ())
-
-    def withdraw(self, pt: Point) -> None:
-        """The runtime declined: undo the request (the ack, preemptGen and signalPending, is the runtime's)."""
-        gpre, sg, ppre, _ = pt.saved
-        p = self.p
-        self._set(self.g, p.structs.g, "preempt", gpre)
-        if self._g("stackguard0") == gs.STACK_PREEMPT:
-            self._set(self.g, p.structs.g, "stackguard0", sg)
-        _, pp = self._m_and_p()
-        if pp and ppre is not None:
-            self._set(pp, p.structs.p, "preempt", ppre)
 
     # --- one injection, then on to the exit --------------------------------------------------------------
     def single(self, k: int) -> tuple[Point | None, Ending]:

@@ -257,6 +257,55 @@ def final_violations(w: World, final, ref: Reference, last_boundary: int) -> lis
     return out
 
 
+# --- what a failing point of a chain reports (Sweeper._inject_points calls these only when a check fails) ---
+def _fault_violation(prog, boundary: int, f: Fault, detail: str) -> verify.Violation:
+    """The goroutine itself faulted, between or after the injections."""
+    return verify.violation_maker(prog, boundary, f.pc)("final-state", "control flow", "no fault", f.error, detail)
+
+
+def _undeliverable(prog, pc: int, s: int) -> GuestFault:
+    """The signal frame could not be pushed: RSP does not point into the goroutine's stack."""
+    return GuestFault(pc, prog.describe_pc(pc),
+                      f"the signal handler cannot push the resume PC at RSP-8 = {s - 8:#x} "
+                      f"({memmap.describe_address(s - 8)}): RSP does not point into the goroutine's stack")
+
+
+def _new_pc_stats(stats: dict, pc: int) -> "PcStats":
+    """The verdict counter of a PC seen for the first time."""
+    ps = stats[pc] = PcStats(pc)
+    return ps
+
+
+def _stub_fault_violation(make, f: Fault) -> verify.Violation:
+    """The stub itself faulted."""
+    return make("stub-fault", f.reg or f"{f.pc:#x}", "no fault", f.error, f"the stub faulted at {f.where}")
+
+
+def _no_async_preempt2(make) -> verify.Violation:
+    """The stub reached its RET without calling asyncPreempt2."""
+    return make("no-asyncPreempt2", "asyncPreempt2", "CALL asyncPreempt2",
+                "the stub returned without calling asyncPreempt2",
+                "the stub returned without calling asyncPreempt2: the goroutine was never "
+                "descheduled, so nothing it saves or restores was tested")
+
+
+_RESUME_DETAIL = {"RSP": "RSP after the stub's RET would differ from the interrupted RSP",
+                  "RIP": "the stub's RET would not return to the interrupted PC"}
+
+
+def _resume_violation(make, reg: str, expected: int, actual: int) -> verify.Violation:
+    """The stub's RET would not resume the goroutine where it was interrupted (`reg`: RSP or RIP)."""
+    return make("resume", reg, f"{expected:#x}", f"{actual:#x}", _RESUME_DETAIL[reg])
+
+
+def _headroom_violation(make, now: bytes, canary_lo: int, floor: int, headroom: int) -> verify.Violation:
+    """The stub wrote into the canary below [S-headroom, S), the stack the oracle lets it use."""
+    low = next(i for i in range(len(now)) if now[i] != CANARY[i])
+    return make("headroom", f"{canary_lo + low:#x}", f"nothing below S-{headroom}",
+                f"written {floor - canary_lo - low} bytes below it",
+                f"the stub wrote below the asyncPreemptStack ({headroom} bytes) the oracle assumes")
+
+
 class Sweeper:
     """Runs chained injection sweeps over one World."""
 
@@ -337,39 +386,52 @@ class Sweeper:
 
         The run starts at the entry, or at `start` = (boundary, portable snapshot of the reference
         run there). With force_unsafe, points the oracle refuses are injected anyway (counted in
-        self.forced). `violations` is a ViolationLog keeping the first `keep`.
+        self.forced). `violations` is a ViolationLog keeping the first `keep`. The steps: _chain_start,
+        the per-point loop _inject_points, then _run_to_goexit.
         """
-        w, m = self.world, self.m
+        pos = self._chain_start(start)
+        refused: Counter = Counter()
+        violations = ViolationLog(keep)
+        if nested_signals:          # each point twice: the second signal lands right after the RET
+            points = (k for k in points for _ in range(2))
+        injected, pos, resume = self._inject_points(points, pos, refused, violations, verify_each, stats,
+                                                    force_unsafe, canary, async_preemption, nested_signals)
+        if pos is None:             # the chain stopped at a fault or a runaway stub
+            return injected, refused, violations, None
+        return injected, refused, violations, self._run_to_goexit(ref, pos, resume, violations)
+
+    def _chain_start(self, start) -> int:
+        """Put the world where a chain starts (the entry, or `start`'s snapshot) and zero the chain's
+        counters; return the boundary it starts at."""
+        w = self.world
         w.reset()
         pos = 0
         if start is not None:
             pos, snap = start
             w.restore(snap)
-        injected = 0
         self.forced = 0
         self.runaway = False
-        refused: Counter = Counter()
-        violations = ViolationLog(keep)
-        all_prog = m.all
-        if nested_signals:          # each point twice: the second signal lands right after the RET
-            points = (k for k in points for _ in range(2))
-        stub_func = m.stub.get_func("asyncPreempt")
-        plain_rets = {i.addr for f in m.stub.funcs for i in f.insns if i.mnemonic == "ret" and not i.op_str}
-        rsp_at = dump.OFFSETS["RSP"]
-        ctx = None
-        clobber = self._clobber_table
-        stub_entry, headroom = m.stub_entry, w.headroom
-        frame = SignalFrame(m)
+        return pos
+
+    def _inject_points(self, points, pos: int, refused: Counter, violations: "ViolationLog", verify_each: bool,
+                       stats, force_unsafe: bool, canary: bool, async_preemption: bool, nested_signals: bool):
+        """The chain's per-point loop: run on to boundary k, deliver SIGURG, run the stub, check, resume.
+        Returns (injected, boundary reached, PC to resume at or None), or (injected, None, None) when the
+        chain stopped (a fault or a runaway stub, logged). The sweep's hot loop, in one piece on purpose:
+        locals hoisted, no call of its own on the usual path; only failing points call helpers."""
+        w, m = self.world, self.m
+        all_prog, stub_entry, headroom, frame = m.all, m.stub_entry, w.headroom, SignalFrame(m)
+        stub_func, plain_rets = self._stub_shape()
+        rsp_at, clobber = dump.OFFSETS["RSP"], self._clobber_table
+        injected, ctx = 0, None
         resume = None                    # the PC the stub's RET returned to, when RIP is not yet written
         for k in points:
             if k > pos:
                 try:
                     m.run(m.pc if resume is None else resume, k - pos)
                 except Fault as f:
-                    violations.append(verify.violation_maker(all_prog, k, f.pc)(
-                        "final-state", "control flow", "no fault", f.error,
-                        "the goroutine faulted after earlier injections"))
-                    return injected, refused, violations, None
+                    violations.append(_fault_violation(all_prog, k, f, "the goroutine faulted after earlier injections"))
+                    return injected, None, None
                 pos = k
             elif resume is not None:
                 m.set_rip(resume)
@@ -388,15 +450,9 @@ class Sweeper:
                 v = inject.sighandler_sigurg(frame, all_prog, st, pc, s, headroom, stub_entry, w.ack,
                                              not async_preemption)
             except unicorn.UcError:
-                raise GuestFault(pc, all_prog.describe_pc(pc),
-                                 f"the signal handler cannot push the resume PC at RSP-8 = {s - 8:#x} "
-                                 f"({memmap.describe_address(s - 8)}): RSP does not point into the goroutine's "
-                                 "stack") from None
+                raise _undeliverable(all_prog, pc, s) from None
             if stats is not None:
-                ps = stats.get(pc)
-                if ps is None:
-                    ps = stats[pc] = PcStats(pc)
-                ps.verdicts[v.reason] += 1
+                (stats.get(pc) or _new_pc_stats(stats, pc)).verdicts[v.reason] += 1
             if not v.ok:
                 refused[v.reason] += 1
                 if not force_unsafe:
@@ -431,67 +487,76 @@ class Sweeper:
                     reason, after = self._run_stub(begin)
             except Fault as f:
                 reason = None
-                found.append(make("stub-fault", f.reg or f"{f.pc:#x}", "no fault", f.error,
-                                  f"the stub faulted at {f.where}"))
+                found.append(_stub_fault_violation(make, f))
             m.stub_ret_armed = False
             if reason is not None and reason not in (STOP_STUB_RET, "nested"):
-                found.append(make("stub-budget", "asyncPreempt", f"RET within {self.stub_budget:,} instructions",
-                                  f"no RET after {self.stub_budget:,} instructions (stopped at "
-                                  f"{all_prog.describe_pc(m.pc)})",
-                                  f"the stub ran away; its budget is {STUB_BUDGET_FACTOR}x the reference stub's "
-                                  "instructions; the sweep stops at the first runaway"))
+                found.append(self._runaway_violation(make))
                 violations.extend(found)
                 self.runaway = True
-                return injected, refused, violations, None
+                return injected, None, None
             if reason == STOP_STUB_RET and m.async_preempt2_calls == calls_before:
-                found.append(make("no-asyncPreempt2", "asyncPreempt2", "CALL asyncPreempt2",
-                                  "the stub returned without calling asyncPreempt2",
-                                  "the stub returned without calling asyncPreempt2: the goroutine was never "
-                                  "descheduled, so nothing it saves or restores was tested"))
+                found.append(_no_async_preempt2(make))
             if not found:
                 if after is None:
                     after = m.dump_state()
                 raw_after = after.raw
                 sp_after = int.from_bytes(raw_after[rsp_at:rsp_at + 8], "little")
                 if sp_after != s - 8:
-                    found.append(make("resume", "RSP", f"{s:#x}", f"{sp_after + 8:#x}",
-                                      "RSP after the stub's RET would differ from the interrupted RSP"))
+                    found.append(_resume_violation(make, "RSP", s, sp_after + 8))
                 else:
                     ret_to = m.read_u64(s - 8)
                     if ret_to != pc:
-                        found.append(make("resume", "RIP", f"{pc:#x}", f"{ret_to:#x}",
-                                          "the stub's RET would not return to the interrupted PC"))
+                        found.append(_resume_violation(make, "RIP", pc, ret_to))
                 now = m.read(canary_lo, floor - canary_lo) if floor > canary_lo else b""
                 if now and now != CANARY[:len(now)]:
-                    low = next(i for i in range(len(now)) if now[i] != CANARY[i])
-                    found.append(make("headroom", f"{canary_lo + low:#x}", f"nothing below S-{w.headroom}",
-                                      f"written {floor - canary_lo - low} bytes below it",
-                                      f"the stub wrote below the asyncPreemptStack ({w.headroom} bytes) the oracle "
-                                      "assumes"))
+                    found.append(_headroom_violation(make, now, canary_lo, floor, w.headroom))
                 if verify_each:
                     found += verify.compare_registers(before, after, raw_before, raw_after, make)
                     found += verify.compare_memory(s, stack_before, m.read(s, stack_hi - s), make,
                                                    "goroutine stack at or above the interrupted RSP changed")
             if found:
                 violations.extend(found)
-                m.restore_context(ctx)           # recover: back to boundary k, as if never injected
-                w.bind(bound)
-                m.write(s, stack_before)
-                w.withdraw_request()
+                self._undo_injection(ctx, bound, s, stack_before)
                 continue
             if after.rip in plain_rets:          # the stub's RET (checked above: [S-8] = pc, RSP = S-8);
                 m.set_rsp(s)                     # RIP = pc is written by the next run's start
                 resume = pc
             else:                                # RET imm16 and the like: let the CPU execute it
                 m.run(after.rip, 1)
+        return injected, pos, resume
+
+    def _stub_shape(self) -> tuple:
+        """The stub's asyncPreempt function and the addresses of its plain RETs (no immediate)."""
+        stub = self.m.stub
+        return stub.get_func("asyncPreempt"), {i.addr for f in stub.funcs for i in f.insns
+                                                if i.mnemonic == "ret" and not i.op_str}
+
+    def _runaway_violation(self, make) -> verify.Violation:
+        """The violation of a stub that did not reach its RET within the stub budget."""
+        m = self.m
+        return make("stub-budget", "asyncPreempt", f"RET within {self.stub_budget:,} instructions",
+                    f"no RET after {self.stub_budget:,} instructions (stopped at {m.all.describe_pc(m.pc)})",
+                    f"the stub ran away; its budget is {STUB_BUDGET_FACTOR}x the reference stub's "
+                    "instructions; the sweep stops at the first runaway")
+
+    def _undo_injection(self, ctx, bound, s: int, stack_before: bytes) -> None:
+        """Recover from a failed point: back to its boundary, as if it had never been injected."""
+        w = self.world
+        self.m.restore_context(ctx)
+        w.bind(bound)
+        self.m.write(s, stack_before)
+        w.withdraw_request()
+
+    def _run_to_goexit(self, ref: Reference, pos: int, resume, violations: "ViolationLog"):
+        """After the last point: run on to the reference's end; return the final registers (None if the
+        run did not end at goexit, or faulted: then a violation is logged)."""
+        m = self.m
         try:
             m.run(m.pc if resume is None else resume, ref.boundaries - pos)
         except Fault as f:
-            violations.append(verify.violation_maker(all_prog, pos, f.pc)(
-                "final-state", "control flow", "no fault", f.error, "the goroutine faulted after the injections"))
-            return injected, refused, violations, None
-        final = m.dump_state() if m.pc == memmap.GOEXIT else None
-        return injected, refused, violations, final
+            violations.append(_fault_violation(m.all, pos, f, "the goroutine faulted after the injections"))
+            return None
+        return m.dump_state() if m.pc == memmap.GOEXIT else None
 
     def _step_stub_with_signals(self, stub_func, refused: Counter, make) -> tuple[str, list[verify.Violation]]:
         """Run the stub one instruction at a time and deliver SIGURG at each of its boundaries: every

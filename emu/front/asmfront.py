@@ -3,7 +3,7 @@
 Plays the role of Go's assembler/linker for preemu: it assembles with Keystone, walks the result
 with Capstone, maps every instruction back to its source line, and records what Go keeps in
 PCDATA/FUNCDATA (unsafe points, asm/nosplit flags, the SP delta at each PC, inlined ranges).
-The directive syntax is documented in asm/README.md.
+The directive syntax is documented in asm/README.md; asmparse reads the source lines and directives.
 
 Keystone pitfalls handled here (FACTS.md §9): no `sym_resolver` is ever installed (it silently reads
 decimal immediates as hex); external names (asyncPreempt2, data buffers, ...) are substituted as
@@ -13,59 +13,21 @@ failing unit is re-assembled line by line to name the failing line.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import capstone
 import keystone
 
 from ..core.errors import AsmError, read_utf8
-from ..core.program import DataSym, Func, Insn, Program, encode_type
+from ..core.program import Func, Insn, Program
+from .asmparse import _Func, _Line, _parse
 
-_LABEL = re.compile(r"^([A-Za-z_.$][\w.$@/]*):\s*(.*)$")
 _IDENT = r"(?<![\w.$@/]){}(?![\w$@/])"
-_FUNC_DIRECTIVES = {"asm", "nosplit", "goname"}
 _RSP_IMM = re.compile(r"^rsp, (-?(?:0x[0-9a-f]+|\d+))$")
 
 _ks = keystone.Ks(keystone.KS_ARCH_X86, keystone.KS_MODE_64)   # never given a sym_resolver
 _cs = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
 _cs.detail = True
-
-
-@dataclass
-class _Line:
-    line: int
-    text: str                # instruction text as written
-    unsafe: bool
-    inline: str | None
-    spdelta: int | None      # explicit ;@spdelta for this instruction
-    ptrs: tuple[int, ...] | None = None   # ;@ptrs stack map for a call site
-
-
-@dataclass
-class _Func:
-    name: str
-    line: int
-    goname: str | None = None
-    asm: bool = False
-    nosplit: bool = False
-    body: list = field(default_factory=list)   # ("label", name) | _Line
-
-
-def _strip_comment(raw: str) -> tuple[str, str | None]:
-    """Split a source line into (code, comment-or-None); ';' and '#' start comments."""
-    cut = [i for i in (raw.find(";"), raw.find("#")) if i >= 0]
-    if not cut:
-        return raw.strip(), None
-    i = min(cut)
-    return raw[:i].strip(), raw[i + 1:].strip()
-
-
-def _num(text: str, file: str, line: int, what: str) -> int:
-    try:
-        return int(text, 0)
-    except ValueError:
-        raise AsmError(file, line, f"{what}: expected a number, got {text!r}") from None
 
 
 def assemble_file(path: str | Path, base: int, externs: dict[str, int] | None = None,
@@ -197,138 +159,6 @@ def _fix_absolute_operands(code: bytes, decoded, lines, resolve, base: int, file
             raise AsmError(file, ln.line, f"cannot encode the absolute address {want:#x} in `{ln.text}`")
         out[idx] = fixed
     return bytes(buf), out
-
-
-def _parse(text: str, file: str, externs: dict[str, int], data_base: int | None):
-    funcs: list[_Func] = []
-    data: list[DataSym] = []
-    pending: dict = {}
-    cur: _Func | None = None
-    unsafe, inline, spdelta, ptrs = False, None, None, None
-    next_data = data_base
-    func_names: set[str] = set()
-    labels: set[str] = set()          # local labels of the current function
-    cur_has_insn = False
-    for n, raw in enumerate(text.splitlines(), 1):
-        code, comment = _strip_comment(raw)
-        if comment is not None and comment.startswith("@"):
-            words = comment[1:].split()
-            if not words:
-                raise AsmError(file, n, "empty directive")
-            d, args = words[0], words[1:]
-            if d in _FUNC_DIRECTIVES:
-                target = cur if (cur is not None and not cur_has_insn) else None
-                if d == "goname":
-                    if len(args) != 1:
-                        raise AsmError(file, n, ";@goname takes one name, e.g. ;@goname runtime.memmove")
-                    val = args[0]
-                elif args:
-                    raise AsmError(file, n, f";@{d} takes no arguments")
-                else:
-                    val = True
-                if target is not None:
-                    setattr(target, d, val)
-                else:
-                    pending[d] = val
-            elif d in ("unsafe", "safe"):
-                if args:
-                    raise AsmError(file, n, f";@{d} takes no arguments")
-                unsafe = d == "unsafe"
-            elif d == "spdelta":
-                if len(args) != 1:
-                    raise AsmError(file, n, ";@spdelta takes one number: the SP delta at the next instruction")
-                spdelta = _num(args[0], file, n, ";@spdelta")
-            elif d == "ptrs":
-                try:
-                    ptrs = tuple(int(a, 0) for a in args)
-                except ValueError:
-                    raise AsmError(file, n, ";@ptrs takes SP offsets, e.g. ;@ptrs 0 8") from None
-                if any(o < 0 or o % 8 for o in ptrs):
-                    raise AsmError(file, n, ";@ptrs offsets must be non-negative multiples of 8")
-            elif d == "inline":
-                if len(args) != 1:
-                    raise AsmError(file, n, ";@inline takes the Go name of the inlined function")
-                inline = args[0]
-            elif d == "inline-end":
-                inline = None
-            elif d == "type":
-                # ;@type NAME SIZE OFF...: a type descriptor for `lea rax, [NAME]; call newobject`
-                if data_base is None:
-                    raise AsmError(file, n, ";@type is not allowed in this file")
-                if len(args) < 2 or not re.fullmatch(r"[A-Za-z_]\w*", args[0]):
-                    raise AsmError(file, n, ";@type takes NAME SIZE and the byte offsets of its pointer words")
-                name, size = args[0], _num(args[1], file, n, ";@type size")
-                offs = [_num(a, file, n, ";@type pointer offset") for a in args[2:]]
-                if not 0 < size <= 0x10000 or any(o < 0 or o % 8 or o + 8 > size for o in offs):
-                    raise AsmError(file, n, ";@type size must be 1..65536 and pointer offsets multiples of 8 "
-                                   "inside the object")
-                if name in externs or any(x.name == name for x in data):
-                    raise AsmError(file, n, f";@type {name!r} is defined twice or clashes with a predefined symbol")
-                init = encode_type(size, offs)
-                data.append(DataSym(name, next_data, len(init), init))
-                next_data += (len(init) + 63) // 64 * 64
-            elif d == "data":
-                if data_base is None:
-                    raise AsmError(file, n, ";@data is not allowed in this file")
-                has_ptrs = bool(args) and args[-1] == "ptrs"
-                if has_ptrs:
-                    args = args[:-1]
-                if len(args) not in (2, 3):
-                    raise AsmError(file, n, ";@data takes NAME SIZE [FILL-BYTE] [ptrs]")
-                name = args[0]
-                if not re.fullmatch(r"[A-Za-z_]\w*", name):
-                    raise AsmError(file, n, f";@data name {name!r} is not an identifier")
-                if name in externs or any(x.name == name for x in data):
-                    raise AsmError(file, n, f";@data {name!r} is defined twice or clashes with a predefined symbol")
-                size = _num(args[1], file, n, ";@data size")
-                fill = _num(args[2], file, n, ";@data fill") if len(args) == 3 else 0
-                if not (0 < size <= 0x10000) or not (0 <= fill <= 255):
-                    raise AsmError(file, n, ";@data size must be 1..65536 and fill a byte")
-                data.append(DataSym(name, next_data, size, bytes([fill]) * size, has_ptrs))
-                next_data += (size + 63) // 64 * 64
-            else:
-                raise AsmError(file, n, f"unknown directive ;@{d} (see asm/README.md)")
-        if not code:
-            continue
-        if code.startswith(".") and not _LABEL.match(code) and not code.startswith(".byte "):
-            raise AsmError(file, n, f"assembler directive {code.split()[0]!r} is not supported; "
-                           "use ;@data for buffers (`.byte` may spell one instruction)")
-        m = _LABEL.match(code)
-        if m:
-            name, code = m.group(1), m.group(2).strip()
-            if not name.startswith("."):
-                if name in func_names:
-                    raise AsmError(file, n, f"function {name!r} defined twice")
-                cur = _Func(name, n, **pending)
-                pending = {}
-                funcs.append(cur)
-                func_names.add(name)
-                labels = set()
-                cur_has_insn = False
-                unsafe, inline = False, None
-            else:
-                if cur is None:
-                    raise AsmError(file, n, f"local label {name!r} outside a function")
-                if name in labels:
-                    raise AsmError(file, n, f"label {name!r} defined twice in {cur.name}")
-                labels.add(name)
-                cur.body.append(("label", name))
-            if not code:
-                continue
-        if cur is None:
-            raise AsmError(file, n, "instruction before the first function label")
-        cur.body.append(_Line(n, code, unsafe, inline, spdelta, ptrs))
-        cur_has_insn = True
-        spdelta = None
-        if ptrs is not None and not code.split()[0].lower().startswith("call"):
-            raise AsmError(file, n, ";@ptrs describes a call site: put it on the line before a CALL")
-        ptrs = None
-    for f in funcs:
-        if not any(isinstance(b, _Line) for b in f.body):
-            raise AsmError(file, f.line, f"function {f.name!r} has no instructions")
-    if pending:
-        raise AsmError(file, len(text.splitlines()), f"directive(s) {', '.join(pending)} not followed by a function")
-    return funcs, data
 
 
 def _locate_error(lines, resolve, file, base, symbols) -> None:

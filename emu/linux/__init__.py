@@ -16,7 +16,9 @@ doSigPreempt, pushCall, asyncPreempt); this package plays the Linux kernel under
   threads    the kernel's threads and what they wait on; fds the open files, pipes and epoll;
              mounts and tmpfs the file namespace (the mounts, /tmp in memory)
   watch      records each SIGURG's fate and checks registers when asyncPreempt returns
-  process    the run loop: one Unicorn, threads multiplexed in exact instruction quanta
+  process    the run loop: one Unicorn, threads multiplexed in exact instruction quanta; its parts:
+             scheduling (threads blocked and woken), sigdeliver (signals sent, delivered, returned
+             from), services (what syscall handlers ask of it), cpuhooks (RDTSC, CPUID, single steps)
   snapshot   a whole-process snapshot (Unicorn's copy-on-write memory + the kernel's Python state)
   gclock     one goroutine's instructions, counted exactly
   geffects   what a Go function leaves behind (results, globals), read with the binary's ABI and DWARF

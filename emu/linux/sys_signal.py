@@ -1,7 +1,7 @@
 """Signal syscalls: rt_sigaction, rt_sigprocmask, sigaltstack, kill/tkill/tgkill (to the process itself),
 rt_sigreturn. Semantics from
 sigaction(2), sigprocmask(2), sigaltstack(2), tgkill(2) and kernel/signal.c (SIGKILL and SIGSTOP can be
-neither caught nor blocked); delivery, frames and default actions are process.py's and sigframe.py's.
+neither caught nor blocked); delivery, frames and default actions are sigdeliver.py's and sigframe.py's.
 """
 from __future__ import annotations
 

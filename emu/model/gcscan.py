@@ -56,7 +56,11 @@ def _candidates(data: bytes, words, hb: int, hl: int, slo: int, shi: int) -> lis
 
 def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: int,
          globals_: list[tuple[int, int]], xregs: tuple[int, int] | None, scanner: str = "go") -> ScanResult:
-    """Mark every object reachable from the roots; return what was marked and how."""
+    """Mark every object reachable from the roots; return what was marked and how.
+
+    The steps, in Go's order: the globals (_scan_globals), the stack's roots innermost frame first
+    (_stack_roots, _scan_stack), the precise frames' stack objects something points into
+    (_scan_stack_objects), then the heap from every object marked so far (_drain)."""
     if scanner not in SCANNERS:
         raise ValueError(f"unknown scanner {scanner!r}")
     res = ScanResult()
@@ -79,16 +83,36 @@ def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: i
         (precise if is_precise else conservative).add(o.base)
         roots.append((where, slot, o.base))
 
-    if globals_:        # one read covering every global (a Go binary has thousands of pointer words)
-        lo = min(a for a, _ in globals_)
-        words = memoryview(read(lo, max(a + n for a, n in globals_) - lo)).cast("Q")
-        for g_addr, size in globals_:
-            for i in range((g_addr - lo) // 8, (g_addr - lo + size) // 8):
-                v = words[i]
-                if hb <= v < hl or stack_lo <= v < stack_hi:
-                    consider("global", lo + 8 * i, v, True)
-    # The stack roots in scan order, innermost first: (where, lo, hi) conservative ranges and
-    # (where, slot, None) precise slots
+    ranges = (hb, hl, stack_lo, stack_hi)
+    _scan_globals(read, globals_, ranges, consider)
+    todo, objects = _stack_roots(prog, frames, xregs, scanner)
+    _scan_stack(read, todo, ranges, consider)
+    _scan_stack_objects(read, stack_ptrs, objects, ranges, consider)
+    if not (precise or conservative):
+        return res
+    res.marked, reach_precise = _drain(read, find, hb, hl, precise, conservative)
+    res.conservative_only = res.marked - reach_precise
+    return res
+
+
+def _scan_globals(read, globals_: list[tuple[int, int]], ranges: tuple[int, int, int, int], consider) -> None:
+    """The precise globals: every word that points into the heap or the stack is a root."""
+    if not globals_:
+        return
+    hb, hl, stack_lo, stack_hi = ranges
+    # one read covering every global (a Go binary has thousands of pointer words)
+    lo = min(a for a, _ in globals_)
+    words = memoryview(read(lo, max(a + n for a, n in globals_) - lo)).cast("Q")
+    for g_addr, size in globals_:
+        for i in range((g_addr - lo) // 8, (g_addr - lo + size) // 8):
+            v = words[i]
+            if hb <= v < hl or stack_lo <= v < stack_hi:
+                consider("global", lo + 8 * i, v, True)
+
+
+def _stack_roots(prog, frames: list[Frame], xregs: tuple[int, int] | None, scanner: str):
+    """The stack roots in scan order, innermost first: (where, lo, hi) conservative ranges and (where, slot,
+    None) precise slots; and the precise frames' stack objects (where, address, size, ptrBytes, pointer words)."""
     todo: list[tuple[str, int, int | None]] = []
     objects: list[tuple[str, int, int, int, tuple[int, ...]]] = []    # the precise frames' stack objects
     if xregs is not None:
@@ -108,6 +132,12 @@ def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: i
         else:
             todo += [(f"frame {fr.func} (stack map)", fr.sp + off, None) for off in (frame_ptr_slots(prog, fr) or ())]
             objects += frame_stack_objects(prog, fr)
+    return todo, objects
+
+
+def _scan_stack(read, todo: list[tuple[str, int, int | None]], ranges: tuple[int, int, int, int], consider) -> None:
+    """Scan the stack roots _stack_roots listed: precise slots, and conservative ranges word by word."""
+    hb, hl, stack_lo, stack_hi = ranges
     for where, lo, hi in todo:
         if hi is None:                                # a stack-map slot
             consider(where, lo, int.from_bytes(read(lo, 8), "little"), True)
@@ -118,10 +148,15 @@ def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: i
             words = memoryview(data).cast("Q")
             for i in _candidates(data, words, hb, hl, stack_lo, stack_hi):
                 consider(where, lo + 8 * i, words[i], False)
-    # scanstack's stack objects (mgcmark.go:1008-1050): an object of a precise frame is scanned through its
-    # pointer mask once something points into it -- its words trusted only if that pointer was found
-    # precisely (scanblock), else looked at conservatively (scanConservative with the mask); what it
-    # holds may point to further stack objects
+
+
+def _scan_stack_objects(read, stack_ptrs: list[tuple[int, bool]], objects: list, ranges: tuple[int, int, int, int],
+                        consider) -> None:
+    """scanstack's stack objects (mgcmark.go:1008-1050): an object of a precise frame is scanned through its
+    pointer mask once something points into it -- its words trusted only if that pointer was found
+    precisely (scanblock), else looked at conservatively (scanConservative with the mask); what it
+    holds may point to further stack objects (consider adds to stack_ptrs, which this loop drains)."""
+    hb, hl, stack_lo, stack_hi = ranges
     while stack_ptrs and objects:
         p, cons = stack_ptrs.pop()
         hit = next((ob for ob in objects if ob[1] <= p < ob[1] + ob[2]), None)
@@ -135,10 +170,12 @@ def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: i
             v = words[i]
             if hb <= v < hl or stack_lo <= v < stack_hi:
                 consider(where, lo + 8 * i, v, not cons)
-    if not (precise or conservative):
-        return res
-    # greyobject / drain: marked objects are scanned through their type's pointer words when they
-    # have one (scanobject, mgcmark.go), else conservatively
+
+
+def _drain(read, find, hb: int, hl: int, precise: set[int], conservative: set[int]) -> tuple[set[int], set[int]]:
+    """greyobject / drain: marked objects are scanned through their type's pointer words when they have one
+    (scanobject, mgcmark.go), else conservatively. Returns (every object marked, those reachable from a
+    precise root)."""
     work = list(precise | conservative)
     seen = set(work)
     reach_precise = set(precise)
@@ -163,9 +200,7 @@ def scan(read, heap: Heap, prog, frames: list[Frame], stack_lo: int, stack_hi: i
             elif t.base not in seen:
                 seen.add(t.base)
                 work.append(t.base)
-    res.marked = seen
-    res.conservative_only = seen - reach_precise
-    return res
+    return seen, reach_precise
 
 
 def sweep_heap(heap: Heap, marked: set[int], write, boundary: int) -> list:

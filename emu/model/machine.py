@@ -5,14 +5,15 @@ Models one x86-64 CPU (an M's thread) in a Go-like address space (memmap). Runti
 are scoped to the stub's RET instructions (sweeps only). All hooks are installed before the first
 emu_start (Unicorn #2200: hooks added after translation may never
 fire). Normal runs use `count=` budgets; no per-instruction Python hook exists outside opt-in
-tracing. Every UcError is translated here.
+tracing. Every UcError becomes a Fault here (faults.py).
+
+Here: building the machine, the registers and contexts through the C fast path, and runs. The
+mixins hold the rest: hostmem.py (mapping and host memory), hooks.py (the Unicorn hooks and the
+STOP_* reasons), faults.py (Fault and how each failure becomes one).
 """
 from __future__ import annotations
 
 import ctypes
-import mmap
-from dataclasses import dataclass
-from functools import partial
 from typing import Callable
 
 import unicorn
@@ -21,15 +22,15 @@ from unicorn.unicorn_py3.unicorn import uclib as _uclib
 
 from ..core import dump, memmap, regs
 from . import rtcode
-from ..core.errors import EmuError
+from .faults import Fault, FaultMixin, GuestFaultInHook
+from .hooks import GO_CALL_AT, INT_ARGS, SENTINELS, STOP_COUNT, STOP_GOEXIT, STOP_STUB_RET, STOP_TRAP, HooksMixin
+from .hostmem import CODE_REGIONS, HostMemoryMixin
 from ..core.program import Program
-from ..core.structref import SlowField, StructRef
+from ..core.structref import StructRef
 
-#: The program's own regions (its text and data) and preemu's code regions stay in Unicorn-owned
-#: memory (writes there invalidate translations); preemu's data regions and the stacks are host
-#: memory shared with Python (uc_mem_map_ptr), so reading or writing g/m/p, stacks and the heap
-#: costs a slice, not an engine call.
-CODE_REGIONS = (memmap.STUB, memmap.RT)
+#: what other modules import from here; the names of the mixins' modules are re-exported
+__all__ = ["Machine", "Fault", "GuestFaultInHook", "STOP_COUNT", "STOP_GOEXIT", "STOP_STUB_RET", "STOP_TRAP",
+           "SENTINELS", "GO_CALL_AT", "INT_ARGS", "CODE_REGIONS"]
 
 
 def _unconverted(fn):
@@ -45,50 +46,9 @@ _reg_read, _reg_write = _unconverted(_uclib.uc_reg_read), _unconverted(_uclib.uc
 _reg_read_batch, _context_save = _unconverted(_uclib.uc_reg_read_batch), _unconverted(_uclib.uc_context_save)
 _ZERO64 = ctypes.c_uint64(0)
 _PORTABLE_EXTRA = ("FS_BASE", "GS_BASE", "MXCSR", "FPCW", "FPSW")
-_UINT_FMT = {1: "B", 2: "H", 4: "I", 8: "Q"}    # memoryview.cast formats (native = little-endian here)
-_CHUNK = 20                 # host-backed regions are found by address >> _CHUNK (1 MiB chunks)
-
-STOP_COUNT = "count"        # the instruction budget ran out (or the exact count was reached)
-STOP_GOEXIT = "goexit"      # the goroutine returned into goexit
-STOP_STUB_RET = "stub-ret"  # the stub is about to execute its RET (armed one-shot)
-STOP_TRAP = "trap"          # a sentinel hook asked to stop (scheduler trap)
-
-#: INT3 sentinels in the runtime text, by address
-SENTINELS = {memmap.GOEXIT: "goexit", memmap.ASYNC_PREEMPT2: "asyncPreempt2", memmap.MORESTACK: "morestack",
-             memmap.NANOSLEEP: "nanosleep", memmap.NEWOBJECT: "newobject", memmap.MALLOCGC: "mallocgc",
-             memmap.GO_NEWOBJECT: "gonewobject"}
-SENTINELS.update({a: "gcWriteBarrier" for a in memmap.GC_WRITE_BARRIER.values()})
-#: INT3 entries of the runtime functions computed in Python (on_go_call), by address
-GO_CALL_AT = {a: name for name, a in memmap.GO_CALLS.items()}
-#: ABIInternal's integer argument registers (and, from the first, its result registers)
-INT_ARGS = (X.UC_X86_REG_RAX, X.UC_X86_REG_RBX, X.UC_X86_REG_RCX, X.UC_X86_REG_RDI, X.UC_X86_REG_RSI,
-            X.UC_X86_REG_R8, X.UC_X86_REG_R9)
 
 
-#: x86 exception vectors a guest instruction can raise
-_EXCEPTIONS = {0: "divide error (#DE: division by zero or quotient overflow)", 3: "breakpoint (INT3)",
-               4: "overflow (#OF)", 5: "bound range exceeded (#BR)", 6: "invalid opcode (#UD)",
-               13: "general protection fault (#GP)", 17: "alignment check (#AC)"}
-
-
-class GuestFaultInHook(Exception):
-    """Raised inside a hook; Unicorn re-raises it from emu_start and run() reports it as a Fault."""
-
-
-@dataclass
-class Fault(Exception):
-    """The guest faulted: Unicorn's error, the PC, where it was, and the register to blame if known."""
-
-    pc: int
-    error: str
-    where: str
-    reg: str | None = None
-
-    def __str__(self) -> str:
-        return f"{self.error} at {self.where}"
-
-
-class Machine:
+class Machine(HostMemoryMixin, HooksMixin, FaultMixin):
     """One emulated CPU with the whole guest address space mapped."""
 
     def __init__(self, program: Program, stub: Program, layout_name: str,
@@ -100,30 +60,9 @@ class Machine:
         self.all = program.merged(stub).merged(self.runtime)
         self.uc = unicorn.Uc(unicorn.UC_ARCH_X86, unicorn.UC_MODE_64)
         self._init_fast_path()
-        img = program.image
-        # The program's regions first, then preemu's: mapping in the other order changes how many
-        # instructions a REP MOVSB between two watched heap objects counts (a Unicorn 2.1.4 quirk seen
-        # in gc_ptr_interior), so keep this order.
-        for base, size in img.regions:
-            self.uc.mem_map(base, size)
-        for r in memmap.RUNTIME_REGIONS:
-            if r in CODE_REGIONS:
-                self.uc.mem_map(r.base, r.size)
-            else:
-                self._map_host(r.base, r.size)
-        for addr, code in self.all.code:
-            self.uc.mem_write(addr, code)
-        for d in program.data:
-            self.uc.mem_write(d.addr, d.init)
-        for addr, patch in img.patches:
-            self.uc.mem_write(addr, patch)
-        self.traps = dict(img.traps)     # runtime functions preemu does not model: reaching one is an error
-        for addr in self.traps:
-            self.uc.mem_write(addr, b"\xcc")
-        self.text = img.text
-        lo, hi = memmap.page_down(img.text[0]), memmap.page_up(img.text[1])
-        for base, end in ((lo, hi), (memmap.STUB.base, memmap.STUB.end), (memmap.RT.base, memmap.RT.end)):
-            self.uc.mem_protect(base, end - base, unicorn.UC_PROT_READ | unicorn.UC_PROT_EXEC)   # code is read-only
+        self.traps = dict(program.image.traps)     # runtime functions preemu does not model: reaching one is an error
+        self.text = program.image.text
+        self._map_image(program)
         self._mapped_stacks: set[int] = set()
         self.on_async_preempt2 = on_async_preempt2
         self.on_morestack = on_morestack
@@ -157,27 +96,6 @@ class Machine:
         self.describe_address: Callable[[int], str | None] | None = None   # set by the owner of the stacks
         self.uc.hook_add(unicorn.UC_HOOK_MEM_INVALID, self._hook_bad_access)
 
-    def _map_host(self, base: int, size: int) -> None:
-        """Map [base, base+size) onto a host buffer Python reads and writes directly."""
-        buf = mmap.mmap(-1, size)
-        anchor = ctypes.c_char.from_buffer(buf)
-        st = _uclib.uc_mem_map_ptr(self._h, base, size, unicorn.UC_PROT_ALL, ctypes.addressof(anchor))
-        if st:
-            del anchor
-            raise unicorn.UcError(st)
-        entry = (base, base + size, buf, anchor)
-        for c in range(base >> _CHUNK, ((base + size - 1) >> _CHUNK) + 1):
-            self._host.setdefault(c, []).append(entry)
-
-    def _unmap_host(self, base: int, size: int) -> None:
-        st = _uclib.uc_mem_unmap(self._h, base, size)
-        if st:
-            raise unicorn.UcError(st)
-        self._u64_views.clear()
-        self._structs.clear()
-        for c in range(base >> _CHUNK, ((base + size - 1) >> _CHUNK) + 1):
-            self._host[c] = [e for e in self._host[c] if e[0] != base]
-
     def _init_fast_path(self) -> None:
         """The hot path calls Unicorn's C API directly through ctypes with preallocated buffers: the
         Python binding's per-call conversions (buffer allocation, register class lookup) cost 2-4x
@@ -201,188 +119,9 @@ class Machine:
         self._dump_ptrs = (ctypes.c_void_p * n)(*[base + dump.OFFSETS[r.name] for r in regs.DUMPED],
                                                  ctypes.addressof(self._dump_rip))
 
-    # --- hooks (tiny; they run inside emu_start) -------------------------------------------
-    def _hook_intr(self, uc, intno, user_data):
-        at = self._reg64(X.UC_X86_REG_RIP) - 1          # INT3 traps after the instruction
-        name = SENTINELS.get(at) if intno == 3 else None
-        if name is None and intno == 3 and at in GO_CALL_AT:
-            if self.on_go_call is None:
-                raise GuestFaultInHook(f"runtime.{GO_CALL_AT[at]} called but this world has no heap")
-            results = self.on_go_call(GO_CALL_AT[at], [uc.reg_read(r) for r in INT_ARGS])
-            for r, v in zip(INT_ARGS, results):
-                uc.reg_write(r, v)
-            return
-        if name is None and intno == 3 and at in self.traps:
-            raise GuestFaultInHook(f"the goroutine called {self.traps[at]}, runtime code that needs the Go runtime's "
-                                   f"own state; preemu models allocation, the slice runtime, runtime.rand, write "
-                                   f"barriers, morestack and asyncPreempt2, and runs the runtime code that needs none "
-                                   f"(maps, strings, convT*: gofront.PLAIN_RUNTIME) (return address "
-                                   f"{self.read_u64(uc.reg_read(X.UC_X86_REG_RSP)):#x})")
-        if name is None:
-            self.stop_reason = STOP_TRAP
-            self._bad_access = None
-            self._unexpected_interrupt = (intno, at)
-            _uclib.uc_emu_stop(self._h)
-            return
-        if name == "gcWriteBarrier":
-            self.write_barrier_calls += 1
-            return
-        if name == "asyncPreempt2":
-            self.async_preempt2_calls += 1
-        if name in ("mallocgc", "gonewobject"):
-            if self.on_alloc is None:
-                raise GuestFaultInHook(f"runtime.{name} called but this world has no heap")
-            if name == "mallocgc":
-                size, typ = uc.reg_read(X.UC_X86_REG_RAX), uc.reg_read(X.UC_X86_REG_RBX)
-            else:
-                size, typ = None, uc.reg_read(X.UC_X86_REG_RAX)
-            uc.reg_write(X.UC_X86_REG_RAX, self.on_alloc(size, typ))
-            return
-        if name == "newobject":
-            if self.on_newobject is None:
-                raise GuestFaultInHook("newobject called but this world has no heap")
-            size = uc.reg_read(X.UC_X86_REG_RAX)
-            uc.reg_write(X.UC_X86_REG_RAX, self.on_newobject(size))
-            return
-        if self.trap_handler is not None:
-            action = self.trap_handler(self, name)
-        elif name == "goexit":
-            action = "stop"
-        elif name == "asyncPreempt2":
-            action = "stop" if self.on_async_preempt2 is not None and self.on_async_preempt2(self) else None
-        elif name == "morestack":
-            action = "stop" if self.on_morestack is not None and self.on_morestack(self) else None
-        else:
-            action = "stop"
-        if action == "park":
-            # Keep the G's state, then idle in the counted spin loop until the budget runs out.
-            self.parked = (name, uc.context_save())
-            uc.mem_write(memmap.SPIN_COUNTER, bytes(8))
-            uc.reg_write(X.UC_X86_REG_RIP, memmap.PARK_SPIN)
-        elif action == "stop":
-            self.stop_reason = STOP_GOEXIT if name == "goexit" else STOP_TRAP
-            if name == "goexit":
-                uc.reg_write(X.UC_X86_REG_RIP, at)      # stay on goexit: running again stops again
-            _uclib.uc_emu_stop(self._h)
-
-    def async_preempt2_here(self) -> bool:
-        """What the INT3 hook does at the asyncPreempt2 sentinel, called from Python by a run that
-        stopped exactly there (Sweeper's counted stub run: no callback from inside Unicorn). Returns
-        True when the owner asked to stop (the hook's STOP_TRAP). A GuestFaultInHook becomes a Fault
-        naming the PC, as in run()."""
-        assert self.trap_handler is None, "only a World's own asyncPreempt2 model can run outside the hook"
-        self.async_preempt2_calls += 1
-        try:
-            return bool(self.on_async_preempt2 is not None and self.on_async_preempt2(self))
-        except GuestFaultInHook as e:
-            pc = self.pc
-            raise Fault(pc, str(e), self.where(pc)) from None
-
-    def _hook_stub_ret(self, uc, address, size, user_data):
-        if self.stub_ret_armed:
-            self.stub_ret_armed = False
-            self.stop_reason = STOP_STUB_RET
-            _uclib.uc_emu_stop(self._h)
-
-    def _hook_bad_access(self, uc, access, address, size, value, user_data):
-        kind = {unicorn.UC_MEM_READ_UNMAPPED: "reading", unicorn.UC_MEM_WRITE_UNMAPPED: "writing",
-                unicorn.UC_MEM_FETCH_UNMAPPED: "fetching",
-                unicorn.UC_MEM_WRITE_PROT: "writing read-only code (self-modifying code is not supported) at",
-                unicorn.UC_MEM_FETCH_PROT: "executing non-code memory at"}.get(access, "accessing")
-        self._bad_access = (kind, address)
-        return False
-
-    # --- memory ---------------------------------------------------------------------------
-    def map_stack(self, lo: int, hi: int) -> None:
-        """Map [lo, hi) read/write, up to the end of hi's page (lo is page-aligned: memmap.stack_bounds);
-        the page below lo stays unmapped (the guard page)."""
-        if lo in self._mapped_stacks:
-            return
-        self._map_host(lo, memmap.page_up(hi) - lo)
-        self._mapped_stacks.add(lo)
-
-    def unmap_stack(self, lo: int, hi: int) -> None:
-        self._unmap_host(lo, memmap.page_up(hi) - lo)
-        self._mapped_stacks.discard(lo)
-
-    def read(self, addr: int, size: int) -> bytes:
-        for base, end, buf, _ in self._host.get(addr >> _CHUNK, ()):
-            if base <= addr and addr + size <= end:
-                return buf[addr - base:addr - base + size]
-        if size > len(self._rbuf):
-            self._rbuf = ctypes.create_string_buffer(size)
-            self._rbuf_addr = ctypes.addressof(self._rbuf)
-        st = _uclib.uc_mem_read(self._h, addr, self._rbuf, size)
-        if st:
-            raise unicorn.UcError(st, addr, size)
-        return ctypes.string_at(self._rbuf_addr, size)
-
-    def write(self, addr: int, data: bytes) -> None:
-        n = len(data)
-        for base, end, buf, _ in self._host.get(addr >> _CHUNK, ()):
-            if base <= addr and addr + n <= end:
-                buf[addr - base:addr - base + n] = data
-                return
-        st = _uclib.uc_mem_write(self._h, addr, bytes(data), len(data))
-        if st:
-            raise unicorn.UcError(st, addr, len(data))
-
-    def _host_slot(self, addr: int, size: int):
-        """(host buffer, offset) holding [addr, addr+size), or None when it is not host memory."""
-        for base, end, buf, _ in self._host.get(addr >> _CHUNK, ()):
-            if base <= addr and addr + size <= end:
-                return buf, addr - base
-        return None
-
-    def field_view(self, addr: int, size: int):
-        """An object whose [0] reads and writes the `size`-byte unsigned integer at addr: a typed
-        memoryview of host memory (x86-64 hosts are little-endian, like the guest), else a slow proxy."""
-        slot = self._host_slot(addr, size)
-        if slot is None:
-            return SlowField(self, addr, size)
-        buf, off = slot
-        return memoryview(buf)[off:off + size].cast(_UINT_FMT[size])
-
-    def byte_view(self, addr: int, size: int) -> memoryview:
-        """A writable memoryview of [addr, addr+size) in host memory (an EmuError for memory Unicorn
-        holds itself: only preemu's own regions are viewed this way)."""
-        slot = self._host_slot(addr, size)
-        if slot is None:
-            raise EmuError(f"{addr:#x}+{size}: not host-mapped memory")
-        buf, off = slot
-        return memoryview(buf)[off:off + size]
-
-    def unpacker(self, addr: int, st: struct.Struct, size: int) -> Callable[[], tuple]:
-        """A function unpacking `st` from the `size` bytes at addr (bound to host memory when it is)."""
-        slot = self._host_slot(addr, size)
-        if slot is None:
-            return lambda: st.unpack(self.read(addr, size))
-        return partial(st.unpack_from, *slot)
-
-    def struct(self, base: int, fields: dict) -> StructRef:
-        """The struct at `base` laid out as the gostructs table `fields` (one StructRef per pair)."""
-        key = (base, id(fields))
-        ref = self._structs.get(key)
-        if ref is None or ref.fields is not fields:        # (an id may be reused by a newer table)
-            ref = self._structs[key] = StructRef(self, base, fields)
-        return ref
-
-    def _u64_view(self, addr: int):
-        """field_view(addr, 8), kept per address (the sweep reads and writes the same few slots)."""
-        v = self._u64_views.get(addr)
-        if v is None:
-            v = self._u64_views[addr] = self.field_view(addr, 8)
-        return v
-
     def stop(self) -> None:
         """Stop the run in progress (from inside a hook): run() returns before the next block."""
         _uclib.uc_emu_stop(self._h)
-
-    def read_u64(self, addr: int) -> int:
-        return self._u64_view(addr)[0]
-
-    def write_u64(self, addr: int, value: int) -> None:
-        self._u64_view(addr)[0] = value & 0xFFFF_FFFF_FFFF_FFFF
 
     # --- registers ------------------------------------------------------------------------
     def _reg64(self, uc_id: int) -> int:
@@ -478,21 +217,16 @@ class Machine:
         return dump.RegState(self._dump_buf.raw, self._dump_rip.value)     # .raw: the whole record, fast
 
     # --- running --------------------------------------------------------------------------
-    def where(self, pc: int) -> str:
-        """describe_pc, and for a PC outside every function, how control got there if we can tell."""
-        if self.all.func_for(pc) is not None:
-            return self.all.describe_pc(pc)
-        for f in self.all.funcs:
-            if f.end == pc and f.insns:
-                last = f.insns[-1]
-                return (f"{pc:#x}, just past the end of {f.name}: execution fell off the end of the function "
-                        f"after `{last.text}` ({last.where}); end it with RET or JMP")
-        return f"{pc:#x}, outside any function"
-
     def run(self, begin: int, count: int) -> str:
         """Run from `begin` for at most `count` instructions; return why it stopped.
 
         Raises Fault (with the PC and its disassembly) when the guest faults.
+
+        One of preemu's four run loops, and the one two others are built on: this is a single engine run
+        of the model world (`count=` budget, sentinel stops). Scheduler.run (model/sched.py) calls it once
+        per M and quantum (run_parkable) and teach/story.py's narrator once per told step, so they share it and its
+        fault handling. linux/process.py's Process.run_until cannot: it drives a different Unicorn, with a
+        kernel underneath (syscall hooks, exact per-block counting, threads instead of goroutines).
         """
         self.stop_reason = STOP_COUNT
         self._bad_access = None
@@ -507,71 +241,10 @@ class Machine:
             if uc._hook_exception is not None:
                 raise uc._hook_exception
         except GuestFaultInHook as e:
-            pc = self.pc
-            raise Fault(pc, str(e), self.where(pc)) from None
+            raise self._fault_in_hook(e) from None
         except unicorn.UcError as e:
-            pc = self.pc
-            msg = str(e)
-            if self._bad_access is not None:
-                kind, addr = self._bad_access
-                where = self.describe_address(addr) if self.describe_address else None
-                msg += f" {kind} {addr:#x} ({where or memmap.describe_address(addr)})"
-            raise Fault(pc, msg, self.where(pc)) from None
+            raise self._engine_fault(e) from None
         if self._unexpected_interrupt is not None:
-            intno, at = self._unexpected_interrupt
-            if intno == 1:       # #DB: the trap flag is set, which only a bad POPFQ does here
-                pc = self.pc
-                raise Fault(pc, "single-step trap: RFLAGS has TF set (a POPFQ loaded a wrong RFLAGS value)",
-                            self.where(pc), reg="RFLAGS")
-            if intno != 3:       # a fault: RIP still points at the faulting instruction
-                at = self.pc
-            raise Fault(at, f"{_EXCEPTIONS.get(intno, f'interrupt {intno}')} in guest code", self.where(at))
+            raise self._interrupt_fault()
         return self.stop_reason
 
-    def watch_heap(self, on_access: Callable[[str, int, int], None]) -> None:
-        """Call on_access(kind, address, pc) for every guest read/write of the heap arena while the watch
-        is on (GC mode: the World turns it on at the first allocation, see heap_watch)."""
-        def hook(uc, access, address, size, value, user_data):
-            on_access("write" if access == unicorn.UC_MEM_WRITE else "read", address, uc.reg_read(X.UC_X86_REG_RIP))
-        self._heap_hook_fn = hook
-
-    def heap_watch(self, on: bool) -> None:
-        """Turn the heap watch on or off. A memory hook sends every guest load and store through
-        Unicorn's slow path, wherever it points (~3-8 µs a sweep point), so it is on only while the heap
-        holds objects: with none, no access can reach one. Turning it on flushes the translation cache:
-        code that already ran does not see a memory hook added later (test_engine_pins). Called from
-        inside the allocation trap too, where the INT3 has ended its block. Turning it off does not
-        flush: Unicorn 2.1.4 drops a deleted hook only when the next run ends, so that run is slow anyway."""
-        if on == (self._heap_hook is not None):
-            return
-        if on:
-            self._heap_hook = self.uc.hook_add(unicorn.UC_HOOK_MEM_READ | unicorn.UC_HOOK_MEM_WRITE,
-                                               self._heap_hook_fn, begin=memmap.HEAP_BASE, end=memmap.HEAP.end - 1)
-            self.uc.ctl_flush_tb()
-        else:
-            self.uc.hook_del(self._heap_hook)
-            self._heap_hook = None
-
-    def add_block_hook(self, on_block: Callable[[int, int], None]) -> int:
-        """Opt-in: call on_block(address, size) at every translation block in user text (~1 µs each).
-
-        The translation cache is flushed so already-translated code sees the hook (Unicorn #2200).
-        """
-        h = self.uc.hook_add(unicorn.UC_HOOK_BLOCK, lambda uc, a, s, u: on_block(a, s),
-                             begin=self.text[0], end=self.text[1] - 1)
-        self.uc.ctl_flush_tb()
-        return h
-
-    def del_hook(self, handle: int) -> None:
-        self.uc.hook_del(handle)
-        self.uc.ctl_flush_tb()
-
-    def trace(self, on_insn: Callable[[int], None] | None) -> None:
-        """Opt-in per-instruction hook over user text (slow: ~1 µs per instruction)."""
-        if self._trace_hook is not None:
-            self.uc.hook_del(self._trace_hook)
-            self._trace_hook = None
-        if on_insn is not None:
-            self._trace_hook = self.uc.hook_add(unicorn.UC_HOOK_CODE, lambda uc, a, s, u: on_insn(a),
-                                                begin=self.text[0], end=self.text[1] - 1)
-        self.uc.ctl_flush_tb()

@@ -28,24 +28,24 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from ..core import gostructs as gs
-from ..check import inject
-from ..core import memmap, regs
+from ..core import memmap
 from ..core.errors import EmuError
-from .gmp import (
-    MachineSigContext, ack_sigurg, clear_preempt, drop_curg, initial_registers, preempt_m, read_sched_state,
-    request_preempt, set_curg, signal_m, xreg_restore, xreg_save)
+from .gcsuspend import SUSPEND_RESEND_NS, SuspendMixin
+from .gmp import MachineSigContext, clear_preempt, drop_curg, initial_registers, set_curg, xreg_restore
 from ..core.layout import StubLayout
 from .machine import Fault, Machine
 from ..core.program import Program
-from ..check.safepoint import async_preempt_stack, can_preempt_m, rules_for
-from .stack import copystack
-from ..core.structref import StructRef, read_field, write_field
+from ..check.safepoint import async_preempt_stack, rules_for
+from .schedtrap import TrapMixin
+from .steal import STEAL_TRIES, StealMixin
+from ..core.structref import StructRef, write_field
+from .sysmon import FORCE_PREEMPT_NS, SYSMON_MAX_US, SYSMON_MIN_US, SysmonMixin
 
-FORCE_PREEMPT_NS = 10_000_000        # proc.go forcePreemptNS
-SYSMON_MIN_US, SYSMON_MAX_US = 20, 10_000
+#: what other modules import from here; the constants of the mixins' modules are re-exported
+__all__ = ["FORCE_PREEMPT_NS", "SYSMON_MIN_US", "SYSMON_MAX_US", "GLOBAL_QUEUE_EVERY", "STEAL_TRIES",
+           "SUSPEND_RESEND_NS", "RUNQ_SIZE", "GoSpec", "G", "P", "M", "SchedResult", "Scheduler"]
+
 GLOBAL_QUEUE_EVERY = 61              # schedule(): check the global run queue every 61 schedticks
-STEAL_TRIES = 4                      # proc.go:3848 stealTries
-SUSPEND_RESEND_NS = 5_000            # preempt.go:115,232: suspendG's preemptM at most every yieldDelay/2
 RUNQ_SIZE = 256
 
 
@@ -149,8 +149,13 @@ class SchedResult:
         return g.cpu_insns * self.ns_per_insn / total if total else 0.0
 
 
-class Scheduler:
-    """GOMAXPROCS Ps, one M per P, sysmon, and the goroutines of one program."""
+class Scheduler(StealMixin, TrapMixin, SuspendMixin, SysmonMixin):
+    """GOMAXPROCS Ps, one M per P, sysmon, and the goroutines of one program.
+
+    Here: setup (newproc), the run queues and timers, findRunnable's own-P half, execute, and the
+    loop that steps every M one round at a time. The mixins hold the rest: steal.py (work stealing),
+    schedtrap.py (what a G's trap does), gcsuspend.py (the GC's suspendG/resumeG), sysmon.py (sysmon,
+    retake and the preemption signal)."""
 
     def __init__(self, program: Program, stub: Program, layout: StubLayout, specs: list[GoSpec],
                  gomaxprocs: int = 1, async_preemption: bool = True, ns_per_insn: float = 1.0, seed: int = 1,
@@ -324,65 +329,7 @@ class Scheduler:
             return g, False
         return self._steal_work(p, t)
 
-    def _steal_work(self, p: P, t: float) -> tuple[G | None, bool]:
-        """stealWork (proc.go:3843-3905): stealTries = 4 rounds over the other Ps in a random order;
-        only the last round checks their timers and may take their runnext. Go 1.14's findrunnable
-        stole from the run queue first and took only the timers shouldStealTimers allowed (RuntimeRules)."""
-        for i in range(STEAL_TRIES):
-            last = i == STEAL_TRIES - 1
-
-            def timers(q):
-                return self._steal_timers(p, q, t) if last else None
-
-            def runq(q):
-                g = self._runqsteal(p, q, last)
-                return (g, False) if g is not None else None
-            others = [q for q in self.ps if q is not p]
-            self.rnd.shuffle(others)                         # stealOrder.start(cheaprand())
-            for q in others:
-                for step in (timers, runq) if self.rules.steal_timers_first else (runq, timers):
-                    found = step(q)
-                    if found is not None:
-                        return found
-        return None, False
-
-    def _steal_timers(self, p: P, q: P, t: float) -> tuple[G, bool] | None:
-        """Run q's due timers from p; the Gs they ready go to p's queue: run one."""
-        if not self.rules.steal_timers_of_running_gs and not self._should_steal_timers(q):
-            return None
-        if self._check_timers(q, p, t):
-            g, inherit = self._runqget(p)
-            if g is not None:
-                return g, inherit
-        return None
-
-    def _should_steal_timers(self, q: P) -> bool:
-        """Go 1.14's shouldStealTimers(p2): yes if p2 is not _Prunning; no if its M holds locks; otherwise
-        only once its G has a preemption request (gp.preempt), that is when sysmon or a GC wants that P
-        back. preemu has one M per P and every M without a G looks for work each round, its own P's timers
-        first, so an M without a G stands for an idle P (Go's `p2.status != _Prunning`)."""
-        g = q.m.curg
-        if g is None:
-            return True
-        if read_field(self.machine, q.m.addr, gs.M_FIELDS, "locks") > 0:
-            return False
-        return bool(read_field(self.machine, g.addr, gs.G_FIELDS, "preempt"))
-
-    def _runqsteal(self, p: P, q: P, steal_runnext: bool) -> G | None:
-        """runqsteal/runqgrab (proc.go:7713-7797): grab the older half (n - n/2) from the head of q's
-        queue, queue all but the last one taken on p and run that one. With an empty queue, take q's
-        runnext on the last round only (runqgrab first sleeps usleep(3), which preemu does not charge)."""
-        n = len(q.runq) - len(q.runq) // 2
-        if n == 0:
-            if steal_runnext and q.runnext is not None:
-                g, q.runnext = q.runnext, None
-                return g
-            return None
-        batch = [q.runq.popleft() for _ in range(n)]
-        p.runq.extend(batch[:-1])
-        return batch[-1]
-
-    # --- execute and the traps ----------------------------------------------------------------
+    # --- execute: a G on an M, and off it again -------------------------------------------
     def _execute(self, m: M, g: G, inherit: bool, t: float) -> None:
         mm, G_, P_ = self.machine, gs.G_FIELDS, gs.P_FIELDS
         p = m.p
@@ -426,201 +373,6 @@ class Scheduler:
         if self._loaded is g:
             self._loaded = None
 
-    def _trap(self, machine: Machine, name: str) -> str | None:
-        """Runs inside the INT3 hook for the G in self._running."""
-        g = self._running
-        if name == "morestack":
-            guard = read_field(machine, g.addr, gs.G_FIELDS, "stackguard0")
-            if guard != gs.STACK_PREEMPT:                    # a real growth: copystack and go on
-                slot_base = memmap.STACK_BASE + g.slot * memmap.STACK_SLOT
-                g.stack_lo, g.stack_hi = copystack(machine, g.ref, g.stack_lo, g.stack_hi, slot_base)
-                return None
-            m = self._running_m
-            if can_preempt_m(read_sched_state(g.ref, m.ref, m.p.ref, self.rules)) is not None:
-                # newstack (stack.go:1122-1129): not while the M holds locks, mallocs or has preemption
-                # off: the guard goes back and the G runs on; gp.preempt stays set for its next prologue
-                write_field(machine, g.addr, gs.G_FIELDS, "stackguard0", g.stack_lo + gs.STACK_GUARD)
-                return None
-        return "park"
-
-    def _after_trap(self, m: M, g: G, name: str, ctx, t: float) -> None:
-        mm, G_ = self.machine, gs.G_FIELDS
-        g.ctx = ctx
-        track = f"M{m.idx}"
-        if self.observer is not None:
-            self.observer.trapped(m, g, name, t)
-        if name in ("asyncPreempt2", "morestack"):          # mcall(gopreempt_m): _Grunning -> _Grunnable
-            if name == "asyncPreempt2":
-                g.preempt_async += 1
-                if self.layout.xreg_slots:                   # xRegSave: this P's scratch -> the G's block
-                    xreg_save(m.p.ref, g.ref, g.xreg_block)
-                    g.xregs_saved = True
-            else:
-                g.preempt_coop += 1
-            self._ev("preempt", t, track, g=g.name, how="async" if name == "asyncPreempt2" else "cooperative")
-            if read_field(mm, g.addr, G_, "preemptStop"):
-                self._preempt_park(m, g, t)
-                return
-            write_field(mm, g.addr, G_, "atomicstatus", gs.G_RUNNABLE)
-            g.status, g.runnable_since = "runnable", t
-            self._drop(m, t, "preempted")
-            self.global_q.append(g)                          # goschedImpl: globrunqput
-        elif name == "nanosleep":
-            ns = ctx.reg_read(regs.lookup("RAX").uc_id)
-            write_field(mm, g.addr, G_, "atomicstatus", gs.G_WAITING)
-            g.status, g.runnable_since = "waiting", None
-            m.p.timers.append((t + ns, g))
-            self._ev("sleep", t, track, g=g.name, ns=ns)
-            self._drop(m, t, "sleep")
-        elif name == "goexit":
-            write_field(mm, g.addr, G_, "atomicstatus", gs.G_DEAD)
-            g.status = "dead"
-            self._ev("exit", t, track, g=g.name)
-            self._drop(m, t, "exit")
-        else:
-            raise EmuError(f"goroutine {g.name}: unexpected trap {name}")
-
-    # --- GC stack-scan requests: suspendG / preemptPark / resumeG (preempt.go) ------------------
-    def _gc_cycle(self, t: float) -> None:
-        """markroot's stack jobs: suspendG every live goroutine, scan it, resumeG."""
-        self.gc_cycles += 1
-        self._ev("gc", t, "sysmon", cycle=self.gc_cycles)
-        for g in self.gs:
-            if g.status == "dead" or g in self.suspending:
-                continue
-            if g.status != "running":                        # _Grunnable/_Gwaiting: claim with the scan bit
-                self.gc_waits.append(0)
-                continue
-            mm, G_ = self.machine, gs.G_FIELDS
-            write_field(mm, g.addr, G_, "preemptStop", 1)
-            request_preempt(g.ref)
-            self.suspending[g] = t
-            # the mark worker running suspendG spins on a P other than the G's (the only P with
-            # GOMAXPROCS=1, once the G has parked)
-            own = next(m.p for m in self.ms if m.curg is g)
-            self.gc_worker_p[g] = next((p for p in self.ps if p is not own), own)
-            self._ev("suspendG", t, "sysmon", g=g.name)
-            self._resend_suspend(g, t)
-
-    def _resend_suspend(self, g: G, t: float) -> None:
-        """suspendG's _Grunning case (preempt.go:193-235): it requests a synchronous preemption but
-        does not set pp.preempt, and calls preemptM only when the G's M or that M's preemptGen changed
-        since it last looked (an acknowledgement), at most every yieldDelay/2 = 5 us.
-
-        suspendG spins, so it sees a new (M, preemptGen) the moment doSigPreempt acknowledges, and it
-        takes that pair as seen whether or not the rate limit lets it send (preempt.go:211-215 assign
-        asyncM/asyncGen before :227-232 test nextPreemptM): a signal acknowledged within 5 us of the
-        last send is never sent again for that pair. The G then waits for sysmon's preemptone or a
-        prologue. Rounds are coarser than 5 us, so the acknowledgement's own time decides."""
-        if not self.async_preemption or g.status != "running":
-            return
-        m = next(m for m in self.ms if m.curg is g)
-        gen = read_field(self.machine, m.addr, gs.M_FIELDS, "preemptGen")
-        last_m, last_gen, next_ns = self.suspend_sent.get(g, (None, None, 0))
-        if (m.addr, gen) == (last_m, last_gen):
-            return
-        seen = m.acked_at if m.addr == last_m and m.acked_at >= 0 else t
-        if seen < next_ns:                                   # rate-limited: the pair is consumed unsent
-            self.suspend_sent[g] = (m.addr, gen, next_ns)
-            self._ev("suspendG-skip", t, "sysmon", g=g.name, acked=seen, not_before=next_ns)
-            return
-        self.suspend_sent[g] = (m.addr, gen, seen + SUSPEND_RESEND_NS)   # nextPreemptM = now + yieldDelay/2
-        if signal_m(m.ref, self.rules):
-            self._signal_sent(m, g, t, why="suspendG", seen=seen)   # Go sends at `seen`; the round starts at t
-
-    def _preempt_m(self, m: M, g: G, t: float, **why) -> None:
-        """preemptone's pp.preempt and preemptM: if no signal is in flight to m, send one."""
-        if preempt_m(m.ref, m.p.ref, self.rules):
-            self._signal_sent(m, g, t, **why)
-
-    def _signal_sent(self, m: M, g: G, t: float, **why) -> None:
-        """SIGURG to m: it lands at a seeded instruction of the next round (a pending one coalesces)."""
-        self.signals_sent += 1
-        if m.signal_at is None:
-            m.signal_at = self.rnd.randrange(self.quantum_insns)
-        self._ev("signal", t, "sysmon", m=m.idx, g=g.name, **why)
-
-    def _preempt_park(self, m: M, g: G, t: float) -> None:
-        """preemptPark: _Gpreempted until suspendG claims it; the scan runs; resumeG readies it."""
-        mm, G_ = self.machine, gs.G_FIELDS
-        write_field(mm, g.addr, G_, "atomicstatus", gs.G_PREEMPTED)
-        self._drop(m, t, "preemptPark")
-        since = self.suspending.pop(g, t)
-        self.gc_waits.append(int(t - since))
-        write_field(mm, g.addr, G_, "preemptStop", 0)         # suspendG claims it (_Gpreempted -> _Gwaiting)
-        write_field(mm, g.addr, G_, "atomicstatus", gs.G_RUNNABLE)   # scanned; resumeG -> ready
-        self._ev("scanned", t, f"M{m.idx}", g=g.name, waited_ms=(t - since) / 1e6)
-        g.status, g.runnable_since = "runnable", t
-        self.suspend_sent.pop(g, None)
-        # resumeG -> ready(gp, 0, true) (preempt.go:280, proc.go:1150): runnext of the P that runs
-        # the GC worker, not of the P the G was preempted on
-        self._runqput(self.gc_worker_p.pop(g, m.p), g, True)
-
-    # --- signals --------------------------------------------------------------------------------
-    def _deliver(self, m: M, t: float) -> None:
-        """The SIGURG handler on M: doSigPreempt."""
-        mm = self.machine
-        m.signal_at = None
-        track = f"M{m.idx}"
-
-        def ack() -> None:
-            ack_sigurg(m.ref, self.rules)
-            m.acked_at = t
-
-        g = m.curg
-        if g is None:
-            # Landed on g0: the M is in the scheduler or idle. g0 stays _Gidle (proc.go malg/mcommoninit
-            # never make it _Grunning), so wantAsyncPreempt (preempt.go:369-372) already says no.
-            ack()
-            self.refused["no-request"] += 1
-            self._ev("refuse", t, track, reason="no-request")
-            return
-        st = read_sched_state(g.ref, m.ref, m.p.ref, self.rules)
-        pc, sp = mm.pc, mm.reg("RSP")
-        ctx = self.sigctx if self.observer is None else self.observer.deliver(m, g, t, st, self.sigctx)
-        v = inject.do_sig_preempt(ctx, self.prog, st, pc, sp, self.headroom, self.stub_entry, ack)
-        if self.observer is not None:
-            self.observer.delivered(m, g, t, v)
-        if v.ok:
-            self.signals_injected += 1
-            self._ev("inject", t, track, g=g.name, pc=f"{pc:#x}", where=self.prog.describe_pc(pc))
-        else:
-            self.refused[v.reason] += 1
-            self._ev("refuse", t, track, g=g.name, reason=v.reason, pc=f"{pc:#x}", where=self.prog.describe_pc(pc))
-
-    def _preemptone(self, p: P, t: float) -> None:
-        m = p.m
-        g = m.curg
-        if g is None:
-            return
-        request_preempt(g.ref)
-        self._ev("preemptone", t, "sysmon", p=p.idx, g=g.name)
-        if self.async_preemption:
-            self._preempt_m(m, g, t)
-
-    def _all_idle(self) -> bool:
-        """Every P idle: no M runs a G and nothing is queued (sched.npidle == gomaxprocs)."""
-        return all(m.curg is None for m in self.ms) and not self.global_q and \
-            not any(p.runq or p.runnext for p in self.ps)
-
-    def _sysmon(self, t: float) -> None:
-        """One sysmon iteration at time t (it just woke from usleep(delay)). Go 1.14 reset idle and
-        delay whenever every P was idle (its deep-sleep branch; the sleep itself is left out)."""
-        if self.rules.sysmon_idle_resets and self._all_idle():
-            self.sysmon_idle, self.sysmon_delay = 0, SYSMON_MIN_US
-        for p in self.ps:                                    # retake (proc.go:6681): every _Prunning P
-            if p.sysmon_tick != p.schedtick:
-                p.sysmon_tick, p.sysmon_when = p.schedtick, t
-            elif p.sysmon_when + FORCE_PREEMPT_NS <= t:
-                self._preemptone(p, t)
-        self.sysmon_idle += 1                                # Go 1.27: only syscall retakes reset idle
-        if self.sysmon_idle == 0:
-            self.sysmon_delay = SYSMON_MIN_US
-        elif self.sysmon_idle > 50:
-            self.sysmon_delay *= 2
-        self.sysmon_delay = min(max(self.sysmon_delay, SYSMON_MIN_US), SYSMON_MAX_US)
-        self.sysmon_next = t + self.sysmon_delay * 1000
-
     # --- the loop -----------------------------------------------------------------------------
     def _run_m(self, m: M, start: float) -> None:
         mm = self.machine
@@ -659,6 +411,11 @@ class Scheduler:
 
         A goroutine that waited more than `starvation_ns` to run is reported as starved. With
         `gc_every_ns`, a GC cycle asks to suspend (stack-scan) every goroutine that often.
+
+        The model scheduler's loop over virtual time: sysmon ticks, timers and the GC's requests between
+        quanta, each M's share of a quantum one Machine.run (through run_parkable: the loop it shares). It is not Process.run_until's loop: here
+        preemu plays Go's scheduler (G, M, P), there the binary's own scheduler runs inside the guest and
+        preemu plays only the kernel's threads.
         """
         self.gc_every_ns = gc_every_ns
         self.gc_next = gc_every_ns

@@ -14,35 +14,34 @@ realgc.py). preemu then watches, without changing anything, what the real runtim
   which thread it came back), the RET with every register compared;
 - with --gc, the runtime's own cycle's scan of G (realgc.Scan) and what it freed.
 The steps are explain.Step records in an explain.Story, so the text, JSON and HTML front ends render them
-as they render the model world's stories; the story adds the signal stack as a second window.
+as they render the model world's stories; the story adds the signal stack as a second window. Here: the
+recorder, the run to boundary k, the request and the end; the signal path is told by realsignal.py and
+the resume by realresume.py (mixins of the teller).
 Left out: --force-unsafe and --nested-signals (the runtime decides here), --at FUNC+OFF or line:N (a
 boundary number is asked for), scheduler details of what ran while G was away (counts and times only).
 """
 from __future__ import annotations
 
 import os
-import re
-import struct
 
 from unicorn import UC_HOOK_CODE
 from unicorn import x86_const as X
 
 from . import story as E
+from .realresume import _ResumeSteps
+from .realsignal import _SignalSteps
 from ..core import regs as R
 from ..core.errors import EmuError
 from ..check.verify import Check
 from ..drive import gsweep, realsweep
 from ..linux import sigframe
 from ..linux.regbatch import RegBatch
-from ..linux.watch import FLAGS_MASK
 
 _ALL = RegBatch([r.uc_id for r in R.GP_REGS] + [X.UC_X86_REG_RBP, X.UC_X86_REG_RSP, X.UC_X86_REG_RIP,
                                                 X.UC_X86_REG_EFLAGS] + [r.uc_id for r in R.XMM_REGS],
                 wide=[r.uc_id for r in R.XMM_REGS])
 _NAMES = [r.name for r in R.GP_REGS] + ["RBP", "RSP", "RIP", "RFLAGS"] + [r.name for r in R.XMM_REGS]
-_STORE = re.compile(r"^(?:mov|movups|movdqu|movaps) (?:qword|xmmword) ptr \[rsp(?: \+ (0x[0-9a-f]+|\d+))?\], (\w+)$")
 WINDOW_ABOVE = 10                # words of G's stack shown above the interrupted RSP
-SIG_WORDS = sigframe.FRAME_SIZE // 8
 
 
 def _regs(values) -> dict[str, str]:
@@ -132,26 +131,6 @@ class _Loaded:
         self.addr, self.text, self.mnemonic, self.op_str, self.sp_delta = addr, text, mnemonic, op_str, None
 
 
-def _slot_names(insns, call_pc: int, frame_rsp: int) -> dict[int, str]:
-    """asyncPreempt's frame, by address: each store to [rsp + off] and each PUSH before the CALL, named after
-    what it saves (a PUSH's slot from the binary's SP delta there), and the word pushCall pushed."""
-    at_call = next((i.sp_delta for i in insns if i.addr == call_pc), None)
-    out = {}
-    if at_call is not None:
-        entry_sp = frame_rsp + at_call            # RSP at the stub's entry: pushCall's word is there
-        out[entry_sp] = "return address (pushCall): the interrupted PC"
-    for i in insns:
-        if i.addr >= call_pc:
-            break
-        m = _STORE.match(i.text)
-        if m:
-            out[frame_rsp + int(m.group(1) or "0", 0)] = f"asyncPreempt frame: saved {m.group(2).upper()}"
-        elif at_call is not None and i.mnemonic in ("push", "pushfq"):
-            what = "RFLAGS" if i.mnemonic == "pushfq" else i.op_str.upper()
-            out[entry_sp - i.sp_delta - 8] = f"asyncPreempt frame: saved {what}"
-    return out
-
-
 def explain(path: str, func: str, at: str, *, call: int = 1, registers=None, args=(), env=(), gc: bool = False,
             async_preemption: bool = True, stub: str | None = None, budget: int = 20_000_000) -> E.Story:
     """Tell one preemption of `func` at boundary `at` of its `call`-th call, in its real program (`stub`: a .s
@@ -173,7 +152,10 @@ def explain(path: str, func: str, at: str, *, call: int = 1, registers=None, arg
     return _Teller(sw, ref, k, path, gc).tell()
 
 
-class _Teller:
+class _Teller(_SignalSteps, _ResumeSteps):
+    """Tells one preemption of the real program: the run to boundary k, the request and the end here; the
+    signal path (realsignal.py) and the resume (realresume.py) from mixins."""
+
     def __init__(self, sw, ref, k: int, path: str, gc: bool):
         self.sw, self.ref, self.k, self.path, self.gc = sw, ref, k, path, gc
         self.steps: list[E.Step] = []
@@ -185,9 +167,6 @@ class _Teller:
         return [f"{p.read_u64(a):#018x}" if lo <= a < hi else "unmapped"
                 for a in (self.top - 8 * i for i in range(self.nwords))]
 
-    def _sig_window(self, data: bytes) -> list[str]:
-        return [f"{struct.unpack_from('<Q', data, 8 * i)[0]:#018x}" for i in reversed(range(SIG_WORDS))]
-
     def _add(self, phase, short, title, text, pc, regs_, rsp, table=None, checks=(), sig: list[str] | None = None,
              mp="", window: list[str] | None = None):
         s = E.add_step(self.steps, phase, short, title, text, pc, [], regs_,
@@ -197,9 +176,26 @@ class _Teller:
 
     # --- the story -------------------------------------------------------------------------------------
     def tell(self) -> E.Story:
-        sw, k = self.sw, self.k
+        """Run to boundary k, make the request, watch the signal and the resume, run on to the end."""
+        sw = self.sw
         clock = sw._arm()
         rec = _Recorder(sw, self._g_window)
+        resumed = self._watch_resume(rec, clock)
+        regs0 = self._to_boundary(clock)
+        pc, rsp = int(regs0["RIP"], 16), int(regs0["RSP"], 16)
+        pt = self._request_step(clock, regs0, pc, rsp)
+        sw.p.run_until(lambda: bool(resumed) or sw.returned is not None or
+                       (pt.event.outcome not in ("pending", "merged") and pt.event.outcome != "injected"))
+        rec.close()
+        self._signal_steps(rec, pt, pc, rsp)
+        if pt.event.outcome == "injected" and resumed:
+            self._resume_steps(rec, pt, resumed[0], pc, rsp)
+        self._end_step(sw._finish(clock))
+        return self._story(pt, pc)
+
+    def _watch_resume(self, rec: _Recorder, clock) -> list:
+        """Listen as the sweep listens; the list gets (resume, registers, window, time) when G first resumes."""
+        sw = self.sw
         listener = gsweep._Listener(sw, clock)
         sw.p.watch.listener = listener
         resumed = []
@@ -211,6 +207,11 @@ class _Teller:
                 rec.done = True
                 resumed.append((r, _regs(_ALL(sw.p.uc)), self._g_window(), sw.p.now()))
         listener.on_resumed = on_resumed
+        return resumed
+
+    def _to_boundary(self, clock) -> dict[str, str]:
+        """Run G to boundary k (the story's stack window there) and tell where it is; its registers."""
+        sw, k = self.sw, self.k
         clock.stop_at = k
         sw.p.run_until(lambda: sw.returned is not None or clock.ready is not None)
         if clock.ready is None:
@@ -234,6 +235,11 @@ class _Teller:
                 "registers those of this run."]
         self._add("goroutine", "the goroutine", f"The goroutine at boundary {k}: {insn.text if insn else hex(pc)}",
                   text, pc, regs0, rsp, window=self._g_window())
+        return regs0
+
+    def _request_step(self, clock, regs0: dict[str, str], pc: int, rsp: int):
+        """Make the request (preemptone's, or the GC's) and tell the fields it wrote; the pending signal."""
+        sw, k = self.sw, self.k
         fields = self._request_fields()
         before = {n: v for n, v in fields()}
         pt = sw._deliver(clock, k)
@@ -249,13 +255,12 @@ class _Teller:
         rows = [[n, before.get(n, "-"), after.get(n, "-")] for n in after]
         self._add("request", "the request", "Who asks: " + ("the GC" if self.gc else "preemptone"), text, pc,
                   regs0, rsp, {"title": "fields written", "columns": ["field", "before", "after"], "rows": rows})
-        sw.p.run_until(lambda: bool(resumed) or sw.returned is not None or
-                       (pt.event.outcome not in ("pending", "merged") and pt.event.outcome != "injected"))
-        rec.close()
-        self._signal_steps(rec, pt, pc, rsp)
-        if pt.event.outcome == "injected" and resumed:
-            self._resume_steps(rec, pt, resumed[0], pc, rsp)
-        ending = sw._finish(clock)
+        return pt
+
+    def _end_step(self, ending) -> None:
+        """The program's ending, the function's results and (with --gc) the freed objects, against the
+        uninterrupted run."""
+        sw = self.sw
         checks = [Check("the program ended as uninterrupted", not self.ref.ending.diff(ending),
                         "; ".join(f"{w}: {a} -> {b}" for w, a, b in self.ref.ending.diff(ending)) or
                         f"exit status {ending.exit_code}, the same output")]
@@ -275,7 +280,6 @@ class _Teller:
         self._add("end", "the end", "After the preemption", [f"{sw.func} ran on to its return and the program to "
                   "its exit; both are compared with the uninterrupted run."], last.pc,
                   last.regs, last.rsp, checks=checks)
-        return self._story(pt, pc)
 
     def _stub_frame_size(self) -> int:
         """asyncPreempt's deepest SP delta (its frame, from the binary's pcsp table)."""
@@ -299,191 +303,6 @@ class _Teller:
                                                                   "little"))))
             return out
         return read
-
-    def _signal_steps(self, rec: _Recorder, pt, pc: int, rsp: int) -> None:
-        sw = self.sw
-        if rec.delivered is None:
-            raise EmuError(f"the signal for boundary {self.k} was never delivered (the program ended first)")
-        tid, frame, ev = rec.delivered
-        b = rec.sig_bytes
-        F = frame.frame
-        q = lambda off: struct.unpack_from("<Q", b, off)[0]                       # noqa: E731
-        mc = lambda n: q(sigframe.greg_offset(n))                                 # noqa: E731
-        restorer = q(sigframe.PRETCODE)
-        rows = [["pretcode (the handler's return address)", f"{F + sigframe.PRETCODE:#x}",
-                 f"{restorer:#x} {sw.image.describe(restorer)}"],
-                ["ucontext.uc_flags", f"{F + sigframe.UC_FLAGS:#x}", f"{q(sigframe.UC_FLAGS):#x}"],
-                ["ucontext.uc_stack (ss_sp, ss_size): the M's gsignal stack", f"{F + sigframe.UC_STACK:#x}",
-                 f"{q(sigframe.UC_STACK):#x}, {q(sigframe.UC_STACK + 16):#x}"],
-                ["uc_mcontext.rip (interrupted PC)", f"{F + sigframe.greg_offset('RIP'):#x}", f"{mc('RIP'):#x}"],
-                ["uc_mcontext.rsp (interrupted SP)", f"{F + sigframe.greg_offset('RSP'):#x}", f"{mc('RSP'):#x}"],
-                ["uc_mcontext.eflags", f"{F + sigframe.greg_offset('EFLAGS'):#x}",
-                 f"{mc('EFLAGS'):#x} [{R.describe_flags(mc('EFLAGS'))}]"],
-                ["uc_mcontext.fpstate (FXSAVE image)", f"{F + sigframe.FPSTATE_PTR:#x}", f"{q(sigframe.FPSTATE_PTR):#x}"],
-                ["uc_sigmask", f"{F + sigframe.UC_SIGMASK:#x}", f"{q(sigframe.UC_SIGMASK):#x}"],
-                ["siginfo (si_signo, si_code)", f"{F + sigframe.SIGINFO:#x}",
-                 f"{struct.unpack_from('<i', b, sigframe.SIGINFO)[0]} (SIGURG), "
-                 f"{struct.unpack_from('<i', b, sigframe.SIGINFO + 8)[0]} (SI_TKILL)"]]
-        self.sig_top = F + sigframe.FRAME_SIZE - 8
-        self.sig_labels = self._sig_labels(F)
-        sig_before = self._sig_window(b)
-        hr = rec.handler_regs
-        self._add("signal", "delivery", f"tgkill and delivery: the rt_sigframe on thread {tid}'s signal stack",
-                  [f"The kernel model takes SIGURG on thread {tid} before it runs again and builds the rt_sigframe "
-                   "below the signal stack's top (sigaltstack: the M's gsignal), as arch/x86/kernel/signal.c does, "
-                   "then enters the handler runtime.sigtramp with RDI = 23, RSI = &siginfo, RDX = &ucontext.",
-                   f"The frame is at {F:#x}; the interrupted registers are saved in its uc_mcontext."],
-                  int(hr["RIP"], 16), hr, int(hr["RSP"], 16),
-                  {"title": "rt_sigframe", "columns": ["part", "address", "value"], "rows": rows}, sig=sig_before,
-                  mp=f"thread {tid}", window=rec.win_delivered)
-        if rec.dsp is not None and rec.dsp[2] is not None:
-            dregs, gp, (st, headroom), win = rec.dsp
-            table_rows, reason = E.check_rows(sw.prog, st, pc, rsp, headroom, False)
-            decided = "injected" if pt.event.outcome == "injected" else "declined"
-            agree = (reason == "safe") == (decided == "injected")
-            self._add("handler", "doSigPreempt",
-                      "sighandler -> doSigPreempt: the runtime decides",
-                      ["runtime.sigtrampgo -> sighandler sees sig == sigPreempt and debug.asyncpreemptoff == 0 "
-                       "(signal_unix.go:691) and calls doSigPreempt(gp, ctxt) (:342): wantAsyncPreempt, then "
-                       "isAsyncSafePoint at the saved PC and SP, with the g/m/p state read here.",
-                       f"preemu's oracle says {reason!r}; the runtime {decided}."],
-                      int(dregs["RIP"], 16), dregs, int(dregs["RSP"], 16),
-                      {"title": "isAsyncSafePoint's checks (values read now)", "columns": E.CHECK_COLUMNS,
-                       "rows": table_rows},
-                      [Check("the runtime and preemu's oracle agree", agree,
-                             f"oracle {reason}, runtime {decided}")], mp=f"thread {tid}", window=win)
-        if rec.sigret is None:
-            return
-        restored, b2, sregs, win = rec.sigret
-        new_rip, new_rsp = struct.unpack_from("<Q", b2, sigframe.greg_offset("RIP"))[0], \
-            struct.unpack_from("<Q", b2, sigframe.greg_offset("RSP"))[0]
-        injected = pt.event.outcome == "injected"
-        pushed = sw.p.read_u64(new_rsp) if injected else None
-        rows = [["uc_mcontext.rip", f"{mc('RIP'):#x}", f"{new_rip:#x} {sw.image.describe(new_rip)}"],
-                ["uc_mcontext.rsp", f"{mc('RSP'):#x}", f"{new_rsp:#x}"]]
-        if injected:
-            rows.append([f"[{new_rsp:#x}] (pushed)", "-", f"{pushed:#x} (the interrupted PC)"])
-        self._add("pushCall", "pushCall",
-                  "pushCall edits the saved context" if injected else "The handler leaves the context alone",
-                  (["doSigPreempt -> ctxt.pushCall(abi.FuncPCABI0(asyncPreempt), pc) (signal_amd64.go:80-89): "
-                    "it writes the interrupted PC one word below the saved SP, lowers the saved SP by 8 and sets the "
-                    "saved PC to asyncPreempt, in the ucontext, so rt_sigreturn \"calls\" asyncPreempt."]
-                   if injected else ["The runtime declined: the ucontext is as the kernel saved it, and "
-                                     "rt_sigreturn resumes the interrupted instruction."]),
-                  int(sregs["RIP"], 16), sregs, int(sregs["RSP"], 16),
-                  {"title": "the ucontext before and after the handler", "columns": ["word", "before", "after"],
-                   "rows": rows}, sig=self._sig_window(b2), mp=f"thread {tid}", window=win)
-        self._add("sigreturn", "rt_sigreturn", "rt_sigreturn loads the (edited) context",
-                  [f"The handler returns through the restorer to rt_sigreturn (syscall 15): the registers come "
-                   f"from the frame; RIP = {new_rip:#x} ({sw.image.describe(new_rip)}), RSP = {new_rsp:#x}."],
-                  new_rip, sregs, new_rsp, mp=f"thread {tid}", window=win)
-
-    def _sig_labels(self, F: int) -> list[str]:
-        names = {sigframe.PRETCODE: "pretcode", sigframe.UC_FLAGS: "uc_flags", sigframe.UC_LINK: "uc_link",
-                 sigframe.UC_STACK: "uc_stack.ss_sp", sigframe.UC_STACK + 8: "uc_stack.ss_flags",
-                 sigframe.UC_STACK + 16: "uc_stack.ss_size", sigframe.FPSTATE_PTR: "fpstate",
-                 sigframe.UC_SIGMASK: "uc_sigmask", sigframe.SIGINFO: "siginfo (signo, errno)",
-                 sigframe.SIGINFO + 8: "siginfo (code, pad)", sigframe.SIGINFO + 16: "siginfo (pid, uid)"}
-        for n in sigframe.GREGS:
-            names[sigframe.greg_offset(n)] = f"mcontext.{n.lower()}"
-        return [names.get(off, "") for off in reversed(range(0, sigframe.FRAME_SIZE, 8))]
-
-    def _resume_steps(self, rec: _Recorder, pt, resumed, pc: int, rsp: int) -> None:
-        sw = self.sw
-        r, rregs, rwin, now = resumed
-        if rec.stub_frame is not None:
-            fregs, frsp, call, win = rec.stub_frame
-            slots = _slot_names(rec.stub_insns, call, frsp)
-            self.labels_extra = slots
-            words = dict(zip((self.top - 8 * i for i in range(self.nwords)), win))
-            saved = [[name.split("saved ")[1] if "saved " in name else name.split(":")[0], f"{a:#x}", words.get(a, "?")]
-                     for a, name in sorted(slots.items())]
-            self._add("stub", "asyncPreempt", "asyncPreempt builds its frame",
-                      [f"{'The stub loaded over' if sw._stub_code else 'The binary' + chr(39) + 's'} runtime.asyncPreempt runs on the goroutine's stack: it saves the flags and every "
-                       f"general register in a frame of its own (generated by mkpreempt.go), then calls "
-                       f"asyncPreempt2. At its CALL, RSP = {frsp:#x}."],
-                      call, fregs, frsp, {"title": "asyncPreempt's save slots (the real bytes, read at its CALL)",
-                                          "columns": ["register", "slot", "value"], "rows": saved}, window=win)
-        away_ns = now - pt.event.delivered_ns if pt.event.delivered_ns else 0
-        self._add("asyncPreempt2", "asyncPreempt2",
-                  "asyncPreempt2 -> gopreempt_m -> schedule, and back",
-                  [("asyncPreempt2 sets gp.asyncSafePoint and, since the GC asked (gp.preemptStop is not set: "
-                    "stopTheWorld's preemptone), mcall(gopreempt_m): the goroutine goes to the global run queue; "
-                    "the world stops, the GC cycle runs, and the goroutine is scheduled again."
-                    if self.gc else
-                    "asyncPreempt2 sets gp.asyncSafePoint and mcall(gopreempt_m) (preempt.go:317): "
-                    "goschedImpl puts the goroutine on the global run queue and schedule() runs on g0."),
-                   f"It resumed on thread {r.resume_tid} after {away_ns:,} ns of virtual time "
-                   f"(thread {pt.tid} was interrupted).",
-                   "What ran in the meantime (each change of the TLS g slot, in order): " + self._who_ran(rec) + "."],
-                  int(rregs["RIP"], 16), rregs, int(rregs["RSP"], 16), window=rwin)
-        if self.gc:
-            self._gc_step()
-        rows, diffs = [], 0
-        for n in E.REG_ORDER:
-            if n in ("RIP", "RSP"):
-                continue
-            a = r._regs.get(n if n != "RFLAGS" else "EFLAGS") if not n.startswith("XMM") else \
-                int.from_bytes(r._xmm[16 * int(n[3:]):16 * int(n[3:]) + 16], "little")
-            v = int(rregs[n], 16)
-            if n == "RFLAGS":                       # what user code can observe (watch.FLAGS_MASK)
-                a, v = a & FLAGS_MASK, v & FLAGS_MASK
-            same = a == v
-            diffs += not same
-            rows.append([n, E.fmt_reg(n, a), E.fmt_reg(n, v), "same" if same else "DIFFERS"])
-        checks = [Check("every register and the flags come back", diffs == 0,
-                        "all equal" if not diffs else f"{diffs} differ"),
-                  Check("the RET goes back to the interrupted instruction with its SP",
-                        not any(d.startswith("RSP") or d.startswith("return address") for d in r.resume_diffs),
-                        f"RET to {pc:#x} with RSP {rsp:#x}")]
-        self._add("compare", "RET", "asyncPreempt restores and returns",
-                  ["The stub reloads every register and the flags from its frame and returns to the interrupted PC "
-                   "(the word pushCall pushed); preemu compares each register with the interrupted state."],
-                  int(rregs["RIP"], 16), rregs, int(rregs["RSP"], 16),
-                  {"title": "registers: interrupted vs at asyncPreempt's RET",
-                   "columns": ["register", "interrupted", "at the RET", ""], "rows": rows}, checks)
-
-    def _who_ran(self, rec: _Recorder) -> str:
-        """The goroutines made current while G was away, named: G, an M's g0 (the scheduler), goroutine N."""
-        p, sw = self.sw.p, self.sw
-        gf, mf = p.structs.g, p.structs.m
-        names = []
-        for tid, g in rec.ran:
-            if g == sw.g:
-                what = f"{sw.func}'s goroutine"
-            else:
-                try:
-                    m = p.read_u64(g + gf["m"].offset)
-                    if m and p.read_u64(m + mf["gsignal"].offset) == g:
-                        continue                      # the signal handler's own g
-                    if m and p.read_u64(m + mf["g0"].offset) == g:
-                        what = "g0 (schedule)"
-                    else:
-                        what = f"goroutine {p.read_u64(g + gf['goid'].offset)}"
-                except Exception:
-                    what = f"g {g:#x}"
-            entry = f"thread {tid}: {what}"
-            if not names or names[-1] != entry:
-                names.append(entry)
-        if len(names) > 12:
-            names = names[:6] + [f"... {len(names) - 12} more ..."] + names[-6:]
-        return " -> ".join(names) or "nothing else"
-
-    def _gc_step(self) -> None:
-        g = self.sw.gc
-        scan = next((s for s in g.scans if s.boundary == self.k), g.scans[0] if g.scans else None)
-        if scan is None:
-            return
-        freed = [o for o in g.freed.values() if o.boundary == self.k]
-        last = self.steps[-1]
-        self._add("gc", "the GC's scan", "The GC cycle scans the goroutine where it was parked",
-                  [f"runtime.scanstack met the goroutine {scan.status} with asyncSafePoint = {scan.async_safe_point}: "
-                   "asyncPreempt's frame and the frame it interrupted are scanned conservatively (every word that "
-                   "points into the heap keeps its object), the others with their stack maps (mgcmark.go).",
-                   f"The cycle (GC cycles now {g.cycles}) freed {len(freed)} object(s); preemu watches them."],
-                  last.pc, last.regs, last.rsp,
-                  {"title": "frames scanstack visited", "columns": ["function", "scanned"],
-                   "rows": [list(f) for f in scan.frames]})
 
     def _story(self, pt, pc: int) -> E.Story:
         sw = self.sw

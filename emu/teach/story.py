@@ -12,17 +12,19 @@ they never disagree.
 Mirrors in order: runtime/proc.go:6917 preemptone, signal_unix.go:369 preemptM, signal_unix.go:342
 doSigPreempt, preempt.go:369 wantAsyncPreempt, preempt.go:390 isAsyncSafePoint, signal_amd64.go:80
 pushCall, the generated asyncPreempt (mkpreempt.go), preempt.go:317 asyncPreempt2 and
-mgcmark.go:904 scanstack. Left out: scheduler scenarios (other goroutines running in between;
-the sweep World has one G, which resumes on the other M/P).
+mgcmark.go:904 scanstack. The stub's part, from its entry to its RET, is told by stubsteps.py (a
+mixin of the narrator); fmt.py writes the registers and PCs. Left out: scheduler scenarios (other
+goroutines running in between; the sweep World has one G, which resumes on the other M/P).
 """
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, field
 
-from ..check import inject, verify
+from ..check import inject
 from ..core import memmap, regs
-from .notes import CHECK_QUESTIONS, STUB_SHORT, STUB_TEXT, WHY, WHY_UNSAFE, stub_phase, unsafe_class
+from .fmt import REG_ORDER, _rel, describe_pc, fmt_reg
+from .notes import CHECK_QUESTIONS, WHY, WHY_UNSAFE, unsafe_class
+from .stubsteps import _StubSteps
 from ..model.gmp import World
 from ..core.layout import RESUME_PC_OFFSET, SAVED_BP_OFFSET, SAVED_FLAGS_OFFSET
 from ..model.machine import Fault
@@ -92,16 +94,6 @@ class Story:
         return d
 
 
-def fmt_reg(name: str, v: int) -> str:
-    r = regs.lookup(name)
-    if r.kind == "xmm":
-        return f"{v:#034x}"
-    return f"{v:#018x}"
-
-
-REG_ORDER = [r.name for r in regs.GP_REGS] + ["RBP", "RSP", "RIP", "RFLAGS"] + [r.name for r in regs.XMM_REGS]
-
-
 def stack_window(s: int, frame_size: int, layout, stack_lo: int, stack_hi: int) -> tuple[int, int]:
     """The story's stack window for a signal at RSP = s: its top word (the interrupted frame's return
     address, or the stack's last word) and how many words down to asyncPreempt2's frame."""
@@ -157,32 +149,19 @@ class _RecordingSigctxt:
         self.inner.store64(addr, value)
 
 
-def _rel(path: str) -> str:
-    """A source path as the user sees it: relative to the working directory when that is shorter."""
-    if not os.path.isabs(path):
-        return path
-    rel = os.path.relpath(path)
-    return rel if len(rel) < len(path) else path
-
-
-def describe_pc(prog, pc: int) -> str:
-    """'func+off: insn  (file:line)', with the file as the user sees it."""
-    f, i = prog.func_for(pc), prog.insn_at(pc)
-    if f is None:
-        return f"{pc:#x} (no function)"
-    return f"{f.name}+{pc - f.start:#x}" + (f": {i.text}  ({_rel(i.file)}:{i.line})" if i is not None else "")
-
-
-
 CHECK_COLUMNS = ["check", "Go source", "asks", "here", "outcome"]
 
 
 def check_rows(prog, st, pc: int, s: int, headroom: int, async_off: bool) -> tuple[list[list[str]], str]:
     """sighandler's checks for a signal at (pc, RSP = s) as table rows, in Go's order up to the first
     refusal (the rest "not reached"), and the reason the oracle gives."""
+    refuse = async_off and st.rules.sighandler_checks_asyncpreemptoff
+    outcome = "REFUSE: asyncpreemptoff" if refuse else "pass"
+    if async_off and not refuse:            # Go 1.14's sighandler ran doSigPreempt anyway (golang/go#38531)
+        outcome = "pass: not checked before Go 1.15 (golang/go#38531)"
     rows = [["asyncpreemptoff", "runtime/signal_unix.go:691", "debug.asyncpreemptoff == 0",
-             "GODEBUG=asyncpreemptoff=1" if async_off else "0", "REFUSE: asyncpreemptoff" if async_off else "pass"]]
-    if async_off:
+             "GODEBUG=asyncpreemptoff=1" if async_off else "0", outcome]]
+    if refuse:
         return rows, "asyncpreemptoff"
     want = want_async_preempt(st)
     rows.append(["wantAsyncPreempt", "runtime/preempt.go:369", "(gp.preempt || p.preempt) && _Grunning",
@@ -238,7 +217,7 @@ def signal_text(prog, m_name: str, pc: int, reason: str) -> list[str]:
     return text
 
 
-class _Narrator:
+class _Narrator(_StubSteps):
     """Runs one preemption on a World and records a Step after each part of it."""
 
     def __init__(self, world: World, at: int, force_unsafe: bool, seed: int, delay: int = 0,
@@ -291,19 +270,43 @@ class _Narrator:
 
     # --- the story ---------------------------------------------------------------------------
     def run(self) -> tuple[str, str]:
+        """Tell the whole preemption; returns the verdict (injected, refused, forced) and the oracle's reason.
+
+        Not a run loop of its own: each step is the Sweeper's machine run (Machine.run) to the next point
+        of interest, single-stepped only through the stub, where every instruction is a told step."""
+        before, executed = self._to_boundary()
+        self._goroutine_step(before, executed)
+        if not self.delay:
+            self._request()
+        rec, v, off, gens = self._signal(before)
+        if not v.ok and not self.force:
+            self._refused(before, off, gens)
+            return "refused", v.reason
+        verdict = "injected"
+        if not v.ok:
+            inject.push_call(rec, self.m.stub_entry, self.pc)
+            verdict = "forced"
+        self._push_call_step(rec, verdict, gens)
+        if self._run_stub(before, verdict == "forced"):
+            self._finish(before)
+        return verdict, v.reason
+
+    def _to_boundary(self):
+        """Run G1 to boundary `at`: the signal's PC and RSP = S, the frame and the story's stack window. With
+        a delay, run again to the request `delay` instructions earlier, make it, and step on to `at`.
+        Returns the interrupted state and the PCs run after the request."""
         w, m, prog = self.w, self.m, self.prog
         at, delay = self.at, self.delay
         w.reset()
         if at:
             m.run(m.pc, at)
-        self.pc = pc = m.pc
+        self.pc = m.pc
         s = m.reg("RSP")
         self.s = s
-        insn = prog.insn_at(pc)
-        f = prog.func_for(pc)
+        insn = prog.insn_at(self.pc)
         self.frame_size = frame_size = insn.sp_delta if insn is not None else 0
         self.top, self.nwords = stack_window(s, frame_size, w.layout, w.stack_lo, w.stack_hi)
-
+        executed = ()
         if delay:                        # run again, to the request `delay` instructions earlier
             w.reset()
             if at - delay:
@@ -315,23 +318,32 @@ class _Narrator:
                 m.run(m.pc, 1)
         before = m.dump_state()
         self.stack_above = m.read(s, w.stack_hi - s)
+        return before, executed
+
+    def _goroutine_step(self, before, executed) -> None:
+        """The first step (after the request, with a delay): where G1 is, its frame, its live registers."""
+        prog, pc, s, at, delay = self.prog, self.pc, self.s, self.at, self.delay
+        insn = prog.insn_at(pc)
+        f = prog.func_for(pc)
         flags = regs.describe_flags(before.get("RFLAGS"))
         self.add("goroutine", f"The goroutine runs {f.name}: boundary {at}", [
             (f"G1 ran {delay} more instruction{'s' if delay != 1 else ''} after the request. " if delay else "")
             + f"After {at} instruction{'s' if at != 1 else ''} G1 is about to execute {describe_pc(prog, pc)}.",
-            f"Its frame is {frame_size} bytes (SP delta at this PC); RSP = S = {s:#x}; flags: {flags}.",
+            f"Its frame is {self.frame_size} bytes (SP delta at this PC); RSP = S = {s:#x}; flags: {flags}.",
             "Every register below is live: whatever happens next must give all of them back bit for bit."]
             + ([f"{insn.mnemonic.upper()} is interrupted between two iterations: RCX = "
                 f"{before.get('RCX')} iterations left, its pointer registers already advanced. Resuming at this PC "
                 "continues it (REP is not an unsafe point, golang/go#13160)."] if insn is not None and insn.is_rep
                else []),
-            executed=executed if delay else ())
-        if not delay:
-            self._request()
+            executed=executed)
+
+    def _signal(self, before):
+        """The signal: doSigPreempt -> wantAsyncPreempt -> isAsyncSafePoint, told as a table, then run through
+        the handler on a recording sigctxt. Returns that sigctxt, the verdict, whether async preemption is
+        off, and m.preemptGen before and after."""
+        w, m, prog, pc, s = self.w, self.m, self.prog, self.pc, self.s
         M = w.structs.m
         rd = self._field
-
-        # 3. the signal: doSigPreempt -> wantAsyncPreempt -> isAsyncSafePoint
         st = w.sched_state()
         off = not self.async_preemption
         rows, reason = check_rows(prog, st, pc, s, w.headroom, off)
@@ -343,29 +355,32 @@ class _Narrator:
         v = inject.sighandler_sigurg(rec, prog, st, pc, s, w.headroom, m.stub_entry, w.ack, off)
         assert v.reason == reason, (v.reason, reason)          # one oracle: the handler's and the table's
         gen1 = rd(w.mp, M, "preemptGen")
+        return rec, v, off, (gen0, gen1)
 
-        if not v.ok and not self.force:
-            after = m.dump_state()
-            same = not before.diff(after) and m.pc == pc
-            self.add("ack", "Refused: the handler only acknowledges" if not off else "Ignored: no doSigPreempt", [
-                f"doSigPreempt acknowledges anyway: m.preemptGen {gen0} -> {gen1}, m.signalPending = 0." if not off
-                else f"sighandler skips doSigPreempt entirely (Go >= 1.15, golang/go#38531): m.preemptGen stays "
-                     f"{gen1}, nothing is acknowledged.",
-                "The signal context is not touched: G1 resumes at the same PC with the same registers.",
-                "In Go the request stays pending: " + ("sysmon re-sends the signal later, and " if not off else "")
-                + "the next function prologue sees stackguard0 == stackPreempt and preempts cooperatively "
-                "(`preemu preempt` follows that).",
-                "With --force-unsafe preemu injects here anyway, to show the damage."],
-                checks=[Check("context untouched", same, "registers and PC as interrupted" if same else
-                              "the refused signal changed the context")])
-            w.withdraw_request()
-            self._finish(before)
-            return "refused", v.reason
+    def _refused(self, before, off: bool, gens: tuple[int, int]) -> None:
+        """Go refused (or ignored) the signal: the context is untouched; the request is withdrawn and G1 runs on."""
+        w, m = self.w, self.m
+        gen0, gen1 = gens
+        after = m.dump_state()
+        same = not before.diff(after) and m.pc == self.pc
+        self.add("ack", "Refused: the handler only acknowledges" if not off else "Ignored: no doSigPreempt", [
+            f"doSigPreempt acknowledges anyway: m.preemptGen {gen0} -> {gen1}, m.signalPending = 0." if not off
+            else f"sighandler skips doSigPreempt entirely (Go >= 1.15, golang/go#38531): m.preemptGen stays "
+                 f"{gen1}, nothing is acknowledged.",
+            "The signal context is not touched: G1 resumes at the same PC with the same registers.",
+            "In Go the request stays pending: " + ("sysmon re-sends the signal later, and " if not off else "")
+            + "the next function prologue sees stackguard0 == stackPreempt and preempts cooperatively "
+            "(`preemu preempt` follows that).",
+            "With --force-unsafe preemu injects here anyway, to show the damage."],
+            checks=[Check("context untouched", same, "registers and PC as interrupted" if same else
+                          "the refused signal changed the context")])
+        w.withdraw_request()
+        self._finish(before)
 
-        verdict = "injected"
-        if not v.ok:
-            inject.push_call(rec, m.stub_entry, pc)
-            verdict = "forced"
+    def _push_call_step(self, rec: _RecordingSigctxt, verdict: str, gens: tuple[int, int]) -> None:
+        """pushCall's one memory write and the edited RSP and RIP, as the recording sigctxt saw them."""
+        m, pc, s = self.m, self.pc, self.s
+        gen0, gen1 = gens
         store = next(op for op in rec.ops if op[0] == "store")
         self.add("pushCall", "pushCall: make it look like a call" + (" (FORCED)" if verdict == "forced" else ""), [
             ("--force-unsafe: preemu injects although Go refuses. " if verdict == "forced" else "")
@@ -374,18 +389,21 @@ class _Narrator:
             f"  RSP {s:#x} -> {m.reg('RSP'):#x},  RIP {pc:#x} -> {m.pc:#x} (asyncPreempt)",
             f"then acknowledges: m.preemptGen {gen0} -> {gen1}, m.signalPending = 0. "
             "The handler returns; the thread resumes as if G1 had called asyncPreempt."])
+
+    def _run_stub(self, before, forced: bool) -> bool:
+        """Run the stub (stubsteps.py), with the write barrier turned on while G1 is off CPU when asked;
+        whether it reached its RET."""
+        m, pc = self.m, self.pc
         if self.gc_during_preemption:            # a GC mark phase starts while G1 is off CPU
             self.w.on_preempted = lambda: m.write(memmap.WRITE_BARRIER_FLAG, b"\x01\x00\x00\x00")
         calls0 = m.write_barrier_calls
         try:
-            ok = self._stub(before, s, pc)
+            ok = self._stub(before, self.s, pc)
         finally:
             self.w.on_preempted = None
         if ok and self.gc_during_preemption:
-            self._write_barrier_window(pc, verdict == "forced", calls0)
-        if ok:
-            self._finish(before)
-        return verdict, v.reason
+            self._write_barrier_window(pc, forced, calls0)
+        return ok
 
     def _write_barrier_window(self, pc: int, forced: bool, calls0: int) -> None:
         """With the barrier turned on during the preemption: run the rest of a write-barrier window the
@@ -432,165 +450,6 @@ class _Narrator:
                              str(rd(w.pp, P, 'preempt'))],
                             [f"m (M{w.cur})", "signalPending", f"{w.mp + M['signalPending'].offset:#x}",
                              str(rd(w.mp, M, 'signalPending'))]]})
-
-    # --- the stub, single-stepped ------------------------------------------------------------
-    def _stub(self, before, s: int, pc: int) -> bool:
-        w, m, prog = self.w, self.m, self.prog
-        stub = m.stub
-        sf = stub.get_func("asyncPreempt")
-        ret_after_call = None
-        group: list[int] = []
-        key = None
-        m.stub_ret_armed = False
-        for _ in range(10_000):
-            cur = m.pc
-            i = prog.insn_at(cur)
-            if i is None or not (sf.start <= cur < sf.end):
-                break
-            k = stub_phase(i)
-            if group and k != key:
-                self._stub_step(key, group, s)
-                group = []
-            key = k
-            if k == "ret":
-                return self._ret(before, s, pc, cur)
-            if k == "call":
-                m0 = w.cur
-                ret_after_call = cur + i.size
-                gc0 = w.gc_cycles
-                try:
-                    m.run(cur, 1)                      # CALL asyncPreempt2
-                    executed = [cur]
-                    while m.pc != ret_after_call:
-                        executed.append(m.pc)
-                        m.run(m.pc, 1)
-                except Fault as e:
-                    return self._fault(e, s, pc)
-                self._async_preempt2(m0, executed, before, gc0)
-                continue
-            group.append(cur)
-            try:
-                m.run(cur, 1)
-            except Fault as e:
-                if group[:-1]:
-                    self._stub_step(key, group[:-1], s)
-                return self._fault(e, s, pc)
-        self.add("fault", "The stub never reached its RET", [f"stopped at {m.pc:#x}"],
-                 checks=[Check("stub returns", False, f"stopped at {describe_pc(prog, m.pc)}")])
-        return False
-
-    def _fault(self, e: Fault, s: int, pc: int) -> bool:
-        where = describe_pc(self.prog, e.pc)
-        self.add("fault", "The stub faulted", [f"{e.error} at {where}."],
-                 checks=[Check("stub runs without faulting", False, f"{e.error} at {where}")])
-        return False
-
-    def _stub_step(self, key: str, pcs: list[int], s: int) -> None:
-        prog, lay, w = self.prog, self.w.layout, self.w
-        lines = [f"  {describe_pc(prog, p)}" for p in pcs[:3]]
-        if len(pcs) > 3:
-            lines.append(f"  ... {len(pcs) - 3} more, to {describe_pc(prog, pcs[-1])}")
-        title, say = STUB_TEXT[key]
-        text = [say(lay, s, self.m.reg("RSP"))] + lines
-        table = None
-        if key == "save":
-            base = lay.save_area_base(s)
-            rows = [["S-8", f"{s - 8:#x}", "resume PC (pushCall)", f"{self.m.read_u64(s - 8):#x}"],
-                    ["S-16", f"{s - 16:#x}", "RBP", f"{self.m.read_u64(s - 16):#x}"],
-                    ["S-24", f"{s - 24:#x}", "RFLAGS", f"{self.m.read_u64(s - 24):#x}"]]
-            for sl in lay.stack_slots:
-                a = base + sl.offset
-                val = int.from_bytes(self.m.read(a, sl.reg.size), "little")
-                rows.append([f"S-{s - a}", f"{a:#x}", f"{sl.reg.go_name}  {sl.offset}(SP)", fmt_reg(sl.reg.name, val)])
-            if lay.xreg_slots:
-                scratch = w.pp + w.structs.p["xRegs.scratch"].offset
-                for sl in lay.xreg_slots:
-                    a = scratch + sl.offset
-                    val = int.from_bytes(self.m.read(a, sl.reg.size), "little")
-                    rows.append([f"p.xRegs+{sl.offset}", f"{a:#x}", f"{sl.reg.go_name} (P{w.cur} scratch)",
-                                 fmt_reg(sl.reg.name, val)])
-            table = {"title": f"the asyncPreempt frame ({lay.name} layout), S = {s:#x}",
-                     "columns": ["slot", "address", "holds", "value"], "rows": rows}
-        self.add("stub", title, text, executed=pcs, table=table, short=STUB_SHORT[key])
-
-    def _async_preempt2(self, m0: int, executed: list[int], before, gc0: int) -> None:
-        w = self.w
-        m1 = w.cur
-        now = self.regs_now()
-        clob = [n for n in REG_ORDER if n not in ("RIP", "RSP") and self.steps[-1].regs[n] != now[n]]
-        text = ["CALL asyncPreempt2 (runtime/preempt.go:317) -> mcall(gopreempt_m): G1 goes to the global run "
-                "queue and M" + str(m0) + " calls schedule().",
-                "No other goroutine is runnable in this world, so schedule() picks G1 again"
-                + (f", this time on M{m1}/P{m1} (a preempted G may resume on any M and P)." if m1 != m0 else "."),
-                f"Running other code clobbered {len(clob)} registers (every GPR but RBP, every flag, every XMM): "
-                "only the stub's saved copies can bring them back."]
-        if self.gc_during_preemption:
-            text.append("Meanwhile a GC mark phase starts: the write barrier is now on (writeBarrier flag = 1).")
-        if w.layout.xreg_slots:
-            text.append("go1.27: xRegSave copied P's scratch into G1's xRegs block; on the new P xRegRestore "
-                        "puts that block in p.xRegs.cache, where the stub reloads X0-X15 from.")
-        self.add("asyncPreempt2", "asyncPreempt2: G1 is off CPU", text, executed=executed)
-        if w.gc_enabled and w.gc_cycles > gc0:
-            self._gc()
-
-    def _gc(self) -> None:
-        w = self.w
-        frames, res, freed = w.last_gc
-        how = {"asyncPreempt2": "precise (no pointers)", "asyncPreempt": "conservative (save area)",
-               "interrupted": "conservative (whole frame)", "caller": "precise (stack map at the call)"}
-        rows = [[fr.func, fr.kind, f"{fr.sp:#x}", str(fr.size), how[fr.kind]] for fr in frames]
-        roots = [[where, f"{slot:#x}", f"{base:#x}"] for where, slot, base in res.roots]
-        text = ["While G1 sits in asyncPreempt2 a GC cycle runs (runtime/mgcmark.go:904 scanstack): the unwinder "
-                "walks the frames by return addresses, innermost first."]
-        text += [f"  root: {where} [{slot}] -> object {base}" for where, slot, base in roots] or [
-            "  no word on the stack or in globals points into the heap"]
-        objs = w.heap.objs
-        text.append(f"marked {len(res.marked)} object(s): {', '.join(f'{b:#x}' for b in sorted(res.marked)) or '-'}"
-                    + (f" ({len(res.conservative_only)} only conservatively)" if res.conservative_only else ""))
-        text.append(f"freed {len(freed)} object(s): {', '.join(f'{o.base:#x}' for o in freed) or '-'} "
-                    f"(poisoned with 0xde); heap objects so far: {len(objs)}")
-        marks = {(self.top - slot) // 8: f"GC root -> {base:#x}" for where, slot, base in res.roots
-                 if 0 <= self.top - slot < 8 * self.nwords and (self.top - slot) % 8 == 0}
-        self.add("gc", "GC: scan the preempted stack, mark, sweep", text, marks=marks,
-                 table={"title": "frames the stack scan visits", "columns": ["function", "frame", "SP", "size",
-                                                                           "scanned"], "rows": rows})
-
-    def _ret(self, before, s: int, pc: int, ret_pc: int) -> bool:
-        w, m, prog = self.w, self.m, self.prog
-        after = m.dump_state()
-        make = verify.violation_maker(prog, self.at, pc)
-        found = verify.compare_registers(before, after, before.raw, after.raw, make)
-        bad = {v.what for v in found}
-        groups = [("14 GPRs", [r.name for r in regs.GP_REGS]), ("RBP", ["RBP"]), ("RFLAGS", ["RFLAGS"]),
-                  ("XMM0-XMM15", [r.name for r in regs.XMM_REGS])]
-        checks = []
-        for label, names in groups:
-            wrong = [n for n in names if n in bad]
-            checks.append(Check(f"{label} bit-exact", not wrong,
-                                "equal to the interrupted values" if not wrong else
-                                "; ".join(v.describe().split(" at boundary")[0] for v in found if v.what in wrong)))
-        sp = after.get("RSP")
-        ret_to = m.read_u64(sp) if w.stack_lo <= sp < w.stack_hi else None
-        checks.append(Check("RSP = S-8 and [S-8] = resume PC", sp == s - 8 and ret_to == pc,
-                            f"RSP {sp:#x}, [RSP] = {ret_to:#x}" if ret_to is not None else f"RSP {sp:#x}"))
-        rows = [[n, fmt_reg(n, before.values[n]), fmt_reg(n, after.values[n]), "same" if n not in bad else "DIFFERS"]
-                for n in REG_ORDER if n not in ("RIP", "RSP")]
-        self.add("compare", "At the stub's RET: every register compared", [
-            "The oracle dumps every register at the RET and compares it with the interrupted state.",
-            f"{sum(c.ok for c in checks)} of {len(checks)} checks hold."],
-            table={"title": "interrupted vs at the RET", "columns": ["register", "interrupted", "at RET", ""],
-                   "rows": rows}, checks=checks)
-        m.run(ret_pc, 1)
-        now = m.read(s, self.w.stack_hi - s)
-        same = now == self.stack_above
-        self.add("resume", "RET: G1 resumes at the interrupted PC", [
-            f"RET pops the resume PC: RIP = {m.pc:#x} ({describe_pc(prog, m.pc)}), RSP = {m.reg('RSP'):#x}.",
-            "G1 continues as if nothing had happened."],
-            executed=[ret_pc],
-            checks=[Check("resumes at the interrupted PC", m.pc == pc and m.reg("RSP") == s,
-                          f"RIP {m.pc:#x}, RSP {m.reg('RSP'):#x}"),
-                    Check("stack at and above S unchanged", same, "untouched" if same else "changed")])
-        return True
 
     def _finish(self, before) -> None:
         """Run to goexit and compare with the uninterrupted run (registers, memory, heap, stack growth)."""

@@ -1,0 +1,164 @@
+"""The threads of an emulated process as its scheduler sees them: created, exited, blocked, woken, held.
+
+ThreadScheduling is a mixin of process.Process (it uses the process's engine, thread table, run queue
+and clock). It mirrors clone's new thread (kernel/fork.c copy_thread: the child returns 0 from the
+SYSCALL, on its own stack and TLS), exit/exit_group, and the wakeups that finish a blocking call:
+futex_wake (kernel/futex), a pipe or socket read that can go on (fs/pipe.c pipe_read, net/), epoll_wait
+(fs/eventpoll.c) and a wait whose deadline has passed. A woken thread queues at the back of the run
+queue. Which thread runs when, and for how long, is process.py's run loop; what each wait is, threads.py's.
+Left out: priorities, multiple CPUs, futex requeueing and robust lists, other processes (fork/exec).
+"""
+from __future__ import annotations
+
+import struct
+
+from unicorn import UcError
+from unicorn import x86_const as X
+
+from . import sys_socket
+from .fds import Epoll
+from .regbatch import read_reg
+from .threads import BLOCKED, EXITED, RUNNABLE, Thread, Wait
+
+FIRST_TID = 1000
+_U64 = (1 << 64) - 1
+
+
+class ThreadScheduling:
+    """Creating and ending threads, blocking and waking them (futex, pipe, socket, epoll, deadline), and
+    holding a runnable thread off the CPU (the real-program sweep's --gc)."""
+
+    # --- threads ---------------------------------------------------------------------------------
+    def new_thread(self, parent: Thread, stack: int, tls: int | None) -> int:
+        tid = FIRST_TID + len(self.threads)
+        ctx = self.uc.context_save()
+        ctx.reg_write(X.UC_X86_REG_RIP, read_reg(self.uc, X.UC_X86_REG_RIP) + 2)   # the hook's RIP+2 rule
+        ctx.reg_write(X.UC_X86_REG_RAX, 0)
+        ctx.reg_write(X.UC_X86_REG_RSP, stack)
+        if tls is not None:
+            ctx.reg_write(X.UC_X86_REG_FS_BASE, tls)
+        t = Thread(tid, ctx, sigmask=parent.sigmask, name=self._m_name(read_reg(self.uc, X.UC_X86_REG_R13)))
+        self.threads[tid] = t
+        self.runq.append(t)
+        return tid
+
+    def _m_name(self, mp: int) -> str:
+        """Name a new thread after its M: runtime·clone passes mp in R13 (sys_linux_amd64.s), and
+        newm's mstartfn (runtime/proc.go) tells sysmon and the template thread from plain Ms."""
+        try:
+            m = self.structs.m
+            fn = self.read_u64(mp + m["mstartfn"].offset)
+            mid = self.read_u64(mp + m["id"].offset)
+            start = self.image.func_at(self.read_u64(fn)) if fn else None
+        except UcError:
+            return "thread"
+        if start is not None and start[0] in ("runtime.sysmon", "runtime.templateThread"):
+            return start[0].removeprefix("runtime.")
+        return f"m{mid}"                       # a plain M (mstartfn nil or mspinning)
+
+    def exit_thread(self, t: Thread, code: int) -> None:
+        t.state = EXITED
+        if all(x.state == EXITED for x in self.threads.values()):
+            self.exit_group(code & 0xFF)
+
+    def exit_group(self, code: int) -> None:
+        self.exit_code = code
+        self.stop_reason = "exit"
+        for t in self.threads.values():
+            t.state = EXITED
+        self._stop_slice = True
+
+    def yield_slice(self) -> None:
+        self._stop_slice = True
+
+    def block(self, t: Thread, w: Wait) -> None:
+        if w.nr < 0:
+            w.nr = self.syscall_nr
+        t.state, t.wait = BLOCKED, w
+        if w.kind == "futex":
+            self.futex_waiters[w.futex].append(t)
+
+    # --- holding a runnable thread off the CPU (the real-program sweep's --gc) ---------------------------
+    def hold(self, t: Thread) -> None:
+        """Keep runnable thread t off the CPU until unhold: the other threads run (virtual time passes)."""
+        self.held.add(t.tid)
+        if t in self.runq:
+            self.runq.remove(t)
+
+    def unhold(self, t: Thread) -> None:
+        self.held.discard(t.tid)
+        if t.state == RUNNABLE and t not in self.runq:
+            self.runq.appendleft(t)
+
+    def runnable_besides_held(self) -> bool:
+        """Some thread other than the held ones can run now or later (runnable, or waiting with a timeout)."""
+        return bool(self.runq) or self._earliest_deadline() is not None
+
+    # --- waking ----------------------------------------------------------------------------------
+    def wake(self, t: Thread, result: int) -> None:
+        w = t.wait
+        if w is not None and w.kind == "futex":
+            self.futex_waiters[w.futex].remove(t)
+        t.state, t.wait = RUNNABLE, None
+        t.ctx.reg_write(X.UC_X86_REG_RAX, result & _U64)
+        self.runq.append(t)
+
+    def futex_wake(self, addr: int, n: int) -> int:
+        woken = 0
+        for t in list(self.futex_waiters.get(addr, ())):
+            if woken >= n:
+                break
+            self.wake(t, 0)
+            woken += 1
+        return woken
+
+    def epoll_collect(self, ep: Epoll, events: int, maxevents: int) -> int:
+        ready = ep.ready(self.fds, maxevents, consume=True)
+        for i, (rev, data) in enumerate(ready):
+            self.write(events + 12 * i, struct.pack("<IQ", rev, data))
+        return len(ready)
+
+    def wake_pipe_readers(self) -> None:
+        """Finish the blocking reads of pipes that now have data or no writer (fs/pipe.c pipe_read)."""
+        for t in self.threads.values():
+            if t.state == BLOCKED and t.wait.kind == "pipe":
+                end = t.wait.pipe
+                if not end.state.readers:
+                    self.wake(t, 0)              # a socket whose reading side was shut: end of data
+                elif end.state.buf:
+                    data = end.state.take(t.wait.count)
+                    self.write(t.wait.buf, data)
+                    self.wake(t, len(data))
+                elif not end.state.writers:
+                    self.wake(t, 0)
+
+    def wake_socket_waiters(self) -> None:
+        """Finish the blocking accepts and datagram reads that can go on now (sys_socket.py)."""
+        for t in self.threads.values():
+            if t.state != BLOCKED:
+                continue
+            w = t.wait
+            if w.kind == "accept":
+                s = self.fds.get(w.fd)
+                if isinstance(s, sys_socket.Socket) and s.backlog:
+                    self.wake(t, sys_socket.finish_accept(self, s, w.addr, w.addrlen, w.flags))
+            elif w.kind == "dgram" and w.pipe.dgrams:
+                self.wake(t, sys_socket.finish_recv(self, w.pipe, w.buf, w.count, w.addr, w.addrlen))
+
+    def wake_pollers(self) -> None:
+        for t in self.threads.values():
+            if t.state == BLOCKED and t.wait.kind == "epoll":
+                ep = self.fds.get(t.wait.epfd)
+                if isinstance(ep, Epoll) and ep.ready(self.fds):
+                    self.wake(t, self.epoll_collect(ep, t.wait.events, t.wait.maxevents))
+
+    def _wake_due(self) -> None:
+        due = sorted((t.wait.deadline, t.tid) for t in self.threads.values()
+                     if t.state == BLOCKED and t.wait.deadline is not None and t.wait.deadline <= self.clock)
+        for _, tid in due:
+            t = self.threads[tid]
+            self.wake(t, t.wait.on_timeout)
+
+    def _earliest_deadline(self) -> int | None:
+        ds = [t.wait.deadline for t in self.threads.values() if t.state == BLOCKED and t.wait.deadline is not None]
+        return min(ds) if ds else None

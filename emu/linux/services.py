@@ -1,0 +1,81 @@
+"""What a syscall handler asks of the emulated process: guest memory, the virtual clock, random bytes,
+output, and where the program is (for an error message).
+
+SyscallServices is a mixin of process.Process (it uses the process's engine, counter, clock and
+options); the sys_*.py handlers call these as p.read, p.write, p.now, ... Mirrors no one Linux source:
+copy_from_user/copy_to_user and strncpy_from_user are the memory helpers' models, CLOCK_MONOTONIC the
+clock's. Left out: EFAULT and partial copies (a bad guest pointer raises the engine's UcError, which the
+syscall hook reports as an error of the run).
+"""
+from __future__ import annotations
+
+import capstone
+from unicorn import UcError
+from unicorn import x86_const as X
+
+from ..core.errors import EmuError
+from .regbatch import mem_read, mem_write, read_reg, read_u64
+
+
+class SyscallServices:
+    """The helpers the syscalls use: read and write guest memory, tell the virtual time, draw random
+    bytes, record a path or a stream's output, and describe the current PC for an error."""
+
+    def read(self, addr: int, n: int) -> bytes:
+        return mem_read(self.uc, addr, n)
+
+    def write(self, addr: int, data: bytes) -> None:
+        mem_write(self.uc, addr, bytes(data))
+
+    def read_u64(self, addr: int) -> int:
+        return read_u64(self.uc, addr)
+
+    def read_cstr(self, addr: int, limit: int = 4096) -> str:
+        out = bytearray()
+        while len(out) < limit:
+            chunk = self.read(addr + len(out), 64)
+            z = chunk.find(b"\0")
+            if z >= 0:
+                out += chunk[:z]
+                break
+            out += chunk
+        return out.decode(errors="replace")
+
+    def fs_base(self) -> int:
+        return read_reg(self.uc, X.UC_X86_REG_FS_BASE)
+
+    def now(self) -> int:
+        """Virtual CLOCK_MONOTONIC in ns (exact, also in the middle of a slice)."""
+        if self.in_slice:
+            return self.clock + self.counter.executed * self.opts.ns_per_insn
+        return self.clock
+
+    def random_bytes(self, n: int) -> bytes:
+        return bytes(self.rng.getrandbits(8) for _ in range(n))
+
+    def note_path(self, path: str) -> None:
+        self.paths.append(path)
+
+    def output(self, stream, data: bytes) -> None:
+        stream.data += data
+        if self.opts.passthrough:
+            self.opts.passthrough(stream.name, data)
+
+    def unsupported(self, name: str, detail: str):
+        raise EmuError(f"unsupported {name} at {self._where()}: {detail}")
+
+    def _where(self, pc: int | None = None) -> str:
+        if pc is None:
+            pc = read_reg(self.uc, X.UC_X86_REG_RIP)
+        code = self.read_or_empty(pc, 16)
+        md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+        insn = next(iter(md.disasm(code, pc)), None)
+        text = f"{insn.mnemonic} {insn.op_str}".strip() if insn else "??"
+        t = self.cur or self.threads[self.pid]
+        return f"pc {pc:#x} {self.image.describe(pc)} ({text}) in thread {t.name}({t.tid})"
+
+    def read_or_empty(self, addr: int, n: int) -> bytes:
+        try:
+            return self.read(addr, n)
+        except UcError:
+            return b""

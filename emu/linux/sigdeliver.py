@@ -1,0 +1,153 @@
+"""Signals in an emulated process: sending, delivery onto the thread's stack, rt_sigreturn, and the
+synchronous SIGSEGV an access to an unmapped page raises (any other fault of the engine ends the run).
+
+SignalDelivery is a mixin of process.Process (it uses the process's engine, threads, sigactions and
+watch). It mirrors kernel/signal.c (complete_signal's choice of a thread, the merging of a pending
+standard signal, force_sig_info_to_task, the default actions, EINTR/SA_RESTART for an interrupted
+wait), arch/x86/kernel/signal.c (handle_signal: SA_ONSTACK, SA_NODEFER, the handler's mask) and
+arch/x86/mm/fault.c (a fault on an unmapped address: SEGV_MAPERR with si_addr, trapno, err and cr2).
+When a pending signal is taken (at the start of a slice, or at --signal-at's PC) is process.py's run
+loop; the frame's bytes are sigframe.py's. Left out: real-time signal queues (a standard signal
+pending twice is merged), stopping and continuing, core dumps.
+"""
+from __future__ import annotations
+
+from unicorn import UcError
+from unicorn import unicorn_const as UCC
+from unicorn import x86_const as X
+
+from ..core.errors import GuestFault
+from .regbatch import read_reg
+from .sigframe import PF_INSTR, PF_USER, PF_WRITE, SEGV_MAPERR, X86_TRAP_PF, SigInfo, restore_rt_frame, setup_rt_frame
+from .sys_signal import UNBLOCKABLE
+from .sysabi import EINTR, ESRCH
+from .threads import BLOCKED, EXITED, Thread
+
+SA_ONSTACK, SA_RESTART, SA_NODEFER = 0x08000000, 0x10000000, 0x40000000
+SIG_DFL, SIG_IGN = 0, 1
+DEFAULT_IGNORED = {17, 18, 23, 28}     # SIGCHLD, SIGCONT, SIGURG, SIGWINCH: default action is ignore
+SIGNAL_NAMES = {23: "SIGURG", 11: "SIGSEGV", 6: "SIGABRT", 2: "SIGINT", 9: "SIGKILL", 15: "SIGTERM"}
+
+
+class SignalDelivery:
+    """Sending a signal to a thread, delivering it (a handler's frame, or the default action), returning
+    from a handler, and turning a fault on an unmapped page into the faulting thread's SIGSEGV (any other
+    engine fault into the GuestFault that ends the run)."""
+
+    def signal_target(self, sig: int) -> Thread:
+        """The thread a process-directed signal goes to: the first live one, in tid order (the main thread
+        first), that does not block it; the main thread when all do (complete_signal, kernel/signal.c)."""
+        live = [t for _, t in sorted(self.threads.items()) if t.state != EXITED]
+        return next((t for t in live if not t.sigmask & (1 << (sig - 1))), self.threads.get(self.pid, live[0]))
+
+    def send_signal(self, sender: Thread, tid: int, sig: int) -> int:
+        t = self.threads.get(tid)
+        if t is None or t.state == EXITED:
+            return -ESRCH
+        if sig == 0:
+            return 0
+        ev = self.watch.sent(sig, sender.tid, tid)
+        if sig in t.pending:
+            ev.outcome = "merged"           # a standard signal already pending is not queued twice
+            return 0
+        t.pending[sig] = ev
+        t.signal_countdown = self.opts.signal_delay
+        if t is sender:
+            self._stop_slice = True          # taken on the way back to user mode
+        elif t.state == BLOCKED and not t.sigmask & (1 << (sig - 1)):
+            self._interrupt(t, sig)
+        return 0
+
+    def _interrupt(self, t: Thread, sig: int) -> None:
+        """A signal arrives while t waits: restart the call (SA_RESTART futex wait) or fail it with EINTR."""
+        t.signal_countdown = 0
+        flags = self.sigactions.get(sig, (0, 0, 0, 0))[1]
+        if t.wait.restart and flags & SA_RESTART and t.wait.nr >= 0:
+            rip = t.ctx.reg_read(X.UC_X86_REG_RIP)
+            self.wake(t, t.wait.nr)
+            t.ctx.reg_write(X.UC_X86_REG_RIP, rip - 2)
+        else:
+            self.wake(t, -EINTR)
+
+    def _force_sig(self, t: Thread, sig: int) -> None:
+        """force_sig_info_to_task (kernel/signal.c): a synchronous fault the thread blocks or ignores
+        cannot be left pending or dropped; its action is reset to SIG_DFL and it is unblocked, so it kills."""
+        bit = 1 << (sig - 1)
+        handler, flags, restorer, mask = self.sigactions.get(sig, (SIG_DFL, 0, 0, 0))
+        if t.sigmask & bit or handler == SIG_IGN:
+            self.sigactions[sig] = (SIG_DFL, flags, restorer, mask)
+            t.sigmask &= ~bit
+        t.pending[sig].forced = True
+
+    def _deliver(self, t: Thread, sig: int) -> None:
+        ev = t.pending.pop(sig)
+        handler, flags, restorer, mask = self.sigactions.get(sig, (SIG_DFL, 0, 0, 0))
+        if handler == SIG_IGN or (handler == SIG_DFL and sig in DEFAULT_IGNORED):
+            ev.outcome = "ignored"
+            return
+        if handler == SIG_DFL:
+            ev.outcome = "fatal"          # a fault _force_sig reset to SIG_DFL lands here too
+            self.exit_code = 128 + sig
+            self.stop_reason = f"killed by signal {sig} ({SIGNAL_NAMES.get(sig, '?')})" + \
+                (f": {ev.fault}" if ev.info is not None else "")
+            return
+        rsp = read_reg(self.uc, X.UC_X86_REG_RSP)
+        alt = t.altstack if flags & SA_ONSTACK else None
+        on_alt = t.altstack is not None and t.altstack[0] <= rsp - 128 < t.altstack[0] + t.altstack[1]
+        info = ev.info or SigInfo(sig, pid=self.pid, uid=self.uid)
+        frame = setup_rt_frame(self.uc, info, handler, restorer, t.sigmask, alt, on_alt)
+        t.sigmask |= mask | (0 if flags & SA_NODEFER else 1 << (sig - 1))
+        t.frames.append(frame)
+        self.watch.delivered(ev, t, frame)
+
+    def request_sigreturn(self, t: Thread) -> None:
+        self._after_stop = self._finish_sigreturn
+        self._stop_slice = True
+
+    def _finish_sigreturn(self, t: Thread) -> None:
+        rsp = read_reg(self.uc, X.UC_X86_REG_RSP)
+        frame = t.frames.pop() if t.frames and t.frames[-1].ucontext == rsp else None
+        restored = restore_rt_frame(self.uc)
+        t.sigmask = restored.sigmask & ~UNBLOCKABLE
+        if frame is None:
+            self.watch.violation("sigreturn-frame", f"rt_sigreturn in thread {t.tid} with ucontext {rsp:#x}, "
+                                 "which is not the frame preemu delivered last")
+        else:
+            self.watch.sigreturn(t, frame, restored)
+
+    # --- the engine's faults: an unmapped page is the thread's SIGSEGV, anything else ends the run --------
+    def _on_unmapped(self, uc, access, addr, size, value, _) -> bool:
+        self._fault = (access, addr)
+        return False                           # let the engine stop with UC_ERR_*_UNMAPPED
+
+    def _page_fault(self, t: Thread, e: UcError) -> bool:
+        """An access to an unmapped page becomes a synchronous SIGSEGV for the thread, as the kernel's page
+        fault handler does (arch/x86/mm/fault.c, force_sig_fault SEGV_MAPERR): True if one was raised."""
+        kinds = {UCC.UC_ERR_READ_UNMAPPED: 0, UCC.UC_ERR_WRITE_UNMAPPED: PF_WRITE,
+                 UCC.UC_ERR_FETCH_UNMAPPED: PF_INSTR}
+        if e.errno not in kinds or self._fault is None:
+            return False
+        addr = self._fault[1]
+        self._fault = None
+        pc = read_reg(self.uc, X.UC_X86_REG_RIP)
+        if 11 in t.pending:                    # a SIGSEGV (a tgkill, blocked) is already pending: the fault's
+            if t.pending[11].forced:           # own is not queued twice, but the pending one is forced, and
+                return False                   # kills. (Forced already: it was not taken; fail, do not loop.)
+            self._force_sig(t, 11)
+            self.runq.appendleft(t)
+            return True
+        ev = self.watch.sent(11, t.tid, t.tid)
+        ev.info = SigInfo(11, SEGV_MAPERR, addr=addr, trapno=X86_TRAP_PF, err=PF_USER | kinds[e.errno])
+        what = {0: "read of", PF_WRITE: "write to", PF_INSTR: "fetch from"}[kinds[e.errno]]
+        ev.fault = f"{what} unmapped address {addr:#x} at {self._where(pc)}"
+        t.pending[11] = ev
+        self._force_sig(t, 11)
+        self.runq.appendleft(t)                # the faulting thread takes its signal before anything else runs
+        return True
+
+    def _guest_fault(self, e: UcError) -> Exception:
+        pc = read_reg(self.uc, X.UC_X86_REG_RIP)
+        detail = str(e)
+        if e.errno == UCC.UC_ERR_INSN_INVALID:
+            detail += " (a VEX/AVX instruction? preemu's CPU has no AVX)"
+        return GuestFault(pc, self._where(pc), detail)

@@ -1,0 +1,102 @@
+"""sysmon's retake and the preemption signal: preemptone, preemptM and the SIGURG handler doSigPreempt.
+
+Mirrors runtime/proc.go (sysmon's delay and idle count, retake of a P that ran one G for
+forcePreemptNS, preemptone), signal_unix.go (preemptM: one signal in flight per M; doSigPreempt:
+the handler that asks the oracle and injects the asyncPreempt call). A signal lands at a seeded
+instruction of the next round. Mixed into sched.Scheduler, whose Ps, Ms, clock and trace it uses.
+
+Left out: syscall retakes and handoffp, sysmon's deep sleep (Go 1.14's idle reset is kept, see
+RuntimeRules), netpoll, forcegc, scavenging.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..check import inject
+from .gmp import ack_sigurg, preempt_m, read_sched_state, request_preempt
+
+if TYPE_CHECKING:
+    from .sched import G, M, P
+
+FORCE_PREEMPT_NS = 10_000_000        # proc.go forcePreemptNS
+SYSMON_MIN_US, SYSMON_MAX_US = 20, 10_000
+
+
+class SysmonMixin:
+    """The Scheduler's sysmon and signals: retake long-running Ps, send SIGURG, run its handler."""
+
+    def _sysmon(self, t: float) -> None:
+        """One sysmon iteration at time t (it just woke from usleep(delay)). Go 1.14 reset idle and
+        delay whenever every P was idle (its deep-sleep branch; the sleep itself is left out)."""
+        if self.rules.sysmon_idle_resets and self._all_idle():
+            self.sysmon_idle, self.sysmon_delay = 0, SYSMON_MIN_US
+        for p in self.ps:                                    # retake (proc.go:6681): every _Prunning P
+            if p.sysmon_tick != p.schedtick:
+                p.sysmon_tick, p.sysmon_when = p.schedtick, t
+            elif p.sysmon_when + FORCE_PREEMPT_NS <= t:
+                self._preemptone(p, t)
+        self.sysmon_idle += 1                                # Go 1.27: only syscall retakes reset idle
+        if self.sysmon_idle == 0:
+            self.sysmon_delay = SYSMON_MIN_US
+        elif self.sysmon_idle > 50:
+            self.sysmon_delay *= 2
+        self.sysmon_delay = min(max(self.sysmon_delay, SYSMON_MIN_US), SYSMON_MAX_US)
+        self.sysmon_next = t + self.sysmon_delay * 1000
+
+    def _preemptone(self, p: P, t: float) -> None:
+        m = p.m
+        g = m.curg
+        if g is None:
+            return
+        request_preempt(g.ref)
+        self._ev("preemptone", t, "sysmon", p=p.idx, g=g.name)
+        if self.async_preemption:
+            self._preempt_m(m, g, t)
+
+    def _all_idle(self) -> bool:
+        """Every P idle: no M runs a G and nothing is queued (sched.npidle == gomaxprocs)."""
+        return all(m.curg is None for m in self.ms) and not self.global_q and \
+            not any(p.runq or p.runnext for p in self.ps)
+
+    def _preempt_m(self, m: M, g: G, t: float, **why) -> None:
+        """preemptone's pp.preempt and preemptM: if no signal is in flight to m, send one."""
+        if preempt_m(m.ref, m.p.ref, self.rules):
+            self._signal_sent(m, g, t, **why)
+
+    def _signal_sent(self, m: M, g: G, t: float, **why) -> None:
+        """SIGURG to m: it lands at a seeded instruction of the next round (a pending one coalesces)."""
+        self.signals_sent += 1
+        if m.signal_at is None:
+            m.signal_at = self.rnd.randrange(self.quantum_insns)
+        self._ev("signal", t, "sysmon", m=m.idx, g=g.name, **why)
+
+    def _deliver(self, m: M, t: float) -> None:
+        """The SIGURG handler on M: doSigPreempt."""
+        mm = self.machine
+        m.signal_at = None
+        track = f"M{m.idx}"
+
+        def ack() -> None:
+            ack_sigurg(m.ref, self.rules)
+            m.acked_at = t
+
+        g = m.curg
+        if g is None:
+            # Landed on g0: the M is in the scheduler or idle. g0 stays _Gidle (proc.go malg/mcommoninit
+            # never make it _Grunning), so wantAsyncPreempt (preempt.go:369-372) already says no.
+            ack()
+            self.refused["no-request"] += 1
+            self._ev("refuse", t, track, reason="no-request")
+            return
+        st = read_sched_state(g.ref, m.ref, m.p.ref, self.rules)
+        pc, sp = mm.pc, mm.reg("RSP")
+        ctx = self.sigctx if self.observer is None else self.observer.deliver(m, g, t, st, self.sigctx)
+        v = inject.do_sig_preempt(ctx, self.prog, st, pc, sp, self.headroom, self.stub_entry, ack)
+        if self.observer is not None:
+            self.observer.delivered(m, g, t, v)
+        if v.ok:
+            self.signals_injected += 1
+            self._ev("inject", t, track, g=g.name, pc=f"{pc:#x}", where=self.prog.describe_pc(pc))
+        else:
+            self.refused[v.reason] += 1
+            self._ev("refuse", t, track, g=g.name, reason=v.reason, pc=f"{pc:#x}", where=self.prog.describe_pc(pc))
