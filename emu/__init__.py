@@ -32,8 +32,7 @@ DeprecationWarning, for one release (MOVED).
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.util
+import importlib.machinery
 import sys
 import warnings
 from typing import TYPE_CHECKING
@@ -130,13 +129,14 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
 
-class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+class _MovedModules:
     """Imports of an old path (`emu.sweeper`) give the module at its new one (`emu.drive.sweeper`), the
-    same object, after a DeprecationWarning naming both."""
+    same object, after a DeprecationWarning naming both. A meta-path finder and its own loader, by the
+    protocol alone: importing importlib.abc for its base classes would add ~16 ms to every `import emu`."""
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname.startswith("emu.") and fullname[4:] in MOVED:
-            return importlib.util.spec_from_loader(fullname, self)
+            return importlib.machinery.ModuleSpec(fullname, self)
         return None
 
     def create_module(self, spec):
