@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from emu.front import gobinary, gobuild, godwarf  # noqa: E402
+from emu.front import gobinary, gobuild, gopclntab, godwarf  # noqa: E402
 
 CORPUS = ROOT / "tests" / "go" / "corpus"
 
@@ -28,8 +28,8 @@ def timed(what: str, fn):
 
 def one_function(b: gobinary.GoBinary, name: str) -> None:
     f = b.func_named(name)
-    b.pcsp(f), b.pcdata(f, gobinary.PCDATA_UnsafePoint), b.lines(f), b.inline_tree(f)
-    b.stackmap(f, gobinary.FUNCDATA_LocalsPointerMaps), b.stackmap(f, gobinary.FUNCDATA_ArgsPointerMaps)
+    b.pcsp(f), b.pcdata(f, gopclntab.PCDATA_UnsafePoint), b.lines(f), b.inline_tree(f)
+    b.stackmap(f, gopclntab.FUNCDATA_LocalsPointerMaps), b.stackmap(f, gopclntab.FUNCDATA_ArgsPointerMaps)
 
 
 def main() -> None:

@@ -16,10 +16,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from golisting import machine_sp_deltas, parse_listing  # noqa: E402
 
-from emu.front import gobinary, gobuild  # noqa: E402
+from emu.front import gobinary, gobuild, gopclntab  # noqa: E402
 
 
-def code_matches(b: gobinary.GoBinary, f: gobinary.GoFunc, lf) -> bool:
+def code_matches(b: gobinary.GoBinary, f: gopclntab.GoFunc, lf) -> bool:
     if f.size != lf.size or len(lf.code) != lf.size:
         return False
     code = bytearray(b.read(f.entry, f.size))
@@ -38,7 +38,7 @@ def asm_sp_mismatches(b: gobinary.GoBinary) -> tuple[int, int, list]:
     funcs = insns = 0
     bad = []
     for f in b.funcs:
-        if not f.is_asm or f.flag & gobinary.FUNC_FLAG_SPWRITE or not f.pcsp:
+        if not f.is_asm or f.flag & gopclntab.FUNC_FLAG_SPWRITE or not f.pcsp:
             continue
         code = b.read(f.entry, f.size)
         decoded = list(md.disasm(code, f.entry))
@@ -82,7 +82,7 @@ def main() -> int:
         for ins in lf.insns:
             pc = f.entry + ins.off
             insns += 1
-            got = (b.unsafe_point(f, pc), b.pcdata_value(f, gobinary.PCDATA_StackMapIndex, pc), b.sp_delta(f, pc))
+            got = (b.unsafe_point(f, pc), b.pcdata_value(f, gopclntab.PCDATA_StackMapIndex, pc), b.sp_delta(f, pc))
             want = (ins.pcdata.get(0, -1), ins.pcdata.get(1, -1), ins.sp)
             file, line = b.file_line(f, pc)
             if got != want or (ins.line and (line, tail(file)) != (ins.line, tail(ins.file))):

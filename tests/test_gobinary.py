@@ -5,7 +5,8 @@ import pytest
 from conftest import elf_copy_without
 from golisting import machine_sp_deltas, parse_listing, parse_live, stack_slots
 
-from emu.front import gobinary as gb, gobuild
+from emu.front import gobinary as gb, gobuild, gotypes
+from emu.front import gopclntab as pcln
 from emu.core.errors import EmuError
 
 CORPUS_FUNCS = ["main.sumsq", "main.buildList", "main.honestList", "main.newNode", "main.xorKey", "main.hideXor",
@@ -50,7 +51,7 @@ def test_unsafe_point_agrees_with_listing_at_every_pc(listed, binary):
     n = 0
     for lf, f in _listed_pairs(listed, binary):
         starts = {f.entry + i.off for i in lf.insns}
-        table = binary.pcdata(f, gb.PCDATA_UnsafePoint)
+        table = binary.pcdata(f, pcln.PCDATA_UnsafePoint)
         # the table only changes at instruction starts, so agreeing at every start is agreeing at every pc
         assert _table_changes(table) <= starts, lf.name
         assert table[0].start == f.entry and table[-1].end == f.end, lf.name
@@ -65,8 +66,8 @@ def test_nosplit_body_is_unsafe_and_the_prologue_check_of_a_split_function_too(l
     assert [(r.start - f.entry, r.end - f.entry, r.value) for r in binary.pcdata(f, 0)] == [(0, f.size, -2)]
     f = binary.func_named("main.buildList")
     jls = next(i for i in listed["main.buildList"].insns if i.op == "JLS")
-    assert binary.unsafe_point(f, f.entry + jls.off) == gb.UNSAFE_POINT_UNSAFE
-    assert binary.unsafe_point(f, f.entry) == gb.UNSAFE_POINT_SAFE
+    assert binary.unsafe_point(f, f.entry + jls.off) == pcln.UNSAFE_POINT_UNSAFE
+    assert binary.unsafe_point(f, f.entry) == pcln.UNSAFE_POINT_SAFE
 
 
 def test_pcsp_agrees_with_sp_simulated_from_listing(listed, binary):
@@ -88,7 +89,7 @@ def test_real_async_preempt_pcsp_agrees_with_its_machine_code(binary):
     """runtime.asyncPreempt is assembly (no listing): its pcsp against SP simulated over its instructions."""
     import capstone
     f = binary.func_named("runtime.asyncPreempt")
-    assert f.is_asm and not f.flag & gb.FUNC_FLAG_SPWRITE
+    assert f.is_asm and not f.flag & pcln.FUNC_FLAG_SPWRITE
     decoded = list(capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64).disasm(binary.read(f.entry, f.size),
                                                                                    f.entry))
     assert sum(i.size for i in decoded) == f.size
@@ -142,7 +143,7 @@ def test_args_live_at_entry(binary, go_corpus):
     (rec,) = [r for r in live if r.func == "atomicOr"]
     assert rec.names == {"p"}
     f = binary.func_named("main.atomicOr")
-    args = binary.stackmap(f, gb.FUNCDATA_ArgsPointerMaps)
+    args = binary.stackmap(f, pcln.FUNCDATA_ArgsPointerMaps)
     assert args.nbit >= 1 and args.bitmaps[0] & 1     # p is the first argument word
 
 
@@ -235,7 +236,7 @@ def test_every_function_has_consistent_tables(binary):
 
 def test_abi_wrapper_shares_the_name_but_is_not_picked(binary):
     body, wrapper = sorted(binary.funcs_named("runtime.asyncPreempt2"), key=lambda f: f.funcid)
-    assert wrapper.funcid == gb.FUNCID_WRAPPER and body.funcid == 0
+    assert wrapper.funcid == pcln.FUNCID_WRAPPER and body.funcid == 0
     assert binary.func_named("runtime.asyncPreempt2") is body
     assert binary.func_named("runtime.asyncPreempt2.abi0") is wrapper
     assert binary.symbols["runtime.asyncPreempt2.abi0"] == (wrapper.entry, wrapper.size)
@@ -247,7 +248,7 @@ def test_asm_package_function(go_corpus):
     assert f.is_asm and f.args == 16
     assert b.file_line(f, f.entry)[0] == f"{gobuild.STAGE_IMPORT}/sum_amd64.s"
     assert b.symbol("main.sumAsm") == (f.entry, f.size)
-    assert b.stackmap(f, gb.FUNCDATA_LocalsPointerMaps) is None
+    assert b.stackmap(f, pcln.FUNCDATA_LocalsPointerMaps) is None
 
 
 def _type_operand(binary, listed, func: str, type_sym: str) -> int:
@@ -262,12 +263,12 @@ def _type_operand(binary, listed, func: str, type_sym: str) -> int:
 
 def test_struct_type_mask(binary, listed):
     t = binary.go_type(_type_operand(binary, listed, "main.buildList", "type:main.Node"))
-    assert (t.name, t.size, t.ptrbytes, t.kind, t.ptr_words) == ("main.Node", 24, 16, gb.KIND_STRUCT, (0, 1))
+    assert (t.name, t.size, t.ptrbytes, t.kind, t.ptr_words) == ("main.Node", 24, 16, gotypes.KIND_STRUCT, (0, 1))
 
 
 def test_on_demand_gc_mask_is_rebuilt(binary, listed):
     t = binary.go_type(_type_operand(binary, listed, "main.makeBig", "type:main.Big"))
-    assert t.tflag & gb.TFLAG_GC_MASK_ON_DEMAND
+    assert t.tflag & gotypes.TFLAG_GC_MASK_ON_DEMAND
     assert (t.size, t.ptrbytes) == (1056, 1056)
     assert t.ptr_words == tuple(range(130)) + (131,)
 
@@ -289,20 +290,20 @@ def test_global_pointer_bitmaps_cover_data_and_bss(binary):
 def test_gc_program_repeat_and_literal():
     # 3 literal bits 101, repeat them twice more, then 2 literal bits 11
     prog = bytes([0x03, 0b101, 0x83, 0x02, 0x02, 0b11, 0x00])
-    assert gb.run_gc_prog(prog) == [1, 0, 1] * 3 + [1, 1]
+    assert gotypes.run_gc_prog(prog) == [1, 0, 1] * 3 + [1, 1]
     # long form: 0x80, n=3 as varint, c=1
-    assert gb.run_gc_prog(bytes([0x03, 0b110, 0x80, 0x03, 0x01, 0x00])) == [0, 1, 1, 0, 1, 1]
+    assert gotypes.run_gc_prog(bytes([0x03, 0b110, 0x80, 0x03, 0x01, 0x00])) == [0, 1, 1, 0, 1, 1]
 
 
 def test_pcvalue_decoder_on_the_reference_example():
     # go-binary-format §5: main.buildList's pcsp bytes from the reference binary
     data = bytes.fromhex("020b1007608401" "5f010f1800")
-    got = [(r.start, r.end, r.value) for r in gb.decode_pcvalue(data, 0, 0)]
+    got = [(r.start, r.end, r.value) for r in pcln.decode_pcvalue(data, 0, 0)]
     assert got == [(0, 0x0B, 0), (0x0B, 0x12, 8), (0x12, 0x96, 56), (0x96, 0x97, 8), (0x97, 0xAF, 0)]
 
 
 def test_leading_zero_value_delta_is_not_a_terminator():
-    assert [tuple(r) for r in gb.decode_pcvalue(bytes([0x00, 0x04, 0x03, 0x04, 0x00]), 0, 100)] == \
+    assert [tuple(r) for r in pcln.decode_pcvalue(bytes([0x00, 0x04, 0x03, 0x04, 0x00]), 0, 100)] == \
         [(100, 104, -1), (104, 108, -3)]
 
 

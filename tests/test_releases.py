@@ -12,7 +12,8 @@ from golisting import parse_listing
 from emu import cli
 from emu.front import gobuild, gofront, goreleases, toolchains
 from emu.check import safepoint
-from emu.front import gobinary as gb
+from emu.front import gobinary as gb, gotypes
+from emu.front import gopclntab as pcln
 
 RELEASES = ["1.21.13", "1.24.11", "1.26.6", "1.27.3"]
 KINDS = "tests/data/go/kinds"
@@ -57,7 +58,7 @@ def test_the_reader_follows_the_binarys_release_and_agrees_with_its_compilers_li
         f = gofront.build_func(b, gf)
         at = {i.addr: i for i in f.insns}
         for ins in lf.insns:
-            want = ins.pcdata.get(0, -1) == gb.UNSAFE_POINT_UNSAFE
+            want = ins.pcdata.get(0, -1) == pcln.UNSAFE_POINT_UNSAFE
             assert at[gf.entry + ins.off].unsafe == want, (release, name, hex(ins.off))
             pcs += 1
             unsafe += want
@@ -133,7 +134,7 @@ def test_a_type_too_large_for_a_mask_has_its_pointer_words(version):
     big = [t for t in map(b.go_type, b.linked_types()) if t.name.startswith("struct { A [20000]*int")]
     assert len(big) == 1
     t = big[0]
-    assert bool(t.kind & gb.KIND_GC_PROG) == (version == "1.21.13")
+    assert bool(t.kind & gotypes.KIND_GC_PROG) == (version == "1.21.13")
     assert list(t.ptr_words) == list(range(20000)) + [20001]
 
 

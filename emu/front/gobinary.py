@@ -7,7 +7,7 @@ GoBinary is one object put together from four modules, each mirroring its part o
   * gopclntab (PclntabMixin):  pcHeader, the _func records, pc-value tables, file:line.
   * gofuncdata (FuncdataMixin):  stack maps, frame geometry, stack objects, the inline tree.
   * gotypes (TypesMixin):  abi.Type records and GC masks, typelinks, the data/bss GC programs.
-Every name those modules define for other code is importable from here too.
+Their constants and records are imported from the module that defines them, not from here.
 
 Decoding is lazy: opening reads the section headers, moduledata and the fixed-size _func headers of every
 function (names and pc-table ends included); the pc-value tables, stack maps, inline tree and types are
@@ -31,30 +31,10 @@ from elftools.elf.elffile import ELFFile
 from .elfsym import SHN_UNDEF, STT_FUNC, STT_NOTYPE, STT_OBJECT, iter_symbols
 from . import goreleases
 from ..core.errors import EmuError
-from .gofuncdata import FuncdataMixin, Frame, InlinedCall, StackMap, StackObject
-from .gopclntab import (
-    ARGS_SIZE_UNKNOWN, FUNC_FLAG_ASM, FUNC_FLAG_SPWRITE, FUNC_FLAG_TOP_FRAME, FUNC_HEADER_SIZE,
-    FUNCDATA_ArgsPointerMaps, FUNCDATA_InlTree, FUNCDATA_LocalsPointerMaps, FUNCDATA_StackObjects,
-    FUNCID_ASYNC_PREEMPT, FUNCID_WRAPPER, GO120_PCLNTAB_MAGIC, PCDATA_ArgLiveIndex, PCDATA_InlTreeIndex,
-    PCDATA_StackMapIndex, PCDATA_UnsafePoint, PTR_SIZE, UNSAFE_POINT_SAFE, UNSAFE_POINT_UNSAFE,
-    GoFunc, LineRange, PclntabMixin, PCRange, decode_pcvalue, value_at)
-from .gotypes import (KIND_ARRAY, KIND_GC_PROG, KIND_MASK, KIND_STRUCT, TFLAG_EXTRA_STAR,
-                      TFLAG_GC_MASK_ON_DEMAND, GoType, TypesMixin, run_gc_prog)
+from .gofuncdata import FuncdataMixin, StackObject
+from .gopclntab import PclntabMixin, PCRange
+from .gotypes import GoType, TypesMixin
 
-__all__ = [
-    "GoBinary", "Section", "Segment", "MODULEDATA_FIELDS", "MODULEDATA_SLICES",
-    # gopclntab
-    "GO120_PCLNTAB_MAGIC", "PCDATA_UnsafePoint", "PCDATA_StackMapIndex", "PCDATA_InlTreeIndex",
-    "PCDATA_ArgLiveIndex", "FUNCDATA_ArgsPointerMaps", "FUNCDATA_LocalsPointerMaps", "FUNCDATA_StackObjects",
-    "FUNCDATA_InlTree", "FUNC_FLAG_TOP_FRAME", "FUNC_FLAG_SPWRITE", "FUNC_FLAG_ASM", "FUNCID_ASYNC_PREEMPT",
-    "FUNCID_WRAPPER", "ARGS_SIZE_UNKNOWN", "UNSAFE_POINT_SAFE", "UNSAFE_POINT_UNSAFE", "PTR_SIZE",
-    "FUNC_HEADER_SIZE", "GoFunc", "PCRange", "LineRange", "decode_pcvalue", "value_at",
-    # gofuncdata
-    "StackMap", "InlinedCall", "StackObject", "Frame",
-    # gotypes
-    "TFLAG_EXTRA_STAR", "TFLAG_GC_MASK_ON_DEMAND", "KIND_ARRAY", "KIND_STRUCT", "KIND_MASK", "KIND_GC_PROG",
-    "GoType", "run_gc_prog",
-]
 
 #: moduledata field offsets (runtime/symtab.go:402-450 as laid out on linux/amd64; DWARF size 568).
 #: moduledata's layout in the newest release preemu reads; the binary's own release picks its row

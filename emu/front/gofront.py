@@ -279,7 +279,7 @@ def _trapped(name: str) -> bool:
 
 def build_func(b, gf, symbol: str | None = None) -> Func:
     """Decode one function of the binary into the program model; `symbol` (its ELF name) names it."""
-    from .gobinary import (
+    from .gopclntab import (
         FUNCDATA_InlTree, FUNCDATA_LocalsPointerMaps, PCDATA_InlTreeIndex, PCDATA_UnsafePoint, value_at)
     code = b.read(gf.entry, gf.end - gf.entry)
     sp = b.pcsp(gf)

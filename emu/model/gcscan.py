@@ -238,7 +238,7 @@ def frame_stack_objects(prog, fr: Frame) -> list[tuple[str, int, int, int, tuple
     gf = binary.func_for(fr.pc) if binary is not None else None
     if gf is None:
         return []
-    from ..front.gobinary import Frame as GoFrame        # loaded already: prog has a binary (.s sweeps never import it)
+    from ..front.gofuncdata import Frame as GoFrame        # loaded already: prog has a binary (.s sweeps never import it)
     fp = fr.sp + fr.size + 8                      # frame.fp = frame.argp (amd64: above the return address)
     return [(f"stack object of {fr.func} ({ob.size} bytes at {'varp' if ob.off < 0 else 'argp'}{ob.off:+d})",
              base, ob.size, ob.ptrbytes, ob.ptr_words)

@@ -19,7 +19,7 @@ from ..core.structref import StructRef
 def pointer_slots(binary, read_u64, sp: int) -> list[int]:
     """The stack words adjustframe adjusts (stack.go:657-713), walking from a goroutine stopped at a
     prologue's CALL morestack (sp: RSP there, at the return address into that function) to goexit:
-    each frame's live pointer slots (gobinary.live_pointer_slots; for the first frame, at its prologue,
+    each frame's live pointer slots (gofuncdata's live_pointer_slots; for the first frame, at its prologue,
     the entry args map) and its stack objects' pointer words. A frame without stack maps (assembly)
     contributes none; the walk ends at goexit or at a PC outside the binary."""
     out: list[int] = []
