@@ -62,7 +62,7 @@ def lean_floor_cpu(layout: str, iterations: int) -> tuple[float, int]:
     trap only copies the go1.27 stub's xRegs scratch to a block it restores from), dump again,
     compare registers and stack, RET."""
     from emu.core import dump, gostructs, memmap
-    from emu.model.machine import STOP_STUB_RET
+    from emu.model.hooks import STOP_STUB_RET
     prog = loader.load_program(ASM)
     w = loader.build_world(prog, "sum_loop", layout, None, 1, {"RCX": iterations})
     n = sweep.run_reference(w, 10**9).boundaries

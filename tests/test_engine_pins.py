@@ -103,7 +103,7 @@ def test_direct_c_calls_carry_full_64_bit_values():
     """Machine calls uc_emu_start/uc_reg_read/uc_reg_write without ctypes' argument conversion
     (machine._unconverted): a 64-bit value passed as a plain int would be cut to a C int. Every
     address preemu uses is below 4 GiB, so this pins it with values that are not."""
-    from emu.model.machine import Fault
+    from emu.model.faults import Fault
     w = world_for(assemble(LOOP), "f")
     m = w.machine
     for name, value in (("RAX", 0xFEDC_BA98_7654_3210), ("RSP", 0x8000_0000_0000_0008), ("R15", 1 << 40)):

@@ -7,7 +7,7 @@ from emu.core import gostructs as gs
 from emu.check import inject
 from emu.drive import loader, scenario, sweeper as sweep
 from emu.core.structref import read_field
-from emu.model.machine import STOP_STUB_RET
+from emu.model.hooks import STOP_STUB_RET
 from emu.model.unwind import unwind
 
 GC_SCENARIOS = sorted((ROOT / "scenarios").glob("gc_ptr*.toml")) + [ROOT / "scenarios" / "gc_stale_ptr.toml"]

@@ -78,7 +78,7 @@ def test_a_length_go_would_panic_on_is_a_clear_error(capsys):
 
 
 def test_what_go_would_panic_on_inside_the_model_is_a_guest_fault_not_a_traceback(program):
-    from emu.model.machine import GuestFaultInHook
+    from emu.model.faults import GuestFaultInHook
     classes = goslice.SizeClasses.from_binary(program.binary)
     rt = goslice.SliceRuntime(classes, program.binary.go_type, lambda *a: 0, lambda a, n: bytes(n),
                               lambda a, d: None, 0x1000)

@@ -13,7 +13,7 @@ from unicorn import x86_const as X
 from emu import cli
 from emu.core.errors import EmuError
 from emu.front import gobuild
-from emu.linux import elfimage, process, sigframe
+from emu.linux import elfimage, process, sigdeliver, sigframe
 
 from conftest import DATA, ROOT
 
@@ -271,7 +271,7 @@ def test_a_blocked_fault_kills_as_the_kernel_does(when):
     assert p.stop_reason.startswith("killed by signal 11 (SIGSEGV): read of unmapped address 0x8")
     assert bytes(p.fds.stderr.data) == b""
     [segv] = [e for e in p.watch.signals if e.sig == 11]
-    assert segv.outcome == "fatal" and p.sigactions[11][0] == process.SIG_DFL
+    assert segv.outcome == "fatal" and p.sigactions[11][0] == sigdeliver.SIG_DFL
 
 
 def test_a_fault_with_its_signal_already_pending_and_blocked_kills():
@@ -307,7 +307,7 @@ def test_a_signal_interrupts_a_wait(binaries):
     from emu.linux.threads import Thread, Wait
     p = process.Process(elfimage.load(str(binaries["hello"])), process.Options(argv=["prog"]))
     sender = p.threads[p.pid]
-    p.sigactions[23] = (0x1234, process.SA_RESTART | process.SA_ONSTACK, 0x5678, 0)
+    p.sigactions[23] = (0x1234, sigdeliver.SA_RESTART | sigdeliver.SA_ONSTACK, 0x5678, 0)
     for wait, rip_back, rax in [(Wait("futex", None, 0, restart=True, futex=0x1000, nr=202), 2, 202),
                                 (Wait("futex", 5, -110, restart=False, futex=0x1000), 0, -sysabi.EINTR),
                                 (Wait("sleep", 5, 0), 0, -sysabi.EINTR)]:

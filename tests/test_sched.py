@@ -9,7 +9,7 @@ from conftest import ASM, ROOT, assemble
 from emu import cli
 from emu.core import layout, regs
 from emu.drive import loader, sweeper as sweep
-from emu.model import sched
+from emu.model import gcsuspend, sched, sysmon
 from emu.output import timeline
 
 PROG = loader.load_program(ASM / "starvation.s")
@@ -184,7 +184,7 @@ def test_suspendg_does_not_resend_a_signal_acknowledged_within_5us_of_its_last_s
         a, b = sa["t"], sb["t"]                  # when the rounds started; Go sent at sa["seen"] <= a
         between = [t for t in acks if a <= t <= b]
         if between and not any(e["kind"] == "scanned" and a <= e["t"] <= b for e in r.events):   # a re-send
-            assert any(t >= sa.get("seen", a) + sched.SUSPEND_RESEND_NS for t in between), (sa, b, between[:3])
+            assert any(t >= sa.get("seen", a) + gcsuspend.SUSPEND_RESEND_NS for t in between), (sa, b, between[:3])
     waits = list(r.gc_waits_ns) + list(r.gc_blocked.values())
     assert max(waits) > 2_000_000                                # a skipped pair leaves it to sysmon
     assert skips and all(e["acked"] < e["not_before"] for e in skips)
@@ -237,4 +237,4 @@ def test_go114_sysmon_ticks_at_20us_again_after_every_p_was_idle():
         r = s.run(40_000_000)
         woke = next(e["t"] for e in r.events if e["kind"] == "ready")
         gap[lay] = next(e["t"] for e in r.events if e["kind"] == "preemptone") - woke
-    assert gap["go1.14"] <= 2 * sched.SYSMON_MIN_US * 1000 < 500_000 < gap["go1.27"]
+    assert gap["go1.14"] <= 2 * sysmon.SYSMON_MIN_US * 1000 < 500_000 < gap["go1.27"]

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from ..check import inject, verify
 from ..core import memmap
 from ..model.gmp import World
-from ..model.machine import STOP_STUB_RET, Fault
+from ..model.faults import Fault
+from ..model.hooks import STOP_STUB_RET
 from ..core.program import tests_write_barrier
 from ..check.safepoint import REASONS
 from .sweeper import Reference, final_violations, run_reference, stub_budget

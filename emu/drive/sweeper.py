@@ -27,7 +27,8 @@ from ..model import rtcode
 from ..core import layout as L
 from ..core.errors import BudgetExceeded, GuestFault
 from ..model.gmp import SignalFrame, World
-from ..model.machine import STOP_COUNT, STOP_STUB_RET, STOP_TRAP, Fault
+from ..model.faults import Fault
+from ..model.hooks import STOP_COUNT, STOP_STUB_RET, STOP_TRAP
 
 DEFAULT_BUDGET = 20_000_000
 STUB_BUDGET_FACTOR = 50      # a stub's run may take 50x the reference stub's instructions

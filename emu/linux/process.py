@@ -41,7 +41,7 @@ from unicorn import x86_const as X
 from ..core import gostructs as gs
 from ..core.errors import EmuError
 from . import kernel, startup, vdso
-from .cpuhooks import TF, CpuHooks
+from .cpuhooks import CpuHooks
 from .sys_proc import RLIMIT_NOFILE
 from .sys_time import REALTIME_EPOCH_NS
 from .sysabi import BLOCK, STOP
@@ -52,15 +52,11 @@ from .memory import AddressSpace
 from .mounts import Namespace
 from .scheduling import FIRST_TID, ThreadScheduling
 from .services import SyscallServices
-from .sigdeliver import (DEFAULT_IGNORED, SA_NODEFER, SA_ONSTACK, SA_RESTART, SIG_DFL, SIG_IGN, SIGNAL_NAMES,
-                         SignalDelivery)
+from .sigdeliver import SignalDelivery
 from .sys_socket import Net
 from .regbatch import RegBatch, read_reg
 from .threads import BLOCKED, EXITED, RUNNABLE, Thread
 from .watch import Watch
-
-__all__ = ["Process", "Options", "Slice", "godebug_int", "BOOT_NS", "FIRST_TID", "DEFAULT_BUDGET", "TF",
-           "SA_ONSTACK", "SA_RESTART", "SA_NODEFER", "SIG_DFL", "SIG_IGN", "DEFAULT_IGNORED", "SIGNAL_NAMES"]
 
 BOOT_NS = 10**12                 # CLOCK_MONOTONIC at the first instruction: "1000 s since boot"
 _U64 = (1 << 64) - 1

@@ -7,7 +7,8 @@ from __future__ import annotations
 from ..core import gostructs as gs
 from . import gcscan, goslice
 from ..core import memmap
-from .machine import GuestFaultInHook, Machine
+from .faults import GuestFaultInHook
+from .machine import Machine
 from ..core.program import decode_type
 from .stack import copystack
 from .unwind import UnwindError, unwind

@@ -24,7 +24,7 @@ from typing import Callable
 
 from ..core import memmap
 from ..core.errors import EmuError
-from .machine import GuestFaultInHook
+from .faults import GuestFaultInHook
 
 PTR_SIZE = 8
 MALLOC_HEADER_SIZE = 8                       # internal/runtime/gc/malloc.go:17

@@ -22,16 +22,11 @@ from unicorn.unicorn_py3.unicorn import uclib as _uclib
 
 from ..core import dump, memmap, regs
 from . import rtcode
-from .faults import Fault, FaultMixin, GuestFaultInHook
-from .hooks import GO_CALL_AT, INT_ARGS, SENTINELS, STOP_COUNT, STOP_GOEXIT, STOP_STUB_RET, STOP_TRAP, HooksMixin
-from .hostmem import CODE_REGIONS, HostMemoryMixin
+from .faults import FaultMixin, GuestFaultInHook
+from .hooks import STOP_COUNT, HooksMixin
+from .hostmem import HostMemoryMixin
 from ..core.program import Program
 from ..core.structref import StructRef
-
-#: what other modules import from here; the names of the mixins' modules are re-exported
-__all__ = ["Machine", "Fault", "GuestFaultInHook", "STOP_COUNT", "STOP_GOEXIT", "STOP_STUB_RET", "STOP_TRAP",
-           "SENTINELS", "GO_CALL_AT", "INT_ARGS", "CODE_REGIONS"]
-
 
 def _unconverted(fn):
     """`fn` (a uclib function) called with no per-argument conversion: ctypes' argtypes path looks up

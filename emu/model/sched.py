@@ -30,20 +30,17 @@ from dataclasses import dataclass, field
 from ..core import gostructs as gs
 from ..core import memmap
 from ..core.errors import EmuError
-from .gcsuspend import SUSPEND_RESEND_NS, SuspendMixin
+from .gcsuspend import SuspendMixin
 from .gmp import MachineSigContext, clear_preempt, drop_curg, initial_registers, set_curg, xreg_restore
 from ..core.layout import StubLayout
-from .machine import Fault, Machine
+from .faults import Fault
+from .machine import Machine
 from ..core.program import Program
 from ..check.safepoint import async_preempt_stack, rules_for
 from .schedtrap import TrapMixin
-from .steal import STEAL_TRIES, StealMixin
+from .steal import StealMixin
 from ..core.structref import StructRef, write_field
-from .sysmon import FORCE_PREEMPT_NS, SYSMON_MAX_US, SYSMON_MIN_US, SysmonMixin
-
-#: what other modules import from here; the constants of the mixins' modules are re-exported
-__all__ = ["FORCE_PREEMPT_NS", "SYSMON_MIN_US", "SYSMON_MAX_US", "GLOBAL_QUEUE_EVERY", "STEAL_TRIES",
-           "SUSPEND_RESEND_NS", "RUNQ_SIZE", "GoSpec", "G", "P", "M", "SchedResult", "Scheduler"]
+from .sysmon import SYSMON_MIN_US, SysmonMixin
 
 GLOBAL_QUEUE_EVERY = 61              # schedule(): check the global run queue every 61 schedticks
 RUNQ_SIZE = 256

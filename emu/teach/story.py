@@ -27,7 +27,7 @@ from .notes import CHECK_QUESTIONS, WHY, WHY_UNSAFE, unsafe_class
 from .stubsteps import _StubSteps
 from ..model.gmp import World
 from ..core.layout import RESUME_PC_OFFSET, SAVED_BP_OFFSET, SAVED_FLAGS_OFFSET
-from ..model.machine import Fault
+from ..model.faults import Fault
 from ..check.safepoint import REASONS, safe_point_checks, want_async_preempt
 from ..drive.sweeper import Sweeper, final_violations, run_reference
 from ..check.verify import Check

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..check import verify
 from ..check.verify import Check
 from ..core import regs
-from ..model.machine import Fault
+from ..model.faults import Fault
 from .fmt import REG_ORDER, describe_pc, fmt_reg
 from .notes import STUB_SHORT, STUB_TEXT, stub_phase
 
