@@ -142,8 +142,8 @@ class StubFile(pytest.File):
 
 class ScenarioFile(pytest.File):
     def collect(self):
-        from .drive import scenario
-        data = scenario.read_toml(self.path)
+        from .drive import scenario, tomlfile
+        data = tomlfile.read_toml(self.path)
         if "program" in data:                  # a whole-program scenario: `preemu exec` runs it
             yield ExecScenarioItem.from_parent(self, name=str(data.get("name", self.path.stem)))
             return

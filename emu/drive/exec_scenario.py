@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import ScenarioError
-from .scenario import check_type, read_toml
+from .tomlfile import check_type, read_toml
 
 RUN_KEYS = {"max_virtual_ms": (int, float), "budget": int, "seed": int, "quantum": int, "ns_per_insn": int, "cpus": int}
 EXPECT_KEYS = {"exit_code": int, "starved": bool, "stdout_regex": str, "stdout_number_range": list,

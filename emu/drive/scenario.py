@@ -26,14 +26,14 @@ Errors name the file and the key (ScenarioError).
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core import gostructs, memmap, regs
 from . import loader
 from . import sweeper as S
-from ..core.errors import EmuError, ScenarioError, read_utf8
+from .tomlfile import check_type, read_toml
+from ..core.errors import EmuError, ScenarioError
 from ..core.layout import LAYOUTS
 from ..check.safepoint import REASONS
 from ..check.verify import Check
@@ -65,19 +65,6 @@ class Scenario:
     gc: bool = False
     gc_scanner: str = "go"
     stack_size: int = memmap.DEFAULT_STACK_SIZE      # the goroutine's first stack (Go's fixedStack: 2 KiB)
-
-
-_KIND_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false", dict: "a table",
-               list: "a list"}
-
-
-def check_type(ps: str, key: str, v, want) -> None:
-    """A ScenarioError naming the key unless v is of the kind(s) `want` (a bool is no int); shared with
-    the whole-program scenarios (linux/scenario.py)."""
-    kinds = want if isinstance(want, tuple) else (want,)
-    if isinstance(v, bool) and bool not in kinds or not isinstance(v, kinds):
-        names = " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
-        raise ScenarioError(ps, key, f"must be {names} (got {type(v).__name__} {v!r})")
 
 
 def _check_top(ps: str, data: dict, allowed: dict, required: tuple[str, ...], positive: tuple[str, ...],
@@ -128,18 +115,6 @@ def _files(ps: str, p: Path, data: dict) -> tuple[Path, Path | None]:
             raise ScenarioError(ps, key, f"no such file: {f}")
         out.append(f)
     return out[0], out[1]
-
-
-def read_toml(path: str | Path) -> dict:
-    """The scenario file's TOML table; an unreadable or non-UTF-8 file or a syntax error is a ScenarioError."""
-    ps = str(path)
-    text, line, why = read_utf8(path)
-    if text is None:
-        raise ScenarioError(ps, f"line {line}" if line else "", why)
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ScenarioError(ps, "", f"not valid TOML: {e}") from None
 
 
 def load(path: str | Path) -> "Scenario | SchedScenario":
