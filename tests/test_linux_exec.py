@@ -254,6 +254,28 @@ def test_nil_dereference_becomes_a_go_panic(when):
     assert not p.watch.violations
 
 
+def test_a_jump_into_the_heap_faults_as_with_the_nx_bit():
+    """Only what the program mapped executable (its PF_X segment, the vDSO) may run: a call into heap bytes
+    is an instruction fetch from a page without PROT_EXEC, the kernel's SIGSEGV with SEGV_ACCERR and si_addr
+    = the target, and the runtime dies with "unexpected fault address", exit status 2, as natively (checked
+    against the native run of the same binary)."""
+    import re
+    import subprocess
+    binary = gobuild.build(DATA / "go" / "nxjump").binary
+    native = subprocess.run([str(binary)], capture_output=True, text=True)
+    p = run(binary)
+    err = bytes(p.fds.stderr.data).decode()
+    pattern = r"unexpected fault address (0x[0-9a-f]+)\nfatal error: fault\n\[signal SIGSEGV: segmentation " \
+              r"violation code=0x2 addr=(0x[0-9a-f]+) pc=(0x[0-9a-f]+)\]"
+    for text in (native.stderr, err):
+        m = re.search(pattern, text)
+        assert m and m[1] == m[2] == m[3], text[:400]            # the fault is the fetch at the call's target
+    assert native.returncode == p.exit_code == 2 and native.stdout == bytes(p.fds.stdout.data).decode() == "before\n"
+    [segv] = [e for e in p.watch.signals if e.sig == 11]
+    assert segv.outcome == "sigpanic" and "fetch from non-executable address" in segv.fault
+    assert not p.watch.violations
+
+
 def _signal_timing(binary, when: str) -> dict:
     if when == "signal-at":
         return {"signal_at_pc": elfimage.load(str(binary)).resolve("main.main+0x4", "--signal-at")}

@@ -87,6 +87,25 @@ def test_mmap_reserve_commit_and_unmap():
     assert mem.mprotect(0x7000_0000, 0x1000, 3) == -12                 # not mapped: ENOMEM
 
 
+def test_only_what_asks_for_prot_exec_is_executable():
+    """mmap/mprotect with PROT_EXEC map the engine's pages executable, without it not (the NX bit), and a
+    change applies to the part that differs; the engine's regions say the same as `executable`."""
+    from unicorn import UC_PROT_EXEC
+    uc = Uc(UC_ARCH_X86, UC_MODE_64)
+    mem = memory.AddressSpace(uc)
+
+    def exec_pages():
+        return sorted((b, e + 1) for b, e, perms in uc.mem_regions() if perms & UC_PROT_EXEC)
+    a = mem.mmap(0, 0x4000, 3, 0x22)                                   # PROT_READ|PROT_WRITE
+    assert exec_pages() == [] and mem.executable.r == []
+    assert mem.mprotect(a + 0x1000, 0x2000, 7) == 0                    # PROT_EXEC on the middle pages
+    assert exec_pages() == mem.executable.r == [(a + 0x1000, a + 0x3000)]
+    assert mem.mprotect(a, 0x2000, 3) == 0                             # and off again for one of them
+    assert exec_pages() == mem.executable.r == [(a + 0x2000, a + 0x3000)]
+    b = mem.mmap(0, 0x1000, 5, 0x22)                                   # PROT_READ|PROT_EXEC
+    assert mem.munmap(a, 0x4000) == 0 and exec_pages() == mem.executable.r == [(b, b + 0x1000)]
+
+
 def test_intervals():
     s = memory.Intervals()
     s.add(0, 10)
@@ -154,6 +173,33 @@ def test_scenario_failure_names_the_expectation(tmp_path, capsys):
     failed = json.loads(out.getvalue())["scenario"]["failed"]
     assert [x.split(":")[0] for x in failed] == ["expect.exit_code", "expect.stdout_regex"]
     assert cli.main(["exec", str(tmp_path / "missing.toml")]) == 2
+
+
+def test_counter_keeps_two_hot_blocks_whose_hashes_collide():
+    """A loop of two blocks that hash to the same table entries: both stay cached (the table is 2-way), so
+    the counter asks Python once per block, not at every iteration; a third block that hashes alike evicts
+    one, and every count stays exact."""
+    from emu.linux.icount import pair_index
+    a = 0x10000
+    b, c = [x for x in range(a + 0x100, 0xA0000, 8) if pair_index(x) == pair_index(a)][:2]
+    ks = keystone.Ks(keystone.KS_ARCH_X86, keystone.KS_MODE_64)
+    uc = _cpu()
+    uc.mem_map(0x30000, 0x70000)
+    for at, text in ((a, f"inc rax; jmp {b:#x}"), (b, f"cmp rax, rbx; jne {a:#x}; jmp {c:#x}"), (c, "inc rcx; hlt")):
+        uc.mem_write(at, bytes(ks.asm(text, at)[0]))
+    misses = []
+
+    class Counting(InsnCounter):
+        def _on_miss(self, addr, size):
+            misses.append(addr)
+            return super()._on_miss(addr, size)
+    uc.reg_write(X.UC_X86_REG_RBX, 1000)
+    cnt = Counting(uc)
+    cnt.arm(cnt.UNLIMITED)
+    n = cnt.run(a)                               # on to the hlt, which stops the engine
+    assert uc.reg_read(X.UC_X86_REG_RAX) == 1000 and uc.reg_read(X.UC_X86_REG_RCX) == 1
+    assert n == 1000 * 2 + 1000 * 2 + 1 + 2
+    assert misses == [a, b, b + 9, c]           # each block once (b + 9: the jmp after the jne not taken)
 
 
 def test_counter_stays_exact_when_a_hook_moves_rip_inside_a_cut_block():

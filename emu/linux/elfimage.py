@@ -21,6 +21,7 @@ from ..front.elfsym import STT_FUNC, iter_symbols
 from ..core.errors import EmuError
 
 PT_LOAD, PT_INTERP, PT_PHDR = 1, 3, 6
+PF_X = 1                 # a segment's executable flag (elf.h); the loader maps only these executable
 MAX_GOAMD64 = 2          # v1 and v2 only use SSE-family instructions Unicorn executes correctly
 
 
@@ -29,7 +30,7 @@ class Segment:
     vaddr: int
     memsz: int
     data: bytes          # the FileSiz bytes; the rest of memsz is zero (bss)
-    flags: int           # PF_X=1, PF_W=2, PF_R=4
+    flags: int           # PF_X, PF_W=2, PF_R=4
 
 
 @dataclass

@@ -3,16 +3,22 @@
 Two interval sets: `vmas` is every range the process has asked for (PROT_NONE reservations
 included), `mapped` the ranges that are also mapped in Unicorn, i.e. accessible. PROT_NONE
 ranges stay unmapped in the engine, so touching them faults as on Linux (Go's nil checks rely
-on page 0 and its reservations being inaccessible); accessible ranges are mapped read-write-
-execute (R/W/X distinctions are not enforced). Left out: file mappings, MAP_SHARED semantics,
-MAP_GROWSDOWN, mremap, brk.
+on page 0 and its reservations being inaccessible). Accessible ranges are readable and writable
+(R/W distinctions are not enforced); they are executable only where the program asked for it
+(PROT_EXEC, an ELF segment with PF_X, the vDSO), as with the NX bit: a jump into the heap or a stack
+faults (SEGV_ACCERR). The engine cares too: Unicorn checks every write that takes its slow path
+against the translated code of an executable page (notdirty_write in its cputlb.c), and a Go heap
+holds no code. Left out: file mappings, MAP_SHARED semantics, MAP_GROWSDOWN, mremap, brk.
 """
 from __future__ import annotations
+
+from unicorn import unicorn_const as UCC
 
 from ..core.memmap import PAGE, page_down, page_up      # the x86-64 page, as the kernel uses it
 
 MMAP_TOP = 0x7F00_0000_0000          # anonymous maps without a usable hint are placed below this
-PROT_NONE = 0
+PROT_NONE, PROT_EXEC = 0, 4
+_ENGINE_PERMS = {False: UCC.UC_PROT_READ | UCC.UC_PROT_WRITE, True: UCC.UC_PROT_ALL}
 MAP_FIXED, MAP_ANONYMOUS, MAP_FIXED_NOREPLACE = 0x10, 0x20, 0x100000
 
 
@@ -74,31 +80,45 @@ class AddressSpace:
         self.uc = uc
         self.vmas = Intervals()
         self.mapped = Intervals()
+        self.executable = Intervals()     # the part of `mapped` the engine may execute
         self.next_top = MMAP_TOP
         #: engine maps and unmaps so far: a snapshot taken before one of them cannot be restored (snapshot.py)
         self.engine_changes = 0
 
     # --- the engine side ---------------------------------------------------------------
-    def _make_accessible(self, a: int, b: int, zero_existing: bool) -> None:
-        for s, e in self.mapped.overlaps(a, b) if zero_existing else ():
-            self.uc.mem_write(s, bytes(e - s))
+    def _make_accessible(self, a: int, b: int, zero_existing: bool, executable: bool = False) -> None:
+        for s, e in self.mapped.overlaps(a, b):
+            if zero_existing:
+                self.uc.mem_write(s, bytes(e - s))
+            self._set_executable(s, e, executable)
         for s, e in self.mapped.gaps(a, b):
-            self.uc.mem_map(s, e - s)
+            self.uc.mem_map(s, e - s, _ENGINE_PERMS[executable])
             self.engine_changes += 1
+            if executable:
+                self.executable.add(s, e)
         self.mapped.add(a, b)
+
+    def _set_executable(self, a: int, b: int, executable: bool) -> None:
+        """Make the mapped range [a, b) executable or not, changing only the parts that differ."""
+        parts = self.executable.gaps(a, b) if executable else self.executable.overlaps(a, b)
+        for s, e in parts:
+            self.uc.mem_protect(s, e - s, _ENGINE_PERMS[executable])
+            self.engine_changes += 1          # the engine splits its regions to do it
+            (self.executable.add if executable else self.executable.remove)(s, e)
 
     def _make_inaccessible(self, a: int, b: int) -> None:
         for s, e in self.mapped.overlaps(a, b):
             self.uc.mem_unmap(s, e - s)
             self.engine_changes += 1
         self.mapped.remove(a, b)
+        self.executable.remove(a, b)
 
-    def map_fixed(self, addr: int, size: int, accessible: bool = True) -> None:
-        """Map [addr, addr+size) as the loader does (segments, the initial stack)."""
+    def map_fixed(self, addr: int, size: int, accessible: bool = True, executable: bool = False) -> None:
+        """Map [addr, addr+size) as the loader does (segments, the initial stack, the vDSO)."""
         a, b = page_down(addr), page_up(addr + size)
         self.vmas.add(a, b)
         if accessible:
-            self._make_accessible(a, b, zero_existing=False)
+            self._make_accessible(a, b, zero_existing=False, executable=executable)
 
     # --- the syscalls --------------------------------------------------------------------
     def _find_free(self, size: int) -> int:
@@ -130,7 +150,8 @@ class AddressSpace:
         if prot == PROT_NONE:
             self._make_inaccessible(a, a + size)
         else:
-            self._make_accessible(a, a + size, zero_existing=True)   # a fresh anonymous map reads as zeros
+            self._make_accessible(a, a + size, zero_existing=True,   # a fresh anonymous map reads as zeros
+                                  executable=bool(prot & PROT_EXEC))
         return a
 
     def munmap(self, addr: int, length: int) -> int:
@@ -150,7 +171,7 @@ class AddressSpace:
         if prot == PROT_NONE:
             self._make_inaccessible(a, b)
         else:
-            self._make_accessible(a, b, zero_existing=False)
+            self._make_accessible(a, b, zero_existing=False, executable=bool(prot & PROT_EXEC))
         return 0
 
     def madvise(self, addr: int, length: int, advice: int) -> int:

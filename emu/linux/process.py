@@ -45,7 +45,7 @@ from .cpuhooks import CpuHooks
 from .sys_proc import RLIMIT_NOFILE
 from .sys_time import REALTIME_EPOCH_NS
 from .sysabi import BLOCK, STOP
-from .elfimage import Image
+from .elfimage import PF_X, Image
 from .fds import FdTable
 from .icount import InsnCounter
 from .memory import AddressSpace
@@ -54,7 +54,7 @@ from .scheduling import FIRST_TID, ThreadScheduling
 from .services import SyscallServices
 from .sigdeliver import SignalDelivery
 from .sys_socket import Net
-from .regbatch import RegBatch, read_reg
+from .regbatch import RegBatch, read_reg, remove_cache
 from .threads import BLOCKED, EXITED, RUNNABLE, Thread
 from .watch import Watch
 
@@ -178,7 +178,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
     # --- setup -------------------------------------------------------------------------------
     def _load(self) -> None:
         for s in self.image.segments:
-            self.mem.map_fixed(s.vaddr, s.memsz)
+            self.mem.map_fixed(s.vaddr, s.memsz, executable=bool(s.flags & PF_X))
             self.uc.mem_write(s.vaddr, s.data)
         rnd = self.random_bytes(16)
         if self.opts.vdso:
@@ -198,7 +198,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
 
     def _map_vdso(self) -> None:
         """The vDSO's ELF page, and the counter's page as its vvar (read-only, the host's memory)."""
-        self.mem.map_fixed(vdso.VDSO_BASE, vdso.PAGE)
+        self.mem.map_fixed(vdso.VDSO_BASE, vdso.PAGE, executable=True)
         self.uc.mem_write(vdso.VDSO_BASE, vdso.image())
         self.uc.mem_map_ptr(vdso.VVAR, vdso.PAGE, UCC.UC_PROT_READ, self.counter.page_address)
         self.mem.vmas.add(vdso.VVAR, vdso.VVAR + vdso.PAGE)
@@ -318,7 +318,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         watch_pc = at is not None and t.deliverable()
         if watch_pc:
             self._pc_hook = uc.hook_add(UC_HOOK_CODE, self._on_signal_pc, None, at, at)
-            uc.ctl_remove_cache(at, at + 1)    # hooks added after translation only fire on fresh blocks
+            remove_cache(uc, at, at + 1)    # hooks added after translation only fire on fresh blocks
         probe = self.probe
         limit = self._slice_limit(t, ns, limit_ns, probe, watch_pc)
         self._stop_slice, self._after_stop = False, None
@@ -342,7 +342,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
             self.in_slice = False
             if watch_pc:
                 uc.hook_del(self._pc_hook)
-                uc.ctl_remove_cache(at, at + 1)
+                remove_cache(uc, at, at + 1)
         self.clock += n * ns
         self.insns += n
         if probe is not None:

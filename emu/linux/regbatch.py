@@ -126,3 +126,37 @@ class RegBatch:
         self._fmt.pack_into(self._buf, 0, *flat)      # a narrower register takes only its low bytes
         if _write(uc._uch, self._ids, self._ptrs, self.n):
             raise RuntimeError("uc_reg_write_batch failed")
+
+
+# Translation-cache controls (uc_ctl, unicorn.h UC_CTL_TB_*) with the arguments built once: the binding's
+# ctl_request_cache/ctl_remove_cache convert each argument through generators (~10 us a call), and the
+# instruction counter asks once for every block it has not seen (thousands in a program's start).
+_ctl = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(uclib.uc_ctl, ctypes.c_void_p).value)
+_CTL_REQUEST_CACHE = (3 << 30) | (2 << 26) | 8       # UC_CTL_IO_READ_WRITE, 2 arguments, UC_CTL_TB_REQUEST_CACHE
+_CTL_REMOVE_CACHE = (1 << 30) | (2 << 26) | 9        # UC_CTL_IO_WRITE, 2 arguments, UC_CTL_TB_REMOVE_CACHE
+
+
+class _Tb(ctypes.Structure):
+    _fields_ = [("pc", ctypes.c_uint64), ("icount", ctypes.c_uint16), ("size", ctypes.c_uint16)]
+
+
+_tb = _Tb()
+_tb_p = ctypes.byref(_tb)
+
+
+def request_cache(uc, addr: int) -> tuple[int, int, int]:
+    """The translation block at addr (translated now if it is not cached): (pc, instructions, size);
+    UcError as the binding's ctl_request_cache raises it."""
+    err = _ctl(uc._uch, _CTL_REQUEST_CACHE, ctypes.c_uint64(addr), _tb_p)
+    if err:
+        from unicorn import UcError
+        raise UcError(err)
+    return _tb.pc, _tb.icount, _tb.size
+
+
+def remove_cache(uc, begin: int, end: int) -> None:
+    """Drop the cached translations of the blocks in [begin, end) (ctl_remove_cache)."""
+    err = _ctl(uc._uch, _CTL_REMOVE_CACHE, ctypes.c_uint64(begin), ctypes.c_uint64(end))
+    if err:
+        from unicorn import UcError
+        raise UcError(err)

@@ -1,11 +1,12 @@
 """Signals in an emulated process: sending, delivery onto the thread's stack, rt_sigreturn, and the
-synchronous SIGSEGV an access to an unmapped page raises (any other fault of the engine ends the run).
+synchronous SIGSEGV a page fault raises (any other fault of the engine ends the run).
 
 SignalDelivery is a mixin of process.Process (it uses the process's engine, threads, sigactions and
 watch). It mirrors kernel/signal.c (complete_signal's choice of a thread, the merging of a pending
 standard signal, force_sig_info_to_task, the default actions, EINTR/SA_RESTART for an interrupted
 wait), arch/x86/kernel/signal.c (handle_signal: SA_ONSTACK, SA_NODEFER, the handler's mask) and
-arch/x86/mm/fault.c (a fault on an unmapped address: SEGV_MAPERR with si_addr, trapno, err and cr2).
+arch/x86/mm/fault.c (a fault on an unmapped address: SEGV_MAPERR with si_addr, trapno, err and cr2; an
+instruction fetch from a page mapped without PROT_EXEC: SEGV_ACCERR).
 When a pending signal is taken (at the start of a slice, or at --signal-at's PC) is process.py's run
 loop; the frame's bytes are sigframe.py's. Left out: real-time signal queues (a standard signal
 pending twice is merged), stopping and continuing, core dumps.
@@ -18,7 +19,8 @@ from unicorn import x86_const as X
 
 from ..core.errors import GuestFault
 from .regbatch import read_reg
-from .sigframe import PF_INSTR, PF_USER, PF_WRITE, SEGV_MAPERR, X86_TRAP_PF, SigInfo, restore_rt_frame, setup_rt_frame
+from .sigframe import (PF_INSTR, PF_PROT, PF_USER, PF_WRITE, SEGV_ACCERR, SEGV_MAPERR, X86_TRAP_PF, SigInfo,
+                       restore_rt_frame, setup_rt_frame)
 from .sys_signal import UNBLOCKABLE
 from .sysabi import EINTR, ESRCH
 from .threads import BLOCKED, EXITED, Thread
@@ -121,15 +123,19 @@ class SignalDelivery:
         return False                           # let the engine stop with UC_ERR_*_UNMAPPED
 
     def _page_fault(self, t: Thread, e: UcError) -> bool:
-        """An access to an unmapped page becomes a synchronous SIGSEGV for the thread, as the kernel's page
-        fault handler does (arch/x86/mm/fault.c, force_sig_fault SEGV_MAPERR): True if one was raised."""
+        """An access to an unmapped page, or a jump into memory mapped without PROT_EXEC, becomes a synchronous
+        SIGSEGV for the thread, as the kernel's page fault handler does (arch/x86/mm/fault.c: force_sig_fault
+        with SEGV_MAPERR, or SEGV_ACCERR for an instruction fetch from an NX page): True if one was raised."""
         kinds = {UCC.UC_ERR_READ_UNMAPPED: 0, UCC.UC_ERR_WRITE_UNMAPPED: PF_WRITE,
                  UCC.UC_ERR_FETCH_UNMAPPED: PF_INSTR}
-        if e.errno not in kinds or self._fault is None:
-            return False
-        addr = self._fault[1]
-        self._fault = None
         pc = read_reg(self.uc, X.UC_X86_REG_RIP)
+        if e.errno == UCC.UC_ERR_FETCH_PROT:   # the page is there; the fetch's address is where RIP stands
+            code, addr, err = SEGV_ACCERR, pc, PF_PROT | PF_INSTR
+        elif e.errno in kinds and self._fault is not None:
+            code, addr, err = SEGV_MAPERR, self._fault[1], kinds[e.errno]
+            self._fault = None
+        else:
+            return False
         if 11 in t.pending:                    # a SIGSEGV (a tgkill, blocked) is already pending: the fault's
             if t.pending[11].forced:           # own is not queued twice, but the pending one is forced, and
                 return False                   # kills. (Forced already: it was not taken; fail, do not loop.)
@@ -137,9 +143,10 @@ class SignalDelivery:
             self.runq.appendleft(t)
             return True
         ev = self.watch.sent(11, t.tid, t.tid)
-        ev.info = SigInfo(11, SEGV_MAPERR, addr=addr, trapno=X86_TRAP_PF, err=PF_USER | kinds[e.errno])
-        what = {0: "read of", PF_WRITE: "write to", PF_INSTR: "fetch from"}[kinds[e.errno]]
-        ev.fault = f"{what} unmapped address {addr:#x} at {self._where(pc)}"
+        ev.info = SigInfo(11, code, addr=addr, trapno=X86_TRAP_PF, err=PF_USER | err)
+        what = {0: "read of", PF_WRITE: "write to", PF_INSTR: "fetch from"}[err & ~PF_PROT]
+        ev.fault = (f"{what} {'non-executable' if err & PF_PROT else 'unmapped'} address {addr:#x} at "
+                    f"{self._where(pc)}")
         t.pending[11] = ev
         self._force_sig(t, 11)
         self.runq.appendleft(t)                # the faulting thread takes its signal before anything else runs

@@ -56,7 +56,7 @@ def take(p) -> Snapshot:
         _mode(uc, UCC.UC_CTL_CONTEXT_CPU)
     cpu = uc.context_save()
     state = {k: getattr(p, k) for k in STATE}
-    state["mem"] = (p.mem.vmas.r, p.mem.mapped.r, p.mem.next_top)
+    state["mem"] = (p.mem.vmas.r, p.mem.mapped.r, p.mem.executable.r, p.mem.next_top)
     state["watch"] = {k: getattr(p.watch, k) for k in WATCH_STATE}
     return Snapshot(mem, cpu, copy.deepcopy(state), p.mem.engine_changes)
 
@@ -72,7 +72,7 @@ def restore(p, snap: Snapshot) -> None:
     state = copy.deepcopy(snap.state)
     for k in STATE:
         setattr(p, k, state[k])
-    p.mem.vmas.r, p.mem.mapped.r, p.mem.next_top = state["mem"]
+    p.mem.vmas.r, p.mem.mapped.r, p.mem.executable.r, p.mem.next_top = state["mem"]
     for k, v in state["watch"].items():
         setattr(p.watch, k, v)
     p.in_slice, p._stop_slice, p._after_stop, p._fault = False, False, None, None
