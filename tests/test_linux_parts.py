@@ -106,6 +106,61 @@ def test_only_what_asks_for_prot_exec_is_executable():
     assert mem.munmap(a, 0x4000) == 0 and exec_pages() == mem.executable.r == [(b, b + 0x1000)]
 
 
+@pytest.mark.parametrize("asm,regs,want", [
+    ("mov rax, qword ptr [rbx + 8]", {"RBX": 0}, 0x8),                        # a nil struct's field
+    ("mov qword ptr [rdi + rcx*8 + 0x10], rax", {"RDI": 0x7000, "RCX": 3}, 0x7028),
+    ("push rax", {"RSP": 0x200008}, 0x200000),                               # the slot below RSP
+    ("call rax", {"RSP": 0x200008, "RAX": 0x1000}, 0x200000),
+    ("pop rax", {"RSP": 0x200000}, 0x200000),
+    ("rep stosb", {"RDI": 0x1ffffe, "RCX": 5}, 0x200000),                    # faults at the page's first byte
+    ("mov rax, qword ptr [rsi + 0xffc]", {"RSI": 0x1ff000}, 0x200000),       # straddles into the next page
+    ("movsq", {"RSI": 0x100000, "RDI": 0x300010}, 0x300010),
+    ("mov rax, qword ptr fs:[0x20]", {"FS_BASE": 0x400000}, 0x400020),
+    ("mov rax, qword ptr [rip + 0x300000]", {}, 0x10007 + 0x300000),
+])
+def test_a_page_faults_address_comes_from_the_instruction(asm, regs, want):
+    """With no unmapped-memory hook (any makes Unicorn slow every store), si_addr is worked out from the
+    faulting instruction's operands and the page the engine asked for last (faultaddr.py)."""
+    from emu.linux.faultaddr import fault_address
+    from emu.linux.pagetable import PageTable
+    uc = Uc(UC_ARCH_X86, UC_MODE_64)
+    pages = PageTable(uc)
+    uc.mem_map(0x10000, 0x1000)
+    uc.mem_map(0x100000, 0x100000)                  # 0x100000-0x1fffff; nothing at 0 or from 0x200000
+    code = bytes(keystone.Ks(keystone.KS_ARCH_X86, keystone.KS_MODE_64).asm(asm, 0x10000)[0])
+    uc.mem_write(0x10000, code)
+    for name, v in regs.items():
+        uc.reg_write(getattr(X, "UC_X86_REG_" + name), v)
+    with pytest.raises(UcError):
+        uc.emu_start(0x10000, 0x10000 + len(code))
+    assert uc.reg_read(X.UC_X86_REG_RIP) == 0x10000
+    assert fault_address(uc, pages.last_fill()) == want
+
+
+def test_a_host_pages_snapshot_can_be_returned_to_again_and_again():
+    """hostpages.py: a snapshot is the memory as it was, however often it is restored, written through the
+    engine or read back; pages never touched stay zeros; the memfds close with the snapshot."""
+    import gc
+    import os
+    uc = Uc(UC_ARCH_X86, UC_MODE_64)
+    mem = memory.AddressSpace(uc)
+    a = mem.mmap(0, 0x40000, 3, 0x22)
+    uc.mem_write(a + 0x1000, b"before")
+    fds_before = len(os.listdir("/proc/self/fd"))
+    snap = mem.host.snapshot()
+    assert len(os.listdir("/proc/self/fd")) == fds_before + 1
+    for round_ in range(3):
+        uc.mem_write(a + 0x1000, b"after%d" % round_)
+        uc.mem_write(a + 0x30000, b"new")
+        assert bytes(uc.mem_read(a + 0x1000, 6)) == b"after%d" % round_
+        mem.host.restore(snap)
+        assert bytes(uc.mem_read(a + 0x1000, 6)) == b"before"
+        assert bytes(uc.mem_read(a + 0x30000, 3)) == b"\0\0\0"
+    del snap
+    gc.collect()
+    assert len(os.listdir("/proc/self/fd")) == fds_before
+
+
 def test_intervals():
     s = memory.Intervals()
     s.add(0, 10)

@@ -4,11 +4,14 @@ The Go runtime's own code does everything (sysmon, retake/preemptone, tgkill, si
 doSigPreempt, pushCall, asyncPreempt); this package plays the Linux kernel underneath it:
 
   elfimage   the ELF file: PT_LOAD segments, .symtab, GOAMD64 check (refuses v3+)
-  memory     the address space: mmap reservations and commits, munmap, mprotect, madvise
+  memory     the address space: mmap reservations and commits, munmap, mprotect, madvise; hostpages the
+             host pages behind it (and snapshots); pagetable the engine's TLB fills (native callback);
+             faultaddr a page fault's address from the faulting instruction
   startup    the initial stack: argv, envp, auxv (AT_PAGESZ, AT_RANDOM, AT_HWCAP, AT_SYSINFO_EHDR)
   vdso       a vDSO whose clock_gettime, gettimeofday and time read virtual time from the counter's page
   cpuid      CPUID pinned to a documented feature set without AVX
-  icount     exact instruction counts per translated block (a native UC_HOOK_BLOCK callback)
+  icount     exact instruction counts per translated block (a native UC_HOOK_BLOCK callback; nativehook
+             assembles and registers such callbacks)
   regbatch   registers and memory through Unicorn's C API with no per-call conversion
   sigframe   the x86-64 rt_sigframe (siginfo, ucontext, FXSAVE image) and rt_sigreturn
   kernel     the syscall table, dispatching to one module per family: sys_proc, sys_mem, sys_signal,
@@ -19,7 +22,7 @@ doSigPreempt, pushCall, asyncPreempt); this package plays the Linux kernel under
   process    the run loop: one Unicorn, threads multiplexed in exact instruction quanta; its parts:
              scheduling (threads blocked and woken), sigdeliver (signals sent, delivered, returned
              from), services (what syscall handlers ask of it), cpuhooks (RDTSC, CPUID, single steps)
-  snapshot   a whole-process snapshot (Unicorn's copy-on-write memory + the kernel's Python state)
+  snapshot   a whole-process snapshot (the host pages' copy-on-write + the kernel's Python state)
   gclock     one goroutine's instructions, counted exactly
   geffects   what a Go function leaves behind (results, globals), read with the binary's ABI and DWARF
   realgc     the runtime's own GC cycle, triggered and read back (numgc, spans, freed objects)

@@ -26,11 +26,11 @@ import ctypes
 import mmap
 
 import capstone
-import keystone
 from unicorn import UC_HOOK_BLOCK, UcError
 from unicorn import x86_const as X
 from unicorn.unicorn_py3.unicorn import uclib
 
+from .nativehook import add_hook
 from .regbatch import read_reg, remove_cache, request_cache
 
 # rdi = uc, rsi = address, edx = size, rcx = user (System V AMD64 ABI). user -> _Counter.
@@ -119,22 +119,6 @@ class _Entry(ctypes.Structure):
     _fields_ = [("addr", ctypes.c_uint64), ("size", ctypes.c_uint32), ("count", ctypes.c_uint32)]
 
 
-_page: mmap.mmap | None = None
-_callback_addr = 0
-
-
-def _callback() -> int:
-    """Assemble the callback once per process; return its address."""
-    global _page, _callback_addr
-    if _page is None:
-        code = bytes(keystone.Ks(keystone.KS_ARCH_X86, keystone.KS_MODE_64).asm(_CALLBACK_ASM)[0])
-        page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
-        page.write(code)
-        _page = page
-        _callback_addr = ctypes.addressof(ctypes.c_char.from_buffer(page))
-    return _callback_addr
-
-
 class InsnCounter:
     """Counts executed instructions on one Uc; `arm(n)` makes the engine stop after n more (see `tail`)."""
 
@@ -154,11 +138,7 @@ class InsnCounter:
         self._c.stop = ctypes.cast(uclib.uc_emu_stop, ctypes.c_void_p).value
         self._c.table, self._c.mask = ctypes.addressof(self._table), PAIR_MASK
         self._c.fill = ctypes.cast(self._fill, ctypes.c_void_p).value
-        self._hh = ctypes.c_size_t()
-        err = uclib.uc_hook_add(uc._uch, ctypes.byref(self._hh), UC_HOOK_BLOCK, ctypes.c_void_p(_callback()),
-                                ctypes.c_void_p(ctypes.addressof(self._c)), ctypes.c_uint64(1), ctypes.c_uint64(0))
-        if err != 0:
-            raise RuntimeError(f"uc_hook_add for the instruction counter failed: error {err}")
+        self._hh = add_hook(uc, UC_HOOK_BLOCK, _CALLBACK_ASM, ctypes.addressof(self._c), "the instruction counter")
         self.settled: int | None = 0
         self.armed = self.UNLIMITED
         self._stop_count_current: bool | None = None

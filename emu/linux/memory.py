@@ -15,6 +15,8 @@ from __future__ import annotations
 from unicorn import unicorn_const as UCC
 
 from ..core.memmap import PAGE, page_down, page_up      # the x86-64 page, as the kernel uses it
+from .hostpages import HostPages
+from .pagetable import PageTable
 
 MMAP_TOP = 0x7F00_0000_0000          # anonymous maps without a usable hint are placed below this
 PROT_NONE, PROT_EXEC = 0, 4
@@ -81,6 +83,8 @@ class AddressSpace:
         self.vmas = Intervals()
         self.mapped = Intervals()
         self.executable = Intervals()     # the part of `mapped` the engine may execute
+        self.host = HostPages(uc)         # the host pages behind `mapped` (and its snapshots)
+        self.pages = PageTable(uc)        # what the engine's TLB may do with them
         self.next_top = MMAP_TOP
         #: engine maps and unmaps so far: a snapshot taken before one of them cannot be restored (snapshot.py)
         self.engine_changes = 0
@@ -92,7 +96,7 @@ class AddressSpace:
                 self.uc.mem_write(s, bytes(e - s))
             self._set_executable(s, e, executable)
         for s, e in self.mapped.gaps(a, b):
-            self.uc.mem_map(s, e - s, _ENGINE_PERMS[executable])
+            self.host.map(s, e - s, _ENGINE_PERMS[executable])
             self.engine_changes += 1
             if executable:
                 self.executable.add(s, e)
@@ -109,6 +113,7 @@ class AddressSpace:
     def _make_inaccessible(self, a: int, b: int) -> None:
         for s, e in self.mapped.overlaps(a, b):
             self.uc.mem_unmap(s, e - s)
+            self.host.release(s, e)
             self.engine_changes += 1
         self.mapped.remove(a, b)
         self.executable.remove(a, b)

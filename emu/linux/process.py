@@ -34,7 +34,7 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from unicorn import UC_ARCH_X86, UC_HOOK_CODE, UC_HOOK_INSN, UC_HOOK_INTR, UC_HOOK_MEM_UNMAPPED, UC_MODE_64, Uc, UcError
+from unicorn import UC_ARCH_X86, UC_HOOK_CODE, UC_HOOK_INSN, UC_HOOK_INTR, UC_MODE_64, Uc, UcError
 from unicorn import unicorn_const as UCC
 from unicorn import x86_const as X
 
@@ -155,7 +155,6 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         self.syscall_log: list[tuple] = []          # (time_ns, tid, name, args, result) when tracing
         self._stop_slice = False
         self._after_stop = None
-        self._fault = None                      # (access type, address) of the last unmapped access
         #: an observer of slices (emu/linux/gclock.GoroutineClock): slice_start(t) -> an instruction limit
         #: or None, slice_end(t, n); it may also lower the counter's limit from its own hooks
         self.probe = None
@@ -189,7 +188,6 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         self.uc.reg_write(X.UC_X86_REG_RIP, self.image.entry)
         self.uc.hook_add(UC_HOOK_INSN, self._on_syscall, None, 1, 0, X.UC_X86_INS_SYSCALL)
         self.uc.hook_add(UC_HOOK_INSN, self._on_cpuid, None, 1, 0, X.UC_X86_INS_CPUID)
-        self.uc.hook_add(UC_HOOK_MEM_UNMAPPED, self._on_unmapped)
         self.uc.hook_add(UC_HOOK_INTR, self._on_intr)
         self._hook_rdtsc()
         main = Thread(self.pid, self.uc.context_save(), name="m0")

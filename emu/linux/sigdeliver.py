@@ -19,6 +19,7 @@ from unicorn import x86_const as X
 
 from ..core.errors import GuestFault
 from .regbatch import read_reg
+from .faultaddr import fault_address
 from .sigframe import (PF_INSTR, PF_PROT, PF_USER, PF_WRITE, SEGV_ACCERR, SEGV_MAPERR, X86_TRAP_PF, SigInfo,
                        restore_rt_frame, setup_rt_frame)
 from .sys_signal import UNBLOCKABLE
@@ -118,22 +119,19 @@ class SignalDelivery:
             self.watch.sigreturn(t, frame, restored)
 
     # --- the engine's faults: an unmapped page is the thread's SIGSEGV, anything else ends the run --------
-    def _on_unmapped(self, uc, access, addr, size, value, _) -> bool:
-        self._fault = (access, addr)
-        return False                           # let the engine stop with UC_ERR_*_UNMAPPED
-
     def _page_fault(self, t: Thread, e: UcError) -> bool:
-        """An access to an unmapped page, or a jump into memory mapped without PROT_EXEC, becomes a synchronous
-        SIGSEGV for the thread, as the kernel's page fault handler does (arch/x86/mm/fault.c: force_sig_fault
-        with SEGV_MAPERR, or SEGV_ACCERR for an instruction fetch from an NX page): True if one was raised."""
-        kinds = {UCC.UC_ERR_READ_UNMAPPED: 0, UCC.UC_ERR_WRITE_UNMAPPED: PF_WRITE,
-                 UCC.UC_ERR_FETCH_UNMAPPED: PF_INSTR}
+        """An access to an unmapped page, or an instruction fetch from a page mapped without PROT_EXEC, becomes
+        a synchronous SIGSEGV for the thread, as the kernel's page fault handler does (arch/x86/mm/fault.c:
+        force_sig_fault with SEGV_MAPERR, SEGV_ACCERR for a fetch from a present NX page): True if one was
+        raised. The data access's address is faultaddr.py's; a fetch's is where RIP stands."""
         pc = read_reg(self.uc, X.UC_X86_REG_RIP)
         if e.errno == UCC.UC_ERR_FETCH_PROT:   # the page is there; the fetch's address is where RIP stands
             code, addr, err = SEGV_ACCERR, pc, PF_PROT | PF_INSTR
-        elif e.errno in kinds and self._fault is not None:
-            code, addr, err = SEGV_MAPERR, self._fault[1], kinds[e.errno]
-            self._fault = None
+        elif e.errno == UCC.UC_ERR_FETCH_UNMAPPED:
+            code, addr, err = SEGV_MAPERR, pc, PF_INSTR
+        elif e.errno in (UCC.UC_ERR_READ_UNMAPPED, UCC.UC_ERR_WRITE_UNMAPPED):
+            code, addr = SEGV_MAPERR, fault_address(self.uc, self.mem.pages.last_fill())
+            err = PF_WRITE if e.errno == UCC.UC_ERR_WRITE_UNMAPPED else 0
         else:
             return False
         if 11 in t.pending:                    # a SIGSEGV (a tgkill, blocked) is already pending: the fault's

@@ -1,0 +1,74 @@
+"""The address a faulting instruction touched: what the kernel reports as si_addr (and cr2) for a page fault.
+
+The engine says only that an access failed (UC_ERR_READ_UNMAPPED, ...) and where the instruction is. An
+unmapped-memory hook would say the address, but any such hook, bounded or not, makes Unicorn 2.1.4 send
+every store of the program through its slow path (uc_mem_hook_installed in notdirty_write, cputlb.c). So
+the address is worked out after the fault: the instruction at RIP is decoded (Capstone), the addresses it
+accesses are computed from the registers (each explicit memory operand: segment base + base + index *
+scale + displacement, RIP-relative included; the stack slot of a push, call, pop, ret or leave), and the
+first byte of those accesses inside the page the engine asked about last (pagetable.last_fill: the
+failing access asks for its page just before it fails) is the address. An access that starts on the page
+before and crosses into the unmapped one faults at that page's first byte, as on x86. An instruction this
+does not understand gets the page's first byte.
+"""
+from __future__ import annotations
+
+import capstone
+from capstone import x86_const as CX
+from unicorn import x86_const as X
+
+from ..core.memmap import PAGE
+from .regbatch import mem_read, read_reg
+
+_md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+_md.detail = True
+_SEGMENT_BASE = {CX.X86_REG_FS: X.UC_X86_REG_FS_BASE, CX.X86_REG_GS: X.UC_X86_REG_GS_BASE}
+_PUSHES = ("push", "call")
+_POPS = ("pop", "ret")
+_M64 = (1 << 64) - 1
+
+
+def _reg(uc, insn, reg: int) -> int:
+    if reg == CX.X86_REG_RIP:
+        return insn.address + insn.size
+    return read_reg(uc, getattr(X, "UC_X86_REG_" + insn.reg_name(reg).upper()))
+
+
+def accesses(uc, insn) -> list[tuple[int, int]]:
+    """(address, size) of each memory access `insn` makes with the registers as they are, in order."""
+    out = []
+    m = insn.mnemonic
+    if m.startswith("pop") or m in ("leave", "ret"):       # the stack slot is read before any operand
+        out.append((read_reg(uc, X.UC_X86_REG_RBP if m == "leave" else X.UC_X86_REG_RSP), 8))
+    for op in insn.operands:
+        if op.type != CX.X86_OP_MEM or m == "lea" or m.startswith("nop"):
+            continue
+        mem = op.mem
+        a = mem.disp
+        if mem.base:
+            a += _reg(uc, insn, mem.base)
+        if mem.index:
+            a += _reg(uc, insn, mem.index) * mem.scale
+        if mem.segment in _SEGMENT_BASE:
+            a += read_reg(uc, _SEGMENT_BASE[mem.segment])
+        out.append((a & _M64, op.size or 1))
+    if m.startswith(_PUSHES):
+        out.append(((read_reg(uc, X.UC_X86_REG_RSP) - 8) & _M64, 8))
+    return out
+
+
+def fault_address(uc, page: int) -> int:
+    """The address of the failed access of the instruction at RIP, given the page the engine asked about."""
+    pc = read_reg(uc, X.UC_X86_REG_RIP)
+    try:
+        try:
+            code = mem_read(uc, pc, 15)
+        except Exception:                   # the instruction ends before an unmapped page
+            code = mem_read(uc, pc, PAGE - pc % PAGE)
+        insn = next(_md.disasm(code, pc, 1))
+    except Exception:                       # no instruction to read or decode: the page is all there is
+        return page
+    for a, n in accesses(uc, insn):
+        if a < page + PAGE and a + n > page:
+            return max(a, page)
+    return page

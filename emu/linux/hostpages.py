@@ -1,0 +1,143 @@
+"""The emulated process's memory in host pages preemu owns, so that a whole-memory snapshot is the host
+kernel's copy-on-write instead of Unicorn's.
+
+Every region the address space maps in the engine is a host mapping handed to Unicorn with
+`uc_mem_map_ptr`. A snapshot copies each mapping's resident pages (mincore(2): pages never touched read
+as zeros and are not copied) into a memfd and maps the memfd over the same host addresses, MAP_PRIVATE:
+the process goes on writing into private copies the host kernel makes page by page, and restoring is one
+mmap(MAP_FIXED) per mapping, which drops those copies. Unicorn's pointers stay valid (the host addresses
+do not move), and so do its TLB and translated code.
+
+Unicorn 2's own snapshot (UC_CTL_CONTEXT_MEMORY) copies a page into a new memory region on its first
+write, rebuilding the flat view and flushing the TLB each time, and from then on sends *every* store to a
+page of a snapshotted region through its slow path (notdirty_write never marks such a page dirty while a
+snapshot level is open: cputlb.c). A real-program sweep runs entirely under a snapshot, so that was a
+tax on every store it made.
+
+Left out: regions mapped or unmapped in the engine after a snapshot are not undone by restoring it (the
+caller checks `snapshot.restorable` and builds the process again, as before).
+"""
+from __future__ import annotations
+
+import ctypes
+import mmap
+import os
+import re
+from dataclasses import dataclass, field
+
+from unicorn import UcError
+from unicorn.unicorn_py3.unicorn import uclib
+
+from ..core.memmap import PAGE
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+_libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+_libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+_MAP_FAILED = ctypes.c_void_p(-1).value
+_RESIDENT_RUN = re.compile(rb"\x01+")
+_RESIDENT_BIT = bytes(i & 1 for i in range(256))            # mincore's byte per page: bit 0 = resident
+
+
+@dataclass(eq=False)
+class Block:
+    """One host mapping behind one uc_mem_map_ptr call: guest [guest, guest + size) at host `host`."""
+    guest: int
+    size: int
+    buf: mmap.mmap                       # owns the host mapping (unmapped when the block is dropped)
+    anchor: ctypes.c_char                # pins buf's address for Unicorn
+    host: int
+    live: list = field(default_factory=list)     # the guest ranges still mapped in the engine
+
+
+class HostPages:
+    """The host mappings behind one engine (`map`, `release`) and their snapshots (`snapshot`, `restore`)."""
+
+    def __init__(self, uc) -> None:
+        self._uch = uc._uch
+        self.blocks: list[Block] = []
+        uc.preemu_host_pages = self          # the host memory lives as long as the engine that points into it
+
+    def map(self, guest: int, size: int, perms: int) -> None:
+        """Map guest [guest, guest + size) in the engine onto fresh zeroed host pages."""
+        buf = mmap.mmap(-1, size)
+        anchor = ctypes.c_char.from_buffer(buf)
+        host = ctypes.addressof(anchor)
+        st = uclib.uc_mem_map_ptr(self._uch, ctypes.c_uint64(guest), ctypes.c_size_t(size), ctypes.c_uint32(perms),
+                                  ctypes.c_void_p(host))
+        if st:
+            del anchor
+            raise UcError(st)
+        self.blocks.append(Block(guest, size, buf, anchor, host, [(guest, guest + size)]))
+
+    def release(self, a: int, b: int) -> None:
+        """Guest [a, b) was unmapped in the engine: drop the blocks no longer mapped at all; give the host the
+        pages of the others back (MADV_DONTNEED)."""
+        for blk in list(self.blocks):
+            lo, hi = max(a, blk.guest), min(b, blk.guest + blk.size)
+            if lo >= hi:
+                continue
+            blk.live = [p for s, e in blk.live for p in ((s, min(e, lo)), (max(s, hi), e)) if p[0] < p[1]]
+            if not blk.live:
+                self.blocks.remove(blk)
+            else:
+                _libc.madvise(blk.host + lo - blk.guest, hi - lo, mmap.MADV_DONTNEED)
+
+    # --- snapshots ----------------------------------------------------------------------------------
+    def snapshot(self) -> "Snapshot":
+        """Freeze every block's contents in a memfd and map it privately over the block."""
+        taken = []
+        try:
+            for blk in self.blocks:
+                fd = os.memfd_create("preemu-snapshot", os.MFD_CLOEXEC)
+                taken.append((blk, fd))
+                os.ftruncate(fd, blk.size)
+                _copy_resident(blk, fd)
+                _map_private(blk, fd)
+        except BaseException:
+            for _, fd in taken:
+                os.close(fd)
+            raise
+        return Snapshot(taken)
+
+    def restore(self, snap: "Snapshot") -> None:
+        """Every block of `snap` reads again as when it was taken (its private copies are dropped)."""
+        for blk, fd in snap.blocks:
+            _map_private(blk, fd)
+
+
+class Snapshot:
+    """Blocks and the memfds holding their contents; the files close with the snapshot."""
+
+    def __init__(self, blocks: list) -> None:
+        self.blocks = blocks
+
+    def __del__(self) -> None:
+        for _, fd in self.blocks:
+            os.close(fd)
+        self.blocks = []
+
+
+def _copy_resident(blk: Block, fd: int) -> None:
+    n = blk.size // PAGE
+    vec = (ctypes.c_ubyte * n)()
+    if _libc.mincore(blk.host, blk.size, vec) != 0:
+        raise OSError(ctypes.get_errno(), f"mincore: {os.strerror(ctypes.get_errno())}")
+    view = memoryview(blk.buf)
+    try:
+        for run in _RESIDENT_RUN.finditer(bytes(vec).translate(_RESIDENT_BIT)):
+            a, b = run.start() * PAGE, run.end() * PAGE
+            if os.pwrite(fd, view[a:b], a) != b - a:
+                raise OSError(f"short write to the snapshot of {blk.guest:#x}")
+    finally:
+        view.release()
+
+
+def _map_private(blk: Block, fd: int) -> None:
+    got = _libc.mmap(blk.host, blk.size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_PRIVATE | _MAP_FIXED, fd, 0)
+    if got is None or got == _MAP_FAILED or got != blk.host:
+        raise OSError(ctypes.get_errno(), f"mmap over the block at {blk.guest:#x}: {os.strerror(ctypes.get_errno())}")
+
+
+_MAP_FIXED = 0x10
