@@ -7,6 +7,7 @@ included). Each subpackage's docstring says what it owns.
   1 core     the tables (registers, stub frame, g/m/p offsets, addresses) and the program model
   2 front    front ends filling the program model: `.s` (Keystone), Go binaries (pclntab, DWARF), Go builds
   3 check    the oracle (isAsyncSafePoint, pushCall) and the verifiers (bit-exact restoration)
+  3 engine   Unicorn below both engines: native callbacks, the TLB fill, a page fault's address
   4 model    engine for `.s` input: the model world (machine, g/m/p, preemu's GC and scheduler)
   4 linux    engine for Go input: the real process under an emulated Linux (beside model, not above it)
   5 output   text, JSON, JUnit, SARIF, timelines
@@ -43,7 +44,7 @@ __all__ = ["sweep", "run_scenario", "check_stub", "corpus_loops", "SweepReport",
            "Violation", "EmuError", "__version__"]
 
 #: subpackage (or top-level module) -> layer; imports go to the same subpackage or a lower layer
-LAYERS = {"core": 1, "front": 2, "check": 3, "model": 4, "linux": 4, "output": 5, "drive": 6, "teach": 7,
+LAYERS = {"core": 1, "front": 2, "check": 3, "engine": 3, "model": 4, "linux": 4, "output": 5, "drive": 6, "teach": 7,
           "api": 8, "cli": 9, "pytest_plugin": 10, "__main__": 10}
 
 #: old module path (under emu) -> where it lives now; the old path works for one release, with a warning

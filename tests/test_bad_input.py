@@ -66,6 +66,8 @@ CASES = [
      "did not finish within 10000"),
     ("read unmapped", {"t.s": "f:\n    xor eax, eax\n    mov rax, [rax]\n    ret\n"},
      ["sweep", "t.s", "--func", "f"], "f+0x2: mov rax, qword ptr [rax]  (t.s:3)"),
+    ("read unmapped, its address", {"t.s": "f:\n    mov eax, 0x10\n    mov rax, [rax + 8]\n    ret\n"},
+     ["sweep", "t.s", "--func", "f"], "reading 0x18 (unmapped"),
     ("divide by zero", {"t.s": "f:\n    xor ecx, ecx\n    div rcx\n    ret\n"}, ["sweep", "t.s", "--func", "f"],
      "div rcx  (t.s:3)): divide error"),
     ("fall off the end", {"t.s": "f:\n    xor eax, eax\n    inc rax\n"}, ["sweep", "t.s", "--func", "f"],

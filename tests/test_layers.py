@@ -123,6 +123,15 @@ def test_the_package_map_names_every_subpackage_and_each_says_what_it_may_import
             assert f" {name} " in emu.__doc__, name
             doc = ast.get_docstring(ast.parse(path.read_text()))
             assert doc and "May import:" in doc, name
+    subpackages = {p.parent.name for p in ROOT.glob("*/__init__.py") if p.parent.name != "__pycache__"}
+    assert subpackages <= set(emu.LAYERS), subpackages - set(emu.LAYERS)
+
+
+def test_the_installed_package_list_has_every_subpackage():
+    """pyproject's explicit package list: a subpackage missing there is missing from a non-editable install."""
+    import tomllib
+    listed = set(tomllib.loads((ROOT.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    assert {f"emu.{p.parent.name}" for p in ROOT.glob("*/__init__.py")} <= listed
 
 
 def test_no_import_cycle_lazy_imports_included():

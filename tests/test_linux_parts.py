@@ -121,8 +121,8 @@ def test_only_what_asks_for_prot_exec_is_executable():
 def test_a_page_faults_address_comes_from_the_instruction(asm, regs, want):
     """With no unmapped-memory hook (any makes Unicorn slow every store), si_addr is worked out from the
     faulting instruction's operands and the page the engine asked for last (faultaddr.py)."""
-    from emu.linux.faultaddr import fault_address
-    from emu.linux.pagetable import PageTable
+    from emu.engine.faultaddr import fault_address
+    from emu.engine.pagetable import PageTable
     uc = Uc(UC_ARCH_X86, UC_MODE_64)
     pages = PageTable(uc)
     uc.mem_map(0x10000, 0x1000)

@@ -4,14 +4,12 @@ The Go runtime's own code does everything (sysmon, retake/preemptone, tgkill, si
 doSigPreempt, pushCall, asyncPreempt); this package plays the Linux kernel underneath it:
 
   elfimage   the ELF file: PT_LOAD segments, .symtab, GOAMD64 check (refuses v3+)
-  memory     the address space: mmap reservations and commits, munmap, mprotect, madvise; hostpages the
-             host pages behind it (and snapshots); pagetable the engine's TLB fills (native callback);
-             faultaddr a page fault's address from the faulting instruction
+  memory     the address space: mmap reservations and commits, munmap, mprotect, madvise (with the
+             TLB fill of emu/engine/pagetable.py); hostpages the host pages behind it (and snapshots)
   startup    the initial stack: argv, envp, auxv (AT_PAGESZ, AT_RANDOM, AT_HWCAP, AT_SYSINFO_EHDR)
   vdso       a vDSO whose clock_gettime, gettimeofday and time read virtual time from the counter's page
   cpuid      CPUID pinned to a documented feature set without AVX
-  icount     exact instruction counts per translated block (a native UC_HOOK_BLOCK callback; nativehook
-             assembles and registers such callbacks)
+  icount     exact instruction counts per translated block (a native UC_HOOK_BLOCK callback)
   regbatch   registers and memory through Unicorn's C API with no per-call conversion
   sigframe   the x86-64 rt_sigframe (siginfo, ucontext, FXSAVE image) and rt_sigreturn
   kernel     the syscall table, dispatching to one module per family: sys_proc, sys_mem, sys_signal,
@@ -30,7 +28,7 @@ doSigPreempt, pushCall, asyncPreempt); this package plays the Linux kernel under
 
 The drivers that use this engine are in emu/drive (realsweep, gsweep, exec_scenario), its reports in
 emu/output (exec_report, realsweep_report), `explain` of Go input in emu/teach/real.py.
-May import: core, front, check (layer 4, beside emu/model, the other engine, which it does not import).
+May import: core, front, check, engine (layer 4, beside emu/model, the other engine, which it does not import).
 
 Facts it rests on (measured in a feasibility run of Go 1.27.3 under Unicorn 2.1.4): the runtime needs
 only AT_PAGESZ, AT_RANDOM and AT_NULL in auxv; without a vDSO every clock read is a clock_gettime

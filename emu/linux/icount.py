@@ -30,7 +30,7 @@ from unicorn import UC_HOOK_BLOCK, UcError
 from unicorn import x86_const as X
 from unicorn.unicorn_py3.unicorn import uclib
 
-from .nativehook import add_hook
+from ..engine.nativehook import add_hook
 from .regbatch import read_reg, remove_cache, request_cache
 
 # rdi = uc, rsi = address, edx = size, rcx = user (System V AMD64 ABI). user -> _Counter.

@@ -16,7 +16,7 @@ from unicorn import unicorn_const as UCC
 
 from ..core.memmap import PAGE, page_down, page_up      # the x86-64 page, as the kernel uses it
 from .hostpages import HostPages
-from .pagetable import PageTable
+from ..engine.pagetable import PageTable
 
 MMAP_TOP = 0x7F00_0000_0000          # anonymous maps without a usable hint are placed below this
 PROT_NONE, PROT_EXEC = 0, 4

@@ -19,7 +19,7 @@ from unicorn import x86_const as X
 
 from ..core.errors import GuestFault
 from .regbatch import read_reg
-from .faultaddr import fault_address
+from ..engine.faultaddr import fault_address
 from .sigframe import (PF_INSTR, PF_PROT, PF_USER, PF_WRITE, SEGV_ACCERR, SEGV_MAPERR, X86_TRAP_PF, SigInfo,
                        restore_rt_frame, setup_rt_frame)
 from .sys_signal import UNBLOCKABLE

@@ -8,5 +8,5 @@ outer ones, use-after-free); sched is the G/M/P scheduler with virtual time, wit
 SIGURG handler), steal (findRunnable's stealing), schedtrap (what a G's trap asks of it) and gcsuspend
 (suspendG, preemptPark, resumeG).
 
-May import: core, front, check (layer 4). Not emu.linux, the other engine, which sits beside it.
+May import: core, front, check, engine (layer 4). Not emu.linux, the other engine, which sits beside it.
 """

@@ -1,10 +1,11 @@
 """What a guest fault becomes: a Fault naming the PC, where it was and the register to blame.
 
-Translates the engine's errors (a UcError, with the unmapped or read-only access the bad-access hook
-saw), an exception raised inside a hook (GuestFaultInHook) and an unexpected interrupt (an x86
-exception vector, the single-step trap of a bad POPFQ) into one Fault. Mixed into machine.Machine,
-whose program (all), describe_address and the run's records (_bad_access) it uses. Mirrors no Go
-source; the fault text is preemu's own. Left out: resuming after a fault (a fault ends the run).
+Translates the engine's errors (a UcError for an unmapped or read-only access, its address worked out
+from the faulting instruction by engine/faultaddr.py: a hook that would report it slows every store),
+an exception raised inside a hook (GuestFaultInHook) and an unexpected interrupt (an x86 exception
+vector, the single-step trap of a bad POPFQ) into one Fault. Mixed into machine.Machine, whose program
+(all), page table (pages), describe_address and the run's records it uses. Mirrors no Go source; the
+fault text is preemu's own. Left out: resuming after a fault (a fault ends the run).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 import unicorn
 
 from ..core import memmap
+from ..engine.faultaddr import fault_address
 
 #: x86 exception vectors a guest instruction can raise
 _EXCEPTIONS = {0: "divide error (#DE: division by zero or quotient overflow)", 3: "breakpoint (INT3)",
@@ -51,13 +53,17 @@ class FaultMixin:
                         f"after `{last.text}` ({last.where}); end it with RET or JMP")
         return f"{pc:#x}, outside any function"
 
-    def _hook_bad_access(self, uc, access, address, size, value, user_data):
-        kind = {unicorn.UC_MEM_READ_UNMAPPED: "reading", unicorn.UC_MEM_WRITE_UNMAPPED: "writing",
-                unicorn.UC_MEM_FETCH_UNMAPPED: "fetching",
-                unicorn.UC_MEM_WRITE_PROT: "writing read-only code (self-modifying code is not supported) at",
-                unicorn.UC_MEM_FETCH_PROT: "executing non-code memory at"}.get(access, "accessing")
-        self._bad_access = (kind, address)
-        return False
+    def _bad_access(self, e: unicorn.UcError) -> tuple[str, int] | None:
+        """What the failed access did and its address, for the engine's memory errors."""
+        kind = {unicorn.UC_ERR_READ_UNMAPPED: "reading", unicorn.UC_ERR_WRITE_UNMAPPED: "writing",
+                unicorn.UC_ERR_FETCH_UNMAPPED: "fetching",
+                unicorn.UC_ERR_WRITE_PROT: "writing read-only code (self-modifying code is not supported) at",
+                unicorn.UC_ERR_FETCH_PROT: "executing non-code memory at"}.get(e.errno)
+        if kind is None:
+            return None
+        if e.errno in (unicorn.UC_ERR_FETCH_UNMAPPED, unicorn.UC_ERR_FETCH_PROT):
+            return kind, self.pc
+        return kind, fault_address(self.uc, self.pages.last_fill())
 
     def _fault_in_hook(self, e: GuestFaultInHook) -> Fault:
         """The Fault for an exception a hook raised: at the current PC."""
@@ -68,8 +74,9 @@ class FaultMixin:
         """The Fault for Unicorn's error, naming the bad access the hook saw (and whose memory it is)."""
         pc = self.pc
         msg = str(e)
-        if self._bad_access is not None:
-            kind, addr = self._bad_access
+        bad = self._bad_access(e)
+        if bad is not None:
+            kind, addr = bad
             where = self.describe_address(addr) if self.describe_address else None
             msg += f" {kind} {addr:#x} ({where or memmap.describe_address(addr)})"
         return Fault(pc, msg, self.where(pc))

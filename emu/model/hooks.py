@@ -94,7 +94,6 @@ class HooksMixin:
                                    f"(maps, strings, convT*: gofront.PLAIN_RUNTIME) (return address "
                                    f"{self.read_u64(uc.reg_read(X.UC_X86_REG_RSP)):#x})")
         self.stop_reason = STOP_TRAP
-        self._bad_access = None
         self._unexpected_interrupt = (intno, at)
         _uclib.uc_emu_stop(self._h)
 

@@ -21,6 +21,7 @@ import unicorn.x86_const as X
 from unicorn.unicorn_py3.unicorn import uclib as _uclib
 
 from ..core import dump, memmap, regs
+from ..engine.pagetable import PageTable
 from . import rtcode
 from .faults import FaultMixin, GuestFaultInHook
 from .hooks import STOP_COUNT, HooksMixin
@@ -54,6 +55,7 @@ class Machine(HostMemoryMixin, HooksMixin, FaultMixin):
         self.runtime = rtcode.runtime_program(layout_name)
         self.all = program.merged(stub).merged(self.runtime)
         self.uc = unicorn.Uc(unicorn.UC_ARCH_X86, unicorn.UC_MODE_64)
+        self.pages = PageTable(self.uc)      # stores run at full speed (engine/pagetable.py)
         self._init_fast_path()
         self.traps = dict(program.image.traps)     # runtime functions preemu does not model: reaching one is an error
         self.text = program.image.text
@@ -87,9 +89,7 @@ class Machine(HostMemoryMixin, HooksMixin, FaultMixin):
                 self.uc.hook_add(unicorn.UC_HOOK_CODE, self._hook_stub_ret, begin=a, end=a)
         self._trace_hook = None
         self._heap_hook = self._heap_hook_fn = None      # see heap_watch
-        self._bad_access: tuple[str, int] | None = None
         self.describe_address: Callable[[int], str | None] | None = None   # set by the owner of the stacks
-        self.uc.hook_add(unicorn.UC_HOOK_MEM_INVALID, self._hook_bad_access)
 
     def _init_fast_path(self) -> None:
         """The hot path calls Unicorn's C API directly through ctypes with preallocated buffers: the
@@ -224,7 +224,6 @@ class Machine(HostMemoryMixin, HooksMixin, FaultMixin):
         kernel underneath (syscall hooks, exact per-block counting, threads instead of goroutines).
         """
         self.stop_reason = STOP_COUNT
-        self._bad_access = None
         self._unexpected_interrupt = None
         uc = self.uc
         try:

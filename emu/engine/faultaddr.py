@@ -18,7 +18,6 @@ from capstone import x86_const as CX
 from unicorn import x86_const as X
 
 from ..core.memmap import PAGE
-from .regbatch import mem_read, read_reg
 
 _md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
 _md.detail = True
@@ -31,7 +30,7 @@ _M64 = (1 << 64) - 1
 def _reg(uc, insn, reg: int) -> int:
     if reg == CX.X86_REG_RIP:
         return insn.address + insn.size
-    return read_reg(uc, getattr(X, "UC_X86_REG_" + insn.reg_name(reg).upper()))
+    return uc.reg_read(getattr(X, "UC_X86_REG_" + insn.reg_name(reg).upper()))
 
 
 def accesses(uc, insn) -> list[tuple[int, int]]:
@@ -39,7 +38,7 @@ def accesses(uc, insn) -> list[tuple[int, int]]:
     out = []
     m = insn.mnemonic
     if m.startswith("pop") or m in ("leave", "ret"):       # the stack slot is read before any operand
-        out.append((read_reg(uc, X.UC_X86_REG_RBP if m == "leave" else X.UC_X86_REG_RSP), 8))
+        out.append((uc.reg_read(X.UC_X86_REG_RBP if m == "leave" else X.UC_X86_REG_RSP), 8))
     for op in insn.operands:
         if op.type != CX.X86_OP_MEM or m == "lea" or m.startswith("nop"):
             continue
@@ -50,21 +49,21 @@ def accesses(uc, insn) -> list[tuple[int, int]]:
         if mem.index:
             a += _reg(uc, insn, mem.index) * mem.scale
         if mem.segment in _SEGMENT_BASE:
-            a += read_reg(uc, _SEGMENT_BASE[mem.segment])
+            a += uc.reg_read(_SEGMENT_BASE[mem.segment])
         out.append((a & _M64, op.size or 1))
     if m.startswith(_PUSHES):
-        out.append(((read_reg(uc, X.UC_X86_REG_RSP) - 8) & _M64, 8))
+        out.append(((uc.reg_read(X.UC_X86_REG_RSP) - 8) & _M64, 8))
     return out
 
 
 def fault_address(uc, page: int) -> int:
     """The address of the failed access of the instruction at RIP, given the page the engine asked about."""
-    pc = read_reg(uc, X.UC_X86_REG_RIP)
+    pc = uc.reg_read(X.UC_X86_REG_RIP)
     try:
         try:
-            code = mem_read(uc, pc, 15)
+            code = bytes(uc.mem_read(pc, 15))
         except Exception:                   # the instruction ends before an unmapped page
-            code = mem_read(uc, pc, PAGE - pc % PAGE)
+            code = bytes(uc.mem_read(pc, PAGE - pc % PAGE))
         insn = next(_md.disasm(code, pc, 1))
     except Exception:                       # no instruction to read or decode: the page is all there is
         return page
