@@ -91,10 +91,10 @@ def layout(binary_path: str, raw: bytes) -> dict[str, dict[str, tuple[int, int]]
         raise EmuError(f"--gc reads the heap's spans at the binary's own offsets: {e}") from None
     out: dict = {}
     with dw:
-        for kind, (struct, names) in FIELDS.items():
+        for kind, (type_name, names) in FIELDS.items():
             out[kind] = {}
             for n in names:
-                m = dw.field(struct, n)
+                m = dw.field(type_name, n)
                 out[kind][n] = (m.offset, m.size)
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps(out))
@@ -200,19 +200,32 @@ class RealGC:
         return (bits | ((1 << s["freeindex"]) - 1)) & ((1 << n) - 1)
 
     def heap(self) -> dict[int, tuple]:
-        """Every in-use span: start address -> (elemsize, nelems, allocated slots, span, largeType)."""
+        """Every in-use span: start address -> (elemsize, nelems, allocated slots, span, largeType).
+
+        Read twice at every --gc point, over every span the heap ever had: the mspans come from one fixalloc
+        (runtime/mheap.go spanalloc), so they lie a few dozen to a page, and each page is read once."""
         off, _ = self.L["mheap"]["allspans"]
         arr, n = (int.from_bytes(b, "little") for b in (self.p.read(self.mheap + off, 8),
                                                         self.p.read(self.mheap + off + 8, 8)))
+        names, st, size = self._span_fmt
+        at = {name: i for i, name in enumerate(names)}
+        i_state, i_elemsize, i_start = at["state"], at["elemsize"], at["startAddr"]
         out = {}
-        raw = self.p.read(arr, 8 * n) if n else b""
-        for i in range(n):
-            sp = int.from_bytes(raw[8 * i:8 * i + 8], "little")
-            s = self._span(sp)
-            if s["state"] != M_SPAN_IN_USE or not s["elemsize"]:
+        windows: dict[int, bytes] = {}
+        for sp in struct.unpack(f"<{n}Q", self.p.read(arr, 8 * n)) if n else ():
+            page = sp & ~0xFFF
+            buf = windows.get(page)
+            if buf is None:
+                try:                          # the page and what a span starting at its end needs
+                    buf = windows[page] = self.p.read(page, 0x1000 + size)
+                except Exception:             # the next page is not mapped: this span alone
+                    buf, page = self.p.read(sp, size), sp
+            v = st.unpack_from(buf, sp - page)
+            if v[i_state] != M_SPAN_IN_USE or not v[i_elemsize]:
                 continue
-            out[s["startAddr"]] = (s["elemsize"], s["nelems"], self._allocated(s), sp, s["spanclass"],
-                                   s["largeType"])
+            sd = dict(zip(names, v))
+            out[v[i_start]] = (sd["elemsize"], sd["nelems"], self._allocated(sd), sp, sd["spanclass"],
+                               sd["largeType"])
         return out
 
     def span_of(self, addr: int) -> int:
