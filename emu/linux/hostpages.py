@@ -36,6 +36,7 @@ _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_
 _libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
 _libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 _MAP_FAILED = ctypes.c_void_p(-1).value
+_MAP_FIXED = 0x10                        # <sys/mman.h>; Python's mmap module does not export it
 _RESIDENT_RUN = re.compile(rb"\x01+")
 _RESIDENT_BIT = bytes(i & 1 for i in range(256))            # mincore's byte per page: bit 0 = resident
 
@@ -139,5 +140,3 @@ def _map_private(blk: Block, fd: int) -> None:
     if got is None or got == _MAP_FAILED or got != blk.host:
         raise OSError(ctypes.get_errno(), f"mmap over the block at {blk.guest:#x}: {os.strerror(ctypes.get_errno())}")
 
-
-_MAP_FIXED = 0x10
