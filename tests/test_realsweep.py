@@ -143,3 +143,10 @@ def test_junit_and_sarif_name_the_violation_of_a_go_sweep(tmp_path):
     assert "flags RFLAGS" in next(iter(case)).result[0].message
     log = json.loads(sarif.read_text())
     assert {r["ruleId"] for r in log["runs"][0]["results"]} >= {"flags"}
+
+
+def test_the_gc_sweeps_step_reads_as_an_english_ordinal():
+    """"every 71st boundary", not "every 71th" (seen in a --gc sweep's report)."""
+    from emu.output.realsweep_report import _ordinal
+    assert [_ordinal(n) for n in (2, 3, 4, 11, 12, 13, 21, 22, 71, 111, 1001)] == [
+        "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "71st", "111th", "1,001st"]

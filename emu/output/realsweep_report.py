@@ -13,6 +13,13 @@ from .report import REASONS, failure_lines
 SCHEMA = "preemu/sweep-real/1"
 
 
+def _ordinal(n: int) -> str:
+    """2nd, 3rd, 11th, 71st: English ordinals, for "every 71st boundary"."""
+    if 10 <= n % 100 <= 20:
+        return f"{n:,}th"
+    return f"{n:,}" + {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+
+
 @dataclasses.dataclass
 class RealSweepReport:
     """What `preemu sweep` of Go input prints (the Python API's result for Go input)."""
@@ -61,7 +68,7 @@ class RealSweepReport:
                  "return (callees and the runtime included)")
         if r.gc is not None:
             step = r.gc.get("step", 1)
-            L.append(f"  points tried       {r.points:>9,}   " + (f"every {step}th" if step > 1 else "every") +
+            L.append(f"  points tried       {r.points:>9,}   " + (f"every {_ordinal(step)}" if step > 1 else "every") +
                      " boundary of the swept run, up to its return (each cycle changes what the goroutine runs "
                      "next: boundary numbers below are the swept run's)")
         else:
