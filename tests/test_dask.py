@@ -6,7 +6,7 @@ import signal
 import pytest
 from conftest import ASM
 
-from emu.drive import loader, shards, sweeper as sweep
+from emu.drive import shards, sweeper as sweep
 from emu.output import report
 
 distributed = pytest.importorskip("distributed")      # in the test extra: CI always has it

@@ -111,8 +111,8 @@ def test_readme_example(ex: Example):
         return
     diff = "\n".join(difflib.unified_diff(ex.expected, actual, "README", "preemu", lineterm="", n=2))
     pytest.fail(f"{ex.id}: `$ {ex.command}` (exit {code}) no longer prints what the README shows.\n"
-                f"--- the README block ---\n" + "\n".join(ex.expected) +
-                f"\n--- what the tool prints ---\n" + "\n".join(actual) +
+                "--- the README block ---\n" + "\n".join(ex.expected) +
+                "\n--- what the tool prints ---\n" + "\n".join(actual) +
                 f"\n--- diff (README -> tool; `...` and masked speed numbers may show as differences) ---\n{diff}\n"
                 "Update the README block (or fix the tool).", pytrace=False)
 
