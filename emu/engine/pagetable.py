@@ -7,10 +7,11 @@ executable, so every store of the program took the engine's slow path (helper_le
 notdirty_write -> a memory-region lookup): ~30 ns a store, 5x the cost of a store loop without it.
 Here an entry filled for a load or a store is readable and writable only, and one filled for an
 instruction fetch is executable too: a data page's first store clears its notdirty bit and the rest
-run at full speed. Whether a page may be executed at all is still the engine's region check (memory.py
-maps only PROT_EXEC memory executable; a fetch elsewhere fails with UC_ERR_FETCH_PROT).
+run at full speed. Whether a page may be executed at all is still the engine's region check (the real
+process maps only PROT_EXEC memory executable, linux/memory.py, and a fetch elsewhere fails with
+UC_ERR_FETCH_PROT; the model world's regions are as model/hostmem.py maps them). Used by both engines.
 
-Addresses are identities (the entry's paddr is the page's vaddr); memory the process has not mapped is
+Addresses are identities (the entry's paddr is the page's vaddr); memory nothing has mapped is
 left to the engine, which finds no region there and fails the access as before (UC_ERR_*_UNMAPPED). The
 callback also keeps the page of the last load or store it was asked about (`last_fill`): a data access
 that faults asks for its page just before it fails (faultaddr.py uses it; the engine's own fetches, e.g.
