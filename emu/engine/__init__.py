@@ -1,7 +1,8 @@
 """engine: what both engines (the model world and the real process) need from Unicorn beyond its Python
 binding: callbacks in machine code for hooks that fire too often for Python (nativehook), the TLB fill
 that lets stores run at full speed (pagetable), and a page fault's address worked out from the faulting
-instruction, since any hook that would report it slows every store (faultaddr).
+instruction, since any hook that would report it slows every store (faultaddr), and guest memory in a
+host buffer Python owns (hostmap).
 
 May import: core (layer 3 of the package map in emu/__init__.py, beside check).
 """

@@ -25,10 +25,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from unicorn import UcError
-from unicorn.unicorn_py3.unicorn import uclib
-
 from ..core.memmap import PAGE
+from ..engine.hostmap import map_host
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p
@@ -62,15 +60,8 @@ class HostPages:
 
     def map(self, guest: int, size: int, perms: int) -> None:
         """Map guest [guest, guest + size) in the engine onto fresh zeroed host pages."""
-        buf = mmap.mmap(-1, size)
-        anchor = ctypes.c_char.from_buffer(buf)
-        host = ctypes.addressof(anchor)
-        st = uclib.uc_mem_map_ptr(self._uch, ctypes.c_uint64(guest), ctypes.c_size_t(size), ctypes.c_uint32(perms),
-                                  ctypes.c_void_p(host))
-        if st:
-            del anchor
-            raise UcError(st)
-        self.blocks.append(Block(guest, size, buf, anchor, host, [(guest, guest + size)]))
+        buf, anchor = map_host(self._uch, guest, size, perms)
+        self.blocks.append(Block(guest, size, buf, anchor, ctypes.addressof(anchor), [(guest, guest + size)]))
 
     def release(self, a: int, b: int) -> None:
         """Guest [a, b) was unmapped in the engine: drop the blocks no longer mapped at all; give the host the

@@ -10,7 +10,6 @@ Mirrors no Go source (the layout is memmap's). Left out: unmapping anything but 
 from __future__ import annotations
 
 import ctypes
-import mmap
 from functools import partial
 from typing import TYPE_CHECKING, Callable
 
@@ -20,6 +19,7 @@ from unicorn.unicorn_py3.unicorn import uclib as _uclib
 from ..core import memmap
 from ..core.errors import EmuError
 from ..core.structref import SlowField, StructRef
+from ..engine.hostmap import map_host
 
 if TYPE_CHECKING:
     from ..core.program import Program
@@ -66,12 +66,7 @@ class HostMemoryMixin:
 
     def _map_host(self, base: int, size: int) -> None:
         """Map [base, base+size) onto a host buffer Python reads and writes directly."""
-        buf = mmap.mmap(-1, size)
-        anchor = ctypes.c_char.from_buffer(buf)
-        st = _uclib.uc_mem_map_ptr(self._h, base, size, unicorn.UC_PROT_ALL, ctypes.addressof(anchor))
-        if st:
-            del anchor
-            raise unicorn.UcError(st)
+        buf, anchor = map_host(self._h, base, size, unicorn.UC_PROT_ALL)
         entry = (base, base + size, buf, anchor)
         for c in range(base >> _CHUNK, ((base + size - 1) >> _CHUNK) + 1):
             self._host.setdefault(c, []).append(entry)
