@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import capstone
 from capstone import x86_const as CX
+from unicorn import UcError
 from unicorn import x86_const as X
 
 from ..core.memmap import PAGE
@@ -23,7 +24,6 @@ _md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
 _md.detail = True
 _SEGMENT_BASE = {CX.X86_REG_FS: X.UC_X86_REG_FS_BASE, CX.X86_REG_GS: X.UC_X86_REG_GS_BASE}
 _PUSHES = ("push", "call")
-_POPS = ("pop", "ret")
 _M64 = (1 << 64) - 1
 
 
@@ -62,10 +62,10 @@ def fault_address(uc, page: int) -> int:
     try:
         try:
             code = bytes(uc.mem_read(pc, 15))
-        except Exception:                   # the instruction ends before an unmapped page
+        except UcError:                     # the instruction ends before an unmapped page
             code = bytes(uc.mem_read(pc, PAGE - pc % PAGE))
         insn = next(_md.disasm(code, pc, 1))
-    except Exception:                       # no instruction to read or decode: the page is all there is
+    except (UcError, StopIteration):        # no instruction to read or decode: the page is all there is
         return page
     for a, n in accesses(uc, insn):
         if a < page + PAGE and a + n > page:

@@ -45,7 +45,7 @@ import json
 import struct
 from dataclasses import dataclass, field
 
-from unicorn import UC_HOOK_CODE, UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE, UC_MEM_WRITE
+from unicorn import UC_HOOK_CODE, UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE, UC_MEM_WRITE, UcError
 from unicorn import unicorn_const as UCC
 from unicorn import x86_const as X
 
@@ -157,6 +157,7 @@ class RealGC:
             fmt += f"{off - pos}x" + {1: "B", 2: "H", 4: "I", 8: "Q"}[size]
             pos = off + size
         self._span_fmt = (tuple(n for n, _ in fields), struct.Struct(fmt), pos)
+        self._span_keys = tuple(self._span_fmt[0].index(n) for n in ("state", "elemsize", "startAddr"))
         self.cycle: _Cycle | None = None
         self.waiting = None                       # G's thread while it is held for the runtime's stop request
         self.cycles = 0                           # cycles preemu started that ended (numgc read back)
@@ -208,8 +209,7 @@ class RealGC:
         arr, n = (int.from_bytes(b, "little") for b in (self.p.read(self.mheap + off, 8),
                                                         self.p.read(self.mheap + off + 8, 8)))
         names, st, size = self._span_fmt
-        at = {name: i for i, name in enumerate(names)}
-        i_state, i_elemsize, i_start = at["state"], at["elemsize"], at["startAddr"]
+        i_state, i_elemsize, i_start = self._span_keys
         out = {}
         windows: dict[int, bytes] = {}
         for sp in struct.unpack(f"<{n}Q", self.p.read(arr, 8 * n)) if n else ():
@@ -218,7 +218,7 @@ class RealGC:
             if buf is None:
                 try:                          # the page and what a span starting at its end needs
                     buf = windows[page] = self.p.read(page, 0x1000 + size)
-                except Exception:             # the next page is not mapped: this span alone
+                except UcError:               # the next page is not mapped: this span alone
                     buf, page = self.p.read(sp, size), sp
             v = st.unpack_from(buf, sp - page)
             if v[i_state] != M_SPAN_IN_USE or not v[i_elemsize]:
