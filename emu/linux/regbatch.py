@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import struct
 
+from unicorn import UcError
 from unicorn.unicorn_py3.unicorn import uclib
 
 _read = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(uclib.uc_reg_read_batch, ctypes.c_void_p).value)
@@ -43,7 +44,6 @@ def mem_read(uc, addr: int, n: int) -> bytes:
         err = _mem_read(uc._uch, addr, buf, n)
         if not err:
             return buf.raw
-    from unicorn import UcError
     raise UcError(err)
 
 
@@ -51,7 +51,6 @@ def read_u64(uc, addr: int) -> int:
     """One little-endian 64-bit word of guest memory."""
     err = _mem_read(uc._uch, addr, _ONE_ADDR, 8)
     if err:
-        from unicorn import UcError
         raise UcError(err)
     return _one.value
 
@@ -59,7 +58,6 @@ def read_u64(uc, addr: int) -> int:
 def mem_write(uc, addr: int, data: bytes) -> None:
     err = _mem_write(uc._uch, ctypes.c_uint64(addr), data, ctypes.c_size_t(len(data)))
     if err:
-        from unicorn import UcError
         raise UcError(err)
 
 
@@ -149,7 +147,6 @@ def request_cache(uc, addr: int) -> tuple[int, int, int]:
     UcError as the binding's ctl_request_cache raises it."""
     err = _ctl(uc._uch, _CTL_REQUEST_CACHE, ctypes.c_uint64(addr), _tb_p)
     if err:
-        from unicorn import UcError
         raise UcError(err)
     return _tb.pc, _tb.icount, _tb.size
 
@@ -158,5 +155,4 @@ def remove_cache(uc, begin: int, end: int) -> None:
     """Drop the cached translations of the blocks in [begin, end) (ctl_remove_cache)."""
     err = _ctl(uc._uch, _CTL_REMOVE_CACHE, ctypes.c_uint64(begin), ctypes.c_uint64(end))
     if err:
-        from unicorn import UcError
         raise UcError(err)

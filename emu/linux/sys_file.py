@@ -335,23 +335,26 @@ def sys_linkat(p, t, *_):
     return -EPERM                                   # no hard links (tmpfs.py)
 
 
+def _link_text(p, buf: int, size: int, text: str) -> int:
+    """readlink's answer: the link's text, cut to the buffer (no terminating NUL), and its length."""
+    raw = text.encode()[:size]
+    p.write(buf, raw)
+    return len(raw)
+
+
 def sys_readlinkat(p, t, dirfd, path_addr, buf, size, *_):
     guest = _paths(p, dirfd, path_addr, follow=False)
     if isinstance(guest, int):
         return guest
     if guest == "/proc/self/exe":                   # proc(5): the executable's path (os.Executable reads it)
-        raw = os.path.abspath(p.image.path).encode()[:size]
-        p.write(buf, raw)
-        return len(raw)
+        return _link_text(p, buf, size, os.path.abspath(p.image.path))
     if _tmp(p, guest) is not None:
         node = p.tmpfs.nodes.get(guest)
         if node is None:
             return -ENOENT
         if node.target is None:
             return -EINVAL
-        raw = node.target.encode()[:size]
-        p.write(buf, raw)
-        return len(raw)
+        return _link_text(p, buf, size, node.target)
     found = _host(p, guest)
     if isinstance(found, int):
         return found                                # outside every mount
