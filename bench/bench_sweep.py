@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from emu.drive import loader, sweeper as sweep
-from emu.core import memmap  # noqa: E402
+from emu.core import dump, memmap  # noqa: E402
 
 ASM = ROOT / "asm" / "sum_loop.s"
 GC_ASM = ROOT / "asm" / "gc_roots.s"      # ptr_in_reg: allocates, then a loop holding the pointer in R12
@@ -57,51 +57,48 @@ def sweep_cpu(layout: str, iterations: int, gc: bool = False, asm: Path = ASM, e
 
 
 def lean_floor_cpu(layout: str, iterations: int) -> tuple[float, int]:
-    """The same Unicorn work per point with none of the model around it: advance one boundary, dump
-    the registers, read the stack, pushCall, write the clobber table, run the stub (its asyncPreempt2
-    trap only copies the go1.27 stub's xRegs scratch to a block it restores from), dump again,
-    compare registers and stack, RET."""
-    from emu.core import dump, gostructs, memmap
-    from emu.model.hooks import STOP_STUB_RET
+    """The same Unicorn work per point with none of the model around it, in the same chained runs
+    (model/chainrun.py) as the sweep: advance one boundary (loading the RSP the stub's RET left) and dump
+    the registers, save the context and fill the clobber table; read the stack; pushCall's store; run
+    the stub to the asyncPreempt2 sentinel (count=), a trap that only copies the go1.27 stub's xRegs
+    scratch to a block it restores from, run on to the RET and dump; compare registers and stack."""
+    from emu.core import gostructs, memmap
     prog = loader.load_program(ASM)
     w = loader.build_world(prog, "sum_loop", layout, None, 1, {"RCX": iterations})
     n = sweep.run_reference(w, 10**9).boundaries
+    sweep.sweep(w, "sum_loop", 1, 2)             # learns the stub's counts (Machine.stub_counts)
     m = w.machine
+    n_pre, n_post = m.stub_counts
+    sentinel = memmap.ASYNC_PREEMPT2
     cache = w.pp + gostructs.P_FIELDS["xRegs.cache"].offset
     scratch = w.pp + gostructs.P_FIELDS["xRegs.scratch"].offset
-
-    def trap(mm):
-        if layout != "go1.14":
-            mm.write(memmap.XREG_BASE, mm.read(scratch, gostructs.XREGS_SIZE))
-            mm.write_u64(cache, memmap.XREG_BASE)
-        return False
-    m.on_async_preempt2 = trap
     o = dump.OFFSETS["RSP"]
-    table = bytes(dump.SIZE)
+    m.prepare_chained_runs()
+    m.set_clobber_mask(bytes(dump.SIZE))
 
     def run():
         w.reset()
-        ctx = m.save_context()
         hi = w.stack_hi
+        pc = s = None
         for k in range(n):
             if k:
-                m.run(m.pc, 1)
-            before = m.dump_state()
+                _, before = m.run_dump(pc, 1, s, True)
+            else:
+                before = m.dump_state()
+                m.save_context(m.point_context)
             pc, raw = before.rip, before.raw
             s = int.from_bytes(raw[o:o + 8], "little")
             stack = m.read(s, hi - s)
-            m.save_context(ctx)
             m.write_u64(s - 8, pc)
-            m.set_reg("RSP", s - 8)
-            m.set_reg("RIP", m.stub_entry)
-            m.write(memmap.CLOBBER_TABLE, table)
-            m.stub_ret_armed = True
-            assert m.run(m.stub_entry, sweep.stub_budget(layout)) == STOP_STUB_RET
-            after = m.dump_state()
+            _, at = m.run_pc(m.stub_entry, n_pre, s - 8)
+            assert at == sentinel
+            if layout != "go1.14":
+                m.write(memmap.XREG_BASE, m.read(scratch, gostructs.XREGS_SIZE))
+                m.write_u64(cache, memmap.XREG_BASE)
+            _, after = m.run_dump(sentinel + 1, n_post)
+            assert after.rip in m.stub_ret_set
             assert raw[:o] == after.raw[:o] and raw[o + 8:] == after.raw[o + 8:]
             assert m.read_u64(s - 8) == pc and m.read(s, hi - s) == stack
-            m.set_reg("RSP", s)
-            m.set_reg("RIP", pc)
         return n
     return cpu_best_of(1, run)
 

@@ -73,10 +73,17 @@ MUTATIONS = {
                              "if False:", KILLERS),
     # the counted stub run (issue #11): a run that stops anywhere but the sentinel / the RET must go on
     # with the hooks, or a stub whose path depends on the point is misjudged
-    "counted-stub-trusts-its-stop": ("emu/drive/sweeper.py", "                if at.rip in m.stub_ret_set:",
-                                     "                if True:", ["tests/test_sweep.py"]),
+    "counted-stub-trusts-its-stop": ("emu/drive/sweeper.py",
+                                     "            if reason == STOP_COUNT and at.rip in m.stub_ret_set:",
+                                     "            if reason == STOP_COUNT:", ["tests/test_sweep.py"]),
     "counted-stub-no-fallback": ("emu/drive/sweeper.py", "        return m.run(m.pc, left), None",
                                  "        return reason, None", ["tests/test_sweep.py"]),
+    # the chained runs (model/chainrun.py): an M switch's deferred FS_BASE must reach the CPU, and the
+    # native clobber must cover the whole dump record (XMM registers included)
+    "chained-run-drops-deferred-fs": ("emu/model/chainrun.py", "        fs = self._fs_pending\n",
+                                      "        fs = None\n", ["tests/test_chainrun.py", "tests/test_sweep.py"]),
+    "native-clobber-half-the-record": ("emu/model/chainrun.py", "dump.SIZE // 8])", "dump.SIZE // 16])",
+                                       ["tests/test_chainrun.py"]),
     # the heap watch is on only while the heap holds objects: it must still come on at the first allocation
     "heap-watch-never-on": ("emu/model/gcworld.py", "self.machine.heap_watch(self.heap.next > self.heap.base)",
                             "self.machine.heap_watch(False)", ["tests/test_gc.py"]),

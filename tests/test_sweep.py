@@ -139,7 +139,10 @@ def test_same_seed_same_result():
 # --- the counted stub run (Sweeper._run_stub): any stub ends where the hooked run would end ----------
 def _hooked_only(monkeypatch):
     """Make every stub run the plain hooked one: m.run(begin, budget) with the INT3 and RET hooks."""
-    monkeypatch.setattr(sweep.Sweeper, "_run_stub", lambda self, begin: (self.m.run(begin, self.stub_budget), None))
+    def hooked(self, begin, rsp):
+        self.m.set_rsp(rsp)
+        return self.m.run(begin, self.stub_budget), None
+    monkeypatch.setattr(sweep.Sweeper, "_run_stub", hooked)
 
 
 def _odd_resume_pc(extra: str, after_the_call: bool = False):

@@ -329,34 +329,34 @@ class Sweeper:
             self.m.stub_counts = False
         self.stub_fallbacks = 0      # counted stub runs that stopped elsewhere and went on with the hooks
 
-    def _run_stub(self, begin: int) -> tuple[str, dump.RegState | None]:
-        """Run the injected stub to its RET (armed), as `m.run(stub_entry, budget)` with the INT3 and
-        RET hooks would, but without a callback from inside Unicorn on the usual path (two callbacks
-        cost ~10 µs a point, issue #11): count= stops exactly at the asyncPreempt2 sentinel, Python runs
-        the trap, count= stops exactly at the RET. The counts are learned from the first run, with a
-        temporary per-instruction hook. Whenever a counted run stops elsewhere (a stub that takes
-        another path), the rest of the budget runs with the hooks, so any stub ends exactly where the
-        hooked run would have ended; only the speed differs. Returns why the run stopped and, when it
-        was taken there, the register dump at the RET."""
+    def _run_stub(self, begin: int, rsp: int) -> tuple[str, dump.RegState | None]:
+        """Load `rsp` (pushCall's) and run the injected stub to its RET (armed), as `m.run(stub_entry,
+        budget)` with the INT3 and RET hooks would, but without a callback from inside Unicorn on the
+        usual path (two callbacks cost ~10 µs a point, issue #11): count= stops exactly at the
+        asyncPreempt2 sentinel, Python runs the trap, count= stops exactly at the RET; each run and the
+        register work around it is one call into the engine (Machine.run_pc, run_dump). The counts are
+        learned from the first run, with a temporary per-instruction hook. Whenever a counted run stops
+        elsewhere (a stub that takes another path), the rest of the budget runs with the hooks, so any
+        stub ends exactly where the hooked run would have ended; only the speed differs. Returns why
+        the run stopped and, when it was taken there, the register dump at the RET."""
         m = self.m
         counts = m.stub_counts
-        if counts is None:
-            return self._learn_stub_counts(begin), None
         if not counts:
+            m.set_rsp(rsp)
+            if counts is None:
+                return self._learn_stub_counts(begin), None
             return m.run(begin, self.stub_budget), None
         n_pre, n_post = counts
         sentinel = memmap.ASYNC_PREEMPT2
-        reason = m.run(begin, n_pre)
+        reason, at_pc = m.run_pc(begin, n_pre, rsp)
         left = self.stub_budget - n_pre
-        if reason == STOP_COUNT and m.pc == sentinel:
+        if reason == STOP_COUNT and at_pc == sentinel:
             if m.async_preempt2_here():
                 return STOP_TRAP, None
-            reason = m.run(sentinel + 1, n_post)
+            reason, at = m.run_dump(sentinel + 1, n_post)     # the dump the checks need: its RIP says where
             left -= n_post + 1
-            if reason == STOP_COUNT:
-                at = m.dump_state()              # the dump the checks need anyway: its RIP says where
-                if at.rip in m.stub_ret_set:
-                    return STOP_STUB_RET, at
+            if reason == STOP_COUNT and at.rip in m.stub_ret_set:
+                return STOP_STUB_RET, at
         if reason != STOP_COUNT or left <= 0:
             return reason, None
         self.stub_fallbacks += 1
@@ -424,27 +424,38 @@ class Sweeper:
         all_prog, stub_entry, headroom, frame = m.all, m.stub_entry, w.headroom, SignalFrame(m)
         stub_func, plain_rets = self._stub_shape()
         rsp_at, clobber = dump.OFFSETS["RSP"], self._clobber_table
-        injected, ctx = 0, None
-        resume = None                    # the PC the stub's RET returned to, when RIP is not yet written
+        injected = 0
+        m.prepare_chained_runs()
+        ctx = m.point_context            # each point's boundary context, saved by run_dump(point=True)
+        m.set_clobber_mask(self._mask.to_bytes(dump.SIZE, "little"))     # with it, the clobber table
+        # (PC, RSP) the stub's RET left, not yet in the CPU: the next run loads them (the RET's effect)
+        resume = None
         for k in points:
             if k > pos:
                 try:
-                    m.run(m.pc if resume is None else resume, k - pos)
+                    if resume is None:
+                        _, before = m.run_dump(m.pc, k - pos, None, True)
+                    else:
+                        _, before = m.run_dump(resume[0], k - pos, resume[1], True)
+                    clobbered = True
                 except Fault as f:
                     violations.append(_fault_violation(all_prog, k, f, "the goroutine faulted after earlier injections"))
                     return injected, None, None
                 pos = k
-            elif resume is not None:
-                m.set_rip(resume)
+            else:
+                if resume is not None:
+                    m.set_rsp(resume[1])
+                    m.set_rip(resume[0])
+                before = m.dump_state()
+                m.save_context(ctx)
+                clobbered = False
             resume = None
             w.current_boundary = k
-            before = m.dump_state()
             pc = before.rip
             raw_before = before.raw
             s = int.from_bytes(raw_before[rsp_at:rsp_at + 8], "little")
             w.preempt_one()
             st = w.sched_state()
-            ctx = m.save_context(ctx)
             bound = w.cur
             try:
                 frame.deliver(s, pc)
@@ -463,10 +474,11 @@ class Sweeper:
                 self.forced += 1
             else:
                 injected += 1
-            begin = frame.sigreturn()                    # RSP = S-8 now; the stub runs from RIP = begin
+            stub_rsp, begin = frame.sigreturn()         # RSP = S-8; the stub runs from RIP = begin
             stack_hi = w.stack_hi
             stack_before = m.read(s, stack_hi - s)
-            m.write(memmap.CLOBBER_TABLE, clobber(raw_before))
+            if not clobbered:
+                m.write(memmap.CLOBBER_TABLE, clobber(raw_before))
             floor = canary_lo = s - headroom             # the stub may use [floor, S) and no more
             if canary:
                 canary_lo = max(w.stack_lo, floor - CANARY_SIZE)
@@ -482,10 +494,11 @@ class Sweeper:
             try:
                 after = None
                 if nested_signals:
+                    m.set_rsp(stub_rsp)
                     reason, nested = self._step_stub_with_signals(stub_func, refused, make)
                     found += nested
                 else:
-                    reason, after = self._run_stub(begin)
+                    reason, after = self._run_stub(begin, stub_rsp)
             except Fault as f:
                 reason = None
                 found.append(_stub_fault_violation(make, f))
@@ -519,9 +532,8 @@ class Sweeper:
                 violations.extend(found)
                 self._undo_injection(ctx, bound, s, stack_before)
                 continue
-            if after.rip in plain_rets:          # the stub's RET (checked above: [S-8] = pc, RSP = S-8);
-                m.set_rsp(s)                     # RIP = pc is written by the next run's start
-                resume = pc
+            if after.rip in plain_rets:          # the stub's RET (checked above: [S-8] = pc, RSP = S-8):
+                resume = (pc, s)                 # its effect is loaded by the next run
             else:                                # RET imm16 and the like: let the CPU execute it
                 m.run(after.rip, 1)
         return injected, pos, resume
@@ -553,7 +565,9 @@ class Sweeper:
         run did not end at goexit, or faulted: then a violation is logged)."""
         m = self.m
         try:
-            m.run(m.pc if resume is None else resume, ref.boundaries - pos)
+            if resume is not None:
+                m.set_rsp(resume[1])
+            m.run(m.pc if resume is None else resume[0], ref.boundaries - pos)
         except Fault as f:
             violations.append(_fault_violation(m.all, pos, f, "the goroutine faulted after the injections"))
             return None

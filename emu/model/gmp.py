@@ -146,7 +146,7 @@ class SignalFrame:
     """sigctxt over the registers the kernel saved when the signal was delivered (Go's sigctxt reads
     and edits the ucontext, not the CPU): the sweep fills it from the boundary's register dump, so
     pushCall's RSP read costs nothing and its RSP/RIP edits stay in the frame until `sigreturn`
-    loads them (RIP by starting the next run there). The one store goes to memory at once, as in Go."""
+    hands them to the next run (RIP by starting it there). The one store goes to memory at once, as in Go."""
 
     __slots__ = ("m", "_rsp", "_rip", "_rsp_changed")
 
@@ -168,11 +168,11 @@ class SignalFrame:
     def store64(self, addr: int, value: int) -> None:
         self.m.write_u64(addr, value)
 
-    def sigreturn(self) -> int:
-        """Load the frame's RSP into the CPU (if pushCall moved it); return the RIP to run from."""
-        if self._rsp_changed:
-            self.m.set_rsp(self._rsp)
-        return self._rip
+    def sigreturn(self) -> tuple[int | None, int]:
+        """rt_sigreturn, left to the caller's next run: (the RSP to load into the CPU, or None when
+        pushCall did not move it; the RIP to run from). Machine.run_pc/run_dump load the RSP in the
+        same call into the engine as the run."""
+        return (self._rsp if self._rsp_changed else None), self._rip
 
 
 def initial_registers(seed: int, layout: L.StubLayout, overrides: dict[str, int]) -> dict[str, int]:

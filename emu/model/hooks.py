@@ -118,13 +118,21 @@ class HooksMixin:
         """What the INT3 hook does at the asyncPreempt2 sentinel, called from Python by a run that
         stopped exactly there (Sweeper's counted stub run: no callback from inside Unicorn). Returns
         True when the owner asked to stop (the hook's STOP_TRAP). A GuestFaultInHook becomes a Fault
-        naming the PC, as in run()."""
+        naming the PC, as in run(). When the run goes on, an FS_BASE the model loaded (an M switch) is
+        loaded by the next run (chainrun.py)."""
         assert self.trap_handler is None, "only a World's own asyncPreempt2 model can run outside the hook"
         self.async_preempt2_calls += 1
+        go_on = False
+        self._fs_deferred = True         # an M switch's FS_BASE load waits for the next chained run
         try:
-            return bool(self.on_async_preempt2 is not None and self.on_async_preempt2(self))
+            go_on = not (self.on_async_preempt2 is not None and self.on_async_preempt2(self))
+            return not go_on
         except GuestFaultInHook as e:
             raise self._fault_in_hook(e) from None
+        finally:
+            self._fs_deferred = False
+            if not go_on:
+                self.flush_fs_base()
 
     def _hook_stub_ret(self, uc, address, size, user_data):
         if self.stub_ret_armed:

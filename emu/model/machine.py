@@ -9,7 +9,8 @@ tracing. Every UcError becomes a Fault here (faults.py).
 
 Here: building the machine, the registers and contexts through the C fast path, and runs. The
 mixins hold the rest: hostmem.py (mapping and host memory), hooks.py (the Unicorn hooks and the
-STOP_* reasons), faults.py (Fault and how each failure becomes one).
+STOP_* reasons), chainrun.py (a run and the register work around it in one call into the engine, for
+the sweep), faults.py (Fault and how each failure becomes one).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from unicorn.unicorn_py3.unicorn import uclib as _uclib
 from ..core import dump, memmap, regs
 from ..engine.pagetable import PageTable
 from . import rtcode
+from .chainrun import ChainedRunsMixin
 from .faults import FaultMixin, GuestFaultInHook
 from .hooks import STOP_COUNT, HooksMixin
 from .hostmem import HostMemoryMixin
@@ -44,7 +46,7 @@ _ZERO64 = ctypes.c_uint64(0)
 _PORTABLE_EXTRA = ("FS_BASE", "GS_BASE", "MXCSR", "FPCW", "FPSW")
 
 
-class Machine(HostMemoryMixin, HooksMixin, FaultMixin):
+class Machine(HostMemoryMixin, HooksMixin, ChainedRunsMixin, FaultMixin):
     """One emulated CPU with the whole guest address space mapped."""
 
     def __init__(self, program: Program, stub: Program, layout_name: str,
@@ -113,6 +115,7 @@ class Machine(HostMemoryMixin, HooksMixin, FaultMixin):
         self._dump_addr = base = ctypes.addressof(self._dump_buf)
         self._dump_ptrs = (ctypes.c_void_p * n)(*[base + dump.OFFSETS[r.name] for r in regs.DUMPED],
                                                  ctypes.addressof(self._dump_rip))
+        self._init_chained_runs()
 
     def stop(self) -> None:
         """Stop the run in progress (from inside a hook): run() returns before the next block."""
@@ -156,7 +159,11 @@ class Machine(HostMemoryMixin, HooksMixin, FaultMixin):
         self._set_reg64(X.UC_X86_REG_RIP, value)
 
     def set_fs_base(self, value: int) -> None:
-        self._set_reg64(X.UC_X86_REG_FS_BASE, value)
+        """Load FS_BASE (an M's TLS); inside async_preempt2_here, the next chained run loads it."""
+        if self._fs_deferred:
+            self._fs_pending = value
+        else:
+            self._set_reg64(X.UC_X86_REG_FS_BASE, value)
 
     def save_context(self, into=None):
         """Return the CPU context; with `into` (an earlier context), overwrite that one instead of
@@ -223,15 +230,22 @@ class Machine(HostMemoryMixin, HooksMixin, FaultMixin):
         fault handling. linux/process.py's Process.run_until cannot: it drives a different Unicorn, with a
         kernel underneath (syscall hooks, exact per-block counting, threads instead of goroutines).
         """
+        if self._fs_pending is not None:
+            self.flush_fs_base()
+        self._begin.value, self._count.value = begin, count
+        return self._engine_run(_emu_start, self._h, self._begin, _ZERO64, _ZERO64, self._count)
+
+    def _engine_run(self, fn, *args) -> str:
+        """Call `fn(*args)`, a C function that runs the engine (uc_emu_start, or a call chain holding
+        it) and returns 0 or a uc_err in its low 32 bits; return why the run stopped, or raise the Fault."""
         self.stop_reason = STOP_COUNT
         self._unexpected_interrupt = None
         uc = self.uc
         try:
             uc._hook_exception = None        # what Uc.emu_start does, minus its wrapper's cost
-            self._begin.value, self._count.value = begin, count
-            st = _emu_start(self._h, self._begin, _ZERO64, _ZERO64, self._count)
+            st = fn(*args)
             if st:
-                raise unicorn.UcError(st)
+                raise unicorn.UcError(st & 0xFFFF_FFFF)
             if uc._hook_exception is not None:
                 raise uc._hook_exception
         except GuestFaultInHook as e:
