@@ -54,7 +54,7 @@ from .scheduling import FIRST_TID, ThreadScheduling
 from .services import SyscallServices
 from .sigdeliver import SignalDelivery
 from .sys_socket import Net
-from .regbatch import RegBatch, read_reg, remove_cache
+from .regbatch import RegBatch, read_reg, remove_cache, save_context
 from .threads import BLOCKED, EXITED, RUNNABLE, Thread
 from .watch import Watch
 
@@ -401,7 +401,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         if self._after_stop is not None and t.state != EXITED and self.error is None:
             self._after_stop(t)
         if t.state != EXITED:
-            t.ctx = uc.context_save()
+            t.ctx = save_context(uc, t.ctx)
         self._wake_due()                 # a sleeper whose deadline ended this slice runs next (wakeup preemption)
         if t.state == RUNNABLE and t not in self.runq:
             if returned:                 # rt_sigreturn returns to user mode on the same CPU: the thread goes

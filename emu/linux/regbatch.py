@@ -151,6 +151,20 @@ def request_cache(uc, addr: int) -> tuple[int, int, int]:
     return _tb.pc, _tb.icount, _tb.size
 
 
+_context_save = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(uclib.uc_context_save, ctypes.c_void_p).value)
+
+
+def save_context(uc, into=None):
+    """uc.context_save(), into `into` (a context of this engine) when given instead of a new one: a
+    thread's context is saved at the end of every slice, and allocating one costs more than the copy."""
+    if into is None:
+        return uc.context_save()
+    err = _context_save(uc._uch, into.context)
+    if err:
+        raise UcError(err)
+    return into
+
+
 def remove_cache(uc, begin: int, end: int) -> None:
     """Drop the cached translations of the blocks in [begin, end) (ctl_remove_cache)."""
     err = _ctl(uc._uch, _CTL_REMOVE_CACHE, ctypes.c_uint64(begin), ctypes.c_uint64(end))
