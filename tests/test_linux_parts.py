@@ -197,6 +197,38 @@ def test_counter_is_exact_and_stops_before_the_limit():
     assert c.run(0x10000) == 3 and uc.reg_read(X.UC_X86_REG_RIP) == 0x10000 and uc.reg_read(X.UC_X86_REG_RAX) == 36
 
 
+def test_tails_cut_from_one_block_are_its_prefixes_decoded_once():
+    """Slices that end at every instruction of one long block: each tail is a block cut short, so its
+    instructions are the first ones of the longest block decoded at its address (derived, not decoded
+    again: no address is decoded twice), and every count stays exact."""
+    import capstone
+    uc = _cpu()
+    body = "; ".join(["inc rax"] * 12)
+    code = bytes(keystone.Ks(keystone.KS_ARCH_X86, keystone.KS_MODE_64).asm(f"l: {body}; dec rbx; jnz l; hlt",
+                                                                           0x10000)[0])
+    uc.mem_write(0x10000, code)
+    uc.reg_write(X.UC_X86_REG_RBX, 50)
+    decoded = []
+
+    class Md:
+        def __init__(self, md):
+            self.md = md
+
+        def disasm_lite(self, code, addr):
+            decoded.append((addr, len(code)))
+            return self.md.disasm_lite(code, addr)
+    c = InsnCounter(uc)
+    c._md = Md(capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64))
+    total = 0
+    for limit in list(range(1, 14)) * 3:         # a tail at each instruction of the 14-instruction block
+        c.arm(limit)
+        total += c.run(uc.reg_read(X.UC_X86_REG_RIP) if total else 0x10000)
+        assert c.executed == limit
+    assert uc.reg_read(X.UC_X86_REG_RAX) == total - total // 14 * 2 - {0: 0, 13: 1}.get(total % 14, 0)
+    starts = [a for a, _ in decoded]              # a slice resumed mid-block starts a block there: decoded once
+    assert len(set(starts)) == len(starts) < 14 and 0x10000 in starts
+
+
 # --- scenario files -----------------------------------------------------------------------------
 def test_scenario_variants_and_errors(tmp_path):
     sc = scenario.load(str(GO / "starvation.toml"))

@@ -130,6 +130,7 @@ class InsnCounter:
         self._fill = _FILL(self._on_miss)               # kept alive with the counter
         self._md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
         self._blocks: dict[tuple[int, int], list[int]] = {}     # (address, size) -> instruction addresses
+        self._longest: dict[int, tuple[int, list[int]]] = {}   # address -> the longest block decoded there
         # the state lives alone in a page of its own, so that the vDSO can map it into the guest
         self.page = mmap.mmap(-1, mmap.PAGESIZE)
         self.page_address = ctypes.addressof(ctypes.c_char.from_buffer(self.page))
@@ -146,11 +147,19 @@ class InsnCounter:
 
     # --- blocks ---------------------------------------------------------------------------------------
     def _insns(self, addr: int, size: int) -> list[int]:
+        """The addresses of the instructions of the block [addr, addr + size), decoded once. A block cut
+        short (a tail, ended by the engine at an instruction of a longer block from the same address) is
+        that block's prefix: derived, not decoded, and not kept (each tail cuts somewhere else)."""
         key = (addr, size)
         got = self._blocks.get(key)
         if got is None:
+            longest = self._longest.get(addr)
+            if longest is not None and longest[0] > size:
+                whole = longest[1]
+                return whole[:bisect.bisect_left(whole, addr + size)]
             code = bytes(self._uc.mem_read(addr, size))
             got = self._blocks[key] = [a for a, _, _, _ in self._md.disasm_lite(code, addr)]
+            self._longest[addr] = (size, got)
         return got
 
     def _on_miss(self, addr: int, size: int) -> int:
