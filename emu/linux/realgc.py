@@ -158,6 +158,8 @@ class RealGC:
             pos = off + size
         self._span_fmt = (tuple(n for n, _ in fields), struct.Struct(fmt), pos)
         self._span_keys = tuple(self._span_fmt[0].index(n) for n in ("state", "elemsize", "startAddr"))
+        self._state_at, size = self.L["span"]["state"]  # mSpanStateBox's uint8 (mheap.go), tested before the unpack
+        assert size == 1, f"runtime.mspan.state is {size} bytes in this binary's DWARF, not 1"
         self.cycle: _Cycle | None = None
         self.waiting = None                       # G's thread while it is held for the runtime's stop request
         self.cycles = 0                           # cycles preemu started that ended (numgc read back)
@@ -209,7 +211,8 @@ class RealGC:
         arr, n = (int.from_bytes(b, "little") for b in (self.p.read(self.mheap + off, 8),
                                                         self.p.read(self.mheap + off + 8, 8)))
         names, st, size = self._span_fmt
-        i_state, i_elemsize, i_start = self._span_keys
+        _, i_elemsize, i_start = self._span_keys
+        state_at = self._state_at
         out = {}
         windows: dict[int, bytes] = {}
         for sp in struct.unpack(f"<{n}Q", self.p.read(arr, 8 * n)) if n else ():
@@ -220,8 +223,10 @@ class RealGC:
                     buf = windows[page] = self.p.read(page, 0x1000 + size)
                 except UcError:               # the next page is not mapped: this span alone
                     buf, page = self.p.read(sp, size), sp
+            if buf[sp - page + state_at] != M_SPAN_IN_USE:
+                continue                      # most spans: free, or the runtime's own (manual)
             v = st.unpack_from(buf, sp - page)
-            if v[i_state] != M_SPAN_IN_USE or not v[i_elemsize]:
+            if not v[i_elemsize]:
                 continue
             sd = dict(zip(names, v))
             out[v[i_start]] = (sd["elemsize"], sd["nelems"], self._allocated(sd), sp, sd["spanclass"],

@@ -30,6 +30,7 @@ _mem_write = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(uclib.uc_mem_write, ctyp
 _M64 = (1 << 64) - 1
 _SCRATCH = ctypes.create_string_buffer(4096)
 _SCRATCH_ADDR = ctypes.addressof(_SCRATCH)
+_SCRATCH_VIEW = memoryview(_SCRATCH).cast("B")     # a slice of it copies n bytes (.raw copies all 4096)
 
 
 def mem_read(uc, addr: int, n: int) -> bytes:
@@ -38,7 +39,7 @@ def mem_read(uc, addr: int, n: int) -> bytes:
     if n <= 4096:
         err = _mem_read(uc._uch, addr, _SCRATCH_ADDR, n)
         if not err:
-            return _SCRATCH.raw[:n]
+            return _SCRATCH_VIEW[:n].tobytes()
     else:
         buf = ctypes.create_string_buffer(n)
         err = _mem_read(uc._uch, addr, buf, n)
