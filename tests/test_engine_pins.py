@@ -137,3 +137,21 @@ def test_a_memory_hook_added_after_the_code_ran_needs_a_cache_flush():
     uc.ctl_flush_tb()
     uc.emu_start(f.start, 0, count=2)
     assert seen == [0x10000]
+
+
+def test_a_run_that_ends_at_until_leaves_no_cut_short_block_cached():
+    """The instruction counter's tail (linux/icount.py _run_tail) runs a block only up to `until` and relies on
+    the engine dropping that cut-short translation as the run ends (resume_all_vcpus invalidates the blocks
+    over until - 1): the next look at the block finds it whole again."""
+    from emu.linux.regbatch import remove_cache, request_cache
+    prog, uc = _uc(LOOP)
+    f = prog.get_func("f")
+    add = next(i.addr for i in f.insns if i.mnemonic == "add")        # the loop block: add, dec, jnz
+    jnz = next(i.addr for i in f.insns if i.mnemonic == "jne")
+    whole = request_cache(uc, add)
+    assert whole[1] == 3
+    uc.reg_write(X.UC_X86_REG_RCX, 5)
+    remove_cache(uc, add, add + 1)
+    uc.emu_start(add, jnz)                       # translated anew, cut at the jnz
+    assert uc.reg_read(X.UC_X86_REG_RIP) == jnz
+    assert request_cache(uc, add) == whole       # not the 2-instruction translation: it was dropped
