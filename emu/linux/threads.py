@@ -46,6 +46,8 @@ class Thread:
 
     def deliverable(self) -> int:
         """The lowest pending signal not blocked by the mask, or 0."""
+        if not self.pending:
+            return 0
         for sig in sorted(self.pending):
             if not self.sigmask & (1 << (sig - 1)):
                 return sig
