@@ -19,7 +19,7 @@ import ctypes
 
 from .nativehook import code_address
 
-#: bytes per record: the function's address, then six argument words (rdi, rsi, rdx, rcx, r8, r9)
+#: 64-bit words per record: the function's address, then six arguments (rdi, rsi, rdx, rcx, r8, r9)
 RECORD_WORDS = 7
 
 # rdi = first record, esi = number of records. Returns 0, or (index of the failing call + 1) << 32 | its
@@ -102,13 +102,13 @@ def address_of(fn) -> int:
 class CallChain:
     """A fixed sequence of C calls with integer (or pointer) arguments, run by one ctypes call.
 
-    `calls` is a list of (function address, [arguments]); an argument is an int (a value or an address).
-    `words` is a writable memoryview of 64-bit words over the records: the arguments of call i are
-    words[i * RECORD_WORDS + 1 ...] (see `slot`)."""
+    `calls` is a list of (function address, [arguments]); an argument is an int (a value or an address:
+    the caller keeps alive what it points into). `words` is a writable memoryview of 64-bit words over the
+    records: the arguments of call i are words[i * RECORD_WORDS + 1 ...] (see `slot`)."""
 
-    __slots__ = ("n", "_buf", "ptr", "words", "_keep")
+    __slots__ = ("n", "_buf", "ptr", "words")
 
-    def __init__(self, calls: list[tuple[int, list[int]]], keep=()):
+    def __init__(self, calls: list[tuple[int, list[int]]]):
         self.n = len(calls)
         self._buf = (ctypes.c_uint64 * (RECORD_WORDS * self.n))()
         for i, (fn, args) in enumerate(calls):
@@ -120,7 +120,6 @@ class CallChain:
                 self._buf[base + 1 + j] = a & 0xFFFF_FFFF_FFFF_FFFF
         self.ptr = ctypes.c_void_p(ctypes.addressof(self._buf))
         self.words = memoryview(self._buf).cast("B").cast("Q")
-        self._keep = keep           # ctypes objects the arguments point into
 
     @staticmethod
     def slot(call: int, arg: int) -> int:
