@@ -162,6 +162,40 @@ def test_a_host_pages_snapshot_can_be_returned_to_again_and_again():
     assert len(os.listdir("/proc/self/fd")) == fds_before
 
 
+def test_a_snapshot_puts_back_regions_mapped_unmapped_and_reprotected_since():
+    """snapshot.restore undoes the engine's map changes: a region unmapped comes back with its contents, one
+    unmapped and mapped again at the same address (new host memory) is the snapshot's again, a region mapped
+    since is gone, and permissions changed since are back; the address space's intervals follow."""
+    from types import SimpleNamespace
+    from emu.linux import snapshot
+    uc = Uc(UC_ARCH_X86, UC_MODE_64)
+    mem = memory.AddressSpace(uc)
+    a = mem.mmap(0, 0x4000, 3, 0x22)
+    b = mem.mmap(0, 0x4000, 3, 0x22)
+    uc.mem_write(a, b"A-before")
+    uc.mem_write(b + 0x1000, b"B-before")
+    p = SimpleNamespace(uc=uc, mem=mem, watch=SimpleNamespace(**{k: [] for k in snapshot.WATCH_STATE}),
+                        **{k: None for k in snapshot.STATE})
+    snap = snapshot.take(p)
+    regions = sorted(uc.mem_regions())
+    assert mem.munmap(a, 0x4000) == 0
+    assert mem.mmap(a, 0x4000, 3, 0x10 | 0x20) == a                # MAP_FIXED: the same range, new memory
+    uc.mem_write(a, b"A-new")
+    assert mem.mprotect(b, 0x1000, 1) == 0                         # read-only: the engine splits the region
+    c = mem.mmap(0, 0x2000, 3, 0x22)
+    assert sorted(uc.mem_regions()) != regions
+    for _ in range(2):
+        assert snapshot.restorable(p, snap)
+        snapshot.restore(p, snap)
+        assert sorted(uc.mem_regions()) == regions
+        assert bytes(uc.mem_read(a, 8)) == b"A-before" and bytes(uc.mem_read(b + 0x1000, 8)) == b"B-before"
+        assert not mem.mapped.contains(c, c + 0x2000) and mem.mapped.contains(a, a + 0x4000)
+        uc.mem_write(b, b"writable")                               # the read-only split is gone
+        uc.mem_write(a + 8, b"x")
+    with pytest.raises(UcError):
+        uc.mem_read(c, 1)
+
+
 def test_intervals():
     s = memory.Intervals()
     s.add(0, 10)

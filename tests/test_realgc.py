@@ -113,3 +113,25 @@ def test_the_runtimes_conservative_scan_keeps_what_a_precise_scan_frees():
     spill = next(int(i.op_str.split("+ ")[1].split("]")[0], 16) for i in sw.prog.get_func("main.keep").insns
                  if i.mnemonic == "mov" and i.op_str.startswith("qword ptr [rsp + ") and i.op_str.endswith(", rax"))
     assert spill not in live
+
+
+def test_a_chain_after_one_that_changed_the_address_space_starts_from_the_snapshot_without_a_rebuild():
+    """A --gc chain maps and unmaps memory in the engine (the heap grows, spans are released). The next chain
+    restores the snapshot anyway (snapshot.py puts the engine's regions back onto the blocks' host memory):
+    the same process, the same regions as when the snapshot was taken, and the same chain result."""
+    from emu.linux import snapshot
+    res = gobuild.build(GCREAL)
+    img = elfimage.load(str(res.binary))
+    sw = gsweep.RealSweep(img, process.Options(argv=["prog"], env=[f"GODEBUG={realgc.GODEBUG}"]), "spin",
+                          regs={"RAX": 40}, gc=True, source_path=res.source_path)
+    sw.reference(10**8)
+    p, regions = sw.p, sorted(sw.snap.regions)
+    got = []
+    for _ in range(2):
+        listener, reached, end = sw.chain(range(0, 12), {})
+        got.append((reached, sw.gc.cycles, end.exit_code, end.stdout, [pt.pc for pt in listener.points]))
+        assert sw.p.mem.engine_changes != sw.snap.engine_changes       # the chain did change the engine's map
+    assert got[0] == got[1] and got[0][1] == 12 and sw.rebuilt == 0 and sw.p is p
+    assert snapshot.restorable(p, sw.snap)
+    snapshot.restore(p, sw.snap)
+    assert sorted(p.uc.mem_regions()) == regions and p.mem.engine_changes == sw.snap.engine_changes

@@ -198,7 +198,7 @@ class RealSweep(RequestMixin):
     # --- runs -------------------------------------------------------------------------------------------
     def _arm(self) -> GoroutineClock:
         if not snapshot.restorable(self.p, self.snap):
-            self._boot()                    # a region was mapped or unmapped since the snapshot: start over
+            self._boot()                    # a region the snapshot cannot map back (snapshot.py): start over
             self.rebuilt += 1
         if self.gc is not None:
             self.gc.reset()                 # its memory hooks go before the snapshot's memory comes back

@@ -14,8 +14,8 @@ page of a snapshotted region through its slow path (notdirty_write never marks s
 snapshot level is open: cputlb.c). A real-program sweep runs entirely under a snapshot, so that was a
 tax on every store it made.
 
-Left out: regions mapped or unmapped in the engine after a snapshot are not undone by restoring it (the
-caller checks `snapshot.restorable` and builds the process again, as before).
+Regions mapped, unmapped or re-protected in the engine after a snapshot are undone by snapshot.py, which
+keeps the block layout (`layout`, `set_layout`) and maps the blocks' host memory back.
 """
 from __future__ import annotations
 
@@ -75,6 +75,16 @@ class HostPages:
                 self.blocks.remove(blk)
             else:
                 _libc.madvise(blk.host + lo - blk.guest, hi - lo, mmap.MADV_DONTNEED)
+
+    def layout(self) -> list:
+        """The blocks and the guest ranges of each still mapped, as set_layout takes them back."""
+        return [(blk, list(blk.live)) for blk in self.blocks]
+
+    def set_layout(self, layout: list) -> None:
+        """Back to the blocks of an earlier layout() (their host memory is alive: the layout holds them)."""
+        self.blocks = [blk for blk, _ in layout]
+        for blk, live in layout:
+            blk.live = list(live)
 
     # --- snapshots ----------------------------------------------------------------------------------
     def snapshot(self) -> "Snapshot":

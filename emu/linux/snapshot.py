@@ -5,9 +5,13 @@ returned to any number of times, and the run between costs no more than a run wi
 Unicorn context. The Python half is everything `Process` keeps about the process (threads with their saved
 contexts, run queue, futex waiters, fds and their buffers, signal actions, the clock, counters, the watch's
 records), deep-copied together so that shared objects (a Thread in both `threads` and `runq`) stay shared.
-The process must be between slices (not inside `emu_start`). A snapshot does not undo regions mapped or
-unmapped in the engine since it was taken: `restorable` says whether the address space has changed in the
-engine, and when it has, the caller builds the process again instead.
+The process must be between slices (not inside `emu_start`). Regions the engine mapped, unmapped or
+re-protected since the snapshot are put back as they were: the engine's regions are compared with the
+snapshot's (`uc.mem_regions`), every region that differs is unmapped, and every missing one is mapped again
+onto the host memory of the block that held it (the snapshot keeps those blocks, so their memory is still
+there; its contents come back with the memory snapshot). `restorable` is false only when a missing region
+lies outside every block (nothing preemu maps that way changes after start; the caller then builds the
+process again).
 """
 from __future__ import annotations
 
@@ -27,11 +31,45 @@ class Snapshot:
     cpu: object             # a UcContext saved in CPU mode
     state: dict             # deep copies of STATE, the address space's intervals and WATCH_STATE
     engine_changes: int = 0  # the address space's engine maps and unmaps when it was taken
+    regions: tuple = ()      # the engine's regions then: (begin, last byte, perms)
+    layout: list = None      # the host blocks then (hostpages.HostPages.layout)
+
+
+def _host_of(layout: list, begin: int, last: int) -> int | None:
+    """The host address behind guest [begin, last] in a block layout (None: no block maps it)."""
+    for blk, live in layout:
+        if any(s <= begin and last < e for s, e in live):
+            return blk.host + begin - blk.guest
+    return None
+
+
+def _engine_plan(p, snap: Snapshot):
+    """(regions to unmap, (region, host address) to map again) that bring the engine back to `snap`'s
+    regions, or None when a missing region has no block to map it onto. A region counts as the same only
+    with the same bounds, permissions and host memory (a range unmapped and mapped again has new memory)."""
+    if p.mem.engine_changes == snap.engine_changes:
+        return [], []
+    now_layout = p.mem.host.layout()
+    want = {r: _host_of(snap.layout, r[0], r[1]) for r in snap.regions}
+    drop, kept = [], set()
+    for r in p.uc.mem_regions():
+        if r in want and want[r] == _host_of(now_layout, r[0], r[1]):
+            kept.add(r)
+        else:
+            drop.append(r)
+    again = []
+    for r, host in want.items():
+        if r in kept:
+            continue
+        if host is None:
+            return None
+        again.append((r, host))
+    return drop, again
 
 
 def restorable(p, snap: Snapshot) -> bool:
-    """No region was mapped or unmapped in the engine since `snap` (see the module docstring)."""
-    return p.mem.engine_changes == snap.engine_changes
+    """Can the engine's regions be put back as they were at `snap` (see the module docstring)?"""
+    return _engine_plan(p, snap) is not None
 
 
 def take(p) -> Snapshot:
@@ -40,10 +78,22 @@ def take(p) -> Snapshot:
     state = {k: getattr(p, k) for k in STATE}
     state["mem"] = (p.mem.vmas.r, p.mem.mapped.r, p.mem.executable.r, p.mem.next_top)
     state["watch"] = {k: getattr(p.watch, k) for k in WATCH_STATE}
-    return Snapshot(mem, cpu, copy.deepcopy(state), p.mem.engine_changes)
+    return Snapshot(mem, cpu, copy.deepcopy(state), p.mem.engine_changes, tuple(p.uc.mem_regions()),
+                    p.mem.host.layout())
 
 
 def restore(p, snap: Snapshot) -> None:
+    plan = _engine_plan(p, snap)
+    if plan is None:
+        raise ValueError("the snapshot's regions cannot be mapped again (check restorable first)")
+    drop, again = plan
+    for b, last, _ in drop:
+        p.uc.mem_unmap(b, last + 1 - b)
+    for (b, last, perms), host in again:
+        p.uc.mem_map_ptr(b, last + 1 - b, perms, host)
+    if p.mem.engine_changes != snap.engine_changes:
+        p.mem.host.set_layout(snap.layout)
+        p.mem.engine_changes = snap.engine_changes
     p.mem.host.restore(snap.memory)
     p.uc.context_restore(snap.cpu)
     state = copy.deepcopy(snap.state)
