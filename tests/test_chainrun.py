@@ -11,7 +11,8 @@ from unicorn.unicorn_py3.unicorn import uclib
 
 from emu.core import dump, memmap
 from emu.drive import sweeper as sweep
-from emu.engine.callchain import CallChain, address_of, xor_words_address
+from emu.engine.callchain import CallChain, xor_words_address
+from emu.engine.capi import address_of
 from emu.model.faults import Fault
 
 LOOP = "f:\n mov ecx, 5\n.l:\n add rax, rcx\n dec rcx\n jnz .l\n ret\n"

@@ -1,8 +1,9 @@
 """engine: what both engines (the model world and the real process) need from Unicorn beyond its Python
 binding: callbacks in machine code for hooks that fire too often for Python (nativehook), the TLB fill
 that lets stores run at full speed (pagetable), and a page fault's address worked out from the faulting
-instruction, since any hook that would report it slows every store (faultaddr), and guest memory in a
-host buffer Python owns (hostmap).
+instruction, since any hook that would report it slows every store (faultaddr), guest memory in a
+host buffer Python owns (hostmap), the C API called without the binding's conversions (capi), and several
+C calls made by one ctypes call (callchain).
 
 May import: core (layer 3 of the package map in emu/__init__.py, beside check).
 """

@@ -94,11 +94,6 @@ def xor_words_address() -> int:
     return code_address(_XOR_WORDS_ASM)
 
 
-def address_of(fn) -> int:
-    """The C address of a ctypes function (e.g. a uclib export)."""
-    return ctypes.cast(fn, ctypes.c_void_p).value
-
-
 class CallChain:
     """A fixed sequence of C calls with integer (or pointer) arguments, run by one ctypes call.
 

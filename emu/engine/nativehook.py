@@ -1,7 +1,7 @@
 """Engine callbacks written in x86-64 machine code, for the hooks that fire too often for Python: assembled
 once per process with Keystone into an executable page of their own and registered with uc_hook_add
-through ctypes (no compiler at run time). Used by linux/icount.py (the block counter) and pagetable.py (the
-TLB fill). Mirrors no Go source.
+through ctypes (no compiler at run time). Used by linux/icount.py (the block counter), pagetable.py (the
+TLB fill) and callchain.py (the chain runner, called through ctypes rather than registered). Mirrors no Go source.
 """
 from __future__ import annotations
 

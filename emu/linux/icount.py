@@ -30,6 +30,7 @@ from unicorn import UC_HOOK_BLOCK, UcError
 from unicorn import x86_const as X
 from unicorn.unicorn_py3.unicorn import uclib
 
+from ..engine.capi import address_of
 from ..engine.nativehook import add_hook
 from .regbatch import read_reg, remove_cache, request_cache
 
@@ -136,9 +137,9 @@ class InsnCounter:
         self.page_address = ctypes.addressof(ctypes.c_char.from_buffer(self.page))
         self._c = _Counter.from_buffer(self.page)
         self._c.executed, self._c.limit = 0, self.UNLIMITED
-        self._c.stop = ctypes.cast(uclib.uc_emu_stop, ctypes.c_void_p).value
+        self._c.stop = address_of(uclib.uc_emu_stop)
         self._c.table, self._c.mask = ctypes.addressof(self._table), PAIR_MASK
-        self._c.fill = ctypes.cast(self._fill, ctypes.c_void_p).value
+        self._c.fill = address_of(self._fill)
         self._hh = add_hook(uc, UC_HOOK_BLOCK, _CALLBACK_ASM, ctypes.addressof(self._c), "the instruction counter")
         self.settled: int | None = 0
         self.armed = self.UNLIMITED

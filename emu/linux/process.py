@@ -54,7 +54,8 @@ from .scheduling import FIRST_TID, ThreadScheduling
 from .services import SyscallServices
 from .sigdeliver import SignalDelivery
 from .sys_socket import Net
-from .regbatch import RegBatch, read_reg, remove_cache, save_context
+from ..engine.capi import save_context
+from .regbatch import RegBatch, read_reg, remove_cache
 from .threads import BLOCKED, EXITED, RUNNABLE, Thread
 from .watch import Watch
 

@@ -14,9 +14,10 @@ import struct
 from unicorn import UcError
 from unicorn.unicorn_py3.unicorn import uclib
 
-_read = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(uclib.uc_reg_read_batch, ctypes.c_void_p).value)
-_write = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(uclib.uc_reg_write_batch, ctypes.c_void_p).value)
-_read1 = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(uclib.uc_reg_read, ctypes.c_void_p).value)
+from ..engine.capi import unconverted
+
+_read, _write = unconverted(uclib.uc_reg_read_batch), unconverted(uclib.uc_reg_write_batch)
+_read1 = unconverted(uclib.uc_reg_read)
 _one = ctypes.c_uint64()
 _one_p = ctypes.byref(_one)
 _ONE_ADDR = ctypes.addressof(_one)
@@ -24,7 +25,7 @@ _ONE_ADDR = ctypes.addressof(_one)
 
 _mem_read = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t)(
     ctypes.cast(uclib.uc_mem_read, ctypes.c_void_p).value)
-_mem_write = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(uclib.uc_mem_write, ctypes.c_void_p).value)
+_mem_write = unconverted(uclib.uc_mem_write)
 
 
 _M64 = (1 << 64) - 1
@@ -130,7 +131,7 @@ class RegBatch:
 # Translation-cache controls (uc_ctl, unicorn.h UC_CTL_TB_*) with the arguments built once: the binding's
 # ctl_request_cache/ctl_remove_cache convert each argument through generators (~10 us a call), and the
 # instruction counter asks once for every block it has not seen (thousands in a program's start).
-_ctl = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(uclib.uc_ctl, ctypes.c_void_p).value)
+_ctl = unconverted(uclib.uc_ctl)
 _CTL_REQUEST_CACHE = (3 << 30) | (2 << 26) | 8       # UC_CTL_IO_READ_WRITE, 2 arguments, UC_CTL_TB_REQUEST_CACHE
 _CTL_REMOVE_CACHE = (1 << 30) | (2 << 26) | 9        # UC_CTL_IO_WRITE, 2 arguments, UC_CTL_TB_REMOVE_CACHE
 
@@ -150,20 +151,6 @@ def request_cache(uc, addr: int) -> tuple[int, int, int]:
     if err:
         raise UcError(err)
     return _tb.pc, _tb.icount, _tb.size
-
-
-_context_save = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(uclib.uc_context_save, ctypes.c_void_p).value)
-
-
-def save_context(uc, into=None):
-    """uc.context_save(), into `into` (a context of this engine) when given instead of a new one: a
-    thread's context is saved at the end of every slice, and allocating one costs more than the copy."""
-    if into is None:
-        return uc.context_save()
-    err = _context_save(uc._uch, into.context)
-    if err:
-        raise UcError(err)
-    return into
 
 
 def remove_cache(uc, begin: int, end: int) -> None:

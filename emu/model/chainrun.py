@@ -19,7 +19,8 @@ import unicorn.x86_const as X
 from unicorn.unicorn_py3.unicorn import uclib as _uclib
 
 from ..core import dump, memmap
-from ..engine.callchain import CallChain, address_of, runner, xor_words_address
+from ..engine.callchain import CallChain, runner, xor_words_address
+from ..engine.capi import address_of
 
 #: what a chained run does after the run: read the PC; dump the registers; a sweep point's dump, context
 #: save and clobber table
@@ -73,7 +74,7 @@ class ChainedRunsMixin:
             self.prepare_chained_runs()
             buf, off = self._host_slot(memmap.CLOBBER_TABLE, dump.SIZE)
             table = ctypes.addressof(ctypes.c_char.from_buffer(buf)) + off
-            calls.append((save, [h, ctypes.cast(self.point_context.context, ctypes.c_void_p).value]))
+            calls.append((save, [h, address_of(self.point_context.context)]))
             calls.append((xor_words_address(), [table, ctypes.addressof(self._dump_buf),
                                                 ctypes.addressof(self._clobber_mask), dump.SIZE // 8]))
         chain = CallChain(calls)

@@ -22,6 +22,7 @@ import unicorn.x86_const as X
 from unicorn.unicorn_py3.unicorn import uclib as _uclib
 
 from ..core import dump, memmap, regs
+from ..engine.capi import save_context, unconverted
 from ..engine.pagetable import PageTable
 from . import rtcode
 from .chainrun import ChainedRunsMixin
@@ -31,17 +32,9 @@ from .hostmem import HostMemoryMixin
 from ..core.program import Program
 from ..core.structref import StructRef
 
-def _unconverted(fn):
-    """`fn` (a uclib function) called with no per-argument conversion: ctypes' argtypes path looks up
-    and calls `from_param` for every argument, which costs more than the call itself (uc_reg_write
-    0.84 -> 0.35 µs, uc_emu_start 1.2 -> 0.6 µs measured, issue #11). Callers pass ctypes objects
-    for every 64-bit or pointer argument; a plain Python int goes as a C int."""
-    return ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(fn, ctypes.c_void_p).value)
-
-
-_emu_start = _unconverted(_uclib.uc_emu_start)
-_reg_read, _reg_write = _unconverted(_uclib.uc_reg_read), _unconverted(_uclib.uc_reg_write)
-_reg_read_batch, _context_save = _unconverted(_uclib.uc_reg_read_batch), _unconverted(_uclib.uc_context_save)
+_emu_start = unconverted(_uclib.uc_emu_start)
+_reg_read, _reg_write = unconverted(_uclib.uc_reg_read), unconverted(_uclib.uc_reg_write)
+_reg_read_batch = unconverted(_uclib.uc_reg_read_batch)
 _ZERO64 = ctypes.c_uint64(0)
 _PORTABLE_EXTRA = ("FS_BASE", "GS_BASE", "MXCSR", "FPCW", "FPSW")
 
@@ -168,12 +161,7 @@ class Machine(HostMemoryMixin, HooksMixin, ChainedRunsMixin, FaultMixin):
     def save_context(self, into=None):
         """Return the CPU context; with `into` (an earlier context), overwrite that one instead of
         allocating (the sweep keeps one per run)."""
-        if into is None:
-            return self.uc.context_save()
-        st = _context_save(self._h, into.context)
-        if st:
-            raise unicorn.UcError(st)
-        return into
+        return save_context(self.uc, into)
 
     def restore_context(self, ctx) -> None:
         self.uc.context_restore(ctx)
