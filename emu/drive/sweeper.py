@@ -433,10 +433,8 @@ class Sweeper:
         for k in points:
             if k > pos:
                 try:
-                    if resume is None:
-                        _, before = m.run_dump(m.pc, k - pos, None, True)
-                    else:
-                        _, before = m.run_dump(resume[0], k - pos, resume[1], True)
+                    start, rsp = resume or (m.pc, None)
+                    _, before = m.run_dump(start, k - pos, rsp, point=True)
                     clobbered = True
                 except Fault as f:
                     violations.append(_fault_violation(all_prog, k, f, "the goroutine faulted after earlier injections"))
