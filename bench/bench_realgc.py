@@ -76,6 +76,7 @@ def where(sw) -> collections.Counter:
     if not snapshot.restorable(sw.p, sw.snap):
         sw._boot()                         # as the chain would: the hook must be on the process that runs
     h = sw.p.uc.hook_add(UC_HOOK_BLOCK, blk)
+    sw.p.uc.ctl_flush_tb()                 # blocks translated before the hook would not call it
     sw.chain(range(0, 1), {})
     sw.p.uc.hook_del(h)
     groups: collections.Counter = collections.Counter()

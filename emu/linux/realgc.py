@@ -157,7 +157,8 @@ class RealGC:
             fmt += f"{off - pos}x" + {1: "B", 2: "H", 4: "I", 8: "Q"}[size]
             pos = off + size
         self._span_fmt = (tuple(n for n, _ in fields), struct.Struct(fmt), pos)
-        self._span_keys = tuple(self._span_fmt[0].index(n) for n in ("state", "elemsize", "startAddr"))
+        self._span_keys = tuple(self._span_fmt[0].index(n) for n in ("elemsize", "startAddr", "nelems", "allocBits",
+                                                                       "freeindex", "spanclass", "largeType"))
         self._state_at, size = self.L["span"]["state"]  # mSpanStateBox's uint8 (mheap.go), tested before the unpack
         assert size == 1, f"runtime.mspan.state is {size} bytes in this binary's DWARF, not 1"
         self.cycle: _Cycle | None = None
@@ -197,24 +198,25 @@ class RealGC:
         return dict(zip(names, st.unpack(self.p.read(sp, size))))
 
     def _allocated(self, s: dict) -> int:
-        """Bit i set: slot i of span s is allocated (i < freeindex, or its allocBits bit)."""
+        """Bit i set: slot i of span s is allocated (i < freeindex, or its allocBits bit; heap computes the
+        same for every span at once)."""
         n = s["nelems"]
         bits = int.from_bytes(self.p.read(s["allocBits"], (n + 7) // 8), "little") if n else 0
         return (bits | ((1 << s["freeindex"]) - 1)) & ((1 << n) - 1)
 
     def heap(self) -> dict[int, tuple]:
-        """Every in-use span: start address -> (elemsize, nelems, allocated slots, span, largeType).
+        """Every in-use span: start address -> (elemsize, nelems, allocated slots, span, spanclass, largeType).
 
         Read twice at every --gc point, over every span the heap ever had: the mspans come from one fixalloc
         (runtime/mheap.go spanalloc), so they lie a few dozen to a page, and each page is read once."""
         off, _ = self.L["mheap"]["allspans"]
-        arr, n = (int.from_bytes(b, "little") for b in (self.p.read(self.mheap + off, 8),
-                                                        self.p.read(self.mheap + off + 8, 8)))
-        names, st, size = self._span_fmt
-        _, i_elemsize, i_start = self._span_keys
+        arr, n = struct.unpack("<QQ", self.p.read(self.mheap + off, 16))
+        _, st, size = self._span_fmt
+        i_elemsize, i_start, i_nelems, i_bits, i_free, i_class, i_large = self._span_keys
         state_at = self._state_at
         out = {}
         windows: dict[int, bytes] = {}
+        bit_windows: dict[int, bytes] = {}
         for sp in struct.unpack(f"<{n}Q", self.p.read(arr, 8 * n)) if n else ():
             page = sp & ~0xFFF
             buf = windows.get(page)
@@ -226,11 +228,22 @@ class RealGC:
             if buf[sp - page + state_at] != M_SPAN_IN_USE:
                 continue                      # most spans: free, or the runtime's own (manual)
             v = st.unpack_from(buf, sp - page)
-            if not v[i_elemsize]:
+            es = v[i_elemsize]
+            if not es:
                 continue
-            sd = dict(zip(names, v))
-            out[v[i_start]] = (sd["elemsize"], sd["nelems"], self._allocated(sd), sp, sd["spanclass"],
-                               sd["largeType"])
+            ne, ab, fi = v[i_nelems], v[i_bits], v[i_free]
+            nb = (ne + 7) // 8
+            bpage = ab & ~0xFFF             # the gcBits arenas hold many spans' bitmaps: a page is read once
+            bbuf = bit_windows.get(bpage)
+            if bbuf is None or ab + nb > bpage + len(bbuf):
+                try:                        # 128 bytes: the bitmap of 1,024 slots, a small span's most
+                    bbuf = bit_windows[bpage] = self.p.read(bpage, 0x1000 + 128)
+                    if ab + nb > bpage + len(bbuf):
+                        raise UcError(UCC.UC_ERR_READ_UNMAPPED)
+                except UcError:             # the next page is not mapped, or a larger bitmap: this one alone
+                    bbuf, bpage = self.p.read(ab, nb), ab
+            bits = int.from_bytes(bbuf[ab - bpage:ab - bpage + nb], "little")
+            out[v[i_start]] = (es, ne, (bits | ((1 << fi) - 1)) & ((1 << ne) - 1), sp, v[i_class], v[i_large])
         return out
 
     def span_of(self, addr: int) -> int:
