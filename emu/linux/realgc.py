@@ -235,13 +235,13 @@ class RealGC:
             nb = (ne + 7) // 8
             bpage = ab & ~0xFFF             # the gcBits arenas hold many spans' bitmaps: a page is read once
             bbuf = bit_windows.get(bpage)
-            if bbuf is None or ab + nb > bpage + len(bbuf):
-                try:                        # 128 bytes: the bitmap of 1,024 slots, a small span's most
+            if bbuf is None and nb <= 128:  # 128 bytes: 1,024 slots, the most a span of small objects has
+                try:
                     bbuf = bit_windows[bpage] = self.p.read(bpage, 0x1000 + 128)
-                    if ab + nb > bpage + len(bbuf):
-                        raise UcError(UCC.UC_ERR_READ_UNMAPPED)
-                except UcError:             # the next page is not mapped, or a larger bitmap: this one alone
-                    bbuf, bpage = self.p.read(ab, nb), ab
+                except UcError:             # the next page is not mapped
+                    pass
+            if bbuf is None or nb > 128:    # that, or a larger bitmap: this one alone
+                bbuf, bpage = self.p.read(ab, nb), ab
             bits = int.from_bytes(bbuf[ab - bpage:ab - bpage + nb], "little")
             out[v[i_start]] = (es, ne, (bits | ((1 << fi) - 1)) & ((1 << ne) - 1), sp, v[i_class], v[i_large])
         return out
