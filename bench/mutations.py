@@ -86,6 +86,12 @@ MUTATIONS = {
     "snapshot-keeps-a-remapped-region": ("emu/linux/snapshot.py",
                                          "        if r in want and want[r] == _host_of(now_layout, r[0], r[1]):",
                                          "        if r in want:", ["tests/test_linux_parts.py"]),
+    # the real heap's allocated slots: allocBits as of the last sweep, and every slot below freeindex since
+    "realgc-heap-ignores-freeindex": ("emu/linux/realgc.py", "(es, ne, (bits | ((1 << fi) - 1)) & ((1 << ne) - 1),",
+                                      "(es, ne, bits & ((1 << ne) - 1),", ["tests/test_gexplain.py"]),
+    "realgc-heap-bitmap-off-by-one": ("emu/linux/realgc.py", 'bits = int.from_bytes(bbuf[ab - bpage:ab - bpage + nb], "little")',
+                                      'bits = int.from_bytes(bbuf[ab - bpage + 1:ab - bpage + 1 + nb], "little")',
+                                      ["tests/test_realgc.py"]),
     "native-clobber-half-the-record": ("emu/model/chainrun.py", "dump.SIZE // 8])", "dump.SIZE // 16])",
                                        ["tests/test_chainrun.py"]),
     # the heap watch is on only while the heap holds objects: it must still come on at the first allocation
