@@ -137,6 +137,12 @@ class _Cycle:
     forcegc_parked: bool = False      # forcegchelper was seen parked since the cycle was made due
 
 
+def allocated_slots(alloc_bits: int, freeindex: int, nelems: int) -> int:
+    """Bit i set: slot i of a span is allocated, as mspan.isFree answers (mbitmap.go:1174): i < freeindex,
+    or its allocBits bit (allocations since the last sweep advance freeindex, not allocBits)."""
+    return (alloc_bits | ((1 << freeindex) - 1)) & ((1 << nelems) - 1)
+
+
 class RealGC:
     """Runs the binary's GC at injections of goroutine `g` and watches what it freed (see the module doc)."""
 
@@ -198,52 +204,53 @@ class RealGC:
         return dict(zip(names, st.unpack(self.p.read(sp, size))))
 
     def _allocated(self, s: dict) -> int:
-        """Bit i set: slot i of span s is allocated (i < freeindex, or its allocBits bit; heap computes the
-        same for every span at once)."""
+        """Bit i set: slot i of span s is allocated (heap computes the same for every span at once)."""
         n = s["nelems"]
         bits = int.from_bytes(self.p.read(s["allocBits"], (n + 7) // 8), "little") if n else 0
-        return (bits | ((1 << s["freeindex"]) - 1)) & ((1 << n) - 1)
+        return allocated_slots(bits, s["freeindex"], n)
+
+    def _windowed(self, windows: dict, addr: int, n: int, extra: int) -> tuple[bytes, int]:
+        """(buf, base): buf holds [addr, addr + n) at offset addr - base. Read as addr's page plus `extra`
+        bytes, once per page (kept in `windows`), when n <= extra; alone when it is larger, or when the
+        page's window cannot be read (the next page is not mapped)."""
+        page = addr & ~0xFFF
+        buf = windows.get(page)
+        if buf is None and n <= extra:
+            try:
+                buf = windows[page] = self.p.read(page, 0x1000 + extra)
+            except UcError:
+                pass
+        if buf is None or n > extra:
+            return self.p.read(addr, n), addr
+        return buf, page
 
     def heap(self) -> dict[int, tuple]:
         """Every in-use span: start address -> (elemsize, nelems, allocated slots, span, spanclass, largeType).
 
-        Read twice at every --gc point, over every span the heap ever had: the mspans come from one fixalloc
-        (runtime/mheap.go spanalloc), so they lie a few dozen to a page, and each page is read once."""
+        Read twice at every --gc point, over every span the heap ever had, through page windows: the mspans
+        come from one fixalloc (runtime/mheap.go spanalloc), so they lie a few dozen to a page, and the
+        gcBits arenas hold many spans' allocBits to a page."""
         off, _ = self.L["mheap"]["allspans"]
         arr, n = struct.unpack("<QQ", self.p.read(self.mheap + off, 16))
         _, st, size = self._span_fmt
         i_elemsize, i_start, i_nelems, i_bits, i_free, i_class, i_large = self._span_keys
         state_at = self._state_at
         out = {}
-        windows: dict[int, bytes] = {}
-        bit_windows: dict[int, bytes] = {}
+        spans: dict[int, bytes] = {}
+        bitmaps: dict[int, bytes] = {}
         for sp in struct.unpack(f"<{n}Q", self.p.read(arr, 8 * n)) if n else ():
-            page = sp & ~0xFFF
-            buf = windows.get(page)
-            if buf is None:
-                try:                          # the page and what a span starting at its end needs
-                    buf = windows[page] = self.p.read(page, 0x1000 + size)
-                except UcError:               # the next page is not mapped: this span alone
-                    buf, page = self.p.read(sp, size), sp
-            if buf[sp - page + state_at] != M_SPAN_IN_USE:
+            buf, base = self._windowed(spans, sp, size, size)
+            if buf[sp - base + state_at] != M_SPAN_IN_USE:
                 continue                      # most spans: free, or the runtime's own (manual)
-            v = st.unpack_from(buf, sp - page)
+            v = st.unpack_from(buf, sp - base)
             es = v[i_elemsize]
             if not es:
                 continue
-            ne, ab, fi = v[i_nelems], v[i_bits], v[i_free]
+            ne, ab = v[i_nelems], v[i_bits]
             nb = (ne + 7) // 8
-            bpage = ab & ~0xFFF             # the gcBits arenas hold many spans' bitmaps: a page is read once
-            bbuf = bit_windows.get(bpage)
-            if bbuf is None and nb <= 128:  # 128 bytes: 1,024 slots, the most a span of small objects has
-                try:
-                    bbuf = bit_windows[bpage] = self.p.read(bpage, 0x1000 + 128)
-                except UcError:             # the next page is not mapped
-                    pass
-            if bbuf is None or nb > 128:    # that, or a larger bitmap: this one alone
-                bbuf, bpage = self.p.read(ab, nb), ab
-            bits = int.from_bytes(bbuf[ab - bpage:ab - bpage + nb], "little")
-            out[v[i_start]] = (es, ne, (bits | ((1 << fi) - 1)) & ((1 << ne) - 1), sp, v[i_class], v[i_large])
+            buf, base = self._windowed(bitmaps, ab, nb, 128)    # 128 bytes: 1,024 slots, a small-object span's most
+            bits = int.from_bytes(buf[ab - base:ab - base + nb], "little")
+            out[v[i_start]] = (es, ne, allocated_slots(bits, v[i_free], ne), sp, v[i_class], v[i_large])
         return out
 
     def span_of(self, addr: int) -> int:
