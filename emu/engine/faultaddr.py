@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import capstone
 from capstone import x86_const as CX
-from unicorn import UcError
+from unicorn import UC_ERR_FETCH_PROT, UC_ERR_FETCH_UNMAPPED, UcError
 from unicorn import x86_const as X
 
 from ..core.memmap import PAGE
@@ -71,3 +71,11 @@ def fault_address(uc, page: int) -> int:
         if a < page + PAGE and a + n > page:
             return max(a, page)
     return page
+
+
+def failed_address(uc, errno: int, last_fill: int) -> int:
+    """The address of the access the engine's error `errno` (a UC_ERR_*) reports failed: where RIP stands
+    for an instruction fetch, else fault_address's for a data access (`last_fill`: pagetable.last_fill)."""
+    if errno in (UC_ERR_FETCH_UNMAPPED, UC_ERR_FETCH_PROT):
+        return uc.reg_read(X.UC_X86_REG_RIP)
+    return fault_address(uc, last_fill)

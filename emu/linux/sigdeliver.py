@@ -19,7 +19,7 @@ from unicorn import x86_const as X
 
 from ..core.errors import GuestFault
 from .regbatch import read_reg
-from ..engine.faultaddr import fault_address
+from ..engine.faultaddr import failed_address
 from .sigframe import (PF_INSTR, PF_PROT, PF_USER, PF_WRITE, SEGV_ACCERR, SEGV_MAPERR, X86_TRAP_PF, SigInfo,
                        restore_rt_frame, setup_rt_frame)
 from .sys_signal import UNBLOCKABLE
@@ -123,17 +123,17 @@ class SignalDelivery:
         """An access to an unmapped page, or an instruction fetch from a page mapped without PROT_EXEC, becomes
         a synchronous SIGSEGV for the thread, as the kernel's page fault handler does (arch/x86/mm/fault.c:
         force_sig_fault with SEGV_MAPERR, SEGV_ACCERR for a fetch from a present NX page): True if one was
-        raised. The data access's address is faultaddr.py's; a fetch's is where RIP stands."""
-        pc = read_reg(self.uc, X.UC_X86_REG_RIP)
-        if e.errno == UCC.UC_ERR_FETCH_PROT:   # the page is there; the fetch's address is where RIP stands
-            code, addr, err = SEGV_ACCERR, pc, PF_PROT | PF_INSTR
+        raised. The address is faultaddr.py's (a fetch's is where RIP stands)."""
+        if e.errno == UCC.UC_ERR_FETCH_PROT:   # the page is there, but not executable
+            code, err = SEGV_ACCERR, PF_PROT | PF_INSTR
         elif e.errno == UCC.UC_ERR_FETCH_UNMAPPED:
-            code, addr, err = SEGV_MAPERR, pc, PF_INSTR
+            code, err = SEGV_MAPERR, PF_INSTR
         elif e.errno in (UCC.UC_ERR_READ_UNMAPPED, UCC.UC_ERR_WRITE_UNMAPPED):
-            code, addr = SEGV_MAPERR, fault_address(self.uc, self.mem.pages.last_fill())
-            err = PF_WRITE if e.errno == UCC.UC_ERR_WRITE_UNMAPPED else 0
+            code, err = SEGV_MAPERR, PF_WRITE if e.errno == UCC.UC_ERR_WRITE_UNMAPPED else 0
         else:
             return False
+        pc = read_reg(self.uc, X.UC_X86_REG_RIP)
+        addr = failed_address(self.uc, e.errno, self.mem.pages.last_fill())
         if 11 in t.pending:                    # a SIGSEGV (a tgkill, blocked) is already pending: the fault's
             if t.pending[11].forced:           # own is not queued twice, but the pending one is forced, and
                 return False                   # kills. (Forced already: it was not taken; fail, do not loop.)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import unicorn
 
 from ..core import memmap
-from ..engine.faultaddr import fault_address
+from ..engine.faultaddr import failed_address
 
 #: x86 exception vectors a guest instruction can raise
 _EXCEPTIONS = {0: "divide error (#DE: division by zero or quotient overflow)", 3: "breakpoint (INT3)",
@@ -61,9 +61,7 @@ class FaultMixin:
                 unicorn.UC_ERR_FETCH_PROT: "executing non-code memory at"}.get(e.errno)
         if kind is None:
             return None
-        if e.errno in (unicorn.UC_ERR_FETCH_UNMAPPED, unicorn.UC_ERR_FETCH_PROT):
-            return kind, self.pc
-        return kind, fault_address(self.uc, self.pages.last_fill())
+        return kind, failed_address(self.uc, e.errno, self.pages.last_fill())
 
     def _fault_in_hook(self, e: GuestFaultInHook) -> Fault:
         """The Fault for an exception a hook raised: at the current PC."""
