@@ -31,6 +31,7 @@ get preemptone's request, withdrawn when declined.
 """
 from __future__ import annotations
 
+import random
 from collections import Counter
 from dataclasses import dataclass
 
@@ -80,11 +81,13 @@ def _short(v) -> str:
 
 @dataclass
 class Reference:
-    """The uninterrupted run from the snapshot: F's boundaries and effects, and how the program ended."""
+    """The uninterrupted run from the snapshot: F's boundaries and effects, and how the program ended; with
+    `unstable`, what differed between it and the other uninterrupted runs (references.py)."""
     boundaries: int
     results: dict
     globals: dict
     ending: Ending
+    unstable: object = None             # references.Unstable, once the other references ran
 
 
 class RealSweep(RequestMixin):
@@ -98,6 +101,7 @@ class RealSweep(RequestMixin):
         self.regs = regs or {}
         self._source_path, self._stub_code, self._gc = source_path, stub_code, gc
         self.rebuilt = 0                    # processes built again because their snapshot could not be restored
+        self._rng_layout = None             # rngstate.Layout, read when a reseeded reference first needs it
         self._boot()
 
     def _boot(self) -> None:
@@ -229,8 +233,15 @@ class RealSweep(RequestMixin):
         self._disarm(clock)
         return Ending.of(self.p)
 
-    def reference(self, budget: int) -> Reference:
+    def reference(self, budget: int, reseed: int | None = None) -> Reference:
+        """The uninterrupted run from the snapshot; with `reseed`, the runtime's random state is drawn again
+        from that seed first (rngstate.reseed: another legitimate run, references.py)."""
         clock = self._arm()
+        if reseed is not None:
+            from ..linux import rngstate
+            if self._rng_layout is None:
+                self._rng_layout = rngstate.layout(self.image.path)
+            rngstate.reseed(self.p, self._rng_layout, random.Random(reseed))
         clock.stop_at = budget
         self.p.run_until(lambda: self.returned is not None or clock.ready is not None)
         if self.returned is None:

@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
+from . import references
 from . import sweeper as S
 from ..core.errors import EmuError
 from ..check.verify import Violation
@@ -164,15 +165,22 @@ class RealSweepResult:
     shards: int = 1
     entry: str = field(default="")    # = func (the name reports of every sweep use)
     gc: dict | None = None            # with --gc: the runtime's cycles (realsweep.gc_stats, summed over shards)
+    nondeterministic: dict | None = None   # what differed between uninterrupted runs (references.Unstable.describe)
 
     @property
     def ok(self) -> bool:
         return self.violation_count == 0
 
 
+def _global_name(eff, key) -> str:
+    return key if isinstance(key, str) else (eff.symbol_of(key) or f"{key:#x}")
+
+
 def _finals(sw: RealSweep, ref: Reference, ending: Ending, last) -> list[Violation]:
-    """The chain's F-return and exit checks against the reference."""
+    """The chain's F-return and exit checks against the reference, at the keys the references agreed on
+    (references.py)."""
     out = []
+    u = ref.unstable or references.Unstable()
     k, pc = (last.boundary, last.pc) if last else (0, sw.entry)
     if sw.returned is None:
         return [sw.make_violation("final-state", "control flow", f"{sw.func} returns", "it never returned", k, pc,
@@ -180,18 +188,18 @@ def _finals(sw: RealSweep, ref: Reference, ending: Ending, last) -> list[Violati
     _, results, globs = sw.returned
     for name in sorted(set(results) | set(ref.results)):
         a, b = ref.results.get(name, "-"), results.get(name, "-")
-        if a != b:
+        if a != b and name not in u.results:
             out.append(sw.make_violation("final-state", f"result {name}", a, b, k, pc,
                                          f"{sw.func}'s result differs from the uninterrupted run"))
     eff = sw.effects
-    for addr in sorted(set(globs) | set(ref.globals)):
+    for addr in sorted(set(globs) | set(ref.globals), key=str):
         a = ref.globals.get(addr) or eff.start_token(addr)
         b = globs.get(addr) or eff.start_token(addr)
-        if a != b:
-            out.append(sw.make_violation("final-state", eff.symbol_of(addr) or f"{addr:#x}", a, b, k, pc,
+        if a != b and addr not in u.globals:
+            out.append(sw.make_violation("final-state", _global_name(eff, addr), a, b, k, pc,
                                          f"a global {sw.func} changed differs from the uninterrupted run"))
             break
-    for what, a, b in ref.ending.diff(ending):
+    for what, a, b in references.ending_diff(ref, ending):
         out.append(sw.make_violation("final-state", f"program {what}", a, b, k, pc,
                                      "after the injections, the program ended otherwise than uninterrupted"))
     return out
@@ -270,6 +278,9 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
     """Sweep F at every boundary (capped by max_points) in its real program; see the module docstring."""
     t0, c0 = time.perf_counter(), time.process_time()
     ref = sw.reference(budget)
+    ref.unstable = references.Unstable()
+    for i in range(1, references.REFERENCES):
+        references.add_run(ref.unstable, ref, sw.reference(budget, references.reseed_seed(spec.seed, i)))
     points = list(S.select_points(ref.boundaries, max_points))
     opts = S.ChainOptions(spec.seed, max_violations=max_violations)
     if spec.gc:
@@ -307,24 +318,48 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
         other += (r.extra or {}).get("other_preemptions", 0)
         for pc, ps in r.per_pc.items():
             per_pc.setdefault(int(pc), Counter()).update(ps.verdicts)
-    checks = []
+    ends = []
     for k in spread(points, to_exit):
         pt, end = sw.single(k)
-        d = ref.ending.diff(end)
-        checks.append((k, not d, "; ".join(f"{w}: {a} -> {b}" for w, a, b in d)))
-        for what, a, b in d:
+        ends.append((k, end))
+        for what, a, b in references.ending_diff(ref, end):
             log.append(sw.make_violation("final-state", f"program {what}", a, b, k, pt.pc if pt else sw.entry,
                                          "one injection at this boundary, then on to the exit: the program "
                                          "ended otherwise than uninterrupted"))
         if sw.gc is not None:
             log.extend(gc_violations(sw))
+    confirm(sw, ref, budget, spec.seed, log)
+    checks = []
+    for k, end in ends:
+        d = references.ending_diff(ref, end)
+        checks.append((k, not d, "; ".join(f"{w}: {a} -> {b}" for w, a, b in d)))
     tried = sum(r.points for r in results) if spec.gc else len(points)
     if gc is not None:
         gc["step"] = step
     return RealSweepResult(source, sw.func, sw.call, "entered" if sw.regs else "called", sw.stub, spec.seed,
                            ref.boundaries, tried, injected, refused, log.kept, log.count, log.groups,
                            time.perf_counter() - t0, time.process_time() - c0, per_pc, ref.ending, ref.results,
-                           reached, checks, other, sw.p.oracle_note, len(plan), sw.func, gc)
+                           reached, checks, other, sw.p.oracle_note, len(plan), sw.func, gc,
+                           ref.unstable.describe(lambda g: _global_name(sw.effects, g)))
+
+
+def confirm(sw: RealSweep, ref: Reference, budget: int, seed: int, log: S.ViolationLog) -> None:
+    """A chain differed at a key the references agreed on: run up to references.CONFIRM more reseeded
+    references, and drop the final-state violations at keys any of them found unstable too."""
+    u = ref.unstable
+    keys = {references.key_of(what) for kind, what in log.groups if kind == "final-state"} - {None}
+    if not keys:
+        return
+
+    def names():
+        return {_global_name(sw.effects, g) for g in u.globals}
+    for i in range(references.REFERENCES, references.REFERENCES + references.CONFIRM):
+        references.add_run(u, ref, sw.reference(budget, references.reseed_seed(seed, i)))
+        if all(references.is_unstable(u, k, names()) for k in keys):
+            break
+    gone = names()
+    log.drop(lambda v: v.kind == "final-state" and (k := references.key_of(v.what)) is not None
+             and references.is_unstable(u, k, gone))
 
 
 def default_argv(path: str) -> list[str]:

@@ -610,6 +610,12 @@ class Sweeper:
         return points[hi - 1]
 
 
+class _Probe:
+    """A violation group's (kind, what), asked as a violation is (ViolationLog.drop)."""
+    def __init__(self, kind: str, what: str):
+        self.kind, self.what = kind, what
+
+
 class ViolationLog:
     """Violations of a run: the first `keep` in full, every one counted by (kind, what), so memory
     stays bounded however many points fail."""
@@ -629,6 +635,13 @@ class ViolationLog:
 
     def __bool__(self) -> bool:
         return self.count > 0
+
+    def drop(self, gone) -> None:
+        """Take back every violation v with gone(v) (the groups go whole: a group is one kind and subject)."""
+        groups = {key for key in self.groups if gone(_Probe(*key))}
+        for key in groups:
+            self.count -= self.groups.pop(key)
+        self.kept = [v for v in self.kept if (v.kind, v.what) not in groups]
 
     def merge(self, other: "ViolationLog") -> None:
         self.count += other.count

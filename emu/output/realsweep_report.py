@@ -57,7 +57,8 @@ class RealSweepReport:
             other_preemptions=r.other_preemptions, shards=r.shards,
             points=[{"pc": f"{pc:#x}", "verdicts": dict(c)} for pc, c in sorted(r.per_pc.items())],
             cpu_seconds=round(r.cpu, 3), us_per_point=round(1e6 * r.cpu / max(1, r.points), 1),
-            oracle=r.oracle_note or "on", **({"gc": r.gc} if r.gc is not None else {}), ok=r.ok)
+            oracle=r.oracle_note or "on", **({"gc": r.gc} if r.gc is not None else {}),
+            nondeterministic=r.nondeterministic, ok=r.ok)
 
     def render(self, table: bool = False) -> str:
         r = self.result
@@ -100,6 +101,7 @@ class RealSweepReport:
         ok_exits = sum(1 for _, ok, _ in r.to_exit if ok)
         L.append(f"  to-exit runs       {ok_exits:>3} of {len(r.to_exit)}   one injection (at boundary "
                  + ", ".join(str(k) for k, _, _ in r.to_exit) + "), then on to the exit: same output and status")
+        L += nondeterministic_lines(r.nondeterministic)
         if table:
             L.append("")
             L.append(f"  {'pc':<10} {'where':<48} verdicts")
@@ -112,6 +114,22 @@ class RealSweepReport:
 
     def summary(self) -> str:
         return "\n".join(verdict(self.result)) + "\n"
+
+
+def nondeterministic_lines(nd: dict | None) -> list[str]:
+    """What differed between the uninterrupted runs (references.py), when anything did: not compared."""
+    if not nd:
+        return []
+    outs = [f"{w} line(s) {', '.join(str(i + 1) for i in ix[:6])}{' ...' if len(ix) > 6 else ''}"
+            if ix != "all" else f"all of {w}" for w, ix in nd["output"].items()]
+    keys = [f"result {k}" for k in nd["results"]] + list(nd["globals"]) + outs + (
+        ["the exit status"] if nd["exit_code"] else [])
+    if not keys:
+        return []
+    shown = ", ".join(keys[:6]) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
+    return [f"  nondeterministic   {len(keys):>9,}   differ between {nd['references']} uninterrupted runs with the "
+            "runtime's random state drawn anew, so not compared:",
+            f"                                 {shown}"]
 
 
 def gc_lines(r) -> list[str]:

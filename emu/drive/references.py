@@ -1,0 +1,145 @@
+"""What may differ between two legitimate, uninterrupted runs: the references of a real-program sweep.
+
+A preempted goroutine may resume on another M, whose random generators (rngstate.py: `rand()`,
+`cheaprand`, map seeds, `maphash`, `sync.Map`'s seed, `math/rand`) give other numbers than the M it left,
+exactly as a native run may. A word that depends on them differs from one uninterrupted run to the next, so
+a difference there is no violation. The rule:
+
+- From the snapshot at F's call, REFERENCES runs go on uninterrupted: the primary (the process as it is) and
+  others whose runtime randomness was drawn again (rngstate.reseed, each with its own seed derived from
+  --seed). Every key (a result path, a global path, the exit status, an output line) whose value is not the
+  same in all of them is *unstable*: not compared, listed in the report.
+- A swept run differs at a key only if its value differs from the primary's at a stable key.
+- When a chain differs at a stable key, up to CONFIRM more reseeded references run (in the coordinator) and the
+  key is dropped if any of them differs there too: a difference that appears in no reseeded run is a violation
+  (keys of few values, e.g. which of two map keys iteration meets first, are caught by these extra runs).
+- Output is compared line by line when every reference printed as many lines; otherwise the whole stream is
+  unstable.
+
+Left out: values that depend on elapsed virtual time inside F (a preempted run is later by the scheduler's
+instructions; the references all run at the same speed) and on the AES hash keys fixed at start-up
+(rngstate.py says why).
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+#: uninterrupted runs from the snapshot: the primary and REFERENCES - 1 reseeded ones
+REFERENCES = 3
+#: reseeded runs more, when a chain differs at a key the references agreed on
+CONFIRM = 6
+#: how keys name the ending (Violation.what of the final-state checks)
+EXIT, STDOUT, STDERR = "program exit_code", "program stdout", "program stderr"
+
+
+@dataclass
+class Unstable:
+    """Keys whose value differs between uninterrupted runs."""
+    results: set = field(default_factory=set)
+    globals: set = field(default_factory=set)
+    lines: dict = field(default_factory=dict)        # "stdout"/"stderr" -> set of line indices, or None: whole
+    exit_code: bool = False
+    references: int = 1                              # uninterrupted runs compared
+
+    def stream_unstable(self, what: str) -> bool:
+        return what in self.lines and self.lines[what] is None
+
+    def describe(self, symbol=lambda k: k) -> dict:
+        """JSON-ready: what was found unstable and how many runs showed it."""
+        return {"references": self.references, "results": sorted(self.results),
+                "globals": sorted(symbol(k) for k in self.globals),
+                "output": {w: ("all" if ix is None else sorted(ix)) for w, ix in sorted(self.lines.items())},
+                "exit_code": self.exit_code}
+
+    @property
+    def count(self) -> int:
+        return (len(self.results) + len(self.globals) + int(self.exit_code)
+                + sum(1 if ix is None else len(ix) for ix in self.lines.values()))
+
+
+def reseed_seed(seed: int, i: int) -> int:
+    """The seed of the i-th reseeded reference (i >= 1) of a sweep with --seed `seed`."""
+    return random.Random(f"preemu-reference-{seed}-{i}").getrandbits(64)
+
+
+def _lines(b: bytes) -> list[bytes]:
+    return b.split(b"\n")
+
+
+def add_run(u: Unstable, primary, other) -> None:
+    """Widen u by the keys where reference `other` differs from `primary` (gsweep.Reference)."""
+    u.references += 1
+    for k in set(primary.results) | set(other.results):
+        if primary.results.get(k) != other.results.get(k):
+            u.results.add(k)
+    for k in set(primary.globals) | set(other.globals):
+        if primary.globals.get(k) != other.globals.get(k):
+            u.globals.add(k)
+    a, b = primary.ending, other.ending
+    if a.exit_code != b.exit_code:
+        u.exit_code = True
+    for what in ("stdout", "stderr"):
+        la, lb = _lines(getattr(a, what)), _lines(getattr(b, what))
+        if la == lb:
+            continue
+        if len(la) != len(lb) or u.stream_unstable(what):
+            u.lines[what] = None
+            continue
+        u.lines.setdefault(what, set()).update(i for i, (x, y) in enumerate(zip(la, lb)) if x != y)
+
+
+def ending_diff(ref, ending) -> list[tuple[str, str, str]]:
+    """(what, expected, actual) where `ending` differs from the primary reference's at a stable key: `what` is
+    `exit_code`, `stdout line N` (1-based; the streams have as many lines) or `stdout` / `stderr` (they do
+    not)."""
+    from .gsweep import _short
+    u: Unstable = ref.unstable or Unstable()
+    out = []
+    a, b = ref.ending, ending
+    if a.exit_code != b.exit_code and not u.exit_code:
+        out.append(("exit_code", _short(a.exit_code), _short(b.exit_code)))
+    for what in ("stdout", "stderr"):
+        xa, xb = getattr(a, what), getattr(b, what)
+        if xa == xb or u.stream_unstable(what):
+            continue
+        la, lb = _lines(xa), _lines(xb)
+        if len(la) != len(lb):
+            out.append((what, _short(xa), _short(xb)))
+            continue
+        skip = u.lines.get(what, set())
+        for i, (x, y) in enumerate(zip(la, lb)):
+            if x != y and i not in skip:
+                out.append((f"{what} line {i + 1}", _short(x), _short(y)))
+    return out
+
+
+def key_of(what: str) -> tuple[str, object] | None:
+    """The key a final-state violation's `what` names: ("result", name), ("global", path), ("exit_code",),
+    ("stdout", line index or None), or None (control flow: not a value)."""
+    if what.startswith("result "):
+        return ("result", what[len("result "):])
+    if what.startswith("program "):
+        rest = what[len("program "):]
+        if rest == "exit_code":
+            return ("exit_code", None)
+        stream, _, line = rest.partition(" line ")
+        return (stream, int(line) - 1 if line else None)
+    if what == "control flow":
+        return None
+    return ("global", what)
+
+
+def is_unstable(u: Unstable, key, global_names=None) -> bool:
+    """Whether the references found `key` (key_of's form) unstable; `global_names`: u.globals as the names
+    violations give them, when its keys are addresses."""
+    kind, k = key
+    if kind == "result":
+        return k in u.results
+    if kind == "global":
+        return k in (u.globals if global_names is None else global_names)
+    if kind == "exit_code":
+        return u.exit_code
+    if u.stream_unstable(kind):
+        return True
+    return k is not None and k in u.lines.get(kind, set())
