@@ -516,7 +516,8 @@ def _parallel(sp) -> None:
 def _common(sp) -> None:
     _parallel(sp)
     sp.add_argument("--max-points", type=int, default=None, metavar="N",
-                    help="inject at no more than N boundaries (default: 100000)")
+                    help="inject at no more than N boundaries (default: 100000); with --gc on Go input, inject "
+                         "at every (boundaries/N)-th boundary of the swept run, which the cycles lengthen")
     sp.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     sp.add_argument("--table", action="store_true", help="print the per-PC verdict table")
     _ci_outputs(sp)

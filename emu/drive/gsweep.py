@@ -127,9 +127,8 @@ class RealSweep(RequestMixin):
         for name in (func, f"main.{func}", f"{func}.abi0", f"main.{func}.abi0"):
             if name in syms and syms[name][1] > 0:
                 return name, syms[name][0]
-        near = sorted(n for n in syms if n.endswith("." + func) or n == func)[:5]
         raise EmuError(f"--func {func!r}: no such function in the program"
-                       + (f" (did you mean {', '.join(near)}?)" if near else ""))
+                       + (f" (did you mean {', '.join(near)}?)" if (near := similar(syms, func)) else ""))
 
     def _load_stub(self, name: str, code: bytes) -> None:
         at = self.p.watch.async_preempt
@@ -151,11 +150,12 @@ class RealSweep(RequestMixin):
         def on_entry(uc, addr, size, _):
             if hits or p.counter.stopping(addr):
                 return
-            if not self.regs and not self._count_call():
+            if not self.regs and not (self._runtime_ready() and self._count_call()):
                 return
             hits.append(p.cur)
             p.counter.stop_here(False)          # stopped before it runs: not executed
-        self._calls = 0
+        self._calls = self.early_calls = 0
+        self._ready = False
         h = p.uc.hook_add(UC_HOOK_CODE, on_entry, None, at, at)
         p.run_until(lambda: bool(hits))
         p.uc.hook_del(h)
@@ -165,9 +165,11 @@ class RealSweep(RequestMixin):
                    f"{ended.exit_code})" if p.error is None else f"the program stopped: {p.error}")
             if self.regs:
                 raise EmuError(f"main.main was never called, so {self.func} could not be entered: {how}")
+            early = (f" ({self.early_calls:,} more call(s) during the runtime's start-up or on a system stack, where "
+                     "the runtime never preempts, are not counted)" if self.early_calls else "")
             if self._calls:
-                raise EmuError(f"{self.func} was called {self._calls} time(s), not {self.call}: {how}")
-            raise EmuError(f"{self.func} was never called: {how}")
+                raise EmuError(f"{self.func} was called {self._calls} time(s), not {self.call}{early}: {how}")
+            raise EmuError(f"{self.func} was never called{early or ' '}: {how}".replace("  :", ":").replace(" :", ":"))
         t = hits[0]
         t.ctx = p.uc.context_save()
         if self.regs:
@@ -187,6 +189,32 @@ class RealSweep(RequestMixin):
         self.effects = Effects(p, self.func, self.prog.binary if self.prog is not None else None, gc=self._gc)
         self.effects.mark_start()
         self.snap = snapshot.take(p)
+
+    def _runtime_ready(self) -> bool:
+        """Whether the runtime could preempt the calling goroutine asynchronously now: SIGURG's handler installed
+        (initsig, runtime/signal_unix.go:115, from mstart1 on m0, proc.go:1972), runtime.main started
+        (mainStarted, proc.go:175), and the caller a goroutine of its M, not its g0 or gsignal (the system
+        stacks, which the runtime never preempts: wantAsyncPreempt wants gp == mp.curg, preempt.go). Calls of F
+        that fail this (runtime.memmove and mallocgc are called during start-up and on g0) are not counted by
+        --call."""
+        p = self.p
+        if not self._ready:
+            if p.sigactions.get(SIGURG, (0,))[0] in (0, 1):       # SIG_DFL, SIG_IGN
+                return self._uncounted()
+            started = self.image.symbols.get("runtime.mainStarted")
+            if started is not None and p.read(started[0], 1) == b"\0":
+                return self._uncounted()
+            self._ready = True
+        g = p.read_u64(p.fs_base() - 8)
+        m = p.read_u64(g + p.structs.g["m"].offset) if g else 0
+        mt = p.structs.m
+        if not m or g in (p.read_u64(m + mt["g0"].offset), p.read_u64(m + mt["gsignal"].offset)):
+            return self._uncounted()
+        return True
+
+    def _uncounted(self) -> bool:
+        self.early_calls += 1
+        return False
 
     def _count_call(self) -> bool:
         self._calls += 1
@@ -300,6 +328,22 @@ class RealSweep(RequestMixin):
             if i is not None:
                 insn, where = i.text, i.where
         return Violation(kind, what, expected, actual, boundary, pc, insn, where, detail)
+
+
+def similar(syms: dict, func: str, most: int = 6) -> list[str]:
+    """Functions of the program a user naming `func` may mean: the same name in another package, a generic
+    function's instances (`main.Max[go.shape.int]`: the compiler's shape-stenciled copies) and the closures
+    inside it (`main.main.func1`, `main.run.gowrap1`)."""
+    base = [func] if "." in func else [func, f"main.{func}"]
+    out = set()
+    for n, (_, size) in syms.items():
+        if size <= 0 or n.endswith(".abi0"):
+            continue
+        stem = n.split("[", 1)[0]
+        if n.endswith("." + func) or any(stem == b or stem.startswith(b + ".func") or stem.startswith(b + ".gowrap")
+                                         for b in base):
+            out.add(n)
+    return sorted(out, key=lambda n: (len(n), n))[:most]
 
 
 class _Listener:

@@ -233,6 +233,7 @@ def run_shard(sw: RealSweep, ref: Reference, index: int, points, opts: S.ChainOp
     n = reached if sw.gc is not None else len(points)      # --gc: a chain over the swept run's own boundaries
     return S.ShardResult(index, n, injected, 0, refused, log, per_pc, time.process_time() - c0, None,
                          {"reached": reached, "other_preemptions": listener.other_injections,
+                          "swept_boundaries": sw.returned[0] if sw.returned is not None else None,
                           **({"gc": gc} if gc is not None else {})})
 
 
@@ -286,7 +287,9 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
     if spec.gc:
         # Each cycle changes what G runs next (the sweep flushes every mcache, so allocations refill), so G's
         # boundaries after the first cycle are not the reference's: one chain injects every `step`-th boundary
-        # of the swept run itself, until F returns.
+        # of the swept run itself, until F returns. max_points sets the step from the reference's boundaries;
+        # the cycles lengthen G's run (assists, sweeping, refills), so more points than max_points may be tried
+        # (the report says so: a cap would leave the end of F unswept).
         step = -(-ref.boundaries // max_points)
         plan, tasks = [(0, 1)], [(0, range(0, 1 << 62, step), None)]
     else:
@@ -336,6 +339,7 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
     tried = sum(r.points for r in results) if spec.gc else len(points)
     if gc is not None:
         gc["step"] = step
+        gc["swept_boundaries"] = (results[0].extra or {}).get("swept_boundaries") if results else None
     return RealSweepResult(source, sw.func, sw.call, "entered" if sw.regs else "called", sw.stub, spec.seed,
                            ref.boundaries, tried, injected, refused, log.kept, log.count, log.groups,
                            time.perf_counter() - t0, time.process_time() - c0, per_pc, ref.ending, ref.results,

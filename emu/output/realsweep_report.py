@@ -69,9 +69,13 @@ class RealSweepReport:
                  "return (callees and the runtime included)")
         if r.gc is not None:
             step = r.gc.get("step", 1)
+            swept = r.gc.get("swept_boundaries")
             L.append(f"  points tried       {r.points:>9,}   " + (f"every {_ordinal(step)}" if step > 1 else "every") +
                      " boundary of the swept run, up to its return (each cycle changes what the goroutine runs "
                      "next: boundary numbers below are the swept run's)")
+            if swept and swept > r.boundaries:
+                L.append(f"  swept run          {swept:>9,}   boundaries with the cycles' work in the goroutine (--max-points "
+                         f"sets the step from the reference's {r.boundaries:,}, so more points are tried)")
         else:
             L.append(f"  points tried       {r.points:>9,}" + ("   (capped by --max-points)" if r.points < r.boundaries
                                                                  else ""))
