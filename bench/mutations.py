@@ -133,6 +133,31 @@ MUTATIONS = {
     # a --gc sweep's shards each free what the chain before them freed: counted once
     "gc-freed-summed-over-shards": ("emu/drive/sweeper.py", "sorted(set().union(*(g.freed_objects for g in parts))))",
                                     "[b for g in parts for b in g.freed_objects])", ["tests/test_shards.py"]),
+    # issue #35: the comparison rules of the real-program sweep
+    "references-primary-only": ("emu/drive/references.py", "REFERENCES = 3\n", "REFERENCES = 1\n",
+                                ["tests/test_references.py"]),
+    "references-confirm-never-drops": ("emu/drive/realsweep.py", "    log.drop(lambda v:", "    (lambda *a: None)(lambda v:",
+                                       ["tests/test_references.py"]),
+    "references-unstable-lines-compared": ("emu/drive/references.py", "            if x != y and i not in skip:",
+                                           "            if x != y:", ["tests/test_references.py"]),
+    "reseed-skips-chacha8": ("emu/linux/rngstate.py", "                _chacha8(p, m + off, rng)", "                pass",
+                             ["tests/test_references.py"]),
+    "heap-pointer-not-followed": ("emu/linux/heapgraph.py", "        self.emit(path, f\"&{e.name}\")\n        inline =",
+                                  "        self.emit(path, f\"&{e.name}\")\n        return\n        inline =",
+                                  ["tests/test_references.py", "tests/test_heapgraph.py"]),
+    "heap-map-entries-in-slot-order": ("emu/linux/heapgraph.py", "        entries.sort(key=lambda x: (x[0], x[1]))\n",
+                                       "", ["tests/test_heapgraph.py"]),
+    "heap-aliasing-unrecorded": ("emu/linux/heapgraph.py", "        self.seen[key] = path\n", "",
+                                 ["tests/test_heapgraph.py"]),
+    "stub-path-not-checked": ("emu/linux/watch.py",
+                              '        rec.path = "descheduled" if rec.descheduled else "not-descheduled" if rec.entered else',
+                              '        rec.path = "descheduled" if True else "not-descheduled" if rec.entered else',
+                              ["tests/test_verdicts.py"]),
+    "crash-not-described": ("emu/linux/crashtext.py", "    c = describe(ending)\n    if c is None:",
+                            "    c = None\n    if c is None:", ["tests/test_verdicts.py"]),
+    "start-up-calls-counted": ("emu/drive/gsweep.py", "        p = self.p\n        if not self._ready:",
+                               "        p = self.p\n        return True\n        if not self._ready:",
+                               ["tests/test_sweep_inputs.py"]),
 }
 
 

@@ -30,6 +30,9 @@ KINDS: dict[str, str] = {
     "stub-budget": "The stub did not return within its instruction budget.",
     "no-asyncPreempt2": "The stub returned without calling asyncPreempt2: it never lets the scheduler run, so "
                         "the preemption it was injected for never happens.",
+    "not-descheduled": "In a real program, the stub entered asyncPreempt2 but the goroutine came back without "
+                       "being descheduled (neither gopreempt_m's goschedImpl nor preemptPark ran for it on g0): the "
+                       "scheduler never ran, so nothing the stub saves or restores was tested.",
     "final-state": "The goroutine did not end as the uninterrupted reference run did (registers, memory or "
                    "control flow); the first injection that makes it diverge is named.",
     "use-after-free": "The goroutine accessed an object that a GC at an injection point freed: the stack scan "
@@ -68,10 +71,15 @@ class Violation:
     insn: str            # disassembly of the interrupted instruction
     where: str           # source file:line of the interrupted instruction
     detail: str = ""
+    #: structured facts behind `actual` (JSON-ready), e.g. {"crash": crashtext.Crash.to_json()}; left out of
+    #: to_json when None, so a violation without them has the nine keys it always had
+    facts: dict | None = None
 
     def to_json(self) -> dict:
         d = asdict(self)
         d["pc"] = f"{self.pc:#x}"
+        if self.facts is None:
+            del d["facts"]
         return d
 
     def describe(self) -> str:

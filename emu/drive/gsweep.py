@@ -15,13 +15,16 @@ preemptM's m.signalPending, signal_unix.go:376) and makes SIGURG pending for the
 taken before that thread runs again. The runtime's own sighandler -> doSigPreempt decides; preemu's
 oracle predicts it (the watch: a disagreement is a violation). If the runtime declines, the request is
 withdrawn (each point is an independent signal, as in the .s sweep). If it injects, the binary's
-asyncPreempt (or --stub, loaded over it) runs, asyncPreempt2 -> gopreempt_m -> schedule, and G resumes;
-at asyncPreempt's RET every GPR, RFLAGS and XMM0-15 must equal the interrupted values (watch.py), and G's
-stack at and above the interrupted SP must be unchanged. G then runs to the next boundary.
+asyncPreempt (or --stub, loaded over it) runs; it must enter asyncPreempt2 and G must be descheduled
+(gopreempt_m/goschedImpl or preemptPark: watch.py observes the path, and a stub that skips it is a
+violation); G resumes, and at asyncPreempt's RET every GPR, RFLAGS and XMM0-15 must equal the interrupted
+values (watch.py), and G's stack at and above the interrupted SP must be unchanged. G then runs to the
+next boundary.
 
-At F's return the swept run's results and globals must equal the reference's (geffects.py: words that
-are pointers compare as nil / not nil, since a goroutine resumed on another P allocates elsewhere), and
-after F the program runs on to its exit with the same output and status. `to_exit` more points each get
+At F's return the swept run's results and globals must equal the reference's at every key the references
+agree on (references.py; geffects.py and heapgraph.py follow them through the heap as object graphs up to a
+renaming of addresses, since a goroutine resumed on another P allocates elsewhere), and after F the program
+runs on to its exit with the same output and status. `to_exit` more points each get
 a run of their own: one injection, then on to the exit, compared with the reference's ending.
 This module is the engine of one process (setup, the reference, a chain, a single injection); grequest.py
 makes and withdraws the request at each point, realsweep.py shards a sweep and merges it, geffects.py reads
@@ -348,7 +351,8 @@ def similar(syms: dict, func: str, most: int = 6) -> list[str]:
 
 class _Listener:
     """The watch's listener during a chain: holds G's clock through injection windows, withdraws declined
-    requests, checks G's stack across each injection, and turns the resume check into Violations."""
+    requests, checks G's stack across each injection, and turns the resume check into Violations. `paths`
+    counts the injections at the chain's points by the path the watch saw them take (watch.PATHS)."""
 
     def __init__(self, sw: RealSweep, clock: GoroutineClock):
         self.sw, self.clock = sw, clock
@@ -356,6 +360,7 @@ class _Listener:
         self.points: list[Point] = []
         self.violations: list[Violation] = []
         self.other_injections = 0
+        self.paths: Counter = Counter()
 
     def on_sigreturn(self, t, ev, outcome, rec) -> None:
         sw, pt = self.sw, self.point
@@ -372,14 +377,15 @@ class _Listener:
         if mine and outcome != "injected" and pt.saved:     # preemu's request (a --gc cycle's is the runtime's)
             sw.withdraw(pt)
 
-    def on_resumed(self, rec) -> None:
+    def on_resumed(self, rec) -> bool:
+        """Check the resume of the point's injection; True when its path (rec.path) was reported here."""
         sw = self.sw
         if rec.g != sw.g:
-            return
+            return False
         self.clock.release()
         pt = self.point
         if pt is None or pt.stack is None or rec.pc != pt.pc or rec.sp != pt.stack[0]:
-            return
+            return False
         uc = sw.p.uc
 
         def make(kind, what, exp, act, detail=""):
@@ -389,6 +395,15 @@ class _Listener:
             self.violations.append(make(*args))
         from ..core import regs
         from ..check import verify
+        self.paths[rec.path] += 1
+        if rec.path == "no-asyncPreempt2":
+            from .sweeper import _no_async_preempt2
+            self.violations.append(_no_async_preempt2(make))
+        elif rec.path == "not-descheduled":
+            bad("not-descheduled", "schedule", "asyncPreempt2's mcall deschedules the goroutine (gopreempt_m or "
+                "preemptPark)", "asyncPreempt2 was entered, and the goroutine came back without being descheduled",
+                "neither goschedImpl nor preemptPark ran for it: the scheduler never ran, so nothing the stub saves "
+                "or restores was tested")
         for kind, name, exp, act in rec.found:
             bad(kind, name, verify.fmt_value(name, exp), verify.fmt_value(name, act),
                 "flags changed: " + regs.describe_flags(exp ^ act) if kind == "flags" else "")
@@ -400,5 +415,6 @@ class _Listener:
         self.violations += verify.compare_memory(sp, before, sw.p.read(sp, len(before)), make,
                                                  "goroutine stack at or above the interrupted RSP changed", limit=1)
         pt.stack = None
+        return True
 
 

@@ -20,7 +20,7 @@ from . import references
 from . import sweeper as S
 from ..core.errors import EmuError
 from ..check.verify import Violation
-from ..linux import realgc
+from ..linux import crashtext, realgc
 from .gsweep import Ending, RealSweep, Reference
 
 #: points per shard: fixed, so the plan depends on the points only (never on --jobs or the executor)
@@ -55,7 +55,7 @@ class RealSpec:
         image = elfimage.load(str(res.binary))
         regs = {}
         for name, v in self.registers:
-            regs[name] = v if isinstance(v, int) else image.resolve(str(v), f"--reg {name}")
+            regs[name] = v if isinstance(v, int) else image.resolve(str(v), f"--reg {name}", data=True)
         if self.stub is None:
             stub = None
         elif gobuild.is_go_input(self.stub):          # a Go program's own asyncPreempt, moved into this one
@@ -166,6 +166,7 @@ class RealSweepResult:
     entry: str = field(default="")    # = func (the name reports of every sweep use)
     gc: dict | None = None            # with --gc: the runtime's cycles (realsweep.gc_stats, summed over shards)
     nondeterministic: dict | None = None   # what differed between uninterrupted runs (references.Unstable.describe)
+    paths: Counter | None = None      # injections at the points by the path watch.py saw them take (watch.PATHS)
 
     @property
     def ok(self) -> bool:
@@ -183,14 +184,14 @@ def _finals(sw: RealSweep, ref: Reference, ending: Ending, last) -> list[Violati
     u = ref.unstable or references.Unstable()
     k, pc = (last.boundary, last.pc) if last else (0, sw.entry)
     if sw.returned is None:
-        return [sw.make_violation("final-state", "control flow", f"{sw.func} returns", "it never returned", k, pc,
+        return [crashtext.crash_violation(sw, ending, k, pc, f"{sw.func} never returned: the injections up to this "
+                                          "boundary, then on to the exit") or
+                sw.make_violation("final-state", "control flow", f"{sw.func} returns", "it never returned", k, pc,
                                   f"the program ended: {ending.reason}")]
     _, results, globs = sw.returned
-    for name in sorted(set(results) | set(ref.results)):
-        a, b = ref.results.get(name, "-"), results.get(name, "-")
-        if a != b and name not in u.results:
-            out.append(sw.make_violation("final-state", f"result {name}", a, b, k, pc,
-                                         f"{sw.func}'s result differs from the uninterrupted run"))
+    for name, a, b in references.results_diff(ref, results):
+        out.append(sw.make_violation("final-state", f"result {name}", a, b, k, pc,
+                                     f"{sw.func}'s result differs from the uninterrupted run"))
     eff = sw.effects
     for addr in sorted(set(globs) | set(ref.globals), key=str):
         a = ref.globals.get(addr) or eff.start_token(addr)
@@ -233,6 +234,7 @@ def run_shard(sw: RealSweep, ref: Reference, index: int, points, opts: S.ChainOp
     n = reached if sw.gc is not None else len(points)      # --gc: a chain over the swept run's own boundaries
     return S.ShardResult(index, n, injected, 0, refused, log, per_pc, time.process_time() - c0, None,
                          {"reached": reached, "other_preemptions": listener.other_injections,
+                          "paths": dict(listener.paths),
                           "swept_boundaries": sw.returned[0] if sw.returned is not None else None,
                           **({"gc": gc} if gc is not None else {})})
 
@@ -278,10 +280,7 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
           runner=None) -> RealSweepResult:
     """Sweep F at every boundary (capped by max_points) in its real program; see the module docstring."""
     t0, c0 = time.perf_counter(), time.process_time()
-    ref = sw.reference(budget)
-    ref.unstable = references.Unstable()
-    for i in range(1, references.REFERENCES):
-        references.add_run(ref.unstable, ref, sw.reference(budget, references.reseed_seed(spec.seed, i)))
+    ref = references.establish(sw, budget, spec.seed)
     points = list(S.select_points(ref.boundaries, max_points))
     opts = S.ChainOptions(spec.seed, max_violations=max_violations)
     if spec.gc:
@@ -305,6 +304,7 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
     refused: Counter = Counter()
     per_pc: dict = {}
     injected = reached = other = 0
+    paths: Counter = Counter()
     gc: dict | None = None
     for r in results:
         g = (r.extra or {}).get("gc")
@@ -319,16 +319,21 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
         log.merge(r.violations)
         reached += (r.extra or {}).get("reached", r.points)
         other += (r.extra or {}).get("other_preemptions", 0)
+        paths.update((r.extra or {}).get("paths", {}))
         for pc, ps in r.per_pc.items():
             per_pc.setdefault(int(pc), Counter()).update(ps.verdicts)
     ends = []
     for k in spread(points, to_exit):
         pt, end = sw.single(k)
         ends.append((k, end))
-        for what, a, b in references.ending_diff(ref, end):
+        diff = references.ending_diff(ref, end)
+        for what, a, b in diff:
             log.append(sw.make_violation("final-state", f"program {what}", a, b, k, pt.pc if pt else sw.entry,
                                          "one injection at this boundary, then on to the exit: the program "
                                          "ended otherwise than uninterrupted"))
+        if diff and (crash := crashtext.crash_violation(sw, end, k, pt.pc if pt else sw.entry,
+                                                        "one injection at this boundary, then on to the exit")):
+            log.append(crash)
         if sw.gc is not None:
             log.extend(gc_violations(sw))
     confirm(sw, ref, budget, spec.seed, log)
@@ -344,7 +349,7 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
                            ref.boundaries, tried, injected, refused, log.kept, log.count, log.groups,
                            time.perf_counter() - t0, time.process_time() - c0, per_pc, ref.ending, ref.results,
                            reached, checks, other, sw.p.oracle_note, len(plan), sw.func, gc,
-                           ref.unstable.describe(lambda g: _global_name(sw.effects, g)))
+                           ref.unstable.describe(lambda g: _global_name(sw.effects, g)), paths)
 
 
 def confirm(sw: RealSweep, ref: Reference, budget: int, seed: int, log: S.ViolationLog) -> None:

@@ -58,6 +58,22 @@ class Unstable:
                 + sum(1 if ix is None else len(ix) for ix in self.lines.values()))
 
 
+def establish(sw, budget: int, seed: int):
+    """The primary reference of RealSweep `sw` with its `unstable` keys from REFERENCES - 1 reseeded runs."""
+    ref = sw.reference(budget)
+    ref.unstable = Unstable()
+    for i in range(1, REFERENCES):
+        add_run(ref.unstable, ref, sw.reference(budget, reseed_seed(seed, i)))
+    return ref
+
+
+def results_diff(ref, results: dict) -> list[tuple[str, str, str]]:
+    """(name, expected, actual) of the results that differ from the primary reference's at stable keys."""
+    u: Unstable = ref.unstable or Unstable()
+    return [(n, ref.results.get(n, "-"), results.get(n, "-")) for n in sorted(set(results) | set(ref.results))
+            if ref.results.get(n, "-") != results.get(n, "-") and n not in u.results]
+
+
 def reseed_seed(seed: int, i: int) -> int:
     """The seed of the i-th reseeded reference (i >= 1) of a sweep with --seed `seed`."""
     return random.Random(f"preemu-reference-{seed}-{i}").getrandbits(64)

@@ -49,6 +49,8 @@ class StructLayout:
 
 #: DW_AT_go_kind (cmd/link/internal/ld/dwarf.go, DW_AT_go_kind = 0x2900): the type's reflect kind
 DW_AT_GO_KIND = 0x2900
+#: DW_AT_go_key, DW_AT_go_elem, DW_AT_go_runtime_type (cmd/internal/dwarf/dwarf.go:310-315)
+DW_AT_GO_KEY, DW_AT_GO_ELEM, DW_AT_GO_RUNTIME_TYPE = 0x2901, 0x2902, 0x2904
 #: reflect kinds (internal/abi/type.go Kind), grouped by how ABIInternal passes a value of the kind
 GO_KIND_NAMES = {1: "bool", **{k: "int" for k in range(2, 13)}, 13: "float", 14: "float", 15: "complex",
                  16: "complex", 17: "array", 18: "ptr", 19: "ptr", 20: "iface", 21: "ptr", 22: "ptr",
@@ -75,10 +77,14 @@ class Param(NamedTuple):
 def _leaves(t, base: int) -> list:
     """Flatten a DWARF type to Leafs (reflect kinds from DW_AT_go_kind; members and array elements from
     the DIEs, cmd/link/internal/ld/dwarf.go)."""
-    while t.tag == "DW_TAG_typedef":
+    gk = 0
+    while True:                  # the kind is on the outermost DIE that has one: `error`, `map[K]V` and `chan T`
+        kattr = t.attributes.get(DW_AT_GO_KIND)      # are typedefs of runtime.iface or of a pointer DIE
+        gk = gk or (kattr.value if kattr else 0)
+        if t.tag != "DW_TAG_typedef":
+            break
         t = t.get_DIE_from_attribute("DW_AT_type")
-    kattr = t.attributes.get(DW_AT_GO_KIND)
-    kind = GO_KIND_NAMES.get(kattr.value if kattr else 0, "other")
+    kind = GO_KIND_NAMES.get(gk, "ptr" if t.tag == "DW_TAG_pointer_type" else "other")   # unsafe.Pointer: no kind
     size = _type_size(t)
     if kind in ("int", "bool", "float", "ptr"):
         return [Leaf(base, size, kind)]
@@ -245,6 +251,47 @@ class GoDwarf:
         return self._vars[name]
 
 
+    # ---- the type catalogue (heapgraph.py) -------------------------------------------------------------
+    def type_catalog(self) -> dict:
+        """Every type DIE, global variable and function result of the binary in one pass over all units, as
+        plain JSON-ready data for emu/linux/heapgraph.py (which caches it per binary):
+          types:   {offset: record} for each DW_TAG_*_type / typedef: "t" tag (base, struct, ptr, typedef, array,
+                   func, other), "n" name, "s" DW_AT_byte_size, "k" DW_AT_go_kind, "ty" DW_AT_type, "key" and
+                   "el" DW_AT_go_key / DW_AT_go_elem, "rt" DW_AT_go_runtime_type (an offset from
+                   moduledata.types), "enc" DW_AT_encoding, "c" an array's DW_AT_count, "m" a struct's members as
+                   [name, offset, type];
+          globals: {name: [address, type offset]} (DW_TAG_variable with a DW_OP_addr location);
+          results: {function: [[name, type offset], ...]} (formal parameters with DW_AT_variable_parameter).
+        Offsets are absolute .debug_info offsets (Go writes its references as DW_FORM_ref_addr)."""
+        types: dict[int, dict] = {}
+        gvars: dict[str, list] = {}
+        results: dict[str, list] = {}
+        tags = {"DW_TAG_base_type": "base", "DW_TAG_structure_type": "struct", "DW_TAG_pointer_type": "ptr",
+                "DW_TAG_typedef": "typedef", "DW_TAG_array_type": "array", "DW_TAG_subroutine_type": "func",
+                "DW_TAG_unspecified_type": "other"}
+        for cu in self._dwarf.iter_CUs():
+            for die in cu.get_top_DIE().iter_children():
+                tag = die.tag
+                if tag in tags:
+                    types[die.offset] = _type_record(die, tags[tag])
+                elif tag == "DW_TAG_variable":
+                    name, addr = _name(die), _addr(die)
+                    if name and addr is not None and "DW_AT_type" in die.attributes:
+                        gvars.setdefault(name, [addr, _ref(die, "DW_AT_type")])
+                elif tag == "DW_TAG_subprogram":
+                    name = _name(die)
+                    if not name or name in results:
+                        continue
+                    outs = []
+                    for c in die.iter_children():
+                        out = c.attributes.get("DW_AT_variable_parameter")
+                        if (c.tag == "DW_TAG_formal_parameter" and out is not None and out.value
+                                and "DW_AT_type" in c.attributes):
+                            outs.append([_name(c) or "?", _ref(c, "DW_AT_type")])
+                    results[name] = outs
+        return {"types": types, "globals": gvars, "results": results}
+
+
 def package_of(func: str) -> str:
     """The package path of a Go function name: `crypto/sha256.Sum256` -> `crypto/sha256`,
     `main.(*T).m` -> `main` (symtab.go funcpkgpath: up to the first dot after the last slash)."""
@@ -263,6 +310,40 @@ def _addr(die) -> int | None:
     if a is None or not isinstance(a.value, list) or len(a.value) != 9 or a.value[0] != DW_OP_addr:
         return None
     return int.from_bytes(bytes(a.value[1:9]), "little")
+
+
+def _ref(die, attr) -> int | None:
+    """The absolute .debug_info offset a reference attribute names (CU-relative forms made absolute)."""
+    a = die.attributes.get(attr)
+    if a is None:
+        return None
+    return a.value + die.cu.cu_offset if a.form in ("DW_FORM_ref1", "DW_FORM_ref2", "DW_FORM_ref4",
+                                                     "DW_FORM_ref8", "DW_FORM_ref_udata") else a.value
+
+
+def _type_record(die, tag: str) -> dict:
+    """One type DIE as type_catalog's record (only the attributes present)."""
+    rec: dict = {"t": tag}
+    at = die.attributes
+    for key, attr in (("n", "DW_AT_name"),):
+        if attr in at:
+            rec[key] = _name(die)
+    for key, attr in (("s", "DW_AT_byte_size"), ("k", DW_AT_GO_KIND), ("rt", DW_AT_GO_RUNTIME_TYPE),
+                      ("enc", "DW_AT_encoding")):
+        if attr in at:
+            rec[key] = at[attr].value
+    for key, attr in (("ty", "DW_AT_type"), ("key", DW_AT_GO_KEY), ("el", DW_AT_GO_ELEM)):
+        if attr in at:
+            rec[key] = _ref(die, attr)
+    if tag == "struct":
+        rec["m"] = [[_name(m) or "?", m.attributes["DW_AT_data_member_location"].value
+                     if "DW_AT_data_member_location" in m.attributes else 0, _ref(m, "DW_AT_type")]
+                    for m in die.iter_children() if m.tag == "DW_TAG_member" and "DW_AT_type" in m.attributes]
+    elif tag == "array":
+        for c in die.iter_children():
+            if c.tag == "DW_TAG_subrange_type" and "DW_AT_count" in c.attributes:
+                rec["c"] = c.attributes["DW_AT_count"].value
+    return rec
 
 
 def _type_size(die) -> int:

@@ -23,6 +23,7 @@ doSigPreempt, pushCall, asyncPreempt); this package plays the Linux kernel under
   snapshot   a whole-process snapshot (the host pages' copy-on-write + the kernel's Python state)
   gclock     one goroutine's instructions, counted exactly
   geffects   what a Go function leaves behind (results, globals), read with the binary's ABI and DWARF
+  heapgraph  a value's object graph through the heap (DWARF-typed, address-free), for geffects
   realgc     the runtime's own GC cycle, triggered and read back (numgc, spans, freed objects)
   oracle     preemu's safe-point oracle asked at a real signal, with the binary's own g/m/p offsets
 

@@ -60,9 +60,9 @@ class Image:
         except KeyError:
             raise EmuError(f"{self.path}: no symbol {name!r} in .symtab (is the binary stripped?)") from None
 
-    def resolve(self, spec: str, what: str) -> int:
+    def resolve(self, spec: str, what: str, data: bool = False) -> int:
         """FUNC+OFF (offset decimal or 0x hex, an instruction boundary), FUNC, a global (+OFF), or a 0x address
-        -> address; EmuError names `what`."""
+        -> address; EmuError names `what`. A global is taken only with `data` (an argument, not a code location)."""
         name, _, off = spec.partition("+")
         try:
             offset = int(off, 0) if off else 0
@@ -73,11 +73,12 @@ class Image:
         if name not in self.symbols:
             near = sorted(n for n in self.symbols if n.endswith("." + name.rsplit(".", 1)[-1]))[:5]
             hint = f" (did you mean {', '.join(near)}?)" if near else ""
-            raise EmuError(f"{what} {spec!r}: no function or global {name!r} in the binary's symbol table{hint}")
+            raise EmuError(f"{what} {spec!r}: no function{' or global' if data else ''} {name!r} in the binary's "
+                          f"symbol table{hint}")
         addr, size = self.symbols[name]
         if size and offset >= size:
             raise EmuError(f"{what} {spec!r}: offset {offset:#x} is past the end of {name} (size {size:#x})")
-        if not any(s.flags & 1 and s.vaddr <= addr < s.vaddr + s.memsz for s in self.segments):    # PF_X
+        if data and not any(s.flags & 1 and s.vaddr <= addr < s.vaddr + s.memsz for s in self.segments):  # PF_X
             return addr + offset                     # a global (data or bss): its address, any offset in it
         starts = [i.address - addr for i in capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
                   .disasm(self.text_bytes(addr, size), addr)]

@@ -7,7 +7,13 @@ interrupted PC is the injection sigctxt.pushCall makes (runtime/signal_amd64.go 
 runtime/preempt.go doSigPreempt); RIP = sigpanic0 is preparePanic's answer to a fault (sigpanic);
 anything else is recorded as "other" and, if registers other
 than RIP/RSP changed, as a violation. When asyncPreempt returns (a code hook on its RET), the
-registers and flags must equal the interrupted ones bit for bit (runtime/preempt_amd64.s).
+registers and flags must equal the interrupted ones bit for bit (runtime/preempt_amd64.s), and the
+injection must have gone where preempt.go:317 asyncPreempt2 sends it: code hooks on the entries of
+asyncPreempt2 (on G) and of the functions that deschedule G on g0 through its mcall (gopreempt_m, which
+go1.27 inlines into asyncPreempt2.func1 as goschedImpl(gp, true), and preemptPark; gp in RAX, ABIInternal,
+runtime/proc.go) record the path each injection took (Preemption.path): a stub that returned without
+entering asyncPreempt2 is "no-asyncPreempt2", one that entered it but was never descheduled is
+"not-descheduled". Nothing restored by such a stub was tested, so both are violations.
 The safe-point verdict for each signalled PC comes from an oracle callable (see oracle.py).
 """
 from __future__ import annotations
@@ -28,6 +34,13 @@ CHECKED = GREGS[:15]
 _RET_REGS = RegBatch([_REG[n] for n in CHECKED] + [X.UC_X86_REG_EFLAGS] + XMM, wide=XMM)
 _RET_GPRS = struct.Struct("<" + "Q8x" * (len(CHECKED) + 1))     # _RET_REGS.raw's CHECKED and EFLAGS slots
 FLAGS_MASK = regs.USER_FLAGS_MASK       # CF PF AF ZF SF DF OF: what user code can observe
+#: the functions asyncPreempt2's mcall deschedules gp with, on g0 (runtime/preempt.go:317, proc.go
+#: gopreempt_m -> goschedImpl, preemptPark); those the binary has are hooked (go1.27 inlines gopreempt_m)
+DESCHEDULERS = ("runtime.gopreempt_m", "runtime.goschedImpl", "runtime.preemptPark")
+#: what an injection's path at asyncPreempt's RET is called, and what it means (an observed fact)
+PATHS = {"descheduled": "entered asyncPreempt2, was descheduled (goschedImpl or preemptPark) and came back",
+         "no-asyncPreempt2": "the stub returned without entering asyncPreempt2",
+         "not-descheduled": "entered asyncPreempt2 but was never descheduled"}
 
 
 @dataclass
@@ -44,6 +57,10 @@ class Preemption:
     resume_ok: bool | None = None
     resume_diffs: list = field(default_factory=list)
     resume_tid: int | None = None
+    entered: bool = False             # G entered runtime.asyncPreempt2 after this injection
+    descheduled: str = ""             # ... and this function descheduled it on g0 (goschedImpl, preemptPark)
+    #: at asyncPreempt's RET: "descheduled", "no-asyncPreempt2" or "not-descheduled" (PATHS)
+    path: str = ""
 
     def to_json(self) -> dict:
         return {"time_ns": self.time_ns, "thread": self.tid, "goid": self.goid, "g": hex(self.g), "pc": hex(self.pc),
@@ -92,6 +109,16 @@ class Watch:
         self._dsp = dsp = proc.image.symbols.get("runtime.doSigPreempt", (None, 0))[0]
         if dsp is not None:
             proc.uc.hook_add(UC_HOOK_CODE, self._on_do_sig_preempt, None, dsp, dsp)
+        syms = proc.image.symbols
+        self.path_hooks = []               # on asyncPreempt2 and the deschedulers' entries (one instruction each)
+        ap2 = syms.get("runtime.asyncPreempt2", (None, 0))[0]
+        if ap2 is not None:
+            self.path_hooks.append(proc.uc.hook_add(UC_HOOK_CODE, self._on_async_preempt2, None, ap2, ap2))
+        for name in DESCHEDULERS:
+            a = syms.get(name, (None, 0))[0]
+            if a is not None:
+                self.path_hooks.append(proc.uc.hook_add(UC_HOOK_CODE, self._on_deschedule,
+                                                        name.removeprefix("runtime."), a, a))
 
     def _hook_rets(self, uc, image, code: bytes | None = None) -> None:
         """Hook every RET of asyncPreempt: the binary's, or `code` loaded over it (a --stub)."""
@@ -181,6 +208,23 @@ class Watch:
         if self.listener is not None:
             self.listener.on_sigreturn(t, ev, outcome, rec if outcome == "injected" else None)
 
+    # --- the injection's path: asyncPreempt2, then off the CPU ---------------------------------
+    def _on_async_preempt2(self, uc, addr, size, _) -> None:
+        """asyncPreempt2 is entered (on the injected goroutine: getg() is the TLS g)."""
+        if not self._awaiting or self.p.counter.stopping(addr):
+            return
+        rec = self._awaiting.get(self.p.read_u64(read_reg(uc, X.UC_X86_REG_FS_BASE) - 8))
+        if rec is not None:
+            rec.entered = True
+
+    def _on_deschedule(self, uc, addr, size, name) -> None:
+        """goschedImpl(gp, ...) or preemptPark(gp) on g0: gp (RAX) leaves its M, after asyncPreempt2's mcall."""
+        if not self._awaiting or self.p.counter.stopping(addr):
+            return
+        rec = self._awaiting.get(read_reg(uc, X.UC_X86_REG_RAX))
+        if rec is not None and rec.entered and not rec.descheduled:
+            rec.descheduled = name
+
     # --- asyncPreempt returning ------------------------------------------------------------
     def _on_ret(self, uc, addr, size, _) -> None:
         g = self.p.read_u64(read_reg(uc, X.UC_X86_REG_FS_BASE) - 8)
@@ -216,8 +260,11 @@ class Watch:
             diffs.append(f"RSP: {rec.sp:#x} -> {rsp + 8:#x}")
         rec.resumed, rec.resume_ok, rec.resume_diffs = True, not diffs, diffs
         rec.resume_tid = self.p.cur.tid
-        if self.listener is not None:
-            self.listener.on_resumed(rec)
+        rec.path = "descheduled" if rec.descheduled else "not-descheduled" if rec.entered else "no-asyncPreempt2"
+        # the listener (a sweep's) turns what it checks into violations of its own: True when it took the path
+        claimed = self.listener is not None and self.listener.on_resumed(rec)
+        if rec.path != "descheduled" and not claimed:
+            self.violation(rec.path, f"goroutine {g:#x} preempted at {rec.where}: {PATHS[rec.path]}", pc=hex(rec.pc))
         if diffs:
             self.violation("resume-registers", f"goroutine {g:#x} preempted at {rec.where} resumed with "
                            f"different state: {'; '.join(diffs)}", pc=hex(rec.pc))

@@ -58,7 +58,7 @@ class RealSweepReport:
             points=[{"pc": f"{pc:#x}", "verdicts": dict(c)} for pc, c in sorted(r.per_pc.items())],
             cpu_seconds=round(r.cpu, 3), us_per_point=round(1e6 * r.cpu / max(1, r.points), 1),
             oracle=r.oracle_note or "on", **({"gc": r.gc} if r.gc is not None else {}),
-            nondeterministic=r.nondeterministic, ok=r.ok)
+            nondeterministic=r.nondeterministic, injection_paths=dict(sorted((r.paths or {}).items())), ok=r.ok)
 
     def render(self, table: bool = False) -> str:
         r = self.result
@@ -84,8 +84,7 @@ class RealSweepReport:
         if r.reached < r.points:
             L.append(f"  points reached     {r.reached:>9,}   {r.func} returned sooner in the swept run (other "
                      "goroutines ran in another order)")
-        L.append(f"  injected           {r.injected:>9,}   the runtime's sighandler accepted: pushCall -> asyncPreempt "
-                 "-> asyncPreempt2 -> schedule -> RET")
+        L += injected_lines(r)
         L.append(f"  refused            {sum(r.refused.values()):>9,}   the runtime declined (reason: preemu's oracle, "
                  "which agreed at every signal unless a violation says otherwise)")
         for reason, n in sorted(r.refused.items()):
@@ -134,6 +133,28 @@ def nondeterministic_lines(nd: dict | None) -> list[str]:
     return [f"  nondeterministic   {len(keys):>9,}   differ between {nd['references']} uninterrupted runs with the "
             "runtime's random state drawn anew, so not compared:",
             f"                                 {shown}"]
+
+
+#: each path an injection was seen to take (watch.PATHS), as the report words it
+_PATH_TEXT = {"descheduled": "asyncPreempt2 -> off the CPU (goschedImpl or preemptPark) -> schedule -> back at RET",
+              "no-asyncPreempt2": "the stub returned without entering asyncPreempt2",
+              "not-descheduled": "asyncPreempt2 entered, never descheduled, back at RET"}
+
+
+def injected_lines(r) -> list[str]:
+    """The injections, and the path each was seen to take (watch.py's hooks on asyncPreempt2, goschedImpl,
+    preemptPark and asyncPreempt's RET; r.paths): the chain is claimed only for the injections that took it."""
+    L = [f"  injected           {r.injected:>9,}   the runtime's sighandler accepted: pushCall -> asyncPreempt"]
+    paths = getattr(r, "paths", None)
+    if paths is None:
+        return L
+    for path in ("descheduled", "no-asyncPreempt2", "not-descheduled"):
+        if paths.get(path):
+            L.append(f"    {path:<16} {paths[path]:>9,}   {_PATH_TEXT[path]}")
+    gone = r.injected - sum(paths.values())
+    if gone > 0:
+        L.append(f"    {'not resumed':<16} {gone:>9,}   never back at asyncPreempt's RET while the chain ran")
+    return L
 
 
 def gc_lines(r) -> list[str]:

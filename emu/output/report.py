@@ -161,8 +161,29 @@ def render_text(res: SweepResult, program, source: str, stub_desc: str, table: b
 
 
 def _expected_actual(v) -> list[str]:
-    """A violation's expected and actual values, and its detail, under its heading line."""
-    return [f"      expected {v.expected}", f"      actual   {v.actual}"] + ([f"      {v.detail}"] if v.detail else [])
+    """A violation's expected and actual values, and its detail, under its heading line (then, for a crash,
+    what the runtime said: crash_lines)."""
+    return [f"      expected {v.expected}", f"      actual   {v.actual}"] + ([f"      {v.detail}"] if v.detail else []) \
+        + crash_lines((getattr(v, "facts", None) or {}).get("crash"))
+
+
+def crash_lines(crash: dict | None) -> list[str]:
+    """A crash's facts (emu/linux/crashtext.py Crash.to_json): the runtime's message, the top frames of the
+    goroutine it names, and how the process ended."""
+    if not crash:
+        return []
+    L = []
+    said = [crash["message"]] + crash["context"] if crash["message"] else []
+    for i, line in enumerate(said):
+        L.append(f"      {'runtime' if i == 0 else '':<8} {line}")
+    if crash.get("runtime_stack"):
+        L.append(f"      {'frames':<8} runtime stack: " + " <- ".join(crash["runtime_stack"]))
+    if crash["frames"]:
+        L.append(f"      {'frames' if not crash.get('runtime_stack') else '':<8} {crash['goroutine']}: "
+                 + " <- ".join(crash["frames"])
+                 + (f" (created by {crash['created_by']})" if crash["created_by"] else ""))
+    L.append(f"      {'ended':<8} {crash['ended']}")
+    return L
 
 
 def sweep_verdict(res: SweepResult) -> list[str]:

@@ -10,8 +10,9 @@ realgc.py). preemu then watches, without changing anything, what the real runtim
   the g/m/p state it reads, preemu's oracle beside them (safepoint.py, runtime/preempt.go:369-444);
 - pushCall's edit of the saved RIP/RSP in the ucontext (read back at rt_sigreturn, before it is loaded);
 - rt_sigreturn, asyncPreempt's frame at its CALL to asyncPreempt2 (the real bytes, each slot named after
-  the instruction that stored it), asyncPreempt2 -> gopreempt_m -> schedule (how long G was away and on
-  which thread it came back), the RET with every register compared;
+  the instruction that stored it), the path the injection was seen to take (asyncPreempt2 -> gopreempt_m
+  or preemptPark -> schedule, how long G was away and on which thread it came back; a stub that skips it
+  fails a check), the RET with every register compared;
 - with --gc, the runtime's own cycle's scan of G (realgc.Scan) and what it freed.
 The steps are explain.Step records in an explain.Story, so the text, JSON and HTML front ends render them
 as they render the model world's stories; the story adds the signal stack as a second window. Here: the
@@ -33,7 +34,7 @@ from .realsignal import _SignalSteps
 from ..core import regs as R
 from ..core.errors import EmuError
 from ..check.verify import Check
-from ..drive import gsweep, realsweep
+from ..drive import gsweep, realsweep, references
 from ..linux import sigframe
 from ..linux.regbatch import RegBatch
 
@@ -145,11 +146,18 @@ def explain(path: str, func: str, at: str, *, call: int = 1, registers=None, arg
                               None if stub is None else os.path.abspath(stub),
                               tuple(realsweep.default_argv(path) + list(args)), tuple(env), 1, gc)
     sw = spec.build()
-    ref = sw.reference(budget)
+    ref = references.establish(sw, budget, spec.seed)
     if not 0 <= k < ref.boundaries:
         raise EmuError(f"--at {k}: {sw.func}'s goroutine runs {ref.boundaries:,} instructions from its entry to its "
                        f"return (boundaries 0 to {ref.boundaries - 1:,})")
     return _Teller(sw, ref, k, path, gc).tell()
+
+
+def _unstable_note(u) -> str:
+    """What the uninterrupted runs disagreed on (references.py), so the check did not compare it."""
+    n = u.count if u is not None else 0
+    return (f" (not compared: {n} value(s) that differ between {u.references} uninterrupted runs with the runtime's "
+            "random state drawn anew)") if n else ""
 
 
 class _Teller(_SignalSteps, _ResumeSteps):
@@ -202,10 +210,11 @@ class _Teller(_SignalSteps, _ResumeSteps):
         real_resumed = listener.on_resumed
 
         def on_resumed(r):
-            real_resumed(r)
+            claimed = real_resumed(r)
             if r.g == sw.g and not resumed:
                 rec.done = True
                 resumed.append((r, _regs(_ALL(sw.p.uc)), self._g_window(), sw.p.now()))
+            return claimed
         listener.on_resumed = on_resumed
         return resumed
 
@@ -261,9 +270,10 @@ class _Teller(_SignalSteps, _ResumeSteps):
         """The program's ending, the function's results and (with --gc) the freed objects, against the
         uninterrupted run."""
         sw = self.sw
-        checks = [Check("the program ended as uninterrupted", not self.ref.ending.diff(ending),
-                        "; ".join(f"{w}: {a} -> {b}" for w, a, b in self.ref.ending.diff(ending)) or
-                        f"exit status {ending.exit_code}, the same output")]
+        diff = references.ending_diff(self.ref, ending)
+        checks = [Check("the program ended as uninterrupted", not diff,
+                        "; ".join(f"{w}: {a} -> {b}" for w, a, b in diff) or
+                        f"exit status {ending.exit_code}, the same output" + _unstable_note(self.ref.unstable))]
         if sw.gc is not None:
             uaf = sw.gc.uaf
             checks.append(Check("nothing the cycle freed is used afterwards", not uaf,
@@ -273,7 +283,7 @@ class _Teller(_SignalSteps, _ResumeSteps):
                                 f"{sw.gc.freed_total} object(s) freed, none touched before being reallocated"))
         if sw.returned is not None:
             _, results, _ = sw.returned
-            same = results == self.ref.results
+            same = not references.results_diff(self.ref, results)
             checks.append(Check(f"{sw.func} returned what it returns uninterrupted", same,
                                 ", ".join(f"{n} = {v}" for n, v in results.items()) or "no results"))
         last = self.steps[-1]

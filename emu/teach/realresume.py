@@ -2,9 +2,10 @@
 
 A mixin of real._Teller, told from what real._Recorder captured (nothing is changed): asyncPreempt's
 frame at its CALL to asyncPreempt2 (the real bytes, each slot named after the instruction that stored
-it), asyncPreempt2 -> gopreempt_m -> schedule (how long G was away, on which thread it came back, which
-goroutines ran meanwhile), with --gc the runtime's own cycle's scan of G (realgc.Scan), and the RET with
-every register compared with the interrupted state. Mirrors the generated asyncPreempt (mkpreempt.go),
+it), the path the injection was seen to take (watch.py's Preemption.path: asyncPreempt2 -> gopreempt_m's
+goschedImpl or preemptPark -> schedule, with how long G was away, on which thread it came back, which
+goroutines ran meanwhile; or a stub that returned without it, a failed check), with --gc the runtime's
+own cycle's scan of G (realgc.Scan), and the RET with every register compared with the interrupted state. Mirrors the generated asyncPreempt (mkpreempt.go),
 runtime/preempt.go:317 asyncPreempt2 and mgcmark.go scanstack. Left out: the delivery and the
 handler (realsignal.py), scheduler details of what ran while G was away (counts and times only).
 """
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from . import story as E
 from ..check.verify import Check
-from ..linux.watch import FLAGS_MASK
+from ..linux.watch import FLAGS_MASK, PATHS
 
 if TYPE_CHECKING:
     from .real import _Recorder
@@ -64,18 +65,7 @@ class _ResumeSteps:
                       call, fregs, frsp, {"title": "asyncPreempt's save slots (the real bytes, read at its CALL)",
                                           "columns": ["register", "slot", "value"], "rows": saved}, window=win)
         away_ns = now - pt.event.delivered_ns if pt.event.delivered_ns else 0
-        self._add("asyncPreempt2", "asyncPreempt2",
-                  "asyncPreempt2 -> gopreempt_m -> schedule, and back",
-                  [("asyncPreempt2 sets gp.asyncSafePoint and, since the GC asked (gp.preemptStop is not set: "
-                    "stopTheWorld's preemptone), mcall(gopreempt_m): the goroutine goes to the global run queue; "
-                    "the world stops, the GC cycle runs, and the goroutine is scheduled again."
-                    if self.gc else
-                    "asyncPreempt2 sets gp.asyncSafePoint and mcall(gopreempt_m) (preempt.go:317): "
-                    "goschedImpl puts the goroutine on the global run queue and schedule() runs on g0."),
-                   f"It resumed on thread {r.resume_tid} after {away_ns:,} ns of virtual time "
-                   f"(thread {pt.tid} was interrupted).",
-                   "What ran in the meantime (each change of the TLS g slot, in order): " + self._who_ran(rec) + "."],
-                  int(rregs["RIP"], 16), rregs, int(rregs["RSP"], 16), window=rwin)
+        self._path_step(r, pt, rec, rregs, rwin, away_ns)
         if self.gc:
             self._gc_step()
         rows, diffs = [], 0
@@ -96,11 +86,42 @@ class _ResumeSteps:
                         not any(d.startswith("RSP") or d.startswith("return address") for d in r.resume_diffs),
                         f"RET to {pc:#x} with RSP {rsp:#x}")]
         self._add("compare", "RET", "asyncPreempt restores and returns",
-                  ["The stub reloads every register and the flags from its frame and returns to the interrupted PC "
-                   "(the word pushCall pushed); preemu compares each register with the interrupted state."],
+                  [("The stub loaded over runtime.asyncPreempt returns" if sw._stub_code else
+                    "The stub reloads every register and the flags from its frame and returns")
+                   + " to the interrupted PC (the word pushCall pushed); preemu compares each register with the "
+                   "interrupted state."],
                   int(rregs["RIP"], 16), rregs, int(rregs["RSP"], 16),
                   {"title": "registers: interrupted vs at asyncPreempt's RET",
                    "columns": ["register", "interrupted", "at the RET", ""], "rows": rows}, checks)
+
+    def _path_step(self, r, pt, rec: _Recorder, rregs, rwin, away_ns: int) -> None:
+        """What the injection was seen to do between the stub's entry and its RET (watch.py's hooks on
+        asyncPreempt2, goschedImpl and preemptPark: r.path), told as observed."""
+        ok = r.path == "descheduled"
+        if ok:
+            title = f"asyncPreempt2 -> {r.descheduled} -> schedule, and back"
+            how = ("asyncPreempt2 set gp.asyncSafePoint and its mcall ran "
+                   + ("preemptPark (gp.preemptStop was set: the GC's suspendG asked), which parks the goroutine "
+                      "until the GC's cycle is done with its stack" if r.descheduled == "preemptPark" else
+                      "gopreempt_m -> goschedImpl (gp.preemptStop not set), which puts the goroutine on the global "
+                      "run queue")
+                   + " (preempt.go:317); schedule() ran on g0"
+                   + (", the world stopped for the GC's cycle" if self.gc else "")
+                   + ", and the goroutine was scheduled again.")
+            text = [how, f"It resumed on thread {r.resume_tid} after {away_ns:,} ns of virtual time "
+                         f"(thread {pt.tid} was interrupted).",
+                    "What ran in the meantime (each change of the TLS g slot, in order): " + self._who_ran(rec) + "."]
+        elif r.path == "no-asyncPreempt2":
+            title = "asyncPreempt2 was never entered"
+            text = ["The stub returned to the interrupted PC without entering asyncPreempt2: the goroutine was never "
+                    "descheduled and the scheduler never ran, so nothing the stub saves or restores was tested."]
+        else:
+            title = "asyncPreempt2 entered, the goroutine never descheduled"
+            text = ["The stub entered asyncPreempt2, but neither goschedImpl (gopreempt_m) nor preemptPark ran for "
+                    "the goroutine before the stub returned: the scheduler never ran."]
+        self._add("asyncPreempt2", "asyncPreempt2", title, text, int(rregs["RIP"], 16), rregs, int(rregs["RSP"], 16),
+                  checks=[Check("the goroutine went through asyncPreempt2 and off the CPU", ok, PATHS[r.path])],
+                  window=rwin)
 
     def _who_ran(self, rec: _Recorder) -> str:
         """The goroutines made current while G was away, named: G, an M's g0 (the scheduler), goroutine N."""
