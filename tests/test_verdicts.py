@@ -345,3 +345,21 @@ def test_a_crashing_stub_is_told_in_the_runtimes_words():
         "panic: runtime error: invalid memory address or nil pointer dereference"
     assert v.facts["crash"]["context"][0].startswith("[signal SIGSEGV: segmentation violation code=0x1 addr=0x10")
     assert v.facts["crash"]["frames"] == ["internal/runtime/exithook.Run"]
+
+
+def test_a_gc_crash_at_a_point_is_told_in_the_runtimes_words():
+    """tests/data/go/zombie stores a pointer it kept as a number back into the heap: after a cycle at an
+    injection in spin freed the list, the next cycle marks a freed object and the sweeper throws. The
+    violation carries the runtime's fatal error, its explanation line and the exit status, in text and JSON."""
+    args = ("sweep", "tests/data/go/zombie", "--func", "zombie", "--gc", "--max-points", "100", "--to-exit", "0")
+    code, text = run(*args)
+    assert code == 1
+    assert "actual   fatal error: found pointer to free object in runtime.(*mspan).reportZombies" in text
+    assert "      runtime  fatal error: found pointer to free object\n               runtime: marked free object" in text
+    assert "      ended    exit status 2\n" in text
+    code, text = run(*args, "--json")
+    [v] = [v for v in json.loads(text)["violations"] if "facts" in v]
+    crash = v["facts"]["crash"]
+    assert (crash["kind"], crash["message"], crash["exit_code"]) == ("fatal error", "fatal error: found pointer to "
+                                                                      "free object", 2)
+    assert crash["context"][0].startswith("runtime: marked free object in span")

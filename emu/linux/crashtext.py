@@ -172,6 +172,11 @@ def _message(lines: list[str]) -> tuple[str, str | None, list[str]]:
                     if not ln.strip():
                         break
                     before.insert(0, ln.strip())
+                # a "runtime: ..." line above a longer dump is the caller's explanation (mgcsweep.go:861
+                # reportZombies prints one, then a line per object): it leads, whatever the dump's length
+                said = next((ln.strip() for ln in reversed(lines[:first]) if ln.startswith("runtime: ")), None)
+                if said is not None and said not in before:
+                    before = [said] + before[-(DIAGNOSTIC_LINES - 1):]
             return head.strip(), kind, before + [ln.strip() for ln in block if ln != head]
     return "", None, []
 
