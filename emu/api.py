@@ -168,7 +168,8 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
           async_preemption: bool = True, nested_signals: bool = False, jobs: int = 1, executor: str | None = None,
           results: PathLike | None = None, progress: bool = False,
           on_world: Callable[[World], None] | None = None, runner: Callable[[World], Any] | None = None,
-          call: int = 1, to_exit: int = 3, args: Sequence[str] = (), env: Sequence[str] = ()):
+          call: int = 1, to_exit: int = 3, args: Sequence[str] = (), env: Sequence[str] = (),
+          test: str | None = None, bench: str | None = None):
     """Deliver the preemption signal at every instruction boundary of `func` in `path` (a .s file,
     a Go binary, a .go file or a Go package directory) and verify each injection (`preemu sweep`).
 
@@ -177,7 +178,10 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     the `call`-th call of `func` (with `registers`: to main.main's, where `func` is entered instead with
     those ABIInternal registers), and `to_exit` points each also run on to the program's exit; `gc` runs the
     runtime's own GC cycle at every injection (emu/linux/realgc.py). force_unsafe, nested_signals, a layout
-    and gc_scanner belong to preemu's model world (.s input): Go input given one is refused.
+    and gc_scanner belong to preemu's model world (.s input): Go input given one is refused. `test` (a test or
+    example name) or `bench` (a benchmark's): `path` is a package directory whose test binary preemu builds
+    (`go test -c`) and runs in that directory with only that test (`-test.run '^NAME$' -test.short`), and
+    `func` is a function of the package (`Max`, `ring.(*Ring).Move` or its full import path) called by it.
 
     registers: entry values, numbers or `;@data` symbols ("src", "dst+16"); unset ones are seeded
     random. layout: "go1.14" or "go1.27" (default: go1.27 for Go input, else go1.14). stub: your own
@@ -203,9 +207,9 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
             raise EmuError(f"{', '.join(model)}: preemu's model world only (.s input); a Go program is swept in "
                            "its real program, where its own runtime decides, injects and collects")
         return _sweep_real(src, func, registers, stub, seed, max_points, budget, async_preemption, jobs, executor,
-                           results, progress, call, to_exit, args, env, gc)
-    if call != 1 or to_exit != 3 or args or env:
-        raise EmuError("call, to_exit, args and env apply to Go input, swept in its real program")
+                           results, progress, call, to_exit, args, env, gc, _test_of(test, bench))
+    if call != 1 or to_exit != 3 or args or env or test or bench:
+        raise EmuError("call, to_exit, args, env, test and bench apply to Go input, swept in its real program")
     stub_s = _stub(stub)
     program = loader.load_program(src)
     lay = _layout(layout or loader.default_layout(program))
@@ -231,9 +235,16 @@ def model_world_options(force_unsafe: bool, nested_signals: bool, layout, gc_sca
                                     (("gc_scanner", "--gc-scanner"), gc_scanner is not None)) if on]
 
 
+def _test_of(test: str | None, bench: str | None) -> tuple:
+    """("test", NAME), ("bench", NAME) or (): which of a package's tests to run (one at most)."""
+    if test is not None and bench is not None:
+        raise EmuError("give a test (--test) or a benchmark (--bench), not both")
+    return ("test", test) if test is not None else ("bench", bench) if bench is not None else ()
+
+
 def _sweep_real(src: str, func: str, registers, stub, seed: int, max_points: int, budget: int,
                 async_preemption: bool, jobs: int, executor, results, progress: bool, call: int, to_exit: int,
-                args, env, gc: bool = False):
+                args, env, gc: bool = False, test: tuple = ()):
     """A Go function swept inside its real program (emu/drive/realsweep.py)."""
     from .drive import realsweep
     from .output import realsweep_report as sweep_report
@@ -255,7 +266,8 @@ def _sweep_real(src: str, func: str, registers, stub, seed: int, max_points: int
     stub_s = None if stub in (None, "real") else _readable(stub, "the stub")
     spec = realsweep.RealSpec(os.path.abspath(src), func, call, realsweep.check_registers(registers),
                               None if stub_s is None else os.path.abspath(stub_s),
-                              tuple(realsweep.default_argv(src) + list(args)), tuple(env), seed, gc)
+                              tuple((realsweep.test_argv(src, *test) if test else realsweep.default_argv(src))
+                                    + list(args)), tuple(env), seed, gc, test)
     sw = spec.build()
     if stub_s is not None:
         sw.stub = f"{display_path(stub_s)} (loaded over runtime.asyncPreempt)"

@@ -134,10 +134,10 @@ def cmd_sweep(a, out) -> int:
         rep = api.sweep(a.file, a.func, registers=_regs(a.reg), stub=a.stub, seed=a.seed, max_points=a.max_points,
                         budget=a.budget or sweeper.DEFAULT_BUDGET, async_preemption=a.async_preemption == "on",
                         call=a.call, to_exit=3 if a.to_exit is None else a.to_exit, args=a.args, env=a.env or [],
-                        gc=a.gc, **_shard_options(a))
+                        gc=a.gc, test=a.test, bench=a.bench, **_shard_options(a))
         return _emit(a, rep, out, "" if a.json else rep.render(a.table))
     for opt, given in (("--call", a.call != 1), ("--to-exit", a.to_exit is not None), ("--env", a.env),
-                       ("program arguments", a.args)):
+                       ("program arguments", a.args), ("--test", a.test), ("--bench", a.bench)):
         if given:
             raise UsageError(f"{opt} applies to Go input, swept in its real program")
     if a.gc_scanner is not None and not a.gc:
@@ -229,7 +229,7 @@ def _explain_real(a, path: str, func, regs_, gc: bool, asyncp):
     elif stub is not None and not os.path.isfile(stub):
         raise UsageError(f"--stub {stub}: no such file")
     return gexplain.explain(path, func, a.at, call=a.call, registers=regs_ or None, args=a.args, env=a.env or [],
-                            gc=gc, async_preemption=asyncp != "off", stub=stub)
+                            gc=gc, async_preemption=asyncp != "off", stub=stub, test=_test_of(a))
 
 
 def cmd_explain(a, out) -> int:
@@ -401,10 +401,22 @@ def _exec_options(a, passthrough):
         at_pc = a.signal_at                  # FUNC+OFF, resolved against the binary's symbols later
     from .linux.mounts import parse_mount
     mounts = tuple(parse_mount(m) for m in getattr(a, "mount", None) or ())
-    return process.Options(argv=[os.path.basename(a.target), *a.args], env=env, seed=a.seed, quantum=a.quantum,
+    test = _test_of(a)
+    if test:                             # go test runs PKG.test in the package directory
+        from .drive import realsweep
+        argv = realsweep.test_argv(a.target, *test) + list(a.args)
+    else:
+        argv = [os.path.basename(a.target), *a.args]
+    return process.Options(argv=argv, env=env, seed=a.seed, quantum=a.quantum,
                            ns_per_insn=a.ns_per_insn, max_virtual_ms=a.max_virtual_ms, budget=a.budget,
                            ncpu=a.cpus, signal_delay=delay, signal_at_pc=at_pc, passthrough=passthrough,
-                           trace=bool(a.trace), mounts=mounts)
+                           trace=bool(a.trace), mounts=mounts, cwd=os.path.abspath(a.target) if test else None)
+
+
+def _test_of(a) -> tuple:
+    """--test / --bench of a command: ("test", NAME), ("bench", NAME) or ()."""
+    from . import api
+    return api._test_of(getattr(a, "test", None), getattr(a, "bench", None))
 
 
 def _run_with_progress_and_ctrl_c(p, a) -> None:
@@ -465,7 +477,7 @@ def cmd_exec(a, out) -> int:
     else:
         target = a.target
     opts = _exec_options(a, None if a.json else passthrough)
-    image = elfimage.load(str(gobuild.build(target).binary))
+    image = elfimage.load(str(gobuild.build(target, test=bool(_test_of(a))).binary))
     if opts.signal_at_pc is not None:
         opts.signal_at_pc = image.resolve(opts.signal_at_pc, "--signal-at")
     p = process.Process(image, opts)
@@ -560,9 +572,19 @@ def _add_sweep(sub) -> None:
                    help="Go input: K points (first and last included, default 3) each also get a run of their "
                    "own: one injection, then on to the program's exit, compared with the uninterrupted ending")
     s.add_argument("--env", action="append", metavar="K=V", help="Go input: the program's environment; repeatable")
+    _add_test_options(s)
     s.set_defaults(args=[])          # Go input: the program's arguments, after `--` (split off in main)
     _common(s)
     s.set_defaults(fn=cmd_sweep)
+
+
+def _add_test_options(p) -> None:
+    """--test and --bench: a package directory's test binary runs one test, example or benchmark."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--test", metavar="NAME", help="FILE is a Go package directory: build its test binary (go test -c) "
+                   "and run only this test or example (-test.run '^NAME$' -test.short, in the package directory); "
+                   "--func names a function of the package it calls")
+    g.add_argument("--bench", metavar="NAME", help="as --test, for a benchmark (run once: -test.benchtime=1x)")
 
 
 def _add_preempt(sub) -> None:
@@ -620,6 +642,7 @@ def _add_explain(sub) -> None:
     x.add_argument("--call", type=int, default=1, metavar="N",
                    help="Go input: the N-th call of the function (default 1)")
     x.add_argument("--env", action="append", metavar="K=V", help="Go input: the program's environment; repeatable")
+    _add_test_options(x)
     x.set_defaults(args=[])          # Go input: the program's arguments, after `--` (split off in main)
     x.add_argument("--html", metavar="OUT.html", help="also write the story as one self-contained page")
     x.add_argument("--json", action="store_true", help="print the steps as one JSON object")
@@ -671,6 +694,7 @@ def _add_exec(sub) -> None:
                    "or a scenario (.toml, see scenarios/go)")
     x.add_argument("args", nargs="*", help="the program's arguments (after --)")
     x.add_argument("--env", action="append", metavar="KEY=VALUE", help="environment variable; repeatable")
+    _add_test_options(x)
     x.add_argument("--max-virtual-ms", type=float, default=None, metavar="N",
                    help="stop after N ms of virtual time and report the program starved")
     x.add_argument("--budget", type=int, default=None, metavar="N",

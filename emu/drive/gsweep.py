@@ -98,8 +98,9 @@ class RealSweep(RequestMixin):
     boundary and its withdrawal: grequest.RequestMixin)."""
 
     def __init__(self, image, opts, func: str, call: int = 1, regs: dict | None = None, stub_code=None,
-                 source_path=None, gc: bool = False):
+                 source_path=None, gc: bool = False, package: str | None = None):
         self.image, self.opts, self.call = image, opts, call
+        self.package = package if package not in (None, "main") else None    # a test binary's package under test
         self.func, self.entry = self._resolve(func)
         self.regs = regs or {}
         self._source_path, self._stub_code, self._gc = source_path, stub_code, gc
@@ -127,11 +128,18 @@ class RealSweep(RequestMixin):
     # --- setup ----------------------------------------------------------------------------------------
     def _resolve(self, func: str) -> tuple[str, int]:
         syms = self.image.symbols
-        for name in (func, f"main.{func}", f"{func}.abi0", f"main.{func}.abi0"):
+        pkgs = ([self.package, self.package + "_test"] if self.package else []) + ["main"]
+        short = [f"{pkg}.{func}" for pkg in pkgs]
+        if self.package and "." in func:            # ring.Max for a package whose path ends in /ring
+            head, _, rest = func.partition(".")
+            if self.package.rsplit("/", 1)[-1] == head:
+                short.insert(0, f"{self.package}.{rest}")
+        for name in (func, *short, f"{func}.abi0", *(f"{n}.abi0" for n in short)):
             if name in syms and syms[name][1] > 0:
                 return name, syms[name][0]
         raise EmuError(f"--func {func!r}: no such function in the program"
-                       + (f" (did you mean {', '.join(near)}?)" if (near := similar(syms, func)) else ""))
+                       + (f" (did you mean {', '.join(near)}?)" if (near := similar(syms, func, package=self.package))
+                          else ""))
 
     def _load_stub(self, name: str, code: bytes) -> None:
         at = self.p.watch.async_preempt
@@ -264,9 +272,10 @@ class RealSweep(RequestMixin):
         self._disarm(clock)
         return Ending.of(self.p)
 
-    def reference(self, budget: int, reseed: int | None = None) -> Reference:
+    def reference(self, budget: int, reseed: int | None = None, ns_per_insn: int | None = None) -> Reference:
         """The uninterrupted run from the snapshot; with `reseed`, the runtime's random state is drawn again
-        from that seed first (rngstate.reseed: another legitimate run, references.py)."""
+        from that seed first (rngstate.reseed), and with `ns_per_insn` the virtual clock runs at that rate from
+        the snapshot on (a slower or faster CPU): other legitimate runs (references.py)."""
         clock = self._arm()
         if reseed is not None:
             from ..linux import rngstate
@@ -274,7 +283,13 @@ class RealSweep(RequestMixin):
                 self._rng_layout = rngstate.layout(self.image.path)
             rngstate.reseed(self.p, self._rng_layout, random.Random(reseed))
         clock.stop_at = budget
-        self.p.run_until(lambda: self.returned is not None or clock.ready is not None)
+        rate = self.p.opts.ns_per_insn
+        if ns_per_insn is not None:
+            self.p.opts.ns_per_insn = ns_per_insn           # read at every slice's start (Process.run_until)
+        try:
+            self.p.run_until(lambda: self.returned is not None or clock.ready is not None)
+        finally:
+            self.p.opts.ns_per_insn = rate
         if self.returned is None:
             self._disarm(clock)
             if clock.ready is not None:
@@ -286,7 +301,12 @@ class RealSweep(RequestMixin):
                            f"{ended.exit_code}{': ' + said if said else ''}) after {clock.count:,} of its "
                            "instructions")
         n, results, globs = self.returned
-        return Reference(n, results, globs, self._finish(clock))
+        if ns_per_insn is not None:
+            self.p.opts.ns_per_insn = ns_per_insn
+        try:
+            return Reference(n, results, globs, self._finish(clock))
+        finally:
+            self.p.opts.ns_per_insn = rate
 
     # --- the chain ------------------------------------------------------------------------------------
     def chain(self, points, stats: dict) -> tuple:
@@ -333,11 +353,11 @@ class RealSweep(RequestMixin):
         return Violation(kind, what, expected, actual, boundary, pc, insn, where, detail)
 
 
-def similar(syms: dict, func: str, most: int = 6) -> list[str]:
+def similar(syms: dict, func: str, most: int = 6, package: str | None = None) -> list[str]:
     """Functions of the program a user naming `func` may mean: the same name in another package, a generic
     function's instances (`main.Max[go.shape.int]`: the compiler's shape-stenciled copies) and the closures
-    inside it (`main.main.func1`, `main.run.gowrap1`)."""
-    base = [func] if "." in func else [func, f"main.{func}"]
+    inside it (`main.main.func1`, `main.run.gowrap1`); with `package` (a test binary's), its functions too."""
+    base = [func] if "." in func else [func, f"main.{func}"] + ([f"{package}.{func}"] if package else [])
     out = set()
     for n, (_, size) in syms.items():
         if size <= 0 or n.endswith(".abi0"):

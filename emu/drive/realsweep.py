@@ -12,6 +12,7 @@ their own each (one injection, on to the exit).
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -42,11 +43,12 @@ class RealSpec:
     env: tuple = ()
     seed: int = 1
     gc: bool = False                           # the runtime's own GC cycle at every injection (realgc.py)
+    test: tuple = ()                           # ("test" | "bench", NAME): the package's test binary running it
 
     def build(self) -> RealSweep:
         from ..front import gobuild, goreleases
         from ..linux import elfimage, process
-        res = gobuild.build(self.asm)
+        res = gobuild.build(self.asm, test=bool(self.test))
         version = res.go_version or gobuild.go_version()
         rel = goreleases.release_of(version, str(res.binary))              # one preemu reads, or exit 2
         if self.gc and rel.minor < 22:
@@ -63,8 +65,10 @@ class RealSpec:
         else:
             stub = (self.stub, stub_code(self.stub, image))
         env = with_godebug(list(self.env), realgc.GODEBUG) if self.gc else list(self.env)
-        opts = process.Options(argv=list(self.argv), env=env, seed=self.seed)
-        return RealSweep(image, opts, self.entry, self.call, regs, stub, res.source_path, gc=self.gc)
+        opts = process.Options(argv=list(self.argv), env=env, seed=self.seed,
+                               cwd=self.asm if self.test else None)    # go test runs in the package directory
+        return RealSweep(image, opts, self.entry, self.call, regs, stub, res.source_path, gc=self.gc,
+                         package=res.package)
 
     @staticmethod
     def run(sw: RealSweep, ref, index, points, start, opts) -> S.ShardResult:
@@ -167,6 +171,7 @@ class RealSweepResult:
     gc: dict | None = None            # with --gc: the runtime's cycles (realsweep.gc_stats, summed over shards)
     nondeterministic: dict | None = None   # what differed between uninterrupted runs (references.Unstable.describe)
     paths: Counter | None = None      # injections at the points by the path watch.py saw them take (watch.PATHS)
+    test: tuple = ()                  # ("test" | "bench", NAME): F was called by that test of its package
 
     @property
     def ok(self) -> bool:
@@ -349,7 +354,7 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
                            ref.boundaries, tried, injected, refused, log.kept, log.count, log.groups,
                            time.perf_counter() - t0, time.process_time() - c0, per_pc, ref.ending, ref.results,
                            reached, checks, other, sw.p.oracle_note, len(plan), sw.func, gc,
-                           ref.unstable.describe(lambda g: _global_name(sw.effects, g)), paths)
+                           ref.unstable.describe(lambda g: _global_name(sw.effects, g)), paths, spec.test)
 
 
 def confirm(sw: RealSweep, ref: Reference, budget: int, seed: int, log: S.ViolationLog) -> None:
@@ -363,12 +368,27 @@ def confirm(sw: RealSweep, ref: Reference, budget: int, seed: int, log: S.Violat
     def names():
         return {_global_name(sw.effects, g) for g in u.globals}
     for i in range(references.REFERENCES, references.REFERENCES + references.CONFIRM):
-        references.add_run(u, ref, sw.reference(budget, references.reseed_seed(seed, i)))
+        references.add_run(u, ref, references.other_run(sw, budget, seed, i))
         if all(references.is_unstable(u, k, names()) for k in keys):
             break
     gone = names()
     log.drop(lambda v: v.kind == "final-state" and (k := references.key_of(v.what)) is not None
              and references.is_unstable(u, k, gone))
+
+
+def test_argv(path: str, kind: str, name: str) -> list[str]:
+    """argv of a package's test binary running one test or example (kind "test") or benchmark ("bench"), as
+    `go test -run '^NAME$' -short -count=1` runs it (cmd/go/internal/test: the binary is PKG.test, run in the
+    package directory; a benchmark runs once, -benchtime=1x, with no test). NAME may name a subtest, A/B."""
+    if not name or not re.fullmatch(r"[\w/.-]+", name):
+        raise EmuError(f"--{kind} {name!r}: give the name of a {'benchmark' if kind == 'bench' else 'test or example'}"
+                       f" (e.g. {'BenchmarkSum' if kind == 'bench' else 'TestSum, ExampleSum or TestSum/small'})")
+    pattern = "/".join(f"^{part}$" for part in name.split("/"))
+    base = os.path.basename(os.path.abspath(path).rstrip("/")) + ".test"
+    common = ["-test.count=1", "-test.short", "-test.paniconexit0", "-test.timeout=10m0s"]
+    if kind == "bench":
+        return [base, "-test.run=^$", f"-test.bench={pattern}", "-test.benchtime=1x", *common]
+    return [base, f"-test.run={pattern}", *common]
 
 
 def default_argv(path: str) -> list[str]:

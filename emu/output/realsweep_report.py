@@ -46,6 +46,7 @@ class RealSweepReport:
         return OrderedDict(
             tool="preemu", version=__version__, schema=SCHEMA, command="sweep", engine="real-program",
             file=r.source, func=r.func, call=r.call, entered=r.entered, stub=r.stub, seed=r.seed,
+            **({"test": {"kind": r.test[0], "name": r.test[1]}} if r.test else {}),
             boundaries=r.boundaries, points_tried=r.points, points_reached=r.reached, injected=r.injected,
             refused=dict(sorted(r.refused.items())), violation_count=r.violation_count,
             violations=[v.to_json() for v in r.violations],
@@ -130,8 +131,8 @@ def nondeterministic_lines(nd: dict | None) -> list[str]:
     if not keys:
         return []
     shown = ", ".join(keys[:6]) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
-    return [f"  nondeterministic   {len(keys):>9,}   differ between {nd['references']} uninterrupted runs with the "
-            "runtime's random state drawn anew, so not compared:",
+    return [f"  nondeterministic   {len(keys):>9,}   differ between {nd['references']} uninterrupted runs (the runtime's "
+            "random state drawn anew, the clock's rate varied), so not compared:",
             f"                                 {shown}"]
 
 
@@ -175,7 +176,9 @@ def gc_lines(r) -> list[str]:
 def _how(r) -> str:
     if r.entered == "entered":
         return "entered on the main goroutine after init"
-    return f"call {r.call}" if r.call > 1 else "first call"
+    how = f"call {r.call}" if r.call > 1 else "first call"
+    test = getattr(r, "test", ())
+    return f"{how} during {'benchmark ' if test[0] == 'bench' else ''}{test[1]}" if test else how
 
 
 def verdict(r) -> list[str]:

@@ -133,7 +133,8 @@ class _Loaded:
 
 
 def explain(path: str, func: str, at: str, *, call: int = 1, registers=None, args=(), env=(), gc: bool = False,
-            async_preemption: bool = True, stub: str | None = None, budget: int = 20_000_000) -> E.Story:
+            async_preemption: bool = True, stub: str | None = None, budget: int = 20_000_000,
+            test: tuple = ()) -> E.Story:
     """Tell one preemption of `func` at boundary `at` of its `call`-th call, in its real program (`stub`: a .s
     asyncPreempt loaded over the binary's, as `preemu sweep --stub` loads it)."""
     try:
@@ -144,7 +145,8 @@ def explain(path: str, func: str, at: str, *, call: int = 1, registers=None, arg
     env = list(env) if async_preemption else realsweep.with_godebug(list(env), "asyncpreemptoff=1")
     spec = realsweep.RealSpec(os.path.abspath(path), func, call, realsweep.check_registers(registers),
                               None if stub is None else os.path.abspath(stub),
-                              tuple(realsweep.default_argv(path) + list(args)), tuple(env), 1, gc)
+                              tuple((realsweep.test_argv(path, *test) if test else realsweep.default_argv(path))
+                                    + list(args)), tuple(env), 1, gc, test)
     sw = spec.build()
     ref = references.establish(sw, budget, spec.seed)
     if not 0 <= k < ref.boundaries:
@@ -157,7 +159,7 @@ def _unstable_note(u) -> str:
     """What the uninterrupted runs disagreed on (references.py), so the check did not compare it."""
     n = u.count if u is not None else 0
     return (f" (not compared: {n} value(s) that differ between {u.references} uninterrupted runs with the runtime's "
-            "random state drawn anew)") if n else ""
+            "random state drawn anew and the clock's rate varied)") if n else ""
 
 
 class _Teller(_SignalSteps, _ResumeSteps):

@@ -1,0 +1,3 @@
+module example.com/ringmod
+
+go 1.22
