@@ -206,8 +206,15 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
         if model:
             raise EmuError(f"{', '.join(model)}: preemu's model world only (.s input); a Go program is swept in "
                            "its real program, where its own runtime decides, injects and collects")
-        return _sweep_real(src, func, registers, stub, seed, max_points, budget, async_preemption, jobs, executor,
-                           results, progress, call, to_exit, args, env, gc, _test_of(test, bench))
+        test_ = _test_of(test, bench)
+
+        def one(name: str):
+            return _sweep_real(src, name, registers, stub, seed, max_points, budget, async_preemption, jobs,
+                               executor, results, progress, call, to_exit, args, env, gc, test_)
+        from .drive import manysweep
+        if manysweep.is_pattern(func):
+            return _sweep_many(src, func, test_, one, progress)
+        return one(func)
     if call != 1 or to_exit != 3 or args or env or test or bench:
         raise EmuError("call, to_exit, args, env, test and bench apply to Go input, swept in its real program")
     stub_s = _stub(stub)
@@ -233,6 +240,28 @@ def model_world_options(force_unsafe: bool, nested_signals: bool, layout, gc_sca
                                     (("nested_signals", "--nested-signals"), nested_signals),
                                     (("layout", "--layout"), layout is not None),
                                     (("gc_scanner", "--gc-scanner"), gc_scanner is not None)) if on]
+
+
+def _sweep_many(src: str, pattern: str, test: tuple, one, progress: bool):
+    """Every function of the program's own package matching `pattern`, each swept at its first call
+    (emu/drive/manysweep.py): a ManySweepReport."""
+    import sys
+    import time
+    from .drive import manysweep
+    from .front import gobuild
+    from .linux import elfimage
+    from .output import many_report
+    res = gobuild.build(src, test=bool(test))
+    pkg = res.package or "main"
+    packages = (pkg, pkg + "_test") if test else ("main",)
+    t0, c0 = time.perf_counter(), time.process_time()
+
+    def say(i, n, name):
+        if progress:
+            print(f"preemu: [{i}/{n}] {name}", file=sys.stderr, flush=True)
+    funcs = manysweep.sweep_all(src, pattern, packages, elfimage.load(str(res.binary)), one, say)
+    return many_report.ManySweepReport(manysweep.ManyResult(src, pattern, test, funcs, time.perf_counter() - t0,
+                                                            time.process_time() - c0))
 
 
 def _test_of(test: str | None, bench: str | None) -> tuple:

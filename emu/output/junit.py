@@ -44,6 +44,18 @@ def cases(rep) -> tuple[str, list[Case]]:
             if rep.violations:
                 fail += f"; first violation: {_first(rep.violations)}"
         return f"preemu run {rep.scenario.path}", [Case("preemu.run", rep.name, rep.elapsed, fail, rep.summary())]
+    if kind == "ManySweepReport":
+        out = []
+        for f in rep.result.functions:
+            r = f.report
+            if r is None:                        # matched, not called: no case (a function the test never runs)
+                if f.status == "error":
+                    out.append(Case(f"preemu.sweep.{rep.result.source}", f.func, 0.0, f"not swept: {f.note}", f.note))
+                continue
+            out.append(Case(f"preemu.sweep.{rep.result.source}", r.result.func, r.result.elapsed,
+                            None if r.ok else f"{r.violation_count} violation(s); first: {_first(r.violations)}",
+                            r.summary()))
+        return f"preemu sweep {rep.result.source} --func {rep.result.pattern}", out
     if kind == "RealSweepReport":
         fail = None if rep.ok else f"{rep.violation_count} violation(s); first: {_first(rep.violations)}"
         return f"preemu sweep {rep.source}", [Case(f"preemu.sweep.{rep.source}", rep.result.func,

@@ -144,6 +144,8 @@ def _results(rep) -> list[dict]:
                 res["relatedLocations"] = [dict(_location(*w, f"interrupted instruction in corpus loop {sc}"), id=0)]
             out.append(res)
         return out
+    if kind == "ManySweepReport":                 # each swept function's results, as its own sweep's
+        return [res for r in rep.reports for res in _results(r)]
     if kind not in ("SweepReport", "ScenarioReport", "RealSweepReport"):
         raise TypeError(f"no SARIF form for {kind}")
     if kind == "ScenarioReport":
