@@ -190,8 +190,9 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     jobs: local processes for the shards; executor: "dask://HOST:PORT" (default: $DASK_SCHEDULER_ADDRESS)
     sends them to a Dask cluster;
     results: a JSON-lines file of finished shards (an interrupted sweep resumes from it); progress: a
-    bar on stderr. Whatever these are, the result (timing aside) is the same. gc (.s input): preemu's model
-    of the collector at every point, its stack scanner `gc_scanner`.
+    bar on stderr (points, rate, ETA; Go input's moves at every point), or a bar factory of your own
+    (emu.drive.shards.ShardRunner). Whatever these are, the result (timing aside) is the same. gc (.s
+    input): preemu's model of the collector at every point, its stack scanner `gc_scanner`.
     on_world(world) is called with the built World before the sweep (the CLI warns about entry
     registers there); runner(world) may return a shard runner of your own (emu.drive.shards) instead.
     """

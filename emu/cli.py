@@ -218,7 +218,8 @@ def _explain_real(a, path: str, func, regs_, gc: bool, asyncp):
     if not func:
         raise EmuError("--func is required (the goroutine's entry function)")
     if a.at is None:
-        raise UsageError("--at is required: a boundary number of the function's goroutine (0 is its entry)")
+        raise UsageError("--at is required: a boundary number of the function's goroutine (0 is its entry), "
+                         "FILE:LINE or FUNC+OFFSET")
     for kv in a.env or []:
         if "=" not in kv:
             raise UsageError(f"--env {kv!r}: write KEY=VALUE")
@@ -624,7 +625,8 @@ def _add_explain(sub) -> None:
     x.add_argument("--func", help="entry function of the goroutine (a scenario gives its own)")
     x.add_argument("--at", metavar="WHEN",
                    help="where the signal lands: a boundary number (Go input: of the function's goroutine in its "
-                        "real program), line:N or FUNC+OFFSET (its first execution); "
+                        "real program), line:N or FUNC+OFFSET (its first execution; Go input also FILE:LINE, FILE "
+                        "a file's name or the end of its path, as in main.go:42); "
                         "for a scheduler scenario, the N-th signal that lands on a goroutine (default: the first "
                         "one injected)")
     x.add_argument("--reg", action="append", metavar="NAME=VALUE", help="entry register value; repeatable")

@@ -75,6 +75,25 @@ def test_async_preempt2_clobbers_and_migrates(adc):
     assert int(resume.regs["RIP"], 16) == adc.pc
 
 
+def test_a_stack_word_is_named_only_from_the_step_that_gives_it_its_role(adc):
+    steps = adc.steps
+    push = next(i for i, s in enumerate(steps) if s.phase == "pushCall")
+    named = [{x for x in s.stack_labels if x} for s in steps]
+    for i in range(push):                    # the goroutine, the request, the signal: nothing below SP yet
+        assert not any("pushCall" in x or "PUSH" in x or "(SP)" in x or "asyncPreempt" in x for x in named[i])
+    assert "return address (caller)" in named[0]
+    assert "resume PC (pushCall)" in named[push] and "saved RBP (PUSHQ BP)" not in named[push]
+    # each save slot from the stub step that writes it; the CALL's return address from asyncPreempt2
+    rbp = next(i for i, s in enumerate(steps) if "saved RBP (PUSHQ BP)" in s.stack_labels)
+    assert steps[rbp].phase == "stub"
+    assert steps[rbp].stack_labels.index("saved RBP (PUSHQ BP)") in steps[rbp].stack_changed
+    ap2 = next(i for i, s in enumerate(steps) if s.phase == "asyncPreempt2")
+    assert "return into asyncPreempt (CALL)" in named[ap2] and "return into asyncPreempt (CALL)" not in named[ap2 - 1]
+    assert named[-1] == {x for x in adc.stack_labels if x}
+    d = explain_text.to_json(adc)
+    assert [s["stack_labels"] for s in d["steps"]] == [s.stack_labels for s in steps]
+
+
 def test_text_json_html_come_from_one_step_list(adc):
     text = explain_text.render_text(adc)
     data = explain_text.to_json(adc)

@@ -53,6 +53,36 @@ def test_an_injection_is_told_from_the_real_signal_frame_to_the_resume(spin):
     assert d["sigstack_labels"] and step(d, "delivery")["sigstack"]
 
 
+def test_at_a_source_line_is_the_first_boundary_there_named_so_the_user_can_step_on(spin):
+    code, d = explain(KINDS, "--func", "spin", "--reg", "RAX=3", "--at", "main.go:113")
+    assert code == 0 and d["ok"]
+    k, first = d["at"], d["steps"][0]
+    insn = next(i for i in d["code"]["main.spin"]["insns"] if i["pc"] == d["pc"])
+    assert insn["line"] == 113 and insn["file"].endswith("kinds/main.go")
+    assert f"The goroutine at boundary {k} (main.go:113, the first of " in first["title"]
+    assert f"step with --at {k - 1} or --at {k + 1}." in first["text"][0]
+    # the same PC named as FUNC+OFF: the same boundary, the first at that PC
+    code, by_pc = explain(KINDS, "--func", "spin", "--reg", "RAX=3", "--at", f"main.spin+{insn['off']:#x}")
+    assert code == 0 and by_pc["at"] == k
+    assert f"(main.spin+{insn['off']:#x}, the first of " in by_pc["steps"][0]["title"]
+    # and no earlier boundary is on that line: the one before runs elsewhere
+    _, before = explain(KINDS, "--func", "spin", "--reg", "RAX=3", "--at", str(k - 1))
+    assert next(i for i in before["code"]["main.spin"]["insns"] if i["pc"] == before["pc"])["line"] != 113
+
+
+def test_the_stack_names_a_word_only_from_the_step_that_gives_it_its_role(spin):
+    _, d = spin
+    labels = [" | ".join(x for x in s["stack_labels"] if x) for s in d["steps"]]
+    at = {s["short"]: i for i, s in enumerate(d["steps"])}
+    assert "interrupted SP" in labels[0]          # the goroutine's step: nothing has happened below SP yet
+    for i in range(at["pushCall"]):
+        assert "pushCall" not in labels[i] and "asyncPreempt" not in labels[i], d["steps"][i]["short"]
+    assert "return address (pushCall)" in labels[at["pushCall"]]
+    assert "asyncPreempt frame" not in labels[at["rt_sigreturn"]] and \
+        "asyncPreempt frame: saved RAX" in labels[at["asyncPreempt"]]
+    assert labels[-1] == " | ".join(x for x in d["stack_labels"] if x)      # the story's list: every role taken
+
+
 def test_the_text_tells_the_same_story():
     out = io.StringIO()
     assert cli.main(["explain", KINDS, "--func", "spin", "--reg", "RAX=3", "--at", "5"], out) == 0
@@ -83,7 +113,13 @@ def test_with_gc_the_runtimes_own_cycle_is_told_and_its_use_after_free_fails():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--at", "main.spin+0x6"], "for Go input give a boundary number"),
+    (["--at", "spin + 6"], "for Go input give a boundary number"),
+    (["--at", "main.go:106"], "main.go:106 is never run by main.spin's goroutine between main.spin's entry and its "
+                              "return; lines near it that it runs: main.go:112 (first at boundary 0), main.go:113 "
+                              "(first at boundary 5), main.go:115 (first at boundary "),
+    (["--at", "main.go:117"], "main.go:117 has no code; lines near it that it runs: "),
+    (["--at", "nosuch.go:3"], "no file of the program is named nosuch.go (main.spin is in main.go)"),
+    (["--at", "main.digest"], "main.digest+0x0 (tests/data/go/kinds/main.go:104) is never run by main.spin's"),
     (["--at", "99999"], "boundaries 0 to"),
     (["--at", "1", "--layout", "go1.14"], "--layout: preemu's model world only"),
 ])
@@ -112,6 +148,10 @@ def test_the_page_draws_both_stacks_and_steps_through_without_errors(tmp_path, s
                 stack: document.querySelector('#stack svg').textContent})""")
             assert v["counter"] == f"step {i + 1} / {len(d['steps'])}" and v["title"] == st["title"]
             assert v["regs"] == st["regs"]
+            if i < next(k for k, s in enumerate(d["steps"]) if s["short"] == "pushCall"):
+                assert "pushCall" not in v["stack"] and "asyncPreempt frame" not in v["stack"]     # not yet
+            if st["short"] == "pushCall":
+                assert "return address (pushCall)" in v["stack"]
             if st["short"] == "delivery":
                 assert "mcontext.rip" in v["sig"] and "siginfo" in v["sig"]
         assert not errors, errors

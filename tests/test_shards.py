@@ -211,3 +211,59 @@ def test_a_mutant_scanner_is_caught_in_every_shard_that_frees_a_live_object(monk
     uaf = [v for v in d["violations"] if v["kind"] == "use-after-free"]
     assert code == 1 and [v["boundary"] for v in uaf] == [7, 37]       # shard 0 from entry, shard 1 from 37
     assert all("freed by the GC" in v["detail"] for v in uaf)
+
+
+# --- a real-program sweep's progress: the same bar, moved point by point (issue #41) ----------------------
+KINDS = DATA / "go" / "kinds"
+
+
+class _Bar:
+    """A progress sink in place of tqdm (ShardRunner's progress factory): what the sweep told it."""
+
+    def __init__(self, total, initial):
+        self.total, self.n, self.updates, self.closed = total, initial, [], False
+
+    def update(self, n):
+        self.n += n
+        self.updates.append(n)
+
+    def refresh(self):
+        pass
+
+    def close(self):
+        self.closed = True
+
+
+def _swept(**kw):
+    from emu import api
+    bars = []
+    rep = api.sweep(KINDS, "initTable", progress=lambda total, initial: bars.append(_Bar(total, initial)) or bars[-1],
+                    **kw)
+    assert len(bars) == 1 and bars[0].closed
+    return rep.result, bars[0]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_real_sweep_moves_the_bar_at_every_point_here_and_from_worker_processes(monkeypatch, jobs):
+    from emu.drive import realsweep
+    monkeypatch.setattr(realsweep, "SHARD_POINTS", 50)        # 117 points: three shards, two in worker processes
+    res, bar = _swept(jobs=jobs)
+    assert res.points == bar.total == bar.n == 117 and res.shards == 3
+    assert bar.updates == [1] * 117                            # each point as its chain went past it
+
+
+def test_a_gc_sweeps_single_chain_counts_the_points_it_reaches():
+    res, bar = _swept(gc=True, jobs=1)
+    assert bar.total is None                                   # open-ended: every k-th boundary until F returns
+    assert bar.n == res.points == res.reached > 100 and set(bar.updates) == {1}
+
+
+def test_a_real_sweep_shows_progress_on_a_terminal_and_nothing_elsewhere():
+    import subprocess
+    import sys
+    args = ["sweep", KINDS, "--func", "initTable", "--jobs", "1"]
+    shown = _on_a_terminal(*args)
+    assert "preemu sweep: 100%" in shown and "117/117" in shown and "points/s" in shown
+    assert "%|" not in _on_a_terminal(*args, "--quiet")
+    piped = subprocess.run([sys.executable, "-m", "emu", *map(str, args)], capture_output=True, text=True)
+    assert piped.returncode == 0 and piped.stderr == "" and "points tried             117" in piped.stdout

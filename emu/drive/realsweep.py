@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from . import references
+from . import references, shards
 from . import sweeper as S
 from ..core.errors import EmuError
 from ..check.verify import Violation
@@ -215,7 +215,7 @@ def run_shard(sw: RealSweep, ref: Reference, index: int, points, opts: S.ChainOp
     """Inject at `points` in one chain from the snapshot; check each resume, F's return and the exit."""
     c0 = time.process_time()
     stats: dict = {}
-    listener, reached, ending = sw.chain(points, stats)
+    listener, reached, ending = sw.chain(shards.ticking(points, index), stats)   # the bar moves point by point
     log = S.ViolationLog(opts.max_violations)
     log.extend(listener.violations)
     for w in sw.p.watch.violations:              # the oracle against the runtime, the handler's edits

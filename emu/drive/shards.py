@@ -7,6 +7,12 @@ order (sweeper.merge_shards), which makes the report the same whatever runs the 
 their world once per process from a WorldSpec. A Dask worker that dies loses no points: the
 scheduler re-runs its shards elsewhere (`retries`). Heavy imports (concurrent.futures' process pool,
 distributed, tqdm) happen only when used.
+
+Progress is one bar (tqdm on stderr: points done, rate, ETA) that the runner moves by each finished
+shard's points; a shard that iterates its points through `ticking` (the real-program sweep's chain does)
+moves it point by point as it reaches them, here or in a local worker process (through a queue), so a
+long shard is not minutes of silence. A shard whose points are open-ended (the --gc chain: every k-th
+boundary until F returns) has no total: the bar counts the points reached, with their rate.
 """
 from __future__ import annotations
 
@@ -63,17 +69,64 @@ def run_task(spec: WorldSpec, ref: sweeper.Reference, opts: sweeper.ChainOptions
     return spec.run(world, ref, index, points, start, opts)
 
 
-def _ignore_sigint() -> None:
+def _ignore_sigint(ticks=None) -> None:
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the coordinator's to handle
+    if ticks is not None:                             # a worker's points go to the coordinator's bar
+        global _TICK
+        _TICK = lambda index, n: ticks.put((index, n))     # noqa: E731
+
+
+# --- progress point by point ------------------------------------------------------------------------
+_TICK = None            # callable(shard index, points) while a runner with a bar runs shards in this process
+
+
+def ticking(points, index: int):
+    """Iterate `points` (a shard's), telling the runner's bar of each one once the shard has gone past it
+    (a loop asks for the next point when it is done with the one before); nothing without a bar."""
+    tick = _TICK
+    if tick is None:
+        yield from points
+        return
+    first = True
+    for k in points:
+        if not first:
+            tick(index, 1)
+        first = False
+        yield k
+    if not first:
+        tick(index, 1)
+
+
+def points_total(tasks) -> int | None:
+    """The points of these shard tasks, or None when a task's are open-ended (no length, or 2**40 or more:
+    the --gc chain's range, which stops when F returns)."""
+    total = 0
+    for t in tasks:
+        try:
+            n = len(t[1])
+        except TypeError:
+            return None
+        if n >= 1 << 40:
+            return None
+        total += n
+    return total
+
+
+def tqdm_bar(total: int | None, initial: int):
+    """The sweep's progress bar on stderr: points, rate, ETA (tqdm; without a total, points and rate)."""
+    from tqdm import tqdm
+    return tqdm(total=total, initial=initial, unit=" points", unit_scale=True, file=sys.stderr,
+                desc="preemu sweep", leave=False, dynamic_ncols=True)
 
 
 @contextmanager
-def _process_pool(workers: int):
-    """Local worker processes that leave Ctrl-C to the coordinator; on the way out (a Ctrl-C included)
-    queued work is cancelled and the workers are waited for."""
+def _process_pool(workers: int, ticks=None):
+    """Local worker processes that leave Ctrl-C to the coordinator (and send their points' ticks to
+    `ticks`, a queue); on the way out (a Ctrl-C included) queued work is cancelled and the workers are
+    waited for."""
     from concurrent.futures import ProcessPoolExecutor
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint)
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint, initargs=(ticks,))
     try:
         yield pool
     finally:
@@ -182,10 +235,13 @@ def _parse_executor(executor: str | None) -> str | None:
 
 
 class ShardRunner:
-    """sweeper.sweep(..., runner=ShardRunner(...)): runs the shards, records and reports progress."""
+    """sweeper.sweep(..., runner=ShardRunner(...)): runs the shards, records and reports progress.
+
+    progress: False, True (tqdm_bar on stderr) or a bar factory of your own, called as factory(total or None,
+    points already done) and returning an object with update(n), refresh() and close()."""
 
     def __init__(self, spec: WorldSpec, jobs: int = 1, executor: str | None = None, results: str | None = None,
-                 progress: bool = False, local_world=None, on_result=None):
+                 progress=False, local_world=None, on_result=None):
         self.spec, self.jobs, self.results, self.progress = spec, max(1, jobs), results, progress
         self.address = _parse_executor(executor)
         self.local_world = local_world
@@ -201,8 +257,16 @@ class ShardRunner:
             done = {i: r for i, r in load_results(self.results, key).items() if i < len(tasks)}
             self.resumed = len(done)
         todo = [t for t in tasks if t[0] not in done]
-        bar = self._bar(sum(len(t[1]) for t in tasks), sum(r.points for r in done.values()))
+        bar = self._bar(points_total(tasks), sum(r.points for r in done.values()))
         out = open(self.results, "a") if self.results else None
+        global _TICK
+        ticked: Counter = Counter()             # points of a running shard already on the bar, by shard
+        if bar is not None:
+            def tick(index: int, n: int) -> None:
+                if index not in done:           # a late tick of a finished shard is in its result already
+                    ticked[index] += n
+                    bar.update(n)
+            self._tick, _TICK = tick, tick
         try:
             for r in self._execute(todo, ref, opts):
                 done[r.index] = r
@@ -212,8 +276,8 @@ class ShardRunner:
                 if out is not None:
                     out.write(json.dumps({"key": key, "shard": r.index, "result": shard_to_json(r)}) + "\n")
                     out.flush()
-                if bar is not None:
-                    bar.update(r.points)
+                if bar is not None and r.points > ticked[r.index]:
+                    bar.update(r.points - ticked[r.index])
             if bar is not None:
                 # tqdm draws at most every 0.1 s, so a sweep that ends sooner would clear the bar
                 # (leave=False) without ever drawing its last state: draw it once, complete.
@@ -221,18 +285,18 @@ class ShardRunner:
         except KeyboardInterrupt:
             raise Interrupted(sorted(done.values(), key=lambda r: r.index), len(tasks)) from None
         finally:
+            _TICK = None
             if out is not None:
                 out.close()
             if bar is not None:
                 bar.close()
         return list(done.values())
 
-    def _bar(self, total: int, initial: int):
+    def _bar(self, total: int | None, initial: int):
+        self._tick = None
         if not self.progress:
             return None
-        from tqdm import tqdm
-        return tqdm(total=total, initial=initial, unit=" points", unit_scale=True, file=sys.stderr,
-                    desc="preemu sweep", leave=False, dynamic_ncols=True)
+        return (tqdm_bar if self.progress is True else self.progress)(total, initial)
 
     def _execute(self, todo, ref, opts):
         if not todo:
@@ -250,11 +314,23 @@ class ShardRunner:
             yield from self._processes(todo, ref, opts)
 
     def _processes(self, todo, ref, opts):
-        from concurrent.futures import as_completed
-        with _process_pool(min(self.jobs, len(todo))) as pool:
-            futures = [pool.submit(run_task, self.spec, ref, opts, t) for t in todo]
-            for f in as_completed(futures):
-                yield f.result()
+        from concurrent.futures import FIRST_COMPLETED, wait
+        ticks = None
+        if self._tick is not None:              # the workers' points, as they reach them, to the bar
+            import multiprocessing
+            ticks = multiprocessing.SimpleQueue()
+
+        def drain():
+            while ticks is not None and not ticks.empty():
+                self._tick(*ticks.get())
+        with _process_pool(min(self.jobs, len(todo)), ticks) as pool:
+            pending = {pool.submit(run_task, self.spec, ref, opts, t) for t in todo}
+            while pending:
+                finished, pending = wait(pending, timeout=None if ticks is None else 0.2,
+                                         return_when=FIRST_COMPLETED)
+                drain()
+                for f in finished:
+                    yield f.result()
 
     def _dask(self, todo, ref, opts):
         try:

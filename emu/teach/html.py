@@ -279,7 +279,7 @@ function renderStack(st) {
   for (let i = 0; i < n; i++) {
     const a = top - BigInt(8 * i);
     const y = 2 + i * rowH;
-    const label = D.stack_labels[i];
+    const label = (st.stack_labels && st.stack_labels.length ? st.stack_labels : D.stack_labels)[i] || "";
     const below = a < rsp;
     svg += '<rect x="74" y="' + y + '" width="' + (w - 76) + '" height="' + (rowH - 1) + '" fill="' +
       (chg.has(i) ? "#ffc98a" : fill[regionOf(label)]) + '" opacity="' + (below ? 0.45 : 1) + '"/>';

@@ -18,8 +18,10 @@ The steps are explain.Step records in an explain.Story, so the text, JSON and HT
 as they render the model world's stories; the story adds the signal stack as a second window. Here: the
 recorder, the run to boundary k, the request and the end; the signal path is told by realsignal.py and
 the resume by realresume.py (mixins of the teller).
-Left out: --force-unsafe and --nested-signals (the runtime decides here), --at FUNC+OFF or line:N (a
-boundary number is asked for), scheduler details of what ran while G was away (counts and times only).
+`--at FILE:LINE` and `FUNC+OFF` name a boundary as realat.py finds it; each word of G's stack is labelled from
+the step at which it takes its role (story.label_steps: no pushCall word before pushCall).
+Left out: --force-unsafe and --nested-signals (the runtime decides here), scheduler details of what ran while
+G was away (counts and times only).
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ import os
 from unicorn import UC_HOOK_CODE
 from unicorn import x86_const as X
 
-from . import story as E
+from . import realat, story as E
 from .realresume import _ResumeSteps
 from .realsignal import _SignalSteps
 from ..core import regs as R
@@ -137,22 +139,19 @@ def explain(path: str, func: str, at: str, *, call: int = 1, registers=None, arg
             test: tuple = ()) -> E.Story:
     """Tell one preemption of `func` at boundary `at` of its `call`-th call, in its real program (`stub`: a .s
     asyncPreempt loaded over the binary's, as `preemu sweep --stub` loads it)."""
-    try:
-        k = int(at, 0)
-    except (TypeError, ValueError):
-        raise EmuError(f"--at {at!r}: for Go input give a boundary number of {func}'s goroutine (0 is its first "
-                       "instruction); `preemu sweep --table` lists the PCs") from None
     env = list(env) if async_preemption else realsweep.with_godebug(list(env), "asyncpreemptoff=1")
     spec = realsweep.RealSpec(os.path.abspath(path), func, call, realsweep.check_registers(registers),
                               None if stub is None else os.path.abspath(stub),
                               tuple((realsweep.test_argv(path, *test) if test else realsweep.default_argv(path))
                                     + list(args)), tuple(env), 1, gc, test)
     sw = spec.build()
+    where = realat.resolve(sw, at, budget)          # a number, FILE:LINE or FUNC+OFF (one run to F's return)
+    k = where.k
     ref = references.establish(sw, budget, spec.seed)
     if not 0 <= k < ref.boundaries:
         raise EmuError(f"--at {k}: {sw.func}'s goroutine runs {ref.boundaries:,} instructions from its entry to its "
-                       f"return (boundaries 0 to {ref.boundaries - 1:,})")
-    return _Teller(sw, ref, k, path, gc).tell()
+                       f"return (boundaries 0 to {ref.boundaries - 1})")
+    return _Teller(sw, ref, where, path, gc).tell()
 
 
 def _unstable_note(u) -> str:
@@ -166,8 +165,8 @@ class _Teller(_SignalSteps, _ResumeSteps):
     """Tells one preemption of the real program: the run to boundary k, the request and the end here; the
     signal path (realsignal.py) and the resume (realresume.py) from mixins."""
 
-    def __init__(self, sw, ref, k: int, path: str, gc: bool):
-        self.sw, self.ref, self.k, self.path, self.gc = sw, ref, k, path, gc
+    def __init__(self, sw, ref, where: realat.Where, path: str, gc: bool):
+        self.sw, self.ref, self.k, self.where, self.path, self.gc = sw, ref, where.k, where, path, gc
         self.steps: list[E.Step] = []
 
     # --- reading -------------------------------------------------------------------------------------
@@ -239,12 +238,14 @@ class _Teller(_SignalSteps, _ResumeSteps):
         prog = sw.prog
         insn = prog.insn_at(pc) if prog else None
         where = insn.where if insn else sw.image.describe(pc)
-        text = [f"{sw.func}'s goroutine has run {k:,} of its {self.ref.boundaries:,} instructions; the next is "
+        text = ([self.where.sentence()] if self.where.what else []) + \
+               [f"{sw.func}'s goroutine has run {k:,} of its {self.ref.boundaries:,} instructions; the next is "
                 f"`{insn.text if insn else '?'}` at {where}" + (f" (inlined {insn.inline})" if insn and insn.inline
                                                                  else "") + ".",
                 "Everything here is the real program: its runtime initialised, its package init done, the "
                 "registers those of this run."]
-        self._add("goroutine", "the goroutine", f"The goroutine at boundary {k}: {insn.text if insn else hex(pc)}",
+        self._add("goroutine", "the goroutine", f"The goroutine at {self.where.phrase()}: "
+                  f"{insn.text if insn else hex(pc)}",
                   text, pc, regs0, rsp, window=self._g_window())
         return regs0
 
@@ -318,11 +319,8 @@ class _Teller(_SignalSteps, _ResumeSteps):
 
     def _story(self, pt, pc: int) -> E.Story:
         sw = self.sw
-        labels = []
-        extra = getattr(self, "labels_extra", {})
-        for i in range(self.nwords):
-            a = self.top - 8 * i
-            labels.append(extra.get(a, "interrupted SP" if a == int(self.steps[0].regs["RSP"], 16) else ""))
+        roles = {int(self.steps[0].regs["RSP"], 16): ("interrupted SP", ""), **getattr(self, "roles", {})}
+        labels = E.label_steps(self.steps, self.top, self.nwords, roles)
         code = {}
         if sw.prog is not None:
             for name in (sw.func, "runtime.asyncPreempt"):

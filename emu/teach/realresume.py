@@ -54,7 +54,8 @@ class _ResumeSteps:
         if rec.stub_frame is not None:
             fregs, frsp, call, win = rec.stub_frame
             slots = _slot_names(rec.stub_insns, call, frsp)
-            self.labels_extra = slots
+            self.roles = {a: (name, "pushCall" if name.startswith("return address") else "stub")
+                          for a, name in slots.items()}
             words = dict(zip((self.top - 8 * i for i in range(self.nwords)), win))
             saved = [[name.split("saved ")[1] if "saved " in name else name.split(":")[0], f"{a:#x}", words.get(a, "?")]
                      for a, name in sorted(slots.items())]

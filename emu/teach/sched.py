@@ -21,7 +21,7 @@ import unicorn
 from ..core import memmap
 from .story import (
     CHECK_COLUMNS, REG_ORDER, Check, Step, Story, _RecordingSigctxt, add_step, check_rows, code_listing, describe_pc,
-    fmt_reg, read_window, regs_of, signal_text, stack_window)
+    fmt_reg, label_steps, read_window, regs_of, signal_text, stack_window)
 from ..core.errors import EmuError
 from ..core.layout import RESUME_PC_OFFSET, SAVED_BP_OFFSET, SAVED_FLAGS_OFFSET
 
@@ -108,24 +108,26 @@ class _Onlooker:
     def _stack(self) -> list[str]:
         return read_window(self.m, self.top, self.nwords, self.target.stack_lo, self.target.stack_hi)
 
-    def labels(self) -> list[str]:
-        """Name the window's words: the interrupted frame, the resume PC, the stub's save slots."""
+    def labels(self, steps: list[Step]) -> list[str]:
+        """Name the window's words: the interrupted frame, the resume PC, the stub's save slots, each from the
+        step at which it takes that role (label_steps)."""
         d = self.at["deliver"]
         s, lay = d["rsp"], self.s.layout
-        names = {s + RESUME_PC_OFFSET: "resume PC (pushCall)", s + SAVED_BP_OFFSET: "saved RBP (PUSHQ BP)",
-                 s + SAVED_FLAGS_OFFSET: "saved RFLAGS (PUSHFQ)"}
+        roles = {s + RESUME_PC_OFFSET: ("resume PC (pushCall)", "pushCall"),
+                 s + SAVED_BP_OFFSET: ("saved RBP (PUSHQ BP)", "stub"),
+                 s + SAVED_FLAGS_OFFSET: ("saved RFLAGS (PUSHFQ)", "stub")}
         ret_slot = s + self.frame_size
         for a in range(s, ret_slot, 8):
-            names[a] = f"interrupted frame, SP+{a - s}"
-        names[ret_slot] = "return address: goexit" if self.m.read_u64(ret_slot) == memmap.GOEXIT else \
-            "return address (caller)"
+            roles[a] = (f"interrupted frame, SP+{a - s}", "")
+        roles[ret_slot] = ("return address: goexit" if self.m.read_u64(ret_slot) == memmap.GOEXIT else
+                           "return address (caller)", "")
         base = lay.save_area_base(s)
         for sl in lay.stack_slots:
-            names[base + sl.offset] = f"{sl.reg.go_name} ({sl.offset}(SP))"
+            roles[base + sl.offset] = (f"{sl.reg.go_name} ({sl.offset}(SP))", "stub")
             if sl.reg.size == 16:
-                names[base + sl.offset + 8] = f"{sl.reg.go_name} high ({sl.offset}(SP))"
-        names[base - 8] = "return into asyncPreempt (CALL)"
-        return [names.get(self.top - 8 * i, "") for i in range(self.nwords)]
+                roles[base + sl.offset + 8] = (f"{sl.reg.go_name} high ({sl.offset}(SP))", "stub")
+        roles[base - 8] = ("return into asyncPreempt (CALL)", "stub")
+        return label_steps(steps, self.top, self.nwords, roles)
 
     def _sched_table(self) -> dict:
         s = self.s
@@ -267,4 +269,4 @@ def _finish(s, o, source: str, sc, steps: list[Step], verdict: str, reason: str,
     pc = d["pc"]
     f = s.prog.func_for(pc)
     return Story(source, f"{o.target.name} ({f.name if f else '?'})", s.layout.name, d["n"], pc, verdict, reason,
-                 False, steps, code_listing(s.prog, steps), o.top, o.labels(), o.count, unit="signal")
+                 False, steps, code_listing(s.prog, steps), o.top, o.labels(steps), o.count, unit="signal")

@@ -52,6 +52,8 @@ class Step:
     checks: list[Check] = field(default_factory=list)
     stack_marks: dict[int, str] = field(default_factory=dict)   # window index -> note (e.g. a GC root)
     sigstack: list[str] = field(default_factory=list)   # a real-program story: the signal stack window's words
+    stack_labels: list[str] = field(default_factory=list)   # the window's words named by the roles they hold at
+                                                            # this step (label_steps): nothing before it happened
 
 
 @dataclass
@@ -67,7 +69,8 @@ class Story:
     steps: list[Step]
     code: dict[str, dict]           # function name -> {"goname", "file", "insns": [...]}
     stack_top: int                  # address of the window's first (highest) word
-    stack_labels: list[str]         # one per word of the window, high to low
+    stack_labels: list[str]         # one per word of the window, high to low: every role it takes in the story
+                                    # (each step's own: Step.stack_labels)
     boundaries: int                 # the goroutine's instructions from entry to goexit
     unit: str = "boundary"          # what `at` counts: a boundary of the goroutine, or (a scheduler scenario) a signal
     sigstack_top: int = 0           # a real-program story (emu/teach/real.py): the rt_sigframe's top word
@@ -117,6 +120,36 @@ def add_step(steps: list[Step], phase: str, short: str, title: str, text: list[s
              regs.describe_flags(int(regs_["RFLAGS"], 16)), mp, table, list(checks), marks or {})
     steps.append(s)
     return s
+
+
+def label_steps(steps: list[Step], top: int, nwords: int, roles: dict[int, tuple[str, str]]) -> list[str]:
+    """Name the window's words step by step, so that a step shows only what has happened by then. `roles`:
+    address -> (label, phase), the phase of the first step at which the word holds that role ("" from the
+    first step: the interrupted frame; "pushCall"; "asyncPreempt2"); a "stub" role (a save slot) from the
+    first stub step before asyncPreempt2 that changes the word, or the last of them when none does (the
+    value saved was already there). A role whose phase the story never reaches is left out. Sets each
+    Step.stack_labels and returns the whole story's labels (every role taken)."""
+    first: dict[str, int] = {}
+    for k, s in enumerate(steps):
+        first.setdefault(s.phase, k)
+    stub = [k for k, s in enumerate(steps) if s.phase == "stub"]
+    stub = [k for k in stub if k < first.get("asyncPreempt2", len(steps))] or stub    # the saves, not the restores
+    since: dict[int, tuple[str, int]] = {}
+    for a, (label, phase) in roles.items():
+        i, off = divmod(top - a, 8)
+        if off or not 0 <= i < nwords or not label:
+            continue
+        if not phase:
+            k = 0
+        elif phase == "stub":
+            k = next((j for j in stub if i in steps[j].stack_changed), stub[-1]) if stub else None
+        else:
+            k = first.get(phase)
+        if k is not None:
+            since[i] = (label, k)
+    for k, s in enumerate(steps):
+        s.stack_labels = [since[i][0] if i in since and k >= since[i][1] else "" for i in range(nwords)]
+    return [since[i][0] if i in since else "" for i in range(nwords)]
 
 
 def regs_of(machine) -> dict[str, str]:
@@ -244,29 +277,31 @@ class _Narrator(_StubSteps):
                         self.stack_now(), self.m.reg("RSP"), f"M{self.w.cur}/P{self.w.cur}", table, checks, marks)
 
     def label_stack(self, s: int, frame_size: int, injected: bool) -> list[str]:
-        """Name every word of the window: the caller's frame, the interrupted frame, the stub's slots."""
+        """Name every word of the window (the caller's frame, the interrupted frame, the stub's slots), each
+        from the step at which it takes that role (label_steps); the whole story's labels."""
         lay = self.w.layout
-        names: dict[int, str] = {}
+        roles: dict[int, tuple[str, str]] = {}
         fr = self.prog.func_for(self.pc)
         ret_slot = s + frame_size
-        names[ret_slot] = "return address (caller)" if ret_slot + 8 < self.w.stack_hi else "return address: goexit"
+        roles[ret_slot] = ("return address (caller)" if ret_slot + 8 < self.w.stack_hi else
+                           "return address: goexit", "")
         for a in range(s, ret_slot, 8):
-            names[a] = f"{fr.name.rsplit('.', 1)[-1]} frame, SP+{a - s}"
+            roles[a] = (f"{fr.name.rsplit('.', 1)[-1]} frame, SP+{a - s}", "")
         if injected:
-            names[s + RESUME_PC_OFFSET] = "resume PC (pushCall)"
-            names[s + SAVED_BP_OFFSET] = "saved RBP (PUSHQ BP)"
-            names[s + SAVED_FLAGS_OFFSET] = "saved RFLAGS (PUSHFQ)"
+            roles[s + RESUME_PC_OFFSET] = ("resume PC (pushCall)", "pushCall")
+            roles[s + SAVED_BP_OFFSET] = ("saved RBP (PUSHQ BP)", "stub")
+            roles[s + SAVED_FLAGS_OFFSET] = ("saved RFLAGS (PUSHFQ)", "stub")
             base = lay.save_area_base(s)
             for sl in lay.stack_slots:
                 if sl.reg.size == 16:
-                    names[base + sl.offset + 8] = f"{sl.reg.go_name} high ({sl.offset}(SP))"
-                    names[base + sl.offset] = f"{sl.reg.go_name} low ({sl.offset}(SP))"
+                    roles[base + sl.offset + 8] = (f"{sl.reg.go_name} high ({sl.offset}(SP))", "stub")
+                    roles[base + sl.offset] = (f"{sl.reg.go_name} low ({sl.offset}(SP))", "stub")
                 else:
-                    names[base + sl.offset] = f"{sl.reg.go_name} ({sl.offset}(SP))"
-            names[base - 8] = "return into asyncPreempt (CALL)"
+                    roles[base + sl.offset] = (f"{sl.reg.go_name} ({sl.offset}(SP))", "stub")
+            roles[base - 8] = ("return into asyncPreempt (CALL)", "asyncPreempt2")
             for k in (16, 24, 32):
-                names[base - k] = "asyncPreempt2 frame (scribbled)"
-        return [names.get(self.top - 8 * i, "") for i in range(self.nwords)]
+                roles[base - k] = ("asyncPreempt2 frame (scribbled)", "asyncPreempt2")
+        return label_steps(self.steps, self.top, self.nwords, roles)
 
     # --- the story ---------------------------------------------------------------------------
     def run(self) -> tuple[str, str]:

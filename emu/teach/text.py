@@ -77,7 +77,7 @@ def render_text(story: Story) -> str:
                 L.append(f"    changed: {len(s.changed)} registers ({' '.join(s.changed)})")
         for i in s.stack_changed[:8]:
             addr = story.stack_top - 8 * i
-            label = story.stack_labels[i]
+            label = (s.stack_labels or story.stack_labels)[i]     # the roles taken by this step
             L.append(f"    stack [{addr:#x}] {prev.stack[i] if prev else '?'} -> {s.stack[i]}"
                      + (f"  {label}" if label else ""))
         if len(s.stack_changed) > 8:
