@@ -91,3 +91,15 @@ def test_bad_test_input_is_exit_2_with_what_happened(args, message):
 def test_a_directory_without_tests_has_none_to_run():
     code, text = run("sweep", "tests/data/go/kinds", "--test", "TestX", "--func", "spin")
     assert code == 2 and "no _test.go files" in text
+
+
+def test_the_tours_first_go_example_runs_as_written(tmp_path):
+    """The README tour's Go step starts from the package's test: its command, as written there, works."""
+    import shlex
+    from pathlib import Path
+    line = next(ln for ln in Path("README.md").read_text().splitlines()
+                if ln.startswith("preemu explain tests/go/ringmod/ring --test TestSum"))
+    argv = shlex.split(line)[1:]
+    argv[argv.index("--html") + 1] = str(tmp_path / "sum.html")
+    code, text = run(*argv)
+    assert code == 0 and "10 steps, OK" in text and (tmp_path / "sum.html").stat().st_size > 10_000
