@@ -155,6 +155,16 @@ MUTATIONS = {
                               ["tests/test_verdicts.py"]),
     "crash-not-described": ("emu/linux/crashtext.py", "    c = describe(ending)\n    if c is None:",
                             "    c = None\n    if c is None:", ["tests/test_verdicts.py"]),
+    # issue #37: page protections
+    "mprotect-ignores-prot-write": ("emu/linux/memory.py", "executable=bool(prot & PROT_EXEC),\n"
+                                    "                                  writable=bool(prot & PROT_WRITE))\n        return 0",
+                                    "executable=bool(prot & PROT_EXEC),\n"
+                                    "                                  writable=True)\n        return 0",
+                                    ["tests/test_protections.py"]),
+    "elf-segments-all-writable": ("emu/linux/process.py", "writable=bool(s.flags & PF_W))", "writable=True)",
+                                  ["tests/test_protections.py"]),
+    "write-fault-not-a-signal": ("emu/linux/sigdeliver.py", "        elif e.errno == UCC.UC_ERR_WRITE_PROT:",
+                                 "        elif False:", ["tests/test_protections.py"]),
     "start-up-calls-counted": ("emu/drive/gsweep.py", "        p = self.p\n        if not self._ready:",
                                "        p = self.p\n        return True\n        if not self._ready:",
                                ["tests/test_sweep_inputs.py"]),

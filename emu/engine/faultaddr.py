@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import capstone
 from capstone import x86_const as CX
-from unicorn import UC_ERR_FETCH_PROT, UC_ERR_FETCH_UNMAPPED, UcError
+from unicorn import UC_ERR_FETCH_PROT, UC_ERR_FETCH_UNMAPPED, UC_ERR_WRITE_PROT, UcError
 from unicorn import x86_const as X
 
 from ..core.memmap import PAGE
@@ -56,16 +56,23 @@ def accesses(uc, insn) -> list[tuple[int, int]]:
     return out
 
 
-def fault_address(uc, page: int) -> int:
-    """The address of the failed access of the instruction at RIP, given the page the engine asked about."""
+def _insn_at_rip(uc):
+    """The instruction at RIP, decoded (None: none to read or decode)."""
     pc = uc.reg_read(X.UC_X86_REG_RIP)
     try:
         try:
             code = bytes(uc.mem_read(pc, 15))
         except UcError:                     # the instruction ends before an unmapped page
             code = bytes(uc.mem_read(pc, PAGE - pc % PAGE))
-        insn = next(_md.disasm(code, pc, 1))
-    except (UcError, StopIteration):        # no instruction to read or decode: the page is all there is
+        return next(_md.disasm(code, pc, 1))
+    except (UcError, StopIteration):
+        return None
+
+
+def fault_address(uc, page: int) -> int:
+    """The address of the failed access of the instruction at RIP, given the page the engine asked about."""
+    insn = _insn_at_rip(uc)
+    if insn is None:                        # no instruction to read or decode: the page is all there is
         return page
     for a, n in accesses(uc, insn):
         if a < page + PAGE and a + n > page:
@@ -73,9 +80,17 @@ def fault_address(uc, page: int) -> int:
     return page
 
 
-def failed_address(uc, errno: int, last_fill: int) -> int:
+def failed_address(uc, errno: int, last_fill: int, writable=None) -> int:
     """The address of the access the engine's error `errno` (a UC_ERR_*) reports failed: where RIP stands
-    for an instruction fetch, else fault_address's for a data access (`last_fill`: pagetable.last_fill)."""
+    for an instruction fetch, else fault_address's for a data access (`last_fill`: pagetable.last_fill). A
+    store to a read-only page (UC_ERR_WRITE_PROT) asks for no page when a load filled its TLB entry first, so
+    its address is the first of the instruction's accesses on a page `writable(addr)` says is read-only."""
     if errno in (UC_ERR_FETCH_UNMAPPED, UC_ERR_FETCH_PROT):
         return uc.reg_read(X.UC_X86_REG_RIP)
+    if errno == UC_ERR_WRITE_PROT and writable is not None:
+        insn = _insn_at_rip(uc)
+        for a, n in (accesses(uc, insn) if insn is not None else []):
+            for page in sorted({a - a % PAGE, (a + n - 1) - (a + n - 1) % PAGE}):
+                if not writable(page):
+                    return max(a, page)
     return fault_address(uc, last_fill)

@@ -22,6 +22,7 @@ from ..core.errors import EmuError
 
 PT_LOAD, PT_INTERP, PT_PHDR = 1, 3, 6
 PF_X = 1                 # a segment's executable flag (elf.h); the loader maps only these executable
+PF_W = 2                 # ... and its writable flag: the loader maps only these writable
 MAX_GOAMD64 = 2          # v1 and v2 only use SSE-family instructions Unicorn executes correctly
 
 

@@ -3,10 +3,14 @@
 Two interval sets: `vmas` is every range the process has asked for (PROT_NONE reservations
 included), `mapped` the ranges that are also mapped in Unicorn, i.e. accessible. PROT_NONE
 ranges stay unmapped in the engine, so touching them faults as on Linux (Go's nil checks rely
-on page 0 and its reservations being inaccessible). Accessible ranges are readable and writable
-(R/W distinctions are not enforced); they are executable only where the program asked for it
-(PROT_EXEC, an ELF segment with PF_X, the vDSO), as with the NX bit: a jump into the heap or a stack
-faults (SEGV_ACCERR). The engine cares too: Unicorn checks every write that takes its slow path
+on page 0 and its reservations being inaccessible). Accessible ranges are readable; they are
+writable only where the program asked for it (PROT_WRITE, an ELF segment with PF_W, the stack), so a
+store to `mmap(PROT_READ)` memory, to memory `mprotect`ed read-only or to the binary's text and rodata
+faults (SEGV_ACCERR, mm/memory.c via arch/x86/mm/fault.c access_error), and executable only where it
+asked for that (PROT_EXEC, an ELF segment with PF_X, the vDSO), as with the NX bit: a jump into the heap
+or a stack faults (SEGV_ACCERR). Each is the engine region's own permission (Unicorn checks a store
+against its region even after a load filled the TLB entry), so stores to writable pages cost what they
+did (bench/bench_exec.py). The engine cares too: Unicorn checks every write that takes its slow path
 against the translated code of an executable page (notdirty_write in its cputlb.c), and a Go heap
 holds no code. Left out: file mappings, MAP_SHARED semantics, MAP_GROWSDOWN, mremap, brk.
 """
@@ -19,8 +23,14 @@ from .hostpages import HostPages
 from ..engine.pagetable import PageTable
 
 MMAP_TOP = 0x7F00_0000_0000          # anonymous maps without a usable hint are placed below this
-PROT_NONE, PROT_EXEC = 0, 4
-_ENGINE_PERMS = {False: UCC.UC_PROT_READ | UCC.UC_PROT_WRITE, True: UCC.UC_PROT_ALL}
+PROT_NONE, PROT_WRITE, PROT_EXEC = 0, 2, 4
+
+
+def engine_perms(executable: bool, writable: bool = True) -> int:
+    """The engine region's permissions for an accessible range (always readable, as on x86-64)."""
+    return UCC.UC_PROT_READ | (UCC.UC_PROT_WRITE if writable else 0) | (UCC.UC_PROT_EXEC if executable else 0)
+
+
 MAP_FIXED, MAP_ANONYMOUS, MAP_FIXED_NOREPLACE = 0x10, 0x20, 0x100000
 
 
@@ -83,6 +93,7 @@ class AddressSpace:
         self.vmas = Intervals()
         self.mapped = Intervals()
         self.executable = Intervals()     # the part of `mapped` the engine may execute
+        self.writable = Intervals()       # the part of `mapped` the engine may write
         self.host = HostPages(uc)         # the host pages behind `mapped` (and its snapshots)
         self.pages = PageTable(uc)        # what the engine's TLB may do with them
         self.next_top = MMAP_TOP
@@ -90,25 +101,39 @@ class AddressSpace:
         self.engine_changes = 0
 
     # --- the engine side ---------------------------------------------------------------
-    def _make_accessible(self, a: int, b: int, zero_existing: bool, executable: bool = False) -> None:
+    def _make_accessible(self, a: int, b: int, zero_existing: bool, executable: bool = False,
+                         writable: bool = True) -> None:
         for s, e in self.mapped.overlaps(a, b):
             if zero_existing:
                 self.uc.mem_write(s, bytes(e - s))
-            self._set_executable(s, e, executable)
+            self._set_perms(s, e, executable, writable)
         for s, e in self.mapped.gaps(a, b):
-            self.host.map(s, e - s, _ENGINE_PERMS[executable])
+            self.host.map(s, e - s, engine_perms(executable, writable))
             self.engine_changes += 1
             if executable:
                 self.executable.add(s, e)
+            if writable:
+                self.writable.add(s, e)
         self.mapped.add(a, b)
 
-    def _set_executable(self, a: int, b: int, executable: bool) -> None:
-        """Make the mapped range [a, b) executable or not, changing only the parts that differ."""
-        parts = self.executable.gaps(a, b) if executable else self.executable.overlaps(a, b)
-        for s, e in parts:
-            self.uc.mem_protect(s, e - s, _ENGINE_PERMS[executable])
+    def _set_perms(self, a: int, b: int, executable: bool, writable: bool) -> None:
+        """Give the mapped range [a, b) these permissions, changing only the parts whose permissions differ."""
+        cuts = {a, b}
+        for iv in (self.executable, self.writable):
+            for s, e in iv.overlaps(a, b):
+                cuts.update((s, e))
+        edges = sorted(cuts)
+        for s, e in zip(edges, edges[1:]):
+            if (self.executable.contains(s, e), self.writable.contains(s, e)) == (executable, writable):
+                continue
+            self.uc.mem_protect(s, e - s, engine_perms(executable, writable))
             self.engine_changes += 1          # the engine splits its regions to do it
-            (self.executable.add if executable else self.executable.remove)(s, e)
+            for iv, on in ((self.executable, executable), (self.writable, writable)):
+                (iv.add if on else iv.remove)(s, e)
+
+    def is_writable(self, addr: int) -> bool:
+        """Whether the page of `addr` is mapped writable."""
+        return self.writable.contains(page_down(addr), page_down(addr) + PAGE)
 
     def _make_inaccessible(self, a: int, b: int) -> None:
         for s, e in self.mapped.overlaps(a, b):
@@ -117,13 +142,15 @@ class AddressSpace:
             self.engine_changes += 1
         self.mapped.remove(a, b)
         self.executable.remove(a, b)
+        self.writable.remove(a, b)
 
-    def map_fixed(self, addr: int, size: int, accessible: bool = True, executable: bool = False) -> None:
+    def map_fixed(self, addr: int, size: int, accessible: bool = True, executable: bool = False,
+                  writable: bool = True) -> None:
         """Map [addr, addr+size) as the loader does (segments, the initial stack, the vDSO)."""
         a, b = page_down(addr), page_up(addr + size)
         self.vmas.add(a, b)
         if accessible:
-            self._make_accessible(a, b, zero_existing=False, executable=executable)
+            self._make_accessible(a, b, zero_existing=False, executable=executable, writable=writable)
 
     # --- the syscalls --------------------------------------------------------------------
     def _find_free(self, size: int) -> int:
@@ -156,7 +183,7 @@ class AddressSpace:
             self._make_inaccessible(a, a + size)
         else:
             self._make_accessible(a, a + size, zero_existing=True,   # a fresh anonymous map reads as zeros
-                                  executable=bool(prot & PROT_EXEC))
+                                  executable=bool(prot & PROT_EXEC), writable=bool(prot & PROT_WRITE))
         return a
 
     def munmap(self, addr: int, length: int) -> int:
@@ -176,7 +203,8 @@ class AddressSpace:
         if prot == PROT_NONE:
             self._make_inaccessible(a, b)
         else:
-            self._make_accessible(a, b, zero_existing=False, executable=bool(prot & PROT_EXEC))
+            self._make_accessible(a, b, zero_existing=False, executable=bool(prot & PROT_EXEC),
+                                  writable=bool(prot & PROT_WRITE))
         return 0
 
     def madvise(self, addr: int, length: int, advice: int) -> int:

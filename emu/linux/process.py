@@ -45,7 +45,7 @@ from .cpuhooks import CpuHooks
 from .sys_proc import RLIMIT_NOFILE
 from .sys_time import REALTIME_EPOCH_NS
 from .sysabi import BLOCK, STOP
-from .elfimage import PF_X, Image
+from .elfimage import PF_W, PF_X, Image
 from .fds import FdTable
 from .icount import InsnCounter
 from .memory import AddressSpace
@@ -178,7 +178,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
     # --- setup -------------------------------------------------------------------------------
     def _load(self) -> None:
         for s in self.image.segments:
-            self.mem.map_fixed(s.vaddr, s.memsz, executable=bool(s.flags & PF_X))
+            self.mem.map_fixed(s.vaddr, s.memsz, executable=bool(s.flags & PF_X), writable=bool(s.flags & PF_W))
             self.uc.mem_write(s.vaddr, s.data)
         rnd = self.random_bytes(16)
         if self.opts.vdso:
@@ -197,7 +197,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
 
     def _map_vdso(self) -> None:
         """The vDSO's ELF page, and the counter's page as its vvar (read-only, the host's memory)."""
-        self.mem.map_fixed(vdso.VDSO_BASE, vdso.PAGE, executable=True)
+        self.mem.map_fixed(vdso.VDSO_BASE, vdso.PAGE, executable=True, writable=False)
         self.uc.mem_write(vdso.VDSO_BASE, vdso.image())
         self.uc.mem_map_ptr(vdso.VVAR, vdso.PAGE, UCC.UC_PROT_READ, self.counter.page_address)
         self.mem.vmas.add(vdso.VVAR, vdso.VVAR + vdso.PAGE)

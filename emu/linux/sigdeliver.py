@@ -122,10 +122,13 @@ class SignalDelivery:
     def _page_fault(self, t: Thread, e: UcError) -> bool:
         """An access to an unmapped page, or an instruction fetch from a page mapped without PROT_EXEC, becomes
         a synchronous SIGSEGV for the thread, as the kernel's page fault handler does (arch/x86/mm/fault.c:
-        force_sig_fault with SEGV_MAPERR, SEGV_ACCERR for a fetch from a present NX page): True if one was
+        force_sig_fault with SEGV_MAPERR, SEGV_ACCERR for a fetch from a present NX page or a store to a present
+        read-only one): True if one was
         raised. The address is faultaddr.py's (a fetch's is where RIP stands)."""
         if e.errno == UCC.UC_ERR_FETCH_PROT:   # the page is there, but not executable
             code, err = SEGV_ACCERR, PF_PROT | PF_INSTR
+        elif e.errno == UCC.UC_ERR_WRITE_PROT:  # the page is there, but read-only
+            code, err = SEGV_ACCERR, PF_PROT | PF_WRITE
         elif e.errno == UCC.UC_ERR_FETCH_UNMAPPED:
             code, err = SEGV_MAPERR, PF_INSTR
         elif e.errno in (UCC.UC_ERR_READ_UNMAPPED, UCC.UC_ERR_WRITE_UNMAPPED):
@@ -133,7 +136,7 @@ class SignalDelivery:
         else:
             return False
         pc = read_reg(self.uc, X.UC_X86_REG_RIP)
-        addr = failed_address(self.uc, e.errno, self.mem.pages.last_fill())
+        addr = failed_address(self.uc, e.errno, self.mem.pages.last_fill(), self.mem.is_writable)
         if 11 in t.pending:                    # a SIGSEGV (a tgkill, blocked) is already pending: the fault's
             if t.pending[11].forced:           # own is not queued twice, but the pending one is forced, and
                 return False                   # kills. (Forced already: it was not taken; fail, do not loop.)
@@ -143,8 +146,8 @@ class SignalDelivery:
         ev = self.watch.sent(11, t.tid, t.tid)
         ev.info = SigInfo(11, code, addr=addr, trapno=X86_TRAP_PF, err=PF_USER | err)
         what = {0: "read of", PF_WRITE: "write to", PF_INSTR: "fetch from"}[err & ~PF_PROT]
-        ev.fault = (f"{what} {'non-executable' if err & PF_PROT else 'unmapped'} address {addr:#x} at "
-                    f"{self._where(pc)}")
+        how = ("read-only" if err & PF_WRITE else "non-executable") if err & PF_PROT else "unmapped"
+        ev.fault = f"{what} {how} address {addr:#x} at {self._where(pc)}"
         t.pending[11] = ev
         self._force_sig(t, 11)
         self.runq.appendleft(t)                # the faulting thread takes its signal before anything else runs

@@ -76,7 +76,7 @@ def take(p) -> Snapshot:
     mem = p.mem.host.snapshot()
     cpu = p.uc.context_save()
     state = {k: getattr(p, k) for k in STATE}
-    state["mem"] = (p.mem.vmas.r, p.mem.mapped.r, p.mem.executable.r, p.mem.next_top)
+    state["mem"] = (p.mem.vmas.r, p.mem.mapped.r, p.mem.executable.r, p.mem.writable.r, p.mem.next_top)
     state["watch"] = {k: getattr(p.watch, k) for k in WATCH_STATE}
     return Snapshot(mem, cpu, copy.deepcopy(state), p.mem.engine_changes, tuple(p.uc.mem_regions()),
                     p.mem.host.layout())
@@ -99,7 +99,7 @@ def restore(p, snap: Snapshot) -> None:
     state = copy.deepcopy(snap.state)
     for k in STATE:
         setattr(p, k, state[k])
-    p.mem.vmas.r, p.mem.mapped.r, p.mem.executable.r, p.mem.next_top = state["mem"]
+    p.mem.vmas.r, p.mem.mapped.r, p.mem.executable.r, p.mem.writable.r, p.mem.next_top = state["mem"]
     for k, v in state["watch"].items():
         setattr(p.watch, k, v)
     p.in_slice, p._stop_slice, p._after_stop = False, False, None
