@@ -209,12 +209,16 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
                            "its real program, where its own runtime decides, injects and collects")
         test_ = _test_of(test, bench)
 
-        def one(name: str):
+        def one(name: str, process=None):
             return _sweep_real(src, name, registers, stub, seed, max_points, budget, async_preemption, jobs,
-                               executor, results, progress, call, to_exit, args, env, gc, test_)
+                               executor, results, progress, call, to_exit, args, env, gc, test_, process)
         from .drive import manysweep
         if manysweep.is_pattern(func):
-            return _sweep_many(src, func, test_, one, progress)
+            shared = None
+            if not gc and call == 1 and not registers:      # one start-up for all (manysweep._shared)
+                shared = _real_spec(src, func, registers, stub, seed, call, args, env, gc, test_,
+                                    async_preemption)[0]
+            return _sweep_many(src, func, test_, one, progress, shared)
         return one(func)
     if call != 1 or to_exit != 3 or args or env or test or bench:
         raise EmuError("call, to_exit, args, env, test and bench apply to Go input, swept in its real program")
@@ -243,9 +247,10 @@ def model_world_options(force_unsafe: bool, nested_signals: bool, layout, gc_sca
                                     (("gc_scanner", "--gc-scanner"), gc_scanner is not None)) if on]
 
 
-def _sweep_many(src: str, pattern: str, test: tuple, one, progress: bool):
+def _sweep_many(src: str, pattern: str, test: tuple, one, progress: bool, shared=None):
     """Every function of the program's own package matching `pattern`, each swept at its first call
-    (emu/drive/manysweep.py): a ManySweepReport."""
+    (emu/drive/manysweep.py): a ManySweepReport. `shared`: the program's RealSpec, for one start-up for all;
+    None: one each (with --gc, whose collector watches one goroutine of a process)."""
     import sys
     import time
     from .drive import manysweep
@@ -260,7 +265,7 @@ def _sweep_many(src: str, pattern: str, test: tuple, one, progress: bool):
     def say(i, n, name):
         if progress:
             print(f"preemu: [{i}/{n}] {name}", file=sys.stderr, flush=True)
-    funcs = manysweep.sweep_all(src, pattern, packages, elfimage.load(str(res.binary)), one, say)
+    funcs = manysweep.sweep_all(src, pattern, packages, elfimage.load(str(res.binary)), one, say, shared)
     return many_report.ManySweepReport(manysweep.ManyResult(src, pattern, test, funcs, time.perf_counter() - t0,
                                                             time.process_time() - c0))
 
@@ -272,16 +277,12 @@ def _test_of(test: str | None, bench: str | None) -> tuple:
     return ("test", test) if test is not None else ("bench", bench) if bench is not None else ()
 
 
-def _sweep_real(src: str, func: str, registers, stub, seed: int, max_points: int, budget: int,
-                async_preemption: bool, jobs: int, executor, results, progress: bool, call: int, to_exit: int,
-                args, env, gc: bool = False, test: tuple = ()):
-    """A Go function swept inside its real program (emu/drive/realsweep.py)."""
+def _real_spec(src: str, func: str, registers, stub, seed: int, call: int, args, env, gc: bool, test: tuple,
+               async_preemption: bool):
+    """(the RealSpec of a Go function's sweep, the stub file or None), the options checked."""
     from .drive import realsweep
-    from .output import realsweep_report as sweep_report
     if not isinstance(call, int) or isinstance(call, bool) or call < 1:
         raise EmuError(f"call must be a positive integer, counted from 1 (got {call!r})")
-    if not isinstance(to_exit, int) or isinstance(to_exit, bool) or to_exit < 0:
-        raise EmuError(f"to_exit must be 0 or more (got {to_exit!r})")
     for kv in env:
         if "=" not in kv:
             raise EmuError(f"env {kv!r}: write KEY=VALUE")
@@ -298,7 +299,20 @@ def _sweep_real(src: str, func: str, registers, stub, seed: int, max_points: int
                               None if stub_s is None else os.path.abspath(stub_s),
                               tuple((realsweep.test_argv(src, *test) if test else realsweep.default_argv(src))
                                     + list(args)), tuple(env), seed, gc, test)
-    sw = spec.build()
+    return spec, stub_s
+
+
+def _sweep_real(src: str, func: str, registers, stub, seed: int, max_points: int, budget: int,
+                async_preemption: bool, jobs: int, executor, results, progress: bool, call: int, to_exit: int,
+                args, env, gc: bool = False, test: tuple = (), process=None):
+    """A Go function swept inside its real program (emu/drive/realsweep.py; `process`: the shared process of
+    a pattern sweep, stopped at the function's first call)."""
+    from .drive import realsweep
+    from .output import realsweep_report as sweep_report
+    if not isinstance(to_exit, int) or isinstance(to_exit, bool) or to_exit < 0:
+        raise EmuError(f"to_exit must be 0 or more (got {to_exit!r})")
+    spec, stub_s = _real_spec(src, func, registers, stub, seed, call, args, env, gc, test, async_preemption)
+    sw = spec.build(process)
     if stub_s is not None:
         sw.stub = f"{display_path(stub_s)} (loaded over runtime.asyncPreempt)"
     from .drive import shards

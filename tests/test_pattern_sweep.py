@@ -91,3 +91,19 @@ def test_what_a_pattern_matches():
     assert manysweep.matching(syms, "*/r.Test*", pk, code) == ["example.com/r.TestPush"]    # a '/': every package
     assert manysweep.matching(syms, "m*.f", pk, code) == []
     assert manysweep.matching(syms, "main.f", ("main",), code) == ["main.f"]
+
+
+def test_one_start_up_gives_each_function_the_snapshot_of_its_own(monkeypatch):
+    """The shared start-up (manysweep._shared: stopped at each first call, swept, put back, run on) gives every
+    function what a start-up of its own gives: the same boundaries, injections, refusals and results."""
+    import emu
+
+    def table(rep):
+        return [(f.func, f.status) + ((f.report.result.boundaries, f.report.result.injected,
+                                       dict(f.report.result.refused), f.report.result.results, f.report.ok)
+                                      if f.report else ()) for f in rep.result.functions]
+    shared = emu.sweep("tests/data/go/kinds", "s*", max_points=60, to_exit=1)
+    orig = manysweep.sweep_all
+    monkeypatch.setattr(manysweep, "sweep_all", lambda *a, **k: orig(*a[:6], spec=None))
+    alone = emu.sweep("tests/data/go/kinds", "s*", max_points=60, to_exit=1)
+    assert table(shared) == table(alone) and len(shared.reports) == 4

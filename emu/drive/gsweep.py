@@ -98,7 +98,7 @@ class RealSweep(RequestMixin):
     boundary and its withdrawal: grequest.RequestMixin)."""
 
     def __init__(self, image, opts, func: str, call: int = 1, regs: dict | None = None, stub_code=None,
-                 source_path=None, gc: bool = False, package: str | None = None):
+                 source_path=None, gc: bool = False, package: str | None = None, process=None):
         self.image, self.opts, self.call = image, opts, call
         self.package = package if package not in (None, "main") else None    # a test binary's package under test
         self.func, self.entry = self._resolve(func)
@@ -106,19 +106,16 @@ class RealSweep(RequestMixin):
         self._source_path, self._stub_code, self._gc = source_path, stub_code, gc
         self.rebuilt = 0                    # processes built again because their snapshot could not be restored
         self._rng_layout = None             # rngstate.Layout, read when a reseeded reference first needs it
-        self._boot()
+        self._boot(process)
 
-    def _boot(self) -> None:
-        """Build the process and run it to F's call (the same every time: the program and options decide)."""
-        from ..linux import process
+    def _boot(self, shared=None) -> None:
+        """Build the process and run it to F's call (the same every time: the program and options decide).
+        `shared` (without --gc): a process another sweep's start-up ran, as new_process built it, run on from
+        where it stands (Scout: stopping at a call and running on changes nothing the program does)."""
         self.gc = None                      # realgc.RealGC with --gc: the runtime's own cycle at each injection
-        self.p = process.Process(self.image, self.opts)
-        if self.p.watch.oracle is not None and self._source_path is not None:
-            self.p.watch.oracle.prog.binary.source_path = self._source_path
-        ver = self.p.watch.oracle.prog.binary.version if self.p.watch.oracle is not None else ""
-        self.stub = f"runtime.asyncPreempt from the binary ({ver + ', ' if ver else ''}real)"
-        if self._stub_code is not None:
-            self._load_stub(*self._stub_code)
+        self.p = shared if shared is not None else new_process(self.image, self.opts, self._source_path,
+                                                                self._stub_code)
+        self.stub = self.p.stub_name
         self.prog = self.p.watch.oracle.prog if self.p.watch.oracle is not None else None
         self._start()
         if self._gc:
@@ -141,15 +138,6 @@ class RealSweep(RequestMixin):
                        + (f" (did you mean {', '.join(near)}?)" if (near := similar(syms, func, package=self.package))
                           else ""))
 
-    def _load_stub(self, name: str, code: bytes) -> None:
-        at = self.p.watch.async_preempt
-        size = self.image.symbols["runtime.asyncPreempt.abi0"][1]
-        if len(code) > size:
-            raise EmuError(f"{name}: the stub is {len(code)} bytes; it must fit in the binary's runtime.asyncPreempt "
-                           f"({size} bytes), over which it is loaded")
-        self.p.write(at, code)
-        self.p.watch.replace_stub(code)
-        self.stub = f"{name} (loaded over runtime.asyncPreempt)"
 
     def _start(self) -> None:
         """Run the program to F's call (or, with --reg, to main.main's, where F is entered instead) and take
@@ -166,8 +154,9 @@ class RealSweep(RequestMixin):
             hits.append(p.cur)
             p.counter.stop_here(False)          # stopped before it runs: not executed
         self._calls = self.early_calls = 0
-        self._ready = False
+        self._readiness = Readiness(p)
         h = p.uc.hook_add(UC_HOOK_CODE, on_entry, None, at, at)
+        p.uc.ctl_remove_cache(at, at + 1)       # a block translated before the hook (a shared process's)
         p.run_until(lambda: bool(hits))
         p.uc.hook_del(h)
         if not hits:
@@ -202,28 +191,9 @@ class RealSweep(RequestMixin):
         self.snap = snapshot.take(p)
 
     def _runtime_ready(self) -> bool:
-        """Whether the runtime could preempt the calling goroutine asynchronously now: SIGURG's handler installed
-        (initsig, runtime/signal_unix.go:115, from mstart1 on m0, proc.go:1972), runtime.main started
-        (mainStarted, proc.go:175), and the caller a goroutine of its M, not its g0 or gsignal (the system
-        stacks, which the runtime never preempts: wantAsyncPreempt wants gp == mp.curg, preempt.go). Calls of F
-        that fail this (runtime.memmove and mallocgc are called during start-up and on g0) are not counted by
-        --call."""
-        p = self.p
-        if not self._ready:
-            if p.sigactions.get(SIGURG, (0,))[0] in (0, 1):       # SIG_DFL, SIG_IGN
-                return self._uncounted()
-            started = self.image.symbols.get("runtime.mainStarted")
-            if started is not None and p.read(started[0], 1) == b"\0":
-                return self._uncounted()
-            self._ready = True
-        g = p.read_u64(p.fs_base() - 8)
-        m = p.read_u64(g + p.structs.g["m"].offset) if g else 0
-        mt = p.structs.m
-        if not m or g in (p.read_u64(m + mt["g0"].offset), p.read_u64(m + mt["gsignal"].offset)):
-            return self._uncounted()
-        return True
-
-    def _uncounted(self) -> bool:
+        """Whether this call of F counts (Readiness: a call the runtime could preempt)."""
+        if self._readiness():
+            return True
         self.early_calls += 1
         return False
 
@@ -351,6 +321,83 @@ class RealSweep(RequestMixin):
             if i is not None:
                 insn, where = i.text, i.where
         return Violation(kind, what, expected, actual, boundary, pc, insn, where, detail)
+
+
+def new_process(image, opts, source_path=None, stub_code=None):
+    """A process of the program, not yet run, with --stub's code loaded over runtime.asyncPreempt (stub_code:
+    (name, bytes)); `stub_name` says which stub it runs."""
+    from ..linux import process
+    p = process.Process(image, opts)
+    if p.watch.oracle is not None and source_path is not None:
+        p.watch.oracle.prog.binary.source_path = source_path
+    ver = p.watch.oracle.prog.binary.version if p.watch.oracle is not None else ""
+    p.stub_name = f"runtime.asyncPreempt from the binary ({ver + ', ' if ver else ''}real)"
+    if stub_code is not None:
+        name, code = stub_code
+        size = image.symbols["runtime.asyncPreempt.abi0"][1]
+        if len(code) > size:
+            raise EmuError(f"{name}: the stub is {len(code)} bytes; it must fit in the binary's runtime.asyncPreempt "
+                           f"({size} bytes), over which it is loaded")
+        p.write(p.watch.async_preempt, code)
+        p.watch.replace_stub(code)
+        p.stub_name = f"{name} (loaded over runtime.asyncPreempt)"
+    return p
+
+
+class Readiness:
+    """Whether the runtime could preempt the calling goroutine asynchronously now: SIGURG's handler installed
+    (initsig, runtime/signal_unix.go:115, from mstart1 on m0, proc.go:1972), runtime.main started
+    (mainStarted, proc.go:175), and the caller a goroutine of its M, not its g0 or gsignal (the system
+    stacks, which the runtime never preempts: wantAsyncPreempt wants gp == mp.curg, preempt.go). Calls of F
+    that fail this (runtime.memmove and mallocgc are called during start-up and on g0) are not counted by
+    --call."""
+
+    def __init__(self, p):
+        self.p, self.ready = p, False
+        self.started = p.image.symbols.get("runtime.mainStarted")
+
+    def __call__(self) -> bool:
+        p = self.p
+        if not self.ready:
+            if p.sigactions.get(SIGURG, (0,))[0] in (0, 1):       # SIG_DFL, SIG_IGN
+                return False
+            if self.started is not None and p.read(self.started[0], 1) == b"\0":
+                return False
+            self.ready = True
+        g = p.read_u64(p.fs_base() - 8)
+        m = p.read_u64(g + p.structs.g["m"].offset) if g else 0
+        mt = p.structs.m
+        return bool(m) and g not in (p.read_u64(m + mt["g0"].offset), p.read_u64(m + mt["gsignal"].offset))
+
+
+def next_first_call(p, entries: dict) -> str | None:
+    """Run process `p` on to the first call, counted as --call counts (Readiness), of any function of
+    `entries` (name -> entry address), stopped before it runs; None when the program ends first. A sweep of
+    that function can then start from here (RealSweep(process=p)): the stop changes nothing the program does
+    (a run stopped and resumed runs as one that was not), so every function gets the snapshot a start-up of
+    its own would give, for one start-up in all (manysweep.py)."""
+    ready, hit = Readiness(p), []
+
+    def on_entry(uc, addr, size, name):
+        if hit or p.counter.stopping(addr) or not ready():
+            return
+        hit.append(name)
+        p.counter.stop_here(False)              # stopped before it runs: not executed
+    hooks = [p.uc.hook_add(UC_HOOK_CODE, on_entry, name, a, a) for name, a in entries.items()]
+    for a in entries.values():                  # a block translated before its hook would not call it
+        p.uc.ctl_remove_cache(a, a + 1)
+    try:
+        p.run_until(lambda: bool(hit))
+    finally:
+        for h in hooks:
+            p.uc.hook_del(h)
+    if hit:
+        t = p.cur
+        t.ctx = p.uc.context_save()
+        if t in p.runq:
+            p.runq.remove(t)
+        p.runq.appendleft(t)
+    return hit[0] if hit else None
 
 
 def similar(syms: dict, func: str, most: int = 6, package: str | None = None) -> list[str]:

@@ -14,8 +14,9 @@ has no wildcard there).
 Each function gets a sweep of its own (realsweep.sweep from a RealSpec naming it), with the same options,
 shards, runner and results file (the results file keys shards by function: an interrupted pattern sweep
 resumes function by function). A matched function the run never calls is listed as such, not an error.
-Left out: one shared start-up (each function's sweep starts the program again and runs it to that function's
-first call: about 0.3 s of CPU each, more for long start-ups).
+One start-up serves them all (_shared): the program runs once, stopping at each matched function's first
+call, where that function is swept from the stopped process; with --gc (the collector watches one goroutine
+of a process) each function starts the program again.
 """
 from __future__ import annotations
 
@@ -90,24 +91,59 @@ class ManyResult:
             not any(f.status == "error" for f in self.functions)
 
 
-def sweep_all(src: str, pattern: str, packages: tuple[str, ...], image, sweep_one, progress=None) -> list:
-    """Sweep every matching function of `image` (elfimage.Image) with sweep_one(func) -> report; a function the
-    run never calls (or whose call count --call exceeds) is 'not called', another bad input for that function
-    alone 'error'."""
+def sweep_all(src: str, pattern: str, packages: tuple[str, ...], image, sweep_one, progress=None,
+              spec=None) -> list:
+    """Sweep every matching function of `image` (elfimage.Image) with sweep_one(func, process) -> report; a
+    function the run never calls (or whose call count --call exceeds) is 'not called', another bad input for
+    that function alone 'error'. With `spec` (a realsweep.RealSpec of the program: its parts, not its
+    function, are used), one start-up serves every function (shared)."""
     code = [(s.vaddr, s.vaddr + s.memsz) for s in image.segments if s.flags & 1]      # PF_X
     names = matching(image.symbols, pattern, packages, lambda a: any(lo <= a < hi for lo, hi in code))
     if not names:
         raise EmuError(f"--func {pattern!r}: matches no function of {', '.join(packages)} (a pattern matches the "
                        "program's own functions by full name, package.name or name; put a '/' in it to reach "
                        "other packages)")
-    out = []
-    for i, name in enumerate(names, 1):
+    done: dict[str, FunctionResult] = {}
+
+    def sweep(name: str, process=None) -> FunctionResult:
         if progress is not None:
-            progress(i, len(names), name)
+            progress(len(done) + 1, len(names), name)
         try:
-            out.append(FunctionResult(name, sweep_one(name)))
+            done[name] = FunctionResult(name, sweep_one(name, process))
         except EmuError as e:
             text = str(e)
             called = " was never called" in text or " time(s), not " in text
-            out.append(FunctionResult(name, None, "not called" if called else "error", text))
-    return out
+            done[name] = FunctionResult(name, None, "not called" if called else "error", text)
+        return done[name]
+    if spec is not None:
+        _shared(image, names, spec, sweep, done)
+    for name in names:
+        if name not in done:
+            sweep(name)
+    return [done[n] for n in names]
+
+
+def _shared(image, names: list[str], spec, sweep, done: dict) -> None:
+    """One start-up for all: a process run on from one matched function's first call to the next
+    (gsweep.next_first_call), each function swept from the process stopped at its call, which is then put
+    back there (its snapshot) to run on. A run stopped and resumed runs as one that was not, so each function
+    gets the snapshot a start-up of its own would give and shards rebuilt elsewhere from the spec agree
+    (tests/test_pattern_sweep.py compares the two). A sweep that could not use the shared process (an
+    error, a process built again) leaves the functions after it to start-ups of their own."""
+    from ..linux import snapshot
+    from . import gsweep
+    img, opts, _, stub, res = spec.parts()
+    p = gsweep.new_process(img, opts, res.source_path, stub)
+    remaining = {n: image.symbols[n][0] for n in names}
+    while remaining:
+        hit = gsweep.next_first_call(p, remaining)
+        if hit is None:                         # the program ended: the rest are never called
+            for name in remaining:
+                done[name] = FunctionResult(name, None, "not called", f"{name} was never called during the run")
+            return
+        del remaining[hit]
+        r = sweep(hit, p)
+        sw = r.report.sweeper if r.report is not None else None
+        if sw is None or sw.p is not p:
+            return
+        snapshot.restore(p, sw.snap)            # back at hit's call, to run on to the next one

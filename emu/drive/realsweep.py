@@ -45,7 +45,16 @@ class RealSpec:
     gc: bool = False                           # the runtime's own GC cycle at every injection (realgc.py)
     test: tuple = ()                           # ("test" | "bench", NAME): the package's test binary running it
 
-    def build(self) -> RealSweep:
+    def build(self, process=None) -> RealSweep:
+        """The sweep's process run to F's call (`process`: one a pattern sweep's start-up runs on, gsweep's
+        next_first_call stopped at F's first call; None: a process of its own)."""
+        image, opts, regs, stub, res = self.parts()
+        return RealSweep(image, opts, self.entry, self.call, regs, stub, res.source_path, gc=self.gc,
+                         package=res.package, process=process)
+
+    def parts(self) -> tuple:
+        """(image, process options, entry registers, stub (name, code) or None, BuildResult): what a process of
+        this spec is made of, whatever function it sweeps."""
         from ..front import gobuild, goreleases
         from ..linux import elfimage, process
         res = gobuild.build(self.asm, test=bool(self.test))
@@ -67,8 +76,7 @@ class RealSpec:
         env = with_godebug(list(self.env), realgc.GODEBUG) if self.gc else list(self.env)
         opts = process.Options(argv=list(self.argv), env=env, seed=self.seed,
                                cwd=self.asm if self.test else None)    # go test runs in the package directory
-        return RealSweep(image, opts, self.entry, self.call, regs, stub, res.source_path, gc=self.gc,
-                         package=res.package)
+        return image, opts, regs, stub, res
 
     @staticmethod
     def run(sw: RealSweep, ref, index, points, start, opts) -> S.ShardResult:

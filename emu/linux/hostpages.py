@@ -114,10 +114,11 @@ class Snapshot:
 
     def __init__(self, blocks: list) -> None:
         self.blocks = blocks
+        self._close = os.close              # kept: at interpreter exit the module's globals may be gone first
 
     def __del__(self) -> None:
         for _, fd in self.blocks:
-            os.close(fd)
+            self._close(fd)
         self.blocks = []
 
 
