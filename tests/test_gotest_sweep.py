@@ -71,6 +71,12 @@ def test_an_example_is_a_test():
     assert code == 0 and j["ok"] and j["reference"]["stdout"] == "PASS\n"
 
 
+def test_a_fuzz_targets_seed_corpus_is_a_test():
+    """go test -run '^FuzzPush$' runs FuzzPush's seeds (f.Add) as subtests, without fuzzing."""
+    code, j = sweep("ring.(*Ring).Push", test=("--test", "FuzzPush"))
+    assert code == 0 and j["ok"] and j["reference"]["stdout"] == "PASS\n" and j["injected"] > 0
+
+
 def test_exec_and_explain_take_the_test_too():
     code, text = run("exec", PKG, "--test", "TestSum", "--", "-test.v")
     assert code == 0 and "--- PASS: TestSum" in text

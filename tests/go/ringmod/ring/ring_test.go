@@ -42,3 +42,21 @@ func ExampleMax() {
 	fmt.Println(Max(1.5, 0.5))
 	// Output: 1.5
 }
+
+// FuzzPush's seed corpus runs as a test (go test -run '^FuzzPush$' runs the seeds, no fuzzing).
+func FuzzPush(f *testing.F) {
+	f.Add(3, 5)
+	f.Add(8, 100)
+	f.Fuzz(func(t *testing.T, size, n int) {
+		if size <= 0 || size > 64 || n < 0 || n > 1000 {
+			return
+		}
+		r := New(size)
+		for i := 0; i < n; i++ {
+			r.Push(i)
+		}
+		if r.n != min(size, n) {
+			t.Fatalf("n = %d", r.n)
+		}
+	})
+}
