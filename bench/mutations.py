@@ -165,6 +165,8 @@ MUTATIONS = {
                                   ["tests/test_protections.py"]),
     "write-fault-not-a-signal": ("emu/linux/sigdeliver.py", "        elif e.errno == UCC.UC_ERR_WRITE_PROT:",
                                  "        elif False:", ["tests/test_protections.py"]),
+    "memory-limit-ignored": ("emu/linux/memory.py", "        if self.limit is None:\n            return False",
+                             "        if True:\n            return False", ["tests/test_memory_limit.py"]),
     "start-up-calls-counted": ("emu/drive/gsweep.py", "        p = self.p\n        if not self._ready:",
                                "        p = self.p\n        return True\n        if not self._ready:",
                                ["tests/test_sweep_inputs.py"]),

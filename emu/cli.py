@@ -411,7 +411,8 @@ def _exec_options(a, passthrough):
     return process.Options(argv=argv, env=env, seed=a.seed, quantum=a.quantum,
                            ns_per_insn=a.ns_per_insn, max_virtual_ms=a.max_virtual_ms, budget=a.budget,
                            ncpu=a.cpus, signal_delay=delay, signal_at_pc=at_pc, passthrough=passthrough,
-                           trace=bool(a.trace), mounts=mounts, cwd=os.path.abspath(a.target) if test else None)
+                           trace=bool(a.trace), mounts=mounts, cwd=os.path.abspath(a.target) if test else None,
+                           max_memory=a.max_memory)
 
 
 def _test_of(a) -> tuple:
@@ -509,7 +510,9 @@ def cmd_exec(a, out) -> int:
             print(f"preemu: {line}", file=sys.stderr)
     if p.error is not None and not a.json:
         raise p.error
-    if p.watch.violations or p.error is not None or fails:
+    if p.error is not None:
+        return 2                             # as without --json, where the error is raised (an unsupported syscall)
+    if p.watch.violations or fails:
         return 1
     if sc:
         return 0
@@ -688,6 +691,19 @@ def _add_gen_stub(sub) -> None:
     g.set_defaults(fn=cmd_gen_stub)
 
 
+def _size(text: str) -> int:
+    """A size in bytes: 512M, 2G, 1.5GiB, 65536 (K, M, G, T: powers of 1024, as free(1) and cgroups write)."""
+    import re
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*", text, re.I)
+    if not m:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (write 512M, 2G or a number of bytes)")
+    unit = m.group(2).upper()
+    n = int(float(m.group(1)) * (1024 ** ("KMGT".index(unit) + 1) if unit else 1))
+    if n < 1 << 20:
+        raise argparse.ArgumentTypeError(f"{text!r}: at least 1M (a Go program maps a few MiB to start)")
+    return n
+
+
 def _add_exec(sub) -> None:
     """`preemu exec` and its options."""
     x = sub.add_parser("exec", help="run a whole static Go program (its own runtime, sysmon and signal handler) "
@@ -705,6 +721,9 @@ def _add_exec(sub) -> None:
     x.add_argument("--quantum", type=int, default=20_000, metavar="N",
                    help="instructions a thread runs before the next one is scheduled (default 20000)")
     x.add_argument("--cpus", type=int, default=2, metavar="N", help="CPUs sched_getaffinity reports (default 2)")
+    x.add_argument("--max-memory", type=_size, default=None, metavar="SIZE",
+                   help="memory the program may map at once (512M, 2G; default 8G): past it mmap fails with ENOMEM "
+                   "and Go ends with 'fatal error: out of memory'")
     x.add_argument("--mount", action="append", metavar="HOST:GUEST[:ro|rw]",
                    help="show the program a host directory at GUEST (read-only unless :rw; repeatable). It always "
                    "sees the working directory read-only and /tmp in memory, and nothing else of the host")
@@ -793,6 +812,9 @@ def _check_values(a) -> None:
         if a.budget is None:
             from .linux.process import DEFAULT_BUDGET
             a.budget = DEFAULT_BUDGET
+        if a.max_memory is None:
+            from .linux.process import DEFAULT_MAX_MEMORY
+            a.max_memory = DEFAULT_MAX_MEMORY
 
 
 def main(argv: list[str] | None = None, out=None) -> int:

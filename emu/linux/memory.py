@@ -86,10 +86,15 @@ class Intervals:
 
 
 class AddressSpace:
-    """Linux's view (vmas) and the engine's view (mapped) of one process."""
+    """Linux's view (vmas) and the engine's view (mapped) of one process. `limit`: the most bytes that may be
+    accessible at once (--max-memory: a memory cgroup's limit, counted on what the program mapped readable
+    rather than on the pages it touched); an mmap or mprotect that would pass it fails with ENOMEM, as
+    Linux's overcommit and rlimit checks fail a mapping (mm/mmap.c), and Go then ends with its own
+    "fatal error: out of memory". PROT_NONE reservations are not counted (Go reserves arenas it never maps)."""
 
-    def __init__(self, uc) -> None:
+    def __init__(self, uc, limit: int | None = None) -> None:
         self.uc = uc
+        self.limit = limit
         self.vmas = Intervals()
         self.mapped = Intervals()
         self.executable = Intervals()     # the part of `mapped` the engine may execute
@@ -178,6 +183,8 @@ class AddressSpace:
             return -17                    # EEXIST
         else:
             a = self._find_free(size)
+        if prot != PROT_NONE and self._over_limit(a, a + size):
+            return -12                    # ENOMEM
         self.vmas.add(a, a + size)
         if prot == PROT_NONE:
             self._make_inaccessible(a, a + size)
@@ -200,6 +207,8 @@ class AddressSpace:
         a, b = addr, page_up(addr + length)
         if not self.vmas.contains(a, b):
             return -12                    # ENOMEM: part of the range is not mapped
+        if prot != PROT_NONE and self._over_limit(a, b):
+            return -12                    # ENOMEM: past --max-memory
         if prot == PROT_NONE:
             self._make_inaccessible(a, b)
         else:
@@ -218,3 +227,10 @@ class AddressSpace:
 
     def committed_bytes(self) -> int:
         return sum(e - s for s, e in self.mapped.r)
+
+    def _over_limit(self, a: int, b: int) -> bool:
+        """Whether making [a, b) accessible would pass the limit (what is accessible already is not counted
+        again)."""
+        if self.limit is None:
+            return False
+        return self.committed_bytes() + sum(e - s for s, e in self.mapped.gaps(a, b)) > self.limit

@@ -62,6 +62,8 @@ from .watch import Watch
 BOOT_NS = 10**12                 # CLOCK_MONOTONIC at the first instruction: "1000 s since boot"
 _U64 = (1 << 64) - 1
 DEFAULT_BUDGET = 2_000_000_000
+#: --max-memory's default: what a program may have mapped accessible at once (a third of this machine's 24 GiB)
+DEFAULT_MAX_MEMORY = 8 << 30
 _ARG_REGS = RegBatch([X.UC_X86_REG_RDI, X.UC_X86_REG_RSI, X.UC_X86_REG_RDX, X.UC_X86_REG_R10, X.UC_X86_REG_R8,
                       X.UC_X86_REG_R9])
 
@@ -89,6 +91,7 @@ class Options:
     ns_per_insn: int = 1
     max_virtual_ms: float | None = None
     budget: int = DEFAULT_BUDGET
+    max_memory: int | None = DEFAULT_MAX_MEMORY    # bytes mapped accessible at once (memory.AddressSpace.limit)
     ncpu: int = 2
     signal_delay: int = 0              # a pending signal is taken after N more instructions of its target
     signal_at_pc: int | None = None    # ... or when its target is about to execute this PC (--signal-at FUNC+OFF)
@@ -119,7 +122,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
                            "whole-program mode runs static linux/amd64 Go binaries")
         self.image, self.opts = image, opts
         self.uc = Uc(UC_ARCH_X86, UC_MODE_64)
-        self.mem = AddressSpace(self.uc)
+        self.mem = AddressSpace(self.uc, opts.max_memory)
         self.fds = FdTable()
         from .tmpfs import TmpFs
         self.ppid, self.uid, self.gid = 1, os.getuid(), os.getgid()     # the host's own ids (sys_proc.py)
