@@ -64,3 +64,13 @@ def test_the_engine_regions_carry_each_ranges_permissions():
     assert mem.engine_changes == before
     p.uc.mem_write(a + 5, b"host")                  # preemu itself may still write there (a --stub, the vDSO)
     assert bytes(p.uc.mem_read(a + 5, 4)) == b"host"
+
+
+def test_syscall_leaves_rcx_and_r11_and_user_code_runs_with_if_set():
+    """SYSCALL: RCX = the address after it, R11 = RFLAGS (with IF, as every user thread runs): as natively."""
+    prog = "tests/data/go/sysregs"
+    out = io.StringIO()
+    code = cli.main(["exec", prog, "--json", "--quiet"], out)
+    n = subprocess.run([str(gobuild.build(prog).binary)], capture_output=True, text=True)
+    assert code == 0 and json.loads(out.getvalue())["stdout"] == n.stdout
+    assert "r11.IF=true rflags.IF=true" in n.stdout and "rcx=0x4" in n.stdout

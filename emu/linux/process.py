@@ -62,6 +62,9 @@ from .watch import Watch
 BOOT_NS = 10**12                 # CLOCK_MONOTONIC at the first instruction: "1000 s since boot"
 _U64 = (1 << 64) - 1
 DEFAULT_BUDGET = 2_000_000_000
+#: RFLAGS a process starts with: IF (interrupts on in user mode, as every user thread runs) and the reserved
+#: bit 1 (arch/x86/include/asm/processor.h start_thread: X86_EFLAGS_IF)
+USER_RFLAGS = 0x202
 #: --max-memory's default: what a program may have mapped accessible at once (a third of this machine's 24 GiB)
 DEFAULT_MAX_MEMORY = 8 << 30
 _ARG_REGS = RegBatch([X.UC_X86_REG_RDI, X.UC_X86_REG_RSI, X.UC_X86_REG_RDX, X.UC_X86_REG_R10, X.UC_X86_REG_R8,
@@ -190,6 +193,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
                                  vdso.VDSO_BASE if self.opts.vdso else 0)
         self.uc.reg_write(X.UC_X86_REG_RSP, sp)
         self.uc.reg_write(X.UC_X86_REG_RIP, self.image.entry)
+        self.uc.reg_write(X.UC_X86_REG_EFLAGS, USER_RFLAGS)
         self.uc.hook_add(UC_HOOK_INSN, self._on_syscall, None, 1, 0, X.UC_X86_INS_SYSCALL)
         self.uc.hook_add(UC_HOOK_INSN, self._on_cpuid, None, 1, 0, X.UC_X86_INS_CPUID)
         self.uc.hook_add(UC_HOOK_INTR, self._on_intr)
@@ -219,6 +223,10 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         self.syscall_nr = nr
         self.syscall_counts[name] += 1
         args = _ARG_REGS(uc)
+        # SYSCALL leaves the return address in RCX and RFLAGS in R11, which the kernel's SYSRET keeps
+        # (Intel SDM SYSCALL; arch/x86/entry/entry_64.S): the hook runs at the instruction, before RIP moves
+        uc.reg_write(X.UC_X86_REG_RCX, read_reg(uc, X.UC_X86_REG_RIP) + 2)
+        uc.reg_write(X.UC_X86_REG_R11, read_reg(uc, X.UC_X86_REG_EFLAGS))
         try:
             res = fn(self, t, *args)
         except EmuError as e:
