@@ -74,3 +74,31 @@ def test_syscall_leaves_rcx_and_r11_and_user_code_runs_with_if_set():
     n = subprocess.run([str(gobuild.build(prog).binary)], capture_output=True, text=True)
     assert code == 0 and json.loads(out.getvalue())["stdout"] == n.stdout
     assert "r11.IF=true rflags.IF=true" in n.stdout and "rcx=0x4" in n.stdout
+
+
+def test_prctl_answers_as_natively_and_unshare_as_an_unprivileged_process():
+    prog = "tests/data/go/prctl"
+    out = io.StringIO()
+    code = cli.main(["exec", prog, "--json", "--quiet"], out)
+    n = subprocess.run([str(gobuild.build(prog).binary)], capture_output=True, text=True)
+    assert code == 0 and json.loads(out.getvalue())["stdout"] == n.stdout
+    assert "keepcaps after set 1 true" in n.stdout and 'name "worker-7"' in n.stdout
+    out = io.StringIO()
+    cli.main(["exec", prog, "--json", "--quiet", "--", "unshare"], out)
+    assert json.loads(out.getvalue())["stdout"].endswith("unshare: operation not permitted\n")
+
+
+def test_kill_arrives_as_si_user_and_tkill_as_si_tkill():
+    """kill(2) fills siginfo as SI_USER with the sender's pid and uid (kernel/signal.c prepare_kill_siginfo),
+    tgkill as SI_TKILL: read back from the frames the signals program's handlers got."""
+    from emu.linux import sigframe
+    image = elfimage.load(str(gobuild.build("tests/data/go/signals").binary))
+    p = process.Process(image, process.Options(argv=["prog"]))
+    p.run()
+    codes = {}
+    for ev in p.watch.signals:
+        if ev.sig != 23 and ev.delivered_ns is not None:
+            codes[ev.sig] = ev.info.code if ev.info is not None else sigframe.SI_TKILL
+    assert codes[10] == sigframe.SI_USER and codes[12] == sigframe.SI_TKILL, codes    # SIGUSR1 kill, SIGUSR2 tgkill
+    usr1 = next(ev for ev in p.watch.signals if ev.sig == 10)
+    assert (usr1.info.pid, usr1.info.uid) == (p.pid, p.uid)

@@ -138,6 +138,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         self.pid = FIRST_TID
         self.ncpu = opts.ncpu
         self.rlimits = {RLIMIT_NOFILE: (1024, 524288)}
+        self.prctl: dict[int, int] = {}           # prctl(2) flags set (sys_proc.PR_FLAGS)
         self.syscall_nr = -1                 # the syscall being handled (a Wait records it)
         self.sigactions: dict[int, tuple] = {}
         self.threads: dict[int, Thread] = {}

@@ -20,7 +20,7 @@ from unicorn import x86_const as X
 from ..core.errors import GuestFault
 from .regbatch import read_reg
 from ..engine.faultaddr import failed_address
-from .sigframe import (PF_INSTR, PF_PROT, PF_USER, PF_WRITE, SEGV_ACCERR, SEGV_MAPERR, X86_TRAP_PF, SigInfo,
+from .sigframe import (PF_INSTR, PF_PROT, PF_USER, PF_WRITE, SEGV_ACCERR, SEGV_MAPERR, SI_TKILL, X86_TRAP_PF, SigInfo,
                        restore_rt_frame, setup_rt_frame)
 from .sys_signal import UNBLOCKABLE
 from .sysabi import EINTR, ESRCH
@@ -43,13 +43,17 @@ class SignalDelivery:
         live = [t for _, t in sorted(self.threads.items()) if t.state != EXITED]
         return next((t for t in live if not t.sigmask & (1 << (sig - 1))), self.threads.get(self.pid, live[0]))
 
-    def send_signal(self, sender: Thread, tid: int, sig: int) -> int:
+    def send_signal(self, sender: Thread, tid: int, sig: int, code: int = SI_TKILL) -> int:
+        """Send `sig` to thread `tid`: siginfo's si_code is `code`, SI_TKILL for tkill/tgkill, SI_USER for kill
+        (kernel/signal.c: prepare_kill_siginfo and do_tkill), with the sender's pid and uid."""
         t = self.threads.get(tid)
         if t is None or t.state == EXITED:
             return -ESRCH
         if sig == 0:
             return 0
         ev = self.watch.sent(sig, sender.tid, tid)
+        if code != SI_TKILL:
+            ev.info = SigInfo(sig, code=code, pid=self.pid, uid=self.uid)
         if sig in t.pending:
             ev.outcome = "merged"           # a standard signal already pending is not queued twice
             return 0
@@ -92,7 +96,7 @@ class SignalDelivery:
             ev.outcome = "fatal"          # a fault _force_sig reset to SIG_DFL lands here too
             self.exit_code = 128 + sig
             self.stop_reason = f"killed by signal {sig} ({SIGNAL_NAMES.get(sig, '?')})" + \
-                (f": {ev.fault}" if ev.info is not None else "")
+                (f": {ev.fault}" if ev.fault else "")
             return
         rsp = read_reg(self.uc, X.UC_X86_REG_RSP)
         alt = t.altstack if flags & SA_ONSTACK else None

@@ -12,7 +12,7 @@ import struct
 from unicorn import x86_const as X
 
 from .regbatch import read_reg
-from .sysabi import EINVAL, ENOSYS, STOP
+from .sysabi import EINVAL, ENOSYS, EPERM, STOP
 
 CLONE_VM, CLONE_FS, CLONE_FILES, CLONE_SIGHAND, CLONE_THREAD, CLONE_SETTLS = \
     0x100, 0x200, 0x400, 0x800, 0x10000, 0x80000
@@ -111,8 +111,62 @@ def sys_setrlimit(p, t, resource, new, *_):
     return sys_prlimit64(p, t, 0, resource, new, 0)
 
 
-def sys_prctl(p, t, *_):
-    return -EINVAL        # PR_SET_VMA_ANON_NAME and friends: the runtime ignores the failure
+#: prctl(2) options kept as per-process flags: option -> (the matching GET option, its default, valid values).
+#: kernel/sys.c: PR_SET_PDEATHSIG 1 (signals 0-64), PR_SET_DUMPABLE 4 (0, 1), PR_SET_KEEPCAPS 8 (0, 1),
+#: PR_SET_TIMERSLACK 29 (any; 0 means the default), PR_SET_CHILD_SUBREAPER 36, PR_SET_NO_NEW_PRIVS 38 (only 1,
+#: and once set it stays), PR_SET_THP_DISABLE 41 (0, 1)
+PR_FLAGS = {1: (2, 0, range(65)), 4: (3, 1, range(2)), 8: (7, 0, range(2)), 29: (30, 50_000, None),
+            36: (37, 0, None), 38: (39, 0, range(1, 2)), 41: (42, 0, range(2))}
+#: GET options that write the value through arg2 (PR_GET_PDEATHSIG, PR_GET_CHILD_SUBREAPER) instead of returning it
+PR_GET_BY_POINTER = (2, 37)
+PR_SET_NAME, PR_GET_NAME, PR_CAPBSET_READ, PR_GET_SECCOMP = 15, 16, 23, 21
+CAP_LAST_CAP = 40                         # CAP_CHECKPOINT_RESTORE, Linux 5.9+
+
+
+def sys_prctl(p, t, option, arg2, arg3, arg4, arg5, *_):
+    """prctl(2) as an unprivileged process gets it (kernel/sys.c): the per-process flags of PR_FLAGS read back
+    what was set, PR_SET_NAME/PR_GET_NAME the thread's 16-byte comm, PR_CAPBSET_READ a full bounding set,
+    PR_GET_SECCOMP 0 (no filter); anything else EINVAL (PR_SET_VMA's anonymous names included, which the
+    runtime asks for and ignores failing, as on a kernel without CONFIG_ANON_VMA_NAME)."""
+    option &= 0xFFFFFFFF
+    gets = {get: (setter, default) for setter, (get, default, _) in PR_FLAGS.items()}
+    if option in PR_FLAGS:
+        _, _, valid = PR_FLAGS[option]
+        if valid is not None and arg2 not in valid:
+            return -EINVAL
+        if option == 38 and arg3 | arg4 | arg5:
+            return -EINVAL
+        p.prctl[option] = arg2
+        return 0
+    if option in gets:
+        setter, default = gets[option]
+        value = p.prctl.get(setter, default)
+        if option in PR_GET_BY_POINTER:
+            p.write(arg2, value.to_bytes(4, "little"))
+            return 0
+        return value
+    if option == PR_SET_NAME:
+        t.comm = p.read_cstr(arg2, 16).encode()[:15]
+        return 0
+    if option == PR_GET_NAME:
+        p.write(arg2, getattr(t, "comm", b"prog")[:15].ljust(16, b"\0"))
+        return 0
+    if option == PR_CAPBSET_READ:
+        return 1 if arg2 <= CAP_LAST_CAP else -EINVAL
+    if option == PR_GET_SECCOMP:
+        return 0
+    return -EINVAL
+
+
+def sys_unshare(p, t, flags, *_):
+    """unshare(2) as an unprivileged process gets it: every namespace but a user namespace needs
+    CAP_SYS_ADMIN (EPERM); CLONE_NEWUSER alone is refused too (a single-threaded caller is required and
+    preemu does not model user namespaces: EPERM, as with user namespaces disabled); flags that only unshare
+    what the process does not share (files, fs, sysvsem) succeed."""
+    CLONE_FS, CLONE_FILES, CLONE_SYSVSEM = 0x200, 0x400, 0x40000
+    if flags & ~(CLONE_FS | CLONE_FILES | CLONE_SYSVSEM):
+        return -EPERM
+    return 0
 
 
 def sys_uname(p, t, buf, *_):
@@ -138,5 +192,5 @@ TABLE = {
     60: ("exit", sys_exit), 63: ("uname", sys_uname), 97: ("getrlimit", sys_getrlimit), 157: ("prctl", sys_prctl),
     158: ("arch_prctl", sys_arch_prctl), 160: ("setrlimit", sys_setrlimit), 186: ("gettid", sys_gettid),
     204: ("sched_getaffinity", sys_sched_getaffinity), 231: ("exit_group", sys_exit_group),
-    302: ("prlimit64", sys_prlimit64), 318: ("getrandom", sys_getrandom),
+    302: ("prlimit64", sys_prlimit64), 318: ("getrandom", sys_getrandom), 272: ("unshare", sys_unshare),
 }

@@ -10,6 +10,7 @@ import struct
 from unicorn import x86_const as X
 
 from .regbatch import read_reg
+from .sigframe import SI_USER
 from .sysabi import EINVAL, EPERM, ESRCH, STOP
 
 SIG_BLOCK, SIG_UNBLOCK, SIG_SETMASK = 0, 1, 2
@@ -82,7 +83,7 @@ def sys_kill(p, t, pid, sig, *_):
         return -EINVAL
     if sig == 0:
         return 0
-    return p.send_signal(t, p.signal_target(sig).tid, sig)
+    return p.send_signal(t, p.signal_target(sig).tid, sig, SI_USER)
 
 
 def sys_tkill(p, t, tid, sig, *_):
