@@ -144,8 +144,8 @@ CASES = [
                                         "--env", "GOGC=off"], "GOGC=off"),
     ("Go sweep of a function never called", {}, ["sweep", "{root}/tests/data/go/kinds", "--func", "neverCalled"],
      "was never called"),
-    ("Go explain --at FUNC+OFF", {}, ["explain", "{root}/tests/data/go/kinds", "--func", "spin", "--at",
-                                      "main.spin+0x6"], "give a boundary number"),
+    ("Go explain --at FUNC+OFF inside an instruction", {}, ["explain", "{root}/tests/data/go/kinds", "--func", "spin",
+                                                            "--at", "main.spin+0x5"], "is not the start of an instruction"),
     ("Go explain --at beyond", {}, ["explain", "{root}/tests/data/go/kinds", "--func", "spin", "--reg", "RAX=3",
                                     "--at", "99999"], "boundaries 0 to"),
 ]

@@ -21,11 +21,12 @@ def run(*args):
 
 
 def test_a_program_allocating_forever_ends_out_of_memory():
-    code, out, err = run("exec", "tests/data/go/hog", "--max-memory", "256M", "--quiet")
+    # --budget: were the limit ignored, the program would stop starved (exit 1), not take the host's memory
+    code, out, err = run("exec", "tests/data/go/hog", "--max-memory", "256M", "--quiet", "--budget", "100000000")
     assert code == 2 and "fatal error: runtime: out of memory" in err
     mib = [int(ln.split()[1]) for ln in out.splitlines()]
     assert 128 <= mib[-1] < 256                      # what it got before the limit, less the runtime's own
-    code, out, err = run("exec", "tests/data/go/hog", "--max-memory", "256M", "--json")
+    code, out, err = run("exec", "tests/data/go/hog", "--max-memory", "256M", "--json", "--budget", "100000000")
     j = json.loads(out)
     assert code == 2 and j["exit_code"] == 2 and "out of memory" in j["stderr"]
 

@@ -5,6 +5,7 @@ over the syscall families (as gVisor's sentry and Qiling's os/linux/syscall spli
   sys_mem.py     memory: mmap, munmap, mprotect, madvise
   sys_signal.py  signals: rt_sigaction, rt_sigprocmask, sigaltstack, kill/tkill/tgkill, rt_sigreturn
   sys_time.py    time and waiting: clock_gettime, nanosleep, futex
+  sys_timer.py   CPU-time timers: setitimer(ITIMER_PROF), timer_create on the CPU clocks (SIGPROF)
   sys_io.py      descriptors that are not files: read/write/close/fcntl, pipes, eventfd, epoll
   sys_file.py    files: the mounts (mounts.py), /tmp in memory, /dev, chdir/getcwd, symbolic links
   sys_socket.py  sockets inside the process: socketpair, AF_UNIX, loopback TCP/UDP
@@ -15,9 +16,9 @@ conventions and errnos: sysabi.py.
 """
 from __future__ import annotations
 
-from . import sys_file, sys_io, sys_mem, sys_proc, sys_signal, sys_socket, sys_time
+from . import sys_file, sys_io, sys_mem, sys_proc, sys_signal, sys_socket, sys_time, sys_timer
 
-FAMILIES = (sys_proc, sys_mem, sys_signal, sys_time, sys_io, sys_file, sys_socket)
+FAMILIES = (sys_proc, sys_mem, sys_signal, sys_time, sys_timer, sys_io, sys_file, sys_socket)
 
 
 def _table() -> dict:

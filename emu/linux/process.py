@@ -46,6 +46,7 @@ from .sys_proc import RLIMIT_NOFILE
 from .sys_time import REALTIME_EPOCH_NS
 from .sysabi import BLOCK, STOP
 from .elfimage import PF_W, PF_X, Image
+from .sys_timer import CpuTimers
 from .fds import FdTable
 from .icount import InsnCounter
 from .memory import AddressSpace
@@ -139,6 +140,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         self.ncpu = opts.ncpu
         self.rlimits = {RLIMIT_NOFILE: (1024, 524288)}
         self.prctl: dict[int, int] = {}           # prctl(2) flags set (sys_proc.PR_FLAGS)
+        self.timers = CpuTimers()                 # setitimer and timer_create on CPU-time clocks (sys_timer.py)
         self.syscall_nr = -1                 # the syscall being handled (a Wait records it)
         self.sigactions: dict[int, tuple] = {}
         self.threads: dict[int, Thread] = {}
@@ -356,6 +358,10 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
                 remove_cache(uc, at, at + 1)
         self.clock += n * ns
         self.insns += n
+        if self.timers.itimers or self.timers.posix:
+            self.timers.charge(self, t, n * ns)           # CPU-time timers (sys_timer.py): SIGPROF at slice ends
+        else:
+            t.cpu_ns += n * ns
         if probe is not None:
             probe.slice_end(t, n)
         if t.signal_countdown > 0:

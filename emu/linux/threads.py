@@ -43,6 +43,7 @@ class Thread:
     signal_countdown: int = 0                      # instructions still to run before a pending signal is taken
     frames: list = field(default_factory=list)     # sigframe.Delivered, innermost last
     name: str = ""
+    cpu_ns: int = 0                                # CPU time used: its instructions x ns-per-instruction
 
     def deliverable(self) -> int:
         """The lowest pending signal not blocked by the mask, or 0."""
