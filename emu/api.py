@@ -169,7 +169,7 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
           results: PathLike | None = None, progress: bool = False,
           on_world: Callable[[World], None] | None = None, runner: Callable[[World], Any] | None = None,
           call: int = 1, to_exit: int = 3, args: Sequence[str] = (), env: Sequence[str] = (),
-          test: str | None = None, bench: str | None = None):
+          test: str | None = None, bench: str | None = None, each_pc: bool = False):
     """Deliver the preemption signal at every instruction boundary of `func` in `path` (a .s file,
     a Go binary, a .go file or a Go package directory) and verify each injection (`preemu sweep`).
 
@@ -211,7 +211,7 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
 
         def one(name: str, process=None):
             return _sweep_real(src, name, registers, stub, seed, max_points, budget, async_preemption, jobs,
-                               executor, results, progress, call, to_exit, args, env, gc, test_, process)
+                               executor, results, progress, call, to_exit, args, env, gc, test_, process, each_pc)
         from .drive import manysweep
         if manysweep.is_pattern(func):
             shared = None
@@ -220,8 +220,9 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
                                     async_preemption)[0]
             return _sweep_many(src, func, test_, one, progress, shared)
         return one(func)
-    if call != 1 or to_exit != 3 or args or env or test or bench:
-        raise EmuError("call, to_exit, args, env, test and bench apply to Go input, swept in its real program")
+    if call != 1 or to_exit != 3 or args or env or test or bench or each_pc:
+        raise EmuError("call, to_exit, args, env, test, bench and each_pc apply to Go input, swept in its real "
+                       "program")
     stub_s = _stub(stub)
     program = loader.load_program(src)
     lay = _layout(layout or loader.default_layout(program))
@@ -304,7 +305,7 @@ def _real_spec(src: str, func: str, registers, stub, seed: int, call: int, args,
 
 def _sweep_real(src: str, func: str, registers, stub, seed: int, max_points: int, budget: int,
                 async_preemption: bool, jobs: int, executor, results, progress: bool, call: int, to_exit: int,
-                args, env, gc: bool = False, test: tuple = (), process=None):
+                args, env, gc: bool = False, test: tuple = (), process=None, each_pc: bool = False):
     """A Go function swept inside its real program (emu/drive/realsweep.py; `process`: the shared process of
     a pattern sweep, stopped at the function's first call)."""
     from .drive import realsweep
@@ -317,7 +318,10 @@ def _sweep_real(src: str, func: str, registers, stub, seed: int, max_points: int
         sw.stub = f"{display_path(stub_s)} (loaded over runtime.asyncPreempt)"
     from .drive import shards
     runner = shards.ShardRunner(spec, jobs, executor, None if results is None else os.fspath(results), progress, sw)
-    res = realsweep.sweep(spec, sw, src, max_points, budget, to_exit, runner=runner)
+    if each_pc and gc:
+        raise EmuError("--each-pc and --gc: a --gc sweep injects along the swept run itself, whose boundaries the "
+                       "cycles change; give one of them")
+    res = realsweep.sweep(spec, sw, src, max_points, budget, to_exit, runner=runner, each_pc=each_pc)
     return sweep_report.RealSweepReport(res, src, None if stub_s is None else display_path(stub_s), sw)
 
 

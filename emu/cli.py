@@ -134,10 +134,11 @@ def cmd_sweep(a, out) -> int:
         rep = api.sweep(a.file, a.func, registers=_regs(a.reg), stub=a.stub, seed=a.seed, max_points=a.max_points,
                         budget=a.budget or sweeper.DEFAULT_BUDGET, async_preemption=a.async_preemption == "on",
                         call=a.call, to_exit=3 if a.to_exit is None else a.to_exit, args=a.args, env=a.env or [],
-                        gc=a.gc, test=a.test, bench=a.bench, **_shard_options(a))
+                        gc=a.gc, test=a.test, bench=a.bench, each_pc=a.each_pc, **_shard_options(a))
         return _emit(a, rep, out, "" if a.json else rep.render(a.table))
     for opt, given in (("--call", a.call != 1), ("--to-exit", a.to_exit is not None), ("--env", a.env),
-                       ("program arguments", a.args), ("--test", a.test), ("--bench", a.bench)):
+                       ("program arguments", a.args), ("--test", a.test), ("--bench", a.bench),
+                       ("--each-pc", a.each_pc)):
         if given:
             raise UsageError(f"{opt} applies to Go input, swept in its real program")
     if a.gc_scanner is not None and not a.gc:
@@ -577,6 +578,9 @@ def _add_sweep(sub) -> None:
                    "own: one injection, then on to the program's exit, compared with the uninterrupted ending")
     s.add_argument("--env", action="append", metavar="K=V", help="Go input: the program's environment; repeatable")
     _add_test_options(s)
+    s.add_argument("--each-pc", action="store_true",
+                   help="Go input: decide every distinct PC of the goroutine once, at its first occurrence (one "
+                   "point a PC instead of one a boundary; --max-points still caps them)")
     s.set_defaults(args=[])          # Go input: the program's arguments, after `--` (split off in main)
     _common(s)
     s.set_defaults(fn=cmd_sweep)

@@ -180,6 +180,7 @@ class RealSweepResult:
     nondeterministic: dict | None = None   # what differed between uninterrupted runs (references.Unstable.describe)
     paths: Counter | None = None      # injections at the points by the path watch.py saw them take (watch.PATHS)
     test: tuple = ()                  # ("test" | "bench", NAME): F was called by that test of its package
+    each_pc: dict | None = None       # --each-pc: {"distinct": PCs G executes, "decided": of them decided}
 
     @property
     def ok(self) -> bool:
@@ -219,11 +220,19 @@ def _finals(sw: RealSweep, ref: Reference, ending: Ending, last) -> list[Violati
     return out
 
 
-def run_shard(sw: RealSweep, ref: Reference, index: int, points, opts: S.ChainOptions) -> S.ShardResult:
-    """Inject at `points` in one chain from the snapshot; check each resume, F's return and the exit."""
+def run_shard(sw: RealSweep, ref: Reference, index: int, points, opts: S.ChainOptions,
+              each_pc: int | None = None) -> S.ShardResult:
+    """Inject at `points` in one chain from the snapshot; check each resume, F's return and the exit. With
+    `each_pc` (a cap), the chain decides each PC of G at its first occurrence instead (eachpc.py)."""
     c0 = time.process_time()
     stats: dict = {}
-    listener, reached, ending = sw.chain(shards.ticking(points, index), stats)   # the bar moves point by point
+    pcs = None
+    if each_pc is not None:
+        from . import eachpc
+        listener, reached, ending, seen, decided = eachpc.chain(sw, each_pc, stats)
+        points, pcs = range(reached), {"distinct": len(seen), "decided": len(decided & seen)}
+    else:
+        listener, reached, ending = sw.chain(shards.ticking(points, index), stats)   # the bar moves point by point
     log = S.ViolationLog(opts.max_violations)
     log.extend(listener.violations)
     for w in sw.p.watch.violations:              # the oracle against the runtime, the handler's edits
@@ -249,7 +258,7 @@ def run_shard(sw: RealSweep, ref: Reference, index: int, points, opts: S.ChainOp
                          {"reached": reached, "other_preemptions": listener.other_injections,
                           "paths": dict(listener.paths),
                           "swept_boundaries": sw.returned[0] if sw.returned is not None else None,
-                          **({"gc": gc} if gc is not None else {})})
+                          **({"gc": gc} if gc is not None else {}), **({"each_pc": pcs} if pcs else {})})
 
 
 def gc_violations(sw: RealSweep) -> list[Violation]:
@@ -290,8 +299,9 @@ def spread(points: list[int], k: int) -> list[int]:
 
 def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
           budget: int = S.DEFAULT_BUDGET, to_exit: int = 3, max_violations: int = 200,
-          runner=None) -> RealSweepResult:
-    """Sweep F at every boundary (capped by max_points) in its real program; see the module docstring."""
+          runner=None, each_pc: bool = False) -> RealSweepResult:
+    """Sweep F at every boundary (capped by max_points) in its real program; see the module docstring.
+    each_pc: at each distinct PC's first boundary only (eachpc.py)."""
     t0, c0 = time.perf_counter(), time.process_time()
     ref = references.establish(sw, budget, spec.seed)
     points = list(S.select_points(ref.boundaries, max_points))
@@ -307,8 +317,12 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
     else:
         plan = S.shard_plan(len(points), SHARD_POINTS)
         tasks = [(i, points[a:b], None) for i, (a, b) in enumerate(plan)]
+    if each_pc:                             # one chain, which finds its points as it goes (eachpc.py)
+        plan, tasks = [(0, 1)], []
     c1 = time.process_time()
-    if runner is None:
+    if each_pc:
+        results = [run_shard(sw, ref, 0, (), opts, each_pc=max_points)]
+    elif runner is None:
         results = [run_shard(sw, ref, i, pts, opts) for i, pts, _ in tasks]
     else:
         results = sorted(runner(tasks, ref, opts), key=lambda r: r.index)
@@ -354,7 +368,7 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
     for k, end in ends:
         d = references.ending_diff(ref, end)
         checks.append((k, not d, "; ".join(f"{w}: {a} -> {b}" for w, a, b in d)))
-    tried = sum(r.points for r in results) if spec.gc else len(points)
+    tried = sum(r.points for r in results) if spec.gc or each_pc else len(points)
     if gc is not None:
         gc["step"] = step
         gc["swept_boundaries"] = (results[0].extra or {}).get("swept_boundaries") if results else None
@@ -362,7 +376,8 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
                            ref.boundaries, tried, injected, refused, log.kept, log.count, log.groups,
                            time.perf_counter() - t0, time.process_time() - c0, per_pc, ref.ending, ref.results,
                            reached, checks, other, sw.p.oracle_note, len(plan), sw.func, gc,
-                           ref.unstable.describe(lambda g: _global_name(sw.effects, g)), paths, spec.test)
+                           ref.unstable.describe(lambda g: _global_name(sw.effects, g)), paths, spec.test,
+                           (results[0].extra or {}).get("each_pc") if each_pc else None)
 
 
 def confirm(sw: RealSweep, ref: Reference, budget: int, seed: int, log: S.ViolationLog) -> None:

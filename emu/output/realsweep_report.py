@@ -11,6 +11,8 @@ from .. import __version__
 from .report import REASONS, failure_lines
 
 SCHEMA = "preemu/sweep-real/1"
+#: points from which a full sweep's report suggests --each-pc (about 10 s of CPU at today's speed)
+LONG_SWEEP = 30_000
 
 
 def _ordinal(n: int) -> str:
@@ -59,7 +61,8 @@ class RealSweepReport:
             points=[{"pc": f"{pc:#x}", "verdicts": dict(c)} for pc, c in sorted(r.per_pc.items())],
             cpu_seconds=round(r.cpu, 3), us_per_point=round(1e6 * r.cpu / max(1, r.points), 1),
             oracle=r.oracle_note or "on", **({"gc": r.gc} if r.gc is not None else {}),
-            nondeterministic=r.nondeterministic, injection_paths=dict(sorted((r.paths or {}).items())), ok=r.ok)
+            nondeterministic=r.nondeterministic, injection_paths=dict(sorted((r.paths or {}).items())),
+            **({"each_pc": r.each_pc} if getattr(r, "each_pc", None) else {}), ok=r.ok)
 
     def render(self, table: bool = False) -> str:
         r = self.result
@@ -77,6 +80,12 @@ class RealSweepReport:
             if swept and swept > r.boundaries:
                 L.append(f"  swept run          {swept:>9,}   boundaries with the cycles' work in the goroutine (--max-points "
                          f"sets the step from the reference's {r.boundaries:,}, so more points are tried)")
+        elif getattr(r, "each_pc", None):
+            e = r.each_pc
+            L.append(f"  points tried       {r.points:>9,}   the first boundary of each distinct PC (--each-pc"
+                     + (", capped by --max-points)" if r.points < e["distinct"] else ")"))
+            L.append(f"  distinct PCs       {e['distinct']:>9,}   executed by {r.func}'s goroutine; {e['decided']:,} "
+                     "decided at a point (a chain's injections may move the goroutine off the reference's path)")
         else:
             L.append(f"  points tried       {r.points:>9,}" + ("   (capped by --max-points)" if r.points < r.boundaries
                                                                  else ""))
@@ -112,6 +121,9 @@ class RealSweepReport:
             for pc, c in sorted(r.per_pc.items()):
                 where = describe(pc) if describe else f"{pc:#x}"
                 L.append(f"  {pc:#010x} {where[:48]:<48} " + ", ".join(f"{k} {n}" for k, n in sorted(c.items())))
+        if not getattr(r, "each_pc", None) and r.points >= LONG_SWEEP and r.gc is None:
+            L.append(f"  hint               a sweep of {r.points:,} points is long: --each-pc decides each distinct PC "
+                     "of the goroutine once, at its first occurrence")
         L.append("")
         L += verdict(r)
         return "\n".join(L) + "\n"
