@@ -167,9 +167,14 @@ MUTATIONS = {
                                  "        elif False:", ["tests/test_protections.py"]),
     "memory-limit-ignored": ("emu/linux/memory.py", "        if self.limit is None:\n            return False",
                              "        if True:\n            return False", ["tests/test_memory_limit.py"]),
-    "start-up-calls-counted": ("emu/drive/gsweep.py", "        p = self.p\n        if not self._ready:",
-                               "        p = self.p\n        return True\n        if not self._ready:",
-                               ["tests/test_sweep_inputs.py"]),
+    "kill-as-tkill": ("emu/linux/sys_signal.py", "p.signal_target(sig).tid, sig, SI_USER)", "p.signal_target(sig).tid, sig)",
+                      ["tests/test_protections.py"]),
+    "prctl-set-forgotten": ("emu/linux/sys_proc.py", "        p.prctl[option] = arg2\n", "",
+                            ["tests/test_protections.py"]),
+    "cpu-timer-never-fires": ("emu/linux/sys_timer.py", "            if timer.remaining > 0:\n                continue",
+                              "            if True:\n                continue", ["tests/test_timers.py"]),
+    "start-up-calls-counted": ("emu/drive/gsweep.py", "        if self._readiness():\n            return True",
+                               "        if True:\n            return True", ["tests/test_sweep_inputs.py"]),
 }
 
 
