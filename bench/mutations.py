@@ -173,6 +173,9 @@ MUTATIONS = {
                             ["tests/test_protections.py"]),
     "cpu-timer-never-fires": ("emu/linux/sys_timer.py", "            if timer.remaining > 0:\n                continue",
                               "            if True:\n                continue", ["tests/test_timers.py"]),
+    "udp-refusal-ignored": ("emu/linux/sys_socket.py", "            s.error = ECONNREFUSED\n", "",
+                            ["tests/test_etc.py"]),
+    "no-default-etc": ("emu/linux/mounts.py", "            mine.append(etc_mount())\n", "", ["tests/test_etc.py"]),
     "start-up-calls-counted": ("emu/drive/gsweep.py", "        if self._readiness():\n            return True",
                                "        if True:\n            return True", ["tests/test_sweep_inputs.py"]),
 }

@@ -552,8 +552,8 @@ def test_the_oracle_reads_the_state_doSigPreempt_reads_not_the_state_at_delivery
 def test_chdir_and_mounts_read_only_and_read_write(tmp_path):
     """chdir into a /tmp directory and relative paths there; --mount HOST:GUEST reads, :rw writes through to
     the host (create, append, rename); a write to a read-only mount is EROFS; `/` and the directories above
-    the mounts exist, read-only, listing only what leads to a mount; the rest of the host and chdir to it
-    are ENOENT."""
+    the mounts exist, read-only, listing only what leads to a mount (and preemu's /etc); the rest of the host
+    and chdir to it are ENOENT."""
     ro, rw = tmp_path / "ro", tmp_path / "rw"
     ro.mkdir()
     rw.mkdir()
@@ -576,7 +576,7 @@ def test_chdir_and_mounts_read_only_and_read_write(tmp_path):
     assert sorted(p.name for p in ro.iterdir()) == ["in.txt"]                 # nothing written there
 
 
-@pytest.mark.parametrize("spec,msg", [("nocolon", "use HOST:GUEST"), ("/nonexistent-dir:/x", "is not a directory"),
+@pytest.mark.parametrize("spec,msg", [("nocolon", "use HOST:GUEST"), ("/nonexistent-dir:/x", "no such file or directory"),
                                       (".:relative", "must be absolute"), (".:/tmp", "preemu's own"),
                                       (".:/x:wr", "use HOST:GUEST")])
 def test_a_bad_mount_is_exit_2(spec, msg, capsys):

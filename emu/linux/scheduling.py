@@ -142,6 +142,9 @@ class ThreadScheduling:
                 s = self.fds.get(w.fd)
                 if isinstance(s, sys_socket.Socket) and s.backlog:
                     self.wake(t, sys_socket.finish_accept(self, s, w.addr, w.addrlen, w.flags))
+            elif w.kind == "dgram" and w.pipe.error:
+                e, w.pipe.error = w.pipe.error, 0
+                self.wake(t, -e)
             elif w.kind == "dgram" and w.pipe.dgrams:
                 self.wake(t, sys_socket.finish_recv(self, w.pipe, w.buf, w.count, w.addr, w.addrlen))
 

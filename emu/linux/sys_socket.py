@@ -77,6 +77,7 @@ class Socket:
     dgrams: deque = field(default_factory=deque)   # datagram: (bytes, sender key)
     opts: dict = field(default_factory=dict)
     own_gen: int = 0
+    error: int = 0                    # a pending error (SO_ERROR): ECONNREFUSED after a datagram found no one
 
     @property
     def state(self) -> F.PipeState:
@@ -96,7 +97,7 @@ class Socket:
         if self.listening:
             return F.EPOLLIN if self.backlog else 0
         if self.type == SOCK_DGRAM:
-            return (F.EPOLLIN if self.dgrams else 0) | F.EPOLLOUT
+            return (F.EPOLLIN if self.dgrams else 0) | F.EPOLLOUT | (F.EPOLLERR if self.error else 0)
         if self.rx is None:
             return F.EPOLLOUT | F.EPOLLHUP if self.remote is None and self.local is None else 0
         peer_done = not self.rx.writers or not self.rx.readers      # the peer is done, or we shut reading
@@ -325,7 +326,9 @@ def sys_getsockopt(p, t, fd, level, name, val, vlen_p, *_):
     if isinstance(s, int):
         return s
     if level == SOL_SOCKET and name in (SO_ERROR, SO_TYPE, SO_DOMAIN, SO_ACCEPTCONN):
-        v = {SO_ERROR: 0, SO_TYPE: s.type, SO_DOMAIN: s.family, SO_ACCEPTCONN: int(s.listening)}[name]
+        v = {SO_ERROR: s.error, SO_TYPE: s.type, SO_DOMAIN: s.family, SO_ACCEPTCONN: int(s.listening)}[name]
+        if name == SO_ERROR:
+            s.error = 0
         raw = struct.pack("<i", v)
     elif (level, name) in s.opts:
         raw = s.opts[(level, name)]
@@ -367,6 +370,14 @@ def send(p, s: Socket, data: bytes, dest: tuple | None) -> int:
             target.bump()
             p.wake_socket_waiters()
             p.wake_pollers()
+        elif target is None and s.family == AF_INET and dest == s.remote:
+            # no one bound there: the loopback's ICMP port unreachable comes back at once, and a connected
+            # socket's next receive fails with ECONNREFUSED (net/ipv4/udp.c __udp4_lib_err sets sk_err; an
+            # unconnected one ignores it). A DNS lookup against a nameserver that is not there fails at once.
+            s.error = ECONNREFUSED
+            s.bump()
+            p.wake_socket_waiters()
+            p.wake_pollers()
         return len(data)
     return F.write_stream(p, s.tx, data) if s.tx is not None else -ENOTCONN
 
@@ -374,6 +385,9 @@ def send(p, s: Socket, data: bytes, dest: tuple | None) -> int:
 def recv(p, t, s: Socket, buf: int, n: int, addr: int = 0, alen_p: int = 0):
     """read/recvfrom on a socket: a stream as a pipe's read end, a datagram whole (truncated to n)."""
     if s.type == SOCK_DGRAM:
+        if s.error:                       # sock_error: reported once, then cleared
+            e, s.error = s.error, 0
+            return -e
         if not s.dgrams:
             if s.flags & F.O_NONBLOCK:
                 return -EAGAIN
