@@ -63,6 +63,9 @@ from .watch import Watch
 BOOT_NS = 10**12                 # CLOCK_MONOTONIC at the first instruction: "1000 s since boot"
 _U64 = (1 << 64) - 1
 DEFAULT_BUDGET = 2_000_000_000
+#: `preemu exec`'s default budget: an ordinary program runs to its end (about 4 minutes of CPU at today's
+#: 400 M instructions a second; a run longer than 2 s shows its progress and stops with Ctrl-C)
+EXEC_BUDGET = 100_000_000_000
 #: RFLAGS a process starts with: IF (interrupts on in user mode, as every user thread runs) and the reserved
 #: bit 1 (arch/x86/include/asm/processor.h start_thread: X86_EFLAGS_IF)
 USER_RFLAGS = 0x202
