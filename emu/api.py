@@ -321,7 +321,15 @@ def _sweep_real(src: str, func: str, registers, stub, seed: int, max_points: int
     if each_pc and gc:
         raise EmuError("--each-pc and --gc: a --gc sweep injects along the swept run itself, whose boundaries the "
                        "cycles change; give one of them")
-    res = realsweep.sweep(spec, sw, src, max_points, budget, to_exit, runner=runner, each_pc=each_pc)
+    from .linux.process import ctrl_c
+    try:
+        with ctrl_c(lambda: sw.p):
+            res = realsweep.sweep(spec, sw, src, max_points, budget, to_exit, runner=runner, each_pc=each_pc)
+    except shards.Interrupted as e:
+        e.live = e.live or sw.live_summary()
+        raise
+    except KeyboardInterrupt:
+        raise shards.Interrupted([], 0, sw.live_summary()) from None
     return sweep_report.RealSweepReport(res, src, None if stub_s is None else display_path(stub_s), sw)
 
 

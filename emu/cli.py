@@ -378,13 +378,14 @@ def cmd_disasm(a, out) -> int:
 def _shards_partial(e: BaseException):
     """(summary, note) of the shards a Ctrl-C'd sweep finished (shards.Interrupted carries them), or None."""
     done = getattr(e, "done", None)
+    live = getattr(e, "live", "")
     if not done:
-        return None
+        return (f"partial: {live}\n", "during the chain in progress") if live else None
     pts = sum(r.points for r in done)
     inj = sum(r.injected for r in done)
     viol = sum(r.violations.count for r in done)
     return (f"partial: {len(done)} of {e.total} shards finished: {pts:,} points, {inj:,} injected, "
-            f"{viol:,} violation(s)\n", f"after {len(done)} of {e.total} shards")
+            f"{viol:,} violation(s)" + (f"; {live}" if live else "") + "\n", f"after {len(done)} of {e.total} shards")
 
 
 def _exec_options(a, passthrough):

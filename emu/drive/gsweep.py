@@ -285,6 +285,7 @@ class RealSweep(RequestMixin):
         clock = self._arm()
         listener = _Listener(self, clock)
         self.p.watch.listener = listener
+        self.live = listener                    # what a Ctrl-C's partial summary reads (live_summary)
         reached = 0
         for k in points:
             clock.stop_at = k
@@ -312,6 +313,16 @@ class RealSweep(RequestMixin):
         if clock.ready is not None:
             pt = listener.point = self._deliver(clock, k)
         return pt, self._finish(clock)
+
+    def live_summary(self) -> str:
+        """The chain in progress, in a line: points reached, injected, violations found so far."""
+        lst = getattr(self, "live", None)
+        if lst is None:
+            return ""
+        inj = sum(1 for pt in lst.points if pt.event is not None and pt.event.outcome == "injected")
+        viol = len(lst.violations) + (len(self.gc.uaf) if self.gc is not None else 0)
+        return (f"the chain in progress had reached {len(lst.points):,} point(s): {inj:,} injected, {viol:,} "
+                "violation(s) so far" + (f", {self.gc.cycles:,} GC cycle(s)" if self.gc is not None else ""))
 
     def make_violation(self, kind: str, what: str, expected: str, actual: str, boundary: int, pc: int,
                        detail: str = "") -> Violation:

@@ -129,7 +129,15 @@ def _process_pool(workers: int, ticks=None):
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint, initargs=(ticks,))
     try:
         yield pool
-    finally:
+    except BaseException:
+        # a Ctrl-C (or an error) mid-sweep: a running worker's shard is abandoned, not waited for (a shard can
+        # take seconds, and waiting for one while the pool's queue feeds it had deadlocked). The workers are
+        # terminated; their shards are not in the results file, so a rerun does them again.
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):
+            proc.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    else:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -215,9 +223,9 @@ def load_results(path: str, key: str) -> dict[int, sweeper.ShardResult]:
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C during a sharded sweep; carries the shards finished so far."""
 
-    def __init__(self, done: list[sweeper.ShardResult], total: int):
+    def __init__(self, done: list[sweeper.ShardResult], total: int, live: str = ""):
         super().__init__("interrupted")
-        self.done, self.total = done, total
+        self.done, self.total, self.live = done, total, live     # live: the chain in progress, said in a line
 
 
 def _parse_executor(executor: str | None) -> str | None:

@@ -117,6 +117,39 @@ class Slice:
     why: str
 
 
+class ctrl_c:
+    """While a sweep runs processes: Ctrl-C stops the current one at its next slice boundary with
+    KeyboardInterrupt (never inside an engine callback, where ctypes would print and drop it, nor inside a
+    syscall the kernel model is handling); between runs it raises at once. `current()` gives the process."""
+
+    def __init__(self, current):
+        self.current = current
+
+    def __enter__(self):
+        import signal
+        import threading
+        self.old = None
+        if threading.current_thread() is threading.main_thread():
+            self.old = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def _on_sigint(self, signum, frame) -> None:
+        p = self.current()
+        if p is not None and p.in_slice:
+            p.interrupted = p.interrupt_raises = True
+            p.uc.emu_stop()
+            return
+        raise KeyboardInterrupt
+
+    def __exit__(self, *exc) -> None:
+        import signal
+        if self.old is not None:
+            signal.signal(signal.SIGINT, self.old)
+        p = self.current()
+        if p is not None:
+            p.interrupted = p.interrupt_raises = False
+
+
 class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
     """One emulated Go process: its address space, threads and virtual clock, and the run loop that runs
     the threads in exact quanta. The engine's stand-ins for CPU instructions (cpuhooks.py), the helpers the
@@ -173,6 +206,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         self.probe = None
         self._alone = False                     # the slice in progress is a run of quanta (see _run_slice)
         self.interrupted = False                # set (by a SIGINT handler) to stop at the next slice boundary
+        self.interrupt_raises = False           # ... by raising KeyboardInterrupt there (sweeps: ctrl_c below)
         #: the working directory the program sees (sys_file.py: a read-only view of the host's)
         self.cwd = opts.cwd or os.getcwd()  # the guest's working directory (chdir moves it)
         self.ns = Namespace(self.cwd, tuple(opts.mounts))
@@ -290,6 +324,9 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
             if stop is not None and stop():
                 return True
             if self.interrupted:
+                if self.interrupt_raises:           # a sweep's run: the Ctrl-C ends the sweep, not the program
+                    self.interrupted = False
+                    raise KeyboardInterrupt
                 self.stop_reason = "interrupted (Ctrl-C)"
                 return False
             if limit_ns is not None and self.clock >= limit_ns:
