@@ -207,7 +207,7 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
         if model:
             raise EmuError(f"{', '.join(model)}: preemu's model world only (.s input); a Go program is swept in "
                            "its real program, where its own runtime decides, injects and collects")
-        test_ = _test_of(test, bench)
+        test_ = gobuild.test_selection(test, bench)
 
         def one(name: str, process=None):
             return _sweep_real(src, name, registers, stub, seed, max_points, budget, async_preemption, jobs,
@@ -269,13 +269,6 @@ def _sweep_many(src: str, pattern: str, test: tuple, one, progress: bool, shared
     funcs = manysweep.sweep_all(src, pattern, packages, elfimage.load(str(res.binary)), one, say, shared)
     return many_report.ManySweepReport(manysweep.ManyResult(src, pattern, test, funcs, time.perf_counter() - t0,
                                                             time.process_time() - c0))
-
-
-def _test_of(test: str | None, bench: str | None) -> tuple:
-    """("test", NAME), ("bench", NAME) or (): which of a package's tests to run (one at most)."""
-    if test is not None and bench is not None:
-        raise EmuError("give a test (--test) or a benchmark (--bench), not both")
-    return ("test", test) if test is not None else ("bench", bench) if bench is not None else ()
 
 
 def _real_spec(src: str, func: str, registers, stub, seed: int, call: int, args, env, gc: bool, test: tuple,

@@ -419,8 +419,8 @@ def _exec_options(a, passthrough):
 
 def _test_of(a) -> tuple:
     """--test / --bench of a command: ("test", NAME), ("bench", NAME) or ()."""
-    from . import api
-    return api._test_of(getattr(a, "test", None), getattr(a, "bench", None))
+    from .front.gobuild import test_selection
+    return test_selection(getattr(a, "test", None), getattr(a, "bench", None))
 
 
 def _run_with_progress_and_ctrl_c(p, a) -> None:

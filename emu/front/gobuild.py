@@ -223,6 +223,13 @@ def _announce(path, cache: Path, version: str) -> None:
           f"into {cache}: about 15 s, once)" if first else ""), file=sys.stderr, flush=True)
 
 
+def test_selection(test: str | None, bench: str | None) -> tuple:
+    """("test", NAME), ("bench", NAME) or (): which of a package's tests a command runs (one at most)."""
+    if test is not None and bench is not None:
+        raise EmuError("give a test (--test) or a benchmark (--bench), not both")
+    return ("test", test) if test is not None else ("bench", bench) if bench is not None else ()
+
+
 def build(path: Path | str, gcflags: str | None = None, toolchain: str | None = None,
           test: bool = False) -> BuildResult:
     """Build a `.go` file or a package directory (an ELF binary passes through unchanged). `toolchain`:
