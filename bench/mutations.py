@@ -15,6 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 KILLERS = ["tests/test_bites.py"]
+S40 = "tests/test_survivors.py::"   # issue #40's killers: one test each, by its node id
 TIMEOUT = 900               # seconds for one mutant's tests: a mutant that hangs them is killed too
 
 #: name -> (file, old text, new text, tests to run)
@@ -178,6 +179,50 @@ MUTATIONS = {
     "no-default-etc": ("emu/linux/mounts.py", "            mine.append(etc_mount())\n", "", ["tests/test_etc.py"]),
     "start-up-calls-counted": ("emu/drive/gsweep.py", "        if self._readiness():\n            return True",
                                "        if True:\n            return True", ["tests/test_sweep_inputs.py"]),
+    # issue #40: survivors of the fourth independent mutation run (66 mutations), each killed by a named test
+    "sig-unblock-inverted": ("emu/linux/sys_signal.py", "            t.sigmask &= ~m", "            t.sigmask &= m",
+                             [S40 + "test_sig_unblock_clears_only_the_signals_named"]),
+    "futex-wake-one-too-many": ("emu/linux/scheduling.py", "            if woken >= n:", "            if woken > n:",
+                                [S40 + "test_futex_wake_wakes_at_most_the_number_asked"]),
+    "write-without-reader-succeeds": ("emu/linux/fds.py", "    if not st.readers or not st.writers:\n        if sigpipe:",
+                                      "    if False:\n        if sigpipe:",
+                                      [S40 + "test_a_write_no_one_reads_is_epipe_and_sigpipe",
+                                       S40 + "test_a_program_gets_sigpipe_as_natively"]),
+    "epipe-without-sigpipe": ("emu/linux/fds.py", "            p.send_signal(p.cur, p.cur.tid, SIGPIPE, SI_USER)",
+                              "            pass", [S40 + "test_a_write_no_one_reads_is_epipe_and_sigpipe",
+                                                     S40 + "test_a_program_gets_sigpipe_as_natively"]),
+    "datagram-at-full-length": ("emu/linux/sys_socket.py",
+                                "return len(data) if flags & MSG_TRUNC else min(n, len(data))", "return len(data)",
+                                [S40 + "test_a_datagram_longer_than_the_buffer_is_cut_to_it_unless_msg_trunc"]),
+    "mount-a-string-prefix": ("emu/linux/mounts.py", 'return path == root or path.startswith(root.rstrip("/") + "/")',
+                              "return path.startswith(root)", ["tests/test_containment.py"]),
+    "mount-link-followed-out": ("emu/linux/mounts.py", "                return (m, host) if within(host, m.host) else None",
+                                "                return (m, host)", ["tests/test_containment.py"]),
+    "tmp-o-append-ignored": ("emu/linux/tmpfs.py", "        if self.flags & O_APPEND:\n            self.pos = len(d)\n", "",
+                             [S40 + "test_o_append_writes_at_the_end_in_tmp"]),
+    "real-refusals-of-last-shard": ("emu/drive/realsweep.py", "        refused.update(r.refused)",
+                                    "        refused = Counter(r.refused)",
+                                    [S40 + "test_sharded_refusal_counts_of_a_real_program_sweep_add_up"]),
+    "f-return-of-a-deeper-invocation": ("emu/drive/gsweep.py",
+                                        "        if self._stack_hi() - read_reg(uc, X.UC_X86_REG_RSP) != self.entry_depth - 8:",
+                                        "        if False:", [S40 + "test_fs_return_is_its_own_invocations_not_a_deeper_ones"]),
+    "ending-ignores-stderr": ("emu/drive/references.py", '    for what in ("stdout", "stderr"):\n        xa, xb',
+                              '    for what in ("stdout",):\n        xa, xb',
+                              [S40 + "test_an_ending_that_differs_only_on_stderr_differs"]),
+    "faulting-load-not-counted": ("emu/linux/icount.py", "(1 if faulted or self._stop_count_current else 0)",
+                                  "(1 if self._stop_count_current else 0)",
+                                  [S40 + "test_the_counter_counts_a_faulting_load_as_executed"]),
+    # Linux's signal behaviour the runtime never exercises (it installs every handler with SA_RESTART and
+    # without SA_NODEFER), as unit tests of the kernel model
+    "sa-restart-always": ("emu/linux/sigdeliver.py", "        if t.wait.restart and flags & SA_RESTART and t.wait.nr >= 0:",
+                          "        if t.wait.restart and t.wait.nr >= 0:",
+                          [S40 + "test_without_sa_restart_an_interrupted_read_fails_with_eintr"]),
+    "sa-nodefer-ignored": ("emu/linux/sigdeliver.py", "(0 if flags & SA_NODEFER else 1 << (sig - 1))", "(1 << (sig - 1))",
+                           [S40 + "test_a_handler_runs_with_its_signal_blocked_unless_sa_nodefer"]),
+    "blocked-signal-interrupts-a-wait": ("emu/linux/sigdeliver.py",
+                                         "        elif t.state == BLOCKED and not t.sigmask & (1 << (sig - 1)):",
+                                         "        elif t.state == BLOCKED:",
+                                         [S40 + "test_a_signal_the_waiting_thread_blocks_leaves_it_waiting_until_unblocked"]),
 }
 
 

@@ -3,7 +3,7 @@
 Mirrors fs/eventfd.c (a 64-bit counter; write adds, read returns and clears it, EAGAIN when zero
 in non-blocking mode), fs/pipe.c (a byte queue shared by its two ends: a read of an empty pipe whose
 write end is closed is end of file, one whose write end is open waits, or answers EAGAIN when
-O_NONBLOCK; a write with no reader left is EPIPE; pipe_poll's EPOLLIN/EPOLLHUP/EPOLLERR) and
+O_NONBLOCK; a write with no reader left is EPIPE and SIGPIPE; pipe_poll's EPOLLIN/EPOLLHUP/EPOLLERR) and
 fs/eventpoll.c (an interest list of
 (fd, events, data); epoll_pwait reports ready entries, level-triggered, or with EPOLLET once per wakeup:
 every object counts its wakeups in `gen`, which data arriving, room freed, a close or a connection
@@ -95,11 +95,20 @@ def read_stream(p, t, end, buf: int, n: int):
     return len(data)
 
 
-def write_stream(p, st: PipeState, data: bytes) -> int:
-    """write(2) into a byte stream (pipe_write): EPIPE once no one reads or writing was shut, else queued
-    (the buffer has no limit, so a write never waits) and the waiting readers and pollers woken."""
+SIGPIPE = 13
+
+
+def write_stream(p, st: PipeState, data: bytes, sigpipe: bool = True) -> int:
+    """write(2) into a byte stream (pipe_write): EPIPE once no one reads or writing was shut, and SIGPIPE to
+    the writing thread as fs/pipe.c and net/unix/af_unix.c send it (send_sig(SIGPIPE, current, 0): SI_USER,
+    unless `sigpipe` is False, a send with MSG_NOSIGNAL); else queued (the buffer has no limit, so a write
+    never waits) and the waiting readers and pollers woken. (The Go runtime's handler ignores a SIGPIPE for
+    a descriptor other than 1 and 2, or passes it to signal.Notify.)"""
     if not st.readers or not st.writers:
-        return -EPIPE                 # (Linux also sends SIGPIPE; the Go runtime ignores it here)
+        if sigpipe:
+            from .sigframe import SI_USER
+            p.send_signal(p.cur, p.cur.tid, SIGPIPE, SI_USER)
+        return -EPIPE
     st.put(data)
     p.wake_pipe_readers()
     p.wake_pollers()

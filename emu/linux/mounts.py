@@ -41,7 +41,7 @@ def parse_mount(spec: str) -> Mount:
     if not os.path.exists(host):
         raise EmuError(f"--mount {spec!r}: {host}: no such file or directory")
     guest = posixpath.normpath(guest)
-    if guest == "/" or guest == "/tmp" or guest.startswith("/dev"):
+    if guest in ("/", "/tmp") or within(guest, "/dev"):     # (/devices is not /dev's)
         raise EmuError(f"--mount {spec!r}: {guest} is preemu's own (the root, /tmp or /dev)")
     return Mount(guest, os.path.realpath(host), mode == "rw")
 
@@ -91,7 +91,7 @@ def etc_mount() -> Mount:
             tmp.rename(d)
         except OSError:                             # another process made it first
             pass
-    return Mount("/etc", str(d), False)
+    return Mount("/etc", os.path.realpath(d), False)     # host paths are compared resolved (Namespace.lookup)
 
 
 class Namespace:

@@ -146,7 +146,7 @@ class ThreadScheduling:
                 e, w.pipe.error = w.pipe.error, 0
                 self.wake(t, -e)
             elif w.kind == "dgram" and w.pipe.dgrams:
-                self.wake(t, sys_socket.finish_recv(self, w.pipe, w.buf, w.count, w.addr, w.addrlen))
+                self.wake(t, sys_socket.finish_recv(self, w.pipe, w.buf, w.count, w.addr, w.addrlen, w.flags))
 
     def wake_pollers(self) -> None:
         for t in self.threads.values():

@@ -5,16 +5,20 @@ Semantics from the man pages and fs/: openat(2) (fs/open.c; AT_FDCWD or a direct
 write access refused with EROFS in a read-only mount), read(2)/pread(2)/pwrite(2)/lseek(2)
 (fs/read_write.c), fstat(2)/fstatat(2)/statx(2) with AT_EMPTY_PATH (fs/stat.c, struct stat of
 arch/x86/include/uapi/asm/stat.h), getdents64(2) (fs/readdir.c: linux_dirent64 records, 8-byte aligned),
-mkdirat/unlinkat/renameat(2) (EXDEV across mounts), ftruncate(2), getcwd(2) (ERANGE when the buffer is
-too small), chdir/fchdir(2), symlink/readlink(2). Every path is walked as fs/namei.c walks it (_walk:
-`..` from where the walk is, /tmp's symbolic links followed, the last one only where the call follows
-links or the path ends in `/`, ELOOP after 40). Nothing outside the mounts is visible (ENOENT; a host
+mkdirat/unlinkat/renameat(2) (EXDEV across mounts), truncate/ftruncate(2), getcwd(2) (ERANGE when the buffer
+is too small), chdir/fchdir(2), symlink/readlink(2). A read-only mount is written by no syscall: each answers as
+Linux answers a read-only bind mount, EROFS after the checks fs/namei.c makes first (EEXIST for a name that is
+there, ENOENT for one that is not, EISDIR, EXDEV); tests/test_containment.py tries them all. Every path is
+walked as fs/namei.c walks it (_walk: `..` from where the walk is, /tmp's symbolic links followed, the last
+one only where the call follows links or the path ends in `/`, ELOOP after 40). Nothing outside the mounts is visible (ENOENT; a host
 link is resolved inside its mount); `/`, `/dev` and the directories above a mount exist, read-only,
 listing only what leads to a mount (_synthetic). A file of a :rw mount is opened on the host and written
 through; nothing else on the host is ever written. /dev/urandom (and /dev/random) read the process's
-seeded generator; readlink of /proc/self/exe names the binary (which need not be visible). Left out: hard
-links (EPERM), symbolic links on the host side of a mount (seen through, never made), the rest of /proc,
-file-backed mmap, O_APPEND on /dev/null beyond discarding.
+seeded generator; readlink of /proc/self/exe names the binary (which need not be visible). Left out: symbolic
+links on the host side of a mount (seen through, never made), the rest of /proc,
+file-backed mmap, O_APPEND on /dev/null beyond discarding. Hard links and links on a :rw mount's host side are
+not made (EPERM) where Linux would make them; where Linux refuses one (linkat: EXDEV across mounts, EROFS,
+EEXIST, ENOENT) the answer is Linux's.
 """
 from __future__ import annotations
 
@@ -29,9 +33,9 @@ from .tmpfs import DirHandle, MemFile, TmpFile, TmpFs
 AT_FDCWD = -100
 AT_EMPTY_PATH, AT_REMOVEDIR, AT_SYMLINK_NOFOLLOW = 0x1000, 0x200, 0x100
 O_NOFOLLOW, ELOOP = 0o400000, 40
-O_ACCMODE, O_CREAT, O_TRUNC, O_DIRECTORY = 3, 0o100, 0o1000, 0o200000
-ENOENT, EBADF, ENOTDIR, EISDIR, EINVAL, ESPIPE, EROFS, ERANGE, EXDEV, EPERM, EIO, EBUSY = \
-    2, 9, 20, 21, 22, 29, 30, 34, 18, 1, 5, 16
+O_ACCMODE, O_CREAT, O_EXCL, O_TRUNC, O_DIRECTORY = 3, 0o100, 0o200, 0o1000, 0o200000
+ENOENT, EBADF, ENOTDIR, EISDIR, EINVAL, ESPIPE, EROFS, ERANGE, EXDEV, EPERM, EIO, EBUSY, EEXIST = \
+    2, 9, 20, 21, 22, 29, 30, 34, 18, 1, 5, 16, 17
 #: open flags passed on to the host for a file of a :rw mount (access mode, O_CREAT, O_EXCL, O_TRUNC, O_APPEND)
 _HOST_OPEN_FLAGS = O_ACCMODE | 0o100 | 0o200 | 0o1000 | 0o2000
 SEEK_SET, SEEK_CUR, SEEK_END = 0, 1, 2
@@ -217,9 +221,10 @@ def sys_openat(p, t, dirfd, path_addr, flags, mode, *_):
             return -EROFS
         return p.fds.install(HostDir(guest, flags, made_up, host=""))
     mount, host = found
-    writes = flags & O_ACCMODE or flags & (O_CREAT | O_TRUNC)
-    if writes and not mount.rw:
-        return -EROFS                               # a read-only mount (the working directory's view)
+    if not mount.rw:
+        refused = _read_only_open(host, flags)      # a read-only mount (the working directory's view)
+        if refused:
+            return refused
     if os.path.isdir(host):
         if flags & O_ACCMODE:
             return -EISDIR
@@ -240,13 +245,32 @@ def sys_openat(p, t, dirfd, path_addr, flags, mode, *_):
     return p.fds.install(HostFile(host, data, flags))
 
 
-def _on_host(p, guest: str, op, follow: bool = True) -> int:
+def _read_only_open(host: str, flags: int) -> int:
+    """open(2) of a file of a read-only mount, in fs/namei.c's order: a missing name is ENOENT, or EROFS with
+    O_CREAT in an existing directory (lookup_open); an existing one is EEXIST with O_CREAT|O_EXCL, EISDIR for a
+    directory opened to write or create (may_open, do_open), and EROFS opened to write or truncate
+    (mnt_want_write); else 0: a read, which goes on."""
+    if not os.path.exists(host):
+        return -EROFS if flags & O_CREAT and os.path.isdir(os.path.dirname(host)) else -ENOENT
+    if flags & O_CREAT and flags & O_EXCL:
+        return -EEXIST
+    if os.path.isdir(host):
+        return -EISDIR if flags & (O_ACCMODE | O_CREAT | O_TRUNC) else 0
+    return -EROFS if flags & (O_ACCMODE | O_TRUNC) else 0
+
+
+def _on_host(p, guest: str, op, follow: bool = True, exists: int = 0) -> int:
     """Run op(host path) for a change in a :rw mount; EROFS in a read-only one or in a directory preemu made
-    up (_synthetic), ENOENT outside any."""
+    up (_synthetic), ENOENT outside any. `exists` is what the change answers before EROFS, as fs/namei.c
+    looks the name up first: -EEXIST for one that makes a name (mkdir, symlink, link: filename_create), -ENOENT
+    for one that needs the file (chmod, truncate: the path walk)."""
     found = _host(p, guest, follow)
     if isinstance(found, int):
-        return -EROFS if _synthetic(p, posixpath.dirname(guest)) is not None else found
+        return -EROFS if exists != -ENOENT and _synthetic(p, posixpath.dirname(guest)) is not None else found
     mount, host = found
+    there = os.path.lexists(host)
+    if exists == -EEXIST and there or exists == -ENOENT and not there:
+        return exists
     if not mount.rw:
         return -EROFS
     if host == mount.host:
@@ -258,18 +282,19 @@ def _paths(p, dirfd, path_addr, follow: bool = True) -> str | int:
     return _guest(p, dirfd, p.read_cstr(path_addr), follow)
 
 
-def _change(p, dirfd, path_addr, in_tmp, on_host, follow: bool) -> int:
+def _change(p, dirfd, path_addr, in_tmp, on_host, follow: bool, exists: int = 0) -> int:
     """A change to the file a path names: in_tmp(guest path) in /tmp, on_host(host path) in a :rw mount;
-    `follow`: a link in the last component stands for its target (chmod) or for itself (mkdir, unlink)."""
+    `follow`: a link in the last component stands for its target (chmod) or for itself (mkdir, unlink);
+    `exists`: _on_host's."""
     guest = _paths(p, dirfd, path_addr, follow)
     if isinstance(guest, int):
         return guest
-    return in_tmp(guest) if _tmp(p, guest) is not None else _on_host(p, guest, on_host, follow)
+    return in_tmp(guest) if _tmp(p, guest) is not None else _on_host(p, guest, on_host, follow, exists)
 
 
 def sys_mkdirat(p, t, dirfd, path_addr, mode, *_):
     return _change(p, dirfd, path_addr, lambda g: p.tmpfs.mkdir(g, mode, p.now()),
-                   lambda h: os.mkdir(h, mode & 0o7777), follow=False)
+                   lambda h: os.mkdir(h, mode & 0o7777), follow=False, exists=-EEXIST)
 
 
 def sys_unlinkat(p, t, dirfd, path_addr, flags, *_):
@@ -327,12 +352,33 @@ def sys_symlinkat(p, t, target_addr, dirfd, path_addr, *_):
         return guest
     if _tmp(p, guest) is not None:
         return p.tmpfs.symlink(guest, target, p.now())
-    found = _host(p, guest)
-    return found if isinstance(found, int) else -EPERM if found[0].rw else -EROFS
+    return _on_host(p, guest, lambda h: -EPERM, follow=False, exists=-EEXIST)
 
 
-def sys_linkat(p, t, *_):
-    return -EPERM                                   # no hard links (tmpfs.py)
+AT_SYMLINK_FOLLOW = 0x400
+
+
+def sys_linkat(p, t, olddirfd, old_addr, newdirfd, new_addr, flags=0, *_):
+    """link(2): hard links are not made (EPERM), but where Linux refuses one the answer is its: ENOENT for a
+    missing file, EXDEV across mounts (do_linkat: a link never leaves its mount, so nothing outside a :rw
+    mount can be linked into it), EEXIST for a name already there, EROFS in a read-only mount."""
+    old = _paths(p, olddirfd, old_addr, bool(flags & AT_SYMLINK_FOLLOW))
+    new = _paths(p, newdirfd, new_addr, False)
+    if isinstance(old, int) or isinstance(new, int):
+        return old if isinstance(old, int) else new
+    to, tn = _tmp(p, old), _tmp(p, new)
+    if to is not None or tn is not None:
+        if to is None or tn is None:
+            return -EXDEV
+        return -ENOENT if to not in p.tmpfs.nodes else -EEXIST if tn in p.tmpfs.nodes else -EPERM
+    src, dst = _host(p, old, bool(flags & AT_SYMLINK_FOLLOW)), _host(p, new, False)
+    if isinstance(src, int):
+        return src
+    if not os.path.lexists(src[1]):
+        return -ENOENT
+    if isinstance(dst, int) or src[0] is not dst[0]:
+        return -EXDEV if not isinstance(dst, int) or _synthetic(p, posixpath.dirname(new)) is not None else dst
+    return _on_host(p, new, lambda h: -EPERM, follow=False, exists=-EEXIST)
 
 
 def _link_text(p, buf: int, size: int, text: str) -> int:
@@ -549,7 +595,29 @@ def _enter(p, guest: str) -> int:
 def sys_fchmodat(p, t, dirfd, path_addr, mode, *_):
     """chmod(2): a /tmp file's mode bits, or a :rw mount's file on the host; EROFS elsewhere."""
     return _change(p, dirfd, path_addr, lambda g: p.tmpfs.chmod(g, mode), lambda h: os.chmod(h, mode & 0o7777),
-                   follow=True)
+                   follow=True, exists=-ENOENT)
+
+
+def sys_truncate(p, t, path_addr, length, *_):
+    """truncate(2) (fs/open.c vfs_truncate): EINVAL for a negative length, EISDIR for a directory (before
+    EROFS), then a /tmp file resized, a :rw mount's on the host, EROFS elsewhere."""
+    length = _negative(length)
+    if length < 0:
+        return -EINVAL
+    guest = _paths(p, AT_FDCWD, path_addr)
+    if isinstance(guest, int):
+        return guest
+    if _tmp(p, guest) is not None:
+        node = p.tmpfs.nodes.get(guest)
+        if node is None or node.is_dir:
+            return -ENOENT if node is None else -EISDIR
+        del node.data[length:]
+        node.data.extend(bytes(length - len(node.data)))
+        return 0
+    found = _host(p, guest)
+    if not isinstance(found, int) and os.path.isdir(found[1]) or _synthetic(p, guest) is not None:
+        return -EISDIR
+    return _on_host(p, guest, lambda h: os.truncate(h, length), True, exists=-ENOENT)
 
 
 def sys_fchmod(p, t, fd, mode, *_):
@@ -575,7 +643,7 @@ def sys_ftruncate(p, t, fd, length, *_):
         return 0
     if isinstance(obj, HostFd):
         return _os(os.ftruncate, obj.fd, length)
-    return -EINVAL if not isinstance(obj, HostFile) else -EBADF
+    return -EINVAL                                  # not a regular file open for writing (do_ftruncate)
 
 
 def sys_getcwd(p, t, buf, size, *_):
@@ -591,6 +659,7 @@ TABLE = {
     2: ("open", sys_open), 5: ("fstat", sys_fstat), 8: ("lseek", sys_lseek), 17: ("pread64", sys_pread64),
     90: ("chmod", lambda p, t, a, m, *_: sys_fchmodat(p, t, AT_FDCWD, a, m)), 91: ("fchmod", sys_fchmod),
     268: ("fchmodat", sys_fchmodat),
+    76: ("truncate", sys_truncate),
     79: ("getcwd", sys_getcwd), 80: ("chdir", sys_chdir), 81: ("fchdir", sys_fchdir), 77: ("ftruncate", sys_ftruncate), 217: ("getdents64", sys_getdents64), 257: ("openat", sys_openat),
     262: ("newfstatat", sys_newfstatat), 332: ("statx", sys_statx), 258: ("mkdirat", sys_mkdirat),
     263: ("unlinkat", sys_unlinkat),

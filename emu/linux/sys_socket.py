@@ -357,8 +357,12 @@ def sys_shutdown(p, t, fd, how, *_):
     return 0
 
 
-def send(p, s: Socket, data: bytes, dest: tuple | None) -> int:
-    """write/sendto on a socket: a stream's bytes to the peer, a datagram to its destination."""
+MSG_TRUNC, MSG_NOSIGNAL = 0x20, 0x4000
+
+
+def send(p, s: Socket, data: bytes, dest: tuple | None, flags: int = 0) -> int:
+    """write/sendto on a socket: a stream's bytes to the peer (EPIPE and SIGPIPE once it reads no more, no
+    signal with MSG_NOSIGNAL), a datagram to its destination."""
     if s.type == SOCK_DGRAM:
         dest = dest or s.remote
         if dest is None:
@@ -379,11 +383,12 @@ def send(p, s: Socket, data: bytes, dest: tuple | None) -> int:
             p.wake_socket_waiters()
             p.wake_pollers()
         return len(data)
-    return F.write_stream(p, s.tx, data) if s.tx is not None else -ENOTCONN
+    return F.write_stream(p, s.tx, data, not flags & MSG_NOSIGNAL) if s.tx is not None else -ENOTCONN
 
 
-def recv(p, t, s: Socket, buf: int, n: int, addr: int = 0, alen_p: int = 0):
-    """read/recvfrom on a socket: a stream as a pipe's read end, a datagram whole (truncated to n)."""
+def recv(p, t, s: Socket, buf: int, n: int, addr: int = 0, alen_p: int = 0, flags: int = 0):
+    """read/recvfrom on a socket: a stream as a pipe's read end; a datagram whole, truncated to n bytes and
+    the rest discarded, its length n, or with MSG_TRUNC its real length (udp(7), unix(7))."""
     if s.type == SOCK_DGRAM:
         if s.error:                       # sock_error: reported once, then cleared
             e, s.error = s.error, 0
@@ -391,9 +396,10 @@ def recv(p, t, s: Socket, buf: int, n: int, addr: int = 0, alen_p: int = 0):
         if not s.dgrams:
             if s.flags & F.O_NONBLOCK:
                 return -EAGAIN
-            p.block(t, Wait("dgram", None, 0, restart=True, pipe=s, buf=buf, count=n, addr=addr, addrlen=alen_p))
+            p.block(t, Wait("dgram", None, 0, restart=True, pipe=s, buf=buf, count=n, addr=addr, addrlen=alen_p,
+                            flags=flags))
             return BLOCK
-        return finish_recv(p, s, buf, n, addr, alen_p)
+        return finish_recv(p, s, buf, n, addr, alen_p, flags)
     if s.rx is None:
         return -ENOTCONN
     r = F.read_stream(p, t, s, buf, n)
@@ -404,12 +410,12 @@ def recv(p, t, s: Socket, buf: int, n: int, addr: int = 0, alen_p: int = 0):
     return r
 
 
-def finish_recv(p, s: Socket, buf: int, n: int, addr: int, alen_p: int) -> int:
+def finish_recv(p, s: Socket, buf: int, n: int, addr: int, alen_p: int, flags: int = 0) -> int:
     data, sender = s.dgrams.popleft()
     s.bump()
     p.write(buf, data[:n])
     write_addr(p, sender, s.family, addr, alen_p)
-    return min(n, len(data))
+    return len(data) if flags & MSG_TRUNC else min(n, len(data))
 
 
 def sys_sendto(p, t, fd, buf, n, flags, addr, alen):
@@ -421,14 +427,14 @@ def sys_sendto(p, t, fd, buf, n, flags, addr, alen):
         dest = read_addr(p, s, addr, alen)
         if isinstance(dest, int):
             return dest
-    return send(p, s, p.read(buf, n), dest)
+    return send(p, s, p.read(buf, n), dest, flags)
 
 
 def sys_recvfrom(p, t, fd, buf, n, flags, addr, alen_p):
     s = _sock(p, fd)
     if isinstance(s, int):
         return s
-    return recv(p, t, s, buf, n, addr, alen_p)
+    return recv(p, t, s, buf, n, addr, alen_p, flags)
 
 
 

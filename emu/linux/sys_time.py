@@ -61,7 +61,10 @@ def sys_futex(p, t, uaddr, op, val, timeout, uaddr2, val3):
         p.block(t, Wait("futex", deadline, -ETIMEDOUT, restart=timeout == 0, futex=uaddr))
         return BLOCK
     if cmd == FUTEX_WAKE:
-        return p.futex_wake(uaddr, val)
+        # futex_wake (kernel/futex/waitwake.c) wakes a waiter before `if (++ret >= nr_wake) break`, nr_wake an
+        # int: 0 or a negative count still wakes one
+        nr = val & 0xFFFFFFFF
+        return p.futex_wake(uaddr, max(nr - (1 << 32) if nr >= 1 << 31 else nr, 1))
     return p.unsupported("futex", f"operation {op:#x}")
 
 

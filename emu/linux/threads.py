@@ -28,7 +28,7 @@ class Wait:
     fd: int = -1                   # "accept": the listening socket
     addr: int = 0                  # "accept"/"dgram": where the peer's sockaddr goes, and its length word
     addrlen: int = 0
-    flags: int = 0                 # "accept": accept4's flags
+    flags: int = 0                 # "accept": accept4's flags; "dgram": recvfrom's (MSG_TRUNC)
 
 
 @dataclass(eq=False)          # a thread is itself: `t in runq` asks identity, not equal fields
