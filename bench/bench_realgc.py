@@ -10,7 +10,12 @@ Prints (CPU time):
   and the rest (a block hook counts one cycle: slow, so it is measured apart);
 - the wall time of a whole 1,000-point `preemu sweep --gc --jobs 2` (a --gc sweep is one chain: --jobs
   does not split it).
-Targets: <= 5 ms CPU per point on a small heap; the 1,000-point sweep under 4 minutes.
+- --gc=concurrent (issue #36): the same program's main.spin entered with a long loop, a chain over every
+  1,000th boundary: CPU per point and per cycle (a cycle is made due at each point where none runs; G's
+  stack is scanned at that point through preemptPark, and G runs on during mark, so later points fall in the
+  cycle and get preemptone's request), and the ratio of its CPU per cycle to --gc=scan's per point.
+Targets: <= 5 ms CPU per point on a small heap; the 1,000-point sweep under 4 minutes; a concurrent cycle
+<= 3x a scan point.
 """
 from __future__ import annotations
 
@@ -41,13 +46,27 @@ GROUPS = {
 }
 
 
-def build(points: int):
+def build(points: int, mode: str = "scan"):
     res = gobuild.build(ROOT / "tests/data/go/gcreal")
     img = elfimage.load(str(res.binary))
-    sw = gsweep.RealSweep(img, process.Options(argv=["prog"], env=[f"GODEBUG={realgc.GODEBUG}"]), "spin",
-                          regs={"RAX": points}, gc=True, source_path=res.source_path)
+    env = [f"GODEBUG={realgc.GODEBUG}"] if mode == "scan" else []
+    sw = gsweep.RealSweep(img, process.Options(argv=["prog"], env=env), "spin",
+                          regs={"RAX": points}, gc=mode, source_path=res.source_path)
     sw.reference(10**9)
     return sw
+
+
+def concurrent(points: int, step: int = 1000) -> tuple[float, float, int, int]:
+    """(ms CPU per point, ms CPU per cycle, cycles, scans at a point) of a --gc=concurrent chain over every
+    step-th boundary of main.spin."""
+    sw = build(points * step // 15 + 1000, "concurrent")          # spin: about 15 instructions an iteration
+    c0 = time.process_time()
+    listener, reached, _ = sw.chain(range(0, points * step, step), {})
+    cpu = time.process_time() - c0
+    assert not listener.violations and reached == points, (listener.violations[:2], reached)
+    g = sw.gc
+    scans = sum(1 for sc in g.scans if sc.path == "preemptPark")
+    return cpu / points * 1e3, cpu / max(1, g.cycles) * 1e3, g.cycles, scans
 
 
 def per_point(sw, points: int) -> tuple[float, float, int]:
@@ -108,6 +127,10 @@ def main() -> None:
     print("one cycle's instructions: " + ", ".join(f"{g} {n * 100 / total:.0f}%" for g, n in groups.most_common())
           + f" of {total:,}")
     print("  top functions: " + ", ".join(f"{f} {n * 100 / total:.0f}%" for f, n in by_func.most_common(6)))
+    cms, ccy, ccycles, cscans = concurrent(a.points * 3)
+    print(f"--gc=concurrent chain, every 1,000th boundary of the same loop: {a.points * 3} points, {ccycles} cycles "
+          f"({cscans} scans of G through preemptPark at a point), {cms:.2f} ms CPU per point, {ccy:.1f} ms CPU per "
+          f"cycle = {ccy / ms:.2f}x a --gc=scan point (target <= 3x)")
     print(f"1,000-point `preemu sweep --gc --jobs 2` (churn): {sweep_wall(1000):.1f} s wall (target < 240 s)")
 
 

@@ -164,7 +164,7 @@ class ScenarioReport:
 
 def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | None = None,
           layout: str | None = None, stub: PathLike | None = None, seed: int = 1, max_points: int = 100_000,
-          budget: int = DEFAULT_BUDGET, gc: bool = False, gc_scanner: str = "go", force_unsafe: bool = False,
+          budget: int = DEFAULT_BUDGET, gc: bool | str = False, gc_scanner: str = "go", force_unsafe: bool = False,
           async_preemption: bool = True, nested_signals: bool = False, jobs: int = 1, executor: str | None = None,
           results: PathLike | None = None, progress: bool = False,
           on_world: Callable[[World], None] | None = None, runner: Callable[[World], Any] | None = None,
@@ -177,7 +177,9 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     sweep_report.RealSweepReport): the program runs from its entry with `args` and `env` (KEY=VALUE) to
     the `call`-th call of `func` (with `registers`: to main.main's, where `func` is entered instead with
     those ABIInternal registers), and `to_exit` points each also run on to the program's exit; `gc` runs the
-    runtime's own GC cycle at every injection (emu/linux/realgc.py). force_unsafe, nested_signals, a layout
+    runtime's own GC cycle at injections (emu/linux/realgc.py): "scan" (or True) a cycle at every safe injection
+    with the goroutine parked through it (GODEBUG=gcstoptheworld=2), "concurrent" the runtime's default cycle, the
+    goroutine scanned at the injection by a mark worker and running on during mark. force_unsafe, nested_signals, a layout
     and gc_scanner belong to preemu's model world (.s input): Go input given one is refused. `test` (a test or
     example name) or `bench` (a benchmark's): `path` is a package directory whose test binary preemu builds
     (`go test -c`) and runs in that directory with only that test (`-test.run '^NAME$' -test.short`), and
@@ -201,6 +203,8 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     _positive("budget", budget)
     src = display_path(_readable(path, "the program"))
     from .front import gobuild
+    from .linux import realgc
+    gc = realgc.mode_of(gc) or False
     if gobuild.is_go_input(src):
         model = [flag for kw, flag in model_world_options(force_unsafe, nested_signals, layout,
                                                           None if gc_scanner == "go" else gc_scanner)]
@@ -223,6 +227,10 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     if call != 1 or to_exit != 3 or args or env or test or bench or each_pc:
         raise EmuError("call, to_exit, args, env, test, bench and each_pc apply to Go input, swept in its real "
                        "program")
+    if gc == "concurrent":
+        raise EmuError("gc='concurrent' runs a Go program's own collector in its default mode: Go input only (.s "
+                       "input has preemu's model, gc=True)")
+    gc = bool(gc)
     stub_s = _stub(stub)
     program = loader.load_program(src)
     lay = _layout(layout or loader.default_layout(program))
@@ -234,8 +242,10 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
         def runner(w: World):
             return _shard_runner(_world_spec(src, entry, lay, stub_s, seed, registers, gc, gc_scanner),
                                  w, jobs, executor, results, progress)
-    res = _sweep(world, entry, seed, max_points, budget, force_unsafe=force_unsafe,
-                 async_preemption=async_preemption, nested_signals=nested_signals, runner=runner(world))
+    from .engine.interrupt import ctrl_c
+    with ctrl_c(lambda: world.machine):
+        res = _sweep(world, entry, seed, max_points, budget, force_unsafe=force_unsafe,
+                     async_preemption=async_preemption, nested_signals=nested_signals, runner=runner(world))
     return SweepReport(res, program, world.machine.stub, src, stub_s, lay)
 
 
@@ -271,7 +281,7 @@ def _sweep_many(src: str, pattern: str, test: tuple, one, progress: bool, shared
                                                             time.process_time() - c0))
 
 
-def _real_spec(src: str, func: str, registers, stub, seed: int, call: int, args, env, gc: bool, test: tuple,
+def _real_spec(src: str, func: str, registers, stub, seed: int, call: int, args, env, gc: bool | str, test: tuple,
                async_preemption: bool):
     """(the RealSpec of a Go function's sweep, the stub file or None), the options checked."""
     from .drive import realsweep
@@ -298,7 +308,7 @@ def _real_spec(src: str, func: str, registers, stub, seed: int, call: int, args,
 
 def _sweep_real(src: str, func: str, registers, stub, seed: int, max_points: int, budget: int,
                 async_preemption: bool, jobs: int, executor, results, progress: bool, call: int, to_exit: int,
-                args, env, gc: bool = False, test: tuple = (), process=None, each_pc: bool = False):
+                args, env, gc: bool | str = False, test: tuple = (), process=None, each_pc: bool = False):
     """A Go function swept inside its real program (emu/drive/realsweep.py; `process`: the shared process of
     a pattern sweep, stopped at the function's first call)."""
     from .drive import realsweep
@@ -314,7 +324,7 @@ def _sweep_real(src: str, func: str, registers, stub, seed: int, max_points: int
     if each_pc and gc:
         raise EmuError("--each-pc and --gc: a --gc sweep injects along the swept run itself, whose boundaries the "
                        "cycles change; give one of them")
-    from .linux.process import ctrl_c
+    from .engine.interrupt import ctrl_c
     try:
         with ctrl_c(lambda: sw.p):
             res = realsweep.sweep(spec, sw, src, max_points, budget, to_exit, runner=runner, each_pc=each_pc)
@@ -414,7 +424,8 @@ def _go_stub_layout(stub: str, layout: str | None) -> str:
                            f"them, not where Go 1.27.3 does as preemu's go1.27 world has them: check it inside "
                            f"its own program with `preemu sweep PROG --func F`")
     if layout not in (None, want):
-        raise EmuError(f"{stub}: a {rel.name} program's runtime.asyncPreempt runs in the {want} world")
+        raise EmuError(f"{stub}: a {rel.name} program's runtime.asyncPreempt runs in the {want} world, not "
+                       f"{layout}'s: drop --layout (a Go program's release decides it)")
     return want
 
 
@@ -426,16 +437,26 @@ def check_stub(path: PathLike, *, layout: str | None = None, max_points: int = 2
     `path` in the Go `layout` world (`preemu check-stub`); a GC at every point, every preemption
     resumed on the other M and P, a canary below the declared headroom. `path` may also be a Go
     program (binary, .go file, package directory): its own runtime.asyncPreempt, in its release's world.
-    layout defaults to go1.14 for a .s stub. on_report(report) is called as soon as the report
-    exists; it fills as the corpus runs (the CLI prints it when interrupted). jobs: local processes,
-    one corpus loop per task (the report is in corpus order whatever jobs is)."""
+    Without a layout, a .s stub's is told from its code (checkstub.stub_layout: where it saves the X
+    registers; an EmuError when it cannot tell) and the report says so (`layout_note`). on_report(report) is
+    called as soon as the report exists; it fills as the corpus runs (the CLI prints it when interrupted).
+    jobs: local processes, one corpus loop per task (the report is in corpus order whatever jobs is)."""
     from .front import gobuild
     _positive("max_points", max_points)
     _positive("jobs", jobs)
     stub = display_path(_readable(path, "the stub"))
+    note = ""
     if gobuild.is_go_input(stub):
         layout = _go_stub_layout(stub, layout)
-    lay = _layout(layout or "go1.14")
+    elif layout is None:
+        layout, note = checkstub.stub_layout(stub)
+    lay = _layout(layout)
+    given_report = on_report
+
+    def on_report(rep: checkstub.StubReport) -> None:
+        rep.layout_note = note
+        if given_report is not None:
+            given_report(rep)
     if loops is not None:
         known = corpus_loops()
         unknown = [n for n in loops if n not in known]

@@ -5,6 +5,7 @@ Exit codes: 0 all checks hold, 1 a check failed, 2 bad input (one line on stderr
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -25,6 +26,68 @@ class _Parser(argparse.ArgumentParser):
 
 class UsageError(EmuError):
     """An option value or combination the command cannot honour (exit 2, one line)."""
+
+
+class OutputError(EmuError):
+    """An output file that could not be written after the run (exit 2, or the run's own status if it failed)."""
+
+    def __init__(self, message: str, run_code: int | None = None):
+        super().__init__(message)
+        self.run_code = run_code
+
+
+def _why(e: OSError) -> str:
+    return (e.strerror or str(e)).lower() if e.errno != errno.EBADF else "it is closed"
+
+
+def _write_file(option: str, path: str, write, run_code: int | None = None) -> None:
+    """write() the output file of `option`; a full disk or a device that refuses it is one clean line."""
+    try:
+        write()
+    except OSError as e:
+        failed = f"; exit status {run_code}: the run itself failed" if run_code else ""
+        raise OutputError(f"{option} {path}: cannot write it ({_why(e)}){failed}", run_code) from None
+
+
+class _Stream:
+    """stdout or stderr for a command: a write that fails (a full disk, a closed descriptor: `> /dev/full`,
+    `>&-`) is remembered, not raised in the middle of a run (an exec's program goes on, its output lost);
+    main() reports it once the command has its exit status."""
+
+    def __init__(self, stream, name: str):
+        self.stream, self.name, self.error = stream, name, None
+
+    def write(self, text: str) -> int:
+        if self.error is None and text:
+            try:
+                if self.stream is None:     # Python's sys.stdout when descriptor 1 was closed (`>&-`)
+                    raise OSError(errno.EBADF, "it is closed")
+                self.stream.write(text)
+            except OSError as e:
+                self._failed(e)
+        return len(text)
+
+    def flush(self) -> None:
+        if self.error is None and self.stream is not None:
+            try:
+                self.stream.flush()
+            except OSError as e:
+                self._failed(e)
+
+    def _failed(self, e: OSError) -> None:
+        self.error = e
+        real = sys.__stdout__ if self.name == "stdout" else sys.__stderr__
+        if self.stream is real and real is not None:   # what is still buffered would fail again at exit
+            try:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), real.fileno())
+            except OSError:
+                pass
+
+    def isatty(self) -> bool:
+        return self.error is None and self.stream is not None and self.stream.isatty()
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
 
 
 #: A command may leave here a callable returning (partial summary text, how far it got) or None:
@@ -60,24 +123,30 @@ def _regs(items: list[str]) -> dict[str, str]:
     for it in items or []:
         if "=" not in it:
             raise EmuError(f"--reg {it!r}: write NAME=VALUE, e.g. --reg RCX=100 or --reg RSI=src")
-        k, v = it.split("=", 1)
-        out[k.strip()] = v.strip()
+        k, v = (x.strip() for x in it.split("=", 1))
+        if not k or not v:
+            raise UsageError(f"--reg {it!r}: write NAME=VALUE with both, e.g. --reg RCX=100")
+        same = next((old for old in out if old.upper() == k.upper()), None)
+        if same is not None:                 # the last one would win silently
+            raise UsageError(f"--reg {it!r}: {k} is already set by --reg {same}={out[same]}")
+        out[k] = v
     return out
 
 
 def _emit(a, rep, out, text: str) -> int:
     """Write the --junit-xml and --sarif files if asked, then the JSON or the text; return the exit code."""
     from .output import junit, sarif
+    code = 0 if rep.ok else 1
     if getattr(a, "junit_xml", None):
-        junit.write(a.junit_xml, junit.from_report(rep))
+        _write_file("--junit-xml", a.junit_xml, lambda: junit.write(a.junit_xml, junit.from_report(rep)), code)
     if getattr(a, "sarif", None):
-        sarif.write(a.sarif, sarif.from_report(rep))
+        _write_file("--sarif", a.sarif, lambda: sarif.write(a.sarif, sarif.from_report(rep)), code)
     if a.json:
         json.dump(rep.to_json(), out, indent=1)
         out.write("\n")
     else:
         out.write(text)
-    return 0 if rep.ok else 1
+    return code
 
 
 def _jobs(a) -> int:
@@ -122,7 +191,6 @@ def cmd_sweep(a, out) -> int:
     from . import api
     from .front import gobuild
     from .drive import sweeper
-    _writable(a.results, "--results")
     if a.call < 1:
         raise UsageError(f"--call {a.call}: calls are counted from 1")
     if a.to_exit is not None and a.to_exit < 0:
@@ -140,9 +208,13 @@ def cmd_sweep(a, out) -> int:
                        ("program arguments", a.args), ("--test", a.test), ("--bench", a.bench),
                        ("--each-pc", a.each_pc)):
         if given:
-            raise UsageError(f"{opt} applies to Go input, swept in its real program")
+            raise UsageError(f"{opt} {'apply' if opt == 'program arguments' else 'applies'} to Go input, swept in "
+                             "its real program")
     if a.gc_scanner is not None and not a.gc:
         raise UsageError("--gc-scanner chooses the stack scanner of --gc; add --gc")
+    if a.gc == "concurrent":
+        raise UsageError("--gc=concurrent runs a Go program's own collector in its default mode: Go input only "
+                         "(.s input has preemu's model, --gc)")
     given = _regs(a.reg)
     rep = api.sweep(a.file, a.func, registers=given, layout=a.layout, stub=a.stub, seed=a.seed,
                     max_points=a.max_points, budget=a.budget or sweeper.DEFAULT_BUDGET, gc=a.gc,
@@ -161,8 +233,11 @@ def cmd_run(a, out) -> int:
     asyncp = None if a.async_preemption is None else a.async_preemption == "on"
     sc = scenario.load(a.scenario)
     if isinstance(sc, scenario.SchedScenario):
-        if a.max_points is not None or a.table or a.layout is not None:
-            raise UsageError("--max-points, --table and --layout apply to sweep scenarios")
+        given = [opt for opt, on in (("--max-points", a.max_points is not None), ("--table", a.table),
+                                     ("--layout", a.layout is not None)) if on]
+        if given:
+            raise UsageError(f"{', '.join(given)}: {'applies' if len(given) == 1 else 'apply'} to sweep scenarios; "
+                             f"{a.scenario} is a scheduler scenario (it has [[goroutines]])")
         _writable(a.trace, "--trace")
         _writable(a.timeline, "--timeline")
     else:
@@ -172,13 +247,15 @@ def cmd_run(a, out) -> int:
     rep = api.run_scenario(a.scenario, layout=a.layout, max_points=a.max_points, async_preemption=asyncp,
                            **_shard_options(a))
     if rep.kind == "schedule":
-        res = rep.result
+        res, code = rep.result, 0 if rep.ok else 1
         if a.trace:
-            timeline.write_chrome_trace(a.trace, res, sc.name, sc.seed)
+            _write_file("--trace", a.trace, lambda: timeline.write_chrome_trace(a.trace, res, sc.name, sc.seed), code)
         if a.timeline:
-            with open(a.timeline, "w") as f:
-                f.write(timeline.svg(res, f"{sc.name}: GOMAXPROCS={res.gomaxprocs}, async preemption "
-                                          f"{'on' if res.async_preemption else 'off'}"))
+            def write_svg() -> None:
+                with open(a.timeline, "w") as f:
+                    f.write(timeline.svg(res, f"{sc.name}: GOMAXPROCS={res.gomaxprocs}, async preemption "
+                                              f"{'on' if res.async_preemption else 'off'}"))
+            _write_file("--timeline", a.timeline, write_svg, code)
     return _emit(a, rep, out, "" if a.json else rep.render(a.table))
 
 
@@ -276,11 +353,10 @@ def cmd_explain(a, out) -> int:
         except ValueError as e:
             raise EmuError(str(e)) from None
     if a.html:
-        try:
+        def write_html() -> None:
             with open(a.html, "w") as f:
                 f.write(explain_html.render(story))
-        except OSError as e:
-            raise EmuError(f"--html {a.html}: cannot write: {e.strerror}") from None
+        _write_file("--html", a.html, write_html, 0 if story.ok else 1)
     if a.json:
         json.dump(explain_text.to_json(story), out, indent=1)
         out.write("\n")
@@ -331,7 +407,8 @@ def cmd_check_stub(a, out) -> int:
         killed, total = checkstub.mutation_score(results)
         return 0 if killed == total else 1
     if not a.file:
-        raise EmuError("check-stub needs a stub FILE.s (or --mutants)")
+        raise EmuError("check-stub needs a stub FILE (.s), or a Go program whose own asyncPreempt is checked "
+                       "(or --mutants)")
     so_far = []
     _PARTIAL[:] = [lambda: (report.render_checkstub(so_far[0], interrupted=True),
                             f"after {len(so_far[0].results)} corpus loop(s)") if so_far and not a.json else None]
@@ -404,6 +481,12 @@ def _exec_options(a, passthrough):
         at_pc = a.signal_at                  # FUNC+OFF, resolved against the binary's symbols later
     from .linux.mounts import parse_mount
     mounts = tuple(parse_mount(m) for m in getattr(a, "mount", None) or ())
+    at: dict[str, str] = {}
+    for spec, m in zip(getattr(a, "mount", None) or (), mounts):   # Linux would stack them: the last one wins
+        if m.guest in at:
+            raise UsageError(f"--mount {spec!r}: --mount {at[m.guest]!r} is already at {m.guest}; give each "
+                             "mount its own guest path")
+        at[m.guest] = spec
     test = _test_of(a)
     if test:                             # go test runs PKG.test in the package directory
         from .drive import realsweep
@@ -494,8 +577,14 @@ def cmd_exec(a, out) -> int:
               "is partial", file=sys.stderr)
         return 130
     fails = xscenario.check(sc, p) if sc else []
+    if p.error is not None:
+        code = 2                             # as without --json, where the error is raised (an unsupported syscall)
+    elif p.watch.violations or fails:
+        code = 1
+    else:
+        code = 0 if sc else 1 if p.starved else p.exit_code
     if a.trace:
-        xreport.write_chrome_trace(a.trace, p, a.target)
+        _write_file("--trace", a.trace, lambda: xreport.write_chrome_trace(a.trace, p, a.target), code)
     if a.json:
         j = xreport.to_json(p, a.target)
         if sc:
@@ -512,13 +601,7 @@ def cmd_exec(a, out) -> int:
             print(f"preemu: {line}", file=sys.stderr)
     if p.error is not None and not a.json:
         raise p.error
-    if p.error is not None:
-        return 2                             # as without --json, where the error is raised (an unsupported syscall)
-    if p.watch.violations or fails:
-        return 1
-    if sc:
-        return 0
-    return 1 if p.starved else p.exit_code
+    return code
 
 
 def _parallel(sp) -> None:
@@ -564,9 +647,12 @@ def _add_sweep(sub) -> None:
                    help=".s input: inject even where Go refuses (teaching / verifier self-test): shows the damage")
     s.add_argument("--async-preemption", choices=["on", "off"], default="on",
                    help="off = GODEBUG=asyncpreemptoff=1: every SIGURG must leave the context untouched")
-    s.add_argument("--gc", action="store_true",
-                   help="run a full GC (stack scan, mark, sweep) at every injection and report use-after-free: "
-                   "with Go input the runtime's own collector, with .s input preemu's model of it")
+    s.add_argument("--gc", nargs="?", const="scan", default=None, choices=["scan", "concurrent"], metavar="MODE",
+                   help="run a GC cycle at injections and report use-after-free: with Go input the runtime's own "
+                   "collector, --gc=scan (the default) a cycle at every safe injection with the goroutine parked "
+                   "through it (GODEBUG=gcstoptheworld=2), --gc=concurrent the runtime's default cycle, the "
+                   "goroutine's stack scanned at the injection by a mark worker and the goroutine running on "
+                   "during mark (write barriers, assists); with .s input preemu's model of it (scan only)")
     s.add_argument("--gc-scanner", default=None, choices=["go", "precise-interrupted", "skip-save-area"],
                    help=".s input with --gc: preemu's stack scanner, default go (the two mutants prove the "
                    "use-after-free oracle bites)")
@@ -678,8 +764,8 @@ def _add_check_stub(sub) -> None:
     c.add_argument("file", nargs="?", help="the stub (.s, Intel syntax): entry label asyncPreempt, calls asyncPreempt2; "
                    "or a Go binary / .go file / package directory, whose runtime.asyncPreempt is checked")
     c.add_argument("--layout", default=None, choices=sorted(L.LAYOUTS),
-                   help="the world the stub runs in (asyncPreempt2 and xRegs behaviour), default go1.14 "
-                   "(go1.27 for a Go program, whose own runtime.asyncPreempt is checked)")
+                   help="the world the stub runs in (asyncPreempt2 and xRegs behaviour); default: told from the "
+                   "stub's code (where it saves X0-X15), a Go program's release for its own runtime.asyncPreempt")
     c.add_argument("--mutants", action="store_true", help="check the generated stub's mutants; print the score")
     c.add_argument("--max-points", type=int, default=None, metavar="N", help="cap per corpus loop (default 2000)")
     c.add_argument("--json", action="store_true")
@@ -731,7 +817,8 @@ def _add_exec(sub) -> None:
                    help="memory the program may map at once (512M, 2G; default 8G): past it mmap fails with ENOMEM "
                    "and Go ends with 'fatal error: out of memory'")
     x.add_argument("--mount", action="append", metavar="HOST:GUEST[:ro|rw]",
-                   help="show the program a host directory at GUEST (read-only unless :rw; repeatable). It always "
+                   help="show the program a host directory at GUEST (read-only unless :rw; repeatable, one per "
+                   "GUEST path). It always "
                    "sees the working directory read-only and /tmp in memory, and nothing else of the host")
     x.add_argument("--seed", type=int, default=1, help="seed for AT_RANDOM and getrandom")
     x.add_argument("--signal-at", metavar="FUNC+OFF|insn:N",
@@ -792,12 +879,25 @@ def _check_outputs(a) -> None:
 
 
 def _check_values(a) -> None:
+    for opt in ("file", "target", "scenario"):
+        if getattr(a, opt, None) == "":
+            raise UsageError(f"the {'scenario' if opt == 'scenario' else 'input'} file is an empty string")
+    for kv in getattr(a, "env", None) or []:
+        if "=" not in kv or kv.startswith("="):
+            raise UsageError(f"--env {kv!r}: write KEY=VALUE, e.g. --env GODEBUG=asyncpreemptoff=1")
+    if getattr(a, "call", 1) < 1:
+        raise UsageError(f"--call {a.call}: calls are counted from 1")
     for opt in ("max_points", "retry", "max_wait", "budget", "jobs"):
         if getattr(a, opt, None) is not None and getattr(a, opt) <= 0:
             raise UsageError(f"--{opt.replace('_', '-')} must be positive, got {getattr(a, opt)}")
     if getattr(a, "signal_delay", 0) < 0:
         raise UsageError(f"--signal-delay must not be negative, got {a.signal_delay}")
     _check_outputs(a)
+    results = getattr(a, "results", None)
+    if results and os.path.exists(results) and not os.path.isfile(results) and not os.path.isdir(results):
+        raise UsageError(f"--results {results}: not a regular file (a sweep reads its results file back to resume "
+                         "and appends a line per shard); give a file's path")
+    _writable(results, "--results")
     _writable(getattr(a, "junit_xml", None), "--junit-xml")
     _writable(getattr(a, "sarif", None), "--sarif")
     if getattr(a, "json", False) and getattr(a, "table", False):
@@ -824,8 +924,43 @@ def _check_values(a) -> None:
 
 
 def main(argv: list[str] | None = None, out=None) -> int:
-    """Run the command; every error is one line on stderr (exit 2), Ctrl-C exits 130."""
-    out = out or sys.stdout
+    """Run the command; every error is one line on stderr (exit 2), Ctrl-C exits 130. An output that cannot be
+    written (stdout full or closed) is one more line, and exit 2 unless the run itself failed."""
+    stdout = _Stream(sys.stdout if out is None else out, "stdout")
+    saved = sys.stdout, sys.stderr
+    sys.stderr = _Stream(sys.stderr, "stderr")          # a full or closed stderr never raises either
+    if out is None:
+        sys.stdout = stdout                              # argparse's --help and --version write there
+    try:
+        code = _main(argv, stdout)
+    except SystemExit as e:                              # argparse: --help, --version, a usage error
+        code = e.code
+        if stdout.error is None or code:
+            raise
+    finally:
+        sys.stdout, sys.stderr = saved
+    if stdout.error is not None and not isinstance(stdout.error, BrokenPipeError):   # `| head` is no error
+        why = f"stdout: cannot write the output ({_why(stdout.error)})"
+        if code in (0, None):
+            code = 2
+            why += "; the command itself succeeded, but its output is lost"
+        else:
+            why += f"; it is lost (exit status {code} is the command's own)"
+        _say(f"preemu: error: {why}")
+    return code
+
+
+def _say(line: str) -> None:
+    """One line on stderr, whatever has become of it."""
+    if sys.stderr is None:                   # (print would fall back to stdout)
+        return
+    try:
+        print(line, file=sys.stderr)
+    except (OSError, AttributeError, ValueError):
+        pass
+
+
+def _main(argv: list[str] | None, out) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     rest = None
@@ -846,7 +981,7 @@ def main(argv: list[str] | None = None, out=None) -> int:
             import traceback
             traceback.print_exc()
         print(f"preemu: error: {e}", file=sys.stderr)
-        return 2
+        return getattr(e, "run_code", None) or 2      # an output file that failed after a failed run: 1
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt as e:

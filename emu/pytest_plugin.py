@@ -131,7 +131,9 @@ class StubFile(pytest.File):
         from . import api
         from .front import gobuild
         from .drive import loader
-        layout = self.config.getoption("preemu_layout") or ("go1.27" if gobuild.is_go_input(self.path) else "go1.14")
+        from .drive import checkstub
+        layout = self.config.getoption("preemu_layout") or ("go1.27" if gobuild.is_go_input(self.path) else
+                                                            checkstub.stub_layout(self.path)[0])
         loader.load_stub(layout, self.path)
         for name in api.corpus_loops(layout):
             yield CorpusLoopItem.from_parent(self, name=name, loop=name)

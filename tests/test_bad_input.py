@@ -122,7 +122,7 @@ CASES = [
     ("--trace unwritable", {}, ["run", "{sc}/starvation.toml", "--trace", "nodir/x.json"],
      "--trace nodir/x.json: directory nodir does not exist"),
     ("--timeline is a directory", {}, ["run", "{sc}/starvation.toml", "--timeline", "."], "is a directory"),
-    ("scheduler scenario with --table", {}, ["run", "{sc}/starvation.toml", "--table"], "apply to sweep scenarios"),
+    ("scheduler scenario with --table", {}, ["run", "{sc}/starvation.toml", "--table"], "to sweep scenarios"),
     # --- issue #23's cases (round 3), and the real-program commands of this round ------------------
     ("--junit-xml into /proc", {}, SUM + ["--junit-xml", "/proc/preemu.xml"], "--junit-xml /proc/preemu.xml"),
     ("--sarif and --junit-xml the same file", {}, SUM + ["--junit-xml", "o.xml", "--sarif", "o.xml"], "o.xml"),

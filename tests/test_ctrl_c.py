@@ -2,7 +2,6 @@
 noise (a KeyboardInterrupt inside an engine callback is what ctypes prints and drops), no worker left
 behind. The SIGINT is real, sent at chosen slices of the run (deterministic moments), or, with worker
 processes, after a wall-clock delay."""
-import os
 import signal
 import subprocess
 import sys
@@ -44,7 +43,7 @@ def test_a_real_sweep_stops_at_any_moment(at):
 
 
 # churn's --gc sweep (200 points) is about 2,450 slices; its single chain reports where it got to
-@pytest.mark.parametrize("at", [1200, 1800, 2300])
+@pytest.mark.parametrize("at", [700, 1200, 1500, 1800, 2300])
 def test_a_gc_sweep_shows_the_chain_it_was_in(at):
     r = subprocess.run([sys.executable, "-c", _AT_SLICE, str(at), "sweep", "tests/data/go/gcreal", "--func", "churn",
                         "--gc", "--max-points", "200", "--jobs", "1", "--", "200"],
@@ -84,3 +83,58 @@ def _alive(pid: str) -> bool:
             return "zombie" not in f.read().lower()
     except OSError:
         return False
+
+
+_AT_ENGINE_RUN = """
+import os, signal, sys
+from emu import cli
+from emu.model import machine
+at, orig, n = int(sys.argv[1]), machine.Machine._engine_run, [0]
+def engine_run(self, *a):
+    n[0] += 1
+    if n[0] == at:                       # SIGINT while this run is inside the engine: its hooks see it
+        os.kill(os.getpid(), signal.SIGINT)
+    return orig(self, *a)
+machine.Machine._engine_run = engine_run
+sys.exit(cli.main(sys.argv[2:]))
+"""
+
+
+# the model world (.s input): a sweep in this process, check-stub and explain, at engine runs 3 to 40,000
+@pytest.mark.parametrize("at", [3, 200, 4000, 15000, 40000])
+@pytest.mark.parametrize("args", [["sweep", "asm/sum_loop.s", "--func", "sum_loop", "--reg", "RCX=400000", "--jobs", "1"],
+                                  ["check-stub", "asm/preempt_amd64_go114.s", "--jobs", "1"]], ids=["sweep", "check-stub"])
+def test_the_model_world_stops_at_any_moment(at, args):
+    r = subprocess.run([sys.executable, "-c", _AT_ENGINE_RUN, str(at), *args], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 130, (r.returncode, r.stderr[-500:])
+    _clean(r)
+
+
+# explain of Go input: the start-up, the references, the story (about 70 slices)
+@pytest.mark.parametrize("at", [5, 20, 35, 50, 65])
+def test_explain_of_go_input_stops_at_any_moment(at):
+    r = subprocess.run([sys.executable, "-c", _AT_SLICE, str(at), "explain", "tests/data/go/kinds", "--func", "mixed",
+                        "--at", "100"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 130, (r.returncode, r.stderr[-500:])
+    _clean(r)
+
+
+# exec: the program (starve, which never ends) at five slices; the partial report of the run so far
+@pytest.mark.parametrize("at", [10, 100, 400, 1500, 4000])
+def test_exec_stops_at_any_moment_with_the_partial_report(at):
+    r = subprocess.run([sys.executable, "-c", _AT_SLICE, str(at), "exec", "scenarios/go/starve", "--env",
+                        "GODEBUG=asyncpreemptoff=1"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 130, (r.returncode, r.stderr[-500:])
+    _clean(r)
+    assert "the summary above is partial" in r.stderr
+
+
+# explain of .s input: its story is told from model-world runs (about 127 engine runs for this one)
+@pytest.mark.parametrize("at", [2, 30, 60, 90, 120])
+def test_explain_of_s_input_stops_at_any_moment(at):
+    r = subprocess.run([sys.executable, "-c", _AT_ENGINE_RUN, str(at), "explain", "asm/adc_chain.s", "--func",
+                        "adc_chain", "--reg", "RCX=64", "--at", "5"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 130, (r.returncode, r.stderr[-500:])
+    _clean(r)

@@ -48,7 +48,10 @@ def test_layout_option(pytester):
     res = pytester.runpytest("--preemu-stub=its_stub.s", "--preemu-layout=go1.27", "--preemu-max-points=3",
                              "-k", "sum_loop")
     res.assert_outcomes(passed=1)
-    wrong = pytester.runpytest("--preemu-stub=its_stub.s", "--preemu-max-points=3", "-k", "sum_loop")
+    told = pytester.runpytest("--preemu-stub=its_stub.s", "--preemu-max-points=3", "-k", "sum_loop")
+    told.assert_outcomes(passed=1)       # without the option, the stub's code tells its layout (issue #40)
+    wrong = pytester.runpytest("--preemu-stub=its_stub.s", "--preemu-layout=go1.14", "--preemu-max-points=3",
+                               "-k", "sum_loop")
     wrong.assert_outcomes(failed=1)      # the go1.27 stub in the go1.14 world restores X0-X15 from nowhere
 
 

@@ -57,11 +57,23 @@ class BudgetExceeded(EmuError):
 
 
 
+MAX_TEXT_FILE = 64 << 20          # an assembly or scenario file larger than this is not one
+
+
 def read_utf8(path) -> tuple[str | None, int, str]:
     """Read `path` as UTF-8 text: (text, 0, "") or (None, line or 0, one-line reason with the byte offset)."""
-    from pathlib import Path
+    import os
+    import stat
     try:
-        data = Path(path).read_bytes()
+        st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            return None, 0, "cannot read: it is a directory"
+        if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):   # /dev/zero: read_bytes would never end
+            return None, 0, "cannot read: it is a device, not a file"
+        with open(path, "rb") as f:             # (a pipe, `/dev/stdin`, is read to its end, up to the cap)
+            data = f.read(MAX_TEXT_FILE + 1)
+        if len(data) > MAX_TEXT_FILE:
+            return None, 0, f"cannot read: more than {MAX_TEXT_FILE:,} bytes, too large for a source file"
     except IsADirectoryError:
         return None, 0, "cannot read: it is a directory"
     except OSError as e:

@@ -16,6 +16,7 @@ use-after-free.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
@@ -64,6 +65,7 @@ class StubReport:
     stub_max_sp_delta: int
     results: list[CorpusResult] = field(default_factory=list)
     stub_program: Program | None = field(default=None, repr=False)   # the assembled stub (for locations)
+    layout_note: str = ""          # how the layout was chosen, when the stub's code told it (stub_layout)
 
     @property
     def ok(self) -> bool:
@@ -121,6 +123,54 @@ def corpus(names: tuple[str, ...] | None = None) -> list:
         if names is None or sc.name in names:
             out.append(sc)
     return out
+
+
+_XSAVE = re.compile(r"^(?:\w+ ptr )?\[([^\]]*)\], ([xyz]mm\d+)$")     # a store of an X register to memory
+_STACK_REGS = frozenset({"rsp", "rbp"})
+
+
+def stub_layout(path: str | Path) -> tuple[str, str]:
+    """(layout, why) of a .s stub, told from its code: where it saves the X registers before it calls
+    asyncPreempt2. Go 1.14-1.25's stub stores X0-X15 in its own frame (an address in RSP, or in a register
+    copied from it); Go 1.26+'s (the go1.27 layout) stores them through a pointer it loads from g.m.p, into
+    p.xRegs. An EmuError when the stub saves no X register, or saves some each way."""
+    prog = loader.load_stub("go1.14", path)             # (the layout does not change how a file assembles)
+    stack = set(_STACK_REGS)                            # registers holding an address in the stub's frame
+    on_stack, elsewhere = [], []
+    for insn in prog.get_func("asyncPreempt").insns:
+        if insn.mnemonic == "call" and "asyncPreempt2" in insn.op_str:
+            break
+        m = _XSAVE.match(insn.op_str)
+        if m and not insn.mnemonic.startswith(("cmp", "test", "ptest", "ucomi", "comi")):
+            (on_stack if _base(m.group(1)) in stack else elsewhere).append((insn, _base(m.group(1))))
+            continue
+        dst, _, src = insn.op_str.partition(", ")
+        if insn.mnemonic in ("mov", "lea") and dst in _GPR64:     # follow which registers hold a frame address
+            frame = src in stack if insn.mnemonic == "mov" else (src.endswith("]") and _base(src) in stack)
+            (stack.add if frame else stack.discard)(dst)
+    where = lambda items: f"{items[0][0].mnemonic.upper()} at {items[0][0].where}"      # noqa: E731
+    if on_stack and elsewhere:
+        raise EmuError(f"{path}: cannot tell the stub's layout: it saves X registers both in its frame "
+                       f"({where(on_stack)}) and through {elsewhere[0][1]} ({where(elsewhere)}); give --layout "
+                       "go1.14 (X0-X15 in the stub's frame) or --layout go1.27 (X0-X15 in p.xRegs)")
+    if elsewhere:
+        return "go1.27", (f"told from the stub's code: it saves the X registers through {elsewhere[0][1]} "
+                          f"({where(elsewhere)}), not in its own frame, as Go 1.26+ saves them in p.xRegs; "
+                          "--layout go1.14 overrides")
+    if on_stack:
+        return "go1.14", (f"told from the stub's code: it saves the X registers in its own frame "
+                          f"({where(on_stack)}), as Go 1.14-1.25 do; --layout go1.27 overrides")
+    raise EmuError(f"{path}: cannot tell the stub's layout: it saves no X register before it calls asyncPreempt2; "
+                   "give --layout go1.14 (X0-X15 saved in the stub's frame) or --layout go1.27 (in p.xRegs)")
+
+
+_GPR64 = frozenset("rax rbx rcx rdx rsi rdi rbp rsp r8 r9 r10 r11 r12 r13 r14 r15".split())
+
+
+def _base(mem: str) -> str:
+    """The base register of a memory operand: `rsp` of `xmmword ptr [rsp + 0x70]` or of `rsp + 0x70`."""
+    inner = mem[mem.index("[") + 1:] if "[" in mem else mem
+    return re.split(r"[\s+*\]-]", inner.strip(), maxsplit=1)[0]
 
 
 def _check_one(task) -> CorpusResult:

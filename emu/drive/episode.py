@@ -237,12 +237,18 @@ def resolve_at(world: World, spec: str) -> int:
         name, _, off = spec.partition("+")
         if not prog.has_func(name):
             raise ValueError(f"--at {spec!r}: expected a boundary number, line:N or FUNC+OFFSET")
+        f = prog.get_func(name)
         try:
-            pc = prog.get_func(name).start + (int(off, 0) if off else 0)
+            pc = f.start + (int(off, 0) if off else 0)
         except ValueError:
-            raise ValueError(f"--at {spec!r}: bad offset") from None
+            raise ValueError(f"--at {spec!r}: the offset {off!r} is not a number (write {name}+0x9 or {name}+9)") \
+                from None
+        if not f.start <= pc < f.end:
+            raise ValueError(f"--at {spec!r}: the offset is past the end of {name} ({f.end - f.start:#x} bytes)")
         if prog.insn_at(pc) is None:
-            raise ValueError(f"--at {spec!r}: {pc:#x} is not the start of an instruction")
+            near = ", ".join(f"{i.addr - f.start:#x}" for i in f.insns[:12]) + (" ..." if len(f.insns) > 12 else "")
+            raise ValueError(f"--at {spec!r}: {pc:#x} is not the start of an instruction of {name} "
+                             f"(its offsets: {near})")
     ref = run_reference(world)
     first = first_boundaries(world, ref.boundaries)
     if pc not in first:

@@ -20,6 +20,7 @@ from unicorn import x86_const as X
 from ..core import gostructs as gs
 from ..core.errors import EmuError
 from ..core.structref import StructRef
+from ..linux import realgc
 from ..linux.gclock import GoroutineClock
 
 SIGURG = gs.SIG_PREEMPT
@@ -34,6 +35,7 @@ class Point:
     event: object = None              # the watch's SignalEvent
     saved: tuple = ()                 # g.preempt, g.stackguard0, p.preempt, m.signalPending before the request
     stack: tuple | None = None        # (sp, bytes at and above it) at the injection
+    stw: object = None                # --gc=concurrent: the sweep-termination stop-the-world's SignalEvent at k
 
 
 class RequestMixin:
@@ -61,7 +63,9 @@ class RequestMixin:
         """The request at boundary k, as preemptone makes it, and SIGURG pending for G's thread (with --gc:
         the runtime's own request for the cycle, _await_gc)."""
         if self.gc is not None and self._predict(clock.ready) == "safe":
-            return self._await_gc(clock, k)
+            pt = self._await_concurrent(clock, k) if self.gc.concurrent else self._await_gc(clock, k)
+            if pt is not None:
+                return pt
         p = self.p
         t = p.threads[clock.ready]
         pc = t.ctx.reg_read(X.UC_X86_REG_RIP)
@@ -129,6 +133,67 @@ class RequestMixin:
         p.runq.appendleft(t)
         t.signal_countdown = 0
         return Point(k, t.tid, pc, t.pending[SIGURG], ())
+
+    def _await_concurrent(self, clock: GoroutineClock, k: int) -> Point | None:
+        """--gc=concurrent at boundary k: (1) with no cycle running, make one due and hold G's thread until the
+        sweep-termination stop-the-world asks to stop G; that SIGURG lands at k (gopreempt_m: G runnable) and
+        the world restarts in _GCmark; G runs again, back at k. (2) Hold G's thread there, running, until a
+        mark worker's markroot asks to stop G for its stack scan (suspendG: gp.preemptStop and SIGURG,
+        preempt.go:193-206); that SIGURG lands at k: asyncPreempt2 -> preemptPark -> _Gpreempted -> scanned ->
+        resumeG -> ready, and G goes on in mark. None when a cycle is running that has already scanned G
+        (preemptone's request then, as at the other points)."""
+        p, gc = self.p, self.gc
+        phase = gc.phase()
+        first = None
+        if gc.cycle is None and phase == realgc.GC_OFF:
+            first = self._await_gc(clock, k)               # (1): the stop-the-world's request, at k
+            lst = p.watch.listener
+            if lst is not None:
+                lst.point = first                          # its injection is checked as this point's
+            clock.stop_at = k                              # G's next instruction is k's again once it resumes
+            give_up = p.clock + GC_WAIT_NS
+            p.run_until(lambda: self.returned is not None or clock.ready is not None or p.clock > give_up)
+            self._stopped_or_raise(k, "back at the boundary after the stop-the-world")
+            if clock.ready is None:
+                raise EmuError(f"{self.func}'s goroutine did not run again within {GC_WAIT_NS / 1e9:g} s of virtual "
+                               f"time after the GC's stop-the-world preempted it at boundary {k}")
+        elif phase != realgc.GC_MARK or gc.scanned_this_cycle():
+            return None
+        else:
+            gc.adopt(k)                                    # the runtime's own cycle, in mark: its scan of G is k's
+        if gc.scanned_this_cycle():
+            # the mark worker scanned G while it was still runnable from (1): G goes on from k in mark
+            clock.ready = None
+            return first
+        t = p.threads[clock.ready]
+        pc = t.ctx.reg_read(X.UC_X86_REG_RIP)
+        clock.ready = None
+        gc.waiting = t
+        p.hold(t)
+        give_up = p.clock + GC_WAIT_NS
+        try:
+            p.run_until(lambda: gc.stop_asked(t) or gc.scanned_this_cycle() or p.clock > give_up
+                        or not p.runnable_besides_held())
+        finally:
+            p.unhold(t)
+            gc.waiting = None
+        self._stopped_or_raise(k, "waited at the boundary for the mark worker")
+        if not gc.stop_asked(t):
+            if gc.scanned_this_cycle():
+                return first
+            raise EmuError(f"the concurrent GC cycle never asked to stop {self.func}'s goroutine at boundary {k} "
+                           f"within {GC_WAIT_NS / 1e9:g} s of virtual time")
+        if t in p.runq:
+            p.runq.remove(t)
+        p.runq.appendleft(t)
+        t.signal_countdown = 0
+        return Point(k, t.tid, pc, t.pending[SIGURG], (), stw=first.event if first is not None else None)
+
+    def _stopped_or_raise(self, k: int, doing: str) -> None:
+        p = self.p
+        if p.exit_code is not None or p.error is not None:
+            raise EmuError(f"while {self.func}'s goroutine {doing} at boundary {k} for the GC cycle, the program "
+                           f"stopped: {p.error or p.stop_reason}")
 
     def withdraw(self, pt: Point) -> None:
         """The runtime declined: undo the request (the ack, preemptGen and signalPending, is the runtime's)."""

@@ -119,8 +119,9 @@ class RealSweep(RequestMixin):
         self.prog = self.p.watch.oracle.prog if self.p.watch.oracle is not None else None
         self._start()
         if self._gc:
-            from ..linux.realgc import RealGC
-            self.gc = RealGC(self.p, self.g)
+            from ..linux.realgc import RealGC, mode_of
+            self.gc = RealGC(self.p, self.g, mode_of(self._gc))
+            self.gc.returned_at = lambda: self.returned[0] if self.returned is not None else None
 
     # --- setup ----------------------------------------------------------------------------------------
     def _resolve(self, func: str) -> tuple[str, int]:

@@ -42,7 +42,8 @@ class RealSpec:
     argv: tuple = ()
     env: tuple = ()
     seed: int = 1
-    gc: bool = False                           # the runtime's own GC cycle at every injection (realgc.py)
+    gc: bool | str = False                     # the runtime's own GC cycle at injections: "scan" (True) or
+    #                                            "concurrent" (realgc.py)
     test: tuple = ()                           # ("test" | "bench", NAME): the package's test binary running it
 
     def build(self, process=None) -> RealSweep:
@@ -73,7 +74,8 @@ class RealSpec:
             stub = (self.stub, transplant(self.stub, image))
         else:
             stub = (self.stub, stub_code(self.stub, image))
-        env = with_godebug(list(self.env), realgc.GODEBUG) if self.gc else list(self.env)
+        setting = realgc.godebug(realgc.mode_of(self.gc))
+        env = with_godebug(list(self.env), setting) if setting else list(self.env)
         opts = process.Options(argv=list(self.argv), env=env, seed=self.seed,
                                cwd=self.asm if self.test else None)    # go test runs in the package directory
         return image, opts, regs, stub, res
@@ -278,13 +280,26 @@ def gc_stats(sw: RealSweep, listener) -> dict:
     """What the cycles of one run did (JSON-ready: shards carry it across processes)."""
     g = sw.gc
     injected = [pt.boundary for pt in listener.points if pt.event.outcome == "injected"]
-    parked = [s for s in g.scans if s.status == "_Grunnable" and s.async_safe_point]
+    # parked at the injection: gopreempt_m left G _Grunnable, or preemptPark _Gpreempted (suspendG then claims it
+    # as _Gwaiting before scanstack)
+    parked = [s for s in g.scans if s.status in ("_Grunnable", "_Gwaiting") and s.async_safe_point]
     at_injection = [s for s in g.scans if s.async_safe_point]
     sample = at_injection[len(at_injection) // 2] if at_injection else (g.scans[0] if g.scans else None)
-    return {"injections": len(injected), "cycles": g.cycles, "freed": g.freed_total,
+    phases = {0: "_GCoff", 1: "_GCmark", 2: "_GCmarktermination"}
+    return {"mode": g.mode, "injections": len(injected), "cycles": g.cycles, "freed": g.freed_total,
             "scans_at_injection": len(parked), "uses_after_free": len(g.uaf),
+            "stopped_by": dict(Counter(s.path or "not at an injection" for s in g.scans)),
+            "scan_phases": dict(Counter(phases.get(s.phase, str(s.phase)) for s in g.scans)),
+            "stw_at_point": sum(1 for pt in listener.points if getattr(pt, "stw", None) is not None),
+            "mark_instructions": g.mark_insns, "write_barriers": g.barriers["wb"],
+            "bulk_barriers": g.barriers["bulk"], "assists": g.barriers["assist"],
             "sample": None if sample is None else {"boundary": sample.boundary, "status": sample.status,
-                                                   "frames": [list(f) for f in sample.frames]}}
+                                                   "path": sample.path, "frames": [list(f) for f in sample.frames]}}
+
+
+#: gc_stats' counts, summed over shards
+_GC_SUMS = ("injections", "cycles", "freed", "scans_at_injection", "uses_after_free", "stw_at_point",
+            "mark_instructions", "write_barriers", "bulk_barriers", "assists")
 
 
 def spread(points: list[int], k: int) -> list[int]:
@@ -337,10 +352,12 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
         g = (r.extra or {}).get("gc")
         if g is not None:
             if gc is None:
-                gc = {"injections": 0, "cycles": 0, "freed": 0, "scans_at_injection": 0, "uses_after_free": 0,
-                      "sample": g["sample"]}
-            for key in ("injections", "cycles", "freed", "scans_at_injection", "uses_after_free"):
-                gc[key] += g[key]
+                gc = {key: 0 for key in _GC_SUMS} | {"mode": g.get("mode", "scan"), "stopped_by": {},
+                                                      "scan_phases": {}, "sample": g["sample"]}
+            for key in _GC_SUMS:
+                gc[key] += g.get(key, 0)
+            for key in ("stopped_by", "scan_phases"):
+                gc[key] = dict(Counter(gc[key]) + Counter(g.get(key, {})))
         injected += r.injected
         refused.update(r.refused)
         log.merge(r.violations)

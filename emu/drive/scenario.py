@@ -25,6 +25,7 @@ Errors name the file and the key (ScenarioError).
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,8 +81,8 @@ def _check_top(ps: str, data: dict, allowed: dict, required: tuple[str, ...], po
     if data.get("layout", "go1.14") not in LAYOUTS:
         raise ScenarioError(ps, "layout", f"must be one of {', '.join(LAYOUTS)}")
     for k in positive:
-        if k in data and data[k] <= 0:
-            raise ScenarioError(ps, k, "must be positive")
+        if k in data and not (math.isfinite(data[k]) and data[k] > 0):
+            raise ScenarioError(ps, k, f"must be positive (a finite number above 0), got {data[k]}")
 
 
 def _check_stack_size(ps: str, data: dict) -> None:
@@ -138,11 +139,14 @@ def load(path: str | Path) -> "Scenario | SchedScenario":
         if k not in _EXPECT:
             raise ScenarioError(ps, f"expect.{k}", f"unknown expectation (allowed: {', '.join(_EXPECT)})")
         check_type(ps, f"expect.{k}", v, _EXPECT[k])
+        if _EXPECT[k] is int and v < 0:
+            raise ScenarioError(ps, f"expect.{k}", f"a count: must be 0 or more, got {v}")
     for reason, n in exp.get("refused", {}).items():
         if reason not in REASONS:
             raise ScenarioError(ps, f"expect.refused.{reason}", f"unknown reason (known: {', '.join(REASONS)})")
-        if not isinstance(n, int):
-            raise ScenarioError(ps, f"expect.refused.{reason}", "must be an integer")
+        check_type(ps, f"expect.refused.{reason}", n, int)
+        if n < 0:
+            raise ScenarioError(ps, f"expect.refused.{reason}", f"a count: must be 0 or more, got {n}")
     _check_registers(ps, "expect.final", exp.get("final", {}), strings_ok=False)
     for i, pair in enumerate(exp.get("equal_buffers", [])):
         if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
@@ -189,6 +193,34 @@ class SchedScenario:
 MAX_DURATION_MS = 10_000          # a scheduler scenario's virtual time: 10^10 instructions at 1 ns each
 
 
+MAX_SCHED_INSNS = 10 ** 10       # what MAX_DURATION_MS is at 1 ns per instruction
+
+
+def _check_range(ps: str, key: str, rng) -> None:
+    """A [low, high] pair of numbers, low <= high; no NaN, and only high may be infinite (no upper bound)."""
+    if not (isinstance(rng, list) and len(rng) == 2 and
+            all(isinstance(x, (int, float)) and not isinstance(x, bool) and not math.isnan(x) for x in rng)):
+        raise ScenarioError(ps, key, f"must be a [low, high] pair of numbers, got {rng!r}")
+    if not math.isfinite(rng[0]) or rng[0] > rng[1]:
+        raise ScenarioError(ps, key, f"low {rng[0]} must be a finite number no higher than high {rng[1]}")
+
+
+def _check_sched_numbers(ps: str, data: dict) -> None:
+    """What the model scheduler can run: GOMAXPROCS Ps it has slots for, a quantum of at least one instruction,
+    and at most MAX_SCHED_INSNS instructions of virtual time (a tiny ns_per_insn would mean years of emulation)."""
+    if "gomaxprocs" in data and data["gomaxprocs"] > memmap.MAX_PS:
+        raise ScenarioError(ps, "gomaxprocs", f"must be 1 to {memmap.MAX_PS} (got {data['gomaxprocs']})")
+    ns = data.get("ns_per_insn", 1.0)
+    if data.get("quantum_us", 20) * 1000 < ns:
+        raise ScenarioError(ps, "quantum_us", f"{data.get('quantum_us', 20)} us is shorter than one instruction "
+                            f"(ns_per_insn = {ns})")
+    insns = data.get("duration_ms", 100) * 1e6 / ns
+    if insns > MAX_SCHED_INSNS:
+        raise ScenarioError(ps, "ns_per_insn", f"{ns:g} ns per instruction makes duration_ms = "
+                            f"{data.get('duration_ms', 100)} {insns:.3g} instructions to emulate; at most "
+                            f"{MAX_SCHED_INSNS:.0e} (raise ns_per_insn or shorten duration_ms)")
+
+
 def load_sched(path: str | Path, data: dict) -> SchedScenario:
     """Validate a scheduler scenario (one with [[goroutines]])."""
     from ..model.sched import GoSpec
@@ -200,7 +232,11 @@ def load_sched(path: str | Path, data: dict) -> SchedScenario:
     if isinstance(data.get("duration_ms"), (int, float)) and data["duration_ms"] > MAX_DURATION_MS:
         raise ScenarioError(ps, "duration_ms", f"at most {MAX_DURATION_MS:,} ms of virtual time (got "
                             f"{data['duration_ms']:,}): the scheduler runs every instruction of it")
+    _check_sched_numbers(ps, data)
     specs = []
+    if not 1 <= len(data["goroutines"]) <= memmap.MAX_GS - memmap.MAX_MS:
+        raise ScenarioError(ps, "goroutines", f"between 1 and {memmap.MAX_GS - memmap.MAX_MS} goroutines "
+                            f"(got {len(data['goroutines'])})")
     for i, g in enumerate(data["goroutines"]):
         key = f"goroutines[{i}]"
         if not isinstance(g, dict):
@@ -208,6 +244,8 @@ def load_sched(path: str | Path, data: dict) -> SchedScenario:
         for k in g:
             if k not in ("name", "entry", "registers"):
                 raise ScenarioError(ps, f"{key}.{k}", "unknown key (allowed: name, entry, registers)")
+        if "name" in g:
+            check_type(ps, f"{key}.name", g["name"], str)
         if "entry" not in g or not isinstance(g["entry"], str):
             raise ScenarioError(ps, f"{key}.entry", "required: the goroutine's entry function")
         regs_ = g.get("registers", {})
@@ -230,13 +268,14 @@ def load_sched(path: str | Path, data: dict) -> SchedScenario:
                 raise ScenarioError(ps, f"{prefix}.{k}", f"unknown expectation (allowed: {', '.join(_SCHED_EXPECT)}, "
                                     "async_on, async_off)")
             check_type(ps, f"{prefix}.{k}", v, _SCHED_EXPECT[k])
-            if isinstance(v, list) and (len(v) != 2 or not all(isinstance(x, (int, float)) for x in v)):
-                raise ScenarioError(ps, f"{prefix}.{k}", "must be a [low, high] pair")
+            if isinstance(v, list):
+                _check_range(ps, f"{prefix}.{k}", v)
+            elif isinstance(v, int) and not isinstance(v, bool) and v < 0:
+                raise ScenarioError(ps, f"{prefix}.{k}", f"must be 0 or more, got {v}")
         for n, rng in table.get("cpu_share", {}).items():
             if n not in {s.name for s in specs}:
                 raise ScenarioError(ps, f"{prefix}.cpu_share.{n}", "no goroutine by that name")
-            if not (isinstance(rng, list) and len(rng) == 2):
-                raise ScenarioError(ps, f"{prefix}.cpu_share.{n}", "must be a [low, high] pair")
+            _check_range(ps, f"{prefix}.cpu_share.{n}", rng)
     validate(exp, "expect")
     asm, stub = _files(ps, p, data)
     from ..front import gobuild

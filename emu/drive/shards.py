@@ -282,8 +282,12 @@ class ShardRunner:
                 if self.on_result is not None:
                     self.on_result(r)
                 if out is not None:
-                    out.write(json.dumps({"key": key, "shard": r.index, "result": shard_to_json(r)}) + "\n")
-                    out.flush()
+                    try:
+                        out.write(json.dumps({"key": key, "shard": r.index, "result": shard_to_json(r)}) + "\n")
+                        out.flush()
+                    except OSError as e:            # a full disk: one clean line, not a traceback
+                        raise EmuError(f"--results {self.results}: cannot write it ({(e.strerror or str(e)).lower()}); "
+                                       f"{len(done)} shard(s) finished") from None
                 if bar is not None and r.points > ticked[r.index]:
                     bar.update(r.points - ticked[r.index])
             if bar is not None:
@@ -295,7 +299,10 @@ class ShardRunner:
         finally:
             _TICK = None
             if out is not None:
-                out.close()
+                try:
+                    out.close()
+                except OSError:                     # what a full disk refused above is reported there
+                    pass
             if bar is not None:
                 bar.close()
         return list(done.values())

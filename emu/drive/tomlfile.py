@@ -19,7 +19,8 @@ def check_type(ps: str, key: str, v, want) -> None:
     """A ScenarioError naming the key unless v is of the kind(s) `want` (a bool is no int)."""
     kinds = want if isinstance(want, tuple) else (want,)
     if isinstance(v, bool) and bool not in kinds or not isinstance(v, kinds):
-        names = " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
+        names = "a number" if set(kinds) == {int, float} else \
+            " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
         raise ScenarioError(ps, key, f"must be {names} (got {type(v).__name__} {v!r})")
 
 

@@ -142,12 +142,17 @@ def _load(f, path: str) -> Image:
         raise EmuError(f"{path}: not an ELF file ({e})") from None
     if elf["e_machine"] != "EM_X86_64" or elf.elfclass != 64:
         raise EmuError(f"{path}: not an x86-64 executable (machine {elf['e_machine']})")
-    interp = any(ph["p_type"] == "PT_INTERP" for ph in elf.iter_segments())
-    if interp:
-        raise EmuError(f"{path}: dynamically linked (has PT_INTERP); build with CGO_ENABLED=0")
+    interp = [ph.get_interp_name() for ph in elf.iter_segments() if ph["p_type"] == "PT_INTERP"]
+    if elf["e_type"] == "ET_DYN":          # a PIE: Go links one with an interpreter even with CGO_ENABLED=0
+        raise EmuError(f"{path}: a position-independent executable (PIE, e_type ET_DYN"
+                       f"{', loaded by ' + interp[0] if interp else ''}); preemu runs static executables at their "
+                       "link addresses: rebuild it with `go build -buildmode=exe`, which makes a static non-PIE binary")
     if elf["e_type"] != "ET_EXEC":
-        raise EmuError(f"{path}: a position-independent executable ({elf['e_type']}); preemu runs static "
-                       "executables at their link addresses: build without -buildmode=pie")
+        raise EmuError(f"{path}: not an executable (e_type {elf['e_type']}): preemu runs a static executable")
+    if interp:
+        raise EmuError(f"{path}: dynamically linked (it needs the loader {interp[0]}); preemu runs static "
+                       "executables: rebuild it with CGO_ENABLED=0 (cgo or an external link is what makes a Go "
+                       "program dynamic)")
     segs = []
     for ph in elf.iter_segments():
         if ph["p_type"] == "PT_LOAD":

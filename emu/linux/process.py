@@ -117,39 +117,6 @@ class Slice:
     why: str
 
 
-class ctrl_c:
-    """While a sweep runs processes: Ctrl-C stops the current one at its next slice boundary with
-    KeyboardInterrupt (never inside an engine callback, where ctypes would print and drop it, nor inside a
-    syscall the kernel model is handling); between runs it raises at once. `current()` gives the process."""
-
-    def __init__(self, current):
-        self.current = current
-
-    def __enter__(self):
-        import signal
-        import threading
-        self.old = None
-        if threading.current_thread() is threading.main_thread():
-            self.old = signal.signal(signal.SIGINT, self._on_sigint)
-        return self
-
-    def _on_sigint(self, signum, frame) -> None:
-        p = self.current()
-        if p is not None and p.in_slice:
-            p.interrupted = p.interrupt_raises = True
-            p.uc.emu_stop()
-            return
-        raise KeyboardInterrupt
-
-    def __exit__(self, *exc) -> None:
-        import signal
-        if self.old is not None:
-            signal.signal(signal.SIGINT, self.old)
-        p = self.current()
-        if p is not None:
-            p.interrupted = p.interrupt_raises = False
-
-
 class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
     """One emulated Go process: its address space, threads and virtual clock, and the run loop that runs
     the threads in exact quanta. The engine's stand-ins for CPU instructions (cpuhooks.py), the helpers the

@@ -97,6 +97,7 @@ class Machine(HostMemoryMixin, HooksMixin, ChainedRunsMixin, FaultMixin):
         self._u64 = ctypes.c_uint64()
         self._u64_ref = ctypes.byref(self._u64)
         self._begin, self._count = ctypes.c_uint64(), ctypes.c_size_t()     # uc_emu_start's arguments
+        self.in_slice = self.interrupted = self.interrupt_raises = False    # Ctrl-C (engine/interrupt.py)
         self._rbuf = ctypes.create_string_buffer(4096)
         self._rbuf_addr = ctypes.addressof(self._rbuf)
         # one batched read fills a dump record, and RIP
@@ -231,7 +232,14 @@ class Machine(HostMemoryMixin, HooksMixin, ChainedRunsMixin, FaultMixin):
         uc = self.uc
         try:
             uc._hook_exception = None        # what Uc.emu_start does, minus its wrapper's cost
-            st = fn(*args)
+            self.in_slice = True
+            try:
+                st = fn(*args)
+            finally:
+                self.in_slice = False
+            if self.interrupted:             # Ctrl-C during the run (engine/interrupt.py): raised here, not
+                self.interrupted = self.interrupt_raises = False        # in a hook, where ctypes drops it
+                raise KeyboardInterrupt
             if st:
                 raise unicorn.UcError(st & 0xFFFF_FFFF)
             if uc._hook_exception is not None:

@@ -173,16 +173,44 @@ def injected_lines(r) -> list[str]:
 def gc_lines(r) -> list[str]:
     """--gc: the runtime's own cycles, read back from it."""
     g = r.gc
-    L = [f"  GC cycles          {g['cycles']:>9,}   the runtime's own (memstats.numgc), one per injection "
+    if g.get("mode") == "concurrent":
+        return _concurrent_gc_lines(r, g)
+    L = ["  GC mode                 scan   GODEBUG=gcstoptheworld=2: the goroutine stays parked through each cycle "
+         "(no write barrier or assist of its own runs during mark)",
+         f"  GC cycles          {g['cycles']:>9,}   the runtime's own (memstats.numgc), one per injection "
          f"({g['injections']:,} injections in the chains)",
          f"  G scanned parked   {g['scans_at_injection']:>9,}   scanstack met {r.func}'s goroutine runnable at the "
          "injection, asyncSafePoint set",
          f"  objects freed      {g['freed']:>9,}   by those cycles, then watched until reallocated"]
-    if g.get("sample"):
-        sm = g["sample"]
-        frames = ", ".join(f"{name} ({how})" for name, how in sm["frames"])
-        L.append(f"  scan at {sm['boundary']:<10,} {frames}")
-    return L
+    return L + _sample_lines(g)
+
+
+def _concurrent_gc_lines(r, g) -> list[str]:
+    by = g.get("stopped_by", {})
+    paths = ", ".join(f"{n:,} {_STOPPED_BY.get(p, p)}" for p, n in sorted(by.items(), key=lambda kv: -kv[1]))
+    L = ["  GC mode           concurrent   the runtime's default cycle: a mark worker's suspendG stops the goroutine "
+         "at the point for its stack scan, and it runs on during mark",
+         f"  GC cycles          {g['cycles']:>9,}   the runtime's own (memstats.numgc), made due at points where no "
+         "cycle was running (the others got preemptone's request)",
+         f"  G scanned parked   {g['scans_at_injection']:>9,}   scanstack met {r.func}'s goroutine parked at the "
+         f"point, asyncSafePoint set ({paths or 'none'})",
+         f"  G during mark      {g.get('mark_instructions', 0):>9,}   instructions of the goroutine while the write "
+         f"barrier was on: {g.get('write_barriers', 0):,} write barrier(s), {g.get('bulk_barriers', 0):,} bulk, "
+         f"{g.get('assists', 0):,} mark assist(s)",
+         f"  objects freed      {g['freed']:>9,}   unmarked at mark termination, then watched through the lazy "
+         "sweep until reallocated"]
+    return L + _sample_lines(g)
+
+
+_STOPPED_BY = {"preemptPark": "preemptPark -> _Gpreempted", "gopreempt_m": "gopreempt_m -> _Grunnable"}
+
+
+def _sample_lines(g) -> list[str]:
+    if not g.get("sample"):
+        return []
+    sm = g["sample"]
+    frames = ", ".join(f"{name} ({how})" for name, how in sm["frames"])
+    return [f"  scan at {sm['boundary']:<10,} {frames}"]
 
 
 def _how(r) -> str:
@@ -198,6 +226,7 @@ def verdict(r) -> list[str]:
         return (["OK: the runtime's decision matched preemu's oracle at every signal; every injection came back with",
                  "    the 14 GPRs, RBP, RFLAGS and XMM0-15 bit-exact and the stack at and above the interrupted RSP",
                  f"    untouched; {r.func}'s results and the program's output equal the uninterrupted run."]
-                + (["    The runtime's GC ran at every injection; nothing it freed was used afterwards."]
-                   if r.gc is not None else []))
+                + ([("    The runtime's concurrent GC scanned the goroutine at the points it ran at"
+                     if r.gc.get("mode") == "concurrent" else "    The runtime's GC ran at every injection")
+                    + "; nothing it freed was used afterwards."] if r.gc is not None else []))
     return failure_lines(r.violations, r.violation_count, r.violation_groups)

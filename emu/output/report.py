@@ -4,6 +4,7 @@ Text output is deterministic except the one speed line; JSON carries the same fa
 """
 from __future__ import annotations
 
+import textwrap
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
@@ -349,6 +350,8 @@ def render_checkstub(rep, interrupted: bool = False) -> str:
     w = max([18] + [len(r.scenario) for r in rep.results])
     L = [f"preemu check-stub: {rep.stub}  ({rep.layout} world: asyncPreempt2, g/m/p, xRegs and the preemption "
          f"rules of Go {rep.layout[2:]})",
+         *(textwrap.wrap(f"layout {rep.layout} {rep.layout_note}", 110, initial_indent="  ", subsequent_indent="    ")
+           if getattr(rep, "layout_note", "") else []),
          f"  stub max SP delta {rep.stub_max_sp_delta} bytes -> asyncPreemptStack {rep.headroom} bytes{note}",
          "  every preemption resumes on the other M and P; a canary guards the stack below the headroom;",
          "  a full GC (stack scan, mark, sweep) runs at every injection point"]

@@ -145,13 +145,15 @@ def explain(path: str, func: str, at: str, *, call: int = 1, registers=None, arg
                               tuple((realsweep.test_argv(path, *test) if test else realsweep.default_argv(path))
                                     + list(args)), tuple(env), 1, gc, test)
     sw = spec.build()
-    where = realat.resolve(sw, at, budget)          # a number, FILE:LINE or FUNC+OFF (one run to F's return)
-    k = where.k
-    ref = references.establish(sw, budget, spec.seed)
-    if not 0 <= k < ref.boundaries:
-        raise EmuError(f"--at {k}: {sw.func}'s goroutine runs {ref.boundaries:,} instructions from its entry to its "
-                       f"return (boundaries 0 to {ref.boundaries - 1})")
-    return _Teller(sw, ref, where, path, gc).tell()
+    from ..engine.interrupt import ctrl_c
+    with ctrl_c(lambda: sw.p):                      # Ctrl-C ends the story between two slices
+        where = realat.resolve(sw, at, budget)      # a number, FILE:LINE or FUNC+OFF (one run to F's return)
+        k = where.k
+        ref = references.establish(sw, budget, spec.seed)
+        if not 0 <= k < ref.boundaries:
+            raise EmuError(f"--at {k}: {sw.func}'s goroutine runs {ref.boundaries:,} instructions from its entry to "
+                           f"its return (boundaries 0 to {ref.boundaries - 1})")
+        return _Teller(sw, ref, where, path, gc).tell()
 
 
 def _unstable_note(u) -> str:
