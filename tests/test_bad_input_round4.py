@@ -442,3 +442,10 @@ def test_a_frame_address_copied_to_another_register_is_still_the_frame(tmp_path)
     assert "[rbx + 112]" in stub.read_text()
     from emu.drive import checkstub
     assert checkstub.stub_layout(stub)[0] == "go1.14"
+
+
+def test_a_go_explain_offset_that_is_not_a_number_is_named(capsys):
+    from emu import cli
+    code = cli.main(["explain", "tests/data/go/kinds", "--func", "spin", "--reg", "RAX=3", "--at", "main.spin+zz"])
+    err = capsys.readouterr().err
+    assert code == 2 and "the offset 'zz' is not a number (write main.spin+0x9 or main.spin+9)" in err

@@ -58,10 +58,10 @@ def _children(pid: int) -> list[str]:
     return out.split()
 
 
-@pytest.mark.parametrize("delay", [0.6, 1.2, 1.8])
+@pytest.mark.parametrize("delay", [0.6, 1.0, 1.4, 1.8, 2.2])
 def test_worker_processes_are_stopped_not_waited_for(delay):
     p = subprocess.Popen([sys.executable, "-m", "emu", "sweep", "asm/sum_loop.s", "--func", "sum_loop",
-                          "--reg", "RCX=400000", "--jobs", "2"], cwd=ROOT, stdout=subprocess.PIPE,
+                          "--reg", "RCX=2000000", "--jobs", "2"], cwd=ROOT, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     time.sleep(delay)
     kids = _children(p.pid)

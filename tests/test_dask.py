@@ -63,3 +63,24 @@ def test_a_worker_killed_mid_sweep_loses_no_points(cluster, monkeypatch):
     assert runner.ran == 10                             # ... which ran again elsewhere
     assert (res.points, res.injected, res.violation_count) == (local.points, local.injected, 0) == (18003, 18003, 0)
     assert {pc: ps.verdicts for pc, ps in res.per_pc.items()} == {pc: ps.verdicts for pc, ps in local.per_pc.items()}
+
+
+@pytest.mark.parametrize("delay", [0.5, 1.0, 1.5, 2.0, 2.5])
+def test_ctrl_c_with_the_dask_executor_exits_at_once_with_the_shards_done(cluster, delay):
+    """#40: a real SIGINT while the shards run on the cluster: exit 130 within seconds, the partial summary
+    (or nothing yet), no traceback; the cluster's futures are released with the client."""
+    import subprocess
+    import sys
+    import time
+    from conftest import ROOT
+    address = "dask://" + cluster.scheduler_address.removeprefix("tcp://")
+    p = subprocess.Popen([sys.executable, "-m", "emu", "sweep", str(ASM / "sum_loop.s"), "--func", "sum_loop", "--reg",
+                          "RCX=2000000", "--executor", address], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and time.monotonic() - t0 < 10, err
+    assert "Traceback" not in err and "Exception ignored" not in err
+    assert err.strip().splitlines()[-1].startswith("preemu: interrupted (Ctrl-C)")
