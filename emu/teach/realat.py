@@ -70,7 +70,8 @@ def resolve(sw, at: str, budget: int) -> Where:
             shown = file.rsplit("/", 1)[-1]
         return _at_line(sw, at, file, line, budget, shown)
     func, plus, off = at.partition("+")
-    if plus and not re.fullmatch(r"0x[0-9a-fA-F]+|\d+", off):
+    if plus and re.fullmatch(r"[^\s:+]+", func) and re.fullmatch(r"\S+", off) and \
+            not re.fullmatch(r"0x[0-9a-fA-F]+|\d+", off):
         raise EmuError(f"--at {at!r}: the offset {off!r} is not a number (write {func}+0x9 or {func}+9)")
     m = _FUNC_OFF.match(at)
     if m and sw.prog is not None:
