@@ -15,6 +15,20 @@ ASM = ROOT / "asm"
 DATA = Path(__file__).resolve().parent / "data"
 
 
+def cli_run(*args) -> tuple[int, str, str]:
+    """`preemu ARGS` in this process: (exit status, stdout, stderr), argparse's own exits included."""
+    import contextlib
+    import io
+    from emu import cli
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            code = cli.main([str(a) for a in args], out)
+        except SystemExit as e:
+            code = e.code
+    return code, out.getvalue(), err.getvalue()
+
+
 def assemble(text: str, name: str = "t.s"):
     """Assemble a snippet as a user program."""
     return asmfront.assemble_text(text, name, memmap.TEXT_BASE, rtcode.runtime_externs(), memmap.DATA_BASE)

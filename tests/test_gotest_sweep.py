@@ -3,14 +3,12 @@ test binary (`go test -c`, in its module), run only that test in the package dir
 and sweep, exec or explain a function of the package as the test calls it. tests/go/ringmod/ring is a
 package of a module (example.com/ringmod) with a method, a generic function, a closure, a test reading
 testdata, a benchmark and an example."""
-import contextlib
-import io
 import json
 import subprocess
 
 import pytest
 
-from emu import cli
+from conftest import cli_run
 from emu.drive import realsweep
 from emu.front import gobuild
 
@@ -18,13 +16,8 @@ PKG = "tests/go/ringmod/ring"
 
 
 def run(*args):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err):
-        try:
-            code = cli.main(list(args), out)
-        except SystemExit as e:               # argparse's own errors
-            code = e.code
-    return code, out.getvalue() + err.getvalue()
+    code, out, err = cli_run(*args)
+    return code, out + err
 
 
 def sweep(func, *more, test=("--test", "TestSum")):

@@ -1,23 +1,14 @@
 """A guest memory limit (issue #37 item 6): past --max-memory an mmap fails with ENOMEM and Go ends with its
 own "out of memory" (exit 2); --max-memory's sizes; exec's exit status with --json as without it."""
-import contextlib
-import io
 import json
 
 import pytest
 
-from emu import cli
+from conftest import cli_run
 from emu.linux import memory
 
 
-def run(*args):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err):
-        try:
-            code = cli.main(list(args), out)
-        except SystemExit as e:
-            code = e.code
-    return code, out.getvalue(), err.getvalue()
+run = cli_run
 
 
 def test_a_program_allocating_forever_ends_out_of_memory():

@@ -1,25 +1,18 @@
 """Many functions in one run (issue #41 item 2): `--func PATTERN` sweeps every matching function of the
 program's own package at its first call, with one table in text and JSON, a JUnit case and SARIF results per
 function, and --jobs/--results as one sweep has them."""
-import contextlib
-import io
 import json
 import xml.etree.ElementTree as ET
 
-from emu import cli
+from conftest import cli_run
 from emu.drive import manysweep
 
 PKG = "tests/go/ringmod/ring"
 
 
 def run(*args):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err):
-        try:
-            code = cli.main(list(args), out)
-        except SystemExit as e:
-            code = e.code
-    return code, out.getvalue() + err.getvalue()
+    code, out, err = cli_run(*args)
+    return code, out + err
 
 
 def test_every_method_the_test_calls_is_swept_and_tabled(tmp_path):

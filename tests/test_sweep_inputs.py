@@ -1,20 +1,16 @@
 """What a real-program sweep counts and accepts (issue #35 items 5 and 6): calls the runtime could never
 preempt are not counted, a generic function's instances and closures are suggested by name, a global is an
 argument, and --gc's points tried say what they count."""
-import io
 import json
 
-from emu import cli
+from conftest import cli_run
 
 KINDS, CORPUS, NONDET = "tests/data/go/kinds", "tests/go/corpus", "tests/data/go/nondet"
 
 
 def run(*args):
-    out, err = io.StringIO(), io.StringIO()
-    import contextlib
-    with contextlib.redirect_stderr(err):
-        code = cli.main(list(args), out)
-    return code, out.getvalue() + err.getvalue()
+    code, out, err = cli_run(*args)
+    return code, out + err
 
 
 def test_calls_during_start_up_or_on_a_system_stack_are_not_counted():
