@@ -219,3 +219,13 @@ def tests_write_barrier(insn: Insn | None) -> bool:
         return False
     flag = f"{memmap.WRITE_BARRIER_FLAG:#x}"
     return flag in insn.op_str or flag in insn.source or "writeBarrier" in insn.source
+
+
+def func_offset(spec: str, what: str = "--at", error=ValueError) -> tuple[str, int]:
+    """FUNC+OFF (decimal or 0x hex) or FUNC -> (FUNC, OFF); `error` names `what` when OFF is not a number.
+    One syntax for every option that takes a code location (--at, --signal-at, --reg's symbols)."""
+    name, plus, off = spec.partition("+")
+    try:
+        return name, int(off, 0) if plus else 0
+    except ValueError:
+        raise error(f"{what} {spec!r}: the offset {off!r} is not a number (write {name}+0x9 or {name}+9)") from None

@@ -23,7 +23,7 @@ from ..core import memmap
 from ..model.gmp import World
 from ..model.faults import Fault
 from ..model.hooks import STOP_STUB_RET
-from ..core.program import tests_write_barrier
+from ..core.program import func_offset, tests_write_barrier
 from ..check.safepoint import REASONS
 from .sweeper import Reference, final_violations, run_reference, stub_budget
 
@@ -234,15 +234,11 @@ def resolve_at(world: World, spec: str) -> int:
         if pc is None:
             raise ValueError(f"--at {spec!r}: no instruction on line {line}")
     else:
-        name, _, off = spec.partition("+")
+        name = spec.partition("+")[0]
         if not prog.has_func(name):
             raise ValueError(f"--at {spec!r}: expected a boundary number, line:N or FUNC+OFFSET")
         f = prog.get_func(name)
-        try:
-            pc = f.start + (int(off, 0) if off else 0)
-        except ValueError:
-            raise ValueError(f"--at {spec!r}: the offset {off!r} is not a number (write {name}+0x9 or {name}+9)") \
-                from None
+        pc = f.start + func_offset(spec)[1]
         if not f.start <= pc < f.end:
             raise ValueError(f"--at {spec!r}: the offset is past the end of {name} ({f.end - f.start:#x} bytes)")
         if prog.insn_at(pc) is None:

@@ -19,6 +19,7 @@ from elftools.elf.elffile import ELFFile
 
 from ..front.elfsym import STT_FUNC, iter_symbols
 from ..core.errors import EmuError
+from ..core.program import func_offset
 
 PT_LOAD, PT_INTERP, PT_PHDR = 1, 3, 6
 PF_X = 1                 # a segment's executable flag (elf.h); the loader maps only these executable
@@ -64,13 +65,12 @@ class Image:
     def resolve(self, spec: str, what: str, data: bool = False) -> int:
         """FUNC+OFF (offset decimal or 0x hex, an instruction boundary), FUNC, a global (+OFF), or a 0x address
         -> address; EmuError names `what`. A global is taken only with `data` (an argument, not a code location)."""
-        name, _, off = spec.partition("+")
-        try:
-            offset = int(off, 0) if off else 0
-            if name.startswith("0x") and not off:
+        name, offset = func_offset(spec, what, EmuError)
+        if name.startswith("0x") and "+" not in spec:
+            try:
                 return int(name, 16)
-        except ValueError:
-            raise EmuError(f"{what} {spec!r}: the offset is not a number (write FUNC+0x9 or FUNC+9)") from None
+            except ValueError:
+                raise EmuError(f"{what} {spec!r}: the offset is not a number (write FUNC+0x9 or FUNC+9)") from None
         if name not in self.symbols:
             near = sorted(n for n in self.symbols if n.endswith("." + name.rsplit(".", 1)[-1]))[:5]
             hint = f" (did you mean {', '.join(near)}?)" if near else ""

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from unicorn import UC_HOOK_CODE
 
 from ..core.errors import EmuError
+from ..core.program import func_offset
 
 NEAR = 12                    # lines either side of a line G never reaches searched for ones it does
 SHOWN = 6                    # of those, how many the error names
@@ -69,10 +70,8 @@ def resolve(sw, at: str, budget: int) -> Where:
             file = _own_file(sw)
             shown = file.rsplit("/", 1)[-1]
         return _at_line(sw, at, file, line, budget, shown)
-    func, plus, off = at.partition("+")
-    if plus and re.fullmatch(r"[^\s:+]+", func) and re.fullmatch(r"\S+", off) and \
-            not re.fullmatch(r"0x[0-9a-fA-F]+|\d+", off):
-        raise EmuError(f"--at {at!r}: the offset {off!r} is not a number (write {func}+0x9 or {func}+9)")
+    if re.fullmatch(r"[^\s:+]+\+\S+", at):      # FUNC+WORD: the offset must be a number (func_offset says so)
+        func_offset(at, "--at", EmuError)
     m = _FUNC_OFF.match(at)
     if m and sw.prog is not None:
         return _at_pc(sw, at, m.group(1), m.group(2), budget)
