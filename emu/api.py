@@ -162,6 +162,10 @@ class ScenarioReport:
         return "\n".join(lines) + "\n"
 
 
+#: where --gc's cycles run on Go input (emu/drive/gsync.py for "sync")
+GC_POINTS = ("all", "async", "sync")
+
+
 def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | None = None,
           layout: str | None = None, stub: PathLike | None = None, seed: int = 1, max_points: int = 100_000,
           budget: int = DEFAULT_BUDGET, gc: bool | str = False, gc_scanner: str = "go", force_unsafe: bool = False,
@@ -169,7 +173,7 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
           results: PathLike | None = None, progress: bool = False,
           on_world: Callable[[World], None] | None = None, runner: Callable[[World], Any] | None = None,
           call: int = 1, to_exit: int = 3, args: Sequence[str] = (), env: Sequence[str] = (),
-          test: str | None = None, bench: str | None = None, each_pc: bool = False):
+          test: str | None = None, bench: str | None = None, each_pc: bool = False, gc_points: str = "all"):
     """Deliver the preemption signal at every instruction boundary of `func` in `path` (a .s file,
     a Go binary, a .go file or a Go package directory) and verify each injection (`preemu sweep`).
 
@@ -179,7 +183,9 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     those ABIInternal registers), and `to_exit` points each also run on to the program's exit; `gc` runs the
     runtime's own GC cycle at injections (emu/linux/realgc.py): "scan" (or True) a cycle at every safe injection
     with the goroutine parked through it (GODEBUG=gcstoptheworld=2), "concurrent" the runtime's default cycle, the
-    goroutine scanned at the injection by a mark worker and running on during mark. force_unsafe, nested_signals, a layout
+    goroutine scanned at the injection by a mark worker and running on during mark; `gc_points` says where the cycles
+    run: "all" (the default), "async" (at injections only) or "sync" (at the call sites of the function's package
+    only, every frame scanned precisely: emu/drive/gsync.py). force_unsafe, nested_signals, a layout
     and gc_scanner belong to preemu's model world (.s input): Go input given one is refused. `test` (a test or
     example name) or `bench` (a benchmark's): `path` is a package directory whose test binary preemu builds
     (`go test -c`) and runs in that directory with only that test (`-test.run '^NAME$' -test.short`), and
@@ -204,8 +210,13 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     src = display_path(_readable(path, "the program"))
     from .front import gobuild
     from .linux import realgc
-    gc = realgc.mode_of(gc) or False
-    if gobuild.is_go_input(src):
+    go_input = gobuild.is_go_input(src)
+    gc = (realgc.mode_of(gc) if go_input or gc is not True else True) or False   # .s input: gc=True is the model
+    if gc_points not in GC_POINTS:
+        raise EmuError(f"gc_points={gc_points!r}: one of {', '.join(GC_POINTS)}")
+    if gc_points != "all" and not gc:
+        raise EmuError(f"gc_points={gc_points!r} says where --gc's cycles run: add gc")
+    if go_input:
         model = [flag for kw, flag in model_world_options(force_unsafe, nested_signals, layout,
                                                           None if gc_scanner == "go" else gc_scanner)]
         if model:
@@ -215,7 +226,8 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
 
         def one(name: str, process=None):
             return _sweep_real(src, name, registers, stub, seed, max_points, budget, async_preemption, jobs,
-                               executor, results, progress, call, to_exit, args, env, gc, test_, process, each_pc)
+                               executor, results, progress, call, to_exit, args, env, gc, test_, process, each_pc,
+                               gc_points)
         from .drive import manysweep
         if manysweep.is_pattern(func):
             shared = None
@@ -227,6 +239,8 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     if call != 1 or to_exit != 3 or args or env or test or bench or each_pc:
         raise EmuError("call, to_exit, args, env, test, bench and each_pc apply to Go input, swept in its real "
                        "program")
+    if gc_points != "all":
+        raise EmuError("gc_points applies to Go input (the runtime's own collector)")
     if gc == "concurrent":
         raise EmuError("gc='concurrent' runs a Go program's own collector in its default mode: Go input only (.s "
                        "input has preemu's model, gc=True)")
@@ -282,7 +296,7 @@ def _sweep_many(src: str, pattern: str, test: tuple, one, progress: bool, shared
 
 
 def _real_spec(src: str, func: str, registers, stub, seed: int, call: int, args, env, gc: bool | str, test: tuple,
-               async_preemption: bool):
+               async_preemption: bool, gc_points: str = "all"):
     """(the RealSpec of a Go function's sweep, the stub file or None), the options checked."""
     from .drive import realsweep
     if not isinstance(call, int) or isinstance(call, bool) or call < 1:
@@ -302,20 +316,22 @@ def _real_spec(src: str, func: str, registers, stub, seed: int, call: int, args,
     spec = realsweep.RealSpec(os.path.abspath(src), func, call, realsweep.check_registers(registers),
                               None if stub_s is None else os.path.abspath(stub_s),
                               tuple((realsweep.test_argv(src, *test) if test else realsweep.default_argv(src))
-                                    + list(args)), tuple(env), seed, gc, test)
+                                    + list(args)), tuple(env), seed, gc, test, gc_points)
     return spec, stub_s
 
 
 def _sweep_real(src: str, func: str, registers, stub, seed: int, max_points: int, budget: int,
                 async_preemption: bool, jobs: int, executor, results, progress: bool, call: int, to_exit: int,
-                args, env, gc: bool | str = False, test: tuple = (), process=None, each_pc: bool = False):
+                args, env, gc: bool | str = False, test: tuple = (), process=None, each_pc: bool = False,
+                gc_points: str = "all"):
     """A Go function swept inside its real program (emu/drive/realsweep.py; `process`: the shared process of
     a pattern sweep, stopped at the function's first call)."""
     from .drive import realsweep
     from .output import realsweep_report as sweep_report
     if not isinstance(to_exit, int) or isinstance(to_exit, bool) or to_exit < 0:
         raise EmuError(f"to_exit must be 0 or more (got {to_exit!r})")
-    spec, stub_s = _real_spec(src, func, registers, stub, seed, call, args, env, gc, test, async_preemption)
+    spec, stub_s = _real_spec(src, func, registers, stub, seed, call, args, env, gc, test, async_preemption,
+                              gc_points)
     sw = spec.build(process)
     if stub_s is not None:
         sw.stub = f"{display_path(stub_s)} (loaded over runtime.asyncPreempt)"

@@ -202,7 +202,8 @@ def cmd_sweep(a, out) -> int:
         rep = api.sweep(a.file, a.func, registers=_regs(a.reg), stub=a.stub, seed=a.seed, max_points=a.max_points,
                         budget=a.budget or sweeper.DEFAULT_BUDGET, async_preemption=a.async_preemption == "on",
                         call=a.call, to_exit=3 if a.to_exit is None else a.to_exit, args=a.args, env=a.env or [],
-                        gc=a.gc, test=a.test, bench=a.bench, each_pc=a.each_pc, **_shard_options(a))
+                        gc=a.gc, test=a.test, bench=a.bench, each_pc=a.each_pc, gc_points=a.gc_points,
+                        **_shard_options(a))
         return _emit(a, rep, out, "" if a.json else rep.render(a.table))
     for opt, given in (("--call", a.call != 1), ("--to-exit", a.to_exit is not None), ("--env", a.env),
                        ("program arguments", a.args), ("--test", a.test), ("--bench", a.bench),
@@ -210,6 +211,8 @@ def cmd_sweep(a, out) -> int:
         if given:
             raise UsageError(f"{opt} {'apply' if opt == 'program arguments' else 'applies'} to Go input, swept in "
                              "its real program")
+    if a.gc_points != "all":
+        raise UsageError("--gc-points applies to Go input (the runtime's own collector)")
     if a.gc_scanner is not None and not a.gc:
         raise UsageError("--gc-scanner chooses the stack scanner of --gc; add --gc")
     if a.gc == "concurrent":
@@ -647,12 +650,17 @@ def _add_sweep(sub) -> None:
                    help=".s input: inject even where Go refuses (teaching / verifier self-test): shows the damage")
     s.add_argument("--async-preemption", choices=["on", "off"], default="on",
                    help="off = GODEBUG=asyncpreemptoff=1: every SIGURG must leave the context untouched")
-    s.add_argument("--gc", nargs="?", const="scan", default=None, choices=["scan", "concurrent"], metavar="MODE",
-                   help="run a GC cycle at injections and report use-after-free: with Go input the runtime's own "
-                   "collector, --gc=scan (the default) a cycle at every safe injection with the goroutine parked "
-                   "through it (GODEBUG=gcstoptheworld=2), --gc=concurrent the runtime's default cycle, the "
-                   "goroutine's stack scanned at the injection by a mark worker and the goroutine running on "
-                   "during mark (write barriers, assists); with .s input preemu's model of it (scan only)")
+    s.add_argument("--gc", nargs="?", const=True, default=None, choices=["scan", "concurrent"], metavar="MODE",
+                   help="run GC cycles at the points and report use-after-free: with Go input the runtime's own "
+                   "collector, --gc or --gc=concurrent its default cycle (the goroutine's stack scanned at the point "
+                   "by a mark worker's suspendG, the goroutine running on during mark: write barriers, assists), "
+                   "--gc=scan a cycle at every safe injection with the goroutine parked through it "
+                   "(GODEBUG=gcstoptheworld=2); both also run cycles at the function's call sites (--gc-points); "
+                   "with .s input preemu's model of it")
+    s.add_argument("--gc-points", default="all", choices=["all", "async", "sync"],
+                   help="Go input with --gc: where the cycles run: all (the default), async (at injections, the "
+                   "interrupted frame scanned conservatively) or sync (at the first execution of each call site of "
+                   "the function's package, in the callee's prologue: every frame scanned precisely)")
     s.add_argument("--gc-scanner", default=None, choices=["go", "precise-interrupted", "skip-save-area"],
                    help=".s input with --gc: preemu's stack scanner, default go (the two mutants prove the "
                    "use-after-free oracle bites)")

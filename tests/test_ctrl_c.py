@@ -42,11 +42,11 @@ def test_a_real_sweep_stops_at_any_moment(at):
     _clean(r)
 
 
-# churn's --gc sweep (200 points) is about 2,450 slices; its single chain reports where it got to
+# churn's --gc=scan sweep (200 points) is about 2,450 slices; its single chain reports where it got to
 @pytest.mark.parametrize("at", [700, 1200, 1500, 1800, 2300])
 def test_a_gc_sweep_shows_the_chain_it_was_in(at):
     r = subprocess.run([sys.executable, "-c", _AT_SLICE, str(at), "sweep", "tests/data/go/gcreal", "--func", "churn",
-                        "--gc", "--max-points", "200", "--jobs", "1", "--", "200"],
+                        "--gc=scan", "--max-points", "200", "--jobs", "1", "--", "200"],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 130, r.stderr
     _clean(r)

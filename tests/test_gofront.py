@@ -120,14 +120,14 @@ def test_the_real_gc_keeps_what_hidexor_hides_in_its_innermost_frame():
     use-after-free; the runtime's own collector scans the innermost frame conservatively and finds a stale
     copy of the pointer there, so nothing is freed: the real program is right (tests/test_realgc.py has the
     case where a callee runs the loop)."""
-    code, text = run_cli("sweep", f"{GO}/corpus", "--func", "hideXor", "--reg", "RAX=20", "--gc", "--json")
+    code, text = run_cli("sweep", f"{GO}/corpus", "--func", "hideXor", "--reg", "RAX=20", "--gc=scan", "--json")
     d = json.loads(text)
     assert code == 0 and d["violation_count"] == 0
     assert d["gc"]["cycles"] >= d["gc"]["injections"] == d["gc"]["scans_at_injection"] > 100
 
 
 def test_gc_keeps_an_honest_list_alive():
-    code, text = run_cli("sweep", f"{GO}/corpus", "--func", "honestList", "--reg", "RAX=6", "--gc", "--json")
+    code, text = run_cli("sweep", f"{GO}/corpus", "--func", "honestList", "--reg", "RAX=6", "--gc=scan", "--json")
     d = json.loads(text)
     assert code == 0 and d["violation_count"] == 0 and d["gc"]["uses_after_free"] == 0
 

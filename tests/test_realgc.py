@@ -24,7 +24,7 @@ def line_of(text: str, after: str = "") -> int:
 
 def sweep(func, *extra):
     out = io.StringIO()
-    code = cli.main(["sweep", GCREAL, "--func", func, "--gc", "--json", *extra], out)
+    code = cli.main(["sweep", GCREAL, "--func", func, "--gc=scan", "--json", *extra], out)
     return code, json.loads(out.getvalue())
 
 
@@ -70,7 +70,10 @@ def test_allocation_heavy_code_is_clean_and_each_injection_has_its_cycle():
     g = j["gc"]
     assert g["freed"] > 0 and g["uses_after_free"] == 0
     assert g["scans_at_injection"] == g["injections"] > 0
-    assert g["cycles"] == g["injections"]                # the runtime's own count (memstats.numgc)
+    # the runtime's own count (memstats.numgc): one per injection, and one per call site of the call-site chain
+    assert g["cycles_by_kind"].get("async") == g["injections"]
+    assert g["cycles"] == sum(g["cycles_by_kind"].values()) == g["injections"] + g["sync_points"]
+    assert g["sync_points"] >= 1 and set(g["cycles_by_kind"]) >= {"allocation"}
 
 
 def test_the_runtimes_conservative_scan_keeps_what_a_precise_scan_frees():
@@ -79,7 +82,7 @@ def test_the_runtimes_conservative_scan_keeps_what_a_precise_scan_frees():
     is scanned precisely, with the stack map of its call to spin, where that slot is dead: the cycle frees it."""
     res = gobuild.build(GCREAL)
     img = elfimage.load(str(res.binary))
-    sw = gsweep.RealSweep(img, process.Options(argv=["prog"], env=[f"GODEBUG={realgc.GODEBUG}"]), "keep", gc=True,
+    sw = gsweep.RealSweep(img, process.Options(argv=["prog"], env=[f"GODEBUG={realgc.GODEBUG}"]), "keep", gc="scan",
                           source_path=res.source_path)
     keep_line = line_of("s += i*i ^ (s >> 3)", "func keep")
     sw.reference(10**8)
@@ -123,7 +126,7 @@ def test_a_chain_after_one_that_changed_the_address_space_starts_from_the_snapsh
     res = gobuild.build(GCREAL)
     img = elfimage.load(str(res.binary))
     sw = gsweep.RealSweep(img, process.Options(argv=["prog"], env=[f"GODEBUG={realgc.GODEBUG}"]), "spin",
-                          regs={"RAX": 40}, gc=True, source_path=res.source_path)
+                          regs={"RAX": 40}, gc="scan", source_path=res.source_path)
     sw.reference(10**8)
     p, regions = sw.p, sorted(sw.snap.regions)
     got = []

@@ -30,8 +30,11 @@ def test_hidden_pointer_is_a_use_after_free_once_the_cycle_ends_before_the_deref
     g = j["gc"]
     assert g["mode"] == "concurrent" and g["uses_after_free"] >= 1 and g["cycles"] >= 2
     # every scan of G came through suspendG's preemptStop at the point: preemptPark, _Gpreempted, in mark
-    assert g["stopped_by"] == {"preemptPark": g["scans_at_injection"]} and g["scans_at_injection"] >= g["cycles"]
-    assert g["scan_phases"] == {"_GCmark": g["scans_at_injection"]}
+    assert g["stopped_by"] == {"preemptPark": g["scans_at_injection"]}
+    assert g["scans_at_injection"] >= g["cycles_by_kind"]["async"]
+    # the call-site chain's scans: newstack parked G in the callee's prologue, every frame precise
+    assert g["sync_points"] >= 1 and set(g["sync_stopped_by"]) <= {"preemptPark", "gopreempt_m"}
+    assert g["scan_phases"] == {"_GCmark": sum(g["scans_by_kind"].values())}      # every scan in mark
     assert g["stw_at_point"] >= 1                      # the sweep-termination stop-the-world's SIGURG landed at k too
     assert g["mark_instructions"] > 0 and g["write_barriers"] > 0     # G ran during mark, its barriers on
 

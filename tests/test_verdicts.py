@@ -351,7 +351,7 @@ def test_a_gc_crash_at_a_point_is_told_in_the_runtimes_words():
     """tests/data/go/zombie stores a pointer it kept as a number back into the heap: after a cycle at an
     injection in spin freed the list, the next cycle marks a freed object and the sweeper throws. The
     violation carries the runtime's fatal error, its explanation line and the exit status, in text and JSON."""
-    args = ("sweep", "tests/data/go/zombie", "--func", "zombie", "--gc", "--max-points", "100", "--to-exit", "0")
+    args = ("sweep", "tests/data/go/zombie", "--func", "zombie", "--gc=scan", "--max-points", "100", "--to-exit", "0")
     code, text = run(*args)
     assert code == 1
     assert "actual   fatal error: found pointer to free object in runtime.(*mspan).reportZombies" in text

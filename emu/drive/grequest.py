@@ -36,6 +36,8 @@ class Point:
     saved: tuple = ()                 # g.preempt, g.stackguard0, p.preempt, m.signalPending before the request
     stack: tuple | None = None        # (sp, bytes at and above it) at the injection
     stw: object = None                # --gc=concurrent: the sweep-termination stop-the-world's SignalEvent at k
+    kind: str = "async"               # --gc: "async" (an injection), "call" or "allocation" (gsync.py)
+    callee: str = ""                  # a synchronous point's callee, in whose prologue G stopped
 
 
 class RequestMixin:
@@ -92,6 +94,26 @@ class RequestMixin:
         clock.ready = None
         return Point(k, t.tid, pc, ev, saved)
 
+    def _deliver_sync(self, clock: GoroutineClock, stop) -> Point:
+        """--gc at a synchronous point (gsync.py): G stands in runtime.morestack, entered from the prologue of
+        stop.callee with stackguard0 == stackPreempt. A cycle is made due and G's thread held until the runtime
+        asks to stop G, as at an asynchronous point; its SIGURG lands in morestack and is declined, and newstack
+        parks G (gopreempt_m; preemptPark when a concurrent cycle's suspendG asked), every frame precise. In the
+        concurrent mode with a cycle already in mark that has not scanned G, that cycle's suspendG is awaited
+        instead (the scan is then this point's)."""
+        gc, k = self.gc, stop.boundary
+        cycles = gc.cycles
+        if gc.concurrent and gc.cycle is None and gc.phase() == realgc.GC_MARK and not gc.scanned_this_cycle():
+            pt = self._await_concurrent(clock, k, sync=True)
+        else:
+            pt = self._await_gc(clock, k)
+        if gc.cycle is not None:
+            gc.cycle.boundary, gc.cycle.kind = k, stop.kind
+        pt.kind, pt.callee = stop.kind, stop.callee
+        if gc.concurrent:                   # G kept from its work until the cycle ends: what the cycle freed is
+            self._wait_out_cycle(clock, cycles)            # freed before G uses it again
+        return pt
+
     def _predict(self, tid: int) -> str:
         """preemu's oracle on G at its thread's PC, as if preemption were requested: "safe" or why not (with
         --gc, only the points it calls safe get the runtime's own request for a cycle; the others get
@@ -134,18 +156,19 @@ class RequestMixin:
         t.signal_countdown = 0
         return Point(k, t.tid, pc, t.pending[SIGURG], ())
 
-    def _await_concurrent(self, clock: GoroutineClock, k: int) -> Point | None:
+    def _await_concurrent(self, clock: GoroutineClock, k: int, sync: bool = False) -> Point | None:
         """--gc=concurrent at boundary k: (1) with no cycle running, make one due and hold G's thread until the
         sweep-termination stop-the-world asks to stop G; that SIGURG lands at k (gopreempt_m: G runnable) and
         the world restarts in _GCmark; G runs again, back at k. (2) Hold G's thread there, running, until a
         mark worker's markroot asks to stop G for its stack scan (suspendG: gp.preemptStop and SIGURG,
         preempt.go:193-206); that SIGURG lands at k: asyncPreempt2 -> preemptPark -> _Gpreempted -> scanned ->
         resumeG -> ready, and G goes on in mark. None when a cycle is running that has already scanned G
-        (preemptone's request then, as at the other points)."""
+        (preemptone's request then, as at the other points). `sync`: a synchronous point in a cycle already in
+        mark (_deliver_sync): only (2)."""
         p, gc = self.p, self.gc
         phase = gc.phase()
         first = None
-        if gc.cycle is None and phase == realgc.GC_OFF:
+        if gc.cycle is None and phase == realgc.GC_OFF and not sync:
             first = self._await_gc(clock, k)               # (1): the stop-the-world's request, at k
             lst = p.watch.listener
             if lst is not None:
@@ -188,6 +211,34 @@ class RequestMixin:
         p.runq.appendleft(t)
         t.signal_countdown = 0
         return Point(k, t.tid, pc, t.pending[SIGURG], (), stw=first.event if first is not None else None)
+
+    def _wait_out_cycle(self, clock: GoroutineClock, cycles: int) -> None:
+        """The concurrent mode's schedule after a synchronous point, and a --gc reference's after its point
+        (gsweep.gc_reference): G does not get on with its work until the cycle has ended (self.gc.cycles >
+        cycles), as a goroutine its thread's OS keeps off the CPU would not: G's thread is held, and let run
+        one of G's instructions only when the runtime asks to stop G (the stop-the-world's preemptall,
+        suspendG, forEachP's ragged barrier: SIGURG pending for it). The request lands there; if the handler
+        declines it, G runs that one instruction and is held again. What the cycle frees is then freed before
+        G uses it again."""
+        p, gc = self.p, self.gc
+        give_up = p.clock + GC_WAIT_NS
+        while gc.cycles == cycles and p.clock <= give_up:
+            clock.stop_at, clock.ready = clock.count + 1, None
+            p.run_until(lambda: self.returned is not None or clock.ready is not None or gc.cycles != cycles
+                        or p.clock > give_up)
+            self._stopped_or_raise(clock.count, "waited for the cycle's end")
+            if clock.ready is None:
+                return                          # the cycle ended while G was off the CPU (or F returned)
+            t = p.threads[clock.ready]
+            clock.ready = None
+            p.hold(t)
+            try:
+                p.run_until(lambda: SIGURG in t.pending or gc.cycles != cycles or p.clock > give_up
+                            or not p.runnable_besides_held())
+            finally:
+                p.unhold(t)
+            t.signal_countdown = 0
+        clock.stop_at = None
 
     def _stopped_or_raise(self, k: int, doing: str) -> None:
         p = self.p

@@ -98,8 +98,10 @@ class RealSweep(RequestMixin):
     boundary and its withdrawal: grequest.RequestMixin)."""
 
     def __init__(self, image, opts, func: str, call: int = 1, regs: dict | None = None, stub_code=None,
-                 source_path=None, gc: bool = False, package: str | None = None, process=None):
+                 source_path=None, gc: bool = False, package: str | None = None, process=None,
+                 gc_points: str = "all"):
         self.image, self.opts, self.call = image, opts, call
+        self.gc_points = gc_points          # --gc: "all", "async" (injections only) or "sync" (calls only)
         self.package = package if package not in (None, "main") else None    # a test binary's package under test
         self.func, self.entry = self._resolve(func)
         self.regs = regs or {}
@@ -113,6 +115,7 @@ class RealSweep(RequestMixin):
         `shared` (without --gc): a process another sweep's start-up ran, as new_process built it, run on from
         where it stands (Scout: stopping at a call and running on changes nothing the program does)."""
         self.gc = None                      # realgc.RealGC with --gc: the runtime's own cycle at each injection
+        self.sync = None                    # gsync.SyncPoints with --gc: cycles at G's calls too
         self.p = shared if shared is not None else new_process(self.image, self.opts, self._source_path,
                                                                 self._stub_code)
         self.stub = self.p.stub_name
@@ -122,6 +125,9 @@ class RealSweep(RequestMixin):
             from ..linux.realgc import RealGC, mode_of
             self.gc = RealGC(self.p, self.g, mode_of(self._gc))
             self.gc.returned_at = lambda: self.returned[0] if self.returned is not None else None
+            if self.gc_points != "async":       # the call sites' chain (realsweep.py runs it: sync_only)
+                from .gsync import SyncPoints
+                self.sync = SyncPoints(self.p, self.g, self.func, self.gc)
 
     # --- setup ----------------------------------------------------------------------------------------
     def _resolve(self, func: str) -> tuple[str, int]:
@@ -279,23 +285,76 @@ class RealSweep(RequestMixin):
         finally:
             self.p.opts.ns_per_insn = rate
 
+    def gc_reference(self, budget: int, k: int) -> Reference:
+        """--gc: another legitimate run, uninterrupted but for the runtime's own cycle made due when G reaches
+        boundary k (G's thread held until the runtime asks to stop G, as an OS may delay a thread: the signal
+        then lands at k, or the runtime stops G at a later safe point or call). What a cycle changes without a
+        bug (finalizers run, sync.Pool emptied, a weak pointer cleared) differs here as in a chain
+        (references.py)."""
+        clock = self._arm()
+        listener = _Listener(self, clock)   # holds G's clock through the injection window; its checks unread
+        self.p.watch.listener = listener
+        for k in range(k, k + 1000):        # the first boundary from k on where preemu's oracle calls G safe
+            clock.stop_at, clock.ready = k, None
+            self.p.run_until(lambda: self.returned is not None or clock.ready is not None)
+            if clock.ready is None or self._predict(clock.ready) == "safe":
+                break
+        if clock.ready is not None:         # the schedule a chain's point gets (grequest.py)
+            cycles = self.gc.cycles
+            listener.point = self._await_concurrent(clock, k) if self.gc.concurrent else self._await_gc(clock, k)
+            if self.gc.concurrent:          # G waits at k for the cycle's end, as in scan mode (and in a chain,
+                self._wait_out_cycle(clock, cycles)         # whose points keep stopping G)
+        clock.stop_at = budget
+        self.p.run_until(lambda: self.returned is not None or clock.ready is not None)
+        if self.returned is None:
+            self._disarm(clock)
+            raise EmuError(f"{self.func} did not return in the run with a GC cycle at boundary {k:,} (a reference "
+                           f"of --gc): the program {self.p.error or self.p.stop_reason or 'went on past the budget'}")
+        n, results, globs = self.returned
+        return Reference(n, results, globs, self._finish(clock))
+
     # --- the chain ------------------------------------------------------------------------------------
-    def chain(self, points, stats: dict) -> tuple:
+    def chain(self, points, stats: dict, sync_only: bool = False) -> tuple:
         """Inject at each boundary of `points` (sorted) in one run from the snapshot, then run on to the exit;
-        returns (listener, boundaries reached, ending). self.returned is F's (boundaries, results, globals)."""
+        returns (listener, boundaries reached, ending). self.returned is F's (boundaries, results, globals).
+        `sync_only` (--gc): no injection; a cycle at the first execution of each call site instead (gsync.py)."""
         clock = self._arm()
         listener = _Listener(self, clock)
         self.p.watch.listener = listener
         self.live = listener                    # what a Ctrl-C's partial summary reads (live_summary)
         reached = 0
-        for k in points:
-            clock.stop_at = k
-            self.p.run_until(lambda: self.returned is not None or clock.ready is not None)
-            if clock.ready is None:
-                break                           # F returned (or the program ended) before boundary k
-            reached += 1
-            listener.point = self._deliver(clock, k)
-            listener.points.append(listener.point)
+        sync = self.sync if sync_only else None
+        if sync_only:
+            points = (1 << 62,)                 # a boundary G never reaches: only the call sites stop it
+        if sync is not None:
+            sync.begin(clock)
+        try:
+            for k in points:
+                if clock.count > k:
+                    continue                    # a synchronous point's run went past k
+                stop = None
+                while True:
+                    clock.stop_at = k
+                    self.p.run_until(lambda: self.returned is not None or clock.ready is not None)
+                    stop = sync.take() if sync is not None and clock.ready is not None else None
+                    if stop is None or self.returned is not None:
+                        break
+                    reached += 1                # a call site's synchronous point (gsync.py), at or before k
+                    listener.point = self._deliver_sync(clock, stop)
+                    listener.points.append(listener.point)
+                    if stop.boundary >= k:
+                        break
+                if stop is not None:
+                    continue                    # k was the synchronous point's boundary
+                if clock.ready is None or self.returned is not None:
+                    break                       # F returned (or the program ended) before boundary k (or a
+                    #                             --gc point's own run took G there: the point is not F's)
+                reached += 1                    # (a call site's arm stays: its prologue up to morestack is unsafe)
+                listener.point = self._deliver(clock, k)
+                listener.points.append(listener.point)
+        finally:
+            if sync is not None:
+                sync.end()
         ending = self._finish(clock)
         for pt in listener.points:
             ev = pt.event

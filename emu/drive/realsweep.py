@@ -45,13 +45,14 @@ class RealSpec:
     gc: bool | str = False                     # the runtime's own GC cycle at injections: "scan" (True) or
     #                                            "concurrent" (realgc.py)
     test: tuple = ()                           # ("test" | "bench", NAME): the package's test binary running it
+    gc_points: str = "all"                     # --gc's points: "all", "async" (injections) or "sync" (calls: gsync.py)
 
     def build(self, process=None) -> RealSweep:
         """The sweep's process run to F's call (`process`: one a pattern sweep's start-up runs on, gsweep's
         next_first_call stopped at F's first call; None: a process of its own)."""
         image, opts, regs, stub, res = self.parts()
         return RealSweep(image, opts, self.entry, self.call, regs, stub, res.source_path, gc=self.gc,
-                         package=res.package, process=process)
+                         package=res.package, process=process, gc_points=self.gc_points)
 
     def parts(self) -> tuple:
         """(image, process options, entry registers, stub (name, code) or None, BuildResult): what a process of
@@ -225,7 +226,46 @@ def _finals(sw: RealSweep, ref: Reference, ending: Ending, last) -> list[Violati
 def run_shard(sw: RealSweep, ref: Reference, index: int, points, opts: S.ChainOptions,
               each_pc: int | None = None) -> S.ShardResult:
     """Inject at `points` in one chain from the snapshot; check each resume, F's return and the exit. With
-    `each_pc` (a cap), the chain decides each PC of G at its first occurrence instead (eachpc.py)."""
+    `each_pc` (a cap), the chain decides each PC of G at its first occurrence instead (eachpc.py). SYNC_CHAIN:
+    --gc's call sites (gsync.py), in chains from the snapshot until every site G reached has had its cycle (a
+    site reached while a cycle was running waits for the next chain: the concurrent mode's cycles are long)."""
+    if points != SYNC_CHAIN:
+        return _chain_shard(sw, ref, index, points, opts, each_pc)
+    out = _chain_shard(sw, ref, index, points, opts)
+    for _ in range(SYNC_ROUNDS - 1):
+        before = len(sw.sync.done)
+        if not sw.sync.waiting or before == len(sw.sync.sites):
+            break
+        nxt = _chain_shard(sw, ref, index, points, opts)
+        _add_shard(out, nxt)
+        if len(sw.sync.done) == before:
+            break
+    out.extra["gc"] |= {"sync_reached": len(sw.sync.reached), "sync_waiting": len(sw.sync.waiting - sw.sync.done)}
+    return out
+
+
+#: most chains a --gc sweep runs for its call sites (each serves at least one site no chain before it did)
+SYNC_ROUNDS = 32
+
+
+def _add_shard(out: S.ShardResult, more: S.ShardResult) -> None:
+    """Another chain of the same shard (the call-site rounds): its counts added to out's."""
+    out.points += more.points
+    out.injected += more.injected
+    out.refused.update(more.refused)
+    out.violations.merge(more.violations)
+    for pc, ps in more.per_pc.items():
+        out.per_pc.setdefault(pc, S.PcStats(pc, Counter())).verdicts.update(ps.verdicts)
+    out.cpu_seconds += more.cpu_seconds
+    a, b = out.extra, more.extra
+    a["reached"] += b["reached"]
+    a["other_preemptions"] += b["other_preemptions"]
+    a["paths"] = dict(Counter(a["paths"]) + Counter(b["paths"]))
+    a["gc"] = merge_gc(a["gc"], b["gc"])
+
+
+def _chain_shard(sw: RealSweep, ref: Reference, index: int, points, opts: S.ChainOptions,
+                 each_pc: int | None = None) -> S.ShardResult:
     c0 = time.process_time()
     stats: dict = {}
     pcs = None
@@ -233,6 +273,8 @@ def run_shard(sw: RealSweep, ref: Reference, index: int, points, opts: S.ChainOp
         from . import eachpc
         listener, reached, ending, seen, decided = eachpc.chain(sw, each_pc, stats)
         points, pcs = range(reached), {"distinct": len(seen), "decided": len(decided & seen)}
+    elif points == SYNC_CHAIN:                   # --gc: the call sites' cycles, one chain (gsync.py)
+        listener, reached, ending = sw.chain((), stats, sync_only=True)
     else:
         listener, reached, ending = sw.chain(shards.ticking(points, index), stats)   # the bar moves point by point
     log = S.ViolationLog(opts.max_violations)
@@ -266,13 +308,17 @@ def run_shard(sw: RealSweep, ref: Reference, index: int, points, opts: S.ChainOp
 def gc_violations(sw: RealSweep) -> list[Violation]:
     """Each use of an object the cycle at an injection freed (realgc.UseAfterFree) as a Violation."""
     out = []
+    kept = {sv.obj.addr: sv for sv in sw.gc.survivors}
     for u in sw.gc.uaf:
         o = u.obj
         what = f"object {o.addr:#x} ({o.size} bytes{', ' + o.type if o.type else ''})"
+        sv = kept.get(o.addr)
+        earlier = (f"; at boundary {sv.kept_at} a conservatively scanned word ({sv.word}) had pointed to it, and "
+                   "that cycle kept it" if sv is not None and sv.obj is o else "")
         out.append(sw.make_violation("use-after-free", what, f"untouched: the GC at boundary {o.boundary} freed it",
                                      f"a {u.access} of {u.addr:#x} (offset {u.addr - o.addr})", o.boundary, u.pc,
-                                     f"the runtime's GC at the injection at boundary {o.boundary} found no pointer "
-                                     f"to it and freed it; the program then used it (thread {u.tid})"))
+                                     f"the runtime's GC at the point at boundary {o.boundary} found no pointer "
+                                     f"to it and freed it; the program then used it (thread {u.tid}){earlier}"))
     return out
 
 
@@ -288,18 +334,57 @@ def gc_stats(sw: RealSweep, listener) -> dict:
     phases = {0: "_GCoff", 1: "_GCmark", 2: "_GCmarktermination"}
     return {"mode": g.mode, "injections": len(injected), "cycles": g.cycles, "freed": g.freed_total,
             "scans_at_injection": len(parked), "uses_after_free": len(g.uaf),
-            "stopped_by": dict(Counter(s.path or "not at an injection" for s in g.scans)),
+            "stopped_by": dict(Counter(s.path or "not at an injection" for s in g.scans if s.kind == "async")),
+            "sync_stopped_by": dict(Counter(s.path or "not at the call" for s in g.scans if s.kind != "async")),
             "scan_phases": dict(Counter(phases.get(s.phase, str(s.phase)) for s in g.scans)),
             "stw_at_point": sum(1 for pt in listener.points if getattr(pt, "stw", None) is not None),
+            "sync_points": sum(1 for pt in listener.points if pt.kind != "async"),
+            "sync_sites": len(sw.sync.sites) if sw.sync is not None else 0,
+            "cycles_by_kind": dict(g.cycle_kinds),
+            "scans_by_kind": dict(Counter(s.kind for s in g.scans)),
+            "points": sw.gc_points,
+            "kept_by_stale_words": len(g.survivors),
+            "survivors": [{"object": f"{sv.obj.addr:#x}", "size": sv.obj.size, "type": sv.obj.type,
+                           "kept_at": sv.kept_at, "word": sv.word, "freed_at": sv.obj.boundary}
+                          for sv in g.survivors[:SURVIVORS_SHOWN]],
             "mark_instructions": g.mark_insns, "write_barriers": g.barriers["wb"],
             "bulk_barriers": g.barriers["bulk"], "assists": g.barriers["assist"],
             "sample": None if sample is None else {"boundary": sample.boundary, "status": sample.status,
                                                    "path": sample.path, "frames": [list(f) for f in sample.frames]}}
 
 
+def merge_gc(acc: dict | None, g: dict) -> dict:
+    """gc_stats of two chains as one: counts added, the first chain's sample and settings kept."""
+    if acc is None:
+        acc = {key: 0 for key in _GC_SUMS} | {"mode": g.get("mode", "scan"), "sample": g["sample"],
+                                              "points": g.get("points", "all"), "sync_sites": g.get("sync_sites", 0),
+                                              "survivors": []}
+        acc |= {key: {} for key in _GC_COUNTERS}
+    acc = dict(acc)
+    for key in _GC_SUMS:
+        acc[key] = acc.get(key, 0) + g.get(key, 0)
+    for key in _GC_COUNTERS:
+        acc[key] = dict(Counter(acc.get(key, {})) + Counter(g.get(key, {})))
+    for key in ("sync_sites", "sync_reached", "sync_waiting"):      # set by the one call-site shard
+        acc[key] = max(acc.get(key, 0), g.get(key, 0))
+    if acc.get("sample") is None:
+        acc["sample"] = g.get("sample")
+    acc["survivors"] = (acc.get("survivors", []) + g.get("survivors", []))[:SURVIVORS_SHOWN]
+    return acc
+
+
+#: conservative survivors listed in a report (all are counted)
+SURVIVORS_SHOWN = 10
+
+#: gc_stats' tallies by name, added key by key
+_GC_COUNTERS = ("stopped_by", "sync_stopped_by", "scan_phases", "cycles_by_kind", "scans_by_kind")
+
+#: the task of --gc's call-site chain (gsync.py), in place of its points
+SYNC_CHAIN = ("sync",)
+
 #: gc_stats' counts, summed over shards
 _GC_SUMS = ("injections", "cycles", "freed", "scans_at_injection", "uses_after_free", "stw_at_point",
-            "mark_instructions", "write_barriers", "bulk_barriers", "assists")
+            "mark_instructions", "write_barriers", "bulk_barriers", "assists", "sync_points", "kept_by_stale_words")
 
 
 def spread(points: list[int], k: int) -> list[int]:
@@ -327,8 +412,14 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
         # of the swept run itself, until F returns. max_points sets the step from the reference's boundaries;
         # the cycles lengthen G's run (assists, sweeping, refills), so more points than max_points may be tried
         # (the report says so: a cap would leave the end of F unswept).
+        # With gc_points "all" (or "sync"), a second chain (or the only one) runs a cycle at each call site of F's
+        # package instead, every frame precise (gsync.py): apart, so that the chains' cycles do not crowd each
+        # other out (a concurrent cycle spans tens of thousands of G's instructions).
         step = -(-ref.boundaries // max_points)
-        plan, tasks = [(0, 1)], [(0, range(0, 1 << 62, step), None)]
+        tasks = [] if spec.gc_points == "sync" else [(0, range(0, 1 << 62, step), None)]
+        if spec.gc_points != "async":
+            tasks.append((len(tasks), SYNC_CHAIN, None))
+        plan = [(i, i + 1) for i in range(len(tasks))]
     else:
         plan = S.shard_plan(len(points), SHARD_POINTS)
         tasks = [(i, points[a:b], None) for i, (a, b) in enumerate(plan)]
@@ -351,13 +442,7 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
     for r in results:
         g = (r.extra or {}).get("gc")
         if g is not None:
-            if gc is None:
-                gc = {key: 0 for key in _GC_SUMS} | {"mode": g.get("mode", "scan"), "stopped_by": {},
-                                                      "scan_phases": {}, "sample": g["sample"]}
-            for key in _GC_SUMS:
-                gc[key] += g.get(key, 0)
-            for key in ("stopped_by", "scan_phases"):
-                gc[key] = dict(Counter(gc[key]) + Counter(g.get(key, {})))
+            gc = merge_gc(gc, g)
         injected += r.injected
         refused.update(r.refused)
         log.merge(r.violations)

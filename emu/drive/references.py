@@ -17,6 +17,9 @@ a difference there is no violation. The rule:
 - Output is compared line by line when every reference printed as many lines; otherwise the whole stream is
   unstable.
 
+- With --gc, GC_REFERENCES more runs each get one of the runtime's own cycles during F (gsweep.gc_reference):
+  a key a cycle changes without any bug (a finalizer's count, a sync.Pool New count, a cleared weak pointer) is
+  unstable too. A GC bug is still found by its own evidence: the use of freed memory, the runtime's crash.
 Left out: the AES hash keys fixed at start-up (rngstate.py says why). Elapsed time is varied by the clock
 rate only: a value that depends on it in a way a 2x slower clock leaves unchanged but a preemption changes
 is still compared.
@@ -28,6 +31,9 @@ from dataclasses import dataclass, field
 
 #: uninterrupted runs from the snapshot: the primary and REFERENCES - 1 reseeded ones
 REFERENCES = 3
+#: --gc: references with one GC cycle made due during F (at its entry and half-way): a cycle legitimately
+#: changes what finalizers, sync.Pool's New or weak pointers leave behind, so those keys are not compared
+GC_REFERENCES = 2
 #: reseeded runs more, when a chain differs at a key the references agreed on
 CONFIRM = 6
 #: how keys name the ending (Violation.what of the final-state checks)
@@ -41,14 +47,15 @@ class Unstable:
     globals: set = field(default_factory=set)
     lines: dict = field(default_factory=dict)        # "stdout"/"stderr" -> set of line indices, or None: whole
     exit_code: bool = False
-    references: int = 1                              # uninterrupted runs compared
+    references: int = 1                              # legitimate runs compared
+    gc_runs: int = 0                                 # of them, --gc's with a cycle during F (GC_REFERENCES)
 
     def stream_unstable(self, what: str) -> bool:
         return what in self.lines and self.lines[what] is None
 
     def describe(self, symbol=lambda k: k) -> dict:
         """JSON-ready: what was found unstable and how many runs showed it."""
-        return {"references": self.references, "results": sorted(self.results),
+        return {"references": self.references, "gc_references": self.gc_runs, "results": sorted(self.results),
                 "globals": sorted(symbol(k) for k in self.globals),
                 "output": {w: ("all" if ix is None else sorted(ix)) for w, ix in sorted(self.lines.items())},
                 "exit_code": self.exit_code}
@@ -67,11 +74,16 @@ def other_run(sw, budget: int, seed: int, i: int):
 
 
 def establish(sw, budget: int, seed: int):
-    """The primary reference of RealSweep `sw` with its `unstable` keys from REFERENCES - 1 other runs."""
+    """The primary reference of RealSweep `sw` with its `unstable` keys from REFERENCES - 1 other runs (with
+    --gc, GC_REFERENCES more, each with one of the runtime's own cycles during F: gsweep.gc_reference)."""
     ref = sw.reference(budget)
     ref.unstable = Unstable()
     for i in range(1, REFERENCES):
         add_run(ref.unstable, ref, other_run(sw, budget, seed, i))
+    if sw.gc is not None:
+        for i in range(1, GC_REFERENCES + 1):
+            add_run(ref.unstable, ref, sw.gc_reference(budget, ref.boundaries * (i - 1) // GC_REFERENCES))
+            ref.unstable.gc_runs += 1
     return ref
 
 

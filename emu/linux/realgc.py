@@ -68,6 +68,7 @@ from .regbatch import read_reg
 
 GODEBUG = "gcstoptheworld=2"           # --gc=scan's setting (the concurrent mode runs with the default GODEBUG)
 MODES = ("scan", "concurrent")
+DEFAULT_MODE = "concurrent"              # what --gc alone runs on Go input
 SIGURG = 23                              # _SIGURG on linux/amd64 (gostructs.SIG_PREEMPT)
 WAIT_FORCEGCPERIOD_NS = 1_000_000        # forcegcperiod while a cycle is awaited (sysmon then sleeps <= 0.5 ms)
 M_SPAN_DEAD, M_SPAN_IN_USE, M_SPAN_MANUAL = 0, 1, 2    # runtime/mheap.go:387
@@ -87,7 +88,7 @@ FIELDS = {
     "mheap": ("runtime.mheap", ("allspans", "arenas", "sweepgen")),
     "arena": ("runtime.heapArena", ("spans",)),
     "mstats": ("runtime.mstats", ("numgc", "last_gc_nanotime")),
-    "frame": ("runtime.stkframe", ("pc",)),
+    "frame": ("runtime.stkframe", ("pc", "sp", "varp")),
     "scan": ("runtime.stackScanState", ("conservative",)),
     "g": ("runtime.g", ("atomicstatus", "asyncSafePoint", "preemptStop")),
     "sched": ("runtime.schedt", ("npidle", "gcwaiting")),
@@ -99,11 +100,12 @@ OPTIONAL = {"inline": ("runtime.spanInlineMarkBits", ("marks",))}
 
 
 def mode_of(gc) -> str | None:
-    """--gc's mode: None (off), "scan" or "concurrent" (True: "scan", the mode --gc alone names)."""
+    """--gc's mode: None (off), "scan" or "concurrent" (True: "concurrent", the mode --gc alone names: the
+    runtime's default cycle)."""
     if not gc:
         return None
     if gc is True:
-        return "scan"
+        return DEFAULT_MODE
     if gc not in MODES:
         raise EmuError(f"--gc={gc}: the modes are {', '.join(MODES)}")
     return gc
@@ -163,6 +165,16 @@ class Scan:
     frames: list = field(default_factory=list)    # [(function, "conservative" | "precise")]
     path: str = ""                # what descheduled G at the injection: "preemptPark" or "gopreempt_m" ("" if none)
     phase: int = GC_MARK          # gcphase during the scan
+    kind: str = "async"           # the kind of point whose cycle scanned G (_Cycle.kind)
+
+
+@dataclass
+class Survivor:
+    """An object a conservatively scanned word pointed to when a cycle at an injection kept it, and a later
+    cycle freed (item 3 of issue #36: where the bug did not fire, a stale word is why)."""
+    obj: Freed                    # as the later cycle freed it
+    kept_at: int                  # the injection boundary whose cycle's scan met the word
+    word: str                     # "R15 saved by asyncPreempt" or "main.f's frame at SP+0x18"
 
 
 @dataclass
@@ -183,6 +195,19 @@ class _Cycle:
     forcegc_parked: bool = False      # forcegchelper was seen parked since the cycle was made due
     freed: list = field(default_factory=list)     # concurrent: Freed objects, from the mark bits at gcSweep
     mark_from: int | None = None      # G's instruction count when the world restarted for mark
+    kind: str = "async"               # the point's kind: "async" (an injection), "call" or "allocation"
+
+
+def _word_name(func: str, off: int) -> str:
+    """A conservatively scanned word, named: asyncPreempt's frame holds the GPRs mkpreempt.go saves, at the
+    same offsets in every layout preemu knows (core/layout.py); another frame's word by its offset."""
+    if func == "runtime.asyncPreempt":
+        from ..core import layout
+        for slot in layout.LAYOUTS["go1.27"].stack_slots:
+            if slot.offset == off:
+                return f"{slot.reg.name} saved by asyncPreempt"
+        return f"asyncPreempt's frame at SP+{off:#x}"
+    return f"{func}'s frame at SP+{off:#x}"
 
 
 def allocated_slots(alloc_bits: int, freeindex: int, nelems: int) -> int:
@@ -221,6 +246,9 @@ class RealGC:
         self.cycle: _Cycle | None = None
         self.waiting = None                       # G's thread while it is held for the runtime's stop request
         self.cycles = 0                           # cycles preemu started that ended (numgc read back)
+        self.cycle_kinds: dict[str, int] = {}     # those cycles by the kind of point ("async", "call", "allocation")
+        self.kept: dict[int, tuple[int, str]] = {}  # object -> (boundary, word) of a conservative word's last hit
+        self.survivors: list[Survivor] = []       # objects kept so, then freed by a later cycle
         self.freed: dict[int, Freed] = {}         # address -> object, watched
         self._starts: list[int] = []
         self.uaf: list[UseAfterFree] = []
@@ -260,6 +288,8 @@ class RealGC:
         self.freed, self._starts = {}, []
         self.uaf, self.scans = [], []
         self.cycles = self.freed_total = 0
+        self.cycle_kinds = {}
+        self.kept, self.survivors = {}, []
         self._zero_counts()
 
     # --- reading the runtime's state --------------------------------------------------------------------
@@ -475,6 +505,7 @@ class RealGC:
         if self.concurrent:
             for o in c.freed:
                 self.freed[o.addr] = o
+                self._survived(o)
             self.freed_total += len(c.freed)
         else:
             after = self.heap()
@@ -487,10 +518,12 @@ class RealGC:
                     if gone & 1:
                         a = base + i * es
                         self.freed[a] = Freed(a, es, c.boundary, self._type_of(a, span))
+                        self._survived(self.freed[a])
                         self.freed_total += 1
                     gone >>= 1
                     i += 1
         self.cycles += 1
+        self.cycle_kinds[c.kind] = self.cycle_kinds.get(c.kind, 0) + 1
         self.cycle = None
         self._scan = None
         self._watch()
@@ -569,8 +602,11 @@ class RealGC:
         asp = self.p.read(g + self._f("g", "asyncSafePoint"), 1)[0]
         rec = self.p.watch._awaiting.get(g) if asp else None
         path = (rec.descheduled or "").removeprefix("runtime.") if rec is not None else ""
-        self._scan = Scan(self.cycle.boundary, G_STATUS.get(st, str(st)), bool(asp),
-                          path={"goschedImpl": "gopreempt_m"}.get(path, path), phase=self.phase())
+        status, kind = G_STATUS.get(st, str(st)), self.cycle.kind
+        if kind != "async" and not asp:     # parked by newstack at the synchronous point (gsync.py)
+            path = {"_Grunnable": "gopreempt_m", "_Gwaiting": "preemptPark"}.get(status, "")
+        self._scan = Scan(self.cycle.boundary, status, bool(asp), path={"goschedImpl": "gopreempt_m"}.get(path, path),
+                          phase=self.phase(), kind=kind)
         self.scans.append(self._scan)
 
     def _on_scanframe(self, uc, addr, size, _) -> None:
@@ -580,7 +616,41 @@ class RealGC:
         pc = self.p.read_u64(frame + self._f("frame", "pc"))
         cons = self.p.read(state + self._f("scan", "conservative"), 1)[0]
         name = (self.p.image.func_at(pc) or ("?", 0))[0].removesuffix(".abi0")
-        self._scan.frames.append((name, "conservative" if cons or name == "runtime.asyncPreempt" else "precise"))
+        cons = bool(cons) or name == "runtime.asyncPreempt"
+        self._scan.frames.append((name, "conservative" if cons else "precise"))
+        if cons and self._scan.async_safe_point:
+            self._conservative_words(frame, name)
+
+    def _conservative_words(self, frame: int, name: str) -> None:
+        """The words scanConservative reads in a frame (mgcmark.go scanframeworker: [sp, varp)) that point into
+        an allocated heap object: kept[object] = (this scan's boundary, which word)."""
+        sp = self.p.read_u64(frame + self._f("frame", "sp"))
+        varp = self.p.read_u64(frame + self._f("frame", "varp"))
+        if not 0 < varp - sp <= 1 << 16:
+            return
+        raw = self.p.read(sp, varp - sp)
+        for i, v in enumerate(struct.unpack(f"<{len(raw) // 8}Q", raw[:len(raw) // 8 * 8])):
+            if v < 0x1000:
+                continue
+            base = self.object_at(v)
+            if base is not None:
+                self.kept[base] = (self._scan.boundary, _word_name(name, 8 * i))
+
+    def object_at(self, addr: int) -> int | None:
+        """The allocated heap object addr points into (its base), as findObject would answer, or None."""
+        sp = self.span_of(addr)
+        if not sp or self.p.read(sp + self._state_at, 1)[0] != M_SPAN_IN_USE:
+            return None
+        s = self._span(sp)
+        if not s["elemsize"] or not s["startAddr"] <= addr < s["startAddr"] + s["elemsize"] * s["nelems"]:
+            return None
+        i = (addr - s["startAddr"]) // s["elemsize"]
+        return s["startAddr"] + i * s["elemsize"] if (self._allocated(s) >> i) & 1 else None
+
+    def _survived(self, o: Freed) -> None:
+        hit = self.kept.pop(o.addr, None)
+        if hit is not None and hit[0] != o.boundary:
+            self.survivors.append(Survivor(o, hit[0], hit[1]))
 
     # --- the watch -----------------------------------------------------------------------------------
     def _unwatch(self) -> None:

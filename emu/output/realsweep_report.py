@@ -143,8 +143,10 @@ def nondeterministic_lines(nd: dict | None) -> list[str]:
     if not keys:
         return []
     shown = ", ".join(keys[:6]) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
-    return [f"  nondeterministic   {len(keys):>9,}   differ between {nd['references']} uninterrupted runs (the runtime's "
-            "random state drawn anew, the clock's rate varied), so not compared:",
+    gcs = nd.get("gc_references", 0)
+    return [f"  nondeterministic   {len(keys):>9,}   differ between {nd['references']} runs without preemption (the "
+            "runtime's random state drawn anew, the clock's rate varied"
+            + (f", a GC cycle during the function in {gcs}" if gcs else "") + "), so not compared:",
             f"                                 {shown}"]
 
 
@@ -178,11 +180,45 @@ def gc_lines(r) -> list[str]:
     L = ["  GC mode                 scan   GODEBUG=gcstoptheworld=2: the goroutine stays parked through each cycle "
          "(no write barrier or assist of its own runs during mark)",
          f"  GC cycles          {g['cycles']:>9,}   the runtime's own (memstats.numgc), one per injection "
-         f"({g['injections']:,} injections in the chains)",
+         f"({g['injections']:,} injections in the chains){_at_calls(g)}",
          f"  G scanned parked   {g['scans_at_injection']:>9,}   scanstack met {r.func}'s goroutine runnable at the "
          "injection, asyncSafePoint set",
          f"  objects freed      {g['freed']:>9,}   by those cycles, then watched until reallocated"]
-    return L + _sample_lines(g)
+    return L + _sync_lines(g) + _survivor_lines(g) + _sample_lines(g)
+
+
+def _survivor_lines(g) -> list[str]:
+    """Objects a stale word kept at an injection's cycle and a later cycle freed (realgc.Survivor)."""
+    n = g.get("kept_by_stale_words", 0)
+    if not n:
+        return []
+    L = [f"  kept by stale words {n:>8,}   objects a conservatively scanned word (a saved register, a slot of the "
+         "interrupted frame) pointed to when an injection's cycle kept them, and a later cycle freed: where the program "
+         "still uses one, a hidden-pointer bug did not fire at that point because of the word"]
+    for sv in g.get("survivors", [])[:3]:
+        L.append(f"    {sv['object']} ({sv['size']} bytes{', ' + sv['type'] if sv['type'] else ''}): kept at "
+                 f"boundary {sv['kept_at']:,} by {sv['word']}, freed at {sv['freed_at']:,}")
+    return L
+
+
+def _at_calls(g) -> str:
+    n = sum(v for k, v in g.get("cycles_by_kind", {}).items() if k != "async")
+    return f", and {n:,} at calls" if n else ""
+
+
+def _sync_lines(g) -> list[str]:
+    """The call-site chain (emu/drive/gsync.py), when it ran."""
+    if g.get("points", "all") == "async":
+        return []
+    kinds = g.get("cycles_by_kind", {})
+    by = ", ".join(f"{n:,} {_STOPPED_BY.get(p, p)}" for p, n in sorted(g.get("sync_stopped_by", {}).items(),
+                                                                     key=lambda kv: -kv[1]))
+    left = g.get("sync_waiting", 0)
+    return [f"  GC at calls        {g.get('sync_points', 0):>9,}   cycles with the goroutine stopped in a callee's prologue "
+            f"(morestack: every frame precise): {kinds.get('allocation', 0):,} at allocations, {kinds.get('call', 0):,} "
+            f"at other calls ({by or 'no scan'})",
+            f"  call sites         {g.get('sync_reached', 0):>9,}   of the package's code reached by the goroutine, of "
+            f"{g.get('sync_sites', 0):,} in it" + (f"; {left:,} got no cycle (one was running each time)" if left else "")]
 
 
 def _concurrent_gc_lines(r, g) -> list[str]:
@@ -191,7 +227,7 @@ def _concurrent_gc_lines(r, g) -> list[str]:
     L = ["  GC mode           concurrent   the runtime's default cycle: a mark worker's suspendG stops the goroutine "
          "at the point for its stack scan, and it runs on during mark",
          f"  GC cycles          {g['cycles']:>9,}   the runtime's own (memstats.numgc), made due at points where no "
-         "cycle was running (the others got preemptone's request)",
+         f"cycle was running (the others got preemptone's request){_at_calls(g)}",
          f"  G scanned parked   {g['scans_at_injection']:>9,}   scanstack met {r.func}'s goroutine parked at the "
          f"point, asyncSafePoint set ({paths or 'none'})",
          f"  G during mark      {g.get('mark_instructions', 0):>9,}   instructions of the goroutine while the write "
@@ -199,7 +235,7 @@ def _concurrent_gc_lines(r, g) -> list[str]:
          f"{g.get('assists', 0):,} mark assist(s)",
          f"  objects freed      {g['freed']:>9,}   unmarked at mark termination, then watched through the lazy "
          "sweep until reallocated"]
-    return L + _sample_lines(g)
+    return L + _sync_lines(g) + _survivor_lines(g) + _sample_lines(g)
 
 
 _STOPPED_BY = {"preemptPark": "preemptPark -> _Gpreempted", "gopreempt_m": "gopreempt_m -> _Grunnable"}
@@ -228,5 +264,6 @@ def verdict(r) -> list[str]:
                  f"    untouched; {r.func}'s results and the program's output equal the uninterrupted run."]
                 + ([("    The runtime's concurrent GC scanned the goroutine at the points it ran at"
                      if r.gc.get("mode") == "concurrent" else "    The runtime's GC ran at every injection")
+                    + (" and at the call sites" if r.gc.get("points", "all") != "async" else "")
                     + "; nothing it freed was used afterwards."] if r.gc is not None else []))
     return failure_lines(r.violations, r.violation_count, r.violation_groups)

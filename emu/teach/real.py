@@ -143,7 +143,7 @@ def explain(path: str, func: str, at: str, *, call: int = 1, registers=None, arg
     spec = realsweep.RealSpec(os.path.abspath(path), func, call, realsweep.check_registers(registers),
                               None if stub is None else os.path.abspath(stub),
                               tuple((realsweep.test_argv(path, *test) if test else realsweep.default_argv(path))
-                                    + list(args)), tuple(env), 1, gc, test)
+                                    + list(args)), tuple(env), 1, "scan" if gc else False, test)
     sw = spec.build()
     from ..engine.interrupt import ctrl_c
     with ctrl_c(lambda: sw.p):                      # Ctrl-C ends the story between two slices
