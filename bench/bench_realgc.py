@@ -14,7 +14,10 @@ Prints (CPU time):
   1,000th boundary: CPU per point and per cycle (a cycle is made due at each point where none runs; G's
   stack is scanned at that point through preemptPark, and G runs on during mark, so later points fall in the
   cycle and get preemptone's request), and the ratio of its CPU per cycle to --gc=scan's per point.
-Targets: <= 5 ms CPU per point on a small heap; the 1,000-point sweep under 4 minutes; a concurrent cycle
+- whole `--max-points 500` sweeps of churn and hidden in both modes (both kinds of point: injections and the
+  call sites' chain, references and to-exit runs included): CPU per point tried, and the concurrent mode's
+  against the scan mode's.
+Targets: <= 5 ms CPU per point on a small heap; the 1,000-point sweep under 4 minutes; a concurrent point
 <= 3x a scan point.
 """
 from __future__ import annotations
@@ -105,6 +108,19 @@ def where(sw) -> collections.Counter:
     return groups, by_func
 
 
+def modes(max_points: int) -> dict:
+    """Issue #36 item 6: whole sweeps of the same functions in both modes, both kinds of point (`preemu sweep --gc`
+    as a user runs it: references, chains, to-exit runs): {(func, mode): (CPU s, points tried, cycles by kind)}."""
+    import emu
+    out = {}
+    for func, args in (("churn", ["200"]), ("hidden", [])):
+        for mode in ("scan", "concurrent"):
+            c0 = time.process_time()
+            rep = emu.sweep(str(ROOT / "tests/data/go/gcreal"), func, gc=mode, max_points=max_points, args=args)
+            out[(func, mode)] = (time.process_time() - c0, rep.result.points, rep.result.gc["cycles_by_kind"])
+    return out
+
+
 def sweep_wall(points: int) -> float:
     t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-m", "emu", "sweep", "tests/data/go/gcreal", "--func", "churn", "--gc",
@@ -132,6 +148,12 @@ def main() -> None:
           f"({cscans} scans of G through preemptPark at a point), {cms:.2f} ms CPU per point, {ccy:.1f} ms CPU per "
           f"cycle = {ccy / ms:.2f}x a --gc=scan point (target <= 3x)")
     print(f"1,000-point `preemu sweep --gc --jobs 2` (churn): {sweep_wall(1000):.1f} s wall (target < 240 s)")
+    m = modes(500)
+    for func in ("churn", "hidden"):
+        (sc, sp, sk), (cc, cp, ck) = m[(func, "scan")], m[(func, "concurrent")]
+        print(f"whole --max-points 500 sweep of {func}: --gc=scan {sc:.1f} s CPU, {sp:,} points, cycles {sk}, "
+              f"{sc / sp * 1e3:.1f} ms a point; --gc (concurrent) {cc:.1f} s CPU, {cp:,} points, cycles {ck}, "
+              f"{cc / cp * 1e3:.1f} ms a point = {cc / cp / (sc / sp):.2f}x scan's (target <= 3x)")
 
 
 if __name__ == "__main__":

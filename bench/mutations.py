@@ -223,6 +223,16 @@ MUTATIONS = {
                                          "        elif t.state == BLOCKED and not t.sigmask & (1 << (sig - 1)):",
                                          "        elif t.state == BLOCKED:",
                                          [S40 + "test_a_signal_the_waiting_thread_blocks_leaves_it_waiting_until_unblocked"]),
+    # issue #36 (round 4): the GC at calls, the GC references, the stale-word survivors
+    "gc-sync-never-arms": ("emu/drive/gsync.py", "        self.armed = (addr, target)\n", "        return\n",
+                           ["tests/test_realgc_sync.py::test_every_frame_is_precise_at_a_call_and_newstack_parks_the_goroutine"]),
+    "gc-concurrent-sync-runs-on": ("emu/drive/grequest.py", "            self._wait_out_cycle(clock, cycles)            #",
+                                   "            pass                                             #",
+                                   ["tests/test_realgc_sync.py::test_a_slice_rebuilt_from_its_uintptr_is_a_use_after_free_with_every_release"]),
+    "gc-no-gc-references": ("emu/drive/references.py", "GC_REFERENCES = 2", "GC_REFERENCES = 0",
+                            ["tests/test_realgc_sync.py::test_what_a_cycle_changes_without_a_bug_is_not_compared"]),
+    "gc-no-stale-words": ("emu/linux/realgc.py", "            self._conservative_words(frame, name)", "            pass",
+                          ["tests/test_realgc_sync.py::test_a_stale_word_that_kept_an_object_is_named"]),
 }
 
 
