@@ -16,6 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 KILLERS = ["tests/test_bites.py"]
 S40 = "tests/test_survivors.py::"   # issue #40's killers: one test each, by its node id
+C37 = "tests/test_cpus.py::"        # issue #37 item 2's: the scheduler's rules
 TIMEOUT = 900               # seconds for one mutant's tests: a mutant that hangs them is killed too
 
 #: name -> (file, old text, new text, tests to run)
@@ -233,6 +234,36 @@ MUTATIONS = {
                             ["tests/test_realgc_sync.py::test_what_a_cycle_changes_without_a_bug_is_not_compared"]),
     "gc-no-stale-words": ("emu/linux/realgc.py", "            self._conservative_words(frame, name)", "            pass",
                           ["tests/test_realgc_sync.py::test_a_stale_word_that_kept_an_object_is_named"]),
+    # issue #37 item 2: the scheduler's N CPUs (emu/linux/cpus.py), one mutation per Linux rule
+    "one-cpu-runs-everything": ("emu/linux/cpus.py", "        if len(clocks) == 1:\n            return 0",
+                                "        if True:\n            return 0",
+                                [C37 + "test_n_cpus_run_n_threads_in_the_same_stretch_of_virtual_time"]),
+    "wakee-waits-for-the-wakers-quantum": ("emu/linux/cpus.py", "            return curr is not None", "            return False",
+                                           [C37 + "test_lockosthread_template_thread_race_finishes_at_every_quantum",
+                                            C37 + "test_a_wakee_with_an_idle_cpu_ends_the_wakers_slice_and_runs_from_the_wakeup"]),
+    "no-wakeup-preemption": ("emu/linux/cpus.py",
+                             "        if curr is not None and curr_vruntime - t.vruntime > self.wakeup_granularity:",
+                             "        if False:",
+                             [C37 + "test_without_an_idle_cpu_a_sleeper_preempts_only_a_runner_past_the_wakeup_granularity",
+                              C37 + "test_on_one_cpu_the_wakee_preempts_its_waker"]),
+    "no-sleeper-credit": ("emu/linux/cpus.py", "        t.vruntime = max(t.vruntime, self.min_vruntime - self.sleeper_credit)\n",
+                          "", [C37 + "test_without_an_idle_cpu_a_sleeper_preempts_only_a_runner_past_the_wakeup_granularity"]),
+    "run-queue-in-arrival-order": ("emu/linux/cpus.py", "    while i and runq[i - 1].ready_ns > t.ready_ns:",
+                                   "    while False:",
+                                   [C37 + "test_a_thread_queues_behind_those_runnable_no_later_and_ahead_of_later_ones"]),
+    "deadlines-at-the-cpu-ahead": ("emu/linux/cpus.py", "return max(min(self.clocks), min(ready))",
+                                   "return max(max(self.clocks), min(ready))",
+                                   [C37 + "test_a_sleeper_is_not_timed_out_before_a_cpu_that_is_behind_has_run"]),
+    "steered-wakee-placed-as-cfs": ("emu/linux/cpus.py", "        if self.steered:\n            runq.append(t)\n            return False\n",
+                                    "", [C37 + "test_a_steered_process_takes_turns_on_one_cpu_with_woken_threads_at_the_back"]),
+    "sweeps-on-n-cpus": ("emu/drive/gsweep.py", "replace(opts, steered=True)", "replace(opts, steered=False)",
+                         [C37 + "test_the_real_program_sweep_runs_steered",
+                          "tests/test_realgc.py::test_every_injection_is_met_by_a_real_cycle_that_scans_the_goroutine_where_it_was_parked"]),
+    "sched-yield-keeps-the-cpu": ("emu/linux/sys_proc.py", "def sys_sched_yield(p, t, *_):\n    p.yield_slice()\n",
+                                  "def sys_sched_yield(p, t, *_):\n",
+                                  [C37 + "test_a_yielding_thread_gives_up_its_cpu_to_a_thread_waiting_for_one"]),
+    "no-slice-jitter": ("emu/linux/cpus.py", "        if not contended or quantum < JITTER or self.steered:", "        if True:",
+                        [C37 + "test_the_seed_varies_where_slices_end_and_a_seed_repeats_exactly"]),
 }
 
 

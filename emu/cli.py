@@ -820,7 +820,8 @@ def _add_exec(sub) -> None:
     x.add_argument("--ns-per-insn", type=int, default=1, metavar="N", help="virtual ns per instruction (default 1)")
     x.add_argument("--quantum", type=int, default=20_000, metavar="N",
                    help="instructions a thread runs before the next one is scheduled (default 20000)")
-    x.add_argument("--cpus", type=int, default=2, metavar="N", help="CPUs sched_getaffinity reports (default 2)")
+    x.add_argument("--cpus", type=int, default=2, metavar="N",
+                   help="CPUs the threads run on, interleaved per quantum; sched_getaffinity reports them (default 2)")
     x.add_argument("--max-memory", type=_size, default=None, metavar="SIZE",
                    help="memory the program may map at once (512M, 2G; default 8G): past it mmap fails with ENOMEM "
                    "and Go ends with 'fatal error: out of memory'")
@@ -828,7 +829,8 @@ def _add_exec(sub) -> None:
                    help="show the program a host directory at GUEST (read-only unless :rw; repeatable, one per "
                    "GUEST path). It always "
                    "sees the working directory read-only and /tmp in memory, and nothing else of the host")
-    x.add_argument("--seed", type=int, default=1, help="seed for AT_RANDOM and getrandom")
+    x.add_argument("--seed", type=int, default=1,
+                   help="seed for AT_RANDOM, getrandom and where slices end while threads wait for a CPU")
     x.add_argument("--signal-at", metavar="FUNC+OFF|insn:N",
                    help="take each pending signal when its target thread is about to execute FUNC+OFF (e.g. "
                    "main.spin+0x9), or N of its instructions after it is sent (default: at its next instruction)")

@@ -78,7 +78,7 @@ def test_timed_futex_waits_are_relative():
     binary = gobuild.build(ROOT / "scenarios" / "go" / "sleepers").binary
     p = process.Process(elfimage.load(str(binary)), process.Options(argv=["prog"], vdso=False)).run()
     assert p.exit_code == 0 and b"all done after 4 ms" in bytes(p.fds.stdout.data)
-    assert p.insns == 375_774 and p.syscall_counts["futex"] == 26
+    assert p.insns == 376_502 and p.syscall_counts["futex"] == 31      # 375,774 and 26 on one CPU (issue #37)
 
 
 @pytest.fixture

@@ -1,19 +1,20 @@
 """One emulated Linux process: load the binary, multiplex its threads on one Unicorn, run to exit.
 
-The scheduler is a single emulated CPU: round-robin over runnable threads in instruction quanta,
-counted exactly (icount), so virtual time = instructions x ns-per-insn + idle jumps is exact and
-a run is a pure function of (binary, args, env, options, seed). A slice ends when its quantum
-runs out, the thread blocks or yields, a sleeping thread's deadline arrives (so sleeps end on
-time), a pending signal's chosen boundary is reached, or a syscall that replaces the CPU context
-(rt_sigreturn, exit) must be finished outside Unicorn's hook: in a SYSCALL hook RIP is the
+The threads run on `--cpus N` CPUs (cpus.py), one slice at a time: each slice is at most a quantum of
+instructions, counted exactly (icount), on the CPU whose virtual clock is furthest behind, so virtual time =
+instructions x ns-per-insn + idle time, per CPU, is exact and a run is a pure function of (binary, args, env,
+options, seed). A slice ends when its quantum runs out, the thread blocks or yields, a wakeup gives the woken
+thread a CPU (cpus.py: an idle one, or the waker's by wakeup preemption), a sleeping thread's deadline arrives
+(so sleeps end on time), a pending signal's chosen boundary is reached, or a syscall that replaces the CPU
+context (rt_sigreturn, exit) must be finished outside Unicorn's hook: in a SYSCALL hook RIP is the
 address of the SYSCALL and Unicorn adds 2 after the callback, even to a RIP written in it.
 
-Which thread runs next follows Linux where a program can see it: a thread returning from a signal
-handler keeps the CPU (rt_sigreturn returns to user mode on the same CPU; without this rule a GC with
-spinners on three or more Ps livelocked); sched_yield ends the slice and the thread queues behind the
-others (CFS's yield_task_fair skips it once); a thread a futex wake or a wakeup readies queues at the
-back and runs within one quantum (20 µs), which is below CFS's wakeup granularity (about 1 ms with a
-few CPUs), so the wakeup preemption CFS could do would not change the order a program observes.
+Which thread runs next follows Linux where a program can see it: the run queue is ordered by when each thread
+became runnable and any CPU takes its head; a thread returning from a signal handler keeps the CPU
+(rt_sigreturn returns to user mode on the same CPU; without this rule a GC with spinners on three or more Ps
+livelocked); sched_yield ends the slice and the thread queues behind the threads already waiting (CFS's
+yield_task_fair skips it once); a woken thread runs promptly (cpus.py's rules, also for a sleeper whose
+deadline arrives: it is woken once no CPU can still run anything before the deadline).
 
 Signals are delivered as Linux does (kernel/signal.c, arch/x86/kernel/signal.c) when the target
 thread next runs, `signal_delay` of its instructions later (--signal-at insn:N), or when it is
@@ -24,7 +25,8 @@ ignores it, it is forced (SIG_DFL, unblocked) and kills, as force_sig_info_to_ta
 Here: the process's state, setup and the run loop (slices, when a pending signal is taken). Process takes
 the rest from mixins beside it: cpuhooks.py (RDTSC, CPUID, single-stepping), services.py (what syscall
 handlers call), scheduling.py (threads created, blocked, woken, held), sigdeliver.py (sending, delivery,
-rt_sigreturn, faults). Left out: multiple CPUs, priorities, core dumps, other processes (fork/exec).
+rt_sigreturn, faults), and the CPUs' clocks and placement rules from cpus.py (an object). Left out: priorities,
+core dumps, other processes (fork/exec).
 """
 from __future__ import annotations
 
@@ -51,6 +53,7 @@ from .fds import FdTable
 from .icount import InsnCounter
 from .memory import AddressSpace
 from .mounts import Namespace
+from .cpus import Cpus
 from .scheduling import FIRST_TID, ThreadScheduling
 from .services import SyscallServices
 from .sigdeliver import SignalDelivery
@@ -99,7 +102,8 @@ class Options:
     max_virtual_ms: float | None = None
     budget: int = DEFAULT_BUDGET
     max_memory: int | None = DEFAULT_MAX_MEMORY    # bytes mapped accessible at once (memory.AddressSpace.limit)
-    ncpu: int = 2
+    ncpu: int = 2                      # CPUs the threads run on (cpus.py) and sched_getaffinity reports
+    steered: bool = False              # the caller steers who runs (the real-program sweeps): one-CPU turns
     signal_delay: int = 0              # a pending signal is taken after N more instructions of its target
     signal_at_pc: int | None = None    # ... or when its target is about to execute this PC (--signal-at FUNC+OFF)
     passthrough: object = None         # callable(stream_name, bytes) for live output, or None
@@ -148,6 +152,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         self.sigactions: dict[int, tuple] = {}
         self.threads: dict[int, Thread] = {}
         self.runq: collections.deque[Thread] = collections.deque()
+        self.cpus = Cpus(opts.ncpu, BOOT_NS, opts.seed, opts.steered)   # the CPUs' clocks and rules (cpus.py)
         self.held: set[int] = set()      # runnable threads kept off the CPU (hold): an OS may deschedule any
         self._stepping = False           # single_step: one instruction runs with TF set
         self._step_ok: dict[int, bool] = {}
@@ -205,7 +210,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         self.uc.hook_add(UC_HOOK_INSN, self._on_cpuid, None, 1, 0, X.UC_X86_INS_CPUID)
         self.uc.hook_add(UC_HOOK_INTR, self._on_intr)
         self._hook_rdtsc()
-        main = Thread(self.pid, self.uc.context_save(), name="m0")
+        main = Thread(self.pid, self.uc.context_save(), name="m0", ready_ns=self.clock)
         self.threads[main.tid] = main
         self.runq.append(main)
 
@@ -270,7 +275,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
 
     def run(self) -> "Process":
         t0 = time.perf_counter()
-        self._wake_due()                   # then after every clock advance: a slice, or idle time below
+        self._wake_due(self.clock)         # then whenever no CPU can run anything before a deadline
         self.run_until(None)
         self.wall_s = time.perf_counter() - t0
         return self
@@ -296,33 +301,34 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
                     raise KeyboardInterrupt
                 self.stop_reason = "interrupted (Ctrl-C)"
                 return False
-            if limit_ns is not None and self.clock >= limit_ns:
-                self._starve(f"reached --max-virtual-ms {self.opts.max_virtual_ms:g}")
-                break
             if self.insns >= self.opts.budget:
                 self._starve(f"reached the instruction budget ({self.opts.budget})")
                 break
-            t = self.runq.popleft() if self.runq else None
-            if t is not None and t.tid in self.held:
-                continue                         # unhold puts it back
-            if t is None:
-                d = self._earliest_deadline()
-                if d is None and self.held:
+            t = self.runq[0] if self.runq else None
+            if t is not None and (t.tid in self.held or t.state != RUNNABLE):
+                self.runq.popleft()              # unhold puts a held one back
+                continue
+            cpu = self.cpus.pick()               # the CPU furthest behind runs the queue's head (cpus.py)
+            start = self.cpus.start_of(cpu, t) if t is not None else None
+            d = self._earliest_deadline()
+            if t is None and d is None:
+                if self.held:
                     return False                 # only held threads could run: the holder decides
-                if d is None:
-                    waits = ", ".join(f"{x.tid}: {x.wait.kind}" for x in self.threads.values() if x.state == BLOCKED)
-                    self.error = EmuError(f"deadlock: every thread waits with no timeout ({waits})")
-                    break
-                if limit_ns is not None and d > limit_ns:
-                    self.idle_ns += limit_ns - self.clock
-                    self.clock = limit_ns
-                    continue
-                self.idle_ns += d - self.clock
-                self.clock = d
-                self._wake_due()
+                waits = ", ".join(f"{x.tid}: {x.wait.kind}" for x in self.threads.values() if x.state == BLOCKED)
+                self.error = EmuError(f"deadlock: every thread waits with no timeout ({waits})")
+                break
+            if limit_ns is not None and (start if start is not None else d) >= limit_ns:
+                if start is None:                        # every CPU idle until the limit
+                    self.idle_ns += self.cpus.account_idle(cpu, max(limit_ns, self.cpus.clocks[cpu]))
+                self.clock = max(self.cpus.clocks[cpu], min(limit_ns, start if start is not None else d))
+                self._starve(f"reached --max-virtual-ms {self.opts.max_virtual_ms:g}")
+                break
+            if d is not None and (start is None or d <= start):
+                self._wake_due(d if start is None else start)   # no CPU runs anything before d
                 continue
-            if t.state != RUNNABLE:
-                continue
+            self.runq.popleft()
+            self.idle_ns += self.cpus.account_idle(cpu, start)
+            self.clock = start
             self._run_slice(t, ns, limit_ns)
             if self.on_slice is not None:
                 self.on_slice(self)
@@ -364,7 +370,10 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
                 uc.hook_del(self._pc_hook)
                 remove_cache(uc, at, at + 1)
         self.clock += n * ns
+        self.cpus.clocks[self.cpus.running] = self.clock
         self.insns += n
+        t.vruntime += n * ns
+        t.ready_ns = self.clock
         if self.timers.itimers or self.timers.posix:
             self.timers.charge(self, t, n * ns)           # CPU-time timers (sys_timer.py): SIGPROF at slice ends
         else:
@@ -404,7 +413,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         # same instructions, because a deadline, the run's limits and any wakeup (_on_syscall) still cut
         # the run where one of those slices would have ended.
         self._alone = (probe is None and not watch_pc and not self.opts.trace and not self.runq and not t.pending)
-        limit = self.counter.UNLIMITED if self._alone else self.opts.quantum
+        limit = self.counter.UNLIMITED if self._alone else self.cpus.quantum(self.opts.quantum, bool(self.runq))
         d = self._earliest_deadline()
         if d is not None:
             limit = min(limit, max(1, -(-(d - self.clock) // ns)))
@@ -428,12 +437,15 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
             self._after_stop(t)
         if t.state != EXITED:
             t.ctx = save_context(uc, t.ctx)
-        self._wake_due()                 # a sleeper whose deadline ended this slice runs next (wakeup preemption)
-        if t.state == RUNNABLE and t not in self.runq:
+        again = t.state == RUNNABLE and t not in self.runq and t.tid not in self.held
+        upto = self.cpus.frontier(self.runq, t if again else None)
+        if upto is not None:             # sleepers due before any CPU runs again: a wakeup as any other (it
+            self._wake_due(upto)         # may preempt t, cpus.py), before t queues again
+        if again:
             if returned:                 # rt_sigreturn returns to user mode on the same CPU: the thread goes
                 self.runq.appendleft(t)  # on (arch/x86/kernel/signal.c; no reschedule on the way back)
             else:
-                self.runq.append(t)
+                self.cpus.requeue(self.runq, t)
 
     def _on_signal_pc(self, uc, addr, size, _) -> None:
         if self.counter.at(addr) < self.counter.limit:   # as the per-instruction counter decided: not when

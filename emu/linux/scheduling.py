@@ -4,9 +4,11 @@ ThreadScheduling is a mixin of process.Process (it uses the process's engine, th
 and clock). It mirrors clone's new thread (kernel/fork.c copy_thread: the child returns 0 from the
 SYSCALL, on its own stack and TLS), exit/exit_group, and the wakeups that finish a blocking call:
 futex_wake (kernel/futex), a pipe or socket read that can go on (fs/pipe.c pipe_read, net/), epoll_wait
-(fs/eventpoll.c) and a wait whose deadline has passed. A woken thread queues at the back of the run
-queue. Which thread runs when, and for how long, is process.py's run loop; what each wait is, threads.py's.
-Left out: priorities, multiple CPUs, futex requeueing and robust lists, other processes (fork/exec).
+(fs/eventpoll.c) and a wait whose deadline has passed. Where a woken or new thread runs (an idle CPU, ahead
+of the runner it preempts, or the run queue in the order threads became runnable: try_to_wake_up ->
+select_task_rq, check_preempt_curr) is cpus.py's rule; a wakeup that gives it a CPU ends the waker's slice.
+Which thread runs when, and for how long, is process.py's run loop; what each wait is, threads.py's.
+Left out: priorities, futex requeueing and robust lists, other processes (fork/exec).
 """
 from __future__ import annotations
 
@@ -39,7 +41,8 @@ class ThreadScheduling:
             ctx.reg_write(X.UC_X86_REG_FS_BASE, tls)
         t = Thread(tid, ctx, sigmask=parent.sigmask, name=self._m_name(read_reg(self.uc, X.UC_X86_REG_R13)))
         self.threads[tid] = t
-        self.runq.append(t)
+        t.vruntime = self._vruntime_now(parent)          # task_fork_fair: the child starts at its parent's
+        self._place(t, self.now())                       # wake_up_new_task
         return tid
 
     def _m_name(self, mp: int) -> str:
@@ -95,13 +98,31 @@ class ThreadScheduling:
         return bool(self.runq) or self._earliest_deadline() is not None
 
     # --- waking ----------------------------------------------------------------------------------
-    def wake(self, t: Thread, result: int) -> None:
+    def wake(self, t: Thread, result: int, at: int | None = None) -> None:
+        """Finish t's wait with `result` (its syscall's return value): runnable from `at` (default: now)."""
         w = t.wait
         if w is not None and w.kind == "futex":
             self.futex_waiters[w.futex].remove(t)
         t.state, t.wait = RUNNABLE, None
         t.ctx.reg_write(X.UC_X86_REG_RAX, result & _U64)
-        self.runq.append(t)
+        self._place(t, self.now() if at is None else at)
+
+    def _vruntime_now(self, t: Thread) -> int:
+        """t's vruntime, with the slice in progress counted when t is the thread running."""
+        if self.in_slice and t is self.cur:
+            return t.vruntime + self.counter.executed * self.opts.ns_per_insn
+        return t.vruntime
+
+    def _place(self, t: Thread, now: int) -> None:
+        """Queue runnable t as cpus.place decides; the runner gives up its CPU when t gets one. Between
+        slices the runner is the thread whose slice just ended, while it still holds its CPU."""
+        curr = self.cur
+        if curr is not None and (curr is t or curr.state != RUNNABLE or curr.tid in self.held
+                                 or (not self.in_slice and curr in self.runq)):
+            curr = None
+        if self.cpus.place(self.runq, t, now, curr, self._vruntime_now(curr) if curr is not None else 0) \
+                and self.in_slice:
+            self._stop_slice = True
 
     def futex_wake(self, addr: int, n: int) -> int:
         woken = 0
@@ -155,12 +176,13 @@ class ThreadScheduling:
                 if isinstance(ep, Epoll) and ep.ready(self.fds):
                     self.wake(t, self.epoll_collect(ep, t.wait.events, t.wait.maxevents))
 
-    def _wake_due(self) -> None:
+    def _wake_due(self, upto: int) -> None:
+        """Wake every thread whose deadline is at or before `upto`, each runnable from its deadline."""
         due = sorted((t.wait.deadline, t.tid) for t in self.threads.values()
-                     if t.state == BLOCKED and t.wait.deadline is not None and t.wait.deadline <= self.clock)
-        for _, tid in due:
+                     if t.state == BLOCKED and t.wait.deadline is not None and t.wait.deadline <= upto)
+        for d, tid in due:
             t = self.threads[tid]
-            self.wake(t, t.wait.on_timeout)
+            self.wake(t, t.wait.on_timeout, at=d)
 
     def _earliest_deadline(self) -> int | None:
         ds = [t.wait.deadline for t in self.threads.values() if t.state == BLOCKED and t.wait.deadline is not None]

@@ -19,7 +19,7 @@ import copy
 from dataclasses import dataclass
 
 #: Process attributes that change as it runs (the rest is fixed at load: image, options, hooks)
-STATE = ("threads", "runq", "held", "futex_waiters", "cur", "fds", "tmpfs", "rng", "clock", "insns", "idle_ns", "syscall_counts",
+STATE = ("threads", "runq", "cpus", "held", "futex_waiters", "cur", "fds", "tmpfs", "rng", "clock", "insns", "idle_ns", "syscall_counts",
          "paths", "slices", "syscall_log", "sigactions", "rlimits", "prctl", "timers", "exit_code", "stop_reason", "error", "starved",
          "cwd", "unmodelled", "net")
 WATCH_STATE = ("signals", "preemptions", "violations", "_awaiting")

@@ -44,6 +44,8 @@ class Thread:
     frames: list = field(default_factory=list)     # sigframe.Delivered, innermost last
     name: str = ""
     cpu_ns: int = 0                                # CPU time used: its instructions x ns-per-instruction
+    ready_ns: int = 0                              # when it last became runnable (cpus.py: it runs no earlier)
+    vruntime: int = 0                              # CFS's virtual runtime (cpus.py: wakeup preemption)
 
     def deliverable(self) -> int:
         """The lowest pending signal not blocked by the mask, or 0."""

@@ -53,7 +53,9 @@ def render_text(p, target: str) -> str:
         out.append(f"stopped after {vms:.3f} ms virtual by the error below")
     else:
         out.append(f"exit {p.exit_code} after {vms:.3f} ms virtual ({p.stop_reason})")
-    out.append(f"{p.insns:,} instructions at {p.opts.ns_per_insn} ns each, {p.idle_ns / 1e6:.3f} ms idle, "
+    cpus = len(p.cpus.clocks)                # the CPUs that ran the threads; idle time is summed over them
+    out.append(f"{p.insns:,} instructions at {p.opts.ns_per_insn} ns each on {cpus} CPU{'s' if cpus > 1 else ''}, "
+               f"{p.idle_ns / 1e6:.3f} ms idle, "
                f"{len(p.threads)} threads, {sum(p.syscall_counts.values())} syscalls, {p.wall_s:.2f} s wall")
     if w.oracle is not None:
         out.append(f"built by {w.oracle.prog.binary.version}: the oracle applies {w.oracle.rules.version}'s rules")
