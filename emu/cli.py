@@ -19,6 +19,12 @@ from .core.errors import EmuError
 
 
 class _Parser(argparse.ArgumentParser):
+    """preemu's parsers: no abbreviated options (`--cpu` must never be taken for `--cpus`), one-line errors."""
+
+    def __init__(self, *args, **kw):
+        kw["allow_abbrev"] = False
+        super().__init__(*args, **kw)
+
     def error(self, message):  # exit 2 with one line (the usage is one `--help` away)
         print(f"preemu: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
         raise SystemExit(2)
@@ -497,7 +503,7 @@ def _exec_options(a, passthrough):
                            ns_per_insn=a.ns_per_insn, max_virtual_ms=a.max_virtual_ms, budget=a.budget,
                            ncpu=a.cpus, signal_delay=delay, signal_at_pc=at_pc, passthrough=passthrough,
                            trace=bool(a.trace), mounts=mounts, cwd=os.path.abspath(a.target) if test else None,
-                           max_memory=a.max_memory)
+                           max_memory=a.max_memory, cpu=a.cpu)
 
 
 def _test_of(a) -> tuple:
@@ -564,7 +570,7 @@ def cmd_exec(a, out) -> int:
     else:
         target = a.target
     opts = _exec_options(a, None if a.json else passthrough)
-    image = elfimage.load(str(gobuild.build(target, test=bool(_test_of(a))).binary))
+    image = elfimage.load(str(gobuild.build(target, test=bool(_test_of(a)), goamd64=opts.cpu).binary))
     if opts.signal_at_pc is not None:
         opts.signal_at_pc = image.resolve(opts.signal_at_pc, "--signal-at")
     p = process.Process(image, opts)
@@ -795,6 +801,14 @@ def _size(text: str) -> int:
     return n
 
 
+def _cpu_option(p) -> None:
+    from .core.cpulevel import DEFAULT, LEVELS
+    p.add_argument("--cpu", default=DEFAULT, choices=list(LEVELS), metavar="LEVEL",
+                   help="the CPU's x86-64 level, as GOAMD64 names them: v1 (default) and v2 have no AVX; v3 adds "
+                   "AVX2 and FMA, v4 AVX-512 (preemu executes those instructions itself). CPUID and XGETBV say so, "
+                   "the verifier compares the level's Y/Z and K registers, and Go sources are built for it")
+
+
 def _add_exec(sub) -> None:
     """`preemu exec` and its options."""
     x = sub.add_parser("exec", help="run a whole static Go program (its own runtime, sysmon and signal handler) "
@@ -813,6 +827,7 @@ def _add_exec(sub) -> None:
     x.add_argument("--quantum", type=int, default=20_000, metavar="N",
                    help="instructions a thread runs before the next one is scheduled (default 20000)")
     x.add_argument("--cpus", type=int, default=2, metavar="N", help="CPUs sched_getaffinity reports (default 2)")
+    _cpu_option(x)
     x.add_argument("--max-memory", type=_size, default=None, metavar="SIZE",
                    help="memory the program may map at once (512M, 2G; default 8G): past it mmap fails with ENOMEM "
                    "and Go ends with 'fatal error: out of memory'")

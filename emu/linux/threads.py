@@ -44,6 +44,7 @@ class Thread:
     frames: list = field(default_factory=list)     # sigframe.Delivered, innermost last
     name: str = ""
     cpu_ns: int = 0                                # CPU time used: its instructions x ns-per-instruction
+    kregs: tuple = ()                              # K0-K7 at --cpu v4 (engine/avx.py; not in ctx): () = zeros
 
     def deliverable(self) -> int:
         """The lowest pending signal not blocked by the mask, or 0."""
