@@ -208,8 +208,11 @@ def cmd_sweep(a, out) -> int:
         rep = api.sweep(a.file, a.func, registers=_regs(a.reg), stub=a.stub, seed=a.seed, max_points=a.max_points,
                         budget=a.budget or sweeper.DEFAULT_BUDGET, async_preemption=a.async_preemption == "on",
                         call=a.call, to_exit=3 if a.to_exit is None else a.to_exit, args=a.args, env=a.env or [],
-                        gc=a.gc, test=a.test, bench=a.bench, each_pc=a.each_pc, **_shard_options(a))
+                        gc=a.gc, test=a.test, bench=a.bench, each_pc=a.each_pc, cpu=a.cpu, **_shard_options(a))
         return _emit(a, rep, out, "" if a.json else rep.render(a.table))
+    if a.cpu not in ("v1", "v2"):
+        raise UsageError(f"--cpu {a.cpu}: .s input runs in preemu's model world, which has no AVX (v1/v2); a Go "
+                         "program's sweep runs at any level")
     for opt, given in (("--call", a.call != 1), ("--to-exit", a.to_exit is not None), ("--env", a.env),
                        ("program arguments", a.args), ("--test", a.test), ("--bench", a.bench),
                        ("--each-pc", a.each_pc)):
@@ -403,8 +406,8 @@ def cmd_check_stub(a, out) -> int:
             raise EmuError("--junit-xml and --sarif apply to a stub check, not to --mutants")
         if a.file:
             raise UsageError("--mutants checks the generated stub's mutants; give no FILE")
-        a.layout = a.layout or "go1.14"
-        results = checkstub.run_mutants(a.layout, a.max_points or 150, jobs=_jobs(a))
+        a.layout = a.layout or ("go1.14" if a.cpu in ("v1", "v2") else "go1.27")
+        results = checkstub.run_mutants(a.layout, a.max_points or 150, jobs=_jobs(a), cpu=a.cpu)
         if a.json:
             json.dump(report.mutants_json(results, a.layout), out, indent=1)
             out.write("\n")
@@ -419,16 +422,14 @@ def cmd_check_stub(a, out) -> int:
     _PARTIAL[:] = [lambda: (report.render_checkstub(so_far[0], interrupted=True),
                             f"after {len(so_far[0].results)} corpus loop(s)") if so_far and not a.json else None]
     rep = api.check_stub(a.file, layout=a.layout, max_points=a.max_points or 2000, on_report=so_far.append,
-                         jobs=_jobs(a))
+                         jobs=_jobs(a), cpu=a.cpu)
     return _emit(a, rep, out, "" if a.json else rep.render())
 
 
 def cmd_gen_stub(a, out) -> int:
     from .core import stubgen
     stale = []
-    for lay in L.LAYOUTS.values():
-        path = stubgen.stub_path(lay.name)
-        text = stubgen.generate(lay)
+    for path, text in stubgen.all_stubs():
         current = path.read_text() if path.exists() else None
         if current != text:
             stale.append(path)
@@ -671,6 +672,7 @@ def _add_sweep(sub) -> None:
                    "own: one injection, then on to the program's exit, compared with the uninterrupted ending")
     s.add_argument("--env", action="append", metavar="K=V", help="Go input: the program's environment; repeatable")
     _add_test_options(s)
+    _cpu_option(s)
     s.add_argument("--each-pc", action="store_true",
                    help="Go input: decide every distinct PC of the goroutine once, at its first occurrence (one "
                    "point a PC instead of one a boundary; --max-points still caps them)")
@@ -773,6 +775,7 @@ def _add_check_stub(sub) -> None:
                    help="the world the stub runs in (asyncPreempt2 and xRegs behaviour); default: told from the "
                    "stub's code (where it saves X0-X15), a Go program's release for its own runtime.asyncPreempt")
     c.add_argument("--mutants", action="store_true", help="check the generated stub's mutants; print the score")
+    _cpu_option(c)
     c.add_argument("--max-points", type=int, default=None, metavar="N", help="cap per corpus loop (default 2000)")
     c.add_argument("--json", action="store_true")
     _ci_outputs(c)

@@ -76,6 +76,14 @@ class VectorUnit:
             self.uc.mem_write(a, bytes((INT3,)))
         return len(sites)
 
+    def rearm(self, start: int, code: bytes) -> int:
+        """`code` was just written at `start` over part of the text (a --stub over asyncPreempt): forget the sites
+        that were there and arm the new code's."""
+        for a in [a for a in self.sites if start <= a < start + len(code)]:
+            del self.sites[a]
+            self._decoded.pop(a, None)
+        return self.patch([(start, code)])
+
     def original(self, addr: int, data: bytes) -> bytes:
         """`data`, read from guest memory at `addr`, with any site's INT3 put back to its first byte."""
         if not self.sites:

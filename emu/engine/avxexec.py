@@ -266,6 +266,16 @@ def _pcmpeq(w: int):
     return run
 
 
+def _padd(w: int, sign: int):
+    def run(ex: Executor, d: Decoded) -> None:
+        dst, a, b = d.ops
+        n = dst.size
+        m = (1 << (8 * w)) - 1
+        la, lb = _lanes(ex.get(d, a, n), n, w), _lanes(ex.get(d, b, n), n, w)
+        ex.put(d, dst, _join([(x + sign * y) & m for x, y in zip(la, lb)], w))
+    return run
+
+
 def _pmovmskb(ex: Executor, d: Decoded) -> None:
     dst, src = d.ops
     v = ex.get(d, src)
@@ -420,6 +430,8 @@ TABLE: dict = {
     **{m: (4, _logic(_ANDN)) for m in ("vpandnd", "vpandnq")},
     "vpcmpeqb": (3, _pcmpeq(1)), "vpcmpeqw": (3, _pcmpeq(2)), "vpcmpeqd": (3, _pcmpeq(4)),
     "vpcmpeqq": (3, _pcmpeq(8)),
+    **{f"vp{op}{c}": (3, _padd(w, sign)) for op, sign in (("add", 1), ("sub", -1))
+       for c, w in (("b", 1), ("w", 2), ("d", 4), ("q", 8))},
     "vpmovmskb": (3, _pmovmskb), "vptest": (3, _ptest),
     "vpbroadcastb": (3, _broadcast(1)), "vpbroadcastw": (3, _broadcast(2)), "vpbroadcastd": (3, _broadcast(4)),
     "vpbroadcastq": (3, _broadcast(8)),
