@@ -196,3 +196,80 @@ def test_v3_binary_at_v1_is_refused():
     binary = gobuild.build(DATA / "go" / "avx", goamd64="v3").binary
     code, _, err = cli_run("exec", str(binary), "--cpu", "v1")
     assert code == 2 and "needs --cpu v3" in err
+
+
+# --- the signal frame's XSAVE area -------------------------------------------------------------------------
+def test_signal_frame_keeps_the_upper_state_a_handler_clobbers():
+    from emu.linux import sigframe, xstate
+    uc = _uc(b"\x90")
+    uc.mem_map(0x100000, 0x10000)
+    uc.reg_write(X.UC_X86_REG_RSP, 0x10F000)
+    z5, z17 = int.from_bytes(bytes(range(64)), "little"), (1 << 511) | 7
+    uc.reg_write(X.UC_X86_REG_ZMM5, z5)
+    uc.reg_write(X.UC_X86_REG_ZMM17, z17)
+    xcr0 = cpulevel.level("v4").xcr0
+    d = sigframe.setup_rt_frame(uc, sigframe.SigInfo(23), 0x1000, 0x1000, 0, None, False, (xcr0, (0,) * 3 + (9,) + (0,) * 4))
+    assert struct.unpack_from("<I", bytes(uc.mem_read(d.fpstate + xstate.SW_BYTES, 4)))[0] == xstate.FP_XSTATE_MAGIC1
+    uc.reg_write(X.UC_X86_REG_ZMM5, 0)                    # the handler clobbers Z5 and Z17
+    uc.reg_write(X.UC_X86_REG_ZMM17, 0)
+    uc.reg_write(X.UC_X86_REG_RSP, d.frame + 8)           # its RET popped pretcode
+    r = sigframe.restore_rt_frame(uc, xcr0)
+    assert uc.reg_read(X.UC_X86_REG_ZMM5) == z5 and uc.reg_read(X.UC_X86_REG_ZMM17) == z17 and r.kregs[3] == 9
+
+
+# --- the simd stub, and the AVX paths verified in real programs -------------------------------------------
+def test_generated_simd_stub_is_the_binary_stub_instruction_by_instruction():
+    import capstone
+    from emu.core import stubgen
+    from emu.drive import realsweep
+    image = elfimage.load(str(gobuild.build(DATA / "go" / "avx", goamd64="v3").binary))
+    at, size = image.symbols["runtime.asyncPreempt.abi0"]
+    ours = realsweep.stub_code(str(stubgen.stub_path("go1.27", simd=True)), image)
+    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    md.detail = True
+
+    def listing(code: bytes) -> list[tuple]:
+        insns = list(md.disasm(code, at))
+        index = {i.address: k for k, i in enumerate(insns)}
+        out = []
+        for i in insns:
+            ops = []
+            for o in i.operands:
+                if o.type == capstone.x86.X86_OP_IMM and i.group(capstone.x86.X86_GRP_JUMP):
+                    ops.append(("insn", index.get(o.imm, o.imm)))         # a jump: to which instruction
+                elif o.type == capstone.x86.X86_OP_IMM and i.mnemonic == "call":   # asyncPreempt2 (ours calls the
+                    ops.append(("func", image.func_at(o.imm)[0].removesuffix(".abi0")))    # ABIInternal entry)
+                elif o.type == capstone.x86.X86_OP_MEM and o.mem.base == capstone.x86.X86_REG_RIP:
+                    ops.append(("abs", i.address + i.size + o.mem.disp))   # internal/cpu.X86's bytes
+                elif o.type == capstone.x86.X86_OP_MEM:
+                    ops.append(("mem", o.mem.base, o.mem.index, o.mem.disp, o.mem.segment, o.size))
+                else:
+                    ops.append((o.type, o.reg if o.type == capstone.x86.X86_OP_REG else o.imm, o.size))
+            out.append((i.mnemonic, tuple(ops)))
+        return out
+    theirs = listing(image.text_bytes(at, size))
+    mine = listing(ours)
+    assert len(mine) == len(theirs) == 202      # 14 GPRs, X/Y/Z/K saves and restores, the dispatches
+    for k, (a, b) in enumerate(zip(mine, theirs)):
+        assert a == b, f"instruction {k}: ours {a}, the binary's {b}"
+    x86 = image.symbols["internal/cpu.X86"][0]
+    assert ("cmp", (("abs", x86 + 69), (2, 1, 1))) in mine and ("cmp", (("abs", x86 + 68), (2, 1, 1))) in mine
+
+
+@pytest.mark.parametrize("level", ["v3", "v4"])
+def test_simd_program_sweeps_clean_with_its_own_and_the_generated_stub(level):
+    import emu
+    for stub in (None, "generated"):
+        rep = emu.sweep(str(DATA / "go" / "simdspin"), "main.spin", stub=stub, max_points=40, to_exit=0,
+                        args=["20"], cpu=level)
+        assert rep.ok, rep.render()
+        assert rep.result.injected >= 30
+
+
+@pytest.mark.parametrize("level,names", [("v3", ["Y5"]), ("v4", ["Z5", "Z17", "K3"])])
+def test_a_stub_missing_an_avx_restore_is_caught_and_named(level, names):
+    from emu.drive import checkstub
+    results = checkstub.run_mutants("go1.27", 30, cpu=level)
+    assert [r.mutant.name for r in results] == [f"drop-restore-{n}" for n in names]
+    assert all(r.killed for r in results), [(r.mutant.name, r.named) for r in results]
+    assert [r.named for r in results] == [[n] for n in names]
