@@ -24,6 +24,11 @@ vDSO (it has none).
 """
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+from pathlib import Path
+
 import capstone
 from unicorn import x86_const as X
 
@@ -41,6 +46,37 @@ _md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
 def is_site(code: bytes, mnemonic: str) -> bool:
     """An instruction preemu executes itself at v3/v4: VEX/EVEX-encoded and not BMI, or XGETBV."""
     return (prefix_kind(code)[0] != "" and mnemonic not in BMI) or code == _XGETBV
+
+
+_SCANNED: dict[str, list] = {}        # text digest -> sites (a sweep builds many processes of one binary)
+
+
+def scan_cached(funcs, cache: Path | None = None) -> list[tuple[int, bytes]]:
+    """scan(funcs), remembered by the text's SHA-256 in this process and, with `cache` (a directory), on disk:
+    Capstone takes ~0.4 s over a Go binary's text, which every process of a sweep would otherwise pay."""
+    funcs = list(funcs)
+    h = hashlib.sha256()
+    for start, code in funcs:
+        h.update(start.to_bytes(8, "little") + len(code).to_bytes(8, "little") + code)
+    key = h.hexdigest()[:32]
+    got = _SCANNED.get(key)
+    if got is None and cache is not None:
+        f = cache / "avxsites" / f"{key}.json"
+        try:
+            got = [(a, bytes.fromhex(b)) for a, b in json.loads(f.read_text())]
+        except (OSError, ValueError):
+            got = scan(funcs)
+            try:
+                f.parent.mkdir(parents=True, exist_ok=True)
+                tmp = f.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_text(json.dumps([(a, b.hex()) for a, b in got]))
+                tmp.replace(f)
+            except OSError:
+                pass                    # a cache that cannot be written only costs the scan next time
+    if got is None:
+        got = scan(funcs)
+    _SCANNED[key] = got
+    return got
 
 
 def scan(funcs) -> list[tuple[int, bytes]]:
@@ -68,9 +104,10 @@ class VectorUnit:
         self.executed = 0                            # instructions run here (cost figures)
         self.error: Unsupported | None = None
 
-    def patch(self, funcs) -> int:
-        """Scan `funcs` ((start, bytes) pairs of the loaded text) and arm every site; the number armed."""
-        sites = scan(funcs)
+    def patch(self, funcs, cache: Path | None = None) -> int:
+        """Scan `funcs` ((start, bytes) pairs of the loaded text; scan_cached with `cache`) and arm every site;
+        the number armed."""
+        sites = scan(funcs) if cache is None else scan_cached(funcs, cache)
         for a, raw in sites:
             self.sites[a] = raw
             self.uc.mem_write(a, bytes((INT3,)))

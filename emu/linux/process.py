@@ -201,7 +201,8 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
             self.uc.mem_write(s.vaddr, s.data)
         if self.level.avx:
             self.avx = VectorUnit(self.uc, self.level)
-            self.avx.patch(self.image.functions())
+            from ..front.gobuild import cache_dir
+            self.avx.patch(self.image.functions(), cache_dir())
         rnd = self.random_bytes(16)
         if self.opts.vdso:
             self._map_vdso()
