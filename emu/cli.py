@@ -313,11 +313,11 @@ def _explain_real(a, path: str, func, regs_, gc: bool, asyncp):
     stub = a.stub
     if stub == "generated":
         from .core import stubgen
-        stub = str(stubgen.stub_path("go1.27"))
+        stub = str(stubgen.stub_path("go1.27", simd=a.cpu in ("v3", "v4")))
     elif stub is not None and not os.path.isfile(stub):
         raise UsageError(f"--stub {stub}: no such file")
     return gexplain.explain(path, func, a.at, call=a.call, registers=regs_ or None, args=a.args, env=a.env or [],
-                            gc=gc, async_preemption=asyncp != "off", stub=stub, test=_test_of(a))
+                            gc=gc, async_preemption=asyncp != "off", stub=stub, test=_test_of(a), cpu=a.cpu)
 
 
 def cmd_explain(a, out) -> int:
@@ -346,6 +346,9 @@ def cmd_explain(a, out) -> int:
     from .front import gobuild
     if story is None and gobuild.is_go_input(path):
         story = _explain_real(a, path, func, regs_, gc, asyncp)
+    if story is None and a.cpu not in ("v1", "v2"):
+        raise UsageError(f"--cpu {a.cpu}: .s input and scenarios run in preemu's model world, which has no AVX "
+                         "(v1/v2); a Go program's preemption is told at any level")
     if story is None:
         if not func:
             raise EmuError("--func is required (the goroutine's entry function)")
@@ -748,6 +751,7 @@ def _add_explain(sub) -> None:
     x.add_argument("--env", action="append", metavar="K=V", help="Go input: the program's environment; repeatable")
     _add_test_options(x)
     x.set_defaults(args=[])          # Go input: the program's arguments, after `--` (split off in main)
+    _cpu_option(x)
     x.add_argument("--html", metavar="OUT.html", help="also write the story as one self-contained page")
     x.add_argument("--json", action="store_true", help="print the steps as one JSON object")
     x.set_defaults(fn=cmd_explain)

@@ -273,3 +273,21 @@ def test_a_stub_missing_an_avx_restore_is_caught_and_named(level, names):
     assert [r.mutant.name for r in results] == [f"drop-restore-{n}" for n in names]
     assert all(r.killed for r in results), [(r.mutant.name, r.named) for r in results]
     assert [r.named for r in results] == [[n] for n in names]
+
+
+def test_explain_shows_and_compares_the_levels_registers():
+    code, out, _ = cli_run("explain", str(DATA / "go" / "simdspin"), "--func", "main.spin", "--at", "30", "--cpu", "v3",
+                           "--", "5")
+    assert code == 0 and "32 registers compared with the interrupted state: all equal" in out
+    assert "    Y0 0x" in out and "   Y15 0x" in out
+    import emu.check.mutants as M
+    from emu.core import layout
+    stub = next(m for level, m in M.generate_avx(layout.get_layout("go1.27")) if m.name == "drop-restore-Y5")
+    path = DATA.parent / "_tmp_drop_y5.s"
+    try:
+        path.write_text(stub.text)
+        code, out, _ = cli_run("explain", str(DATA / "go" / "simdspin"), "--func", "main.spin", "--at", "30",
+                               "--cpu", "v3", "--stub", str(path), "--", "5")
+    finally:
+        path.unlink()
+    assert "1 differs" in out and "Y5" in out.split("1 differs", 1)[1].split("\n[", 1)[0]
