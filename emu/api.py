@@ -184,6 +184,9 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     example name) or `bench` (a benchmark's): `path` is a package directory whose test binary preemu builds
     (`go test -c`) and runs in that directory with only that test (`-test.run '^NAME$' -test.short`), and
     `func` is a function of the package (`Max`, `ring.(*Ring).Move` or its full import path) called by it.
+    cpu (Go input): the CPU level, "v1" (default) to "v4" (core/cpulevel.py): at "v3"/"v4" the program is
+    built for that level with GOEXPERIMENT=simd, its AVX instructions run in preemu's vector unit, and every
+    resume is checked on Y0-15 (v3) or Z0-31 and K0-7 (v4); .s input only runs at v1/v2.
 
     registers: entry values, numbers or `;@data` symbols ("src", "dst+16"); unset ones are seeded
     random. layout: "go1.14" or "go1.27" (default: go1.27 for Go input, else go1.14). stub: your own

@@ -164,5 +164,6 @@ class SignalDelivery:
         pc = read_reg(self.uc, X.UC_X86_REG_RIP)
         detail = str(e)
         if e.errno == UCC.UC_ERR_INSN_INVALID:
-            detail += " (a VEX/AVX instruction? preemu's CPU has no AVX)"
+            detail += (" (a VEX/AVX instruction? preemu's CPU has no AVX at --cpu v1/v2; --cpu v3 or v4 runs them)"
+                       if self.avx is None else "")
         return GuestFault(pc, self._where(pc), detail)
