@@ -142,7 +142,7 @@ class VectorUnit:
         """Inside the engine's interrupt hook for INT3 (RIP past it): when the INT3 is a site, execute the
         instruction, move RIP past it and return True (the run goes on); an Unsupported is kept in `error`,
         RIP left at the instruction, and True returned (the caller stops the engine). False: not a site."""
-        pc = self.uc.reg_read(X.UC_X86_REG_RIP) - 1
+        pc = self.vf._get(X.UC_X86_REG_RIP, 8) - 1
         if pc not in self.sites:
             return False
         d = self.decoded(pc)
@@ -150,10 +150,10 @@ class VectorUnit:
             self.ex.execute(d)
         except Unsupported as e:
             self.error = e
-            self.uc.reg_write(X.UC_X86_REG_RIP, pc)
+            self.vf._set(X.UC_X86_REG_RIP, pc, 8)
             return True
         self.executed += 1
-        self.uc.reg_write(X.UC_X86_REG_RIP, pc + d.size)
+        self.vf._set(X.UC_X86_REG_RIP, pc + d.size, 8)
         return True
 
     # --- the state Unicorn's contexts do not hold -----------------------------------------------------

@@ -24,12 +24,16 @@ import struct
 from dataclasses import dataclass
 from fractions import Fraction
 
+import ctypes
+
 import capstone
 from capstone import x86 as CX
 from unicorn import x86_const as X
+from unicorn.unicorn_py3.unicorn import uclib
 
 from ..core.cpulevel import CpuLevel
 from ..core.errors import EmuError
+from .capi import unconverted
 
 _FLAGS_ARITH = 0x8D5            # CF PF AF ZF SF OF
 _CF, _ZF = 0x1, 0x40
@@ -115,44 +119,65 @@ def decode(code: bytes, pc: int) -> Decoded | None:
                    mask, zeroing)
 
 
+_IDS: dict[str, int] = {}
+_SIZES = {"x": 16, "y": 32, "z": 64}
+_reg_read, _reg_write = unconverted(uclib.uc_reg_read), unconverted(uclib.uc_reg_write)
+
+
 def _uc_id(name: str) -> int:
-    return getattr(X, f"UC_X86_REG_{name.upper()}")
+    i = _IDS.get(name)
+    if i is None:
+        i = _IDS[name] = getattr(X, f"UC_X86_REG_{name.upper()}")
+    return i
 
 
 class VectorFile:
-    """The vector state of the running thread: Unicorn's ZMM0-31 (all 512 bits), and K0-K7 kept here."""
+    """The vector state of the running thread: Unicorn's ZMM0-31 (all 512 bits), and K0-K7 kept here.
+    Registers go through Unicorn's C API with one preallocated buffer (the binding's reg_read classifies the
+    register at every call: 80 % of an AVX instruction's time, measured with cProfile)."""
 
     def __init__(self, uc, level: CpuLevel):
         self.uc, self.level = uc, level
         self.k = [0] * 8
         self._zmm = [_uc_id(f"zmm{i}") for i in range(32)]
+        self._buf = ctypes.create_string_buffer(64)
+
+    def _get(self, rid: int, n: int) -> int:
+        ctypes.memset(self._buf, 0, 64)
+        if _reg_read(self.uc._uch, rid, self._buf):
+            raise EmuError(f"uc_reg_read of register {rid} failed")
+        return int.from_bytes(self._buf.raw[:n], "little")
+
+    def _set(self, rid: int, value: int, n: int) -> None:
+        self._buf.raw = value.to_bytes(n, "little").ljust(64, b"\0")
+        if _reg_write(self.uc._uch, rid, self._buf):
+            raise EmuError(f"uc_reg_write of register {rid} failed")
 
     def zmm(self, i: int) -> int:
-        return self.uc.reg_read(self._zmm[i])
+        return self._get(self._zmm[i], 64)
 
     def set_zmm(self, i: int, value: int) -> None:
-        self.uc.reg_write(self._zmm[i], value & ((1 << 512) - 1))
+        self._set(self._zmm[i], value & ((1 << 512) - 1), 64)
 
     def reg(self, name: str) -> int:
         if name[0] == "k":
             return self.k[int(name[1:])]
         if name[1:3] == "mm" and name[0] in "xyz":
-            full = self.zmm(int(name[3:]))
-            return full & ((1 << (8 * {"x": 16, "y": 32, "z": 64}[name[0]])) - 1)
-        return self.uc.reg_read(_uc_id(name))
+            return self._get(self._zmm[int(name[3:])], _SIZES[name[0]])
+        return self._get(_uc_id(name), 8)
 
     def set_vector(self, name: str, value: int) -> None:
         """A VEX/EVEX write: the register's bits, zeroes above them to bit 511."""
-        self.set_zmm(int(name[3:]), value & ((1 << (8 * {"x": 16, "y": 32, "z": 64}[name[0]])) - 1))
+        self.set_zmm(int(name[3:]), value & ((1 << (8 * _SIZES[name[0]])) - 1))
 
     def set_gpr(self, name: str, value: int) -> None:
         """A 32-bit destination zero-extends into its 64-bit register (SDM vol. 1 3.4.1.1)."""
         if name.startswith("e") or (name.startswith("r") and name.endswith("d")):
             full = {"eax": "rax", "ebx": "rbx", "ecx": "rcx", "edx": "rdx", "esi": "rsi", "edi": "rdi",
                     "ebp": "rbp", "esp": "rsp"}.get(name, name[:-1])
-            self.uc.reg_write(_uc_id(full), value & 0xFFFFFFFF)
+            self._set(_uc_id(full), value & 0xFFFFFFFF, 8)
         else:
-            self.uc.reg_write(_uc_id(name), value & ((1 << 64) - 1))
+            self._set(_uc_id(name), value & ((1 << 64) - 1), 8)
 
 
 class Executor:
@@ -171,9 +196,9 @@ class Executor:
         if o.index:
             a += self.vf.reg(o.index) * o.scale
         if o.seg == "fs":
-            a += self.uc.reg_read(X.UC_X86_REG_FS_BASE)
+            a += self.vf._get(X.UC_X86_REG_FS_BASE, 8)
         elif o.seg == "gs":
-            a += self.uc.reg_read(X.UC_X86_REG_GS_BASE)
+            a += self.vf._get(X.UC_X86_REG_GS_BASE, 8)
         return a & ((1 << 64) - 1)
 
     def get(self, d: Decoded, o: Operand, size: int | None = None) -> int:
@@ -196,8 +221,8 @@ class Executor:
             self.vf.set_gpr(o.reg, value)
 
     def set_flags(self, bits: int) -> None:
-        f = self.uc.reg_read(X.UC_X86_REG_EFLAGS)
-        self.uc.reg_write(X.UC_X86_REG_EFLAGS, (f & ~_FLAGS_ARITH) | bits)
+        f = self.vf._get(X.UC_X86_REG_EFLAGS, 8)
+        self.vf._set(X.UC_X86_REG_EFLAGS, (f & ~_FLAGS_ARITH) | bits, 8)
 
     def execute(self, d: Decoded) -> None:
         row = TABLE.get(d.mnemonic)
