@@ -131,6 +131,24 @@ def _uc_id(name: str) -> int:
     return i
 
 
+_BUF = ctypes.create_string_buffer(64)
+ZMM = [_uc_id(f"zmm{i}") for i in range(32)]
+
+
+def read_reg(uc, rid: int, n: int) -> int:
+    """Register `rid` (n bytes: up to a ZMM register's 64) through Unicorn's C API, one buffer for all."""
+    ctypes.memset(_BUF, 0, 64)
+    if _reg_read(uc._uch, rid, _BUF):
+        raise EmuError(f"uc_reg_read of register {rid} failed")
+    return int.from_bytes(_BUF.raw[:n], "little")
+
+
+def write_reg(uc, rid: int, value: int, n: int) -> None:
+    _BUF.raw = value.to_bytes(n, "little").ljust(64, b"\0")
+    if _reg_write(uc._uch, rid, _BUF):
+        raise EmuError(f"uc_reg_write of register {rid} failed")
+
+
 class VectorFile:
     """The vector state of the running thread: Unicorn's ZMM0-31 (all 512 bits), and K0-K7 kept here.
     Registers go through Unicorn's C API with one preallocated buffer (the binding's reg_read classifies the
@@ -139,19 +157,13 @@ class VectorFile:
     def __init__(self, uc, level: CpuLevel):
         self.uc, self.level = uc, level
         self.k = [0] * 8
-        self._zmm = [_uc_id(f"zmm{i}") for i in range(32)]
-        self._buf = ctypes.create_string_buffer(64)
+        self._zmm = ZMM
 
     def _get(self, rid: int, n: int) -> int:
-        ctypes.memset(self._buf, 0, 64)
-        if _reg_read(self.uc._uch, rid, self._buf):
-            raise EmuError(f"uc_reg_read of register {rid} failed")
-        return int.from_bytes(self._buf.raw[:n], "little")
+        return read_reg(self.uc, rid, n)
 
     def _set(self, rid: int, value: int, n: int) -> None:
-        self._buf.raw = value.to_bytes(n, "little").ljust(64, b"\0")
-        if _reg_write(self.uc._uch, rid, self._buf):
-            raise EmuError(f"uc_reg_write of register {rid} failed")
+        write_reg(self.uc, rid, value, n)
 
     def zmm(self, i: int) -> int:
         return self._get(self._zmm[i], 64)

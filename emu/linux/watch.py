@@ -239,7 +239,7 @@ class Watch:
             v = int.from_bytes(bytes([0xA0 + i]) * 64, "little")
             if i == 15:
                 v &= ~((1 << 128) - 1)
-            uc.reg_write(getattr(X, f"UC_X86_REG_ZMM{i}"), v & ((1 << (8 * lvl.vector_bytes)) - 1))
+            self.p.avx.vf.set_zmm(i, v & ((1 << (8 * lvl.vector_bytes)) - 1))
         if lvl.nmask:
             self.p.avx.set_kregs([int.from_bytes(bytes([0xC0 + k]) * 8, "little") for k in range(lvl.nmask)])
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import struct
 
-from unicorn import x86_const as X
+from ..engine.avxexec import ZMM as _ZMM
+from ..engine.avxexec import read_reg, write_reg
 
 FXSAVE_SIZE, HEADER = 512, 64
 SW_BYTES = 464                          # struct _fpx_sw_bytes inside the FXSAVE image
@@ -22,7 +23,6 @@ FP_XSTATE_MAGIC1, FP_XSTATE_MAGIC2 = 0x46505853, 0x46505845
 UC_FP_XSTATE = 0x1
 #: component -> (offset, size) in the standard format (CPUID.(0xD, n) EBX/EAX)
 COMPONENTS = {2: (576, 256), 5: (1088, 64), 6: (1152, 512), 7: (1664, 1024)}
-_ZMM = [getattr(X, f"UC_X86_REG_ZMM{i}") for i in range(32)]
 
 
 def size(xcr0: int) -> int:
@@ -37,7 +37,7 @@ def extended(uc, xcr0: int, kregs) -> bytes:
     and `kregs` (K0-K7, which the engine does not keep)."""
     out = bytearray(size(xcr0) - FXSAVE_SIZE)
     struct.pack_into("<Q", out, 0, xcr0)                                    # XSTATE_BV
-    zmm = [uc.reg_read(r) for r in _ZMM[:32 if xcr0 >> 7 & 1 else 16]]
+    zmm = [read_reg(uc, r, 64) for r in _ZMM[:32 if xcr0 >> 7 & 1 else 16]]
     for c, (off, n) in COMPONENTS.items():
         if not xcr0 >> c & 1:
             continue
@@ -62,10 +62,10 @@ def sw_bytes(xcr0: int) -> bytes:
 def restore(uc, xcr0: int, area: bytes) -> tuple[int, ...]:
     """Load the enabled components of `area` (the part past the FXSAVE image; XMM0-15 already restored from
     it) into the engine's ZMM registers; return K0-K7 for the caller to keep."""
-    xmm = b"".join(((uc.reg_read(r) & ((1 << 128) - 1)).to_bytes(16, "little")) for r in _ZMM[:16])
+    xmm = b"".join(read_reg(uc, r, 16).to_bytes(16, "little") for r in _ZMM[:16])
     nz, width = (32, 64) if xcr0 >> 7 & 1 else (16, 32)
     for i, v in enumerate(registers(xmm, area, xcr0, nz, width)):
-        uc.reg_write(_ZMM[i], v)
+        write_reg(uc, _ZMM[i], v, 64)
     return kregs(area, xcr0)
 
 
