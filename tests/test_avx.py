@@ -291,3 +291,27 @@ def test_explain_shows_and_compares_the_levels_registers():
     finally:
         path.unlink()
     assert "1 differs" in out and "Y5" in out.split("1 differs", 1)[1].split("\n[", 1)[0]
+
+
+def test_simd_stub_passes_the_real_corpus_at_v4():
+    from emu.core import stubgen
+    from emu.drive import checkstub
+    rep = checkstub.check(stubgen.stub_path("go1.27", simd=True), "go1.27", 60, ("go:spin", "go:floats"), cpu="v4")
+    assert [r.scenario for r in rep.results] == ["go:spin", "go:floats"]
+    assert all(r.injected >= 50 and not r.violations for r in rep.results), rep.render()
+
+
+def test_an_unsupported_instruction_in_a_real_program_stops_it_naming_pc_instruction_level(tmp_path):
+    from emu.core import layout, stubgen
+    from emu.drive import gsweep, realsweep
+    text = stubgen.generate(layout.get_layout("go1.27"), simd=True).replace(
+        "vmovdqu ymmword ptr [rax + 64], ymm1", "vpshufb ymm0, ymm0, ymm1", 1)     # 5 bytes each: it fits
+    stub = tmp_path / "shuf.s"
+    stub.write_text(text)
+    image = elfimage.load(str(gobuild.build(DATA / "go" / "simdspin", goamd64="v3").binary))
+    p = gsweep.new_process(image, process.Options(argv=["simdspin"], cpu="v3"), None,
+                           ("shuf.s", realsweep.stub_code(str(stub), image)))
+    p.run()
+    msg = str(p.error)
+    assert "an instruction preemu does not execute at 0x" in msg and "vpshufb ymm0, ymm0, ymm1 (--cpu v3)" in msg
+    assert "in runtime.asyncPreempt.abi0+0x" in msg
