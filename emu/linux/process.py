@@ -202,7 +202,11 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         if self.level.avx:
             self.avx = VectorUnit(self.uc, self.level)
             from ..front.gobuild import cache_dir
-            self.avx.patch(self.image.functions(), cache_dir())
+            try:
+                cache = cache_dir()
+            except EmuError:                     # a cache preemu cannot write only costs the scan each time
+                cache = None
+            self.avx.patch(self.image.functions(), cache)
         rnd = self.random_bytes(16)
         if self.opts.vdso:
             self._map_vdso()
