@@ -42,7 +42,7 @@ asyncPreempt:
     movups xmmword ptr [rax + 832], xmm13       ; X13 -> scratch+832
     movups xmmword ptr [rax + 896], xmm14       ; X14 -> scratch+896
     movups xmmword ptr [rax + 960], xmm15       ; X15 -> scratch+960
-    jmp .preempt                                ; end of the SSE path (a default build never takes the AVX paths)
+    jmp .preempt                                ; end of the SSE path (only a GOEXPERIMENT=simd build takes the AVX paths)
 .save_avx2:
     vmovdqu ymmword ptr [rax + 0], ymm0         
     vmovdqu ymmword ptr [rax + 64], ymm1        
@@ -124,7 +124,7 @@ asyncPreempt:
     movups xmm2, xmmword ptr [rax + 128]        
     movups xmm1, xmmword ptr [rax + 64]         
     movups xmm0, xmmword ptr [rax + 0]          
-    jmp .restore_gps                            ; end of the SSE path (a default build never takes the AVX paths)
+    jmp .restore_gps                            ; end of the SSE path (only a GOEXPERIMENT=simd build takes the AVX paths)
 .restore_avx2:
     vmovdqu ymm15, ymmword ptr [rax + 960]      
     vmovdqu ymm14, ymmword ptr [rax + 896]      

@@ -173,7 +173,8 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
           results: PathLike | None = None, progress: bool = False,
           on_world: Callable[[World], None] | None = None, runner: Callable[[World], Any] | None = None,
           call: int = 1, to_exit: int = 3, args: Sequence[str] = (), env: Sequence[str] = (),
-          test: str | None = None, bench: str | None = None, each_pc: bool = False, gc_points: str = "all"):
+          test: str | None = None, bench: str | None = None, each_pc: bool = False, gc_points: str = "all",
+          cpu: str = "v1"):
     """Deliver the preemption signal at every instruction boundary of `func` in `path` (a .s file,
     a Go binary, a .go file or a Go package directory) and verify each injection (`preemu sweep`).
 
@@ -190,6 +191,9 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     example name) or `bench` (a benchmark's): `path` is a package directory whose test binary preemu builds
     (`go test -c`) and runs in that directory with only that test (`-test.run '^NAME$' -test.short`), and
     `func` is a function of the package (`Max`, `ring.(*Ring).Move` or its full import path) called by it.
+    cpu (Go input): the CPU level, "v1" (default) to "v4" (core/cpulevel.py): at "v3"/"v4" the program is
+    built for that level with GOEXPERIMENT=simd, its AVX instructions run in preemu's vector unit, and every
+    resume is checked on Y0-15 (v3) or Z0-31 and K0-7 (v4); .s input only runs at v1/v2.
 
     registers: entry values, numbers or `;@data` symbols ("src", "dst+16"); unset ones are seeded
     random. layout: "go1.14" or "go1.27" (default: go1.27 for Go input, else go1.14). stub: your own
@@ -227,13 +231,13 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
         def one(name: str, process=None):
             return _sweep_real(src, name, registers, stub, seed, max_points, budget, async_preemption, jobs,
                                executor, results, progress, call, to_exit, args, env, gc, test_, process, each_pc,
-                               gc_points)
+                               gc_points, cpu)
         from .drive import manysweep
         if manysweep.is_pattern(func):
             shared = None
             if not gc and call == 1 and not registers:      # one start-up for all (manysweep._shared)
                 shared = _real_spec(src, func, registers, stub, seed, call, args, env, gc, test_,
-                                    async_preemption)[0]
+                                    async_preemption, cpu)[0]
             return _sweep_many(src, func, test_, one, progress, shared)
         return one(func)
     if call != 1 or to_exit != 3 or args or env or test or bench or each_pc:
@@ -241,6 +245,9 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
                        "program")
     if gc_points != "all":
         raise EmuError("gc_points applies to Go input (the runtime's own collector)")
+    if cpu not in ("v1", "v2"):
+        raise EmuError(f"--cpu {cpu}: .s input runs in preemu's model world, which has no AVX (v1/v2); a Go "
+                       "program's sweep runs at any level")
     if gc == "concurrent":
         raise EmuError("gc='concurrent' runs a Go program's own collector in its default mode: Go input only (.s "
                        "input has preemu's model, gc=True)")
@@ -296,7 +303,7 @@ def _sweep_many(src: str, pattern: str, test: tuple, one, progress: bool, shared
 
 
 def _real_spec(src: str, func: str, registers, stub, seed: int, call: int, args, env, gc: bool | str, test: tuple,
-               async_preemption: bool, gc_points: str = "all"):
+               async_preemption: bool, gc_points: str = "all", cpu: str = "v1"):
     """(the RealSpec of a Go function's sweep, the stub file or None), the options checked."""
     from .drive import realsweep
     if not isinstance(call, int) or isinstance(call, bool) or call < 1:
@@ -309,21 +316,21 @@ def _real_spec(src: str, func: str, registers, stub, seed: int, call: int, args,
         raise EmuError("--gc runs the program's own GC at every injection; GOGC=off disables it")
     if not async_preemption:
         env = realsweep.with_godebug(list(env), "asyncpreemptoff=1")
-    if stub == "generated":                 # preemu's stub for the binary's layout, loaded over its own
-        from .core import stubgen
-        stub = str(stubgen.stub_path("go1.27"))
+    if stub == "generated":                 # preemu's stub for the binary's layout, loaded over its own (at
+        from .core import stubgen           # v3/v4 the simd flavour: the AVX2/AVX-512 paths chosen by CPUID)
+        stub = str(stubgen.stub_path("go1.27", simd=cpu in ("v3", "v4")))
     stub_s = None if stub in (None, "real") else _readable(stub, "the stub")
     spec = realsweep.RealSpec(os.path.abspath(src), func, call, realsweep.check_registers(registers),
                               None if stub_s is None else os.path.abspath(stub_s),
                               tuple((realsweep.test_argv(src, *test) if test else realsweep.default_argv(src))
-                                    + list(args)), tuple(env), seed, gc, test, gc_points)
+                                    + list(args)), tuple(env), seed, gc, test, gc_points, cpu)
     return spec, stub_s
 
 
 def _sweep_real(src: str, func: str, registers, stub, seed: int, max_points: int, budget: int,
                 async_preemption: bool, jobs: int, executor, results, progress: bool, call: int, to_exit: int,
                 args, env, gc: bool | str = False, test: tuple = (), process=None, each_pc: bool = False,
-                gc_points: str = "all"):
+                gc_points: str = "all", cpu: str = "v1"):
     """A Go function swept inside its real program (emu/drive/realsweep.py; `process`: the shared process of
     a pattern sweep, stopped at the function's first call)."""
     from .drive import realsweep
@@ -331,7 +338,7 @@ def _sweep_real(src: str, func: str, registers, stub, seed: int, max_points: int
     if not isinstance(to_exit, int) or isinstance(to_exit, bool) or to_exit < 0:
         raise EmuError(f"to_exit must be 0 or more (got {to_exit!r})")
     spec, stub_s = _real_spec(src, func, registers, stub, seed, call, args, env, gc, test, async_preemption,
-                              gc_points)
+                              gc_points, cpu)
     sw = spec.build(process)
     if stub_s is not None:
         sw.stub = f"{display_path(stub_s)} (loaded over runtime.asyncPreempt)"
@@ -448,7 +455,7 @@ def _go_stub_layout(stub: str, layout: str | None) -> str:
 def check_stub(path: PathLike, *, layout: str | None = None, max_points: int = 2000,
                loops: Sequence[str] | None = None, seed: int = 1,
                on_report: Callable[[checkstub.StubReport], None] | None = None,
-               jobs: int = 1) -> checkstub.StubReport:
+               jobs: int = 1, cpu: str = "v1") -> checkstub.StubReport:
     """Sweep the whole regression corpus (or the named `loops`) with your asyncPreempt stub at
     `path` in the Go `layout` world (`preemu check-stub`); a GC at every point, every preemption
     resumed on the other M and P, a canary below the declared headroom. `path` may also be a Go
@@ -456,7 +463,8 @@ def check_stub(path: PathLike, *, layout: str | None = None, max_points: int = 2
     Without a layout, a .s stub's is told from its code (checkstub.stub_layout: where it saves the X
     registers; an EmuError when it cannot tell) and the report says so (`layout_note`). on_report(report) is
     called as soon as the report exists; it fills as the corpus runs (the CLI prints it when interrupted).
-    jobs: local processes, one corpus loop per task (the report is in corpus order whatever jobs is)."""
+    jobs: local processes, one corpus loop per task (the report is in corpus order whatever jobs is). cpu: the
+    CPU level (v3/v4: the real-program loops only, built for the level; checkstub.check)."""
     from .front import gobuild
     _positive("max_points", max_points)
     _positive("jobs", jobs)
@@ -479,4 +487,4 @@ def check_stub(path: PathLike, *, layout: str | None = None, max_points: int = 2
         if unknown:
             raise EmuError(f"unknown corpus loop(s) {', '.join(unknown)} (known: {', '.join(known)})")
     return checkstub.check(stub, lay, max_points, tuple(loops) if loops is not None else None, seed, on_report,
-                           jobs)
+                           jobs, cpu)

@@ -19,6 +19,12 @@ from .core.errors import EmuError
 
 
 class _Parser(argparse.ArgumentParser):
+    """preemu's parsers: no abbreviated options (`--cpu` must never be taken for `--cpus`), one-line errors."""
+
+    def __init__(self, *args, **kw):
+        kw["allow_abbrev"] = False
+        super().__init__(*args, **kw)
+
     def error(self, message):  # exit 2 with one line (the usage is one `--help` away)
         print(f"preemu: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
         raise SystemExit(2)
@@ -202,9 +208,12 @@ def cmd_sweep(a, out) -> int:
         rep = api.sweep(a.file, a.func, registers=_regs(a.reg), stub=a.stub, seed=a.seed, max_points=a.max_points,
                         budget=a.budget or sweeper.DEFAULT_BUDGET, async_preemption=a.async_preemption == "on",
                         call=a.call, to_exit=3 if a.to_exit is None else a.to_exit, args=a.args, env=a.env or [],
-                        gc=a.gc, test=a.test, bench=a.bench, each_pc=a.each_pc, gc_points=a.gc_points,
+                        gc=a.gc, test=a.test, bench=a.bench, each_pc=a.each_pc, gc_points=a.gc_points, cpu=a.cpu,
                         **_shard_options(a))
         return _emit(a, rep, out, "" if a.json else rep.render(a.table))
+    if a.cpu not in ("v1", "v2"):
+        raise UsageError(f"--cpu {a.cpu}: .s input runs in preemu's model world, which has no AVX (v1/v2); a Go "
+                         "program's sweep runs at any level")
     for opt, given in (("--call", a.call != 1), ("--to-exit", a.to_exit is not None), ("--env", a.env),
                        ("program arguments", a.args), ("--test", a.test), ("--bench", a.bench),
                        ("--each-pc", a.each_pc)):
@@ -307,11 +316,11 @@ def _explain_real(a, path: str, func, regs_, gc: bool, asyncp):
     stub = a.stub
     if stub == "generated":
         from .core import stubgen
-        stub = str(stubgen.stub_path("go1.27"))
+        stub = str(stubgen.stub_path("go1.27", simd=a.cpu in ("v3", "v4")))
     elif stub is not None and not os.path.isfile(stub):
         raise UsageError(f"--stub {stub}: no such file")
     return gexplain.explain(path, func, a.at, call=a.call, registers=regs_ or None, args=a.args, env=a.env or [],
-                            gc=gc, async_preemption=asyncp != "off", stub=stub, test=_test_of(a))
+                            gc=gc, async_preemption=asyncp != "off", stub=stub, test=_test_of(a), cpu=a.cpu)
 
 
 def cmd_explain(a, out) -> int:
@@ -340,6 +349,9 @@ def cmd_explain(a, out) -> int:
     from .front import gobuild
     if story is None and gobuild.is_go_input(path):
         story = _explain_real(a, path, func, regs_, gc, asyncp)
+    if story is None and a.cpu not in ("v1", "v2"):
+        raise UsageError(f"--cpu {a.cpu}: .s input and scenarios run in preemu's model world, which has no AVX "
+                         "(v1/v2); a Go program's preemption is told at any level")
     if story is None:
         if not func:
             raise EmuError("--func is required (the goroutine's entry function)")
@@ -400,8 +412,8 @@ def cmd_check_stub(a, out) -> int:
             raise EmuError("--junit-xml and --sarif apply to a stub check, not to --mutants")
         if a.file:
             raise UsageError("--mutants checks the generated stub's mutants; give no FILE")
-        a.layout = a.layout or "go1.14"
-        results = checkstub.run_mutants(a.layout, a.max_points or 150, jobs=_jobs(a))
+        a.layout = a.layout or ("go1.14" if a.cpu in ("v1", "v2") else "go1.27")
+        results = checkstub.run_mutants(a.layout, a.max_points or 150, jobs=_jobs(a), cpu=a.cpu)
         if a.json:
             json.dump(report.mutants_json(results, a.layout), out, indent=1)
             out.write("\n")
@@ -416,16 +428,14 @@ def cmd_check_stub(a, out) -> int:
     _PARTIAL[:] = [lambda: (report.render_checkstub(so_far[0], interrupted=True),
                             f"after {len(so_far[0].results)} corpus loop(s)") if so_far and not a.json else None]
     rep = api.check_stub(a.file, layout=a.layout, max_points=a.max_points or 2000, on_report=so_far.append,
-                         jobs=_jobs(a))
+                         jobs=_jobs(a), cpu=a.cpu)
     return _emit(a, rep, out, "" if a.json else rep.render())
 
 
 def cmd_gen_stub(a, out) -> int:
     from .core import stubgen
     stale = []
-    for lay in L.LAYOUTS.values():
-        path = stubgen.stub_path(lay.name)
-        text = stubgen.generate(lay)
+    for path, text in stubgen.all_stubs():
         current = path.read_text() if path.exists() else None
         if current != text:
             stale.append(path)
@@ -500,7 +510,7 @@ def _exec_options(a, passthrough):
                            ns_per_insn=a.ns_per_insn, max_virtual_ms=a.max_virtual_ms, budget=a.budget,
                            ncpu=a.cpus, signal_delay=delay, signal_at_pc=at_pc, passthrough=passthrough,
                            trace=bool(a.trace), mounts=mounts, cwd=os.path.abspath(a.target) if test else None,
-                           max_memory=a.max_memory)
+                           max_memory=a.max_memory, cpu=a.cpu)
 
 
 def _test_of(a) -> tuple:
@@ -567,7 +577,7 @@ def cmd_exec(a, out) -> int:
     else:
         target = a.target
     opts = _exec_options(a, None if a.json else passthrough)
-    image = elfimage.load(str(gobuild.build(target, test=bool(_test_of(a))).binary))
+    image = elfimage.load(str(gobuild.build(target, test=bool(_test_of(a)), goamd64=opts.cpu).binary))
     if opts.signal_at_pc is not None:
         opts.signal_at_pc = image.resolve(opts.signal_at_pc, "--signal-at")
     p = process.Process(image, opts)
@@ -673,6 +683,7 @@ def _add_sweep(sub) -> None:
                    "own: one injection, then on to the program's exit, compared with the uninterrupted ending")
     s.add_argument("--env", action="append", metavar="K=V", help="Go input: the program's environment; repeatable")
     _add_test_options(s)
+    _cpu_option(s)
     s.add_argument("--each-pc", action="store_true",
                    help="Go input: decide every distinct PC of the goroutine once, at its first occurrence (one "
                    "point a PC instead of one a boundary; --max-points still caps them)")
@@ -748,6 +759,7 @@ def _add_explain(sub) -> None:
     x.add_argument("--env", action="append", metavar="K=V", help="Go input: the program's environment; repeatable")
     _add_test_options(x)
     x.set_defaults(args=[])          # Go input: the program's arguments, after `--` (split off in main)
+    _cpu_option(x)
     x.add_argument("--html", metavar="OUT.html", help="also write the story as one self-contained page")
     x.add_argument("--json", action="store_true", help="print the steps as one JSON object")
     x.set_defaults(fn=cmd_explain)
@@ -775,6 +787,7 @@ def _add_check_stub(sub) -> None:
                    help="the world the stub runs in (asyncPreempt2 and xRegs behaviour); default: told from the "
                    "stub's code (where it saves X0-X15), a Go program's release for its own runtime.asyncPreempt")
     c.add_argument("--mutants", action="store_true", help="check the generated stub's mutants; print the score")
+    _cpu_option(c)
     c.add_argument("--max-points", type=int, default=None, metavar="N", help="cap per corpus loop (default 2000)")
     c.add_argument("--json", action="store_true")
     _ci_outputs(c)
@@ -803,6 +816,14 @@ def _size(text: str) -> int:
     return n
 
 
+def _cpu_option(p) -> None:
+    from .core.cpulevel import DEFAULT, LEVELS
+    p.add_argument("--cpu", default=DEFAULT, choices=list(LEVELS), metavar="LEVEL",
+                   help="the CPU's x86-64 level, as GOAMD64 names them: v1 (default) and v2 have no AVX; v3 adds "
+                   "AVX2 and FMA, v4 AVX-512 (preemu executes those instructions itself). CPUID and XGETBV say so, "
+                   "the verifier compares the level's Y/Z and K registers, and Go sources are built for it")
+
+
 def _add_exec(sub) -> None:
     """`preemu exec` and its options."""
     x = sub.add_parser("exec", help="run a whole static Go program (its own runtime, sysmon and signal handler) "
@@ -822,6 +843,7 @@ def _add_exec(sub) -> None:
                    help="instructions a thread runs before the next one is scheduled (default 20000)")
     x.add_argument("--cpus", type=int, default=2, metavar="N",
                    help="CPUs the threads run on, interleaved per quantum; sched_getaffinity reports them (default 2)")
+    _cpu_option(x)
     x.add_argument("--max-memory", type=_size, default=None, metavar="SIZE",
                    help="memory the program may map at once (512M, 2G; default 8G): past it mmap fails with ENOMEM "
                    "and Go ends with 'fatal error: out of memory'")

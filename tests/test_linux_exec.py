@@ -11,6 +11,7 @@ from unicorn import UC_HOOK_CODE
 from unicorn import x86_const as X
 
 from emu import cli
+from emu.core import cpulevel
 from emu.core.errors import EmuError
 from emu.front import gobuild
 from emu.linux import elfimage, process, sigdeliver, sigframe
@@ -127,8 +128,10 @@ def test_goamd64_v3_is_refused(binaries, tmp_path):
     assert raw.count(b"GOAMD64=v1") >= 1          # the build info the linker embeds (.go.buildinfo)
     bad = tmp_path / "v3"
     bad.write_bytes(raw.replace(b"GOAMD64=v1", b"GOAMD64=v3"))
-    with pytest.raises(EmuError, match="GOAMD64=v3"):
-        elfimage.load(str(bad))
+    img = elfimage.load(str(bad))
+    with pytest.raises(EmuError, match="GOAMD64=v3, which needs --cpu v3"):
+        process.Process(img, process.Options(argv=["v3"]))
+    img.check_level(cpulevel.level("v3"))           # a v3 CPU takes it
 
 
 def test_not_an_elf_is_refused(tmp_path):

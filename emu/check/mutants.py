@@ -99,3 +99,29 @@ def generate(lay: L.StubLayout) -> list[Mutant]:
         add("xmm-from-entry-p", "X0-X15 restored from the cache of the P the goroutine was preempted on",
             lines, {"stub-fault"})
     return out
+
+
+#: the AVX restores of the simd stub a mutant drops, one of each kind, and the CPU level that catches it:
+#: a Y register of the AVX2 path, a Z register of Z0-15 and of Z16-31, and a K register of the AVX-512 path
+AVX_DROPS = (("Y5", "v3", re.compile(r"^vmovdqu ymm5, ymmword ptr \[rax \+ 320\]$")),
+             ("Z5", "v4", re.compile(r"VMOVDQU64 320\(AX\), Z5$")),
+             ("Z17", "v4", re.compile(r"VMOVDQU64 1088\(AX\), Z17$")),
+             ("K3", "v4", re.compile(r"KMOVQ 2072\(AX\), K3$")))
+
+
+def generate_avx(lay: L.StubLayout) -> list[tuple[str, Mutant]]:
+    """(CPU level, mutant) for each AVX restore the simd flavour of the stub can lose (AVX_DROPS): Go's stub
+    of a GOEXPERIMENT=simd build restores Y0-15 (AVX2) or Z0-31 and K0-K7 (AVX-512) from p.xRegs.cache."""
+    base = stubgen.generate(lay, simd=True).splitlines()
+    call = next(i for i, ln in enumerate(base) if _insn(ln).startswith("call "))
+    out = []
+    for name, level, pat in AVX_DROPS:
+        # the AVX-512 block is `.byte` lines: the instruction is the Go form in the line's comment
+        idx = [i for i, ln in enumerate(base) if i > call and (pat.match(_insn(ln)) or
+               (";" in ln and pat.search(ln.split(";", 1)[1].strip())))]
+        assert len(idx) == 1, (name, idx)
+        mname = f"drop-restore-{name}"
+        out.append((level, Mutant(mname, f"the stub's {'AVX2' if level == 'v3' else 'AVX-512'} path never "
+                                  f"restores {name}", _header(mname, base[:idx[0]] + base[idx[0] + 1:]),
+                                  frozenset({name}))))
+    return out

@@ -1,7 +1,7 @@
 """Verifiers: compare the state after the stub returns with the interrupted state (emu/FACTS.md §6 items 6-9).
 
-At the stub's RET: every GPR, RBP, RFLAGS and XMM0-15 must equal the interrupted values bit for
-bit, RSP must be S-8 with the resume PC at [S-8] (so RET lands on the interrupted PC with RSP = S),
+At the stub's RET: every GPR, RBP, RFLAGS and XMM0-15 (at --cpu v3 the whole Y0-15, at v4 Z0-31 and K0-7:
+vector_diffs) must equal the interrupted values bit for bit, RSP must be S-8 with the resume PC at [S-8] (so RET lands on the interrupted PC with RSP = S),
 and memory at and above S must be unchanged. The final state of a swept run must equal the
 reference run. Each violation names the register or address, expected and actual values, the
 boundary, and the PC with its disassembly and source line.
@@ -104,6 +104,9 @@ def violation_maker(prog, boundary: int, pc: int):
 
 
 def fmt_value(name: str, v: int) -> str:
+    width = _WIDE.get(name[:1]) if name[1:].isdigit() else None
+    if width:                                    # Y0-15, Z0-31, K0-7 (the --cpu level's registers)
+        return f"{v:#0{2 + 2 * width}x}"
     r = regs.lookup(name)
     if r.kind == "xmm":
         return f"{v:#034x}"
@@ -113,6 +116,17 @@ def fmt_value(name: str, v: int) -> str:
 
 
 _RSP_AT = dump.OFFSETS["RSP"]
+_WIDE = {"Y": 32, "Z": 64, "K": 8}
+
+
+def vector_diffs(level, before: list[int], after: list[int], k_before, k_after) -> list[tuple[str, int, int]]:
+    """(name, expected, actual) for every vector register of the CPU level (core/cpulevel.CpuLevel) and every
+    opmask register that differs: whole Y0-15 at v3, Z0-31 and K0-7 at v4 (the XMM bits included, so a lost
+    restore is named once, by the level's register)."""
+    out = [(name, b, a) for name, b, a in zip(level.vector_names(), before, after) if b != a]
+    kb, ka = tuple(k_before) or (0,) * 8, tuple(k_after) or (0,) * 8
+    out += [(name, b, a) for name, b, a in zip(level.mask_names(), kb, ka) if b != a]
+    return out
 
 
 def compare_registers(before: dump.RegState, after: dump.RegState, raw_before: bytes, raw_after: bytes,

@@ -76,6 +76,10 @@ XREGS_SIZE = 2112
 XREGS_SLOT = 64
 XREGS_Z = 32                            # xRegs: Z0..Z31 at i*64, then K0..K7 at 2048 + 8*i (preempt_amd64.go)
 XREGS_K = 8
+#: internal/cpu.X86's HasAVX2 and HasAVX512 bytes (internal/cpu/cpu.go X86 struct; the const_offsetX86HasAVX2/
+#: ...HasAVX512 that runtime/preempt_amd64.s:40-43 CMPBs under GOEXPERIMENT=simd, Go 1.27.3)
+X86_HAS_AVX2 = 68
+X86_HAS_AVX512 = 69
 
 # G status values (runtime2.go)
 G_IDLE, G_RUNNABLE, G_RUNNING, G_SYSCALL, G_WAITING, G_DEAD = 0, 1, 2, 3, 4, 6

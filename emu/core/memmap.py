@@ -116,6 +116,9 @@ WB_BUF = RT_DATA + 0x100           # the write-barrier buffer gcWriteBarrier2 ha
 WB_BUF_SIZE = 0x100
 SPIN_COUNTER = RT_DATA + 0x200     # iterations of the park spin loop (exact instruction accounting)
 RAND_STATE = RT_DATA + 0x300       # runtime.rand's generator state (one for the world's Ms)
+#: internal/cpu.X86 (its feature bytes at gostructs.X86_HAS_*): all zero, the model world's CPU has no AVX, so
+#: a simd stub (stubgen) takes its SSE path there
+CPU_X86 = RT_DATA + 0x400
 
 
 def g_addr(goid_index: int) -> int:

@@ -38,6 +38,8 @@ MUTANT_CORPUS = ("xmm_loop", "adc_chain", "r14_scratch", "rep_copy")
 REAL_PROGRAM = SCENARIOS / "go" / "stubcorpus"
 REAL_FUNCS = ("spin", "floats", "compare", "calls", "walk")
 REAL_LOOPS = tuple(f"go:{f}" for f in REAL_FUNCS)
+#: the corpus of the AVX mutants (--cpu v3/v4): real-program loops, whose vector state is the level's
+AVX_MUTANT_CORPUS = ("go:spin",)
 
 
 @dataclass
@@ -175,9 +177,9 @@ def _base(mem: str) -> str:
 
 def _check_one(task) -> CorpusResult:
     """Sweep one corpus loop (a loaded scenario, or a `go:NAME` function of the real program) with the stub."""
-    sc, stub_path, layout_name, max_points, seed = task
+    sc, stub_path, layout_name, max_points, seed, cpu = task
     if isinstance(sc, str):
-        return _check_real(sc, stub_path, max_points, seed)
+        return _check_real(sc, stub_path, max_points, seed, cpu)
     program = loader.load_program(_rel(sc.asm))
     world = loader.build_world(program, sc.entry, layout_name, stub_path, seed, sc.registers, gc=True)
     t0 = time.perf_counter()
@@ -188,9 +190,12 @@ def _check_one(task) -> CorpusResult:
 
 
 def check(stub_path: str | Path, layout_name: str, max_points: int = 2000,
-          names: tuple[str, ...] | None = None, seed: int = 1, on_report=None, jobs: int = 1) -> StubReport:
+          names: tuple[str, ...] | None = None, seed: int = 1, on_report=None, jobs: int = 1,
+          cpu: str = "v1") -> StubReport:
     """Sweep the corpus with the stub at `stub_path` in the `layout_name` world (one corpus loop per
-    task, in `jobs` local processes; the report is in corpus order whatever `jobs` is).
+    task, in `jobs` local processes; the report is in corpus order whatever `jobs` is). At `cpu` v3/v4 only
+    the real-program loops run (the model world has no AVX), their program built for the level with
+    GOEXPERIMENT=simd, so that the stub's AVX2 or AVX-512 path is the one taken.
 
     on_report(report) is called as soon as the report exists (it fills as the corpus runs), so a
     caller interrupted half-way can still show what is done."""
@@ -200,6 +205,10 @@ def check(stub_path: str | Path, layout_name: str, max_points: int = 2000,
     if not every:
         raise EmuError("the regression corpus is empty (no sweep scenarios found)")
     real = [name for name in REAL_LOOPS if names is None or name in names]
+    if cpu not in ("v1", "v2"):
+        if lay.name != "go1.27":
+            raise EmuError(f"--cpu {cpu}: the AVX paths are Go 1.27's (the go1.27 layout); go1.14 had none")
+        scs = []
     if lay.name != "go1.27":
         if names is not None and real:
             raise EmuError(f"{', '.join(real)}: the real-program loops run a Go 1.27 runtime: use the go1.27 layout")
@@ -210,18 +219,18 @@ def check(stub_path: str | Path, layout_name: str, max_points: int = 2000,
                      stub_program=first.machine.stub)
     if on_report is not None:
         on_report(rep)
-    tasks = [(sc, str(stub_path), lay.name, max_points, seed) for sc in scs]
-    tasks += [(name, os.path.abspath(stub_path), lay.name, max_points, seed) for name in real]
+    tasks = [(sc, str(stub_path), lay.name, max_points, seed, cpu) for sc in scs]
+    tasks += [(name, os.path.abspath(stub_path), lay.name, max_points, seed, cpu) for name in real]
     for result in map_ordered(_check_one, tasks, jobs):
         rep.results.append(result)
     return rep
 
 
-def _check_real(name: str, stub_path: str, max_points: int, seed: int) -> CorpusResult:
+def _check_real(name: str, stub_path: str, max_points: int, seed: int, cpu: str = "v1") -> CorpusResult:
     """Sweep function `name` ("go:spin") of the real-program corpus with the stub loaded over its asyncPreempt."""
     from . import realsweep
     func = name.split(":", 1)[1]
-    spec = realsweep.RealSpec(str(REAL_PROGRAM), func, 1, (), stub_path, ("prog",), (), seed)
+    spec = realsweep.RealSpec(str(REAL_PROGRAM), func, 1, (), stub_path, ("prog",), (), seed, cpu=cpu)
     t0 = time.perf_counter()
     sw = spec.build()
     res = realsweep.sweep(spec, sw, str(REAL_PROGRAM), max_points, to_exit=0)
@@ -254,11 +263,12 @@ def _named(violations) -> set[str]:
 
 
 def _check_mutant(task) -> MutantResult:
-    mu, layout_name, max_points, tmp = task
+    mu, layout_name, max_points, tmp, cpu = task
     path = Path(tmp) / f"{mu.name}.s"
     path.write_text(mu.text)
     try:
-        rep = check(path, layout_name, max_points, MUTANT_CORPUS)
+        rep = check(path, layout_name, max_points, MUTANT_CORPUS if cpu in ("v1", "v2") else AVX_MUTANT_CORPUS,
+                    cpu=cpu)
         viol = [v for r in rep.results for v in r.violations]
     except AsmError as e:
         raise AssertionError(f"mutant {mu.name} does not assemble: {e}") from None
@@ -267,11 +277,18 @@ def _check_mutant(task) -> MutantResult:
         "register", "flags", "memory", "resume", "final-state"}))
 
 
-def run_mutants(layout_name: str, max_points: int = 150, mutant_list=None, jobs: int = 1) -> list[MutantResult]:
+def run_mutants(layout_name: str, max_points: int = 150, mutant_list=None, jobs: int = 1,
+                cpu: str = "v1") -> list[MutantResult]:
     """Check every generated mutant (or `mutant_list`) against the quick corpus (one mutant per task,
-    in `jobs` local processes); report caught and correctly diagnosed."""
+    in `jobs` local processes); report caught and correctly diagnosed. At `cpu` v3/v4 the mutants are the
+    simd stub's dropped AVX restores of that level (mutants.generate_avx), checked on AVX_MUTANT_CORPUS."""
     from .shards import map_ordered
     lay = L.get_layout(layout_name)
-    todo = mutants.generate(lay) if mutant_list is None else mutant_list
+    if mutant_list is not None:
+        todo = mutant_list
+    elif cpu in ("v1", "v2"):
+        todo = mutants.generate(lay)
+    else:
+        todo = [m for level, m in mutants.generate_avx(lay) if level == cpu]
     with tempfile.TemporaryDirectory() as tmp:
-        return list(map_ordered(_check_mutant, [(mu, lay.name, max_points, tmp) for mu in todo], jobs))
+        return list(map_ordered(_check_mutant, [(mu, lay.name, max_points, tmp, cpu) for mu in todo], jobs))

@@ -411,6 +411,8 @@ def new_process(image, opts, source_path=None, stub_code=None):
             raise EmuError(f"{name}: the stub is {len(code)} bytes; it must fit in the binary's runtime.asyncPreempt "
                            f"({size} bytes), over which it is loaded")
         p.write(p.watch.async_preempt, code)
+        if p.avx is not None:                    # --cpu v3/v4: its AVX instructions run in preemu's vector unit
+            p.avx.rearm(p.watch.async_preempt, code)
         p.watch.replace_stub(code)
         p.stub_name = f"{name} (loaded over runtime.asyncPreempt)"
     return p

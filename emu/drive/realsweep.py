@@ -46,6 +46,7 @@ class RealSpec:
     #                                            "concurrent" (realgc.py)
     test: tuple = ()                           # ("test" | "bench", NAME): the package's test binary running it
     gc_points: str = "all"                     # --gc's points: "all", "async" (injections) or "sync" (calls: gsync.py)
+    cpu: str = "v1"                            # the CPU level (--cpu): the process's, and a source build's GOAMD64
 
     def build(self, process=None) -> RealSweep:
         """The sweep's process run to F's call (`process`: one a pattern sweep's start-up runs on, gsweep's
@@ -59,7 +60,7 @@ class RealSpec:
         this spec is made of, whatever function it sweeps."""
         from ..front import gobuild, goreleases
         from ..linux import elfimage, process
-        res = gobuild.build(self.asm, test=bool(self.test))
+        res = gobuild.build(self.asm, test=bool(self.test), goamd64=self.cpu)
         version = res.go_version or gobuild.go_version()
         rel = goreleases.release_of(version, str(res.binary))              # one preemu reads, or exit 2
         if self.gc and rel.minor < 22:
@@ -77,7 +78,7 @@ class RealSpec:
             stub = (self.stub, stub_code(self.stub, image))
         setting = realgc.godebug(realgc.mode_of(self.gc))
         env = with_godebug(list(self.env), setting) if setting else list(self.env)
-        opts = process.Options(argv=list(self.argv), env=env, seed=self.seed,
+        opts = process.Options(argv=list(self.argv), env=env, seed=self.seed, cpu=self.cpu,
                                cwd=self.asm if self.test else None)    # go test runs in the package directory
         return image, opts, regs, stub, res
 
@@ -118,11 +119,16 @@ def transplant(program: str, image) -> bytes:
 
 def stub_code(path: str, image) -> bytes:
     """Assemble a stub file (Intel syntax, the .s front end) at runtime.asyncPreempt's address, its CALL to
-    asyncPreempt2 resolved to the binary's runtime.asyncPreempt2: the bytes to load over the binary's stub."""
+    asyncPreempt2 resolved to the binary's runtime.asyncPreempt2, a simd stub's X86HasAVX2/X86HasAVX512 to the
+    binary's internal/cpu.X86 feature bytes: the bytes to load over the binary's stub."""
+    from ..core import stubgen
     from ..front import asmfront
     at = image.symbol("runtime.asyncPreempt.abi0")
-    prog = asmfront.assemble_file(path, at, {"asyncPreempt2": image.symbol("runtime.asyncPreempt2")},
-                                  package="runtime", asm=True)
+    externs = {"asyncPreempt2": image.symbol("runtime.asyncPreempt2")}
+    x86 = image.symbols.get("internal/cpu.X86")
+    if x86 is not None:
+        externs.update({name: x86[0] + off for name, off in stubgen.X86_SYMBOLS.items()})
+    prog = asmfront.assemble_file(path, at, externs, package="runtime", asm=True)
     if not prog.has_func("asyncPreempt"):
         raise EmuError(f"{path}: the stub must define the label `asyncPreempt` (its entry point)")
     code = bytearray()

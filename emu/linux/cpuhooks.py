@@ -1,5 +1,6 @@
 """The engine hooks that stand in for the CPU where Unicorn's own would differ: RDTSC/RDTSCP from virtual
-time, CPUID from preemu's model CPU, the interrupt hook, and single-stepping one instruction by the trap flag.
+time, CPUID from preemu's model CPU (at the --cpu level), the interrupt hook (which also runs the AVX
+instructions of engine/avx.py at v3/v4), and single-stepping one instruction by the trap flag.
 
 CpuHooks is a mixin of process.Process (it uses the process's engine, image, counter and clock); the
 hooks are installed by Process._load. Mirrors the x86 instructions' architectural effects (the Intel SDM:
@@ -11,6 +12,7 @@ from __future__ import annotations
 from unicorn import UC_HOOK_CODE
 from unicorn import x86_const as X
 
+from ..core.errors import EmuError
 from . import cpuid
 from .regbatch import RegBatch, read_reg
 
@@ -38,7 +40,8 @@ class CpuHooks:
         uc.reg_write(X.UC_X86_REG_RIP, addr + n)
 
     def _on_cpuid(self, uc, _) -> int:
-        a, b, c, d = cpuid.cpuid(uc.reg_read(X.UC_X86_REG_EAX) & 0xFFFFFFFF, uc.reg_read(X.UC_X86_REG_ECX) & 0xFFFFFFFF)
+        a, b, c, d = cpuid.cpuid(uc.reg_read(X.UC_X86_REG_EAX) & 0xFFFFFFFF, uc.reg_read(X.UC_X86_REG_ECX) & 0xFFFFFFFF,
+                                 self.level)
         for r, v in ((X.UC_X86_REG_RAX, a), (X.UC_X86_REG_RBX, b), (X.UC_X86_REG_RCX, c), (X.UC_X86_REG_RDX, d)):
             uc.reg_write(r, v)
         return 1                        # skip the engine's own CPUID
@@ -70,6 +73,13 @@ class CpuHooks:
         """The engine's interrupt hook (always installed: adding one costs ~50 us). #DB while single-stepping
         ends the step; any other interrupt or exception stops the engine and is raised as the engine's own
         UC_ERR_EXCEPTION would have been without a hook (run's caller handles it as before)."""
+        if intno == 3 and self.avx is not None and self.avx.trap():
+            if self.avx.error is None:           # an AVX instruction preemu ran (engine/avx.py): go on
+                return
+            e, self.avx.error = self.avx.error, None
+            self.counter.stop_here(False)        # it did not run
+            self.error = EmuError(f"{e} in {self.image.describe(e.pc)}")
+            return
         if intno == 1 and self._stepping:
             self.counter.block_ran()             # its one instruction ran (RIP may be a jump's target)
             self._end_step()

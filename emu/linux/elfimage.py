@@ -2,8 +2,7 @@
 
 Mirrors what `execve` needs (PT_LOAD segments, e_entry, the program headers for AT_PHDR) and
 refuses what this mode cannot run: other architectures, dynamic executables (PT_INTERP), and
-binaries built for GOAMD64=v3 or higher, which use VEX (AVX) instructions unconditionally that
-Unicorn 2.1.4 rejects (VEX.256) or silently mis-executes (VEX.128 runs as the legacy SSE form).
+(check_level) a binary built for a GOAMD64 level above the CPU's (--cpu): Go's rt0 would stop it.
 Symbol names come from .symtab; function metadata (pclntab) is not read here.
 """
 from __future__ import annotations
@@ -24,7 +23,6 @@ from ..core.program import func_offset
 PT_LOAD, PT_INTERP, PT_PHDR = 1, 3, 6
 PF_X = 1                 # a segment's executable flag (elf.h); the loader maps only these executable
 PF_W = 2                 # ... and its writable flag: the loader maps only these writable
-MAX_GOAMD64 = 2          # v1 and v2 only use SSE-family instructions Unicorn executes correctly
 
 
 @dataclass(frozen=True)
@@ -106,6 +104,18 @@ class Image:
                 return s.data[off:off + n]
         return b""
 
+    def functions(self):
+        """(start address, code bytes) of each .symtab function, in address order."""
+        for start, end in zip(self._func_starts, self._func_ends):
+            yield start, self.text_bytes(start, end - start)
+
+    def check_level(self, level) -> None:
+        """EmuError when the binary needs a higher CPU level than `level` (core/cpulevel.CpuLevel): a real
+        CPU of that level stops it at start-up (runtime/asm_amd64.s:276-330 needs_feature check)."""
+        if self.goamd64 is not None and self.goamd64 > level.number:
+            raise EmuError(f"{self.path}: built with GOAMD64=v{self.goamd64}, which needs --cpu v{self.goamd64} "
+                           f"(preemu's CPU is {level.name}; at v3/v4 it runs the AVX instructions itself)")
+
     def find_insns(self, mnemonics: tuple[str, ...]) -> list[tuple[int, int]]:
         """(address, length) of each instruction with one of these mnemonics, disassembling linearly
         only the .symtab functions whose bytes contain a candidate encoding (RDTSC 0f 31, RDTSCP 0f 01 f9)."""
@@ -180,8 +190,5 @@ def _load(f, path: str) -> Image:
     img._func_starts = [a for a, _, _ in funcs]
     img._func_ends = [a + max(n, 1) for a, n, _ in funcs]
     img._func_names = [name for _, _, name in funcs]
-    if goamd64 is not None and goamd64 > MAX_GOAMD64:
-        raise EmuError(f"{path}: built with GOAMD64=v{goamd64}; preemu pins a CPU without AVX (Unicorn 2.1.4 "
-                       f"mis-executes VEX instructions), rebuild with GOAMD64=v1 or v2")
     return img
 

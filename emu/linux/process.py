@@ -40,7 +40,7 @@ from unicorn import UC_ARCH_X86, UC_HOOK_CODE, UC_HOOK_INSN, UC_HOOK_INTR, UC_MO
 from unicorn import unicorn_const as UCC
 from unicorn import x86_const as X
 
-from ..core import gostructs as gs
+from ..core import cpulevel, gostructs as gs
 from ..core.errors import EmuError
 from . import kernel, startup, vdso
 from .cpuhooks import CpuHooks
@@ -58,6 +58,7 @@ from .scheduling import FIRST_TID, ThreadScheduling
 from .services import SyscallServices
 from .sigdeliver import SignalDelivery
 from .sys_socket import Net
+from ..engine.avx import VectorUnit
 from ..engine.capi import save_context
 from .regbatch import RegBatch, read_reg, remove_cache
 from .threads import BLOCKED, EXITED, RUNNABLE, Thread
@@ -111,6 +112,7 @@ class Options:
     vdso: bool = True                  # map preemu's vDSO (vdso.py): clocks without a syscall
     cwd: str | None = None             # the working directory the program sees, read-only (default: ours)
     mounts: tuple = ()                 # more host directories it sees (mounts.Mount: --mount HOST:GUEST[:ro|rw])
+    cpu: str = "v1"                    # the CPU level (--cpu, core/cpulevel.py): CPUID, XGETBV, AVX at v3/v4
 
 
 @dataclass
@@ -184,6 +186,10 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         self.ns = Namespace(self.cwd, tuple(opts.mounts))
         self.on_slice = None                    # callable(process) after every slice (progress), or None
         self.async_preemption_on = not godebug_int(opts.env, "asyncpreemptoff")
+        self.level = cpulevel.level(opts.cpu)
+        image.check_level(self.level)
+        #: at v3/v4, preemu's vector unit (engine/avx.py): the AVX instructions it runs, K0-K7; None below
+        self.avx: VectorUnit | None = None
         self._load()
         self.oracle_note = ""
         if oracle == "auto":
@@ -198,6 +204,14 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         for s in self.image.segments:
             self.mem.map_fixed(s.vaddr, s.memsz, executable=bool(s.flags & PF_X), writable=bool(s.flags & PF_W))
             self.uc.mem_write(s.vaddr, s.data)
+        if self.level.avx:
+            self.avx = VectorUnit(self.uc, self.level)
+            from ..front.gobuild import cache_dir
+            try:
+                cache = cache_dir()
+            except EmuError:                     # a cache preemu cannot write only costs the scan each time
+                cache = None
+            self.avx.patch(self.image.functions(), cache)
         rnd = self.random_bytes(16)
         if self.opts.vdso:
             self._map_vdso()
@@ -337,6 +351,8 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
     def _run_slice(self, t: Thread, ns: int, limit_ns: int | None) -> None:
         uc = self.uc
         uc.context_restore(t.ctx)
+        if self.avx is not None:
+            self.avx.set_kregs(t.kregs)          # K0-K7 are not in Unicorn's context (engine/avx.py)
         self.cur = t
         at = self.opts.signal_at_pc
         if not self._take_signal(t, at):
@@ -437,6 +453,8 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
             self._after_stop(t)
         if t.state != EXITED:
             t.ctx = save_context(uc, t.ctx)
+            if self.avx is not None:
+                t.kregs = self.avx.kregs()
         again = t.state == RUNNABLE and t not in self.runq and t.tid not in self.held
         upto = self.cpus.frontier(self.runq, t if again else None)
         if upto is not None:             # sleepers due before any CPU runs again: a wakeup as any other (it

@@ -40,6 +40,8 @@ class ThreadScheduling:
         if tls is not None:
             ctx.reg_write(X.UC_X86_REG_FS_BASE, tls)
         t = Thread(tid, ctx, sigmask=parent.sigmask, name=self._m_name(read_reg(self.uc, X.UC_X86_REG_R13)))
+        if self.avx is not None:
+            t.kregs = self.avx.kregs()          # clone copies the opmask registers too
         self.threads[tid] = t
         t.vruntime = self._vruntime_now(parent)          # task_fork_fair: the child starts at its parent's
         self._place(t, self.now())                       # wake_up_new_task

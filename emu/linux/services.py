@@ -68,6 +68,8 @@ class SyscallServices:
         if pc is None:
             pc = read_reg(self.uc, X.UC_X86_REG_RIP)
         code = self.read_or_empty(pc, 16)
+        if self.avx is not None:                 # an AVX site's INT3 shown as the instruction it stands for
+            code = self.avx.original(pc, code)
         md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
         insn = next(iter(md.disasm(code, pc)), None)
         text = f"{insn.mnemonic} {insn.op_str}".strip() if insn else "??"

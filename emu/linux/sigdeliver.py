@@ -102,7 +102,8 @@ class SignalDelivery:
         alt = t.altstack if flags & SA_ONSTACK else None
         on_alt = t.altstack is not None and t.altstack[0] <= rsp - 128 < t.altstack[0] + t.altstack[1]
         info = ev.info or SigInfo(sig, pid=self.pid, uid=self.uid)
-        frame = setup_rt_frame(self.uc, info, handler, restorer, t.sigmask, alt, on_alt)
+        xsave = (self.level.xcr0, self.avx.kregs()) if self.avx is not None else None
+        frame = setup_rt_frame(self.uc, info, handler, restorer, t.sigmask, alt, on_alt, xsave)
         t.sigmask |= mask | (0 if flags & SA_NODEFER else 1 << (sig - 1))
         t.frames.append(frame)
         self.watch.delivered(ev, t, frame)
@@ -114,7 +115,9 @@ class SignalDelivery:
     def _finish_sigreturn(self, t: Thread) -> None:
         rsp = read_reg(self.uc, X.UC_X86_REG_RSP)
         frame = t.frames.pop() if t.frames and t.frames[-1].ucontext == rsp else None
-        restored = restore_rt_frame(self.uc)
+        restored = restore_rt_frame(self.uc, self.level.xcr0 if self.avx is not None else 0)
+        if self.avx is not None:
+            self.avx.set_kregs(restored.kregs)
         t.sigmask = restored.sigmask & ~UNBLOCKABLE
         if frame is None:
             self.watch.violation("sigreturn-frame", f"rt_sigreturn in thread {t.tid} with ucontext {rsp:#x}, "
@@ -161,5 +164,6 @@ class SignalDelivery:
         pc = read_reg(self.uc, X.UC_X86_REG_RIP)
         detail = str(e)
         if e.errno == UCC.UC_ERR_INSN_INVALID:
-            detail += " (a VEX/AVX instruction? preemu's CPU has no AVX)"
+            detail += (" (a VEX/AVX instruction? preemu's CPU has no AVX at --cpu v1/v2; --cpu v3 or v4 runs them)"
+                       if self.avx is None else "")
         return GuestFault(pc, self._where(pc), detail)

@@ -3,8 +3,9 @@
 Mirrors arch/x86/kernel/signal.c (get_sigframe, align_sigframe), signal_64.c (x64_setup_rt_frame,
 restore_sigcontext), arch/x86/include/asm/sigframe.h (struct rt_sigframe) and the uapi ucontext/
 sigcontext headers; Go reads the same bytes as runtime/defs_linux_amd64.go's ucontext/mcontext and
-runtime/signal_linux_amd64.go's sigctxt. The FP area is a 512-byte FXSAVE image (the CPU has no
-XSAVE, see cpuid), so uc_flags carries UC_SIGCONTEXT_SS|UC_STRICT_RESTORE_SS but not UC_FP_XSTATE.
+runtime/signal_linux_amd64.go's sigctxt. At --cpu v1/v2 the FP area is a 512-byte FXSAVE image (the CPU has
+no XSAVE, see cpuid), so uc_flags carries UC_SIGCONTEXT_SS|UC_STRICT_RESTORE_SS but not UC_FP_XSTATE; at v3/v4
+it is an XSAVE area with the level's components (xstate.py) and UC_FP_XSTATE.
 Left out: x87 register stack contents (zeros), the 32-bit frame, SA_SIGINFO-less handlers.
 """
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 from unicorn import x86_const as X
 
+from . import xstate
 from .regbatch import RegBatch, mem_read, mem_write, read_reg
 
 # --- layout: one table, offsets from the frame base (RSP at handler entry) --------------------
@@ -77,6 +79,7 @@ class Delivered:
     mxcsr: int
     sig: int = 0
     fs_base: int = 0    # the thread's TLS base (Go keeps g at -8 from it)
+    ext: bytes = b""    # at v3/v4: the XSAVE area past the FXSAVE image (xstate.py), as delivered
     oracle_due: bool = False    # the watch is still to ask its oracle about this signal
 
 
@@ -108,22 +111,30 @@ def _fxsave(uc) -> tuple[bytes, bytes, int]:
 
 
 def setup_rt_frame(uc, info: SigInfo, handler: int, restorer: int, blocked_mask: int, altstack,
-                   on_altstack: bool) -> Delivered:
+                   on_altstack: bool, xsave: tuple | None = None) -> Delivered:
     """Build the frame for `sig` on the current thread (loaded in uc) and enter the handler.
 
-    altstack is (ss_sp, ss_size, ss_flags) or None for "use the current stack".
+    altstack is (ss_sp, ss_size, ss_flags) or None for "use the current stack"; xsave is (XCR0, K0-K7) at
+    --cpu v3/v4 (an XSAVE area), None below (the FXSAVE image alone).
     """
     vals = _GREGS(uc)              # one batched read: a register read through the binding costs ~8 us
     regs = dict(zip(_REG, vals))
     sp = regs["RSP"] - REDZONE
     if altstack is not None and not on_altstack:
         sp = altstack[0] + altstack[1]
-    fpstate = (sp - FXSAVE_SIZE) & ~63
+    xcr0 = xsave[0] if xsave else 0
+    fp_size = xstate.size(xcr0) + (4 if xcr0 else 0)             # FP_XSTATE_MAGIC2 after an XSAVE area
+    fpstate = (sp - fp_size) & ~63
     frame = ((fpstate - FRAME_SIZE) & ~15) - 8
     fx, xmm, mxcsr = _fxsave(uc)
+    ext = b""
+    if xcr0:
+        ext = xstate.extended(uc, xcr0, xsave[1])
+        fx = fx[:xstate.SW_BYTES] + xstate.sw_bytes(xcr0)
+        fx += ext + struct.pack("<I", xstate.FP_XSTATE_MAGIC2)
     b = bytearray(FRAME_SIZE)
     struct.pack_into("<Q", b, PRETCODE, restorer)
-    struct.pack_into("<QQ", b, UC_FLAGS, UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS, 0)
+    struct.pack_into("<QQ", b, UC_FLAGS, UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS | (xstate.UC_FP_XSTATE if xcr0 else 0), 0)
     if altstack is None:
         struct.pack_into("<QiiQ", b, UC_STACK, 0, SS_DISABLE, 0, 0)
     else:
@@ -142,7 +153,7 @@ def setup_rt_frame(uc, info: SigInfo, handler: int, restorer: int, blocked_mask:
     mem_write(uc, fpstate, fx)
     mem_write(uc, frame, bytes(b))
     _HANDLER_ENTRY.write(uc, (frame, handler, sig, frame + SIGINFO, frame + UC, 0, regs["EFLAGS"] & ~ENTRY_CLEAR))
-    return Delivered(frame, frame + UC, fpstate, regs, xmm, mxcsr, sig, read_reg(uc, X.UC_X86_REG_FS_BASE))
+    return Delivered(frame, frame + UC, fpstate, regs, xmm, mxcsr, sig, read_reg(uc, X.UC_X86_REG_FS_BASE), ext=ext)
 
 
 @dataclass
@@ -150,9 +161,10 @@ class Restored:
     regs: dict
     sigmask: int
     fpstate: int
+    kregs: tuple = ()       # K0-K7 from an XSAVE area with the opmask component (the caller keeps them)
 
 
-def restore_rt_frame(uc) -> Restored:
+def restore_rt_frame(uc, xcr0: int = 0) -> Restored:
     """rt_sigreturn: the handler's RET popped pretcode, so the ucontext is at RSP (frame = RSP - 8)."""
     frame = read_reg(uc, X.UC_X86_REG_RSP) - 8
     b = mem_read(uc, frame, FRAME_SIZE)
@@ -167,6 +179,11 @@ def restore_rt_frame(uc) -> Restored:
         fcw, fsw = struct.unpack_from("<HH", fx, 0)
         mxcsr = struct.unpack_from("<I", fx, 24)[0]
         _FX_RESTORE.write_raw(uc, _FX_RESTORE_HEAD.pack(fcw, fsw, mxcsr) + fx[160:160 + 16 * len(XMM)])
+        flags = struct.unpack_from("<Q", b, UC_FLAGS)[0]
+        if xcr0 and flags & xstate.UC_FP_XSTATE and struct.unpack_from("<I", fx, xstate.SW_BYTES)[0] == \
+                xstate.FP_XSTATE_MAGIC1:
+            ext = mem_read(uc, fpstate + FXSAVE_SIZE, xstate.size(xcr0) - FXSAVE_SIZE)
+            return Restored(regs, sigmask, fpstate, xstate.restore(uc, xcr0, ext))
     else:                                   # NULL fpstate: the FPU is reset to its init state
         uc.reg_write(X.UC_X86_REG_FPCW, 0x37F)
         uc.reg_write(X.UC_X86_REG_MXCSR, 0x1F80)

@@ -46,6 +46,7 @@ class Thread:
     cpu_ns: int = 0                                # CPU time used: its instructions x ns-per-instruction
     ready_ns: int = 0                              # when it last became runnable (cpus.py: it runs no earlier)
     vruntime: int = 0                              # CFS's virtual runtime (cpus.py: wakeup preemption)
+    kregs: tuple = ()                              # K0-K7 at --cpu v4 (engine/avx.py; not in ctx): () = zeros
 
     def deliverable(self) -> int:
         """The lowest pending signal not blocked by the mask, or 0."""

@@ -25,7 +25,9 @@ import capstone
 from unicorn import UC_HOOK_CODE
 from unicorn import x86_const as X
 
+from ..check import verify
 from ..core import regs
+from . import xstate
 from .regbatch import RegBatch, read_reg
 from .sigframe import _REG, GREGS, XMM
 
@@ -187,7 +189,7 @@ class Watch:
             g = self.p.read_u64(self.p.fs_base() - 8)
             rec = Preemption(self.p.now(), t.tid, g, old["RIP"], self.p.image.describe(old["RIP"]), old["RSP"],
                              ev.oracle if ev else None, goid=self.p.read_u64(g + self.p.structs.g["goid"].offset))
-            rec._regs, rec._xmm = old, frame.xmm
+            rec._regs, rec._xmm, rec._ext = old, frame.xmm, frame.ext
             rec._gprs = tuple(old[n] for n in CHECKED)
             self.preemptions.append(rec)
             self._awaiting[g] = rec
@@ -224,8 +226,38 @@ class Watch:
         rec = self._awaiting.get(read_reg(uc, X.UC_X86_REG_RAX))
         if rec is not None and rec.entered and not rec.descheduled:
             rec.descheduled = name
+            if self.p.avx is not None:
+                self._poison_vectors(uc)
+
+    def _poison_vectors(self, uc) -> None:
+        """--cpu v3/v4: on g0 at the descheduler's entry (an ABIInternal call: no vector register is live, X15
+        must stay zero) every vector register but X15's low half, and K0-K7, get a pattern of their own, as the
+        model world's asyncPreempt2 clobbers its registers: a stub that does not restore one (a Y upper half,
+        Z16-31, a mask) then resumes with the pattern, whatever the scheduler itself would have left there."""
+        lvl = self.p.level
+        for i in range(lvl.nvec):
+            v = int.from_bytes(bytes([0xA0 + i]) * 64, "little")
+            if i == 15:
+                v &= ~((1 << 128) - 1)
+            self.p.avx.vf.set_zmm(i, v & ((1 << (8 * lvl.vector_bytes)) - 1))
+        if lvl.nmask:
+            self.p.avx.set_kregs([int.from_bytes(bytes([0xC0 + k]) * 8, "little") for k in range(lvl.nmask)])
 
     # --- asyncPreempt returning ------------------------------------------------------------
+    def _vector_diffs(self, uc, rec, xmm: bytes, avx, diffs: list, found: list) -> None:
+        """Y0-15 (v3) or Z0-31 and K0-K7 (v4) at the RET against the state the signal frame saved."""
+        lvl = self.p.level
+        ext = xstate.extended(uc, lvl.xcr0, avx.kregs())
+        if ext == rec._ext and xmm == rec._xmm:
+            return
+        width = lvl.vector_bytes
+        before = xstate.registers(rec._xmm, rec._ext, lvl.xcr0, lvl.nvec, width)
+        after = xstate.registers(xmm, ext, lvl.xcr0, lvl.nvec, width)
+        for name, was, v in verify.vector_diffs(lvl, before, after, xstate.kregs(rec._ext, lvl.xcr0),
+                                                xstate.kregs(ext, lvl.xcr0)):
+            diffs.append(f"{name}: {was:#x} -> {v:#x}")
+            found.append(("register", name, was, v))
+
     def _on_ret(self, uc, addr, size, _) -> None:
         g = self.p.read_u64(read_reg(uc, X.UC_X86_REG_FS_BASE) - 8)
         rec = self._awaiting.pop(g, None)
@@ -247,7 +279,10 @@ class Watch:
             diffs.append(f"RFLAGS: {rec._regs['EFLAGS'] & FLAGS_MASK:#x} -> {fl & FLAGS_MASK:#x}")
             found.append(("flags", "RFLAGS", rec._regs["EFLAGS"] & FLAGS_MASK, fl & FLAGS_MASK))
         xmm = raw[_RET_GPRS.size:]
-        if xmm != rec._xmm:
+        avx = self.p.avx
+        if avx is not None:                 # --cpu v3/v4: the level's whole registers, and K0-K7
+            self._vector_diffs(uc, rec, xmm, avx, diffs, found)
+        elif xmm != rec._xmm:
             for i in range(len(XMM)):
                 was, v = (int.from_bytes(b[16 * i:16 * i + 16], "little") for b in (rec._xmm, xmm))
                 if v != was:

@@ -28,7 +28,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..front import asmfront
-from ..core import dump, memmap, regs
+from ..core import dump, memmap, regs, stubgen
 from ..core.program import Program
 
 def _abs(addr: int) -> str:
@@ -119,4 +119,5 @@ def runtime_program(layout_name: str) -> Program:
 def runtime_externs() -> dict[str, int]:
     return {"asyncPreempt2": memmap.ASYNC_PREEMPT2, "goexit": memmap.GOEXIT, "morestack_noctxt": memmap.MORESTACK,
             "gcWriteBarrier2": memmap.GC_WRITE_BARRIER2, "writeBarrier": memmap.WRITE_BARRIER_FLAG,
-            "nanosleep": memmap.NANOSLEEP, "newobject": memmap.NEWOBJECT}
+            "nanosleep": memmap.NANOSLEEP, "newobject": memmap.NEWOBJECT,
+            **{name: memmap.CPU_X86 + off for name, off in stubgen.X86_SYMBOLS.items()}}

@@ -47,9 +47,18 @@ _NAMES = [r.name for r in R.GP_REGS] + ["RBP", "RSP", "RIP", "RFLAGS"] + [r.name
 WINDOW_ABOVE = 10                # words of G's stack shown above the interrupted RSP
 
 
-def _regs(values) -> dict[str, str]:
+def _regs(values, p=None) -> dict[str, str]:
+    """The registers, formatted, in REG_ORDER; at --cpu v3/v4 (`p`, the process, has a vector unit) followed by
+    the level's whole vector registers and masks (Y0-15; Z0-31 and K0-7), the state its stub must keep."""
     d = dict(zip(_NAMES, values))
-    return {n: E.fmt_reg(n, d[n]) for n in E.REG_ORDER}
+    out = {n: E.fmt_reg(n, d[n]) for n in E.REG_ORDER}
+    if p is not None and p.avx is not None:
+        lvl = p.level
+        for i, name in enumerate(lvl.vector_names()):
+            out[name] = f"{p.avx.vf.zmm(i) & ((1 << (8 * lvl.vector_bytes)) - 1):#0{2 + 2 * lvl.vector_bytes}x}"
+        for name, k in zip(lvl.mask_names(), p.avx.kregs()):
+            out[name] = f"{k:#018x}"
+    return out
 
 
 class _Recorder:
@@ -68,13 +77,13 @@ class _Recorder:
             real_delivered(ev, t, frame)
             if self.delivered is None and ev is not None and ev.sig == gsweep.SIGURG:
                 self.delivered = (t.tid, frame, ev)
-                self.handler_regs = _regs(_ALL(p.uc))
+                self.handler_regs = _regs(_ALL(p.uc), p)
                 self.sig_bytes = p.read(frame.frame, sigframe.FRAME_SIZE)
                 self.win_delivered = self.window()
 
         def sigreturn(t, frame, restored):
             if self.delivered is not None and frame is self.delivered[1] and self.sigret is None:
-                self.sigret = (restored, p.read(frame.frame, sigframe.FRAME_SIZE), _regs(_ALL(p.uc)), self.window())
+                self.sigret = (restored, p.read(frame.frame, sigframe.FRAME_SIZE), _regs(_ALL(p.uc), p), self.window())
             real_sigreturn(t, frame, restored)
         w.delivered, w.sigreturn = delivered, sigreturn
         dsp = p.image.symbols.get("runtime.doSigPreempt", (None, 0))[0]
@@ -115,12 +124,12 @@ class _Recorder:
             gp = uc.reg_read(X.UC_X86_REG_RAX)          # doSigPreempt(gp, ctxt): ABIInternal's first argument
             o = self.p.watch.oracle
             state = None if o is None else (o.sched_state(gp), self.p.read_u64(o.headroom_addr))
-            self.dsp = (_regs(_ALL(uc)), gp, state, self.window())
+            self.dsp = (_regs(_ALL(uc), self.p), gp, state, self.window())
 
     def _on_stub_call(self, uc, addr, size, _):
         if self.stub_frame is None and self.sigret is not None and not self.p.counter.stopping(addr):
             rsp = uc.reg_read(X.UC_X86_REG_RSP)
-            self.stub_frame = (_regs(_ALL(uc)), rsp, addr, self.window())
+            self.stub_frame = (_regs(_ALL(uc), self.p), rsp, addr, self.window())
 
     def close(self):
         for h in self._hooks:
@@ -136,14 +145,14 @@ class _Loaded:
 
 def explain(path: str, func: str, at: str, *, call: int = 1, registers=None, args=(), env=(), gc: bool = False,
             async_preemption: bool = True, stub: str | None = None, budget: int = 20_000_000,
-            test: tuple = ()) -> E.Story:
+            test: tuple = (), cpu: str = "v1") -> E.Story:
     """Tell one preemption of `func` at boundary `at` of its `call`-th call, in its real program (`stub`: a .s
     asyncPreempt loaded over the binary's, as `preemu sweep --stub` loads it)."""
     env = list(env) if async_preemption else realsweep.with_godebug(list(env), "asyncpreemptoff=1")
     spec = realsweep.RealSpec(os.path.abspath(path), func, call, realsweep.check_registers(registers),
                               None if stub is None else os.path.abspath(stub),
                               tuple((realsweep.test_argv(path, *test) if test else realsweep.default_argv(path))
-                                    + list(args)), tuple(env), 1, "scan" if gc else False, test)
+                                    + list(args)), tuple(env), 1, "scan" if gc else False, test, cpu=cpu)
     sw = spec.build()
     from ..engine.interrupt import ctrl_c
     with ctrl_c(lambda: sw.p):                      # Ctrl-C ends the story between two slices
@@ -216,7 +225,7 @@ class _Teller(_SignalSteps, _ResumeSteps):
             claimed = real_resumed(r)
             if r.g == sw.g and not resumed:
                 rec.done = True
-                resumed.append((r, _regs(_ALL(sw.p.uc)), self._g_window(), sw.p.now()))
+                resumed.append((r, _regs(_ALL(sw.p.uc), sw.p), self._g_window(), sw.p.now()))
             return claimed
         listener.on_resumed = on_resumed
         return resumed
@@ -231,7 +240,7 @@ class _Teller(_SignalSteps, _ResumeSteps):
         t = sw.p.threads[clock.ready]
         ctx_vals = [t.ctx.reg_read(getattr(X, f"UC_X86_REG_{n}") if n != "RFLAGS" else X.UC_X86_REG_EFLAGS)
                     for n in _NAMES]
-        regs0 = _regs(ctx_vals)
+        regs0 = _regs(ctx_vals, sw.p)           # the engine still holds t's vector state (its slice just ended)
         pc, rsp = int(regs0["RIP"], 16), int(regs0["RSP"], 16)
         self.stack = (sw._g("stack.lo"), sw._g("stack.hi"))
         self.top = min(self.stack[1] - 8, rsp + 8 * WINDOW_ABOVE)

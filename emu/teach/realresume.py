@@ -15,6 +15,7 @@ import re
 from typing import TYPE_CHECKING
 
 from . import story as E
+from ..linux import xstate
 from ..check.verify import Check
 from ..linux.watch import FLAGS_MASK, PATHS
 
@@ -71,8 +72,8 @@ class _ResumeSteps:
             self._gc_step()
         rows, diffs = [], 0
         for n in E.REG_ORDER:
-            if n in ("RIP", "RSP"):
-                continue
+            if n in ("RIP", "RSP") or (n.startswith("XMM") and sw.p.avx is not None):
+                continue                            # at v3/v4 XMMn is compared as part of Yn/Zn (_level_rows)
             a = r._regs.get(n if n != "RFLAGS" else "EFLAGS") if not n.startswith("XMM") else \
                 int.from_bytes(r._xmm[16 * int(n[3:]):16 * int(n[3:]) + 16], "little")
             v = int(rregs[n], 16)
@@ -81,6 +82,7 @@ class _ResumeSteps:
             same = a == v
             diffs += not same
             rows.append([n, E.fmt_reg(n, a), E.fmt_reg(n, v), "same" if same else "DIFFERS"])
+        diffs += self._level_rows(r, rregs, rows)
         checks = [Check("every register and the flags come back", diffs == 0,
                         "all equal" if not diffs else f"{diffs} differ"),
                   Check("the RET goes back to the interrupted instruction with its SP",
@@ -94,6 +96,23 @@ class _ResumeSteps:
                   int(rregs["RIP"], 16), rregs, int(rregs["RSP"], 16),
                   {"title": "registers: interrupted vs at asyncPreempt's RET",
                    "columns": ["register", "interrupted", "at the RET", ""], "rows": rows}, checks)
+
+    def _level_rows(self, r, rregs, rows: list) -> int:
+        """--cpu v3/v4: a row for each of the level's whole vector registers and masks (Y0-15; Z0-31, K0-7),
+        interrupted (the signal frame's XSAVE area) against the RET; the number that differ."""
+        p = self.sw.p
+        if p.avx is None:
+            return 0
+        lvl = p.level
+        was = xstate.registers(r._xmm, r._ext, lvl.xcr0, lvl.nvec, lvl.vector_bytes)
+        names = list(lvl.vector_names()) + list(lvl.mask_names())
+        was += list(xstate.kregs(r._ext, lvl.xcr0))
+        diffs = 0
+        for n, a in zip(names, was):
+            v = int(rregs[n], 16)
+            diffs += a != v
+            rows.append([n, f"{a:#0{int(len(rregs[n]))}x}", rregs[n], "same" if a == v else "DIFFERS"])
+        return diffs
 
     def _path_step(self, r, pt, rec: _Recorder, rregs, rwin, away_ns: int) -> None:
         """What the injection was seen to do between the stub's entry and its RET (watch.py's hooks on

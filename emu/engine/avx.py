@@ -1,0 +1,164 @@
+"""preemu's vector unit: at --cpu v3/v4, every AVX/AVX-512 instruction of the guest's text runs here.
+
+Design, from what was measured on Unicorn 2.1.4 (tests/test_avx.py pins each fact):
+- A VEX.256 or EVEX instruction is an invalid opcode in Unicorn; a VEX.128 vector instruction is *executed*,
+  as its legacy SSE twin (`vpxor xmm0,xmm1,xmm2` gives xmm0 ^ xmm2, and no upper bits are zeroed): trapping
+  the invalid ones would leave those silently wrong. VEX-encoded BMI1/BMI2 (ANDN, SHLX, BLSR, ...) run
+  correctly, as do MOVBE, LZCNT, TZCNT and POPCNT: those stay Unicorn's.
+- So the text is scanned once (Capstone, function by function) and every VEX/EVEX vector instruction, and
+  XGETBV (a #GP in Unicorn, whose CR4 has no OSXSAVE), becomes a *site*: its first byte is overwritten with
+  INT3 in the engine's memory. Reaching a site raises interrupt 3, whose hook (always installed by both
+  engines) calls `trap`: the original instruction is executed by avxexec.Executor and RIP set past it;
+  the engine goes on in the same run. Measured against the alternative, one UC_HOOK_CODE per site: each
+  code hook is walked at every translated instruction (1000 hooks: a 0.1 s run took 0.24 s; 3000: 0.75 s),
+  the INT3 costs nothing until reached. A count= run and the block counter (linux/icount.py) count the
+  INT3 as the one instruction it stands for (pinned in tests/test_avx.py).
+- Unicorn keeps ZMM0-31 whole (and in every saved context); the opmask registers K0-K7 live in
+  `VectorFile.k`, saved per thread by the owner (`kregs` / `set_kregs`).
+- At v1/v2 no unit exists: no scan, no patch, no hook (v1 runs exactly as before).
+- Anything read back from guest text for display or decoding goes through `original` (the INT3 undone).
+
+Mirrors no Go source (the CPU's side of the contract); Go's instructions are listed in avxexec.py.
+Left out: self-modifying or generated code (the scan is of the text as loaded), VEX instructions in the
+vDSO (it has none).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import capstone
+from unicorn import x86_const as X
+
+from ..core.cpulevel import CpuLevel
+from .avxexec import Decoded, Executor, Unsupported, VectorFile, decode, prefix_kind
+
+INT3 = 0xCC
+#: VEX-encoded general-register instructions (BMI1/BMI2): Unicorn runs them correctly
+BMI = frozenset(("andn", "bextr", "blsi", "blsmsk", "blsr", "bzhi", "mulx", "pdep", "pext", "rorx", "sarx",
+                 "shlx", "shrx"))
+_XGETBV = b"\x0f\x01\xd0"
+_md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+
+
+def is_site(code: bytes, mnemonic: str) -> bool:
+    """An instruction preemu executes itself at v3/v4: VEX/EVEX-encoded and not BMI, or XGETBV."""
+    return (prefix_kind(code)[0] != "" and mnemonic not in BMI) or code == _XGETBV
+
+
+_SCANNED: dict[str, list] = {}        # text digest -> sites (a sweep builds many processes of one binary)
+
+
+def scan_cached(funcs, cache: Path | None = None) -> list[tuple[int, bytes]]:
+    """scan(funcs), remembered by the text's SHA-256 in this process and, with `cache` (a directory), on disk:
+    Capstone takes ~0.4 s over a Go binary's text, which every process of a sweep would otherwise pay."""
+    funcs = list(funcs)
+    h = hashlib.sha256()
+    for start, code in funcs:
+        h.update(start.to_bytes(8, "little") + len(code).to_bytes(8, "little") + code)
+    key = h.hexdigest()[:32]
+    got = _SCANNED.get(key)
+    if got is None and cache is not None:
+        f = cache / "avxsites" / f"{key}.json"
+        try:
+            got = [(a, bytes.fromhex(b)) for a, b in json.loads(f.read_text())]
+        except (OSError, ValueError):
+            got = scan(funcs)
+            try:
+                f.parent.mkdir(parents=True, exist_ok=True)
+                tmp = f.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_text(json.dumps([(a, b.hex()) for a, b in got]))
+                tmp.replace(f)
+            except OSError:
+                pass                    # a cache that cannot be written only costs the scan next time
+    if got is None:
+        got = scan(funcs)
+    _SCANNED[key] = got
+    return got
+
+
+def scan(funcs) -> list[tuple[int, bytes]]:
+    """(address, bytes) of every site in `funcs`, an iterable of (start address, code bytes)."""
+    found = []
+    for start, code in funcs:
+        if not any(b in code for b in (b"\xc4", b"\xc5", b"\x62", _XGETBV)):
+            continue
+        for a, n, mn, _ in _md.disasm_lite(code, start):
+            raw = code[a - start:a - start + n]
+            if is_site(raw, mn):
+                found.append((a, raw))
+    return found
+
+
+class VectorUnit:
+    """The sites of one engine's guest text and the vector state they run against."""
+
+    def __init__(self, uc, level: CpuLevel):
+        self.uc, self.level = uc, level
+        self.vf = VectorFile(uc, level)
+        self.ex = Executor(self.vf)
+        self.sites: dict[int, bytes] = {}           # address -> the instruction's original bytes
+        self._decoded: dict[int, Decoded] = {}
+        self.executed = 0                            # instructions run here (cost figures)
+        self.error: Unsupported | None = None
+
+    def patch(self, funcs, cache: Path | None = None) -> int:
+        """Scan `funcs` ((start, bytes) pairs of the loaded text; scan_cached with `cache`) and arm every site;
+        the number armed."""
+        sites = scan(funcs) if cache is None else scan_cached(funcs, cache)
+        for a, raw in sites:
+            self.sites[a] = raw
+            self.uc.mem_write(a, bytes((INT3,)))
+        return len(sites)
+
+    def rearm(self, start: int, code: bytes) -> int:
+        """`code` was just written at `start` over part of the text (a --stub over asyncPreempt): forget the sites
+        that were there and arm the new code's."""
+        for a in [a for a in self.sites if start <= a < start + len(code)]:
+            del self.sites[a]
+            self._decoded.pop(a, None)
+        return self.patch([(start, code)])
+
+    def original(self, addr: int, data: bytes) -> bytes:
+        """`data`, read from guest memory at `addr`, with any site's INT3 put back to its first byte."""
+        if not self.sites:
+            return data
+        out = None
+        for a, raw in self.sites.items():
+            if addr <= a < addr + len(data):
+                out = bytearray(data) if out is None else out
+                out[a - addr] = raw[0]
+        return data if out is None else bytes(out)
+
+    def decoded(self, pc: int) -> Decoded:
+        d = self._decoded.get(pc)
+        if d is None:
+            d = self._decoded[pc] = decode(self.sites[pc], pc)
+        return d
+
+    def trap(self) -> bool:
+        """Inside the engine's interrupt hook for INT3 (RIP past it): when the INT3 is a site, execute the
+        instruction, move RIP past it and return True (the run goes on); an Unsupported is kept in `error`,
+        RIP left at the instruction, and True returned (the caller stops the engine). False: not a site."""
+        pc = self.vf._get(X.UC_X86_REG_RIP, 8) - 1
+        if pc not in self.sites:
+            return False
+        d = self.decoded(pc)
+        try:
+            self.ex.execute(d)
+        except Unsupported as e:
+            self.error = e
+            self.vf._set(X.UC_X86_REG_RIP, pc, 8)
+            return True
+        self.executed += 1
+        self.vf._set(X.UC_X86_REG_RIP, pc + d.size, 8)
+        return True
+
+    # --- the state Unicorn's contexts do not hold -----------------------------------------------------
+    def kregs(self) -> tuple[int, ...]:
+        return tuple(self.vf.k)
+
+    def set_kregs(self, values) -> None:
+        self.vf.k[:] = list(values) if values else [0] * 8
