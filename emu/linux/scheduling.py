@@ -30,7 +30,7 @@ class ThreadScheduling:
 
     # --- threads ---------------------------------------------------------------------------------
     def new_thread(self, parent: Thread, stack: int, tls: int | None) -> int:
-        tid = FIRST_TID + len(self.threads)
+        tid = FIRST_TID + len(self.threads) if self.kernel is None else self.kernel.alloc_id()   # one id space
         ctx = self.uc.context_save()
         ctx.reg_write(X.UC_X86_REG_RIP, read_reg(self.uc, X.UC_X86_REG_RIP) + 2)   # the hook's RIP+2 rule
         ctx.reg_write(X.UC_X86_REG_RAX, 0)
