@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import shlex
 import struct
 from dataclasses import dataclass, field
 
@@ -65,7 +66,7 @@ class ProcRecord:
     gen: int = 0                        # pidfd wakeups (EPOLLET): bumped when the process ends
 
     def describe(self) -> str:
-        return f"process {self.pid} ({' '.join(self.argv)[:80]})"
+        return f"process {self.pid} ({shlex.join(self.argv)[:80]})"
 
     def to_json(self) -> dict:
         code, sig = exit_of(self.status)
@@ -250,7 +251,7 @@ class ProcessTable:
             q.clock = root.clock
             q._run_slice(t, ns, limit_ns)
             self._set_clock(q.clock)
-            self._after_slice(q)
+            self.after_slice(q)
             if root.on_slice is not None:
                 root.on_slice(root)
         return False
@@ -272,7 +273,9 @@ class ProcessTable:
                 return q, t
         return None
 
-    def _after_slice(self, q) -> None:
+    def after_slice(self, q) -> None:
+        """After a slice of q: a failure of q fails the run, its execve or exit takes effect, and the other
+        processes wake what q made ready."""
         rec = self.record_of(q)
         if q.error is not None and q is not self.root:
             self.root.error = EmuError(f"{rec.describe()}: {q.error}")
@@ -311,7 +314,7 @@ class ProcessTable:
         parent hears of it (its waiters, its pidfds, the exit signal), unless it reaps at once."""
         q = rec.proc
         q.fds.close_all()
-        rec.status = (q.killed_by & 0x7F) if q.killed_by else (q.exit_code & 0xFF) << 8
+        rec.status = status_of(q)
         rec.insns += q.insns
         rec.cpu_ns = sum(x.cpu_ns for x in q.threads.values())
         rec.state, rec.proc, rec.gen = ZOMBIE, None, rec.gen + 1
@@ -389,13 +392,30 @@ class ProcessTable:
                 if res is not None:
                     p.wake(t, res)
 
-    # --- the report ---------------------------------------------------------------------------------------
-    def rows(self) -> list[ProcRecord]:
-        for r in self.records.values():
-            if r.state == RUNNING and r.proc is not None:
-                r.status = (r.proc.killed_by & 0x7F) if r.proc.killed_by else \
-                    None if r.proc.exit_code is None else (r.proc.exit_code & 0xFF) << 8
-        return list(self.records.values())
+
+
+def status_of(p) -> int | None:
+    """A running Process's wait status word once it ended (exit code << 8, or the killing signal), else None."""
+    if p.killed_by:
+        return p.killed_by & 0x7F
+    return None if p.exit_code is None else (p.exit_code & 0xFF) << 8
+
+
+def process_rows(root) -> list[dict]:
+    """Every process of root's run, root first, in pid order, as the report lists them (ProcRecord.to_json)."""
+    if root.kernel is None:
+        recs = [ProcRecord(root.pid, root.ppid, list(root.opts.argv), root.image.path, root)]
+    else:
+        recs = list(root.kernel.records.values())
+    rows = []
+    for r in recs:
+        row = r.to_json()
+        if r.state == RUNNING:            # still running (the first process, or one the end of the run left)
+            row["exit_code"], row["signal"] = exit_of(status_of(r.proc))
+            row["instructions"] = r.insns + r.proc.insns
+            row["state"] = "exited" if row["exit_code"] is not None or row["signal"] else RUNNING
+        rows.append(row)
+    return rows
 
 
 def rusage_bytes(cpu_ns: int) -> bytes:

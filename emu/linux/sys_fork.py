@@ -18,7 +18,9 @@ first process (ENOSYS, noted), the flags of proctable.py's "Left out".
 """
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import struct
 
 from . import sys_file
@@ -123,10 +125,12 @@ def _executable(p, path: str):
     if isinstance(found, int):
         return (-EACCES if sys_file._synthetic(p, guest) is not None else found), None
     host = found[1]
-    if os.path.isdir(host):
-        return -EACCES, None
-    if not os.stat(host).st_mode & 0o111:
-        return -EACCES, None
+    try:
+        mode = os.stat(host).st_mode
+    except OSError as e:
+        return -(e.errno or ENOENT), None
+    if stat.S_ISDIR(mode) or not mode & 0o111:
+        return -EACCES, None                              # may_open/path_noexec: a directory, or no x bit
     return host, None
 
 
@@ -184,8 +188,8 @@ def sys_execve(p, t, path_addr, argv_addr, envp_addr, *_):
     if why is None and not isinstance(found, int):
         found, why = _image(found)
     if isinstance(found, int):
-        if why:
-            p.kernel.record_of(p).notes.append(f"execve {path} failed: {why}")
+        name = errno.errorcode.get(-found, str(-found))
+        p.kernel.record_of(p).notes.append(f"execve {path} failed: {why or name}")
         return found
     p.kernel.execve(p, t, found, argv, env)
     return STOP

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import json
+import shlex
 
 from .. import __version__
 
@@ -39,8 +40,21 @@ def to_json(p, target: str) -> dict:
         "oracle": "emu/check/safepoint.py" if w.oracle is not None else f"unavailable: {p.oracle_note}",
         "go_version": w.oracle.prog.binary.version if w.oracle is not None else None,
         "unmodelled": dict(collections.Counter(p.unmodelled)),
+        "processes": _processes(p),
         "ok": not w.violations and p.error is None,
     }
+
+
+def _processes(p) -> list[dict]:
+    from ..linux.proctable import process_rows
+    return process_rows(p)
+
+
+def _process_line(r: dict) -> str:
+    end = (f"exit {r['exit_code']}" if r["exit_code"] is not None else f"killed by signal {r['signal']}"
+           if r["signal"] else "still running when the run ended")
+    line = f"  pid {r['pid']} (parent {r['ppid']}): {shlex.join(r['argv'])[:120]}: {end}, {r['instructions']:,} instructions"
+    return "\n".join([line] + [f"    {n}" for n in r["notes"]])
 
 
 def render_text(p, target: str) -> str:
@@ -65,7 +79,7 @@ def render_text(p, target: str) -> str:
         at = f" at {ev.where} ({ev.pc:#x}), t={_ms(p, ev.delivered_ns):.3f} ms" if ev.pc is not None else ""
         why = f" [oracle: {ev.oracle}]" if ev.oracle else ""
         what = "SIGURG" if ev.sig == 23 else "SIGSEGV" if ev.sig == 11 else f"signal {ev.sig}"
-        out.append(f"  {what} {name[ev.sender]} -> {name[ev.target]}{at}: {ev.outcome}{why}")
+        out.append(f"  {what} {name.get(ev.sender, f'pid {ev.sender}')} -> {name[ev.target]}{at}: {ev.outcome}{why}")
     out.append(f"async preemptions: {len(w.preemptions)}")
     for r in w.preemptions:
         res = ("never resumed (the program ended first)" if not r.resumed else
@@ -76,6 +90,9 @@ def render_text(p, target: str) -> str:
                    f"oracle: {r.oracle or 'unavailable'}; {res}")
     if w.oracle is None and p.oracle_note:
         out.append(f"oracle unavailable: {p.oracle_note}")
+    procs = _processes(p)
+    out.append(f"processes: {len(procs)}")
+    out += [_process_line(r) for r in procs]
     for what, n in collections.Counter(p.unmodelled).items():
         out.append(f"not modelled: {what}" + (f" ({n} times)" if n > 1 else ""))
     if w.violations:
