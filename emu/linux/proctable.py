@@ -198,10 +198,9 @@ class ProcessTable:
     # --- fork and execve ---------------------------------------------------------------------------
     def fork(self, p, t: Thread, exit_signal: int, stack: int = 0, tls: int | None = None, vfork: bool = False):
         """A child of p, its first thread a copy of t returning 0; (the child's record, its Process)."""
-        from .process import Process
         pid = self.alloc_id()
         opts = dataclasses.replace(p.opts, signal_at_pc=None, signal_delay=0)
-        child = Process(p.image, opts, oracle=None, origin=ForkOrigin(self, p, t, pid, stack, tls))
+        child = type(p)(p.image, opts, oracle=None, origin=ForkOrigin(self, p, t, pid, stack, tls))
         rec = ProcRecord(pid, p.pid, list(self.record_of(p).argv), self.record_of(p).binary, child, exit_signal)
         if vfork:
             rec.vfork = (p, t)
@@ -210,9 +209,8 @@ class ProcessTable:
 
     def execve(self, p, t: Thread, image, argv: list, env: list) -> None:
         """Replace p's image (the slice ends; the run loop swaps the new Process in when it does)."""
-        from .process import Process
         opts = dataclasses.replace(p.opts, argv=list(argv), env=list(env), signal_at_pc=None, signal_delay=0)
-        p.exec_into = Process(image, opts, oracle=None, origin=ExecOrigin(self, p, t))
+        p.exec_into = type(p)(image, opts, oracle=None, origin=ExecOrigin(self, p, t))
         for x in p.threads.values():      # de_thread and the old image: every thread of the old image ends
             x.state = "exited"
         p._stop_slice = True

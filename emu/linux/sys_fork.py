@@ -1,4 +1,4 @@
-"""Syscalls of other processes: clone without CLONE_THREAD, fork, vfork, execve, wait4, waitid, pidfd_open and
+"""Syscalls of other processes: clone (a thread's is sys_proc.py's), fork, vfork, execve, wait4, waitid, pidfd_open and
 pidfd_send_signal (kill to another process is sys_signal.py's, through the process table). Semantics from
 clone(2), execve(2), wait4(2), waitid(2), pidfd_open(2), pidfd_send_signal(2) and kernel/fork.c, fs/exec.c,
 fs/binfmt_elf.c, fs/binfmt_script.c, kernel/exit.c; the process table is proctable.py's. Go's side:
@@ -26,7 +26,8 @@ import struct
 from . import sys_file
 from .proctable import ProcessTable, PidFd, rusage_bytes, exit_of, CLD_EXITED, CLD_KILLED, SIGCHLD, WNOHANG, \
     WEXITED, WNOWAIT, WALL, WCLONE
-from .sys_proc import CLONE_PARENT_SETTID, CLONE_CHILD_SETTID, CLONE_SETTLS, CLONE_SIGHAND, CLONE_VM
+from .sys_proc import CLONE_PARENT_SETTID, CLONE_CHILD_SETTID, CLONE_SETTLS, CLONE_SIGHAND, CLONE_THREAD, CLONE_VM, \
+    clone_thread
 from .sysabi import BLOCK, E2BIG, EACCES, EBADF, ECHILD, EINVAL, ENOENT, ENOEXEC, ENOSYS, ESRCH, STOP
 from .threads import Wait
 
@@ -52,8 +53,15 @@ def _int(v: int) -> int:
 
 
 # --- clone, fork, vfork --------------------------------------------------------------------------------------
+def sys_clone(p, t, flags, stack, ptid, ctid, tls, *_):
+    """clone(2): a thread (CLONE_THREAD: sys_proc.clone_thread) or a new process."""
+    if flags & CLONE_THREAD:
+        return clone_thread(p, t, flags, stack, ptid, ctid, tls)
+    return clone_process(p, t, flags, stack, ptid, ctid, tls)
+
+
 def clone_process(p, t, flags, stack, ptid, ctid, tls) -> int:
-    """clone(2) of a new process (sys_proc.sys_clone passes what has no CLONE_THREAD)."""
+    """clone(2) of a new process."""
     flags &= 0xFFFFFFFF
     if flags & CLONE_PIDFD and flags & (CLONE_DETACHED | CLONE_PARENT_SETTID):
         return -EINVAL            # kernel_clone: legacy clone has one pointer for the pidfd and the parent tid
@@ -307,7 +315,7 @@ def sys_pidfd_send_signal(p, t, pidfd, sig, info, flags, *_):
 
 #: syscall number -> (name, handler); numbers from arch/x86/entry/syscalls/syscall_64.tbl
 TABLE = {
-    57: ("fork", sys_fork), 58: ("vfork", sys_vfork), 59: ("execve", sys_execve), 61: ("wait4", sys_wait4),
+    56: ("clone", sys_clone), 57: ("fork", sys_fork), 58: ("vfork", sys_vfork), 59: ("execve", sys_execve), 61: ("wait4", sys_wait4),
     247: ("waitid", sys_waitid), 434: ("pidfd_open", sys_pidfd_open), 424: ("pidfd_send_signal", sys_pidfd_send_signal),
     435: ("clone3", lambda p, t, *_: _note(p, "clone3: not modelled (Go uses it for cgroups and time namespaces)")),
 }

@@ -2,8 +2,8 @@
 uname, getrandom, arch_prctl, getppid and the user and group ids (the host's own, so a test that checks
 for root decides as it does natively; the parent is pid 1). Semantics from clone(2), exit_group(2), sched_getaffinity(2), prlimit(2),
 uname(2), getrandom(2), arch_prctl(2) and kernel/fork.c (CLONE_* flags); the runtime's side is
-runtime/os_linux.go (newosproc, getproccount) and runtime/sys_linux_amd64.s. A clone without CLONE_THREAD
-(a new process) is sys_fork.py's. Left out: real user and group ids beyond root's.
+runtime/os_linux.go (newosproc, getproccount) and runtime/sys_linux_amd64.s. The clone syscall itself is
+sys_fork.py's, which passes a thread's (CLONE_THREAD) to clone_thread here. Left out: real user and group ids beyond root's.
 """
 from __future__ import annotations
 
@@ -31,11 +31,9 @@ def sys_arch_prctl(p, t, code, addr, *_):
     return -EINVAL
 
 
-def sys_clone(p, t, flags, stack, ptid, ctid, tls, *_):
+def clone_thread(p, t, flags, stack, ptid, ctid, tls):
+    """clone(2) with CLONE_THREAD (sys_fork.sys_clone passes it here): a thread of this process."""
     need = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD
-    if not flags & CLONE_THREAD:
-        from .sys_fork import clone_process          # a new process (sys_fork.py, proctable.py)
-        return clone_process(p, t, flags, stack, ptid, ctid, tls)
     if flags & need != need:
         return p.unsupported("clone", f"flags {flags:#x}: only threads (CLONE_VM|CLONE_THREAD|...) are modelled")
     if flags & (CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID | CLONE_CHILD_SETTID):
@@ -176,7 +174,7 @@ def sys_getrandom(p, t, buf, n, flags, *_):
 TABLE = {
     110: ("getppid", sys_getppid), 102: ("getuid", sys_getuid), 107: ("geteuid", sys_getuid),
     104: ("getgid", sys_getgid), 108: ("getegid", sys_getgid),
-    24: ("sched_yield", sys_sched_yield), 39: ("getpid", sys_getpid), 56: ("clone", sys_clone),
+    24: ("sched_yield", sys_sched_yield), 39: ("getpid", sys_getpid),
     60: ("exit", sys_exit), 63: ("uname", sys_uname), 97: ("getrlimit", sys_getrlimit), 157: ("prctl", sys_prctl),
     158: ("arch_prctl", sys_arch_prctl), 160: ("setrlimit", sys_setrlimit), 186: ("gettid", sys_gettid),
     204: ("sched_getaffinity", sys_sched_getaffinity), 231: ("exit_group", sys_exit_group),
