@@ -16,6 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 KILLERS = ["tests/test_bites.py"]
 S40 = "tests/test_survivors.py::"   # issue #40's killers: one test each, by its node id
+P37 = "tests/test_procs.py::"       # issue #37 item 3's (processes)
 TIMEOUT = 900               # seconds for one mutant's tests: a mutant that hangs them is killed too
 
 #: name -> (file, old text, new text, tests to run)
@@ -223,6 +224,57 @@ MUTATIONS = {
                                          "        elif t.state == BLOCKED and not t.sigmask & (1 << (sig - 1)):",
                                          "        elif t.state == BLOCKED:",
                                          [S40 + "test_a_signal_the_waiting_thread_blocks_leaves_it_waiting_until_unblocked"]),
+    # issue #37 item 3: other processes (emu/linux/proctable.py, sys_fork.py), one killer test each
+    "proc-exit-status-unshifted": ("emu/linux/proctable.py", "    return None if p.exit_code is None else (p.exit_code & 0xFF) << 8",
+                                   "    return None if p.exit_code is None else (p.exit_code & 0xFF)",
+                                   [P37 + "test_wait4_status_word_of_an_exit_and_of_a_signal"]),
+    "proc-wclone-ignored": ("emu/linux/proctable.py",
+                            "                and ((r.exit_signal != SIGCHLD) == bool(options & WCLONE) or options & WALL)]",
+                            "]", [P37 + "test_wclone_selects_children_whose_exit_signal_is_not_sigchld"]),
+    "proc-wnowait-reaps": ("emu/linux/proctable.py", "        if not options & WNOWAIT:\n            r.state = REAPED",
+                           "        if True:\n            r.state = REAPED",
+                           [P37 + "test_waitid_siginfo_bytes_wnohang_zeroes_and_wnowait_keeps_the_zombie"]),
+    "proc-killed-reported-as-exited": ("emu/linux/sys_fork.py", "p.write(infop, _siginfo(SIGCHLD, CLD_KILLED if sig else CLD_EXITED,",
+                                       "p.write(infop, _siginfo(SIGCHLD, CLD_EXITED,",
+                                       [P37 + "test_waitid_siginfo_bytes_wnohang_zeroes_and_wnowait_keeps_the_zombie"]),
+    "proc-wnohang-leaves-siginfo": ("emu/linux/sys_fork.py", "            p.write(infop, _siginfo(0, 0, 0, 0, 0))", "            pass",
+                                    [P37 + "test_waitid_siginfo_bytes_wnohang_zeroes_and_wnowait_keeps_the_zombie"]),
+    "proc-no-autoreap": ("emu/linux/proctable.py", "(handler == SIG_IGN or flags & SA_NOCLDWAIT):", "False:",
+                         [P37 + "test_the_parent_gets_sigchld_with_cld_exited_and_an_ignoring_parent_reaps_at_once"]),
+    "proc-vfork-parent-runs-on": ("emu/linux/sys_fork.py", "    if vfork:\n        p.block(", "    if False:\n        p.block(",
+                                  [P37 + "test_vfork_parent_waits_until_the_child_exits_and_then_gets_its_pid"]),
+    "proc-vfork-wait-interruptible": ("emu/linux/sigdeliver.py", '        if t.wait.kind == "vfork":', "        if False:",
+                                      [P37 + "test_vfork_parent_waits_until_the_child_exits_and_then_gets_its_pid"]),
+    "proc-pidfd-not-cloexec": ("emu/linux/sys_fork.py", "fd = p.fds.install(PidFd(rec), cloexec=True)",
+                               "fd = p.fds.install(PidFd(rec), cloexec=False)",
+                               [P37 + "test_clone_pidfd_is_close_on_exec_and_readable_once_the_child_ended"]),
+    "proc-pidfd-settid-together": ("emu/linux/sys_fork.py", "if flags & CLONE_PIDFD and flags & (CLONE_DETACHED | CLONE_PARENT_SETTID):",
+                                   "if flags & CLONE_PIDFD and flags & CLONE_DETACHED:", [P37 + "test_clone_flag_rules"]),
+    "proc-zombie-refuses-signals": ("emu/linux/proctable.py", "        if sig == 0 or rec.state == ZOMBIE:\n            return 0",
+                                    "        if sig == 0:\n            return 0",
+                                    [P37 + "test_pidfd_open_and_send_signal_rules"]),
+    "proc-pipe-eof-per-process": ("emu/linux/fds.py", "not any(o is obj for tab in self.tables for o in tab.fds.values())",
+                                  "not any(o is obj for o in self.fds.values())",
+                                  [P37 + "test_a_pipe_reads_end_of_file_only_when_every_process_closed_the_write_end"]),
+    "proc-epoll-interest-dropped-by-another-process": ("emu/linux/fds.py", "for tab in self.tables if tab is not self):",
+                                                       "for tab in []):",
+                                                       [P37 + "test_an_epoll_interest_survives_a_close_in_another_process"]),
+    "proc-exec-keeps-cloexec-fds": ("emu/linux/proctable.py", "        old.fds.close_on_exec()\n", "",
+                                    [P37 + "test_execve_closes_close_on_exec_descriptors_and_resets_caught_signals"]),
+    "proc-exec-keeps-handlers": ("emu/linux/proctable.py",
+                                 "new.sigactions = {sig: act for sig, act in old.sigactions.items() if act[0] == SIG_IGN}",
+                                 "new.sigactions = dict(old.sigactions)",
+                                 [P37 + "test_execve_closes_close_on_exec_descriptors_and_resets_caught_signals"]),
+    "proc-script-enoexec": ("emu/linux/sys_fork.py", "        return -ENOENT, (f\"a script", "        return -ENOEXEC, (f\"a script",
+                            [P37 + "test_execve_of_what_preemu_cannot_run_fails_as_linux_would_with_a_note"]),
+    "proc-dynamic-runs-as-static": ("emu/linux/sys_fork.py", "    if interp is not None:\n        return -ENOENT",
+                                    "    if False:\n        return -ENOENT",
+                                    [P37 + "test_execve_of_what_preemu_cannot_run_fails_as_linux_would_with_a_note"]),
+    "proc-sigchld-not-sent": ("emu/linux/proctable.py", "        if rec.exit_signal and handler != SIG_IGN:",
+                              "        if False:",
+                              [P37 + "test_the_parent_gets_sigchld_with_cld_exited_and_an_ignoring_parent_reaps_at_once"]),
+    "proc-wait-never-woken": ("emu/linux/proctable.py", "        self.wake_waiters(pp)\n", "",
+                              [P37 + "test_a_blocked_wait_finishes_when_the_child_ends"]),
 }
 
 
