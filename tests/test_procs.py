@@ -20,7 +20,7 @@ from emu.linux import fds as F
 from emu.linux import sys_fork
 from emu.linux.proctable import PidFd
 from emu.linux.sysabi import (BLOCK, EACCES, EBADF, ECHILD, EINVAL, ENOENT, ENOEXEC, ENOSYS, ESRCH, STOP)
-from emu.linux.threads import BLOCKED, RUNNABLE
+from emu.linux.threads import BLOCKED, RUNNABLE, Thread
 
 SIGCHLD, SIGTERM, SIGKILL = 17, 15, 9
 CLONE_VM, CLONE_SIGHAND, CLONE_PIDFD, CLONE_VFORK, CLONE_PARENT_SETTID = 0x100, 0x800, 0x1000, 0x4000, 0x100000
@@ -173,7 +173,8 @@ def test_the_parent_gets_sigchld_with_cld_exited_and_an_ignoring_parent_reaps_at
 def test_vfork_parent_waits_until_the_child_exits_and_then_gets_its_pid(g):
     pid, child, ct, _ = fork(g, flags=CLONE_VM | CLONE_VFORK | SIGCHLD)
     assert g.t.state == BLOCKED and g.t.wait.kind == "vfork"
-    g.p.send_signal(g.t, g.t.tid, SIGTERM)                  # not interruptible by a signal
+    g.p.send_signal(Thread(g.p.pid + 99, None), g.t.tid, SIGTERM)   # another thread's signal does not end the wait
+    assert SIGTERM in g.t.pending
     assert g.t.state == BLOCKED
     end(g, child, code=0)
     from unicorn import x86_const as X
