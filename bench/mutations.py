@@ -273,6 +273,11 @@ MUTATIONS = {
     "proc-sigchld-not-sent": ("emu/linux/proctable.py", "        if rec.exit_signal and handler != SIG_IGN:",
                               "        if False:",
                               [P37 + "test_the_parent_gets_sigchld_with_cld_exited_and_an_ignoring_parent_reaps_at_once"]),
+    "proc-setfd-ignored": ("emu/linux/sys_io.py", "        p.fds.set_cloexec(fd, bool(arg & FD_CLOEXEC))\n", "",
+                           [P37 + "test_close_on_exec_is_per_descriptor"]),
+    "proc-dup2-copies-cloexec": ("emu/linux/fds.py", "        self.fds[new] = obj\n        self.set_cloexec(new, cloexec)",
+                                 "        self.fds[new] = obj\n        self.set_cloexec(new, old in self.cloexec)",
+                                 [P37 + "test_close_on_exec_is_per_descriptor"]),
     "proc-wait-never-woken": ("emu/linux/proctable.py", "        self.wake_waiters(pp)\n", "",
                               [P37 + "test_a_blocked_wait_finishes_when_the_child_ends"]),
 }

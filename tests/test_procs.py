@@ -316,3 +316,17 @@ def test_execve_closes_close_on_exec_descriptors_and_resets_caught_signals(g):
 
 def test_execve_in_the_first_process_is_not_modelled(g):
     assert g.call("execve", "/proc/self/exe", 0, 0) == -ENOSYS and "syscall.Exec" in g.p.unmodelled[0]
+
+
+def test_close_on_exec_is_per_descriptor(g):
+    """FD_CLOEXEC (fs/fcntl.c, fs/file.c): set by O_CLOEXEC at creation, F_SETFD, F_DUPFD_CLOEXEC and
+    dup3(O_CLOEXEC); a plain dup or dup2 gives a descriptor without it."""
+    fds = g.alloc(8)
+    g.call("pipe2", fds, O_CLOEXEC)
+    r, _ = struct.unpack("<ii", g.p.read(fds, 8))
+    getfd = lambda fd: g.call("fcntl", fd, F_GETFD, 0)       # noqa: E731
+    assert getfd(r) == 1 and getfd(g.call("dup", r)) == 0 and getfd(g.call("dup2", r, 20)) == 0
+    assert getfd(g.call("fcntl", r, 1030, 30)) == 1                                  # F_DUPFD_CLOEXEC
+    assert getfd(g.call("dup3", r, 21, O_CLOEXEC)) == 1
+    assert g.call("fcntl", r, 2, 0) == 0 and getfd(r) == 0                          # F_SETFD 0
+    assert getfd(g.open("/dev/null", O_CLOEXEC)) == 1 and getfd(g.open("/dev/null")) == 0

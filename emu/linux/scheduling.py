@@ -6,7 +6,8 @@ SYSCALL, on its own stack and TLS), exit/exit_group, and the wakeups that finish
 futex_wake (kernel/futex), a pipe or socket read that can go on (fs/pipe.c pipe_read, net/), epoll_wait
 (fs/eventpoll.c) and a wait whose deadline has passed. A woken thread queues at the back of the run
 queue. Which thread runs when, and for how long, is process.py's run loop; what each wait is, threads.py's.
-Left out: priorities, multiple CPUs, futex requeueing and robust lists, other processes (fork/exec).
+Left out: priorities, multiple CPUs, futex requeueing and robust lists. Other processes are proctable.py's (a thread id
+then comes from its id space, shared with them).
 """
 from __future__ import annotations
 

@@ -53,7 +53,9 @@ def _processes(p) -> list[dict]:
 def _process_line(r: dict) -> str:
     end = (f"exit {r['exit_code']}" if r["exit_code"] is not None else f"killed by signal {r['signal']}"
            if r["signal"] else "still running when the run ended")
-    line = f"  pid {r['pid']} (parent {r['ppid']}): {shlex.join(r['argv'])[:120]}: {end}, {r['instructions']:,} instructions"
+    argv = shlex.join(r["argv"])
+    argv = argv if len(argv) <= 120 else argv[:117] + "..."
+    line = f"  pid {r['pid']} (parent {r['ppid']}): {argv}: {end}, {r['instructions']:,} instructions"
     return "\n".join([line] + [f"    {n}" for n in r["notes"]])
 
 
