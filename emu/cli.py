@@ -580,7 +580,7 @@ def cmd_exec(a, out) -> int:
     fails = xscenario.check(sc, p) if sc else []
     if p.error is not None:
         code = 2                             # as without --json, where the error is raised (an unsupported syscall)
-    elif p.watch.violations or fails:
+    elif p.watch.violations or fails or xreport.child_violations(p):
         code = 1
     else:
         code = 0 if sc else 1 if p.starved else p.exit_code

@@ -61,6 +61,7 @@ class ProcRecord:
     status: int | None = None           # the wait status word: code << 8, or the signal that killed it
     vfork: tuple | None = None          # (parent Process, its thread) waiting for this child's execve or exit
     notes: list = field(default_factory=list)
+    violations: list = field(default_factory=list)   # the watch's violations in the images that ran before
     insns: int = 0                      # instructions of the images that ran before (execve) and, at the end, all
     cpu_ns: int = 0                     # user CPU time, at the end
     gen: int = 0                        # pidfd wakeups (EPOLLET): bumped when the process ends
@@ -72,7 +73,7 @@ class ProcRecord:
         code, sig = exit_of(self.status)
         return {"pid": self.pid, "ppid": self.ppid, "argv": list(self.argv), "binary": self.binary,
                 "state": self.state, "exit_code": code, "signal": sig, "instructions": self.insns,
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "violations": list(self.violations)}
 
 
 def exit_of(status: int | None) -> tuple[int | None, int | None]:
@@ -293,9 +294,17 @@ class ProcessTable:
         q.wake_socket_waiters()
         q.wake_pollers()
 
+    @staticmethod
+    def _keep(rec: ProcRecord, q) -> None:
+        """What the report needs of an image that ends (execve or exit): its instructions, what it asked for that
+        preemu does not model, and the watch's violations."""
+        rec.insns += q.insns
+        rec.notes += [f"not modelled: {u}" for u in q.unmodelled]
+        rec.violations += q.watch.violations
+
     def _exec_done(self, rec: ProcRecord, old) -> None:
         new = old.exec_into
-        rec.insns += old.insns
+        self._keep(rec, old)
         rec.proc, rec.argv, rec.binary = new, list(new.opts.argv), new.image.path
         self._release_vfork(rec)
 
@@ -313,7 +322,7 @@ class ProcessTable:
         q = rec.proc
         q.fds.close_all()
         rec.status = status_of(q)
-        rec.insns += q.insns
+        self._keep(rec, q)
         rec.cpu_ns = sum(x.cpu_ns for x in q.threads.values())
         rec.state, rec.proc, rec.gen = ZOMBIE, None, rec.gen + 1
         self._release_vfork(rec)
@@ -411,6 +420,9 @@ def process_rows(root) -> list[dict]:
         if r.state == RUNNING:            # still running (the first process, or one the end of the run left)
             row["exit_code"], row["signal"] = exit_of(status_of(r.proc))
             row["instructions"] = r.insns + r.proc.insns
+            if r.proc is not root:        # (the first process's own are the report's top level)
+                row["notes"] += [f"not modelled: {u}" for u in r.proc.unmodelled]
+                row["violations"] += r.proc.watch.violations
             row["state"] = "exited" if row["exit_code"] is not None or row["signal"] else RUNNING
         rows.append(row)
     return rows

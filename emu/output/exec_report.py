@@ -22,6 +22,7 @@ def declined_by_reason(p) -> dict[str, int]:
 
 def to_json(p, target: str) -> dict:
     w = p.watch
+    procs = _processes(p)
     from .report import SCHEMAS
     return {
         "tool": "preemu", "version": __version__, "schema": SCHEMAS["exec"], "command": "exec",
@@ -40,8 +41,8 @@ def to_json(p, target: str) -> dict:
         "oracle": "emu/check/safepoint.py" if w.oracle is not None else f"unavailable: {p.oracle_note}",
         "go_version": w.oracle.prog.binary.version if w.oracle is not None else None,
         "unmodelled": dict(collections.Counter(p.unmodelled)),
-        "processes": _processes(p),
-        "ok": not w.violations and p.error is None,
+        "processes": procs,
+        "ok": not w.violations and p.error is None and not any(r["violations"] for r in procs),
     }
 
 
@@ -50,13 +51,19 @@ def _processes(p) -> list[dict]:
     return process_rows(p)
 
 
+def child_violations(p) -> list:
+    """The watch's violations in the other processes of p's run (the first process's are p.watch's)."""
+    return [v for r in _processes(p) for v in r["violations"]]
+
+
 def _process_line(r: dict) -> str:
     end = (f"exit {r['exit_code']}" if r["exit_code"] is not None else f"killed by signal {r['signal']}"
            if r["signal"] else "still running when the run ended")
     argv = shlex.join(r["argv"])
     argv = argv if len(argv) <= 120 else argv[:117] + "..."
     line = f"  pid {r['pid']} (parent {r['ppid']}): {argv}: {end}, {r['instructions']:,} instructions"
-    return "\n".join([line] + [f"    {n}" for n in r["notes"]])
+    return "\n".join([line] + [f"    {n}" for n in r["notes"]] +
+                     [f"    VIOLATION {v['kind']}: {v['message']}" for v in r["violations"]])
 
 
 def render_text(p, target: str) -> str:
