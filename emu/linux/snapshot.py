@@ -73,7 +73,7 @@ def restorable(p, snap: Snapshot) -> bool:
 
 
 def take(p) -> Snapshot:
-    if p.kernel is not None and p.kernel.busy():
+    if getattr(p, "kernel", None) is not None and p.kernel.busy():
         from ..core.errors import EmuError
         raise EmuError("a snapshot of a process whose children still run is not modelled (proctable.py): the "
                        "snapshot would hold this process alone")
