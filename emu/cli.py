@@ -565,7 +565,7 @@ def cmd_exec(a, out) -> int:
         target = a.target
     opts = _exec_options(a, None if a.json else passthrough)
     image = elfimage.load(str(gobuild.build(target, test=bool(_test_of(a))).binary))
-    opts.argv[0] = os.path.abspath(image.path)   # as `go run` and `go test` start it: os.Args[0] can be exec'd
+    opts.argv[0] = "./" + os.path.basename(opts.argv[0])   # as a shell starts ./NAME: os.Args[0] can be exec'd
     if opts.signal_at_pc is not None:
         opts.signal_at_pc = image.resolve(opts.signal_at_pc, "--signal-at")
     p = process.Process(image, opts)

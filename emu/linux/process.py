@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import collections
 import os
+import posixpath
 import random
 import time
 from dataclasses import dataclass, field
@@ -182,6 +183,8 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         self.on_slice = None                    # callable(process) after every slice (progress), or None
         self.async_preemption_on = not godebug_int(opts.env, "asyncpreemptoff")
         self.kernel = None                      # the process table (proctable.py) once there is another process
+        #: (guest path, host path): argv[0] where the program started names its binary, for execve (sys_fork.py)
+        self.exe_alias = (posixpath.normpath(posixpath.join(self.cwd, opts.argv[0])), image.path) if opts.argv else None
         self.killed_by = 0                      # the signal whose default action ended the process, or 0
         self.exec_into: Process | None = None   # the process an execve replaced this one with (proctable.py)
         if origin is None:

@@ -7,8 +7,9 @@ fcntl, close and execve in the child, the error on a close-on-exec pipe), os/pid
 waitid(P_PIDFD), pidfd_send_signal, checkClonePidfd's clone with no exit signal and waitid with __WCLONE).
 
 What execve can start: a static linux/amd64 Go executable (elfimage.py), found through the process's view of
-the files (mounts.py), or the running binary itself by its own path or /proc/self/exe (as Linux runs
-/proc/self/exe: the go test re-exec pattern). What preemu cannot run fails as Linux fails when it cannot run a
+the files (mounts.py), or the running binary itself by its own host path or /proc/self/exe (as Linux runs
+/proc/self/exe), or the first program by the argv[0] it started with (`preemu exec` starts it as ./NAME in
+its working directory, as a shell does; the binary itself need not be there): the go test re-exec pattern. What preemu cannot run fails as Linux fails when it cannot run a
 file, with a note in the report: a `#!` script or a dynamically linked ELF (PT_INTERP) with ENOENT, what
 Linux answers when the interpreter is not there (there is none in preemu's world); an ELF of another machine,
 a static executable that is not Go, a file in the in-memory /tmp, or a file in no known format with ENOEXEC
@@ -120,6 +121,8 @@ def _executable(p, path: str):
         return guest, None
     if guest == "/proc/self/exe" or guest == os.path.abspath(p.image.path):
         return p.image.path, None                         # the running binary, as /proc/self/exe is always there
+    if p.exe_alias is not None and guest == p.exe_alias[0]:
+        return p.exe_alias[1], None                       # the first program's ./NAME in its starting directory
     if guest in sys_file.DEVICES:
         return -EACCES, None
     if sys_file._tmp(p, guest) is not None:

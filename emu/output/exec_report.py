@@ -100,8 +100,9 @@ def render_text(p, target: str) -> str:
     if w.oracle is None and p.oracle_note:
         out.append(f"oracle unavailable: {p.oracle_note}")
     procs = _processes(p)
-    out.append(f"processes: {len(procs)}")
-    out += [_process_line(r) for r in procs]
+    if len(procs) > 1:                   # the program started others
+        out.append(f"processes: {len(procs)}")
+        out += [_process_line(r) for r in procs]
     for what, n in collections.Counter(p.unmodelled).items():
         out.append(f"not modelled: {what}" + (f" ({n} times)" if n > 1 else ""))
     if w.violations:
