@@ -578,6 +578,7 @@ def cmd_exec(a, out) -> int:
         target = a.target
     opts = _exec_options(a, None if a.json else passthrough)
     image = elfimage.load(str(gobuild.build(target, test=bool(_test_of(a)), goamd64=opts.cpu).binary))
+    opts.argv[0] = "./" + os.path.basename(opts.argv[0])   # as a shell starts ./NAME: os.Args[0] can be exec'd
     if opts.signal_at_pc is not None:
         opts.signal_at_pc = image.resolve(opts.signal_at_pc, "--signal-at")
     p = process.Process(image, opts)
@@ -592,7 +593,7 @@ def cmd_exec(a, out) -> int:
     fails = xscenario.check(sc, p) if sc else []
     if p.error is not None:
         code = 2                             # as without --json, where the error is raised (an unsupported syscall)
-    elif p.watch.violations or fails:
+    elif p.watch.violations or fails or xreport.child_violations(p):
         code = 1
     else:
         code = 0 if sc else 1 if p.starved else p.exit_code

@@ -26,9 +26,9 @@ KEYS = {
     "preemu/check-stub/1": "tool version schema command stub layout stub_max_sp_delta async_preempt_stack corpus ok",
     "preemu/check-stub-mutants/1": "tool version schema command layout mutants score total ok",
     "preemu/disasm/1": "tool version schema command file functions",
-    "preemu/exec/2": "tool version schema command binary argv env seed exit_code stdout stderr starved stop_reason "
+    "preemu/exec/3": "tool version schema command binary argv env seed exit_code stdout stderr starved stop_reason "
                      "error virtual_ns idle_ns instructions ns_per_insn quantum threads wall_s syscalls signals "
-                     "preemptions violations oracle go_version unmodelled ok",
+                     "preemptions violations oracle go_version unmodelled processes ok",
     "preemu/explain/3": "tool version schema command file func layout at pc verdict reason gc steps code stack_top "
                         "stack_labels boundaries unit sigstack_top sigstack_labels ok",
 }

@@ -602,14 +602,16 @@ def test_symbolic_links_in_tmp_behave_as_natively():
     assert "rel/.. is a's: true" in native and "loop: true" in native and "error" not in native
 
 
-def test_starting_another_process_fails_with_enosys_and_is_reported(tmp_path):
-    """fork/exec is not modelled: os/exec gets ENOSYS ("function not implemented") and goes on, and the
-    report names what the program tried, instead of the whole run stopping."""
+def test_starting_a_dynamic_program_fails_with_enoent_and_is_reported(tmp_path):
+    """A dynamically linked program (the host's /bin/true, through a mount) cannot run under preemu: its
+    execve fails with ENOENT, as Linux answers when the ELF interpreter is missing, os/exec reports it, and
+    the report lists the child with a note saying why (sys_fork.py)."""
     src = tmp_path / "t.go"
     src.write_text("package main\n\nimport (\n\t\"fmt\"\n\t\"os/exec\"\n)\n\nfunc main() {\n"
-                   "\terr := exec.Command(\"/bin/true\").Run()\n\tfmt.Println(\"run:\", err)\n}\n")
+                   "\terr := exec.Command(\"/hostbin/true\").Run()\n\tfmt.Println(\"run:\", err)\n}\n")
     out = io.StringIO()
-    code = cli.main(["exec", str(gobuild.build(src).binary), "--json"], out)
+    code = cli.main(["exec", str(gobuild.build(src).binary), "--mount", "/bin/true:/hostbin/true", "--json"], out)
     j = json.loads(out.getvalue())
-    assert code == 0 and "function not implemented" in j["stdout"]
-    assert any(k.startswith("clone") for k in j["unmodelled"])
+    assert code == 0 and "run: fork/exec /hostbin/true: no such file or directory" in j["stdout"]
+    child = j["processes"][-1]
+    assert child["exit_code"] == 253 and "dynamically linked" in child["notes"][0]

@@ -139,6 +139,11 @@ class Cpus:
         else:
             enqueue(runq, t)
 
+    def catch_up(self, now: int) -> None:
+        """Other processes ran on one shared clock up to `now` (proctable.py: a slice at a time, every process):
+        no CPU of this one is behind it when its own loop goes on."""
+        self.clocks = [max(c, now) for c in self.clocks]
+
     def account_idle(self, cpu: int, start: int) -> int:
         """CPU `cpu` starts a slice at `start`: the idle time before it (its clock moves there)."""
         idle = start - self.clocks[cpu]

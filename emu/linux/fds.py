@@ -12,6 +12,12 @@ keyed EPOLLIN (data or EOF arrived) and EPOLLOUT (room freed): ep_poll_callback 
 the entry did not ask for; EPOLLERR and EPOLLHUP are reported whether asked for or not). Files and devices are
 sys_file.py's (paths outside the mounts answer ENOENT, which also makes the runtime skip its cgroup and
 hugepage probes), sockets sys_socket.py's.
+
+Descriptor tables of several processes (proctable.py) share open files as fork does (kernel/fork.c dup_fd: the
+child's table refers to the parent's open files): an object's on_close runs when its last descriptor in any
+table closes, so a pipe's reader in one process sees end of file only once every process closed the write end.
+The close-on-exec flag is per descriptor (fs/file.c: FD_CLOEXEC in the table, not in the open file): execve
+closes those descriptors (fs/exec.c do_close_on_exec), dup2/dup3 without O_CLOEXEC give a descriptor without it.
 """
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ from .threads import Wait
 EPOLLIN, EPOLLOUT, EPOLLERR, EPOLLHUP, EPOLLRDHUP, EPOLLET = 0x1, 0x4, 0x8, 0x10, 0x2000, 1 << 31
 EPOLL_CTL_ADD, EPOLL_CTL_DEL, EPOLL_CTL_MOD = 1, 2, 3
 O_RDONLY, O_WRONLY, O_RDWR, O_LARGEFILE, O_NONBLOCK = 0, 1, 2, 0o100000, 0o4000
+O_CLOEXEC = 0o2000000             # also EFD_CLOEXEC, EPOLL_CLOEXEC and SOCK_CLOEXEC
 
 
 def wakeups(events: int, in_gen: int, out_gen: int) -> int:
@@ -174,34 +181,65 @@ class FdTable:
     def __init__(self) -> None:
         self.stdout, self.stderr = Output("stdout"), Output("stderr")
         self.fds: dict[int, object] = {0: Input(), 1: self.stdout, 2: self.stderr}
+        self.cloexec: set[int] = set()        # descriptors with FD_CLOEXEC
+        self.tables: list[FdTable] = [self]   # every live table that may share this one's open files
 
     def get(self, fd: int):
         return self.fds.get(fd)
 
-    def install(self, obj, lowest: int = 0) -> int:
+    def install(self, obj, lowest: int = 0, cloexec: bool = False) -> int:
         """obj at the lowest free descriptor >= lowest (a dup shares obj: one open file, one offset)."""
         fd = lowest
         while fd in self.fds:
             fd += 1
         self.fds[fd] = obj
+        self.set_cloexec(fd, cloexec)
         return fd
 
-    def dup_to(self, old: int, new: int) -> int:
+    def set_cloexec(self, fd: int, on: bool) -> None:
+        (self.cloexec.add if on else self.cloexec.discard)(fd)
+
+    def dup_to(self, old: int, new: int, cloexec: bool = False) -> int:
         """dup2's work: new refers to old's open file; what new referred to is closed first."""
         obj = self.fds[old]
         if new in self.fds:
             self.close(new)
         self.fds[new] = obj
+        self.set_cloexec(new, cloexec)
         return new
 
     def close(self, fd: int) -> int:
         obj = self.fds.pop(fd, None)
         if obj is None:
             return -9               # EBADF
+        self.cloexec.discard(fd)
         for other in self.fds.values():
-            if isinstance(other, Epoll):
+            # an epoll instance forgets fd unless another process that shares it still has obj at fd (Linux
+            # keeps an interest until its file's last close, ep_remove from eventpoll_release)
+            if isinstance(other, Epoll) and not any(tab.fds.get(fd) is obj and any(e is other for e in tab.fds.values())
+                                                    for tab in self.tables if tab is not self):
                 other.interest.pop(fd, None)
                 other.reported.pop(fd, None)
-        if hasattr(obj, "on_close") and not any(o is obj for o in self.fds.values()):
-            obj.on_close()          # the last descriptor of the object (a pipe end, a socket)
+        if hasattr(obj, "on_close") and not any(o is obj for tab in self.tables for o in tab.fds.values()):
+            obj.on_close()          # the last descriptor of the object (a pipe end, a socket) in any process
         return 0
+
+    # --- processes (proctable.py) -----------------------------------------------------------------
+    def fork(self) -> "FdTable":
+        """A child's table (kernel/fork.c dup_fd): the same open files at the same numbers, FD_CLOEXEC kept."""
+        child = FdTable.__new__(FdTable)
+        child.stdout, child.stderr = self.stdout, self.stderr
+        child.fds, child.cloexec, child.tables = dict(self.fds), set(self.cloexec), self.tables
+        self.tables.append(child)
+        return child
+
+    def close_on_exec(self) -> None:
+        """execve's do_close_on_exec: every descriptor with FD_CLOEXEC closes."""
+        for fd in sorted(self.cloexec):
+            self.close(fd)
+
+    def close_all(self) -> None:
+        """The process exits (exit_files): every descriptor closes, and the table shares nothing any more."""
+        for fd in sorted(self.fds):
+            self.close(fd)
+        self.tables.remove(self)

@@ -86,6 +86,16 @@ class HostPages:
         for blk, live in layout:
             blk.live = list(live)
 
+    def resident(self):
+        """(guest address, bytes) of every run of pages touched so far that is still mapped (mincore(2): a page
+        never touched reads as zeros and is left out), for fork's copy of the address space."""
+        for blk in self.blocks:
+            for a, b in _resident_runs(blk):
+                for s, e in blk.live:
+                    lo, hi = max(s, blk.guest + a), min(e, blk.guest + b)
+                    if lo < hi:
+                        yield lo, blk.buf[lo - blk.guest:hi - blk.guest]
+
     # --- snapshots ----------------------------------------------------------------------------------
     def snapshot(self) -> "Snapshot":
         """Freeze every block's contents in a memfd and map it privately over the block."""
@@ -122,15 +132,19 @@ class Snapshot:
         self.blocks = []
 
 
-def _copy_resident(blk: Block, fd: int) -> None:
+def _resident_runs(blk: Block):
+    """[a, b) byte offsets in blk of its runs of resident pages."""
     n = blk.size // PAGE
     vec = (ctypes.c_ubyte * n)()
     if _libc.mincore(blk.host, blk.size, vec) != 0:
         raise OSError(ctypes.get_errno(), f"mincore: {os.strerror(ctypes.get_errno())}")
+    return [(run.start() * PAGE, run.end() * PAGE) for run in _RESIDENT_RUN.finditer(bytes(vec).translate(_RESIDENT_BIT))]
+
+
+def _copy_resident(blk: Block, fd: int) -> None:
     view = memoryview(blk.buf)
     try:
-        for run in _RESIDENT_RUN.finditer(bytes(vec).translate(_RESIDENT_BIT)):
-            a, b = run.start() * PAGE, run.end() * PAGE
+        for a, b in _resident_runs(blk):
             if os.pwrite(fd, view[a:b], a) != b - a:
                 raise OSError(f"short write to the snapshot of {blk.guest:#x}")
     finally:

@@ -2,6 +2,7 @@
 over the syscall families (as gVisor's sentry and Qiling's os/linux/syscall split them):
 
   sys_proc.py    process and threads: clone, exit, ids, affinity, rlimits, uname, getrandom
+  sys_fork.py    other processes: fork, vfork, execve, wait4, waitid, pidfds (the table: proctable.py)
   sys_mem.py     memory: mmap, munmap, mprotect, madvise
   sys_signal.py  signals: rt_sigaction, rt_sigprocmask, sigaltstack, kill/tkill/tgkill, rt_sigreturn
   sys_time.py    time and waiting: clock_gettime, nanosleep, futex
@@ -16,9 +17,9 @@ conventions and errnos: sysabi.py.
 """
 from __future__ import annotations
 
-from . import sys_file, sys_io, sys_mem, sys_proc, sys_signal, sys_socket, sys_time, sys_timer
+from . import sys_file, sys_fork, sys_io, sys_mem, sys_proc, sys_signal, sys_socket, sys_time, sys_timer
 
-FAMILIES = (sys_proc, sys_mem, sys_signal, sys_time, sys_timer, sys_io, sys_file, sys_socket)
+FAMILIES = (sys_proc, sys_fork, sys_mem, sys_signal, sys_time, sys_timer, sys_io, sys_file, sys_socket)
 
 
 def _table() -> dict:

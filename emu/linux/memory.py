@@ -225,6 +225,21 @@ class AddressSpace:
                 self.uc.mem_write(s, bytes(e - s))
         return 0
 
+    def fork_into(self, child: "AddressSpace") -> None:
+        """fork's copy (kernel/fork.c dup_mmap, copy-on-write there, copied here): the child's engine gets the
+        same ranges with the same permissions and the pages touched so far (untouched ones read as zeros)."""
+        for name in ("vmas", "mapped", "executable", "writable"):
+            getattr(child, name).r = list(getattr(self, name).r)
+        child.next_top = self.next_top
+        for blk in self.host.blocks:
+            for s, e in blk.live:
+                cuts = sorted({s, e} | {x for iv in (self.executable, self.writable)
+                                        for r in iv.overlaps(s, e) for x in r})
+                for a, b in zip(cuts, cuts[1:]):
+                    child.host.map(a, b - a, engine_perms(self.executable.contains(a, b), self.writable.contains(a, b)))
+        for guest, data in self.host.resident():
+            child.uc.mem_write(guest, bytes(data))
+
     def committed_bytes(self) -> int:
         return sum(e - s for s, e in self.mapped.r)
 

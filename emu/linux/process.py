@@ -25,13 +25,16 @@ ignores it, it is forced (SIG_DFL, unblocked) and kills, as force_sig_info_to_ta
 Here: the process's state, setup and the run loop (slices, when a pending signal is taken). Process takes
 the rest from mixins beside it: cpuhooks.py (RDTSC, CPUID, single-stepping), services.py (what syscall
 handlers call), scheduling.py (threads created, blocked, woken, held), sigdeliver.py (sending, delivery,
-rt_sigreturn, faults), and the CPUs' clocks and placement rules from cpus.py (an object). Left out: priorities,
-core dumps, other processes (fork/exec).
+rt_sigreturn, faults), and the CPUs' clocks and placement rules from cpus.py (an object). Other processes
+(fork, execve, wait) are proctable.py's: once the program starts one, its run loop runs every process's
+threads (ProcessTable.run_until, one slice at a time on one shared clock) and slices end at every
+process's deadlines. Left out: priorities, core dumps.
 """
 from __future__ import annotations
 
 import collections
 import os
+import posixpath
 import random
 import time
 from dataclasses import dataclass, field
@@ -129,7 +132,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
     syscalls call (services.py), thread lifecycle and wakeups (scheduling.py) and signal delivery
     (sigdeliver.py) are mixins; their state lives here, set up in __init__."""
 
-    def __init__(self, image: Image, opts: Options, oracle="auto") -> None:
+    def __init__(self, image: Image, opts: Options, oracle="auto", origin=None) -> None:
         if not image.is_go:
             raise EmuError(f"{image.path}: not a Go program (no .go.buildinfo section, no runtime symbols); "
                            "whole-program mode runs static linux/amd64 Go binaries")
@@ -190,7 +193,18 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         image.check_level(self.level)
         #: at v3/v4, preemu's vector unit (engine/avx.py): the AVX instructions it runs, K0-K7; None below
         self.avx: VectorUnit | None = None
-        self._load()
+        self.kernel = None                      # the process table (proctable.py) once there is another process
+        #: (guest path, host path): argv[0] where the program started names its binary, for execve (sys_fork.py)
+        self.exe_alias = (posixpath.normpath(posixpath.join(self.cwd, opts.argv[0])), image.path) if opts.argv else None
+        self.killed_by = 0                      # the signal whose default action ended the process, or 0
+        self.exec_into: Process | None = None   # the process an execve replaced this one with (proctable.py)
+        if origin is None:
+            self._load()
+        else:                                   # a process fork or execve made (proctable.py): what it inherits
+            if self.level.avx:
+                raise EmuError(f"--cpu {opts.cpu}: a child process (fork, execve) at an AVX level is not supported "
+                               "yet (preemu's vector unit patches one process's text): run at --cpu v1 or v2")
+            origin.load(self)
         self.oracle_note = ""
         if oracle == "auto":
             from . import oracle as oracle_mod
@@ -220,18 +234,24 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         self.uc.reg_write(X.UC_X86_REG_RSP, sp)
         self.uc.reg_write(X.UC_X86_REG_RIP, self.image.entry)
         self.uc.reg_write(X.UC_X86_REG_EFLAGS, USER_RFLAGS)
+        self._add_hooks()
+        main = Thread(self.pid, self.uc.context_save(), name="m0", ready_ns=self.clock)
+        self.threads[main.tid] = main
+        self.runq.append(main)
+
+    def _add_hooks(self) -> None:
         self.uc.hook_add(UC_HOOK_INSN, self._on_syscall, None, 1, 0, X.UC_X86_INS_SYSCALL)
         self.uc.hook_add(UC_HOOK_INSN, self._on_cpuid, None, 1, 0, X.UC_X86_INS_CPUID)
         self.uc.hook_add(UC_HOOK_INTR, self._on_intr)
         self._hook_rdtsc()
-        main = Thread(self.pid, self.uc.context_save(), name="m0", ready_ns=self.clock)
-        self.threads[main.tid] = main
-        self.runq.append(main)
 
     def _map_vdso(self) -> None:
         """The vDSO's ELF page, and the counter's page as its vvar (read-only, the host's memory)."""
         self.mem.map_fixed(vdso.VDSO_BASE, vdso.PAGE, executable=True, writable=False)
         self.uc.mem_write(vdso.VDSO_BASE, vdso.image())
+        self._map_vvar()
+
+    def _map_vvar(self) -> None:
         self.uc.mem_map_ptr(vdso.VVAR, vdso.PAGE, UCC.UC_PROT_READ, self.counter.page_address)
         self.mem.vmas.add(vdso.VVAR, vdso.VVAR + vdso.PAGE)
         self.mem.mapped.add(vdso.VVAR, vdso.VVAR + vdso.PAGE)
@@ -307,17 +327,15 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         ns = self.opts.ns_per_insn
         limit_ns = self._limit_ns()
         while self.exit_code is None and self.error is None:
-            if stop is not None and stop():
-                return True
-            if self.interrupted:
-                if self.interrupt_raises:           # a sweep's run: the Ctrl-C ends the sweep, not the program
-                    self.interrupted = False
-                    raise KeyboardInterrupt
-                self.stop_reason = "interrupted (Ctrl-C)"
-                return False
-            if self.insns >= self.opts.budget:
-                self._starve(f"reached the instruction budget ({self.opts.budget})")
-                break
+            if self.kernel is not None and self.kernel.busy():
+                ended = self.kernel.run_until(self, stop)     # other processes run too (proctable.py)
+                if ended is not None:
+                    return ended
+                self.cpus.catch_up(self.clock)                # the shared clock ran on: no CPU is behind it
+                continue                                      # this process is alone again
+            ended = self.checkpoint(stop, None)               # --max-virtual-ms: below, by the CPUs' clocks
+            if ended is not None:
+                return ended
             t = self.runq[0] if self.runq else None
             if t is not None and (t.tid in self.held or t.state != RUNNABLE):
                 self.runq.popleft()              # unhold puts a held one back
@@ -347,6 +365,25 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
             if self.on_slice is not None:
                 self.on_slice(self)
         return False
+
+    def checkpoint(self, stop, limit_ns: int | None) -> bool | None:
+        """Between two slices: what run_until returns now (True: `stop` said so; False: Ctrl-C, or a limit
+        starved the run), or None to go on."""
+        if stop is not None and stop():
+            return True
+        if self.interrupted:
+            if self.interrupt_raises:           # a sweep's run: the Ctrl-C ends the sweep, not the program
+                self.interrupted = False
+                raise KeyboardInterrupt
+            self.stop_reason = "interrupted (Ctrl-C)"
+            return False
+        if limit_ns is not None and self.clock >= limit_ns:
+            self._starve(f"reached --max-virtual-ms {self.opts.max_virtual_ms:g}")
+            return False
+        if (self.insns if self.kernel is None else self.kernel.insns()) >= self.opts.budget:
+            self._starve(f"reached the instruction budget ({self.opts.budget})")
+            return False
+        return None
 
     def _run_slice(self, t: Thread, ns: int, limit_ns: int | None) -> None:
         uc = self.uc
@@ -428,9 +465,11 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         # slices) runs its quanta back to back in one engine run: the slices it would have had end on the
         # same instructions, because a deadline, the run's limits and any wakeup (_on_syscall) still cut
         # the run where one of those slices would have ended.
-        self._alone = (probe is None and not watch_pc and not self.opts.trace and not self.runq and not t.pending)
+        shared = self.kernel is not None and self.kernel.busy()     # other processes' threads want the CPU too
+        self._alone = (probe is None and not watch_pc and not self.opts.trace and not self.runq and not t.pending
+                       and not shared)
         limit = self.counter.UNLIMITED if self._alone else self.cpus.quantum(self.opts.quantum, bool(self.runq))
-        d = self._earliest_deadline()
+        d = self.kernel.earliest_deadline() if shared else self._earliest_deadline()
         if d is not None:
             limit = min(limit, max(1, -(-(d - self.clock) // ns)))
         if t.deliverable() and t.signal_countdown > 0:

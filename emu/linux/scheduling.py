@@ -8,7 +8,8 @@ futex_wake (kernel/futex), a pipe or socket read that can go on (fs/pipe.c pipe_
 of the runner it preempts, or the run queue in the order threads became runnable: try_to_wake_up ->
 select_task_rq, check_preempt_curr) is cpus.py's rule; a wakeup that gives it a CPU ends the waker's slice.
 Which thread runs when, and for how long, is process.py's run loop; what each wait is, threads.py's.
-Left out: priorities, futex requeueing and robust lists, other processes (fork/exec).
+Left out: priorities, futex requeueing and robust lists. Other processes are proctable.py's (a thread id
+then comes from its id space, shared with them).
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ class ThreadScheduling:
 
     # --- threads ---------------------------------------------------------------------------------
     def new_thread(self, parent: Thread, stack: int, tls: int | None) -> int:
-        tid = FIRST_TID + len(self.threads)
+        tid = FIRST_TID + len(self.threads) if self.kernel is None else self.kernel.alloc_id()   # one id space
         ctx = self.uc.context_save()
         ctx.reg_write(X.UC_X86_REG_RIP, read_reg(self.uc, X.UC_X86_REG_RIP) + 2)   # the hook's RIP+2 rule
         ctx.reg_write(X.UC_X86_REG_RAX, 0)

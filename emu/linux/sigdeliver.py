@@ -43,16 +43,19 @@ class SignalDelivery:
         live = [t for _, t in sorted(self.threads.items()) if t.state != EXITED]
         return next((t for t in live if not t.sigmask & (1 << (sig - 1))), self.threads.get(self.pid, live[0]))
 
-    def send_signal(self, sender: Thread, tid: int, sig: int, code: int = SI_TKILL) -> int:
+    def send_signal(self, sender: Thread, tid: int, sig: int, code: int = SI_TKILL, info: SigInfo | None = None) -> int:
         """Send `sig` to thread `tid`: siginfo's si_code is `code`, SI_TKILL for tkill/tgkill, SI_USER for kill
-        (kernel/signal.c: prepare_kill_siginfo and do_tkill), with the sender's pid and uid."""
+        (kernel/signal.c: prepare_kill_siginfo and do_tkill), with the sender's pid and uid; or `info` as it is
+        (another process's signal: SIGCHLD's CLD_EXITED, a kill from the parent)."""
         t = self.threads.get(tid)
         if t is None or t.state == EXITED:
             return -ESRCH
         if sig == 0:
             return 0
         ev = self.watch.sent(sig, sender.tid, tid)
-        if code != SI_TKILL:
+        if info is not None:
+            ev.info = info
+        elif code != SI_TKILL:
             ev.info = SigInfo(sig, code=code, pid=self.pid, uid=self.uid)
         if sig in t.pending:
             ev.outcome = "merged"           # a standard signal already pending is not queued twice
@@ -68,6 +71,8 @@ class SignalDelivery:
     def _interrupt(self, t: Thread, sig: int) -> None:
         """A signal arrives while t waits: restart the call (SA_RESTART futex wait) or fail it with EINTR."""
         t.signal_countdown = 0
+        if t.wait.kind == "vfork":            # a vfork parent waits killable only (kernel/fork.c wait_for_vfork_done)
+            return
         flags = self.sigactions.get(sig, (0, 0, 0, 0))[1]
         if t.wait.restart and flags & SA_RESTART and t.wait.nr >= 0:
             rip = t.ctx.reg_read(X.UC_X86_REG_RIP)
@@ -95,6 +100,7 @@ class SignalDelivery:
         if handler == SIG_DFL:
             ev.outcome = "fatal"          # a fault _force_sig reset to SIG_DFL lands here too
             self.exit_code = 128 + sig
+            self.killed_by = sig          # a parent's wait sees WIFSIGNALED (proctable.py)
             self.stop_reason = f"killed by signal {sig} ({SIGNAL_NAMES.get(sig, '?')})" + \
                 (f": {ev.fault}" if ev.fault else "")
             return

@@ -52,6 +52,7 @@ class SigInfo:
     addr: int | None = None   # SIGSEGV: the faulting address (si_addr; also cr2)
     trapno: int = 0
     err: int = 0
+    status: int = 0           # SIGCHLD: si_status, the child's exit code or signal (CLD_EXITED, CLD_KILLED)
 USER_CS, USER_SS = 0x33, 0x2B
 #: EFLAGS bits rt_sigreturn takes from the frame (signal_64.c FIX_EFLAGS: AC OF DF TF SF ZF AF PF CF RF)
 FIX_EFLAGS = 0x40DD5 | 0x10000
@@ -147,7 +148,7 @@ def setup_rt_frame(uc, info: SigInfo, handler: int, restorer: int, blocked_mask:
     struct.pack_into("<QQ", b, greg_offset("ERR"), info.err, info.trapno)
     struct.pack_into("<Q", b, greg_offset("CR2"), info.addr or 0)
     if info.addr is None:
-        struct.pack_into("<iiiiII", b, SIGINFO, sig, 0, info.code, 0, info.pid, info.uid)
+        struct.pack_into("<iiiiIIi", b, SIGINFO, sig, 0, info.code, 0, info.pid, info.uid, info.status)
     else:
         struct.pack_into("<iiiiQ", b, SIGINFO, sig, 0, info.code, 0, info.addr)
     mem_write(uc, fpstate, fx)

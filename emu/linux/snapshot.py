@@ -73,6 +73,10 @@ def restorable(p, snap: Snapshot) -> bool:
 
 
 def take(p) -> Snapshot:
+    if getattr(p, "kernel", None) is not None and p.kernel.busy():
+        from ..core.errors import EmuError
+        raise EmuError("a snapshot of a process whose children still run is not modelled (proctable.py): the "
+                       "snapshot would hold this process alone")
     mem = p.mem.host.snapshot()
     cpu = p.uc.context_save()
     state = {k: getattr(p, k) for k in STATE}

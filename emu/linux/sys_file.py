@@ -28,6 +28,7 @@ import stat as S
 import struct
 from dataclasses import dataclass
 
+from . import fds
 from .tmpfs import DirHandle, MemFile, TmpFile, TmpFs
 
 AT_FDCWD = -100
@@ -201,6 +202,13 @@ def _listing(host: str) -> list:
 
 
 def sys_openat(p, t, dirfd, path_addr, flags, mode, *_):
+    fd = _openat(p, dirfd, path_addr, flags, mode)
+    if fd >= 0 and flags & fds.O_CLOEXEC:
+        p.fds.set_cloexec(fd, True)            # FD_CLOEXEC from the start (execve closes it)
+    return fd
+
+
+def _openat(p, dirfd, path_addr, flags, mode):
     path = p.read_cstr(path_addr)
     p.note_path(path)
     # open(2): O_NOFOLLOW, and O_CREAT|O_EXCL, do not follow a link in the last component

@@ -15,7 +15,8 @@ from .sysabi import BLOCK, EAGAIN, EBADF, EEXIST, EINVAL, ENOENT, ENOSYS
 from .threads import Wait
 
 F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD_CLOEXEC = 0, 1, 2, 3, 4, 1030
-O_CLOEXEC = 0o2000000
+O_CLOEXEC = F.O_CLOEXEC
+FD_CLOEXEC = 1
 EFD_NONBLOCK = 0o4000
 
 
@@ -120,11 +121,11 @@ def sys_dup3(p, t, old, new, flags, *_):
         return -EINVAL
     if p.fds.get(old) is None or new >= _fd_limit(p):
         return -EBADF
-    return -EINVAL if old == new else _dup_to(p, old, new)
+    return -EINVAL if old == new else _dup_to(p, old, new, bool(flags & O_CLOEXEC))
 
 
-def _dup_to(p, old: int, new: int) -> int:
-    r = p.fds.dup_to(old, new)
+def _dup_to(p, old: int, new: int, cloexec: bool = False) -> int:
+    r = p.fds.dup_to(old, new, cloexec)
     p.wake_pipe_readers()                     # what new referred to may have been a pipe's last write end
     p.wake_pollers()
     return r
@@ -135,33 +136,35 @@ def sys_fcntl(p, t, fd, cmd, arg, *_):
     if obj is None:
         return -EBADF
     if cmd in (F_DUPFD, F_DUPFD_CLOEXEC):
-        return p.fds.install(obj, arg) if arg < _fd_limit(p) else -EINVAL
+        return p.fds.install(obj, arg, cmd == F_DUPFD_CLOEXEC) if arg < _fd_limit(p) else -EINVAL
     if cmd == F_GETFD:
-        return 0
+        return FD_CLOEXEC if fd in p.fds.cloexec else 0
     if cmd == F_GETFL:
         return obj.flags
     if cmd == F_SETFL:
         obj.flags = arg
         return 0
     if cmd == F_SETFD:
+        p.fds.set_cloexec(fd, bool(arg & FD_CLOEXEC))
         return 0
     return -EINVAL
 
 
 def sys_eventfd2(p, t, initval, flags, *_):
-    return p.fds.install(F.EventFd(initval, F.O_RDWR | (flags & EFD_NONBLOCK)))
+    return p.fds.install(F.EventFd(initval, F.O_RDWR | (flags & EFD_NONBLOCK)), cloexec=bool(flags & O_CLOEXEC))
 
 
 def sys_pipe2(p, t, fdsp, flags, *_):
     st = F.PipeState()
-    r = p.fds.install(F.Pipe(st, False, F.O_RDONLY | (flags & F.O_NONBLOCK)))
-    w = p.fds.install(F.Pipe(st, True, F.O_WRONLY | (flags & F.O_NONBLOCK)))
+    cloexec = bool(flags & O_CLOEXEC)
+    r = p.fds.install(F.Pipe(st, False, F.O_RDONLY | (flags & F.O_NONBLOCK)), cloexec=cloexec)
+    w = p.fds.install(F.Pipe(st, True, F.O_WRONLY | (flags & F.O_NONBLOCK)), cloexec=cloexec)
     p.write(fdsp, struct.pack("<ii", r, w))
     return 0
 
 
 def sys_epoll_create1(p, t, flags, *_):
-    return p.fds.install(F.Epoll())
+    return p.fds.install(F.Epoll(), cloexec=bool(flags & O_CLOEXEC))      # EPOLL_CLOEXEC is O_CLOEXEC
 
 
 def sys_epoll_ctl(p, t, epfd, op, fd, ev, *_):

@@ -1,9 +1,9 @@
-"""Syscalls of the process and its threads: clone (threads only), exit, ids, affinity, resource limits,
+"""Syscalls of the process and its threads: clone (threads), exit, ids, affinity, resource limits,
 uname, getrandom, arch_prctl, getppid and the user and group ids (the host's own, so a test that checks
 for root decides as it does natively; the parent is pid 1). Semantics from clone(2), exit_group(2), sched_getaffinity(2), prlimit(2),
 uname(2), getrandom(2), arch_prctl(2) and kernel/fork.c (CLONE_* flags); the runtime's side is
-runtime/os_linux.go (newosproc, getproccount) and runtime/sys_linux_amd64.s. Left out: fork/exec/wait
-(processes), real user and group ids beyond root's.
+runtime/os_linux.go (newosproc, getproccount) and runtime/sys_linux_amd64.s. The clone syscall itself is
+sys_fork.py's, which passes a thread's (CLONE_THREAD) to clone_thread here. Left out: real user and group ids beyond root's.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import struct
 from unicorn import x86_const as X
 
 from .regbatch import read_reg
-from .sysabi import EINVAL, ENOSYS, EPERM, STOP
+from .sysabi import EINVAL, EPERM, STOP
 
 CLONE_VM, CLONE_FS, CLONE_FILES, CLONE_SIGHAND, CLONE_THREAD, CLONE_SETTLS = \
     0x100, 0x200, 0x400, 0x800, 0x10000, 0x80000
@@ -31,24 +31,14 @@ def sys_arch_prctl(p, t, code, addr, *_):
     return -EINVAL
 
 
-def sys_clone(p, t, flags, stack, ptid, ctid, tls, *_):
+def clone_thread(p, t, flags, stack, ptid, ctid, tls):
+    """clone(2) with CLONE_THREAD (sys_fork.sys_clone passes it here): a thread of this process."""
     need = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD
-    if not flags & CLONE_THREAD:
-        return no_process(p, t, f"clone (flags {flags:#x})")
     if flags & need != need:
         return p.unsupported("clone", f"flags {flags:#x}: only threads (CLONE_VM|CLONE_THREAD|...) are modelled")
     if flags & (CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID | CLONE_CHILD_SETTID):
         return p.unsupported("clone", f"flags {flags:#x}: SETTID/CLEARTID are not modelled")
     return p.new_thread(t, stack, tls if flags & CLONE_SETTLS else None)
-
-
-def no_process(p, t, what: str) -> int:
-    """fork, vfork, clone without CLONE_THREAD, clone3, execve and pidfd_open: other processes are not
-    modelled. The call fails with ENOSYS, so the program goes on with an error of its own (os/exec:
-    "function not implemented") instead of the whole run stopping, and the report says what it tried."""
-    p.unmodelled.append(f"{what}: the program tried to start or watch another process; preemu runs one "
-                        "process, so the call failed with ENOSYS")
-    return -ENOSYS
 
 
 def sys_exit(p, t, code, *_):
@@ -182,13 +172,9 @@ def sys_getrandom(p, t, buf, n, flags, *_):
 
 #: syscall number -> (name, handler); numbers from arch/x86/entry/syscalls/syscall_64.tbl
 TABLE = {
-    57: ("fork", lambda p, t, *_: no_process(p, t, "fork")), 58: ("vfork", lambda p, t, *_: no_process(p, t, "vfork")),
-    59: ("execve", lambda p, t, *_: no_process(p, t, "execve")),
-    434: ("pidfd_open", lambda p, t, *_: no_process(p, t, "pidfd_open")),
-    435: ("clone3", lambda p, t, *_: no_process(p, t, "clone3")),
     110: ("getppid", sys_getppid), 102: ("getuid", sys_getuid), 107: ("geteuid", sys_getuid),
     104: ("getgid", sys_getgid), 108: ("getegid", sys_getgid),
-    24: ("sched_yield", sys_sched_yield), 39: ("getpid", sys_getpid), 56: ("clone", sys_clone),
+    24: ("sched_yield", sys_sched_yield), 39: ("getpid", sys_getpid),
     60: ("exit", sys_exit), 63: ("uname", sys_uname), 97: ("getrlimit", sys_getrlimit), 157: ("prctl", sys_prctl),
     158: ("arch_prctl", sys_arch_prctl), 160: ("setrlimit", sys_setrlimit), 186: ("gettid", sys_gettid),
     204: ("sched_getaffinity", sys_sched_getaffinity), 231: ("exit_group", sys_exit_group),

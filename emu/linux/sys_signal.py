@@ -1,4 +1,4 @@
-"""Signal syscalls: rt_sigaction, rt_sigprocmask, sigaltstack, kill/tkill/tgkill (to the process itself),
+"""Signal syscalls: rt_sigaction, rt_sigprocmask, sigaltstack, kill/tkill/tgkill (other processes: proctable.py),
 rt_sigreturn. Semantics from
 sigaction(2), sigprocmask(2), sigaltstack(2), tgkill(2) and kernel/signal.c (SIGKILL and SIGSTOP can be
 neither caught nor blocked); delivery, frames and default actions are sigdeliver.py's and sigframe.py's.
@@ -75,8 +75,10 @@ def _int(v: int) -> int:
 def sys_kill(p, t, pid, sig, *_):
     """kill(2) to the process itself (its pid, or 0 for its process group): a process-directed signal goes
     to a thread that does not block it (kernel/signal.c complete_signal), else stays pending on the main
-    thread; signal 0 only checks that the process exists. Other processes do not exist: ESRCH, and so is
-    -1 (kill_something_info leaves the caller out of "every process")."""
+    thread; signal 0 only checks that the process exists. Without other processes any other pid is ESRCH, and
+    so is -1 (kill_something_info leaves the caller out of "every process"); with them, proctable.py's kill."""
+    if p.kernel is not None and _int(pid) != p.pid:
+        return p.kernel.kill(p, t, _int(pid), sig) if 0 <= sig <= 64 else -EINVAL   # other processes (proctable.py)
     if _int(pid) not in (p.pid, 0):
         return -ESRCH
     if not 0 <= sig <= 64:

@@ -33,7 +33,7 @@ from .threads import Wait
 
 AF_UNIX, AF_INET, AF_INET6 = 1, 2, 10
 SOCK_STREAM, SOCK_DGRAM, SOCK_TYPE_MASK = 1, 2, 0xF
-SOCK_NONBLOCK, SOCK_CLOEXEC = 0o4000, 0o2000000
+SOCK_NONBLOCK, SOCK_CLOEXEC = 0o4000, F.O_CLOEXEC
 SOL_SOCKET = 1
 SO_TYPE, SO_ERROR, SO_ACCEPTCONN, SO_DOMAIN = 3, 4, 30, 39
 SHUT_RD, SHUT_WR, SHUT_RDWR = 0, 1, 2
@@ -187,7 +187,7 @@ def sys_socket(p, t, family, typ, proto, *_):
         return -EAFNOSUPPORT
     if kind not in (SOCK_STREAM, SOCK_DGRAM):
         return -EPROTONOSUPPORT
-    return p.fds.install(Socket(p.net, family, kind, F.O_RDWR | (typ & SOCK_NONBLOCK)))
+    return p.fds.install(Socket(p.net, family, kind, F.O_RDWR | (typ & SOCK_NONBLOCK)), cloexec=bool(typ & SOCK_CLOEXEC))
 
 
 def sys_socketpair(p, t, family, typ, proto, sv, *_):
@@ -200,7 +200,8 @@ def sys_socketpair(p, t, family, typ, proto, sv, *_):
     a, b = Socket(p.net, AF_UNIX, kind, flags), Socket(p.net, AF_UNIX, kind, flags)
     connect_pair(a, b)
     a.local = a.remote = b.local = b.remote = ("unix", "")
-    p.write(sv, struct.pack("<ii", p.fds.install(a), p.fds.install(b)))
+    cloexec = bool(typ & SOCK_CLOEXEC)
+    p.write(sv, struct.pack("<ii", p.fds.install(a, cloexec=cloexec), p.fds.install(b, cloexec=cloexec)))
     return 0
 
 
@@ -288,7 +289,7 @@ def finish_accept(p, s: Socket, addr: int, alen_p: int, flags: int) -> int:
     s.bump()
     c.flags = F.O_RDWR | (flags & SOCK_NONBLOCK)
     write_addr(p, c.remote, s.family, addr, alen_p)
-    return p.fds.install(c)
+    return p.fds.install(c, cloexec=bool(flags & SOCK_CLOEXEC))
 
 
 def sys_accept(p, t, fd, addr, alen_p, *_):

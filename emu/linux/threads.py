@@ -13,7 +13,7 @@ RUNNABLE, BLOCKED, EXITED = "runnable", "blocked", "exited"
 
 @dataclass
 class Wait:
-    kind: str                      # "futex", "sleep", "epoll", "pipe"
+    kind: str                      # "futex", "sleep", "epoll", "pipe", "vfork", "child", ...
     deadline: int | None           # virtual ns, or None = no timeout
     on_timeout: int                # the syscall's result when the deadline passes
     restart: bool = False          # SA_RESTART-able (futex wait without timeout, pipe read): restart, not EINTR
@@ -29,6 +29,7 @@ class Wait:
     addr: int = 0                  # "accept"/"dgram": where the peer's sockaddr goes, and its length word
     addrlen: int = 0
     flags: int = 0                 # "accept": accept4's flags; "dgram": recvfrom's (MSG_TRUNC)
+    retry: object = None           # "child" (wait4, waitid): a callable giving the result, or None to go on waiting
 
 
 @dataclass(eq=False)          # a thread is itself: `t in runq` asks identity, not equal fields

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import json
+import shlex
 
 from .. import __version__
 
@@ -21,6 +22,7 @@ def declined_by_reason(p) -> dict[str, int]:
 
 def to_json(p, target: str) -> dict:
     w = p.watch
+    procs = _processes(p)
     from .report import SCHEMAS
     return {
         "tool": "preemu", "version": __version__, "schema": SCHEMAS["exec"], "command": "exec",
@@ -39,8 +41,29 @@ def to_json(p, target: str) -> dict:
         "oracle": "emu/check/safepoint.py" if w.oracle is not None else f"unavailable: {p.oracle_note}",
         "go_version": w.oracle.prog.binary.version if w.oracle is not None else None,
         "unmodelled": dict(collections.Counter(p.unmodelled)),
-        "ok": not w.violations and p.error is None,
+        "processes": procs,
+        "ok": not w.violations and p.error is None and not any(r["violations"] for r in procs),
     }
+
+
+def _processes(p) -> list[dict]:
+    from ..linux.proctable import process_rows
+    return process_rows(p)
+
+
+def child_violations(p) -> list:
+    """The watch's violations in the other processes of p's run (the first process's are p.watch's)."""
+    return [v for r in _processes(p) for v in r["violations"]]
+
+
+def _process_line(r: dict) -> str:
+    end = (f"exit {r['exit_code']}" if r["exit_code"] is not None else f"killed by signal {r['signal']}"
+           if r["signal"] else "still running when the run ended")
+    argv = shlex.join(r["argv"])
+    argv = argv if len(argv) <= 120 else argv[:117] + "..."
+    line = f"  pid {r['pid']} (parent {r['ppid']}): {argv}: {end}, {r['instructions']:,} instructions"
+    return "\n".join([line] + [f"    {n}" for n in r["notes"]] +
+                     [f"    VIOLATION {v['kind']}: {v['message']}" for v in r["violations"]])
 
 
 def render_text(p, target: str) -> str:
@@ -67,7 +90,7 @@ def render_text(p, target: str) -> str:
         at = f" at {ev.where} ({ev.pc:#x}), t={_ms(p, ev.delivered_ns):.3f} ms" if ev.pc is not None else ""
         why = f" [oracle: {ev.oracle}]" if ev.oracle else ""
         what = "SIGURG" if ev.sig == 23 else "SIGSEGV" if ev.sig == 11 else f"signal {ev.sig}"
-        out.append(f"  {what} {name[ev.sender]} -> {name[ev.target]}{at}: {ev.outcome}{why}")
+        out.append(f"  {what} {name.get(ev.sender, f'pid {ev.sender}')} -> {name[ev.target]}{at}: {ev.outcome}{why}")
     out.append(f"async preemptions: {len(w.preemptions)}")
     for r in w.preemptions:
         res = ("never resumed (the program ended first)" if not r.resumed else
@@ -78,6 +101,10 @@ def render_text(p, target: str) -> str:
                    f"oracle: {r.oracle or 'unavailable'}; {res}")
     if w.oracle is None and p.oracle_note:
         out.append(f"oracle unavailable: {p.oracle_note}")
+    procs = _processes(p)
+    if len(procs) > 1:                   # the program started others
+        out.append(f"processes: {len(procs)}")
+        out += [_process_line(r) for r in procs]
     for what, n in collections.Counter(p.unmodelled).items():
         out.append(f"not modelled: {what}" + (f" ({n} times)" if n > 1 else ""))
     if w.violations:
