@@ -244,7 +244,7 @@ class ProcessTable:
                 root.idle_ns += d - root.clock
                 self._set_clock(d)
                 for q in self.live():
-                    q._wake_due()
+                    q._wake_due(d)
                 continue
             q, t = picked
             q.clock = root.clock
@@ -286,7 +286,7 @@ class ProcessTable:
         for other in self.live():             # what q wrote, closed or ended may let others go on, and their
             if other is not q:                # sleepers whose time has come run next
                 self.wake_io(other)
-                other._wake_due()
+                other._wake_due(other.clock)
 
     @staticmethod
     def wake_io(q) -> None:
