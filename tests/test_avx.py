@@ -264,6 +264,8 @@ def test_simd_program_sweeps_clean_with_its_own_and_the_generated_stub(level):
                         args=["20"], cpu=level)
         assert rep.ok, rep.render()
         assert rep.result.injected >= 30
+        # the OK line says which vector state every resume compared at the level
+        assert ("Y0-15 bit-exact" if level == "v3" else "Z0-31 and K0-7 bit-exact") in rep.render()
 
 
 @pytest.mark.parametrize("level,names", [("v3", ["Y5"]), ("v4", ["Z5", "Z17", "K3"])])

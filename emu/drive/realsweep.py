@@ -190,6 +190,7 @@ class RealSweepResult:
     paths: Counter | None = None      # injections at the points by the path watch.py saw them take (watch.PATHS)
     test: tuple = ()                  # ("test" | "bench", NAME): F was called by that test of its package
     each_pc: dict | None = None       # --each-pc: {"distinct": PCs G executes, "decided": of them decided}
+    vector: str = "XMM0-15"           # the vector state every resume compared, at the sweep's --cpu level
 
     @property
     def ok(self) -> bool:
@@ -485,7 +486,14 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
                            time.perf_counter() - t0, time.process_time() - c0, per_pc, ref.ending, ref.results,
                            reached, checks, other, sw.p.oracle_note, len(plan), sw.func, gc,
                            ref.unstable.describe(lambda g: _global_name(sw.effects, g)), paths, spec.test,
-                           (results[0].extra or {}).get("each_pc") if each_pc else None)
+                           (results[0].extra or {}).get("each_pc") if each_pc else None, vector_state(sw.p.level))
+
+
+def vector_state(level) -> str:
+    """What the resume check compares beyond the GPRs and RFLAGS at a CPU level: XMM0-15, Y0-15, or Z0-31 and K0-7."""
+    names, masks = level.vector_names(), level.mask_names()
+    first = "XMM0" if names[0] == "X0" else names[0]
+    return f"{first}-{names[-1][1:]}" + (f" and {masks[0]}-{masks[-1][1:]}" if masks else "")
 
 
 def confirm(sw: RealSweep, ref: Reference, budget: int, seed: int, log: S.ViolationLog) -> None:

@@ -260,7 +260,8 @@ def _how(r) -> str:
 def verdict(r) -> list[str]:
     if r.ok:
         return (["OK: the runtime's decision matched preemu's oracle at every signal; every injection came back with",
-                 "    the 14 GPRs, RBP, RFLAGS and XMM0-15 bit-exact and the stack at and above the interrupted RSP",
+                 f"    the 14 GPRs, RBP, RFLAGS and {getattr(r, 'vector', 'XMM0-15')} bit-exact and the stack at and above "
+                 "the interrupted RSP",
                  f"    untouched; {r.func}'s results and the program's output equal the uninterrupted run."]
                 + ([("    The runtime's concurrent GC scanned the goroutine at the points it ran at"
                      if r.gc.get("mode") == "concurrent" else "    The runtime's GC ran at every injection")
