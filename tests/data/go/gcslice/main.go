@@ -35,8 +35,34 @@ func rebuild(n int) int {
 	return sum
 }
 
+// rebuildGC is rebuild with a collection where rebuild allocates (what the sweep's cycle at that call does):
+// natively, with GODEBUG=clobberfree=1 (the collector overwrites what it frees), the sum is wrong every time.
+//
+//go:noinline
+func rebuildGC(n int) int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	data := (*reflect.SliceHeader)(unsafe.Pointer(&s)).Data
+	s = nil
+	runtime.GC()
+	var t []int
+	h := (*reflect.SliceHeader)(unsafe.Pointer(&t))
+	h.Data, h.Len, h.Cap = data, n, n
+	sum := 0
+	for _, v := range t {
+		sum += v
+	}
+	return sum
+}
+
 func main() {
 	n := 64
+	if len(os.Args) > 1 && os.Args[1] == "gc" {
+		fmt.Println(rebuildGC(n), n*(n-1)/2)
+		return
+	}
 	if len(os.Args) > 2 && os.Args[1] == "stress" {
 		// Natively, with collections back to back and GODEBUG=clobberfree=1 (a freed object is overwritten):
 		// some sums come out wrong.
