@@ -21,12 +21,12 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-import capstone
 from unicorn import UC_HOOK_CODE
 from unicorn import x86_const as X
 
 from ..check import verify
 from ..core import regs
+from ..engine.x86decode import disasm_lite
 from . import xstate
 from .regbatch import RegBatch, read_reg
 from .sigframe import _REG, GREGS, XMM
@@ -127,8 +127,7 @@ class Watch:
         if code is None:
             size = image.symbols.get("runtime.asyncPreempt.abi0", (0, 0))[1]
             code = image.text_bytes(self.async_preempt, size)
-        md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
-        self.ret_addrs = [i.address for i in md.disasm(code, self.async_preempt) if i.mnemonic == "ret"]
+        self.ret_addrs = [a for a, _, mn, _ in disasm_lite(code, self.async_preempt) if mn == "ret"]
         self._ret_hooks = [uc.hook_add(UC_HOOK_CODE, self._on_ret, None, a, a) for a in self.ret_addrs]
 
     def replace_stub(self, code: bytes) -> None:
