@@ -31,7 +31,7 @@ from unicorn.unicorn_py3.unicorn import uclib
 
 from ..engine.capi import address_of
 from ..engine.nativehook import add_hook
-from ..engine.x86decode import disasm_lite
+from ..engine.x86decode import decoder
 from .regbatch import read_reg, remove_cache, request_cache
 
 # rdi = uc, rsi = address, edx = size, rcx = user (System V AMD64 ABI). user -> _Counter.
@@ -131,6 +131,7 @@ class InsnCounter:
         self._table_pages = mmap.mmap(-1, ctypes.sizeof(_Entry) << TABLE_BITS)
         self._table = (_Entry * (1 << TABLE_BITS)).from_buffer(self._table_pages)
         self._fill = _FILL(self._on_miss)               # kept alive with the counter
+        self._md = decoder()                            # Capstone's library (engine/x86decode.py)
         self._blocks: dict[tuple[int, int], list[int]] = {}     # (address, size) -> instruction addresses
         self._longest: dict[int, tuple[int, list[int]]] = {}   # address -> the longest block decoded there
         # the state lives alone in a page of its own, so that the vDSO can map it into the guest
@@ -160,7 +161,7 @@ class InsnCounter:
                 whole = longest[1]
                 return whole[:bisect.bisect_left(whole, addr + size)]
             code = bytes(self._uc.mem_read(addr, size))
-            got = self._blocks[key] = [a for a, _, _, _ in disasm_lite(code, addr)]
+            got = self._blocks[key] = [a for a, _, _, _ in self._md.disasm_lite(code, addr)]
             self._longest[addr] = (size, got)
         return got
 
