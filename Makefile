@@ -53,6 +53,7 @@ bench: $(BIN)/preemu bytecode
 	$(BIN)/python bench/bench_go.py
 	$(BIN)/python bench/bench_realsweep.py
 	$(BIN)/python bench/bench_realgc.py
+	$(BIN)/python bench/bench_startup.py
 
 gen-stub: $(BIN)/preemu
 	$(BIN)/preemu gen-stub

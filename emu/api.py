@@ -434,14 +434,14 @@ def _go_stub_layout(stub: str, layout: str | None) -> str:
     keep X0-X15 in the stub's frame, as the go1.14 layout does, and touch no g/m/p field, so they run in
     that world; Go 1.26 and 1.27 save them in g.m.p.xRegs, which the go1.27 world lays out at Go 1.27.3's
     offsets: a Go 1.26 program runs there when its DWARF puts every field preemu models at the same place."""
-    from .front import gobuild, gofront, goreleases
+    from .front import gobuild, golayout, goreleases
     from .core import gostructs
     res = gobuild.build(stub)
     version = res.go_version or gobuild.go_version()
     rel = goreleases.release_of(version, stub)
     want = rel.layout
     if want == "go1.27" and rel.minor != 27:
-        mine, typed = gofront.struct_tables(res.binary), gostructs.typed_tables()
+        mine, typed = golayout.struct_tables(res.binary), gostructs.typed_tables()
         if (mine.g, mine.m, mine.p) != (typed.g, typed.m, typed.p):
             raise EmuError(f"{stub}: {version}'s asyncPreempt reads g.m.p.xRegs where {rel.name}'s DWARF puts "
                            f"them, not where Go 1.27.3 does as preemu's go1.27 world has them: check it inside "

@@ -15,9 +15,12 @@ functions (except at calls)"); preemu marks every PC of such a function unsafe i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..core import gostructs as gs
-from ..core.program import Program
+
+if TYPE_CHECKING:                        # annotations only: a process's start does not load the program model
+    from ..core.program import Program
 
 #: reason code -> what Go's check means
 REASONS = {

@@ -52,7 +52,7 @@ P_SIZE = 0x4000
 class StructTables:
     """One program's layout of the runtime structs preemu writes: g, m and p as field tables (the fields
     above, at that program's offsets). Intel `.s` input uses TYPED; a Go binary's come from its DWARF
-    (gofront.struct_tables)."""
+    (golayout.struct_tables)."""
     g: dict
     m: dict
     p: dict

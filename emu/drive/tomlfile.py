@@ -6,7 +6,6 @@ world (its loader, the assembler front end, Keystone) just to read a TOML file.
 """
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 from ..core.errors import ScenarioError, read_utf8
@@ -26,6 +25,7 @@ def check_type(ps: str, key: str, v, want) -> None:
 
 def read_toml(path: str | Path) -> dict:
     """The scenario file's TOML table; an unreadable or non-UTF-8 file or a syntax error is a ScenarioError."""
+    import tomllib                       # here: a run without a scenario file does not pay for it
     ps = str(path)
     text, line, why = read_utf8(path)
     if text is None:

@@ -25,14 +25,13 @@ vDSO (it has none).
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 from pathlib import Path
 
 import capstone
 from unicorn import x86_const as X
 
 from ..core.cpulevel import CpuLevel
+from . import diskmemo
 from .avxexec import Decoded, Executor, Unsupported, VectorFile, decode, prefix_kind
 
 INT3 = 0xCC
@@ -52,8 +51,9 @@ _SCANNED: dict[str, list] = {}        # text digest -> sites (a sweep builds man
 
 
 def scan_cached(funcs, cache: Path | None = None) -> list[tuple[int, bytes]]:
-    """scan(funcs), remembered by the text's SHA-256 in this process and, with `cache` (a directory), on disk:
-    Capstone takes ~0.4 s over a Go binary's text, which every process of a sweep would otherwise pay."""
+    """scan(funcs), remembered by the text's SHA-256 in this process and, with `cache` (a directory), on disk
+    (diskmemo.py): Capstone takes ~0.4 s over a Go binary's text, which every process of a sweep would
+    otherwise pay."""
     funcs = list(funcs)
     h = hashlib.sha256()
     for start, code in funcs:
@@ -61,18 +61,8 @@ def scan_cached(funcs, cache: Path | None = None) -> list[tuple[int, bytes]]:
     key = h.hexdigest()[:32]
     got = _SCANNED.get(key)
     if got is None and cache is not None:
-        f = cache / "avxsites" / f"{key}.json"
-        try:
-            got = [(a, bytes.fromhex(b)) for a, b in json.loads(f.read_text())]
-        except (OSError, ValueError):
-            got = scan(funcs)
-            try:
-                f.parent.mkdir(parents=True, exist_ok=True)
-                tmp = f.with_suffix(f".{os.getpid()}.tmp")
-                tmp.write_text(json.dumps([(a, b.hex()) for a, b in got]))
-                tmp.replace(f)
-            except OSError:
-                pass                    # a cache that cannot be written only costs the scan next time
+        got = [(a, bytes.fromhex(b)) for a, b in
+               diskmemo.remembered("avxsites", key, lambda: [(a, b.hex()) for a, b in scan(funcs)], cache)]
     if got is None:
         got = scan(funcs)
     _SCANNED[key] = got

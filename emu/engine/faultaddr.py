@@ -13,28 +13,37 @@ does not understand gets the page's first byte.
 """
 from __future__ import annotations
 
-import capstone
-from capstone import x86_const as CX
+from functools import lru_cache
+
 from unicorn import UC_ERR_FETCH_PROT, UC_ERR_FETCH_UNMAPPED, UC_ERR_WRITE_PROT, UcError
 from unicorn import x86_const as X
 
 from ..core.memmap import PAGE
 
-_md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
-_md.detail = True
-_SEGMENT_BASE = {CX.X86_REG_FS: X.UC_X86_REG_FS_BASE, CX.X86_REG_GS: X.UC_X86_REG_GS_BASE}
 _PUSHES = ("push", "call")
 _M64 = (1 << 64) - 1
 
 
+@lru_cache(maxsize=1)
+def _capstone():
+    """(Capstone's x86-64 decoder with details, its x86 constants, segment register -> base register), made at
+    the first fault: importing Capstone costs a start-up ~14 ms."""
+    import capstone
+    from capstone import x86_const as CX
+    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    md.detail = True
+    return md, CX, {CX.X86_REG_FS: X.UC_X86_REG_FS_BASE, CX.X86_REG_GS: X.UC_X86_REG_GS_BASE}
+
+
 def _reg(uc, insn, reg: int) -> int:
-    if reg == CX.X86_REG_RIP:
+    if reg == _capstone()[1].X86_REG_RIP:
         return insn.address + insn.size
     return uc.reg_read(getattr(X, "UC_X86_REG_" + insn.reg_name(reg).upper()))
 
 
 def accesses(uc, insn) -> list[tuple[int, int]]:
     """(address, size) of each memory access `insn` makes with the registers as they are, in order."""
+    _, CX, segment_base = _capstone()
     out = []
     m = insn.mnemonic
     if m.startswith("pop") or m in ("leave", "ret"):       # the stack slot is read before any operand
@@ -48,8 +57,8 @@ def accesses(uc, insn) -> list[tuple[int, int]]:
             a += _reg(uc, insn, mem.base)
         if mem.index:
             a += _reg(uc, insn, mem.index) * mem.scale
-        if mem.segment in _SEGMENT_BASE:
-            a += uc.reg_read(_SEGMENT_BASE[mem.segment])
+        if mem.segment in segment_base:
+            a += uc.reg_read(segment_base[mem.segment])
         out.append((a & _M64, op.size or 1))
     if m.startswith(_PUSHES):
         out.append(((uc.reg_read(X.UC_X86_REG_RSP) - 8) & _M64, 8))
@@ -64,7 +73,7 @@ def _insn_at_rip(uc):
             code = bytes(uc.mem_read(pc, 15))
         except UcError:                     # the instruction ends before an unmapped page
             code = bytes(uc.mem_read(pc, PAGE - pc % PAGE))
-        return next(_md.disasm(code, pc, 1))
+        return next(_capstone()[0].disasm(code, pc, 1))
     except (UcError, StopIteration):
         return None
 

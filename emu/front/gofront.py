@@ -31,11 +31,10 @@ import struct
 from functools import lru_cache
 from pathlib import Path
 
-import capstone
-
 from ..core import gostructs, memmap
 from ..core.errors import EmuError
 from ..core.program import DataSym, Func, Image, Insn, Program
+from .golayout import struct_tables
 
 
 #: Runtime functions compiled code may call that preemu models; name -> sentinel address.
@@ -95,7 +94,14 @@ RUNTIME_INIT = tuple((f"runtime.{t}Type", f"runtime.{t}Eface")
 HASH_KEY = struct.pack("<4Q", 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0xD6E8FEB86659FD93)
 RUNTIME_PACKAGES = ("runtime.", "internal/runtime/")
 
-_cs = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+
+
+@lru_cache(maxsize=1)
+def _cs():
+    """Capstone's x86-64 decoder, made when a function is first decoded (importing Capstone costs a start-up
+    that reads no function ~14 ms)."""
+    import capstone
+    return capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
 
 
 def _rel(path: str) -> str:
@@ -291,7 +297,7 @@ def build_func(b, gf, symbol: str | None = None) -> Func:
     tree = b.inline_tree(gf) if b.funcdata_addr(gf, FUNCDATA_InlTree) is not None else []
     inl_index = b.pcdata(gf, PCDATA_InlTreeIndex) if tree else []
     insns = []
-    for addr, size, mn, ops in _cs.disasm_lite(code, gf.entry):
+    for addr, size, mn, ops in _cs().disasm_lite(code, gf.entry):
         delta = value_at(sp, addr, 0)
         i = bisect.bisect_right(files, addr, key=lambda r: r.start) - 1
         file, line = ("", 0)
@@ -416,7 +422,7 @@ def relocated_stub(path: str | Path, base: int = memmap.STUB_BASE) -> Program:
                        memmap.ASYNC_PREEMPT2, str(path), "out of its binary")              # or the function itself
     by_off = {i.addr - f.start: i for i in f.insns}
     insns = []
-    for addr, size, mn, ops in _cs.disasm_lite(bytes(code), base):
+    for addr, size, mn, ops in _cs().disasm_lite(bytes(code), base):
         o = by_off.get(addr - base)
         if o is None:
             raise EmuError(f"{path}: runtime.asyncPreempt did not decode the same after relocation")
@@ -424,70 +430,3 @@ def relocated_stub(path: str | Path, base: int = memmap.STUB_BASE) -> Program:
                           o.inline, o.ptr_slots))
     stub = Func("asyncPreempt", "runtime.asyncPreempt", base, base + len(code), True, False, tuple(insns))
     return Program([stub], [], [(base, bytes(code))])
-
-
-_SLOTS = {"runtime.g": memmap.G_SLOT, "runtime.m": memmap.M_SLOT, "runtime.p": memmap.P_SLOT}
-
-
-def _release(binary_path, raw: bytes):
-    """The Go release that built the binary (its .go.buildinfo), without reading its function tables."""
-    from . import goreleases
-    return goreleases.release_of(goreleases.elf_version(raw), str(binary_path))
-
-
-def struct_tables(binary_path, raw: bytes | None = None) -> gostructs.StructTables:
-    """g, m and p as this binary's DWARF lays them out: every field preemu models (gostructs' names) at
-    the binary's offset and width, each struct checked to fit the memory preemu gives it. A Go 1.27
-    binary without DWARF (-ldflags=-w) gets the typed Go 1.27.3 tables; one of another release is an
-    error (its offsets are its own). Parsed once per binary: the result is
-    cached as JSON under the build cache (DWARF is slow to read). `raw`: the binary's bytes when the caller
-    has read them already."""
-    import hashlib
-    import json
-
-    from . import godwarf, gobuild
-    typed = gostructs.typed_tables()
-    model = {s: sorted(typed.of(s).items()) for s in _SLOTS}
-    raw = Path(binary_path).read_bytes() if raw is None else raw
-    digest = hashlib.sha256(raw + repr(model).encode()).hexdigest()
-    cache = gobuild.cache_dir() / "layout" / f"{digest}.json"
-    if cache.exists():
-        d = json.loads(cache.read_text())
-        tables = {s: {n: gostructs.Field(n, o, z) for n, (o, z) in d[s].items()} for s in _SLOTS}
-        return gostructs.StructTables(tables["runtime.g"], tables["runtime.m"], tables["runtime.p"], d["source"])
-    release = _release(binary_path, raw)
-    try:
-        dw = godwarf.GoDwarf.open(binary_path)
-    except godwarf.DwarfError:
-        if release.minor != 27:
-            raise EmuError(f"{binary_path}: built by {release.name} without DWARF (-ldflags=-w): preemu takes "
-                           f"this release's g/m/p offsets from the DWARF; build it without -w") from None
-        return gostructs.StructTables(typed.g, typed.m, typed.p,
-                                      "no DWARF: struct offsets from preemu's typed Go 1.27.3 table")
-    tables: dict[str, dict] = {}
-    with dw:
-        for sname, slot in _SLOTS.items():
-            size = dw.struct(sname).size
-            if size > slot:
-                raise EmuError(f"{binary_path}: {sname} is {size} bytes in this binary's DWARF; preemu gives it "
-                               f"{slot}")
-            fields = tables[sname] = {}
-            for name, f in typed.of(sname).items():
-                if name.startswith("xRegs.") and release.layout != "go1.27":
-                    continue                 # before Go 1.26 asyncPreempt keeps X0-X15 in its frame
-                try:
-                    m = dw.field(sname, name)
-                except EmuError:
-                    raise EmuError(f"{binary_path}: {sname} has no field {name} in its DWARF; preemu's model "
-                                   f"of {release.name} needs it") from None
-                if m.size < f.size:
-                    raise EmuError(f"{binary_path}: {sname}.{name} is {m.size} bytes in this binary's DWARF; "
-                                   f"preemu's model of it needs {f.size}")
-                fields[name] = gostructs.Field(name, m.offset, m.size if m.size in (1, 2, 4, 8) else f.size)
-    same = all(tables[s] == typed.of(s) for s in _SLOTS)
-    source = "struct offsets from the binary's DWARF" + (" (equal to Go 1.27.3's)" if same else
-                                                         " (they differ from Go 1.27.3's)")
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps({"source": source, **{s: {n: [f.offset, f.size] for n, f in t.items()}
-                                                      for s, t in tables.items()}}))
-    return gostructs.StructTables(tables["runtime.g"], tables["runtime.m"], tables["runtime.p"], source)

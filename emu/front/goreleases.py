@@ -95,14 +95,12 @@ def binary_version(path) -> str:
 
 def elf_version(raw: bytes) -> str:
     """The build version in the `.go.buildinfo` section of an ELF image ("" if it has none or is no ELF)."""
-    import io
-
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.elffile import ELFFile
+    from .elfheaders import ElfFormatError, ElfHeaders
     try:
-        sec = ELFFile(io.BytesIO(raw)).get_section_by_name(".go.buildinfo")
-        return build_version(sec.data()) if sec is not None else ""
-    except ELFError:
+        elf = ElfHeaders(raw)
+        sec = elf.section(".go.buildinfo")
+        return build_version(elf.section_data(sec)) if sec is not None else ""
+    except ElfFormatError:
         return ""
 
 

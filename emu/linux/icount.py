@@ -25,13 +25,13 @@ import bisect
 import ctypes
 import mmap
 
-import capstone
 from unicorn import UC_HOOK_BLOCK, UcError
 from unicorn import x86_const as X
 from unicorn.unicorn_py3.unicorn import uclib
 
 from ..engine.capi import address_of
 from ..engine.nativehook import add_hook
+from ..engine.x86decode import decoder
 from .regbatch import read_reg, remove_cache, request_cache
 
 # rdi = uc, rsi = address, edx = size, rcx = user (System V AMD64 ABI). user -> _Counter.
@@ -127,9 +127,11 @@ class InsnCounter:
 
     def __init__(self, uc) -> None:
         self._uc = uc
-        self._table = (_Entry * (1 << TABLE_BITS))()
+        # the table (4 MiB) in pages the host kernel zeroes when first touched: a short run touches few of them
+        self._table_pages = mmap.mmap(-1, ctypes.sizeof(_Entry) << TABLE_BITS)
+        self._table = (_Entry * (1 << TABLE_BITS)).from_buffer(self._table_pages)
         self._fill = _FILL(self._on_miss)               # kept alive with the counter
-        self._md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+        self._md = decoder()                            # Capstone's library (engine/x86decode.py)
         self._blocks: dict[tuple[int, int], list[int]] = {}     # (address, size) -> instruction addresses
         self._longest: dict[int, tuple[int, list[int]]] = {}   # address -> the longest block decoded there
         # the state lives alone in a page of its own, so that the vDSO can map it into the guest

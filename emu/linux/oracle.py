@@ -4,9 +4,10 @@ At each SIGURG delivery this reads, from guest memory, the slice of g/m/p state 
 sighandler consults (runtime/signal_unix.go:691 `sig == sigPreempt && debug.asyncpreemptoff == 0`,
 doSigPreempt at :342, wantAsyncPreempt and isAsyncSafePoint in runtime/preempt.go:369-390), and
 the function metadata from the binary's pclntab (emu/front/gofront.py's lazy GoProgram over
-emu/front/gobinary.py: findfunc, PCDATA_UnsafePoint, FuncFlagAsm / locals pointer map, the inline tree),
-then asks emu/check/safepoint.py for its verdict. The watch compares the verdict with what the runtime
-did. Struct offsets are the binary's own, from its DWARF (gofront.struct_tables; m.preemptoff is a
+emu/front/gobinary.py: findfunc, PCDATA_UnsafePoint, FuncFlagAsm / locals pointer map, the inline tree;
+opened at the first signal the runtime would act on: tables found damaged then end the oracle's verdicts
+there, the reason in the report, where an oracle built eagerly would have given none), then asks emu/check/safepoint.py for its verdict. The watch compares the verdict with what the runtime
+did. Struct offsets are the binary's own, from its DWARF (golayout.struct_tables; m.preemptoff is a
 string: its length word counts);
 asyncPreemptStack is read from the runtime's own variable. A binary whose runtime has another
 layout runs without the oracle (verdicts None, the reason in the report).
@@ -17,7 +18,7 @@ import operator
 
 from unicorn import UcError
 
-from ..front import gobinary, gofront
+from ..front import golayout, goreleases
 from ..check import safepoint
 from ..core import gostructs as gs
 from ..core.errors import EmuError
@@ -30,11 +31,12 @@ class Oracle:
     """Callable (thread, delivered frame) -> reason code, as the Watch expects."""
 
     def __init__(self, proc, binary_path: str) -> None:
-        self.proc = proc
-        binary = gobinary.GoBinary.open(binary_path)
-        self.structs = gofront.struct_tables(binary_path, binary.raw)   # g/m/p as this binary lays them out
-        self.prog = gofront.GoProgram(binary, binary_path)               # lazy findfunc
-        self.rules = safepoint.rules_for_release(binary.release)         # the binary's own runtime's rules
+        self.proc, self.path = proc, binary_path
+        #: the build version (.go.buildinfo, as the loader read it) and its release's rules
+        self.version = proc.image.go_version
+        self.rules = safepoint.rules_for_release(goreleases.release_of(self.version, binary_path))
+        self.structs = golayout.struct_tables(binary_path)           # g/m/p as this binary lays them out
+        self._prog = None                                              # the pclntab's GoProgram, on first use
         self.headroom_addr = proc.image.symbol("runtime.asyncPreemptStack")
         self._refs: dict[tuple[int, int], StructRef] = {}     # (address, table id): its StructRef keeps its readers
         by_offset = lambda table, names: tuple(sorted(names, key=lambda n: table[n].offset))   # noqa: E731
@@ -45,6 +47,16 @@ class Oracle:
         self._g_pick, self._m_pick, self._p_pick = (pick(self._g_names, safepoint.G_SCHED), pick(self._m_names, safepoint.M_SCHED),
                                                     pick(self._p_names, safepoint.P_SCHED))     # each to read_sched_state's order
         self._g_m, self._m_p = self._g_names.index("m"), self._m_names.index("p")
+
+    @property
+    def prog(self):
+        """The binary's functions (a lazy-findfunc GoProgram over its pclntab), read when first asked for: only
+        a signal that the runtime would act on needs isAsyncSafePoint's tables (a trivial program's SIGURGs find
+        no request), and reading a binary's pclntab costs ~30 ms. EmuError for a binary whose tables are damaged."""
+        if self._prog is None:
+            from ..front import gobinary, gofront
+            self._prog = gofront.GoProgram(gobinary.GoBinary.open(self.path), self.path)
+        return self._prog
 
     def _ref(self, addr: int, table: dict) -> StructRef:
         r = self._refs.get((addr, id(table)))
@@ -88,7 +100,13 @@ class Oracle:
         """isAsyncSafePoint's reason code for (pc, sp) with the g/m/p state st, the headroom read from the
         runtime's own asyncPreemptStack."""
         headroom = self.proc.read_u64(self.headroom_addr)
-        return safepoint.is_async_safe_point(self.prog, st, pc, sp, headroom).reason
+        try:
+            prog = self.prog
+        except EmuError as e:                   # damaged tables: from here on the process runs without the oracle
+            self.proc.oracle_note = str(e)
+            self.proc.watch.oracle = None
+            return None
+        return safepoint.is_async_safe_point(prog, st, pc, sp, headroom).reason
 
 
 def make(proc, binary_path: str):

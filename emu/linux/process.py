@@ -38,6 +38,7 @@ import posixpath
 import random
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from unicorn import UC_ARCH_X86, UC_HOOK_CODE, UC_HOOK_INSN, UC_HOOK_INTR, UC_MODE_64, Uc, UcError
 from unicorn import unicorn_const as UCC
@@ -61,11 +62,13 @@ from .scheduling import FIRST_TID, ThreadScheduling
 from .services import SyscallServices
 from .sigdeliver import SignalDelivery
 from .sys_socket import Net
-from ..engine.avx import VectorUnit
 from ..engine.capi import save_context
 from .regbatch import RegBatch, read_reg, remove_cache
 from .threads import BLOCKED, EXITED, RUNNABLE, Thread
 from .watch import Watch
+
+if TYPE_CHECKING:
+    from ..engine.avx import VectorUnit
 
 BOOT_NS = 10**12                 # CLOCK_MONOTONIC at the first instruction: "1000 s since boot"
 _U64 = (1 << 64) - 1
@@ -219,6 +222,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
             self.mem.map_fixed(s.vaddr, s.memsz, executable=bool(s.flags & PF_X), writable=bool(s.flags & PF_W))
             self.uc.mem_write(s.vaddr, s.data)
         if self.level.avx:
+            from ..engine.avx import VectorUnit     # at v3/v4 only: a v1 process does not import Capstone's decoder
             self.avx = VectorUnit(self.uc, self.level)
             from ..front.gobuild import cache_dir
             try:

@@ -117,7 +117,7 @@ def godebug(mode: str | None) -> str | None:
 
 
 def layout(binary_path: str, raw: bytes) -> dict[str, dict[str, tuple[int, int]]]:
-    """{kind: {field: (offset, size)}} for FIELDS, from the binary's DWARF (cached like gofront.struct_tables)."""
+    """{kind: {field: (offset, size)}} for FIELDS, from the binary's DWARF (cached like golayout.struct_tables)."""
     from ..front import gobuild, godwarf
     digest = hashlib.sha256(raw + repr((FIELDS, OPTIONAL)).encode()).hexdigest()
     cache = gobuild.cache_dir() / "layout" / f"heap-{digest}.json"

@@ -9,7 +9,6 @@ syscall hook reports as an error of the run).
 """
 from __future__ import annotations
 
-import capstone
 from unicorn import UcError
 from unicorn import x86_const as X
 
@@ -70,6 +69,7 @@ class SyscallServices:
         code = self.read_or_empty(pc, 16)
         if self.avx is not None:                 # an AVX site's INT3 shown as the instruction it stands for
             code = self.avx.original(pc, code)
+        import capstone                          # an error's message: Capstone's text of the instruction
         md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
         insn = next(iter(md.disasm(code, pc)), None)
         text = f"{insn.mnemonic} {insn.op_str}".strip() if insn else "??"

@@ -23,8 +23,7 @@ from __future__ import annotations
 import struct
 from functools import lru_cache
 
-import keystone
-
+from ..engine.nativehook import assemble
 from .icount import _Counter
 
 VDSO_BASE = 0x7FFF_F800_0000            # above the initial stack (startup.STACK_TOP); one page of ELF
@@ -122,8 +121,7 @@ def elf_hash(name: bytes) -> int:
 @lru_cache(maxsize=1)
 def image() -> bytes:
     """The vDSO page: ELF header, two program headers, dynsym/dynstr/hash/versym/verdef/dynamic, code."""
-    ks = keystone.Ks(keystone.KS_ARCH_X86, keystone.KS_MODE_64)
-    codes = {name: bytes(ks.asm(src, address(name))[0]) for name, src in _FUNCS.items()}
+    codes = {name: assemble(src, address(name)) for name, src in _FUNCS.items()}
     assert all(len(c) <= FUNC_ALIGN for c in codes.values())
     strtab = b"\0" + b"".join(n.encode() + b"\0" for n in _FUNCS) + b"LINUX_2.6\0linux-vdso.so.1\0"
     n_ver, n_base = strtab.index(b"LINUX_2.6"), strtab.index(b"linux-vdso.so.1")

@@ -21,12 +21,11 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-import capstone
 from unicorn import UC_HOOK_CODE
 from unicorn import x86_const as X
 
-from ..check import verify
 from ..core import regs
+from ..engine.x86decode import disasm_lite
 from . import xstate
 from .regbatch import RegBatch, read_reg
 from .sigframe import _REG, GREGS, XMM
@@ -127,8 +126,7 @@ class Watch:
         if code is None:
             size = image.symbols.get("runtime.asyncPreempt.abi0", (0, 0))[1]
             code = image.text_bytes(self.async_preempt, size)
-        md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
-        self.ret_addrs = [i.address for i in md.disasm(code, self.async_preempt) if i.mnemonic == "ret"]
+        self.ret_addrs = [a for a, _, mn, _ in disasm_lite(code, self.async_preempt) if mn == "ret"]
         self._ret_hooks = [uc.hook_add(UC_HOOK_CODE, self._on_ret, None, a, a) for a in self.ret_addrs]
 
     def replace_stub(self, code: bytes) -> None:
@@ -253,6 +251,7 @@ class Watch:
         width = lvl.vector_bytes
         before = xstate.registers(rec._xmm, rec._ext, lvl.xcr0, lvl.nvec, width)
         after = xstate.registers(xmm, ext, lvl.xcr0, lvl.nvec, width)
+        from ..check import verify               # a difference at v3/v4 only: a start-up does not load it
         for name, was, v in verify.vector_diffs(lvl, before, after, xstate.kregs(rec._ext, lvl.xcr0),
                                                 xstate.kregs(ext, lvl.xcr0)):
             diffs.append(f"{name}: {was:#x} -> {v:#x}")

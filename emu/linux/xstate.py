@@ -14,9 +14,6 @@ from __future__ import annotations
 
 import struct
 
-from ..engine.avxexec import ZMM as _ZMM
-from ..engine.avxexec import read_reg, write_reg
-
 FXSAVE_SIZE, HEADER = 512, 64
 SW_BYTES = 464                          # struct _fpx_sw_bytes inside the FXSAVE image
 FP_XSTATE_MAGIC1, FP_XSTATE_MAGIC2 = 0x46505853, 0x46505845
@@ -35,9 +32,10 @@ def size(xcr0: int) -> int:
 def extended(uc, xcr0: int, kregs) -> bytes:
     """The area past the FXSAVE image: the header and every enabled component, from the engine's ZMM registers
     and `kregs` (K0-K7, which the engine does not keep)."""
+    from ..engine.avxexec import ZMM, read_reg       # only at v3/v4: a v1 process never imports the vector unit
     out = bytearray(size(xcr0) - FXSAVE_SIZE)
     struct.pack_into("<Q", out, 0, xcr0)                                    # XSTATE_BV
-    zmm = [read_reg(uc, r, 64) for r in _ZMM[:32 if xcr0 >> 7 & 1 else 16]]
+    zmm = [read_reg(uc, r, 64) for r in ZMM[:32 if xcr0 >> 7 & 1 else 16]]
     for c, (off, n) in COMPONENTS.items():
         if not xcr0 >> c & 1:
             continue
@@ -62,10 +60,11 @@ def sw_bytes(xcr0: int) -> bytes:
 def restore(uc, xcr0: int, area: bytes) -> tuple[int, ...]:
     """Load the enabled components of `area` (the part past the FXSAVE image; XMM0-15 already restored from
     it) into the engine's ZMM registers; return K0-K7 for the caller to keep."""
-    xmm = b"".join(read_reg(uc, r, 16).to_bytes(16, "little") for r in _ZMM[:16])
+    from ..engine.avxexec import ZMM, read_reg, write_reg
+    xmm = b"".join(read_reg(uc, r, 16).to_bytes(16, "little") for r in ZMM[:16])
     nz, width = (32, 64) if xcr0 >> 7 & 1 else (16, 32)
     for i, v in enumerate(registers(xmm, area, xcr0, nz, width)):
-        write_reg(uc, _ZMM[i], v, 64)
+        write_reg(uc, ZMM[i], v, 64)
     return kregs(area, xcr0)
 
 

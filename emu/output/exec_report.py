@@ -39,7 +39,7 @@ def to_json(p, target: str) -> dict:
         "preemptions": {"async": [r.to_json() for r in w.preemptions], "declined": declined_by_reason(p)},
         "violations": w.violations,
         "oracle": "emu/check/safepoint.py" if w.oracle is not None else f"unavailable: {p.oracle_note}",
-        "go_version": w.oracle.prog.binary.version if w.oracle is not None else None,
+        "go_version": w.oracle.version if w.oracle is not None else None,
         "unmodelled": dict(collections.Counter(p.unmodelled)),
         "processes": procs,
         "ok": not w.violations and p.error is None and not any(r["violations"] for r in procs),
@@ -81,7 +81,7 @@ def render_text(p, target: str) -> str:
                f"{p.idle_ns / 1e6:.3f} ms idle, "
                f"{len(p.threads)} threads, {sum(p.syscall_counts.values())} syscalls, {p.wall_s:.2f} s wall")
     if w.oracle is not None:
-        out.append(f"built by {w.oracle.prog.binary.version}: the oracle applies {w.oracle.rules.version}'s rules")
+        out.append(f"built by {w.oracle.version}: the oracle applies {w.oracle.rules.version}'s rules")
     outcomes = collections.Counter(ev.outcome for ev in w.signals)
     out.append(f"signals: {len(w.signals)} sent" + (": " + ", ".join(f"{n} {k}" for k, n in sorted(outcomes.items()))
                                                    if w.signals else ""))
