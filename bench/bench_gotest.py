@@ -1,17 +1,33 @@
-"""Standard-library `go test` binaries under `preemu exec`: which pass as they do natively (issue #21).
+"""Standard-library `go test` binaries and Go's runtime/testdata/testprog under `preemu exec`: which end as they
+do natively (issues #21, #37 item 7).
 
-  .venv/bin/python bench/bench_gotest.py [PACKAGE ...]
+  .venv/bin/python bench/bench_gotest.py [--results FILE.jsonl] [--shard I/N] [--testprog] [NAME ...]
 
-Builds each package's test binary with the project's toolchain (`go test -c`, CGO_ENABLED=0), runs it natively
-and under `preemu exec` with `-test.short`, both in the package's source directory as `go test` does (its
-testdata is there; preemu shows it read-only) (60 s of virtual time at most), and prints one Markdown table row
-per package: the native and emulated exit statuses, the last line of output, how the emulated run ended,
-its virtual time and instructions, and the wall time it took (at most 10 G instructions each). Long: about
-ten minutes for the default list.
+Packages (the default): builds each package's test binary with the project's toolchain (`go test -c`,
+CGO_ENABLED=0), runs it natively and under `preemu exec` with `-test.short`, both in the package's source
+directory as `go test` does (its testdata is there; preemu shows it and the GOROOT read-only), both with an
+empty environment, under preemu with at most 60 s of virtual time and 10 G instructions. A package ends *as
+natively* when the exit status and the last line of stdout (`PASS`/`FAIL`) are the same.
+
+`--testprog`: every entry that runtime/testdata/testprog registers (Go's runtime tests run it as
+`testprog NAME`, runtime/crash_test.go runTestProg), natively (twice) and under preemu, both in GOROOT/src/runtime as runtime's tests run it (20 s of virtual time,
+3 G instructions at most). An entry ends as natively when the exit status (or the killing signal) and the
+first line of stdout and of stderr are the same; where the two native runs already differ on a line (a
+temporary file's name, an address), that line is not compared.
+
+`--results FILE.jsonl` keeps one JSON line per finished row and a rerun skips what it holds (resume);
+`--shard I/N` runs every N-th name from the I-th (two shards for two cores, one results file). The tables
+are printed at the end from all rows the file holds.
+
+Chosen packages: those whose native `go test -short` takes a few seconds at most. Left out on purpose: the
+ones that need the network or the host (net, net/http, crypto/tls, os/exec, os/signal, syscall), the go
+command or the compiler (go/build, go/types, go/importer, cmd/...), cgo (runtime/cgo), and the ones slow
+natively (runtime, math/big, crypto/rsa, crypto/ecdsa: over 10 s of CPU each, or over the 10 G budget).
+Long: about an hour on one core for everything.
 """
 from __future__ import annotations
 
-import io
+import argparse
 import json
 import os
 import subprocess
@@ -23,14 +39,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from emu import cli
 from emu.front import gobuild  # noqa: E402
 
-PACKAGES = ("bufio bytes cmp container/heap container/list container/ring crypto/md5 crypto/sha256 encoding/base64 "
-            "encoding/binary encoding/csv encoding/hex encoding/json errors fmt hash/crc32 hash/fnv html io maps "
-            "math math/bits math/rand net/url path path/filepath regexp slices sort strconv strings sync "
-            "sync/atomic text/tabwriter time unicode unicode/utf16 unicode/utf8").split()
+PACKAGES = ("archive/tar archive/zip bufio bytes cmp compress/bzip2 compress/flate compress/gzip compress/lzw "
+            "compress/zlib container/heap container/list container/ring context crypto/aes crypto/cipher "
+            "crypto/des crypto/ecdh crypto/ed25519 crypto/hkdf crypto/hmac crypto/md5 crypto/pbkdf2 crypto/rc4 "
+            "crypto/sha1 crypto/sha256 crypto/sha3 crypto/sha512 crypto/subtle encoding/ascii85 encoding/asn1 "
+            "encoding/base32 encoding/base64 encoding/binary encoding/csv encoding/gob encoding/hex encoding/json "
+            "encoding/pem encoding/xml errors flag fmt go/ast go/build/constraint go/constant go/doc/comment "
+            "go/format go/parser go/printer go/scanner go/token hash/adler32 hash/crc32 hash/crc64 hash/fnv "
+            "hash/maphash html html/template image image/color image/draw image/gif image/jpeg image/png "
+            "index/suffixarray io io/fs iter log maps math math/bits math/cmplx math/rand math/rand/v2 mime "
+            "mime/multipart mime/quotedprintable net/mail net/netip net/url path path/filepath reflect regexp "
+            "regexp/syntax slices sort strconv strings sync sync/atomic testing/fstest testing/iotest "
+            "text/scanner text/tabwriter text/template text/template/parse time unicode unicode/utf16 "
+            "unicode/utf8 unique").split()
 
+TESTPROG = "runtime/testdata/testprog"
 
 #: what `go test` lets a test see besides its package directory, read-only at the same paths: the GOROOT
 #: (time's tests load ../../lib/time/zoneinfo.zip, path/filepath's glob ../*) and the host's time zones
@@ -38,43 +63,148 @@ MOUNTS = [a for d in (str(gobuild.goroot()), "/usr/share/zoneinfo") if os.path.i
           for a in ("--mount", f"{d}:{d}")]
 
 
-def row(pkg: str, tmp: Path) -> str:
+def testprog_entries() -> list[str]:
+    """The names testprog registers (runtime/testdata/testprog/main.go:12 register), in file order."""
+    import re
+    src = gobuild.goroot() / "src" / TESTPROG
+    return [m for f in sorted(src.glob("*.go")) for m in re.findall(r'register\("(\w+)"', f.read_text())]
+
+
+def _status(code: int | None, signal: int = 0) -> str:
+    if signal:
+        return f"signal {signal}"
+    return "none" if code is None else f"signal {-code}" if code < 0 else str(code)
+
+
+def _line(text: str, last: bool) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()] or [""]
+    return lines[-1 if last else 0][:60]
+
+
+def native(binary: Path, args: list[str], cwd: Path) -> dict:
+    t0 = time.perf_counter()
+    try:
+        r = subprocess.run([str(binary), *args], capture_output=True, text=True, errors="replace", timeout=120,
+                           cwd=cwd, env={})
+    except subprocess.TimeoutExpired:
+        return {"status": "timeout", "stdout": "", "stderr": "", "wall": 120.0}
+    return {"status": _status(r.returncode), "stdout": r.stdout, "stderr": r.stderr,
+            "wall": round(time.perf_counter() - t0, 2)}
+
+
+def emulated(binary: Path, args: list[str], cwd: Path, max_ms: int, budget: int) -> dict:
+    """One `preemu exec` in a process of its own (a leak or a crash of one run cannot touch the next)."""
+    t0 = time.perf_counter()
+    cmd = [sys.executable, "-m", "emu", "exec", str(binary), "--json", "--quiet", "--max-virtual-ms", str(max_ms),
+           "--budget", str(budget), *MOUNTS, "--", *args]
+    r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", cwd=cwd,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    wall = round(time.perf_counter() - t0, 1)
+    try:
+        j = json.loads(r.stdout)
+    except ValueError:
+        return {"status": "preemu failed", "how": (r.stderr.strip().splitlines() or [""])[-1][:200],
+                "stdout": "", "stderr": "", "wall": wall, "virtual_ms": 0, "minsns": 0}
+    sig = j["processes"][0].get("signal") if j.get("processes") else 0
+    status = "error" if j.get("error") else "starved" if j.get("starved") else _status(j["exit_code"], sig or 0)
+    return {"status": status, "how": (j.get("error") or j.get("stop_reason") or "")[:200],
+            "stdout": j["stdout"], "stderr": j["stderr"], "wall": wall, "virtual_ms": j["virtual_ns"] / 1e6,
+            "minsns": j["instructions"] / 1e6, "unmodelled": j.get("unmodelled", {})}
+
+
+def package_row(pkg: str, tmp: Path) -> dict:
     env = gobuild.go_env(gobuild.cache_dir(), False)
     binary = tmp / (pkg.replace("/", "_") + ".test")
     r = subprocess.run([str(gobuild.goroot() / "bin" / "go"), "test", "-c", "-o", str(binary), pkg], env=env,
                        capture_output=True, text=True, cwd=tmp)
     if r.returncode:
-        return f"| {pkg} | build failed | | | | | |"
+        return {"kind": "package", "name": pkg, "build": r.stderr.strip()[:300]}
     src = gobuild.goroot() / "src" / pkg          # where `go test` runs a package's tests: its testdata is there
-    native = subprocess.run([str(binary), "-test.short"], capture_output=True, text=True, timeout=600, cwd=src)
-    out = io.StringIO()
-    t0 = time.perf_counter()
-    here = os.getcwd()
-    os.chdir(src)                                 # preemu shows the program its working directory (read-only)
-    try:
-        code = cli.main(["exec", str(binary), "--json", "--quiet", "--max-virtual-ms", "60000", "--budget",
-                         "10000000000", *MOUNTS, "--", "-test.short"], out)
-    finally:
-        os.chdir(here)
-    wall = time.perf_counter() - t0
-    try:
-        j = json.loads(out.getvalue())
-    except ValueError:
-        return f"| {pkg} | {native.returncode} | bad input (exit {code}) | | | | {wall:.1f} s |"
-    last = (j["stdout"].strip().splitlines() or [""])[-1][:40].replace("|", "\\|")
-    same = "yes" if j["exit_code"] == native.returncode else "**no**"
-    how = (j.get("error") or j.get("stop_reason") or "")[:60].replace("|", "\\|")
-    return (f"| {pkg} | {native.returncode} | {j['exit_code']} ({same}) | `{last}` | {how} | "
-            f"{j['virtual_ns'] / 1e6:,.1f} ms, {j['instructions'] / 1e6:,.1f} M | {wall:.1f} s |")
+    n = native(binary, ["-test.short"], src)
+    e = emulated(binary, ["-test.short"], src, 60_000, 10_000_000_000)
+    same = n["status"] == e["status"] and _line(n["stdout"], True) == _line(e["stdout"], True)
+    binary.unlink()
+    return {"kind": "package", "name": pkg, "native": _short(n), "preemu": _short(e), "same": same}
+
+
+def _short(run: dict) -> dict:
+    """What the results file keeps of a run: the outputs' first and last lines and the first lines that
+    show why it ended (a failing test's, a panic's)."""
+    keep = {k: v for k, v in run.items() if k not in ("stdout", "stderr")}
+    for what in ("stdout", "stderr"):
+        lines = run[what].splitlines()
+        keep[what] = lines[:3] + ["..."] + lines[-3:] if len(lines) > 6 else lines
+        keep[what + "_fail"] = [ln for ln in lines if ln.startswith(("--- FAIL", "panic:", "fatal error:"))][:5]
+    return keep
+
+
+def testprog_row(name: str, binary: Path) -> dict:
+    cwd = gobuild.goroot() / "src" / "runtime"   # where runtime's tests run it (runtime/crash_test.go)
+    n1, n2 = native(binary, [name], cwd), native(binary, [name], cwd)
+    e = emulated(binary, [name], cwd, 20_000, 3_000_000_000)
+    same = n1["status"] == e["status"]
+    for what in ("stdout", "stderr"):
+        if _line(n1[what], False) == _line(n2[what], False):       # a line the native runs agree on
+            same = same and _line(n1[what], False) == _line(e[what], False)
+    return {"kind": "testprog", "name": name, "native": _short(n1), "preemu": _short(e), "same": same}
+
+
+def load(path: str | None) -> dict:
+    rows = {}
+    if path and os.path.exists(path):
+        for line in Path(path).read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                rows[(r["kind"], r["name"])] = r
+    return rows
+
+
+def cell(s: str) -> str:
+    return s.replace("|", "\\|").replace("`", "'")
+
+
+def table(rows: list[dict]) -> str:
+    out = ["| name | native | preemu | same? | last line (preemu) | how it ended | virtual time, instructions | wall |",
+           "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "build" in r:
+            out.append(f"| {r['name']} | build failed | | | | | | |")
+            continue
+        n, e = r["native"], r["preemu"]
+        last = cell(_line("\n".join(e["stdout"] if r["kind"] == "package" else e["stderr"] or e["stdout"]),
+                          r["kind"] == "package"))
+        out.append(f"| {r['name']} | {n['status']} | {e['status']} | {'yes' if r['same'] else '**no**'} | `{last}` "
+                   f"| {cell(e.get('how', ''))[:60]} | {e['virtual_ms']:,.1f} ms, {e['minsns']:,.1f} M | "
+                   f"{e['wall']:.1f} s |")
+    same = sum(r.get("same", False) for r in rows)
+    out.append(f"\n{same} of {len(rows)} end as natively ({100 * same / max(len(rows), 1):.1f} %)")
+    return "\n".join(out)
 
 
 def main() -> None:
-    pkgs = sys.argv[1:] or PACKAGES
-    print("| package | native exit | preemu exit (same?) | last line | how it ended | virtual time, instructions | wall |")
-    print("|---|---|---|---|---|---|---|")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--results", help="JSON lines: one per finished row; a rerun skips those it holds")
+    ap.add_argument("--shard", default="0/1", help="I/N: run every N-th name from the I-th")
+    ap.add_argument("--testprog", action="store_true", help="runtime/testdata/testprog's entries, not packages")
+    ap.add_argument("names", nargs="*")
+    a = ap.parse_args()
+    kind = "testprog" if a.testprog else "package"
+    names = a.names or (testprog_entries() if a.testprog else PACKAGES)
+    i, n = (int(x) for x in a.shard.split("/"))
+    done = load(a.results)
+    binary = gobuild.build_goroot_program(TESTPROG) if a.testprog else None
     with tempfile.TemporaryDirectory() as d:
-        for pkg in pkgs:
-            print(row(pkg, Path(d)), flush=True)
+        for name in names[i::n]:
+            if (kind, name) in done:
+                continue
+            r = testprog_row(name, binary) if a.testprog else package_row(name, Path(d))
+            done[(kind, name)] = r
+            if a.results:
+                with open(a.results, "a") as f:
+                    f.write(json.dumps(r) + "\n")
+            print(f"{name}: {'as natively' if r.get('same') else 'DIFFERS'}", file=sys.stderr, flush=True)
+    done = load(a.results) if a.results else done
+    print(table([done[(kind, x)] for x in names if (kind, x) in done]))
 
 
 if __name__ == "__main__":

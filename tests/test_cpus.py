@@ -3,7 +3,6 @@ mutation of the rule fails (bench/mutations.py lists them)."""
 from __future__ import annotations
 
 import collections
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -24,18 +23,8 @@ def cpus_image():
 
 @pytest.fixture(scope="module")
 def testprog():
-    """Go's own runtime/testdata/testprog, built from the toolchain's GOROOT (its internal imports need the
-    std module, so in place, not through gobuild's copy), cached beside preemu's builds."""
-    cache = gobuild.cache_dir()
-    out = cache / "builds" / f"testprog-{gobuild.go_version()}" / "testprog"
-    if not out.is_file():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        env = gobuild.go_env(cache, True)
-        env["GOFLAGS"] = ""
-        src = gobuild.goroot() / "src" / "runtime" / "testdata" / "testprog"
-        subprocess.run([str(gobuild.goroot() / "bin" / "go"), "build", "-trimpath", "-o", str(out), "."],
-                       cwd=src, env=env, check=True, capture_output=True)
-    return elfimage.load(str(out))
+    """Go's own runtime/testdata/testprog, built from the toolchain's GOROOT."""
+    return elfimage.load(str(gobuild.build_goroot_program("runtime/testdata/testprog")))
 
 
 def _run(image, argv, seed=None, **kw) -> process.Process:

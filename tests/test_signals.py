@@ -22,3 +22,19 @@ def test_signals_a_program_sends_itself_behave_as_natively():
     assert "nanosleep: interrupted system call" in native.stdout and "not reached" not in native.stdout
     assert "kill 0 (does it exist): <nil>" in native.stdout
     assert {"kill", "tgkill", "getppid", "getuid"} <= set(j["syscalls"])
+
+
+def test_an_int3_is_the_kernels_sigtrap_as_natively():
+    """runtime.Breakpoint's int3 is a forced SIGTRAP with si_code SI_KERNEL (arch/x86/kernel/traps.c
+    do_int3_user) and RIP past the int3: Go's runtime throws ("SIGTRAP: trace trap", sigcode=128, exit 2) even
+    though signal.Notify wants SIGTRAP (a tkill's SI_TKILL would go to the channel and the program on)."""
+    binary = gobuild.build(DATA / "go" / "breakpoint").binary
+    native = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60)
+    out = io.StringIO()
+    code = cli.main(["exec", str(binary), "--json"], out)
+    j = json.loads(out.getvalue())
+    assert native.returncode == j["exit_code"] == code == 2 and j["error"] is None
+    assert j["stdout"] == native.stdout == "before\n"
+    assert j["stderr"].splitlines()[:2] == native.stderr.splitlines()[:2]
+    assert j["stderr"].startswith("SIGTRAP: trace trap\nPC=0x") and " sigcode=128\n" in j["stderr"]
+    assert "runtime.breakpoint()\n\truntime/asm_amd64.s" in j["stderr"]

@@ -169,6 +169,22 @@ def go_env(cache: Path, module_mode: bool, root: Path | None = None, goamd64: st
     return env
 
 
+def build_goroot_program(rel: str) -> Path:
+    """A program of the toolchain's GOROOT/src (e.g. "runtime/testdata/testprog", Go's runtime tests'
+    helper), built in place (its internal imports need the std module), cached beside preemu's builds."""
+    cache = cache_dir()
+    out = cache / "builds" / f"{rel.replace('/', '_')}-{go_version()}" / rel.rsplit("/", 1)[-1]
+    if not out.is_file():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        env = go_env(cache, True)
+        env["GOFLAGS"] = ""
+        r = subprocess.run([str(goroot() / "bin" / "go"), "build", "-trimpath", "-o", str(out), "."],
+                           cwd=goroot() / "src" / rel, env=env, capture_output=True, text=True)
+        if r.returncode:
+            raise EmuError(f"GOROOT/src/{rel}: go build failed: {r.stderr.strip()[:400]}")
+    return out
+
+
 def _sources(path: Path) -> list[Path]:
     if path.is_dir():
         return sorted(q for q in path.iterdir() if q.is_file() and q.name.endswith(SOURCE_SUFFIXES))

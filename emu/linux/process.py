@@ -21,7 +21,8 @@ thread next runs, `signal_delay` of its instructions later (--signal-at insn:N),
 about to execute a chosen PC (--signal-at FUNC+OFF, a one-shot code hook); the landing PC is recorded.
 An access to an unmapped page becomes a synchronous SIGSEGV for the faulting thread (SEGV_MAPERR,
 si_addr and the mcontext's trapno/err/cr2), taken before anything else runs; if the thread blocks or
-ignores it, it is forced (SIG_DFL, unblocked) and kills, as force_sig_info_to_task does.
+ignores it, it is forced (SIG_DFL, unblocked) and kills, as force_sig_info_to_task does. An int3 becomes a
+forced SIGTRAP the same way (SI_KERNEL, RIP past it: arch/x86/kernel/traps.c do_int3_user).
 Here: the process's state, setup and the run loop (slices, when a pending signal is taken). Process takes
 the rest from mixins beside it: cpuhooks.py (RDTSC, CPUID, single-stepping), services.py (what syscall
 handlers call), scheduling.py (threads created, blocked, woken, held), sigdeliver.py (sending, delivery,
@@ -413,8 +414,9 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         try:
             counter.run(read_reg(uc, X.UC_X86_REG_RIP))
             if self._exception is not None:
-                self._exception = None
-                raise UcError(UCC.UC_ERR_EXCEPTION)
+                intno, self._exception = self._exception, None
+                if not self._trap(t, intno):
+                    raise UcError(UCC.UC_ERR_EXCEPTION)
         except UcError as e:
             self._end_step()                     # a fault's frame must not save TF
             if not self._page_fault(t, e):

@@ -1,12 +1,13 @@
 """Signals in an emulated process: sending, delivery onto the thread's stack, rt_sigreturn, and the
-synchronous SIGSEGV a page fault raises (any other fault of the engine ends the run).
+synchronous SIGSEGV a page fault raises and the SIGTRAP of an int3 (any other fault of the engine ends the run).
 
 SignalDelivery is a mixin of process.Process (it uses the process's engine, threads, sigactions and
 watch). It mirrors kernel/signal.c (complete_signal's choice of a thread, the merging of a pending
 standard signal, force_sig_info_to_task, the default actions, EINTR/SA_RESTART for an interrupted
 wait), arch/x86/kernel/signal.c (handle_signal: SA_ONSTACK, SA_NODEFER, the handler's mask) and
 arch/x86/mm/fault.c (a fault on an unmapped address: SEGV_MAPERR with si_addr, trapno, err and cr2; an
-instruction fetch from a page mapped without PROT_EXEC: SEGV_ACCERR).
+instruction fetch from a page mapped without PROT_EXEC: SEGV_ACCERR) and arch/x86/kernel/traps.c (an int3 in
+user mode: do_int3_user's do_trap(X86_TRAP_BP, SIGTRAP) forces SIGTRAP with SI_KERNEL, RIP past the int3).
 When a pending signal is taken (at the start of a slice, or at --signal-at's PC) is process.py's run
 loop; the frame's bytes are sigframe.py's. Left out: real-time signal queues (a standard signal
 pending twice is merged), stopping and continuing, core dumps.
@@ -20,7 +21,8 @@ from unicorn import x86_const as X
 from ..core.errors import GuestFault
 from .regbatch import read_reg
 from ..engine.faultaddr import failed_address
-from .sigframe import (PF_INSTR, PF_PROT, PF_USER, PF_WRITE, SEGV_ACCERR, SEGV_MAPERR, SI_TKILL, X86_TRAP_PF, SigInfo,
+from .sigframe import (PF_INSTR, PF_PROT, PF_USER, PF_WRITE, SEGV_ACCERR, SEGV_MAPERR, SI_KERNEL, SI_TKILL, X86_TRAP_BP,
+                       X86_TRAP_PF, SigInfo,
                        restore_rt_frame, setup_rt_frame)
 from .sys_signal import UNBLOCKABLE
 from .sysabi import EINTR, ESRCH
@@ -29,7 +31,7 @@ from .threads import BLOCKED, EXITED, Thread
 SA_ONSTACK, SA_RESTART, SA_NODEFER = 0x08000000, 0x10000000, 0x40000000
 SIG_DFL, SIG_IGN = 0, 1
 DEFAULT_IGNORED = {17, 18, 23, 28}     # SIGCHLD, SIGCONT, SIGURG, SIGWINCH: default action is ignore
-SIGNAL_NAMES = {23: "SIGURG", 11: "SIGSEGV", 6: "SIGABRT", 2: "SIGINT", 9: "SIGKILL", 13: "SIGPIPE", 15: "SIGTERM"}
+SIGNAL_NAMES = {23: "SIGURG", 11: "SIGSEGV", 5: "SIGTRAP", 6: "SIGABRT", 2: "SIGINT", 9: "SIGKILL", 13: "SIGPIPE", 15: "SIGTERM"}
 
 
 class SignalDelivery:
@@ -164,6 +166,21 @@ class SignalDelivery:
         t.pending[11] = ev
         self._force_sig(t, 11)
         self.runq.appendleft(t)                # the faulting thread takes its signal before anything else runs
+        return True
+
+    def _trap(self, t: Thread, intno: int) -> bool:
+        """An exception the engine raised (intno): an int3 becomes the thread's forced SIGTRAP, as do_int3_user
+        does (arch/x86/kernel/traps.c: do_trap(X86_TRAP_BP, SIGTRAP, ..., NULL) -> force_sig: SI_KERNEL, no
+        address; RIP already past the int3, where Go's crash report shows PC): True if one was raised. Any
+        other exception (a divide error, a #UD) is not modelled: False, and it ends the run."""
+        if intno != X86_TRAP_BP or 5 in t.pending:     # a SIGTRAP already pending: not queued twice
+            return False
+        ev = self.watch.sent(5, t.tid, t.tid)
+        ev.info = SigInfo(5, SI_KERNEL, trapno=X86_TRAP_BP)
+        ev.fault = f"int3 at {self._where(read_reg(self.uc, X.UC_X86_REG_RIP) - 1)}"
+        t.pending[5] = ev
+        self._force_sig(t, 5)
+        self.runq.appendleft(t)
         return True
 
     def _guest_fault(self, e: UcError) -> Exception:

@@ -37,7 +37,8 @@ UC_SIGCONTEXT_SS, UC_STRICT_RESTORE_SS = 0x2, 0x4
 SS_ONSTACK, SS_DISABLE = 1, 2
 SI_USER, SI_TKILL = 0, -6                # kill(2); tkill(2)/tgkill(2) (include/uapi/asm-generic/siginfo.h)
 SEGV_MAPERR, SEGV_ACCERR = 1, 2          # no page there; a page there that forbids the access
-X86_TRAP_PF = 14
+X86_TRAP_BP, X86_TRAP_PF = 3, 14       # int3's trap number; a page fault's (arch/x86/include/asm/trapnr.h)
+SI_KERNEL = 0x80                        # a signal the kernel sent itself (force_sig: siginfo.h)
 PF_PROT, PF_WRITE, PF_USER, PF_INSTR = 0x1, 0x2, 0x4, 0x10      # page-fault error code bits (arch/x86 traps.h)
 
 
