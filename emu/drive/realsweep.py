@@ -241,8 +241,8 @@ def run_shard(sw: RealSweep, ref: Reference, index: int, points, opts: S.ChainOp
     out = _chain_shard(sw, ref, index, points, opts)
     for _ in range(SYNC_ROUNDS - 1):
         before = len(sw.sync.done)
-        if not sw.sync.waiting or before == len(sw.sync.sites):
-            break
+        if not sw.sync.waiting - sw.sync.done:
+            break                                # every site reached has had its cycle
         nxt = _chain_shard(sw, ref, index, points, opts)
         _add_shard(out, nxt)
         if len(sw.sync.done) == before:
