@@ -21,6 +21,10 @@ preempt.go:447); morestack goes on to newstack, which parks G. A call to one of 
 entries (ALLOCATORS) is an "allocation" point, any other a "call" point: a cycle that natively starts in
 mallocgc (its heap trigger, malloc.go's gcTrigger{kind: gcTriggerHeap}) scans the same frames, F's at the call.
 
+A site G reaches while a cycle is running (the concurrent mode's cycles are long) waits for another chain
+from the snapshot (realsweep.run_shard's rounds); in the concurrent mode G is then kept from its work until the
+cycle ends (grequest._wait_out_cycle), so that what it freed is freed before G reads it.
+
 Left out: call sites outside F's package (the runtime's own calls, other packages': their frames are
 precise at every async point that lands in their callees too); a call site's later executions (one cycle
 per site, at its first execution); calls whose target cannot be read before the call (none in Go's amd64
