@@ -135,13 +135,9 @@ class RequestMixin:
             gc.begin(k)
         gc.waiting = t
         if not (gc.stop_requested() and SIGURG in t.pending):
-            p.hold(t)
-            give_up = p.clock + GC_WAIT_NS
             try:
-                p.run_until(lambda: (gc.stop_requested() and SIGURG in t.pending) or p.clock > give_up
-                            or not p.runnable_besides_held())
+                self._run_held(t, lambda: gc.stop_requested() and SIGURG in t.pending)
             finally:
-                p.unhold(t)
                 gc.waiting = None
             if p.exit_code is not None or p.error is not None:
                 raise EmuError(f"while {self.func}'s goroutine waited at boundary {k} for the GC cycle, the "
@@ -192,13 +188,9 @@ class RequestMixin:
         pc = t.ctx.reg_read(X.UC_X86_REG_RIP)
         clock.ready = None
         gc.waiting = t
-        p.hold(t)
-        give_up = p.clock + GC_WAIT_NS
         try:
-            p.run_until(lambda: gc.stop_asked(t) or gc.scanned_this_cycle() or p.clock > give_up
-                        or not p.runnable_besides_held())
+            self._run_held(t, lambda: gc.stop_asked(t) or gc.scanned_this_cycle())
         finally:
-            p.unhold(t)
             gc.waiting = None
         self._stopped_or_raise(k, "waited at the boundary for the mark worker")
         if not gc.stop_asked(t):
@@ -231,14 +223,20 @@ class RequestMixin:
                 return                          # the cycle ended while G was off the CPU (or F returned)
             t = p.threads[clock.ready]
             clock.ready = None
-            p.hold(t)
-            try:
-                p.run_until(lambda: SIGURG in t.pending or gc.cycles != cycles or p.clock > give_up
-                            or not p.runnable_besides_held())
-            finally:
-                p.unhold(t)
+            self._run_held(t, lambda: SIGURG in t.pending or gc.cycles != cycles, give_up)
             t.signal_countdown = 0
         clock.stop_at = None
+
+    def _run_held(self, t, until, give_up: int | None = None) -> None:
+        """Keep thread t off the CPU while the others run, until `until()`, virtual time passes `give_up` (default
+        GC_WAIT_NS from now) or only held threads could run (an OS may deschedule any thread)."""
+        p = self.p
+        give_up = p.clock + GC_WAIT_NS if give_up is None else give_up
+        p.hold(t)
+        try:
+            p.run_until(lambda: until() or p.clock > give_up or not p.runnable_besides_held())
+        finally:
+            p.unhold(t)
 
     def _stopped_or_raise(self, k: int, doing: str) -> None:
         p = self.p
