@@ -22,6 +22,7 @@ from ..core.errors import EmuError
 from ..core.structref import StructRef
 from ..linux import realgc
 from ..linux.gclock import GoroutineClock
+from ..linux.regbatch import context_reg
 
 SIGURG = gs.SIG_PREEMPT
 GC_WAIT_NS = 5_000_000_000          # virtual time G's thread is held waiting for the runtime's stop request
@@ -40,8 +41,23 @@ class Point:
     callee: str = ""                  # a synchronous point's callee, in whose prologue G stopped
 
 
+class _RequestOffsets:
+    """The fields preemptone writes, as this binary lays them out (runtime2.go's g, m and p)."""
+
+    def __init__(self, structs) -> None:
+        g, m, p = structs.g, structs.m, structs.p
+        self.g_preempt, self.g_stackguard0 = g["preempt"].offset, g["stackguard0"].offset
+        self.m_p, self.m_signal_pending, self.p_preempt = m["p"].offset, m["signalPending"].offset, p["preempt"].offset
+        self.sig_size, self.p_size = m["signalPending"].size, p["preempt"].size
+        self.g_one, self.p_one, self.sig_one = ((1).to_bytes(f.size, "little") for f in (g["preempt"], p["preempt"],
+                                                                                         m["signalPending"]))
+        self.stack_preempt = gs.STACK_PREEMPT.to_bytes(g["stackguard0"].size, "little")
+
+
 class RequestMixin:
     """RealSweep's request at a boundary: preemptone's (or, with --gc, the runtime's own) and its withdrawal."""
+
+    _offsets: _RequestOffsets | None = None
 
     def _set(self, base: int, table: dict, field: str, value: int) -> None:
         f = table[field]
@@ -70,18 +86,20 @@ class RequestMixin:
                 return pt
         p = self.p
         t = p.threads[clock.ready]
-        pc = t.ctx.reg_read(X.UC_X86_REG_RIP)
-        gt, mt, pt = p.structs.g, p.structs.m, p.structs.p
+        pc = context_reg(t.ctx, X.UC_X86_REG_RIP)
+        o = self._offsets
+        if o is None:
+            o = self._offsets = _RequestOffsets(p.structs)
         sg, m, gpre = self._g_request()
-        pp = p.read_u64(m + mt["p"].offset) if m else 0
-        saved = (gpre, sg, p.read(pp + pt["preempt"].offset, 1)[0] if pp else None,
-                 int.from_bytes(p.read(m + mt["signalPending"].offset, 4), "little") if m else None)
-        self._set(self.g, gt, "preempt", 1)
-        self._set(self.g, gt, "stackguard0", gs.STACK_PREEMPT)
+        pp = p.read_u64(m + o.m_p) if m else 0
+        saved = (gpre, sg, int.from_bytes(p.read(pp + o.p_preempt, o.p_size), "little") if pp else None,
+                 int.from_bytes(p.read(m + o.m_signal_pending, o.sig_size), "little") if m else None)
+        p.write(self.g + o.g_preempt, o.g_one)
+        p.write(self.g + o.g_stackguard0, o.stack_preempt)
         if pp:
-            self._set(pp, pt, "preempt", 1)
+            p.write(pp + o.p_preempt, o.p_one)
         if m:
-            self._set(m, mt, "signalPending", 1)
+            p.write(m + o.m_signal_pending, o.sig_one)
         ev = p.watch.sent(SIGURG, 0, t.tid)
         if SIGURG in t.pending:
             ev.outcome = "merged"

@@ -13,6 +13,7 @@ from unicorn import UC_HOOK_CODE
 from unicorn import x86_const as X
 
 from ..core.errors import EmuError
+from ..engine import x86decode
 from . import cpuid
 from .regbatch import RegBatch, read_reg
 
@@ -58,10 +59,8 @@ class CpuHooks:
         block, which is translated anew and dropped each time. The limit still stands behind it. False (and
         nothing done) for an instruction that reads or changes TF, traps or enters the kernel."""
         ok = self._step_ok.get(target)
-        if ok is None:
-            import capstone
-            md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
-            i = next(md.disasm_lite(self.read_or_empty(target, 16), target), None)
+        if ok is None:                  # the shared decoder: a Capstone handle made here cost ~100 us a target
+            i = next(x86decode.decoder().disasm_lite(self.read_or_empty(target, 16), target), None)
             ok = self._step_ok[target] = i is not None and i[2] not in self._NO_STEP and not i[2].startswith("rep")
         if not ok or self._stepping:
             return False

@@ -21,10 +21,13 @@ from unicorn import UC_HOOK_CODE
 from unicorn import x86_const as X
 
 from .threads import RUNNABLE
-from .regbatch import read_reg
+from .regbatch import RegBatch, read_reg
 
 _TLS_G_STORE = re.compile(rb"\x64[\x48\x4c]\x89[\x04\x0c\x14\x1c\x24\x2c\x34\x3c]\x25\xf8\xff\xff\xff|"
                           rb"\x64\x48\xc7\x04\x25\xf8\xff\xff\xff")
+
+
+_RET_STATE = RegBatch([X.UC_X86_REG_RIP, X.UC_X86_REG_RSP, X.UC_X86_REG_FS_BASE])
 
 
 @lru_cache(maxsize=8)
@@ -145,8 +148,10 @@ class GoroutineClock:
     def release(self) -> None:
         """asyncPreempt's RET is about to execute on the current thread (a code hook: it is counted already)."""
         self.held = False
-        t = self.p.cur
-        if self.current_g() == self.g and not t.frames:     # RET ends its block: the limit falls after it
-            self._begin(t, self._counter.executed)
+        t, p = self.p.cur, self.p
+        rip, rsp, fs = _RET_STATE(p.uc)     # one batched read
+        if p.read_u64(fs - 8) == self.g and not t.frames:     # RET ends its block: the limit falls after it
+            c = self._counter
+            self._begin(t, c.at(rip) if c.settled is None else c.settled)     # c.executed, RIP read already
             if self._cap() == 1:            # the next stop is right after the return target's instruction
-                self.p.single_step(self.p.read_u64(read_reg(self.p.uc, X.UC_X86_REG_RSP)))
+                p.single_step(p.read_u64(rsp))

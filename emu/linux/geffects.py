@@ -27,7 +27,7 @@ from unicorn import x86_const as X
 
 from ..core.errors import EmuError
 from . import heapgraph
-from .regbatch import read_reg
+from .regbatch import changed_pages, read_reg
 
 #: Globals whose changes are the runtime's own bookkeeping, not F's effect: runtime packages, the internal/
 #: tree, sync's pool registry, os/syscall/time state and the linker's symbols.
@@ -131,6 +131,7 @@ class Effects:
                 pass
         self.segments = [(s.vaddr, s.memsz) for s in self.image.segments if s.flags & 2]     # PF_W
         self.start: list[bytes] = []
+        self._now: list[bytearray] = []     # the segments read again at F's return (changed_pages' buffers)
 
     def _result_slots(self, func: str):
         from ..front import goabi, godwarf
@@ -230,21 +231,21 @@ class Effects:
         words of sync.Pools too)."""
         pools = self._pools() if self.gc else []
         out = []
-        for (a, n), before, now in zip(self.segments, self.start, self._read()):
-            if before == now:
-                continue
-            for page in range(0, n, 4096):
-                if before[page:page + 4096] == now[page:page + 4096]:
-                    continue
+        if len(self._now) != len(self.start):
+            self._now = [bytearray(len(b)) for b in self.start]
+        for (a, n), before, buf in zip(self.segments, self.start, self._now):
+            for page in changed_pages(self.p.uc, a, before, buf):
+                now = bytes(buf[page:page + 4096])
                 for off in range(page, min(n, page + 4096) - 7, 8):
-                    if before[off:off + 8] == now[off:off + 8]:
+                    word = now[off - page:off - page + 8]
+                    if before[off:off + 8] == word:
                         continue
                     name = self.symbol_of(a + off)
                     if name is None or name.startswith(BOOKKEEPING):
                         continue
                     if pools and any(lo <= a + off < hi for lo, hi in pools):
                         continue
-                    out.append((a + off, now[off:off + 8]))
+                    out.append((a + off, word))
         return out
 
     def changed_globals(self) -> dict[str, str]:

@@ -82,8 +82,11 @@ EXEC_BUDGET = 100_000_000_000
 USER_RFLAGS = 0x202
 #: --max-memory's default: what a program may have mapped accessible at once (a third of this machine's 24 GiB)
 DEFAULT_MAX_MEMORY = 8 << 30
-_ARG_REGS = RegBatch([X.UC_X86_REG_RDI, X.UC_X86_REG_RSI, X.UC_X86_REG_RDX, X.UC_X86_REG_R10, X.UC_X86_REG_R8,
-                      X.UC_X86_REG_R9])
+#: at a SYSCALL: the number, the six arguments (x86-64 syscall ABI), the return address and RFLAGS, one read
+_ENTRY_REGS = RegBatch([X.UC_X86_REG_RAX, X.UC_X86_REG_RDI, X.UC_X86_REG_RSI, X.UC_X86_REG_RDX, X.UC_X86_REG_R10,
+                        X.UC_X86_REG_R8, X.UC_X86_REG_R9, X.UC_X86_REG_RIP, X.UC_X86_REG_EFLAGS])
+_SYSRET_REGS = RegBatch([X.UC_X86_REG_RCX, X.UC_X86_REG_R11])
+_RESULT_REG = RegBatch([X.UC_X86_REG_RAX])
 
 
 def godebug_int(env: list[str], key: str) -> int:
@@ -264,7 +267,8 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
     # --- the run loop ----------------------------------------------------------------------------
     def _on_syscall(self, uc, _) -> None:
         t = self.cur
-        nr = read_reg(uc, X.UC_X86_REG_RAX)
+        vals = _ENTRY_REGS(uc)              # one batched read (a binding call costs ~3 us a register)
+        nr, args, rip, rflags = vals[0], vals[1:7], vals[7], vals[8]
         entry = kernel.TABLE.get(nr)
         if entry is None:
             self.error = EmuError(f"unsupported syscall {kernel.name_of(nr)} (number {nr}) at {self._where()}")
@@ -273,11 +277,9 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         name, fn = entry
         self.syscall_nr = nr
         self.syscall_counts[name] += 1
-        args = _ARG_REGS(uc)
         # SYSCALL leaves the return address in RCX and RFLAGS in R11, which the kernel's SYSRET keeps
         # (Intel SDM SYSCALL; arch/x86/entry/entry_64.S): the hook runs at the instruction, before RIP moves
-        uc.reg_write(X.UC_X86_REG_RCX, read_reg(uc, X.UC_X86_REG_RIP) + 2)
-        uc.reg_write(X.UC_X86_REG_R11, read_reg(uc, X.UC_X86_REG_EFLAGS))
+        _SYSRET_REGS.write(uc, (rip + 2, rflags))
         try:
             res = fn(self, t, *args)
         except EmuError as e:
@@ -294,7 +296,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         if res is BLOCK or res is STOP:
             uc.emu_stop()
             return
-        uc.reg_write(X.UC_X86_REG_RAX, res & _U64)
+        _RESULT_REG.write(uc, (res & _U64,))
         if self._alone and self.runq:      # a thread woke up: the slice in progress ends where it would
             self._alone = False            # have ended, at the next multiple of the quantum
             q = self.opts.quantum

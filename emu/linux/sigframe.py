@@ -83,9 +83,11 @@ class Delivered:
     fs_base: int = 0    # the thread's TLS base (Go keeps g at -8 from it)
     ext: bytes = b""    # at v3/v4: the XSAVE area past the FXSAVE image (xstate.py), as delivered
     oracle_due: bool = False    # the watch is still to ask its oracle about this signal
+    vals: tuple = ()    # `regs`' values in GREGS[:18]'s order (a tuple compares at C speed)
 
 
 _GREGS = RegBatch(_REG.values())
+_GREGS_FS = RegBatch([*_REG.values(), X.UC_X86_REG_FS_BASE])     # and the TLS base, in the same call
 _FX = RegBatch([X.UC_X86_REG_FPCW, X.UC_X86_REG_FPSW, X.UC_X86_REG_FPTAG, X.UC_X86_REG_MXCSR, *XMM], wide=XMM)
 _FX_HEAD = struct.Struct("<Q8xQ8xQ8xQ8x")          # _FX.raw's first four slots
 _FX_IMAGE_HEAD = struct.Struct("<HHBxHQQII")      # FXSAVE: FCW FSW FTW(abridged) FOP FIP FDP MXCSR MXCSR_MASK
@@ -119,7 +121,8 @@ def setup_rt_frame(uc, info: SigInfo, handler: int, restorer: int, blocked_mask:
     altstack is (ss_sp, ss_size, ss_flags) or None for "use the current stack"; xsave is (XCR0, K0-K7) at
     --cpu v3/v4 (an XSAVE area), None below (the FXSAVE image alone).
     """
-    vals = _GREGS(uc)              # one batched read: a register read through the binding costs ~8 us
+    vals = _GREGS_FS(uc)           # one batched read: a register read through the binding costs ~8 us
+    fs_base, vals = vals[18], vals[:18]
     regs = dict(zip(_REG, vals))
     sp = regs["RSP"] - REDZONE
     if altstack is not None and not on_altstack:
@@ -155,7 +158,7 @@ def setup_rt_frame(uc, info: SigInfo, handler: int, restorer: int, blocked_mask:
     mem_write(uc, fpstate, fx)
     mem_write(uc, frame, bytes(b))
     _HANDLER_ENTRY.write(uc, (frame, handler, sig, frame + SIGINFO, frame + UC, 0, regs["EFLAGS"] & ~ENTRY_CLEAR))
-    return Delivered(frame, frame + UC, fpstate, regs, xmm, mxcsr, sig, read_reg(uc, X.UC_X86_REG_FS_BASE), ext=ext)
+    return Delivered(frame, frame + UC, fpstate, regs, xmm, mxcsr, sig, fs_base, ext=ext, vals=vals)
 
 
 @dataclass
@@ -164,14 +167,15 @@ class Restored:
     sigmask: int
     fpstate: int
     kregs: tuple = ()       # K0-K7 from an XSAVE area with the opmask component (the caller keeps them)
+    vals: tuple = ()        # `regs`' values in GREGS[:18]'s order
 
 
 def restore_rt_frame(uc, xcr0: int = 0) -> Restored:
     """rt_sigreturn: the handler's RET popped pretcode, so the ucontext is at RSP (frame = RSP - 8)."""
     frame = read_reg(uc, X.UC_X86_REG_RSP) - 8
     b = mem_read(uc, frame, FRAME_SIZE)
-    vals = list(_MC_GREGS.unpack_from(b, MCONTEXT))
-    vals[17] = (read_reg(uc, X.UC_X86_REG_EFLAGS) & ~FIX_EFLAGS) | (vals[17] & FIX_EFLAGS)
+    vals = _MC_GREGS.unpack_from(b, MCONTEXT)
+    vals = (*vals[:17], (read_reg(uc, X.UC_X86_REG_EFLAGS) & ~FIX_EFLAGS) | (vals[17] & FIX_EFLAGS))
     regs = dict(zip(_REG, vals))
     fpstate = struct.unpack_from("<Q", b, FPSTATE_PTR)[0]
     sigmask = struct.unpack_from("<Q", b, UC_SIGMASK)[0]
@@ -185,10 +189,10 @@ def restore_rt_frame(uc, xcr0: int = 0) -> Restored:
         if xcr0 and flags & xstate.UC_FP_XSTATE and struct.unpack_from("<I", fx, xstate.SW_BYTES)[0] == \
                 xstate.FP_XSTATE_MAGIC1:
             ext = mem_read(uc, fpstate + FXSAVE_SIZE, xstate.size(xcr0) - FXSAVE_SIZE)
-            return Restored(regs, sigmask, fpstate, xstate.restore(uc, xcr0, ext))
+            return Restored(regs, sigmask, fpstate, xstate.restore(uc, xcr0, ext), vals)
     else:                                   # NULL fpstate: the FPU is reset to its init state
         uc.reg_write(X.UC_X86_REG_FPCW, 0x37F)
         uc.reg_write(X.UC_X86_REG_MXCSR, 0x1F80)
         for r in XMM:
             uc.reg_write(r, 0)
-    return Restored(regs, sigmask, fpstate)
+    return Restored(regs, sigmask, fpstate, vals=vals)

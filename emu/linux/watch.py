@@ -32,6 +32,7 @@ from .sigframe import _REG, GREGS, XMM
 
 #: registers the resume check compares (RIP and RSP are checked separately)
 CHECKED = GREGS[:15]
+assert CHECKED == GREGS[:len(CHECKED)]
 _RET_REGS = RegBatch([_REG[n] for n in CHECKED] + [X.UC_X86_REG_EFLAGS] + XMM, wide=XMM)
 _RET_GPRS = struct.Struct("<" + "Q8x" * (len(CHECKED) + 1))     # _RET_REGS.raw's CHECKED and EFLAGS slots
 FLAGS_MASK = regs.USER_FLAGS_MASK       # CF PF AF ZF SF DF OF: what user code can observe
@@ -175,20 +176,24 @@ class Watch:
         if ev is not None and frame.oracle_due:
             ev.oracle = self.oracle(t, frame)
         old, new = frame.regs, restored.regs
-        changed = [n for n in GREGS[:17] if old[n] != new[n]]
-        if (old["EFLAGS"] ^ new["EFLAGS"]) & FLAGS_MASK:
+        ov, nv = frame.vals, restored.vals
+        if ov[:17] == nv[:17]:              # the common case, compared at C speed
+            changed = []
+        else:
+            changed = [n for n, a, b in zip(GREGS[:17], ov, nv) if a != b]
+        if (ov[17] ^ nv[17]) & FLAGS_MASK:
             changed.append("EFLAGS")
         if not changed:
             outcome = "declined"
         elif (new["RIP"] == self.async_preempt and new["RSP"] == old["RSP"] - 8
-              and set(changed) == {"RIP", "RSP"}
-              and struct.unpack("<Q", self.p.read(new["RSP"], 8))[0] == old["RIP"]):
+              and len(changed) == 2 and "RIP" in changed and "RSP" in changed
+              and self.p.read_u64(new["RSP"]) == old["RIP"]):
             outcome = "injected"
             g = self.p.read_u64(self.p.fs_base() - 8)
             rec = Preemption(self.p.now(), t.tid, g, old["RIP"], self.p.image.describe(old["RIP"]), old["RSP"],
                              ev.oracle if ev else None, goid=self.p.read_u64(g + self.p.structs.g["goid"].offset))
             rec._regs, rec._xmm, rec._ext = old, frame.xmm, frame.ext
-            rec._gprs = tuple(old[n] for n in CHECKED)
+            rec._gprs = ov[:len(CHECKED)]           # CHECKED is GREGS' first registers, the order of vals
             self.preemptions.append(rec)
             self._awaiting[g] = rec
             if rec.oracle is not None and rec.oracle != "safe":
