@@ -48,9 +48,9 @@ class _Library:
         if major.value == CS_MAJOR and lib.cs_open(CS_ARCH_X86, CS_MODE_64, ctypes.byref(self.handle)) != 0:
             raise OSError(f"cs_open failed in {path}")
 
-    def disasm_lite(self, code: bytes, address: int) -> Iterator[tuple[int, int, str, str]]:
+    def disasm_lite(self, code: bytes, address: int, count: int = 0) -> Iterator[tuple[int, int, str, str]]:
         insns = ctypes.POINTER(_Insn)()
-        n = self.lib.cs_disasm(self.handle, bytes(code), len(code), address, 0, ctypes.byref(insns))
+        n = self.lib.cs_disasm(self.handle, bytes(code), len(code), address, count, ctypes.byref(insns))
         try:
             for i in range(n):
                 insn = insns[i]
@@ -105,3 +105,8 @@ def disasm_lite(code: bytes, address: int) -> Iterator[tuple[int, int, str, str]
     """(address, size, mnemonic, operands) of each instruction of `code` (at `address`), linearly, up to the first
     byte sequence that is no instruction, as capstone's Cs.disasm_lite."""
     return decoder().disasm_lite(code, address)
+
+
+def first(code: bytes, address: int) -> tuple[int, int, str, str] | None:
+    """The first instruction of `code` (at `address`), decoded alone, or None when the bytes start no instruction."""
+    return next(iter(decoder().disasm_lite(code, address, 1)), None)

@@ -60,7 +60,7 @@ class CpuHooks:
         nothing done) for an instruction that reads or changes TF, traps or enters the kernel."""
         ok = self._step_ok.get(target)
         if ok is None:                  # the shared decoder: a Capstone handle made here cost ~100 us a target
-            i = next(x86decode.decoder().disasm_lite(self.read_or_empty(target, 16), target), None)
+            i = x86decode.first(self.read_or_empty(target, 16), target)
             ok = self._step_ok[target] = i is not None and i[2] not in self._NO_STEP and not i[2].startswith("rep")
         if not ok or self._stepping:
             return False

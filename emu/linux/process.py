@@ -413,8 +413,11 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         counter.set_clock(self.clock, ns, REALTIME_EPOCH_NS - self.boot_ns)
         start = self.clock
         self.in_slice = True
-        try:
-            counter.run(read_reg(uc, X.UC_X86_REG_RIP))
+        pc = read_reg(uc, X.UC_X86_REG_RIP)
+        if limit == 1 and not watch_pc:     # one instruction (a sweep's next boundary after a declined signal):
+            self.single_step(pc)            # by the trap flag, whose one-instruction block the engine keeps,
+        try:                                # instead of the counter's cut-short block, translated anew each time
+            counter.run(pc)
             if self._exception is not None:
                 intno, self._exception = self._exception, None
                 if not self._trap(t, intno):

@@ -100,10 +100,38 @@ _MC_GREGS = struct.Struct("<18Q")
 assert list(_REG) == list(GREGS[:18])
 
 
+def _frame_struct(siginfo: str) -> struct.Struct:
+    """The whole rt_sigframe as one pack: each field at its offset above, zeros between (uc_link, oldmask, the
+    mcontext's reserved words, the rest of siginfo), siginfo laid out as `siginfo` says."""
+    fields = [(PRETCODE, "Q"), (UC_FLAGS, "QQ"), (UC_STACK, "QiiQ"), (MCONTEXT, "18Q"), (greg_offset("CSGSFS"), "HHHH"),
+              (greg_offset("ERR"), "QQ"), (greg_offset("CR2"), "Q"), (FPSTATE_PTR, "Q"), (UC_SIGMASK, "Q"),
+              (SIGINFO, siginfo)]
+    fmt, at = "<", 0
+    for off, f in fields:
+        assert off >= at, "fields in offset order"
+        fmt += (f"{off - at}x" if off > at else "") + f
+        at = off + struct.calcsize("<" + f)
+    st = struct.Struct(fmt + f"{FRAME_SIZE - at}x")
+    assert st.size == FRAME_SIZE
+    return st
+
+
+_FRAME_KILL = _frame_struct("iiiiIIi")      # si_pid, si_uid, si_status (a kill/tgkill, SIGCHLD)
+_FRAME_FAULT = _frame_struct("iiiiQ")       # si_addr (a fault)
+_last_fx: list = [None, None]           # the last registers' raw read and the image made from them
+
+
 def _fxsave(uc) -> tuple[bytes, bytes, int]:
     """The FXSAVE image of the thread's FPU/SSE state, the 16 XMM registers' bytes (as FXSAVE stores them)
     and MXCSR."""
     raw = _FX.raw(uc)
+    if raw == _last_fx[0]:              # the same state as at the last delivery (a chain's points): its image
+        return _last_fx[1]
+    _last_fx[0], _last_fx[1] = raw, _fxsave_image(raw)
+    return _last_fx[1]
+
+
+def _fxsave_image(raw: bytes) -> tuple[bytes, bytes, int]:
     fcw, fsw, ftw, mxcsr = _FX_HEAD.unpack_from(raw)
     abridged_tag = 0
     for i in range(8):                    # FXSAVE keeps one "valid" bit per x87 register
@@ -137,26 +165,17 @@ def setup_rt_frame(uc, info: SigInfo, handler: int, restorer: int, blocked_mask:
         ext = xstate.extended(uc, xcr0, xsave[1])
         fx = fx[:xstate.SW_BYTES] + xstate.sw_bytes(xcr0)
         fx += ext + struct.pack("<I", xstate.FP_XSTATE_MAGIC2)
-    b = bytearray(FRAME_SIZE)
-    struct.pack_into("<Q", b, PRETCODE, restorer)
-    struct.pack_into("<QQ", b, UC_FLAGS, UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS | (xstate.UC_FP_XSTATE if xcr0 else 0), 0)
-    if altstack is None:
-        struct.pack_into("<QiiQ", b, UC_STACK, 0, SS_DISABLE, 0, 0)
-    else:
-        struct.pack_into("<QiiQ", b, UC_STACK, altstack[0], SS_ONSTACK if on_altstack else 0, 0, altstack[1])
-    _MC_GREGS.pack_into(b, MCONTEXT, *vals)
-    struct.pack_into("<HHHH", b, greg_offset("CSGSFS"), USER_CS, 0, 0, USER_SS)
-    struct.pack_into("<Q", b, FPSTATE_PTR, fpstate)
-    struct.pack_into("<Q", b, UC_SIGMASK, blocked_mask)
     sig = info.signo
-    struct.pack_into("<QQ", b, greg_offset("ERR"), info.err, info.trapno)
-    struct.pack_into("<Q", b, greg_offset("CR2"), info.addr or 0)
+    stack = (0, SS_DISABLE, 0, 0) if altstack is None else \
+        (altstack[0], SS_ONSTACK if on_altstack else 0, 0, altstack[1])
+    head = (restorer, UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS | (xstate.UC_FP_XSTATE if xcr0 else 0), 0, *stack,
+            *vals, USER_CS, 0, 0, USER_SS, info.err, info.trapno, info.addr or 0, fpstate, blocked_mask)
     if info.addr is None:
-        struct.pack_into("<iiiiIIi", b, SIGINFO, sig, 0, info.code, 0, info.pid, info.uid, info.status)
+        b = _FRAME_KILL.pack(*head, sig, 0, info.code, 0, info.pid, info.uid, info.status)
     else:
-        struct.pack_into("<iiiiQ", b, SIGINFO, sig, 0, info.code, 0, info.addr)
+        b = _FRAME_FAULT.pack(*head, sig, 0, info.code, 0, info.addr)
     mem_write(uc, fpstate, fx)
-    mem_write(uc, frame, bytes(b))
+    mem_write(uc, frame, b)
     _HANDLER_ENTRY.write(uc, (frame, handler, sig, frame + SIGINFO, frame + UC, 0, regs["EFLAGS"] & ~ENTRY_CLEAR))
     return Delivered(frame, frame + UC, fpstate, regs, xmm, mxcsr, sig, fs_base, ext=ext, vals=vals)
 
