@@ -527,14 +527,14 @@ class _Listener:
         sw = self.sw
         if rec.g != sw.g:
             return False
-        self.clock.release()
+        self.clock.release(rec.ret_to)
         pt = self.point
         if pt is None or pt.stack is None or rec.pc != pt.pc or rec.sp != pt.stack[0]:
             return False
         self.paths[rec.path] += 1
         sp, before = pt.stack
-        rsp = read_reg(sw.p.uc, X.UC_X86_REG_RSP)
-        if rec.path == "descheduled" and not rec.found and rsp + 8 == rec.sp and sw.p.read_u64(rsp) == rec.pc \
+        rsp = rec.ret_sp                    # read at the RET by the watch (nothing ran since)
+        if rec.path == "descheduled" and not rec.found and rsp + 8 == rec.sp and rec.ret_to == rec.pc \
                 and sw.p.read(sp, len(before)) == before:
             pt.stack = None                 # every check below holds: the common case, decided without them
             return True

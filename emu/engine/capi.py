@@ -37,3 +37,14 @@ def save_context(uc, into=None):
     if err:
         raise UcError(err)
     return into
+
+
+_context_restore = unconverted(uclib.uc_context_restore)
+
+
+def restore_context(uc, ctx) -> None:
+    """uc.context_restore(ctx) without the binding's argument conversion (0.9 against 2.0 us, timeit): the real
+    process restores one per slice."""
+    err = _context_restore(uc._uch, ctx.context)
+    if err:
+        raise UcError(err)

@@ -145,8 +145,9 @@ class GoroutineClock:
         """An injection into G was made (rt_sigreturn into asyncPreempt): its window is not G's own code."""
         self.held = True
 
-    def release(self) -> None:
-        """asyncPreempt's RET is about to execute on the current thread (a code hook: it is counted already)."""
+    def release(self, ret_to: int | None = None) -> None:
+        """asyncPreempt's RET is about to execute on the current thread (a code hook: it is counted already);
+        `ret_to`: where it returns, when the caller has read it."""
         self.held = False
         t, p = self.p.cur, self.p
         rip, rsp, fs = _RET_STATE(p.uc)     # one batched read
@@ -154,4 +155,4 @@ class GoroutineClock:
             c = self._counter
             self._begin(t, c.at(rip) if c.settled is None else c.settled)     # c.executed, RIP read already
             if self._cap() == 1:            # the next stop is right after the return target's instruction
-                p.single_step(p.read_u64(rsp))
+                p.single_step(p.read_u64(rsp) if ret_to is None else ret_to)

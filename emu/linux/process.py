@@ -63,7 +63,7 @@ from .scheduling import FIRST_TID, ThreadScheduling
 from .services import SyscallServices
 from .sigdeliver import SignalDelivery
 from .sys_socket import Net
-from ..engine.capi import save_context
+from ..engine.capi import restore_context, save_context
 from .regbatch import RegBatch, read_reg, remove_cache
 from .threads import BLOCKED, EXITED, RUNNABLE, Thread
 from .watch import Watch
@@ -394,7 +394,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
 
     def _run_slice(self, t: Thread, ns: int, limit_ns: int | None) -> None:
         uc = self.uc
-        uc.context_restore(t.ctx)
+        restore_context(uc, t.ctx)
         if self.avx is not None:
             self.avx.set_kregs(t.kregs)          # K0-K7 are not in Unicorn's context (engine/avx.py)
         self.cur = t

@@ -181,12 +181,15 @@ class ThreadScheduling:
 
     def _wake_due(self, upto: int) -> None:
         """Wake every thread whose deadline is at or before `upto`, each runnable from its deadline."""
-        due = sorted((t.wait.deadline, t.tid) for t in self.threads.values()
-                     if t.state == BLOCKED and t.wait.deadline is not None and t.wait.deadline <= upto)
+        due = [(d, t.tid) for t in self.threads.values()
+               if t.state == BLOCKED and (d := t.wait.deadline) is not None and d <= upto]
+        if not due:                     # the common case, at every slice's end
+            return
+        due.sort()
         for d, tid in due:
             t = self.threads[tid]
             self.wake(t, t.wait.on_timeout, at=d)
 
     def _earliest_deadline(self) -> int | None:
-        ds = [t.wait.deadline for t in self.threads.values() if t.state == BLOCKED and t.wait.deadline is not None]
+        ds = [d for t in self.threads.values() if t.state == BLOCKED and (d := t.wait.deadline) is not None]
         return min(ds) if ds else None

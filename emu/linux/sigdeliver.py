@@ -14,6 +14,8 @@ pending twice is merged), stopping and continuing, core dumps.
 """
 from __future__ import annotations
 
+import functools
+
 from unicorn import UcError
 from unicorn import unicorn_const as UCC
 from unicorn import x86_const as X
@@ -32,6 +34,12 @@ SA_ONSTACK, SA_RESTART, SA_NODEFER = 0x08000000, 0x10000000, 0x40000000
 SIG_DFL, SIG_IGN = 0, 1
 DEFAULT_IGNORED = {17, 18, 23, 28}     # SIGCHLD, SIGCONT, SIGURG, SIGWINCH: default action is ignore
 SIGNAL_NAMES = {23: "SIGURG", 11: "SIGSEGV", 5: "SIGTRAP", 6: "SIGABRT", 2: "SIGINT", 9: "SIGKILL", 13: "SIGPIPE", 15: "SIGTERM"}
+
+
+@functools.lru_cache(maxsize=64)
+def _tkill_info(sig: int, pid: int, uid: int) -> SigInfo:
+    """A tgkill's siginfo (immutable: one per signal and sender, not one per delivery)."""
+    return SigInfo(sig, pid=pid, uid=uid)
 
 
 class SignalDelivery:
@@ -109,7 +117,7 @@ class SignalDelivery:
         rsp = read_reg(self.uc, X.UC_X86_REG_RSP)
         alt = t.altstack if flags & SA_ONSTACK else None
         on_alt = t.altstack is not None and t.altstack[0] <= rsp - 128 < t.altstack[0] + t.altstack[1]
-        info = ev.info or SigInfo(sig, pid=self.pid, uid=self.uid)
+        info = ev.info or _tkill_info(sig, self.pid, self.uid)
         xsave = (self.level.xcr0, self.avx.kregs()) if self.avx is not None else None
         frame = setup_rt_frame(self.uc, info, handler, restorer, t.sigmask, alt, on_alt, xsave)
         t.sigmask |= mask | (0 if flags & SA_NODEFER else 1 << (sig - 1))

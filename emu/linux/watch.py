@@ -63,6 +63,8 @@ class Preemption:
     descheduled: str = ""             # ... and this function descheduled it on g0 (goschedImpl, preemptPark)
     #: at asyncPreempt's RET: "descheduled", "no-asyncPreempt2" or "not-descheduled" (PATHS)
     path: str = ""
+    ret_sp: int = 0                   # RSP at asyncPreempt's RET
+    ret_to: int = 0                   # the word at ret_sp: where the RET goes
 
     def to_json(self) -> dict:
         return {"time_ns": self.time_ns, "thread": self.tid, "goid": self.goid, "g": hex(self.g), "pc": hex(self.pc),
@@ -293,6 +295,7 @@ class Watch:
                     diffs.append(f"X{i}: {was:#x} -> {v:#x}")
                     found.append(("register", f"XMM{i}", was, v))
         ret_to = self.p.read_u64(rsp)
+        rec.ret_sp, rec.ret_to = rsp, ret_to          # RSP and the word it points to at the RET, for the listener
         if ret_to != rec.pc:
             diffs.append(f"return address {ret_to:#x}, interrupted at {rec.pc:#x}")
         if rsp + 8 != rec.sp:
