@@ -27,7 +27,7 @@ from unicorn import x86_const as X
 
 from ..core.errors import EmuError
 from . import heapgraph
-from .regbatch import changed_pages, read_reg
+from .regbatch import changed_pages, mem_read_into, read_reg
 
 #: Globals whose changes are the runtime's own bookkeeping, not F's effect: runtime packages, the internal/
 #: tree, sync's pool registry, os/syscall/time state and the linker's symbols.
@@ -143,12 +143,10 @@ class Effects:
         return None if pr is None else goabi.result_slots(*pr)
 
     # --- globals ---------------------------------------------------------------------------------------
-    def _read(self) -> list[bytes]:
-        return [self.p.read(a, n) for a, n in self.segments]
-
     def mark_start(self) -> None:
-        """Keep the globals as they are now (at F's call) to diff against."""
-        self.start = self._read()
+        """Keep the globals as they are now (at F's call) to diff against (bytearrays, never changed: a
+        segment of tens of MB read in one copy)."""
+        self.start = [mem_read_into(self.p.uc, a, bytearray(n)) for a, n in self.segments]
 
     def symbol_of(self, addr) -> str | None:
         """The symbol holding addr (`name` or `name+0xOFF`); a path (a str key of changed_globals) as it is."""
@@ -175,7 +173,7 @@ class Effects:
     def _start_bytes(self, addr: int, n: int) -> bytes | None:
         for (a, size), data in zip(self.segments, self.start):
             if a <= addr and addr + n <= a + size:
-                return data[addr - a:addr - a + n]
+                return bytes(data[addr - a:addr - a + n])
         return None
 
     def start_token(self, key) -> str:
@@ -238,7 +236,7 @@ class Effects:
                 now = bytes(buf[page:page + 4096])
                 for off in range(page, min(n, page + 4096) - 7, 8):
                     word = now[off - page:off - page + 8]
-                    if before[off:off + 8] == word:
+                    if before[off:off + 8] == word:                 # (a bytearray slice against bytes)
                         continue
                     name = self.symbol_of(a + off)
                     if name is None or name.startswith(BOOKKEEPING):

@@ -68,7 +68,7 @@ _memcmp.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
 _MIB = 1 << 20
 
 
-def changed_pages(uc, addr: int, before: bytes, into: bytearray, page: int = 4096) -> list[int]:
+def changed_pages(uc, addr: int, before, into: bytearray, page: int = 4096) -> list[int]:
     """The offsets of the `page`-sized pieces of guest [addr, addr + len(before)) that differ from `before`,
     the memory read into `into` (a buffer of that length the caller keeps: a segment of tens of MB read
     through mem_read cost ~25 ms a time in fresh buffers and page faults, against a copy and memcmp here)."""
@@ -77,14 +77,26 @@ def changed_pages(uc, addr: int, before: bytes, into: bytearray, page: int = 409
     err = _mem_read(uc._uch, addr, ctypes.addressof(dst), n)
     if err:
         raise UcError(err)
-    a, b = ctypes.addressof(dst), ctypes.cast(ctypes.c_char_p(before), ctypes.c_void_p).value
+    src = (ctypes.c_char * n).from_buffer(before) if isinstance(before, bytearray) else ctypes.c_char_p(before)
+    a, b = ctypes.addressof(dst), ctypes.cast(src, ctypes.c_void_p).value
     out = []
     for c in range(0, n, _MIB):                 # a MiB at a time, then its pages where it differs
         m = min(_MIB, n - c)
         if _memcmp(a + c, b + c, m):
             out += [off for off in range(c, c + m, page) if _memcmp(a + off, b + off, min(page, n - off))]
-    del dst
+    del dst, src
     return out
+
+
+def mem_read_into(uc, addr: int, into: bytearray) -> bytearray:
+    """Guest [addr, addr + len(into)) copied into `into` (one copy: a read of tens of MB through mem_read
+    zero-fills a ctypes buffer, copies into it and copies again into bytes)."""
+    dst = (ctypes.c_char * len(into)).from_buffer(into)
+    err = _mem_read(uc._uch, addr, ctypes.addressof(dst), len(into))
+    del dst
+    if err:
+        raise UcError(err)
+    return into
 
 
 def read_u64(uc, addr: int) -> int:
