@@ -91,6 +91,9 @@ class StructRef:
                 if len(parts) == 1:
                     (addr, st, size), = parts
                     r = lambda: st.unpack(mem.read(addr, size))      # noqa: E731
+                elif len(parts) == 2:                                # (a generator costs ~2 us a call)
+                    (a1, st1, n1), (a2, st2, n2) = parts
+                    r = lambda: st1.unpack(mem.read(a1, n1)) + st2.unpack(mem.read(a2, n2))   # noqa: E731
                 else:
                     r = lambda: tuple(v for addr, st, size in parts for v in st.unpack(mem.read(addr, size)))  # noqa: E731
             self._readers[id(names)] = r
