@@ -323,6 +323,12 @@ MUTATIONS = {
                                  "    if False:", [P37 + "test_a_program_that_runs_itself_reads_its_childs_output_and_exit_status_as_natively"]),
     "proc-wait-never-woken": ("emu/linux/proctable.py", "        self.wake_waiters(pp)\n", "",
                               [P37 + "test_a_blocked_wait_finishes_when_the_child_ends"]),
+    # issue #39 item 1: F's globals diffed with memcmp (regbatch.changed_pages) instead of bytes slices
+    "globals-changed-pages-missed": ("emu/linux/regbatch.py",
+                                     "            out += [off for off in range(c, c + m, page) if _memcmp(a + off, b + off, "
+                                     "min(page, n - off))]", "            pass",
+                                     ["tests/test_heapgraph.py::test_a_global_one_run_left_alone_compares_by_its_value_at_the_call",
+                                      "tests/test_point_cost.py::test_changed_pages_finds_every_changed_page_and_only_those"]),
 }
 
 
