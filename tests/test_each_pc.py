@@ -30,3 +30,14 @@ def test_max_points_caps_the_pcs_decided_and_gc_is_refused():
     assert each.result.points == each.result.each_pc["decided"] == 50 < each.result.each_pc["distinct"]
     with pytest.raises(EmuError, match="--each-pc and --gc"):
         emu.sweep("tests/data/go/gcreal", "hidden", each_pc=True, gc=True)
+
+
+def test_each_pc_covers_every_pc_the_full_sweep_reaches_on_a_library_heavy_function():
+    # main.ledger 6 (tests/data/go/ledger: a map, fmt, errors, a channel, sha256): 32,567 boundaries, ~6,800 PCs
+    full = emu.sweep("tests/data/go/ledger", "ledger", to_exit=0, args=["6"])
+    each = emu.sweep("tests/data/go/ledger", "ledger", to_exit=0, args=["6"], each_pc=True)
+    assert full.ok and each.ok
+    assert set(each.result.per_pc) >= set(full.result.per_pc)
+    e = each.result.each_pc
+    assert e["decided"] == e["distinct"] == each.result.points < full.result.points // 4
+    assert all(sum(c.values()) == 1 for c in each.result.per_pc.values())  # each PC decided once

@@ -314,6 +314,18 @@ class InsnCounter:
         """Inside a code hook: the count once the current block has run to its end."""
         return self._c.executed + self._c.pending
 
+    def stop_before(self, pc: int) -> None:
+        """Inside a block hook added after the counter's (Unicorn calls block hooks in the order added, and none
+        after one that stops the engine): end the slice just before the instruction at `pc` of the block about
+        to run, as when the limit falls there: the engine stops before the block and `run` runs it up to `pc`.
+        In a tail (a limit fell inside the block, so this is the first call the hook gets for it) the block
+        cut short is run again, cut at `pc`."""
+        c = self._c
+        c.limit, c.pending, c.crossed = c.executed + self._index(pc), 0, 1
+        if c.tail:
+            c.crossed, self._resume = 0, True
+        self._uc.emu_stop()
+
     def stopping(self, pc: int) -> bool:
         """Inside a code hook: the engine stops before this instruction (the limit is reached)."""
         return self._c.executed + self._index(pc) >= self._c.limit
