@@ -323,6 +323,11 @@ MUTATIONS = {
                                  "    if False:", [P37 + "test_a_program_that_runs_itself_reads_its_childs_output_and_exit_status_as_natively"]),
     "proc-wait-never-woken": ("emu/linux/proctable.py", "        self.wake_waiters(pp)\n", "",
                               [P37 + "test_a_blocked_wait_finishes_when_the_child_ends"]),
+    # issue #39 item 2: --each-pc's block-speed stop (eachpc.py)
+    "eachpc-blocks-decide-nothing": ("emu/drive/eachpc.py",
+                                     "                if a not in decided and len(decided) < self.max_points:",
+                                     "                if False:",
+                                     ["tests/test_each_pc.py::test_each_pc_decides_the_pcs_of_its_own_run_and_catches_a_broken_stub"]),
     # issue #39 item 1: F's globals diffed with memcmp (regbatch.changed_pages) instead of bytes slices
     "globals-changed-pages-missed": ("emu/linux/regbatch.py",
                                      "            out += [off for off in range(c, c + m, page) if _memcmp(a + off, b + off, "
