@@ -35,7 +35,6 @@ get preemptone's request, withdrawn when declined.
 from __future__ import annotations
 
 import gc
-
 import random
 from collections import Counter
 from dataclasses import dataclass, replace
