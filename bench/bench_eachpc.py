@@ -1,10 +1,11 @@
 """`--each-pc` against the full sweep (issue #39 item 2), CPU time and coverage, old and new in one run.
 
-  .venv/bin/python bench/bench_eachpc.py [--n 27] [--no-old]
+  .venv/bin/python bench/bench_eachpc.py [--n 27] [--old REV] [--no-old]
 
 Sweeps main.ledger of tests/data/go/ledger (maps, fmt, errors, a channel, sha256; `--n 27`: 98,456 boundaries)
 at every boundary, then with --each-pc: this checkout's eachpc.py (a native gate on G's blocks), and, unless
---no-old, main's eachpc.py as committed (a Python hook on every instruction), loaded from git in its place.
+--no-old, eachpc.py as committed at --old (default 1cebc99, the last with a Python hook on every instruction),
+loaded from git in its place.
 Prints each run's CPU (the sweep's own, RealSweepResult.cpu: reference runs, chains, checks), --each-pc's
 CPU as a share of the full sweep's (target <= 15 %) and the share of the PCs the full sweep reaches
 (result.per_pc) that --each-pc decides (target 100 %), with the functions of those it misses.
@@ -29,14 +30,14 @@ from emu.linux import elfimage  # noqa: E402
 LEDGER = ROOT / "tests/data/go/ledger"
 
 
-def main_eachpc():
-    """main's emu/drive/eachpc.py as a module of emu.drive (None when git cannot show it)."""
-    r = subprocess.run(["git", "show", "main:emu/drive/eachpc.py"], cwd=ROOT, capture_output=True, text=True)
+def old_eachpc(rev: str):
+    """emu/drive/eachpc.py at git revision `rev` as a module of emu.drive (None when git cannot show it)."""
+    r = subprocess.run(["git", "show", f"{rev}:emu/drive/eachpc.py"], cwd=ROOT, capture_output=True, text=True)
     if r.returncode != 0:
         return None
-    spec = importlib.util.spec_from_loader("emu.drive._eachpc_main", loader=None)
+    spec = importlib.util.spec_from_loader("emu.drive._eachpc_old", loader=None)
     mod = importlib.util.module_from_spec(spec)
-    exec(compile(r.stdout, "main:emu/drive/eachpc.py", "exec"), mod.__dict__)
+    exec(compile(r.stdout, f"{rev}:emu/drive/eachpc.py", "exec"), mod.__dict__)
     return mod
 
 
@@ -52,7 +53,8 @@ def line(name: str, res, full, image) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=27, help="ledger's argument (27: 98,456 boundaries)")
-    ap.add_argument("--no-old", action="store_true", help="leave out main's eachpc.py")
+    ap.add_argument("--old", default="1cebc99", help="the revision whose eachpc.py is run beside this one")
+    ap.add_argument("--no-old", action="store_true", help="leave out the older eachpc.py")
     a = ap.parse_args()
     args = [str(a.n)]
     image = elfimage.load(str(gobuild.build(str(LEDGER)).binary))
@@ -60,7 +62,7 @@ def main() -> None:
     print(f"main.ledger {a.n}: {full.boundaries:,} boundaries; full sweep {full.cpu:.2f} s CPU, {len(full.per_pc):,} PCs")
     new = emu.sweep(str(LEDGER), "ledger", to_exit=0, args=args, each_pc=True).result
     print(line("--each-pc new", new, full, image))
-    old = None if a.no_old else main_eachpc()
+    old = None if a.no_old else old_eachpc(a.old)
     if old is not None:
         chain = eachpc.chain
         eachpc.chain = old.chain
@@ -68,7 +70,7 @@ def main() -> None:
             res = emu.sweep(str(LEDGER), "ledger", to_exit=0, args=args, each_pc=True).result
         finally:
             eachpc.chain = chain
-        print(line("--each-pc main", res, full, image))
+        print(line(f"--each-pc {a.old}", res, full, image))
 
 
 if __name__ == "__main__":
