@@ -49,6 +49,7 @@ class _RequestOffsets:
         self.g_preempt, self.g_stackguard0 = g["preempt"].offset, g["stackguard0"].offset
         self.m_p, self.m_signal_pending, self.p_preempt = m["p"].offset, m["signalPending"].offset, p["preempt"].offset
         self.sig_size, self.p_size = m["signalPending"].size, p["preempt"].size
+        self.g_preempt_size, self.sg_size = g["preempt"].size, g["stackguard0"].size
         self.g_one, self.p_one, self.sig_one = ((1).to_bytes(f.size, "little") for f in (g["preempt"], p["preempt"],
                                                                                          m["signalPending"]))
         self.stack_preempt = gs.STACK_PREEMPT.to_bytes(g["stackguard0"].size, "little")
@@ -59,9 +60,10 @@ class RequestMixin:
 
     _offsets: _RequestOffsets | None = None
 
-    def _set(self, base: int, table: dict, field: str, value: int) -> None:
-        f = table[field]
-        self.p.write(base + f.offset, value.to_bytes(f.size, "little"))
+    def _request_offsets(self) -> _RequestOffsets:
+        if self._offsets is None:
+            self._offsets = _RequestOffsets(self.p.structs)
+        return self._offsets
 
     def _g_request(self) -> tuple[int, int, int]:
         """G's stackguard0, m and preempt (_G_REQUEST's order), in one read."""
@@ -73,9 +75,8 @@ class RequestMixin:
 
     def _m_and_p(self) -> tuple[int, int]:
         """G's M and that M's P (0 when G has none)."""
-        m = self._g("m")
-        pp = int.from_bytes(self.p.read(m + self.p.structs.m["p"].offset, 8), "little") if m else 0
-        return m, pp
+        m = self._g_request()[1]
+        return m, self.p.read_u64(m + self._request_offsets().m_p) if m else 0
 
     def _deliver(self, clock: GoroutineClock, k: int) -> Point:
         """The request at boundary k, as preemptone makes it, and SIGURG pending for G's thread (with --gc:
@@ -87,9 +88,7 @@ class RequestMixin:
         p = self.p
         t = p.threads[clock.ready]
         pc = context_reg(t.ctx, X.UC_X86_REG_RIP)
-        o = self._offsets
-        if o is None:
-            o = self._offsets = _RequestOffsets(p.structs)
+        o = self._request_offsets()
         sg, m, gpre = self._g_request()
         pp = p.read_u64(m + o.m_p) if m else 0
         saved = (gpre, sg, int.from_bytes(p.read(pp + o.p_preempt, o.p_size), "little") if pp else None,
@@ -265,10 +264,10 @@ class RequestMixin:
     def withdraw(self, pt: Point) -> None:
         """The runtime declined: undo the request (the ack, preemptGen and signalPending, is the runtime's)."""
         gpre, sg, ppre, _ = pt.saved
-        p = self.p
-        self._set(self.g, p.structs.g, "preempt", gpre)
-        if self._g("stackguard0") == gs.STACK_PREEMPT:
-            self._set(self.g, p.structs.g, "stackguard0", sg)
+        p, o = self.p, self._request_offsets()
+        p.write(self.g + o.g_preempt, gpre.to_bytes(o.g_preempt_size, "little"))
+        if self._g_request()[0] == gs.STACK_PREEMPT:
+            p.write(self.g + o.g_stackguard0, sg.to_bytes(o.sg_size, "little"))
         _, pp = self._m_and_p()
         if pp and ppre is not None:
-            self._set(pp, p.structs.p, "preempt", ppre)
+            p.write(pp + o.p_preempt, ppre.to_bytes(o.p_size, "little"))
