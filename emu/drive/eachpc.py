@@ -175,7 +175,7 @@ class FirstOccurrences:
     def _stop(self, a: int) -> None:
         """G stops before `a`: its boundary, which slice_end sees G's count reach (ready, as at a chosen one)."""
         clock = self.clock
-        self.stop = clock.stop_at = clock.count + self.p.counter.at(a) - 1 - clock.mark
+        self.stop = clock.stop_at = clock.boundary_at(a)
 
     def _tails(self) -> list[tuple[int, int]]:
         """(first, last) instruction after each TLS g store, up to the control transfer that ends its block."""

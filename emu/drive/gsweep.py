@@ -241,7 +241,7 @@ class RealSweep(RequestMixin):
             return
         if self._stack_hi() - read_reg(uc, X.UC_X86_REG_RSP) != self.entry_depth - 8:
             return                              # a deeper (recursive) call returning here
-        n = clock.count + (counter.at(addr) - 1 - clock.mark)
+        n = clock.boundary_at(addr)
         self.returned = (n, self.effects.results(), self.effects.changed_globals())
 
     def _finish(self, clock: GoroutineClock) -> Ending:

@@ -33,6 +33,7 @@ trigger itself (the allocation's prologue is used instead: the frames scanned ar
 """
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -41,6 +42,7 @@ from unicorn import UC_HOOK_CODE
 from unicorn import x86_const as X
 
 from ..core import gostructs as gs
+from ..linux.realgc import GC_OFF
 from ..linux.regbatch import read_reg
 
 #: the runtime's allocation entries a compiled Go function calls (runtime/malloc.go, slice.go, map*.go,
@@ -131,13 +133,9 @@ class SyncPoints:
         """Whether the function at `entry` starts with the stack check (obj6.go stacksplit): a compare
         against g.stackguard0 in its first four instructions."""
         ok = self._checks.get(entry)
-        if ok is None:
-            try:
-                code = self.image.text_bytes(entry, 32)
-            except Exception:
-                code = b""
-            ok = any(_STACK_CHECK.search(i.op_str) for _, (i) in zip(range(4), self._md.disasm(code, entry)))
-            self._checks[entry] = ok
+        if ok is None:                      # (text_bytes is empty outside the text: no check there)
+            first4 = itertools.islice(self._md.disasm(self.image.text_bytes(entry, 32), entry), 4)
+            ok = self._checks[entry] = any(_STACK_CHECK.search(i.op_str) for i in first4)
         return ok
 
     # --- a chain ---------------------------------------------------------------------------------------
@@ -185,7 +183,7 @@ class SyncPoints:
         if not self.checks_stack(target):
             return
         self.reached.add(addr)
-        if self.gc.cycle is not None or self.gc.concurrent and self.gc.phase() != 0 and self.gc.scanned_this_cycle():
+        if self.gc.cycle is not None or self.gc.concurrent and self.gc.phase() != GC_OFF and self.gc.scanned_this_cycle():
             self.waiting.add(addr)          # G's stack was scanned in the running cycle: a later chain's site
             return
         self.armed = (addr, target)
@@ -200,7 +198,7 @@ class SyncPoints:
         self.done.add(site)
         callee = (self.image.func_at(self.p.read_u64(read_reg(uc, X.UC_X86_REG_RSP))) or ("?", 0))[0]
         clock, counter = self.clock, self.p.counter
-        k = clock.count + counter.at(addr) - 1 - clock.mark
+        k = clock.boundary_at(addr)
         self.stop = SyncStop(k, site, callee, kind_of(callee))
         clock.stop_at = k                   # slice_end sees G's count at k: ready, as at a chosen boundary
         counter.stop_here(False)            # before morestack's first instruction runs

@@ -112,6 +112,11 @@ class GoroutineClock:
             self.ready = t.tid
 
     # --- inside a slice ---------------------------------------------------------------------------------
+    def boundary_at(self, addr: int) -> int:
+        """Inside a code hook on G's thread, for the instruction at `addr`: G's instructions before it (the
+        boundary G stands at there)."""
+        return self.count + self._counter.at(addr) - 1 - self.mark
+
     def _on_store(self, uc, addr, size, _) -> None:
         counter = self._counter
         if counter.stopping(addr):

@@ -154,7 +154,7 @@ def _run(sw, pcs: dict[int, object], budget: int) -> dict[object, list[int]]:
         if sw.returned is not None or clock.tid is None or clock.tid != p.cur.tid or clock.held \
                 or counter.stopping(addr):
             return                          # not G's instruction (or it runs, and is seen, next slice)
-        seen.setdefault(pcs[addr], []).append(clock.count + counter.at(addr) - 1 - clock.mark)
+        seen.setdefault(pcs[addr], []).append(clock.boundary_at(addr))
 
     hooks = [p.uc.hook_add(UC_HOOK_CODE, on_code, None, a, a) for a in pcs]
     for a in pcs:
