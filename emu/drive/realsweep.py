@@ -256,19 +256,21 @@ SYNC_ROUNDS = 32
 
 
 def _add_shard(out: S.ShardResult, more: S.ShardResult) -> None:
-    """Another chain of the same shard (the call-site rounds): its counts added to out's."""
+    """Another shard's counts added to out's: the call-site rounds' chains, and every shard of a sweep (a shard
+    that ran in another process has PCs as strings, and no extra when it had nothing to add)."""
     out.points += more.points
     out.injected += more.injected
     out.refused.update(more.refused)
     out.violations.merge(more.violations)
     for pc, ps in more.per_pc.items():
-        out.per_pc.setdefault(pc, S.PcStats(pc, Counter())).verdicts.update(ps.verdicts)
+        out.per_pc.setdefault(int(pc), S.PcStats(int(pc), Counter())).verdicts.update(ps.verdicts)
     out.cpu_seconds += more.cpu_seconds
-    a, b = out.extra, more.extra
-    a["reached"] += b["reached"]
-    a["other_preemptions"] += b["other_preemptions"]
-    a["paths"] = dict(Counter(a["paths"]) + Counter(b["paths"]))
-    a["gc"] = merge_gc(a["gc"], b["gc"])
+    a, b = out.extra, more.extra or {}
+    a["reached"] = a.get("reached", 0) + b.get("reached", more.points)
+    a["other_preemptions"] = a.get("other_preemptions", 0) + b.get("other_preemptions", 0)
+    a["paths"] = dict(Counter(a.get("paths", {})) + Counter(b.get("paths", {})))
+    if b.get("gc") is not None:
+        a["gc"] = merge_gc(a.get("gc"), b["gc"])
 
 
 def _chain_shard(sw: RealSweep, ref: Reference, index: int, points, opts: S.ChainOptions,
@@ -440,24 +442,13 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
     else:
         results = sorted(runner(tasks, ref, opts), key=lambda r: r.index)
     c0 += time.process_time() - c1 - sum(r.cpu_seconds for r in results)   # shards: their own CPU, wherever they ran
-    log = S.ViolationLog(max_violations)
-    refused: Counter = Counter()
-    per_pc: dict = {}
-    injected = reached = other = 0
-    paths: Counter = Counter()
-    gc: dict | None = None
+    total = S.ShardResult(-1, 0, 0, 0, Counter(), S.ViolationLog(max_violations), {}, extra={})
     for r in results:
-        g = (r.extra or {}).get("gc")
-        if g is not None:
-            gc = merge_gc(gc, g)
-        injected += r.injected
-        refused.update(r.refused)
-        log.merge(r.violations)
-        reached += (r.extra or {}).get("reached", r.points)
-        other += (r.extra or {}).get("other_preemptions", 0)
-        paths.update((r.extra or {}).get("paths", {}))
-        for pc, ps in r.per_pc.items():
-            per_pc.setdefault(int(pc), Counter()).update(ps.verdicts)
+        _add_shard(total, r)
+    log, refused, injected = total.violations, total.refused, total.injected
+    reached, other = total.extra.get("reached", 0), total.extra.get("other_preemptions", 0)
+    paths, gc = Counter(total.extra.get("paths", {})), total.extra.get("gc")
+    per_pc = {pc: ps.verdicts for pc, ps in total.per_pc.items()}
     ends = []
     for k in spread(points, to_exit):
         pt, end = sw.single(k)
