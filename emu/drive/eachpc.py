@@ -115,7 +115,7 @@ class FirstOccurrences:
     # --- inside a slice -----------------------------------------------------------------------------------
     def _is_g(self) -> bool:
         c = self.clock
-        return self.sw.returned is None and c.tid is not None and c.tid == self.p.cur.tid and not c.held
+        return self.sw.returned is None and c.counting()
 
     def _returning(self, addr: int) -> bool:
         """The block is F's return to its caller (its code hook, gsweep._on_return, fires after this hook): not F's."""

@@ -163,7 +163,7 @@ class SyncPoints:
 
     def _is_g(self) -> bool:
         c = self.clock
-        return (c is not None and c.tid is not None and c.tid == self.p.cur.tid and not c.held
+        return (c is not None and c.counting()
                 and self.p.read_u64(read_reg(self.p.uc, X.UC_X86_REG_FS_BASE) - 8) == self.g)
 
     def _target(self, uc, how: tuple) -> int:

@@ -112,6 +112,11 @@ class GoroutineClock:
             self.ready = t.tid
 
     # --- inside a slice ---------------------------------------------------------------------------------
+    def counting(self) -> bool:
+        """Inside a slice: the thread running is the one G's instructions are being counted on, outside an
+        injection's asyncPreempt window (the instruction at hand is G's own)."""
+        return self.tid is not None and self.tid == self.p.cur.tid and not self.held
+
     def boundary_at(self, addr: int) -> int:
         """Inside a code hook on G's thread, for the instruction at `addr`: G's instructions before it (the
         boundary G stands at there)."""

@@ -151,8 +151,7 @@ def _run(sw, pcs: dict[int, object], budget: int) -> dict[object, list[int]]:
 
     def on_code(uc, addr, size, _):
         counter = p.counter
-        if sw.returned is not None or clock.tid is None or clock.tid != p.cur.tid or clock.held \
-                or counter.stopping(addr):
+        if sw.returned is not None or not clock.counting() or counter.stopping(addr):
             return                          # not G's instruction (or it runs, and is seen, next slice)
         seen.setdefault(pcs[addr], []).append(clock.boundary_at(addr))
 
