@@ -52,6 +52,14 @@ from . import grequest
 from .grequest import Point, RequestMixin
 
 SIGURG = grequest.SIGURG            # gsweep's name too (teach/real.py)
+#: a held reference (RealSweep.held_reference): G's thread descheduled at this many boundaries of F (by
+#: default), for HOLD_NS of virtual time at most in all: half of sysmon's forcePreemptNS (runtime/proc.go:6679,
+#: 10 ms), so that the holds do not make sysmon preempt G
+HOLDS = 3
+HOLD_NS = 5_000_000
+#: stackguard0 at or above this holds one of the runtime's special values, not a stack bound: stackPoisonMin
+#: (runtime/stack.go:144, uintptrMask & -4096); stackPreempt (-1314) and stackFork (-1234) are above it
+STACK_SPECIAL = (1 << 64) - 4096
 
 
 @dataclass
@@ -92,6 +100,7 @@ class Reference:
     globals: dict
     ending: Ending
     unstable: object = None             # references.Unstable, once the other references ran
+    shared: set = frozenset()           # globals other goroutines wrote while G was held (held_reference)
 
 
 class RealSweep(RequestMixin):
@@ -285,6 +294,59 @@ class RealSweep(RequestMixin):
             return Reference(n, results, globs, self._finish(clock))
         finally:
             self.p.opts.ns_per_insn = rate
+
+    def held_reference(self, budget: int, seed: int, boundaries: int, holds: int = HOLDS) -> Reference:
+        """Another legitimate run: uninterrupted, but G's thread descheduled by the OS at `holds` boundaries of F
+        drawn from `seed` among the primary reference's `boundaries` (an OS may deschedule any thread at any
+        instruction), each time until no other thread is runnable (they did what they could), within HOLD_NS
+        of virtual time for all the holds together. The other goroutines then get on while F is part-way, as on
+        a machine where they run in parallel or first: what they legitimately change (a global under a mutex,
+        a semaphore's waiters, what a channel holds) differs here as it does after a preemption
+        (references.py). At about half the holds G is also asked to yield as preemptone asks when async
+        preemption is off (_cooperative_request): G leaves its P at its next call's prologue (morestack ->
+        gopreempt_m) and other goroutines run on its M, as they do after an injection. No signal is sent, and
+        the holds together stay under sysmon's forcePreemptNS, so the runtime does not preempt G
+        asynchronously for them: a reference never runs the stub under test. The globals the others wrote
+        during the holds are the reference's `shared` (references.py: not compared at F's return)."""
+        clock = self._arm()
+        rng = random.Random(f"preemu-held-{seed}")
+        p = self.p
+        give_up, shared = None, set()
+        for k in sorted({rng.randrange(max(1, boundaries)) for _ in range(holds)}):
+            clock.stop_at, clock.ready = k, None
+            p.run_until(lambda: self.returned is not None or clock.ready is not None)
+            if clock.ready is None or p.exit_code is not None or p.error is not None:
+                break                       # F returned (or the program ended) first
+            t = p.threads[clock.ready]
+            clock.ready = None
+            give_up = p.clock + HOLD_NS if give_up is None else give_up
+            if p.clock >= give_up:
+                break
+            if rng.random() < 0.5:
+                self._cooperative_request()
+            shared |= self.effects.written_meanwhile(lambda: self._run_held(t, lambda: not p.runq, give_up))
+        clock.stop_at = budget
+        p.run_until(lambda: self.returned is not None or clock.ready is not None)
+        if self.returned is None:
+            self._disarm(clock)
+            raise EmuError(f"{self.func} did not return in a reference run with its thread descheduled (a "
+                           f"reference, references.py): the program {p.error or p.stop_reason or 'went on past the budget'}")
+        n, results, globs = self.returned
+        return Reference(n, results, globs, self._finish(clock), shared=shared)
+
+    def _cooperative_request(self) -> None:
+        """preemptone's request without its signal, as with GODEBUG=asyncpreemptoff=1 (runtime/proc.go:6931-6942:
+        gp.preempt, gp.stackguard0 = stackPreempt, pp.preempt): G yields at its next function prologue that checks
+        the stack. Left alone when stackguard0 already holds a special value (a request pending, stackFork)."""
+        p, o = self.p, self._request_offsets()
+        sg, m, _ = self._g_request()
+        if sg >= STACK_SPECIAL:
+            return
+        p.write(self.g + o.g_preempt, o.g_one)
+        p.write(self.g + o.g_stackguard0, o.stack_preempt)
+        pp = p.read_u64(m + o.m_p) if m else 0
+        if pp:
+            p.write(pp + o.p_preempt, o.p_one)
 
     def gc_reference(self, budget: int, k: int) -> Reference:
         """--gc: another legitimate run, uninterrupted but for the runtime's own cycle made due when G reaches

@@ -15,7 +15,7 @@ import os
 import re
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import references, shards
 from . import sweeper as S
@@ -220,7 +220,7 @@ def _finals(sw: RealSweep, ref: Reference, ending: Ending, last) -> list[Violati
     for addr in sorted(set(globs) | set(ref.globals), key=str):
         a = ref.globals.get(addr) or eff.start_token(addr)
         b = globs.get(addr) or eff.start_token(addr)
-        if a != b and addr not in u.globals:
+        if a != b and addr not in u.globals and not u.is_shared(eff, addr):
             out.append(sw.make_violation("final-state", _global_name(eff, addr), a, b, k, pc,
                                          f"a global {sw.func} changed differs from the uninterrupted run"))
             break
@@ -488,22 +488,52 @@ def vector_state(level) -> str:
 
 
 def confirm(sw: RealSweep, ref: Reference, budget: int, seed: int, log: S.ViolationLog) -> None:
-    """A chain differed at a key the references agreed on: run up to references.CONFIRM more reseeded
-    references, and drop the final-state violations at keys any of them found unstable too."""
+    """A chain differed at a key the references agreed on: run up to references.CONFIRM more legitimate runs
+    (reseeded and held in turns) and drop a final-state violation when one of them produced the chain's very
+    value there, or when the legitimate runs gave references.WIDE or more distinct values at its key (listed as
+    nondeterministic). A value no legitimate run produced stays a violation, its key varying or not."""
     u = ref.unstable
-    keys = {references.key_of(what) for kind, what in log.groups if kind == "final-state"} - {None}
-    if not keys:
+    groups = {what for kind, what in log.groups if kind == "final-state" and references.key_of(what) is not None}
+    if not groups:
         return
+    swept: dict[str, set] = {}
+    for v in log.kept:
+        if v.kind == "final-state" and v.what in groups:
+            swept.setdefault(v.what, set()).add(v.actual)
+    seen: dict[str, set] = {w: set() for w in groups}       # values other than the primary's, per key
 
-    def names():
-        return {_global_name(sw.effects, g) for g in u.globals}
-    for i in range(references.REFERENCES, references.REFERENCES + references.CONFIRM):
-        references.add_run(u, ref, references.other_run(sw, budget, seed, i))
-        if all(references.is_unstable(u, k, names()) for k in keys):
+    def settled(what: str) -> bool:
+        vals = seen[what]
+        if references.key_of(what)[0] == "global" and u.is_shared(sw.effects, what):
+            return True                                     # written by other goroutines while F ran
+        return len(vals) + 1 >= references.WIDE or (what in swept and swept[what] <= vals)
+    for i in range(references.CONFIRM):
+        if all(settled(w) for w in groups):
             break
-    gone = names()
-    log.drop(lambda v: v.kind == "final-state" and (k := references.key_of(v.what)) is not None
-             and references.is_unstable(u, k, gone))
+        other = (references.other_run(sw, budget, seed, references.REFERENCES + i // 2) if i % 2 == 0 else
+                 references.held_run(sw, budget, seed, references.HELD_REFERENCES + i // 2, ref.boundaries))
+        references.add_run(u, ref, other)
+        u.held_runs += i % 2
+        for what, value in observed(sw, ref, other).items():
+            if what in seen:
+                seen[what].add(value)
+    log.drop(lambda v: v.what in groups and settled(v.what))
+
+
+def observed(sw: RealSweep, ref: Reference, other: Reference) -> dict[str, str]:
+    """{violation subject: value} where legitimate run `other` ends otherwise than the primary reference, in the
+    words and tokens _finals gives a chain's final-state violations."""
+    out = {f"result {n}": b for n, _, b in references.results_diff(
+        replace(ref, unstable=references.Unstable()), other.results)}
+    eff = sw.effects
+    for addr in set(other.globals) | set(ref.globals):
+        a = ref.globals.get(addr) or eff.start_token(addr)
+        b = other.globals.get(addr) or eff.start_token(addr)
+        if a != b:
+            out[_global_name(eff, addr)] = b
+    for what, _, b in references.ending_diff(replace(ref, unstable=references.Unstable()), other.ending):
+        out[f"program {what}"] = b
+    return out
 
 
 def test_argv(path: str, kind: str, name: str) -> list[str]:

@@ -11,12 +11,23 @@ a difference there is no violation. The rule:
   values of elapsed time differ too. Every key (a result path, a global path, the exit status, an output line) whose value is not the
   same in all of them is *unstable*: not compared, listed in the report.
 - A swept run differs at a key only if its value differs from the primary's at a stable key.
-- When a chain differs at a stable key, up to CONFIRM more reseeded references run (in the coordinator) and the
-  key is dropped if any of them differs there too: a difference that appears in no reseeded run is a violation
-  (keys of few values, e.g. which of two map keys iteration meets first, are caught by these extra runs).
+- When a chain differs at a stable key, up to CONFIRM more references run (in the coordinator; reseeded and
+  held in turns): see "A confirmation" below (keys of few values, e.g. which of two map keys iteration meets
+  first, are caught by these extra runs).
 - Output is compared line by line when every reference printed as many lines; otherwise the whole stream is
   unstable.
 
+- HELD_REFERENCES more runs are the program's other legitimate schedules (gsweep.held_reference): G's thread
+  descheduled by the OS at a few seeded boundaries of F while the other threads run on. What other goroutines
+  legitimately change while F is part-way (a counter under a sync.Mutex, a semaphore's waiters, what a
+  channel holds) differs there as after a preemption: such keys are unstable too. A native run on several
+  CPUs varies the same thing. A global that the other goroutines wrote during a hold is *shared*: its
+  value at F's return is the schedule's, not F's, so it is compared at the program's end only (its output
+  and exit status, which every legitimate schedule must agree on), never at F's return.
+- A confirmation compares values, not just whether a key varies: a chain's value at a key stays a violation
+  unless some legitimate run (a reference or a confirmation) produced that very value, or the legitimate runs
+  gave WIDE or more distinct values there (a key of so many values cannot be judged by a sample of runs: it
+  is listed as nondeterministic, never dropped silently).
 - With --gc, GC_REFERENCES more runs each get one of the runtime's own cycles during F (gsweep.gc_reference):
   a key a cycle changes without any bug (a finalizer's count, a sync.Pool New count, a cleared weak pointer) is
   unstable too. A GC bug is still found by its own evidence: the use of freed memory, the runtime's crash.
@@ -34,8 +45,12 @@ REFERENCES = 3
 #: --gc: references with one GC cycle made due during F (at its entry and half-way): a cycle legitimately
 #: changes what finalizers, sync.Pool's New or weak pointers leave behind, so those keys are not compared
 GC_REFERENCES = 2
-#: reseeded runs more, when a chain differs at a key the references agreed on
+#: runs with G's thread descheduled at seeded boundaries of F while the others run (gsweep.held_reference)
+HELD_REFERENCES = 2
+#: runs more (reseeded and held in turns), when a chain differs at a key the references agreed on
 CONFIRM = 6
+#: distinct values at a key among the legitimate runs from which it is too wide to judge by sampling
+WIDE = 3
 #: how keys name the ending (Violation.what of the final-state checks)
 EXIT, STDOUT, STDERR = "program exit_code", "program stdout", "program stderr"
 
@@ -49,20 +64,27 @@ class Unstable:
     exit_code: bool = False
     references: int = 1                              # legitimate runs compared
     gc_runs: int = 0                                 # of them, --gc's with a cycle during F (GC_REFERENCES)
+    held_runs: int = 0                               # of them, with G's thread descheduled (HELD_REFERENCES)
+    shared: set = field(default_factory=set)         # globals other goroutines wrote while G was held
 
     def stream_unstable(self, what: str) -> bool:
         return what in self.lines and self.lines[what] is None
 
     def describe(self, symbol=lambda k: k) -> dict:
         """JSON-ready: what was found unstable and how many runs showed it."""
-        return {"references": self.references, "gc_references": self.gc_runs, "results": sorted(self.results),
+        return {"references": self.references, "gc_references": self.gc_runs, "held_references": self.held_runs,
+                "results": sorted(self.results), "shared": sorted(self.shared),
                 "globals": sorted(symbol(k) for k in self.globals),
                 "output": {w: ("all" if ix is None else sorted(ix)) for w, ix in sorted(self.lines.items())},
                 "exit_code": self.exit_code}
 
+    def is_shared(self, effects, key) -> bool:
+        """Whether global key `key` (changed_globals') belongs to a global other goroutines wrote while F ran."""
+        return bool(self.shared) and effects.global_of(key) in self.shared
+
     @property
     def count(self) -> int:
-        return (len(self.results) + len(self.globals) + int(self.exit_code)
+        return (len(self.results) + len(self.globals) + len(self.shared) + int(self.exit_code)
                 + sum(1 if ix is None else len(ix) for ix in self.lines.values()))
 
 
@@ -73,13 +95,24 @@ def other_run(sw, budget: int, seed: int, i: int):
     return sw.reference(budget, reseed_seed(seed, i), ns_per_insn=None if i % 2 else 2 * sw.p.opts.ns_per_insn)
 
 
+def held_run(sw, budget: int, seed: int, i: int, boundaries: int):
+    """The i-th reference with G's thread descheduled at seeded boundaries of F (gsweep.held_reference): at
+    3, 12 or 48 of them in turns, so that some runs let the others in as often as a chain's injections do."""
+    from .gsweep import HOLDS
+    return sw.held_reference(budget, reseed_seed(seed, 1000 + i), boundaries, HOLDS * 4 ** (i % 3))
+
+
 def establish(sw, budget: int, seed: int):
-    """The primary reference of RealSweep `sw` with its `unstable` keys from REFERENCES - 1 other runs (with
-    --gc, GC_REFERENCES more, each with one of the runtime's own cycles during F: gsweep.gc_reference)."""
+    """The primary reference of RealSweep `sw` with its `unstable` keys from REFERENCES - 1 other runs and
+    HELD_REFERENCES held ones (with --gc, GC_REFERENCES more, each with one of the runtime's own cycles during F:
+    gsweep.gc_reference)."""
     ref = sw.reference(budget)
     ref.unstable = Unstable()
     for i in range(1, REFERENCES):
         add_run(ref.unstable, ref, other_run(sw, budget, seed, i))
+    for i in range(HELD_REFERENCES):
+        add_run(ref.unstable, ref, held_run(sw, budget, seed, i, ref.boundaries))
+        ref.unstable.held_runs += 1
     if sw.gc is not None:
         for i in range(1, GC_REFERENCES + 1):
             add_run(ref.unstable, ref, sw.gc_reference(budget, ref.boundaries * (i - 1) // GC_REFERENCES))
@@ -106,6 +139,7 @@ def _lines(b: bytes) -> list[bytes]:
 def add_run(u: Unstable, primary, other) -> None:
     """Widen u by the keys where reference `other` differs from `primary` (gsweep.Reference)."""
     u.references += 1
+    u.shared |= set(getattr(other, "shared", ()))
     for k in set(primary.results) | set(other.results):
         if primary.results.get(k) != other.results.get(k):
             u.results.add(k)

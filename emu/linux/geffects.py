@@ -246,6 +246,29 @@ class Effects:
                     out.append((a + off, word))
         return out
 
+    def written_meanwhile(self, run) -> set[str]:
+        """Call run() (G's thread held while the other threads run: gsweep.held_reference) and return the
+        globals whose words changed meanwhile, by name (the runtime's bookkeeping left out, as in
+        changed_globals): other goroutines wrote them while F was part-way."""
+        before = [mem_read_into(self.p.uc, a, bytearray(n)) for a, n in self.segments]
+        run()
+        out = set()
+        for (a, n), old in zip(self.segments, before):
+            now = bytearray(n)
+            for page in changed_pages(self.p.uc, a, old, now):
+                for off in range(page, min(n, page + 4096) - 7, 8):
+                    if old[off:off + 8] != now[off:off + 8] and (sym := self._symbol_start(a + off)) is not None \
+                            and not sym[0].startswith(BOOKKEEPING):
+                        out.add(sym[0])
+        return out
+
+    def global_of(self, key) -> str | None:
+        """The global a key of changed_globals belongs to (a path's root, a word's symbol)."""
+        if isinstance(key, int):
+            sym = self._symbol_start(key)
+            return sym[0] if sym is not None else None
+        return self._root_of(key) or key.partition("+0x")[0]
+
     def changed_globals(self) -> dict[str, str]:
         """{path: token} of every main-package global and every other global F changed (see the module
         docstring), walked through the heap by DWARF type; words DWARF does not type as `symbol+0xOFF`."""

@@ -132,22 +132,37 @@ class RealSweepReport:
         return "\n".join(verdict(self.result)) + "\n"
 
 
-def nondeterministic_lines(nd: dict | None) -> list[str]:
-    """What differed between the uninterrupted runs (references.py), when anything did: not compared."""
+def nondeterministic_keys(nd: dict) -> list[str]:
+    """The keys the uninterrupted runs disagreed on, as the report names them."""
     if not nd:
         return []
     outs = [f"{w} line(s) {', '.join(str(i + 1) for i in ix[:6])}{' ...' if len(ix) > 6 else ''}"
             if ix != "all" else f"all of {w}" for w, ix in nd["output"].items()]
-    keys = [f"result {k}" for k in nd["results"]] + list(nd["globals"]) + outs + (
+    return [f"result {k}" for k in nd["results"]] + list(nd["globals"]) + outs + (
         ["the exit status"] if nd["exit_code"] else [])
-    if not keys:
+
+
+def nondeterministic_lines(nd: dict | None) -> list[str]:
+    """What differed between the uninterrupted runs (references.py), when anything did: not compared."""
+    if not nd:
         return []
-    shown = ", ".join(keys[:6]) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
-    gcs = nd.get("gc_references", 0)
-    return [f"  nondeterministic   {len(keys):>9,}   differ between {nd['references']} runs without preemption (the "
-            "runtime's random state drawn anew, the clock's rate varied"
-            + (f", a GC cycle during the function in {gcs}" if gcs else "") + "), so not compared:",
-            f"                                 {shown}"]
+    keys = nondeterministic_keys(nd)
+    shared = nd.get("shared", [])
+    out = []
+    if keys:
+        shown = ", ".join(keys[:6]) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
+        gcs, held = nd.get("gc_references", 0), nd.get("held_references", 0)
+        out += [f"  nondeterministic   {len(keys):>9,}   differ between {nd['references']} runs without preemption (the "
+                "runtime's random state drawn anew, the clock's rate varied"
+                + (f", the function's thread descheduled in {held}" if held else "")
+                + (f", a GC cycle during the function in {gcs}" if gcs else "") + "), so not compared:",
+                f"                                 {shown}"]
+    if shared:
+        shown = ", ".join(shared[:6]) + (f" and {len(shared) - 6} more" if len(shared) > 6 else "")
+        out += [f"  shared globals     {len(shared):>9,}   other goroutines wrote them while the function ran, so they are "
+                "compared at the program's end only:",
+                f"                                 {shown}"]
+    return out
 
 
 #: each path an injection was seen to take (watch.PATHS), as the report words it
@@ -257,12 +272,23 @@ def _how(r) -> str:
     return f"{how} during {'benchmark ' if test[0] == 'bench' else ''}{test[1]}" if test else how
 
 
+def _compared(r) -> str:
+    """What the OK line's comparison left out: the keys the legitimate runs disagreed on, the shared globals."""
+    nd = getattr(r, "nondeterministic", None) or {}
+    skipped = len(nondeterministic_keys(nd)) + len(nd.get("shared", []))
+    if not skipped:
+        return "."
+    return (f"\n    at every key its {nd['references']} legitimate runs agreed on ({skipped:,} not compared at the "
+            "function's return: listed above).")
+
+
 def verdict(r) -> list[str]:
     if r.ok:
         return (["OK: the runtime's decision matched preemu's oracle at every signal; every injection came back with",
                  f"    the 14 GPRs, RBP, RFLAGS and {getattr(r, 'vector', 'XMM0-15')} bit-exact and the stack at and above "
                  "the interrupted RSP",
-                 f"    untouched; {r.func}'s results and the program's output equal the uninterrupted run."]
+                 f"    untouched; {r.func}'s results and the program's output equal the uninterrupted run"
+                 + _compared(r)]
                 + ([("    The runtime's concurrent GC scanned the goroutine at the points it ran at"
                      if r.gc.get("mode") == "concurrent" else "    The runtime's GC ran at every injection")
                     + (" and at the call sites" if r.gc.get("points", "all") != "async" else "")

@@ -1,0 +1,65 @@
+"""Concurrent code at F's return (issue #46 item 1, emu/drive/references.py): what other goroutines
+legitimately change while F is descheduled is not a violation; a value no legitimate run produces still is."""
+import io
+import json
+
+import pytest
+
+from emu import cli
+from emu.drive import references as R, realsweep
+from emu.drive.gsweep import Ending, Reference
+
+MUTEX = "tests/data/go/mutexcount"
+
+
+def run(*args):
+    out = io.StringIO()
+    code = cli.main(list(args), out)
+    return code, out.getvalue()
+
+
+def test_the_mutex_counter_swept_under_its_test_is_ok_and_says_what_it_left_out():
+    """Measured before the rule: FAIL, `count.total: expected 100, actual 200` (the other goroutine added its
+    100 while add was preempted) and `count.mu.mu.sema: expected 0, actual 1`."""
+    code, text = run("sweep", MUTEX, "--test", "TestCount", "--func", "add", "--json")
+    j = json.loads(text)
+    assert code == 0 and j["ok"], j["violations"]
+    nd = j["nondeterministic"]
+    assert {"preemu/prog.total", "preemu/prog.mu"} <= set(nd["shared"])
+    assert nd["held_references"] >= R.HELD_REFERENCES
+    assert j["reference"]["stdout"].strip().endswith("PASS")
+    code, text = run("sweep", MUTEX, "--test", "TestCount", "--func", "add")
+    assert code == 0
+    assert "shared globals" in text and "compared at the program's end only" in text
+    assert "legitimate runs agreed on" in text                 # the OK line says what it compared
+
+
+def test_without_the_held_references_the_mutex_counter_is_a_false_failure(monkeypatch):
+    """The mutation 'no held references, no held confirmations' brings the measured false FAIL back."""
+    monkeypatch.setattr(R, "HELD_REFERENCES", 0)
+    monkeypatch.setattr(realsweep.references, "held_run", lambda sw, budget, seed, i, n: R.other_run(sw, budget, seed, 50 + i))
+    code, text = run("sweep", MUTEX, "--test", "TestCount", "--func", "add", "--json")
+    j = json.loads(text)
+    assert code == 1
+    assert any(v["what"].startswith("preemu/prog.") for v in j["violations"])
+
+
+def _ref(globs, stdout=b"PASS\n"):
+    return Reference(10, {}, dict(globs), Ending(0, stdout, b"", "exit"))
+
+
+class _Eff:
+    def global_of(self, key):
+        return key.split(".")[0] + "." + key.split(".")[1] if isinstance(key, str) else None
+
+
+def test_a_shared_global_is_not_compared_at_the_return_but_the_output_still_is():
+    u = R.Unstable()
+    held = _ref({"main.total": "200"})
+    held.shared = {"main.total"}
+    R.add_run(u, _ref({"main.total": "100"}), held)
+    assert u.shared == {"main.total"} and u.held_runs == 0
+    assert u.is_shared(_Eff(), "main.total.x") and not u.is_shared(_Eff(), "main.other")
+    primary = _ref({"main.total": "100"})
+    primary.unstable = u
+    assert [w for w, _, _ in R.ending_diff(primary, Ending(0, b"FAIL\n", b"", "exit"))] == ["stdout line 1"]
