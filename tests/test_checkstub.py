@@ -64,3 +64,16 @@ def test_a_stub_that_uses_more_stack_than_it_declares_breaks_the_headroom_canary
 def test_check_stub_mutants_cli_prints_the_score():
     code, out = _cli("check-stub", "--mutants", "--layout", "go1.27")
     assert code == 0 and "mutation score: 39/39 = 100%" in out
+
+
+def test_a_stub_every_point_refuses_tested_nothing_and_does_not_pass(tmp_path):
+    """Issue #46 item 5: a 1 MiB frame exceeds the headroom the runtime checks (asyncPreemptStack), so the
+    runtime refuses every point: 0 injected is FAIL with the reason, never PASS."""
+    big = tmp_path / "bigframe.s"
+    big.write_text(stubgen.stub_path("go1.14").read_text().replace("sub rsp, 368 ", "sub rsp, 1048576 ")
+                   .replace("add rsp, 368 ", "add rsp, 1048576 "))
+    rep = checkstub.check(big, "go1.14", 100, ("sum_loop", "call_loop"))
+    assert sum(r.injected for r in rep.results) == 0 and rep.vacuous and not rep.ok
+    code, out = _cli("check-stub", big, "--max-points", "100")
+    assert code == 1
+    assert "FAIL: nothing was tested" in out and "stack-headroom" in out

@@ -100,3 +100,10 @@ def test_one_start_up_gives_each_function_the_snapshot_of_its_own(monkeypatch):
     monkeypatch.setattr(manysweep, "sweep_all", lambda *a, **k: orig(*a[:6], spec=None))
     alone = emu.sweep("tests/data/go/kinds", "s*", max_points=60, to_exit=1)
     assert table(shared) == table(alone) and len(shared.reports) == 4
+
+
+def test_a_pattern_whose_functions_were_never_called_tested_nothing_and_fails():
+    """Issue #46 item 5: `--func 'build*' --call 2` matched buildList, which main calls once: 0 swept was OK."""
+    code, out, _ = cli_run("sweep", "tests/go/corpus", "--func", "build*", "--call", "2")
+    assert code == 1
+    assert "FAIL: nothing was tested" in out and "not called" in out

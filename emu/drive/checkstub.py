@@ -57,6 +57,11 @@ class CorpusResult:
 
 
 
+#: refusals a stub causes by itself (its frame too large for the headroom the runtime checks), as opposed to
+#: those of a loop's own code (assembly, unsafe points)
+STUB_REFUSALS = ("stack-headroom",)
+
+
 @dataclass
 class StubReport:
     """What `preemu check-stub` prints: one CorpusResult per corpus loop."""
@@ -68,11 +73,22 @@ class StubReport:
     results: list[CorpusResult] = field(default_factory=list)
     stub_program: Program | None = field(default=None, repr=False)   # the assembled stub (for locations)
     layout_note: str = ""          # how the layout was chosen, when the stub's code told it (stub_layout)
+    whole: bool = True             # the whole corpus (only() restricts it to a loop, some of which refuse all)
 
     @property
     def ok(self) -> bool:
-        """True when the stub passed every corpus loop."""
-        return all(r.violation_count == 0 for r in self.results)
+        """True when the stub passed every corpus loop and was injected at all (issue #46 item 5: a stub every
+        point refuses, e.g. one whose frame exceeds the headroom, tested nothing and does not pass)."""
+        return all(r.violation_count == 0 for r in self.results) and not self.vacuous
+
+    @property
+    def vacuous(self) -> bool:
+        """No corpus loop injected the stub even once, so nothing it saves or restores was tested: over the whole
+        corpus, or in loops where the stub itself was the reason (STUB_REFUSALS; a loop of assembly, below_sp,
+        refuses every point by design)."""
+        if not self.results or any(r.injected for r in self.results):
+            return False
+        return (self.whole and len(self.results) > 1) or any(k in STUB_REFUSALS for r in self.results for k in r.refused)
 
     @property
     def violations(self) -> list:
@@ -93,7 +109,7 @@ class StubReport:
 
     def only(self, loop: str) -> "StubReport":
         """The same report restricted to one corpus loop."""
-        return replace(self, results=[r for r in self.results if r.scenario == loop])
+        return replace(self, results=[r for r in self.results if r.scenario == loop], whole=False)
 
     def to_json(self) -> dict:
         """The object `preemu check-stub --json` prints (schema "preemu/check-stub/1")."""

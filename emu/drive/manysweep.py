@@ -87,8 +87,14 @@ class ManyResult:
 
     @property
     def ok(self) -> bool:
+        """Every swept function held, none could not be swept, and at least one was swept (issue #46 item 5:
+        a pattern whose functions the run never called tested nothing)."""
         return all(f.report is None or f.report.ok for f in self.functions) and \
-            not any(f.status == "error" for f in self.functions)
+            not any(f.status == "error" for f in self.functions) and self.swept > 0
+
+    @property
+    def swept(self) -> int:
+        return sum(1 for f in self.functions if f.report is not None)
 
 
 def sweep_all(src: str, pattern: str, packages: tuple[str, ...], image, sweep_one, progress=None,

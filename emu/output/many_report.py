@@ -70,7 +70,10 @@ class ManySweepReport:
             L.append("")
         for f in errors:
             L.append(f"--- {f.func}: not swept: {f.note}")
-        if r.ok:
+        if not r.swept and not errors:
+            L.append(f"FAIL: nothing was tested: none of the {len(r.functions)} function(s) matched was called by "
+                     "the run (see the table); try another --call, --test or program arguments")
+        elif r.ok:
             L.append(f"OK: every one of the {len(self.reports)} function(s) the run called held at every injection "
                      "(results, globals and output equal the uninterrupted runs)")
         else:

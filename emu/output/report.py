@@ -5,7 +5,7 @@ Text output is deterministic except the one speed line; JSON carries the same fa
 from __future__ import annotations
 
 import textwrap
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from typing import TYPE_CHECKING
 
 from .. import __version__
@@ -376,6 +376,15 @@ def checkstub_verdict(rep) -> list[str]:
         return ["PASS: the stub restored every register, flag and XMM register bit for bit at every point, on "
                 "another M and P,",
                 "      stayed within asyncPreemptStack and wrote nothing at or above the resume-PC slot."]
+    if getattr(rep, "vacuous", False) and not rep.violation_count:
+        refused = Counter()
+        for r in rep.results:
+            refused.update(r.refused)
+        why = ", ".join(f"{k} {n:,}" for k, n in refused.most_common(3)) or "no point reached"
+        return [f"FAIL: nothing was tested: the stub was injected at none of the corpus loops' points ({why}),",
+                "      so nothing it saves or restores was checked. A frame larger than the headroom the runtime "
+                "checks (asyncPreemptStack)",
+                "      makes every point refused."]
     L = [f"FAIL: {rep.violation_count:,} violation(s); by register, flag or address (first example of each):"]
     for (kind, what), items in rep.groups().items():
         loops = sorted({sc for sc, _ in items})
