@@ -22,6 +22,14 @@ TIMEOUT = 900               # seconds for one mutant's tests: a mutant that hang
 
 #: name -> (file, old text, new text, tests to run)
 MUTATIONS = {
+    "schedule-findings-dropped": ("emu/drive/realsweep.py", "    log.extend(schedule_findings(sw, ref))\n", "",
+                                  ["tests/test_concurrent_verdicts.py"]),
+    # issue #46 item 2: a --gc reference that hits a GC bug is a finding, never a legitimate run
+    "gc-reference-evidence-ignored": ("emu/drive/references.py", "    if other.gc_evidence is not None:\n",
+                                      "    if False:\n",
+                                      ["tests/test_gc_verdicts.py::test_a_gc_reference_that_hits_the_bug_is_a_finding_and_the_result_still_compared"]),
+    "gc-unasked-raises": ("emu/drive/grequest.py", "                gc.unasked += 1\n",
+                          "                raise EmuError('never asked')\n", ["tests/test_gc_verdicts.py"]),
     # issue #46 item 1: what other goroutines wrote during a held reference is compared at the program's end only
     "held-shared-not-collected": ("emu/drive/references.py", '    u.shared |= set(getattr(other, "shared", ()))\n', "",
                                   ["tests/test_concurrent_verdicts.py"]),

@@ -63,3 +63,30 @@ def test_a_shared_global_is_not_compared_at_the_return_but_the_output_still_is()
     primary = _ref({"main.total": "100"})
     primary.unstable = u
     assert [w for w, _, _ in R.ending_diff(primary, Ending(0, b"FAIL\n", b"", "exit"))] == ["stdout line 1"]
+
+
+POOL = "tests/data/go/poolmisuse"
+
+
+def test_a_test_that_fails_under_some_legitimate_schedule_is_a_schedule_finding_not_ok():
+    """The sync.Pool misuse: the legitimate runs (no injection) end with statuses 0 and 1. Before, the exit
+    status and the output were listed as nondeterministic and the sweep said OK."""
+    code, text = run("sweep", POOL, "--test", "TestUse", "--func", "use", "--json")
+    j = json.loads(text)
+    assert code == 1
+    sched = [v for v in j["violations"] if v["kind"] == "schedule"]
+    assert sched and all(v["what"] == "program exit status" for v in sched)
+    assert any("FAIL: TestUse" in v["actual"] for v in sched)
+    code, text = run("sweep", POOL, "--test", "TestUse", "--func", "use")
+    assert "schedule program exit status: in 1 legitimate run(s) without injection" in text or \
+        "legitimate run(s) without injection" in text
+
+
+def test_failing_schedules_need_two_endings_one_failing():
+    u = R.Unstable()
+    a, b = _ref({}), _ref({})
+    R.add_run(u, a, b)
+    assert R.failing_schedules(u) == []
+    c = Reference(10, {}, {}, Ending(1, b"FAIL\n", b"", "exit"), label="held")
+    R.add_run(u, a, c)
+    assert [label for label, _ in R.failing_schedules(u)] == ["held"]

@@ -104,7 +104,8 @@ def test_what_a_cycle_changes_without_a_bug_is_not_compared(mode):
     listed as nondeterministic, not reported."""
     code, j = sweep(GCCORRECT, "finals", f"--gc={mode}", "--max-points", "200")
     assert code == 0 and "main.finalized" in j["nondeterministic"]["globals"]
-    assert j["nondeterministic"]["references"] == 5
+    nd = j["nondeterministic"]
+    assert nd["references"] >= 7 and nd["gc_references"] >= 2 and nd["held_references"] >= 2
 
 
 def test_gc_points_needs_gc_and_go_input():

@@ -49,6 +49,10 @@ KINDS: dict[str, str] = {
                         "RIP and RSP (pushCall edits only those two).",
     "sigreturn-frame": "In a real program, rt_sigreturn ran on a frame that is not the one delivered last.",
     "unmatched-return": "In a real program, asyncPreempt returned on a goroutine that was never injected.",
+    "schedule": "In a real program, legitimate runs without any injection (other random seeds, the function's "
+                "thread descheduled, a GC cycle at another time) ended differently, one of them with a failing "
+                "exit status: the program fails under some schedule (a data race, a check-then-act, a misuse of "
+                "sync.Pool), whatever preemption does.",
 }
 
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import gc
 import random
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from unicorn import UC_HOOK_CODE
 from unicorn import x86_const as X
@@ -101,6 +101,11 @@ class Reference:
     ending: Ending
     unstable: object = None             # references.Unstable, once the other references ran
     shared: set = frozenset()           # globals other goroutines wrote while G was held (held_reference)
+    #: gc_reference: (k, uses after free, the crash's Ending or None) when the run with a cycle at boundary k
+    #: found a GC bug without any injection; such a run is a finding, not a legitimate run (references.py)
+    gc_evidence: tuple | None = None
+    findings: list = field(default_factory=list)      # the primary's: those gc_evidence of its GC references
+    label: str = "the uninterrupted run"              # which legitimate run this is, as a report names it
 
 
 class RealSweep(RequestMixin):
@@ -290,8 +295,11 @@ class RealSweep(RequestMixin):
         n, results, globs = self.returned
         if ns_per_insn is not None:
             self.p.opts.ns_per_insn = ns_per_insn
+        label = "the uninterrupted run" if reseed is None else (
+            f"a run with the runtime's random state drawn anew (reference seed {reseed})"
+            + (f", at {ns_per_insn} ns an instruction" if ns_per_insn is not None else ""))
         try:
-            return Reference(n, results, globs, self._finish(clock))
+            return Reference(n, results, globs, self._finish(clock), label=label)
         finally:
             self.p.opts.ns_per_insn = rate
 
@@ -312,6 +320,7 @@ class RealSweep(RequestMixin):
         rng = random.Random(f"preemu-held-{seed}")
         p = self.p
         give_up, shared = None, set()
+        held = []
         for k in sorted({rng.randrange(max(1, boundaries)) for _ in range(holds)}):
             clock.stop_at, clock.ready = k, None
             p.run_until(lambda: self.returned is not None or clock.ready is not None)
@@ -322,6 +331,7 @@ class RealSweep(RequestMixin):
             give_up = p.clock + HOLD_NS if give_up is None else give_up
             if p.clock >= give_up:
                 break
+            held.append(k)
             if rng.random() < 0.5:
                 self._cooperative_request()
             shared |= self.effects.written_meanwhile(lambda: self._run_held(t, lambda: not p.runq, give_up))
@@ -332,7 +342,9 @@ class RealSweep(RequestMixin):
             raise EmuError(f"{self.func} did not return in a reference run with its thread descheduled (a "
                            f"reference, references.py): the program {p.error or p.stop_reason or 'went on past the budget'}")
         n, results, globs = self.returned
-        return Reference(n, results, globs, self._finish(clock), shared=shared)
+        return Reference(n, results, globs, self._finish(clock), shared=shared,
+                         label=f"a run with {self.func}'s thread descheduled at boundaries "
+                               f"{', '.join(f'{k:,}' for k in held)} (hold seed {seed})")
 
     def _cooperative_request(self) -> None:
         """preemptone's request without its signal, as with GODEBUG=asyncpreemptoff=1 (runtime/proc.go:6931-6942:
@@ -364,17 +376,28 @@ class RealSweep(RequestMixin):
                 break
         if clock.ready is not None:         # the schedule a chain's point gets (grequest.py)
             cycles = self.gc.cycles
-            listener.point = self._await_concurrent(clock, k) if self.gc.concurrent else self._await_gc(clock, k)
-            if self.gc.concurrent:          # G waits at k for the cycle's end, as in scan mode (and in a chain,
-                self._wait_out_cycle(clock, cycles)         # whose points keep stopping G)
+            try:
+                listener.point = self._await_concurrent(clock, k) if self.gc.concurrent else self._await_gc(clock, k)
+                if self.gc.concurrent:      # G waits at k for the cycle's end, as in scan mode (and in a chain,
+                    self._wait_out_cycle(clock, cycles)     # whose points keep stopping G)
+            except grequest.ProgramEnded:
+                pass                        # the runtime crashed in the cycle: below, the run's evidence
         clock.stop_at = budget
         self.p.run_until(lambda: self.returned is not None or clock.ready is not None)
         if self.returned is None:
             self._disarm(clock)
+            ending = Ending.of(self.p)
+            if self.p.error is None and self.p.exit_code is not None:     # the program ended (the runtime's crash)
+                return Reference(-1, {}, {}, ending, gc_evidence=(k, list(self.gc.uaf), ending))
             raise EmuError(f"{self.func} did not return in the run with a GC cycle at boundary {k:,} (a reference "
                            f"of --gc): the program {self.p.error or self.p.stop_reason or 'went on past the budget'}")
         n, results, globs = self.returned
-        return Reference(n, results, globs, self._finish(clock))
+        uaf = list(self.gc.uaf)
+        ending = self._finish(clock)
+        uaf += [u for u in self.gc.uaf if u not in uaf]
+        evidence = (k, uaf, None) if uaf else None
+        return Reference(n, results, globs, ending, gc_evidence=evidence,
+                         label=f"a run with one of the runtime's GC cycles at boundary {k:,}")
 
     # --- the chain ------------------------------------------------------------------------------------
     def chain(self, points, stats: dict, sync_only: bool = False) -> tuple:
@@ -404,7 +427,10 @@ class RealSweep(RequestMixin):
                     if stop is None or self.returned is not None:
                         break
                     reached += 1                # a call site's synchronous point (gsync.py), at or before k
-                    listener.point = self._deliver_sync(clock, stop)
+                    try:
+                        listener.point = self._deliver_sync(clock, stop)
+                    except grequest.ProgramEnded:
+                        break
                     listener.points.append(listener.point)
                     if stop.boundary >= k:
                         break
@@ -414,7 +440,10 @@ class RealSweep(RequestMixin):
                     break                       # F returned (or the program ended) before boundary k (or a
                     #                             --gc point's own run took G there: the point is not F's)
                 reached += 1                    # (a call site's arm stays: its prologue up to morestack is unsafe)
-                listener.point = self._deliver(clock, k)
+                try:
+                    listener.point = self._deliver(clock, k)
+                except grequest.ProgramEnded:
+                    break                       # the runtime crashed during the point's cycle: _finish's ending
                 listener.points.append(listener.point)
         finally:
             gc.unfreeze()
@@ -436,7 +465,10 @@ class RealSweep(RequestMixin):
         self.p.run_until(lambda: self.returned is not None or clock.ready is not None)
         pt = None
         if clock.ready is not None:
-            pt = listener.point = self._deliver(clock, k)
+            try:
+                pt = listener.point = self._deliver(clock, k)
+            except grequest.ProgramEnded:
+                pass                            # the runtime crashed during the point's cycle: the ending says so
         return pt, self._finish(clock)
 
     def live_summary(self) -> str:

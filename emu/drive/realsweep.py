@@ -15,7 +15,7 @@ import os
 import re
 import time
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from . import references, shards
 from . import sweeper as S
@@ -314,11 +314,12 @@ def _chain_shard(sw: RealSweep, ref: Reference, index: int, points, opts: S.Chai
                           **({"gc": gc} if gc is not None else {}), **({"each_pc": pcs} if pcs else {})})
 
 
-def gc_violations(sw: RealSweep) -> list[Violation]:
-    """Each use of an object the cycle at an injection freed (realgc.UseAfterFree) as a Violation."""
+def gc_violations(sw: RealSweep, uaf=None) -> list[Violation]:
+    """Each use of an object the cycle at an injection freed (realgc.UseAfterFree; `uaf`: those of another run
+    than the last) as a Violation."""
     out = []
     kept = {sv.obj.addr: sv for sv in sw.gc.survivors}
-    for u in sw.gc.uaf:
+    for u in sw.gc.uaf if uaf is None else uaf:
         o = u.obj
         what = f"object {o.addr:#x} ({o.size} bytes{', ' + o.type if o.type else ''})"
         sv = kept.get(o.addr)
@@ -353,6 +354,7 @@ def gc_stats(sw: RealSweep, listener) -> dict:
             "scans_by_kind": dict(Counter(s.kind for s in g.scans)),
             "points": sw.gc_points,
             "kept_by_stale_words": len(g.survivors),
+            "unasked": getattr(g, "unasked", 0),
             "survivors": [{"object": f"{sv.obj.addr:#x}", "size": sv.obj.size, "type": sv.obj.type,
                            "kept_at": sv.kept_at, "word": sv.word, "freed_at": sv.obj.boundary}
                           for sv in g.survivors[:SURVIVORS_SHOWN]],
@@ -392,7 +394,7 @@ _GC_COUNTERS = ("stopped_by", "sync_stopped_by", "scan_phases", "cycles_by_kind"
 SYNC_CHAIN = ("sync",)
 
 #: gc_stats' counts, summed over shards
-_GC_SUMS = ("injections", "cycles", "freed", "scans_at_injection", "uses_after_free", "stw_at_point",
+_GC_SUMS = ("injections", "cycles", "freed", "scans_at_injection", "uses_after_free", "stw_at_point", "unasked",
             "mark_instructions", "write_barriers", "bulk_barriers", "assists", "sync_points", "kept_by_stale_words")
 
 
@@ -464,6 +466,8 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
         if sw.gc is not None:
             log.extend(gc_violations(sw))
     confirm(sw, ref, budget, spec.seed, log)
+    log.extend(reference_findings(sw, ref))
+    log.extend(schedule_findings(sw, ref))
     checks = []
     for k, end in ends:
         d = references.ending_diff(ref, end)
@@ -489,50 +493,69 @@ def vector_state(level) -> str:
 
 def confirm(sw: RealSweep, ref: Reference, budget: int, seed: int, log: S.ViolationLog) -> None:
     """A chain differed at a key the references agreed on: run up to references.CONFIRM more legitimate runs
-    (reseeded and held in turns) and drop a final-state violation when one of them produced the chain's very
-    value there, or when the legitimate runs gave references.WIDE or more distinct values at its key (listed as
-    nondeterministic). A value no legitimate run produced stays a violation, its key varying or not."""
+    (reseeded and held in turns; with --gc, twice as many, a third of them with a cycle at a seeded boundary), and
+    drop the final-state violations at keys one of them varies at too (then listed as nondeterministic) or at
+    globals other goroutines wrote while F ran (listed as shared)."""
     u = ref.unstable
-    groups = {what for kind, what in log.groups if kind == "final-state" and references.key_of(what) is not None}
-    if not groups:
+    keys = {references.key_of(what) for kind, what in log.groups if kind == "final-state"} - {None}
+    if not keys:
         return
-    swept: dict[str, set] = {}
-    for v in log.kept:
-        if v.kind == "final-state" and v.what in groups:
-            swept.setdefault(v.what, set()).add(v.actual)
-    seen: dict[str, set] = {w: set() for w in groups}       # values other than the primary's, per key
 
-    def settled(what: str) -> bool:
-        vals = seen[what]
-        if references.key_of(what)[0] == "global" and u.is_shared(sw.effects, what):
-            return True                                     # written by other goroutines while F ran
-        return len(vals) + 1 >= references.WIDE or (what in swept and swept[what] <= vals)
-    for i in range(references.CONFIRM):
-        if all(settled(w) for w in groups):
+    def names():
+        return {_global_name(sw.effects, g) for g in u.globals}
+
+    def settled(key) -> bool:
+        return references.is_unstable(u, key, names()) or (key[0] == "global" and u.is_shared(sw.effects, key[1]))
+    kinds = 3 if sw.gc is not None else 2
+    for i in range(references.CONFIRM * (kinds - 1)):
+        if all(settled(k) for k in keys):
             break
-        other = (references.other_run(sw, budget, seed, references.REFERENCES + i // 2) if i % 2 == 0 else
-                 references.held_run(sw, budget, seed, references.HELD_REFERENCES + i // 2, ref.boundaries))
-        references.add_run(u, ref, other)
-        u.held_runs += i % 2
-        for what, value in observed(sw, ref, other).items():
-            if what in seen:
-                seen[what].add(value)
-    log.drop(lambda v: v.what in groups and settled(v.what))
+        kind, j = i % kinds, i // kinds
+        if kind == 0:
+            references.add_run(u, ref, references.other_run(sw, budget, seed, references.REFERENCES + j))
+        elif kind == 1:
+            references.add_run(u, ref, references.held_run(sw, budget, seed, references.HELD_REFERENCES + j,
+                                                           ref.boundaries))
+            u.held_runs += 1
+        else:
+            references.add_gc_run(ref, references.gc_run(sw, budget, seed, references.GC_REFERENCES + j,
+                                                         ref.boundaries))
+    gone = names()
+    log.drop(lambda v: v.kind == "final-state" and (k := references.key_of(v.what)) is not None
+             and (references.is_unstable(u, k, gone) or (k[0] == "global" and u.is_shared(sw.effects, k[1]))))
 
 
-def observed(sw: RealSweep, ref: Reference, other: Reference) -> dict[str, str]:
-    """{violation subject: value} where legitimate run `other` ends otherwise than the primary reference, in the
-    words and tokens _finals gives a chain's final-state violations."""
-    out = {f"result {n}": b for n, _, b in references.results_diff(
-        replace(ref, unstable=references.Unstable()), other.results)}
-    eff = sw.effects
-    for addr in set(other.globals) | set(ref.globals):
-        a = ref.globals.get(addr) or eff.start_token(addr)
-        b = other.globals.get(addr) or eff.start_token(addr)
-        if a != b:
-            out[_global_name(eff, addr)] = b
-    for what, _, b in references.ending_diff(replace(ref, unstable=references.Unstable()), other.ending):
-        out[f"program {what}"] = b
+def schedule_findings(sw: RealSweep, ref: Reference) -> list[Violation]:
+    """The legitimate runs (no injection) that ended with a failing status where another ended otherwise:
+    the program fails under some schedule (references.failing_schedules)."""
+    out = []
+    u = ref.unstable
+    codes = ", ".join(str(c) for c in sorted(u.endings, key=str))
+    for label, e in references.failing_schedules(u):
+        said = next((ln for ln in (e.stdout + e.stderr).decode(errors="replace").splitlines()
+                     if ln.strip() and not ln.startswith("=== ")), "")
+        out.append(sw.make_violation("schedule", "program exit status", f"one ending in every legitimate run "
+                                     f"(they ended with statuses {codes})", f"exit status {e.exit_code}"
+                                     + (f": {said[:100]!r}" if said else ""), 0, sw.entry,
+                                     f"in {label}, without any injection: the program fails under that schedule"))
+    return out
+
+
+def reference_findings(sw: RealSweep, ref: Reference) -> list[Violation]:
+    """The GC bugs --gc's reference runs found with one of the runtime's cycles and no injection at all
+    (Reference.gc_evidence): each use of freed memory, and the runtime's crash with its own message."""
+    out = []
+    for k, uaf, crashed in ref.findings:
+        for v in gc_violations(sw, uaf):
+            v.detail += f" (in a run with the runtime's own cycle at boundary {k:,} and no injection)"
+            out.append(v)
+        if crashed is not None:
+            v = crashtext.crash_violation(sw, crashed, k, sw.entry, f"a run with the runtime's own GC cycle at "
+                                          f"boundary {k:,} and no injection: the program crashed")
+            out.append(v or sw.make_violation("final-state", "control flow", f"{sw.func} returns",
+                                              "the program ended first", k, sw.entry,
+                                              f"a run with the runtime's own GC cycle at boundary {k:,}: "
+                                              f"{crashed.reason}, exit status {crashed.exit_code}"))
     return out
 
 

@@ -12,8 +12,9 @@ a difference there is no violation. The rule:
   same in all of them is *unstable*: not compared, listed in the report.
 - A swept run differs at a key only if its value differs from the primary's at a stable key.
 - When a chain differs at a stable key, up to CONFIRM more references run (in the coordinator; reseeded and
-  held in turns): see "A confirmation" below (keys of few values, e.g. which of two map keys iteration meets
-  first, are caught by these extra runs).
+  held in turns, with --gc also runs with a cycle at a seeded boundary) and the key is dropped, and listed, if
+  any of them differs there too: a difference that appears in no legitimate run is a violation (keys of few
+  values, e.g. which of two map keys iteration meets first, are caught by these extra runs).
 - Output is compared line by line when every reference printed as many lines; otherwise the whole stream is
   unstable.
 
@@ -24,10 +25,8 @@ a difference there is no violation. The rule:
   CPUs varies the same thing. A global that the other goroutines wrote during a hold is *shared*: its
   value at F's return is the schedule's, not F's, so it is compared at the program's end only (its output
   and exit status, which every legitimate schedule must agree on), never at F's return.
-- A confirmation compares values, not just whether a key varies: a chain's value at a key stays a violation
-  unless some legitimate run (a reference or a confirmation) produced that very value, or the legitimate runs
-  gave WIDE or more distinct values there (a key of so many values cannot be judged by a sample of runs: it
-  is listed as nondeterministic, never dropped silently).
+- Legitimate runs whose exit statuses differ, one of them failing (a test's FAIL, a panic), show a
+  schedule-dependent failure of the program: reported as such (failing_schedules), never merely listed.
 - With --gc, GC_REFERENCES more runs each get one of the runtime's own cycles during F (gsweep.gc_reference):
   a key a cycle changes without any bug (a finalizer's count, a sync.Pool New count, a cleared weak pointer) is
   unstable too. A GC bug is still found by its own evidence: the use of freed memory, the runtime's crash.
@@ -49,8 +48,7 @@ GC_REFERENCES = 2
 HELD_REFERENCES = 2
 #: runs more (reseeded and held in turns), when a chain differs at a key the references agreed on
 CONFIRM = 6
-#: distinct values at a key among the legitimate runs from which it is too wide to judge by sampling
-WIDE = 3
+
 #: how keys name the ending (Violation.what of the final-state checks)
 EXIT, STDOUT, STDERR = "program exit_code", "program stdout", "program stderr"
 
@@ -66,6 +64,7 @@ class Unstable:
     gc_runs: int = 0                                 # of them, --gc's with a cycle during F (GC_REFERENCES)
     held_runs: int = 0                               # of them, with G's thread descheduled (HELD_REFERENCES)
     shared: set = field(default_factory=set)         # globals other goroutines wrote while G was held
+    endings: dict = field(default_factory=dict)      # exit status -> (the first run that ended so, its Ending)
 
     def stream_unstable(self, what: str) -> bool:
         return what in self.lines and self.lines[what] is None
@@ -102,6 +101,13 @@ def held_run(sw, budget: int, seed: int, i: int, boundaries: int):
     return sw.held_reference(budget, reseed_seed(seed, 1000 + i), boundaries, HOLDS * 4 ** (i % 3))
 
 
+def gc_run(sw, budget: int, seed: int, i: int, boundaries: int):
+    """--gc: the i-th reference with one of the runtime's cycles made due at a boundary of F drawn from the seed
+    (gsweep.gc_reference): when a cycle comes decides what it frees and which finalizers run first."""
+    k = random.Random(f"preemu-gc-reference-{seed}-{i}").randrange(max(1, boundaries))
+    return sw.gc_reference(budget, k)
+
+
 def establish(sw, budget: int, seed: int):
     """The primary reference of RealSweep `sw` with its `unstable` keys from REFERENCES - 1 other runs and
     HELD_REFERENCES held ones (with --gc, GC_REFERENCES more, each with one of the runtime's own cycles during F:
@@ -115,9 +121,18 @@ def establish(sw, budget: int, seed: int):
         ref.unstable.held_runs += 1
     if sw.gc is not None:
         for i in range(1, GC_REFERENCES + 1):
-            add_run(ref.unstable, ref, sw.gc_reference(budget, ref.boundaries * (i - 1) // GC_REFERENCES))
-            ref.unstable.gc_runs += 1
+            add_gc_run(ref, sw.gc_reference(budget, ref.boundaries * (i - 1) // GC_REFERENCES))
     return ref
+
+
+def add_gc_run(ref, other) -> None:
+    """A --gc reference: a legitimate run widens ref.unstable; one in which preemu found a use of freed memory
+    or the runtime crashed is a finding (ref.findings, reported as violations), never a legitimate value."""
+    if other.gc_evidence is not None:
+        ref.findings.append(other.gc_evidence)
+        return
+    add_run(ref.unstable, ref, other)
+    ref.unstable.gc_runs += 1
 
 
 def results_diff(ref, results: dict) -> list[tuple[str, str, str]]:
@@ -140,6 +155,8 @@ def add_run(u: Unstable, primary, other) -> None:
     """Widen u by the keys where reference `other` differs from `primary` (gsweep.Reference)."""
     u.references += 1
     u.shared |= set(getattr(other, "shared", ()))
+    for r in (primary, other):
+        u.endings.setdefault(r.ending.exit_code, (r.label, r.ending))
     for k in set(primary.results) | set(other.results):
         if primary.results.get(k) != other.results.get(k):
             u.results.add(k)
@@ -198,6 +215,14 @@ def key_of(what: str) -> tuple[str, object] | None:
     if what == "control flow":
         return None
     return ("global", what)
+
+
+def failing_schedules(u: Unstable) -> list[tuple[str, object]]:
+    """(label, Ending) of the legitimate runs that failed where another one did not: their exit statuses differ
+    and theirs is not 0 (a schedule-dependent failure of the program, whatever preemption does)."""
+    if len(u.endings) < 2:
+        return []
+    return [(label, e) for code, (label, e) in sorted(u.endings.items(), key=lambda kv: str(kv[0])) if code != 0]
 
 
 def is_unstable(u: Unstable, key, global_names=None) -> bool:

@@ -290,6 +290,7 @@ class RealGC:
         self.cycles = self.freed_total = 0
         self.cycle_kinds = {}
         self.kept, self.survivors = {}, []
+        self.unasked = 0                          # points whose cycle never asked to stop G (grequest.py)
         self._zero_counts()
 
     # --- reading the runtime's state --------------------------------------------------------------------
@@ -365,7 +366,8 @@ class RealGC:
         return self.p.read_u64(ha + self._f("arena", "spans") + 8 * ((addr >> PAGE_SHIFT) % PAGES_PER_ARENA))
 
     def still_free(self, addr: int) -> bool:
-        """Whether the runtime would answer that addr lies in free memory (no span in use, or a free slot)."""
+        """Whether the runtime would answer that addr lies in free memory (no span in use, or a free slot of one);
+        an address of a span in use outside its slots is the runtime's own (span metadata), never free."""
         sp = self.span_of(addr)
         if not sp:
             return True
@@ -374,7 +376,10 @@ class RealGC:
             return False                    # the runtime's own memory now (stacks, workbufs)
         if s["state"] != M_SPAN_IN_USE:
             return True
-        i = (addr - s["startAddr"]) // s["elemsize"]
+        i = (addr - s["startAddr"]) // s["elemsize"] if s["elemsize"] else -1
+        if not 0 <= i < s["nelems"]:
+            return False                    # no slot of the span: its own metadata (Green Tea's inline mark bits
+            #                                 at a small-object span's end, mgcmark_greenteagc.go:139-141)
         if self.concurrent:           # the lazy sweep: a span not swept since the last cycle frees its unmarked slots
             hsg = int.from_bytes(self.p.read(self.mheap + self._f("mheap", "sweepgen"), 4), "little")
             d = (s["sweepgen"] - hsg) & 0xFFFFFFFF

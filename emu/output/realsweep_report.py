@@ -250,6 +250,9 @@ def _concurrent_gc_lines(r, g) -> list[str]:
          f"{g.get('assists', 0):,} mark assist(s)",
          f"  objects freed      {g['freed']:>9,}   unmarked at mark termination, then watched through the lazy "
          "sweep until reallocated"]
+    if g.get("unasked"):
+        L.append(f"  not scanned at     {g['unasked']:>9,}   point(s) where the cycle in progress never asked to stop the "
+                 "goroutine (it holds the cycle up itself, e.g. inside runtime.GC): preemptone's request there")
     return L + _sync_lines(g) + _survivor_lines(g) + _sample_lines(g)
 
 

@@ -203,8 +203,11 @@ def failure_lines(violations, count: int, groups) -> list[str]:
     for (kind, what), vs in group_violations(violations).items():
         v = vs[0]
         n = groups.get((kind, what), len(vs))
-        L.append(f"  {kind} {what}: {n} injection point(s); first at boundary {v.boundary}, "
-                 f"pc {v.pc:#x} `{v.insn}` ({v.where})")
+        if kind == "schedule":                  # found by runs without any injection: no point to name
+            L.append(f"  {kind} {what}: in {n} legitimate run(s) without injection")
+        else:
+            L.append(f"  {kind} {what}: {n} injection point(s); first at boundary {v.boundary}, "
+                     f"pc {v.pc:#x} `{v.insn}` ({v.where})")
         L += _expected_actual(v)
     return L
 
