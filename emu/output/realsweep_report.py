@@ -263,7 +263,7 @@ def verdict(r) -> list[str]:
                  f"    the 14 GPRs, RBP, RFLAGS and {getattr(r, 'vector', 'XMM0-15')} bit-exact and the stack at and above "
                  "the interrupted RSP",
                  f"    untouched; {r.func}'s results and the program's output equal the uninterrupted run."]
-                + ([f"    {getattr(r, 'vector_note')}"] if getattr(r, "vector_note", "") else [])
+                + ([f"    {r.vector_note}"] if getattr(r, "vector_note", "") else [])
                 + ([("    The runtime's concurrent GC scanned the goroutine at the points it ran at"
                      if r.gc.get("mode") == "concurrent" else "    The runtime's GC ran at every injection")
                     + (" and at the call sites" if r.gc.get("points", "all") != "async" else "")
