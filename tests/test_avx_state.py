@@ -58,6 +58,14 @@ def test_a_default_build_at_its_level_sweeps_clean_on_what_its_stub_saves(level)
     assert f"At --cpu {level} the binary's asyncPreempt saves only XMM0-15 (no AVX save path" in text
 
 
+def test_explain_at_v3_compares_a_default_builds_xmm_registers():
+    from conftest import cli_run
+    binary = gobuild.build(CORPUS, goamd64="v3", simd=False).binary
+    code, out, _ = cli_run("explain", str(binary), "--func", "main.spin", "--at", "30", "--cpu", "v3")
+    assert code == 0 and "32 registers compared with the interrupted state: all equal" in out
+    assert "XMM15 0x" in out and "    Y0 0x" not in out
+
+
 def test_a_users_stub_is_held_to_the_whole_level():
     """--stub: the SSE-only generated stub over the same default v3 build must keep Y0-15 (and fails)."""
     binary = gobuild.build(CORPUS, goamd64="v3", simd=False).binary
@@ -127,6 +135,22 @@ def test_a_masked_store_touches_only_its_elements_and_faults_only_for_them():
             assert unit.fault is None
             assert bytes(uc.mem_read(0x11000 - 32, 32)) == bytes(range(1, 17)) + bytes(16)
             assert seen == [(0x11000 - 32, 8), (0x11000 - 24, 8)]
+
+
+def test_vpinsrq_replaces_one_lane_and_zeroes_the_upper_bits():
+    """VPINSRQ (the runtime's inlined map hash at v3 builds its input with it)."""
+    import keystone
+    code = bytes(keystone.Ks(keystone.KS_ARCH_X86, keystone.KS_MODE_64).asm("vpinsrq xmm0, xmm1, rcx, 1", 0x1000)[0])
+    uc = _uc()
+    uc.mem_write(0x1000, code + b"\x90")
+    unit = avx.VectorUnit(uc, cpulevel.level("v3"))
+    unit.patch([(0x1000, code)])
+    uc.reg_write(X.UC_X86_REG_ZMM0, (1 << 300) | 5)
+    uc.reg_write(X.UC_X86_REG_XMM1, (7 << 64) | 0x1234)
+    uc.reg_write(X.UC_X86_REG_RCX, 0xABCD)
+    uc.hook_add(UC_HOOK_INTR, lambda uc, n, _: unit.trap() and unit.error is None or uc.emu_stop())
+    uc.emu_start(0x1000, 0x1000 + len(code))
+    assert unit.error is None and uc.reg_read(X.UC_X86_REG_ZMM0) == (0xABCD << 64) | 0x1234
 
 
 # --- memory: the --gc watch ----------------------------------------------------------------------------------
