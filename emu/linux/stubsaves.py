@@ -6,8 +6,9 @@ SSE path. Only a GOEXPERIMENT=simd build has the dispatch in front of it (preemp
 :129-134 for the restore): `CMPB internal/cpu.X86+const_offsetX86HasAVX512(SB), $1; JE saveAVX512` (Z0-Z31,
 K0-K7), then the same for HasAVX2 (`saveAVX2`: Y0-Y15). A default build's stub keeps nothing of a Y or Z
 register above its XMM half, nor any K register, across a preemption; only assembly uses them, and assembly is
-never an async safe point. So what is compared is decided by the stub's own instructions, not by how the
-binary was built: a `cmp byte ptr [rip + d], 1` whose target is internal/cpu.X86's HasAVX512 (HasAVX2) byte
+never an async safe point. The AVX save and restore blocks are in a default build's stub too, as dead code
+behind a JMP (FACTS.md 3.2), so their instructions decide nothing; the CMPB does. What is compared is decided by
+the stub's own instructions, not by how the binary was built: a `cmp byte ptr [rip + d], 1` whose target is internal/cpu.X86's HasAVX512 (HasAVX2) byte
 (core/gostructs.X86_HAS_*) means that save path exists, and it is taken when the CPU level has the feature.
 
 A stub loaded with --stub is held to all the level has (CpuLevel.state): it is the one under test.
