@@ -18,6 +18,7 @@ KILLERS = ["tests/test_bites.py"]
 S40 = "tests/test_survivors.py::"   # issue #40's killers: one test each, by its node id
 C37 = "tests/test_cpus.py::"        # issue #37 item 2's: the scheduler's rules
 P37 = "tests/test_procs.py::"       # issue #37 item 3's (processes)
+A46 = "tests/test_avx_state.py::"   # issue #46 item 3's (CPU levels)
 TIMEOUT = 900               # seconds for one mutant's tests: a mutant that hangs them is killed too
 
 #: name -> (file, old text, new text, tests to run)
@@ -345,6 +346,27 @@ MUTATIONS = {
                                      "min(page, n - off))]", "            pass",
                                      ["tests/test_heapgraph.py::test_a_global_one_run_left_alone_compares_by_its_value_at_the_call",
                                       "tests/test_point_cost.py::test_changed_pages_finds_every_changed_page_and_only_those"]),
+    # issue #46 item 3: --cpu v3/v4, what a resume is compared on (stubsaves.py) and the vector unit's memory
+    # accesses (avxmem.py), one mutation per rule
+    "stub-saves-the-whole-level": ("emu/linux/stubsaves.py", "    if code is not None:\n        return level.state",
+                                   "    if True:\n        return level.state",
+                                   [A46 + "test_a_default_build_at_its_level_sweeps_clean_on_what_its_stub_saves[v3]"]),
+    "stub-dispatch-unread": ("emu/linux/stubsaves.py", "        if target - x86 in PATHS:", "        if False:",
+                             [A46 + "test_the_compared_state_is_read_from_the_stubs_dispatch[v3]"]),
+    "users-stub-judged-as-the-binarys": ("emu/linux/watch.py", "None if own else code)", "None)",
+                                         [A46 + "test_a_users_stub_is_held_to_the_whole_level"]),
+    "avx-store-ignores-protection": ("emu/engine/avxmem.py", "        for a, data in parts:\n            self.check_write(a, len(data))\n",
+                                     "", [A46 + "test_avx_stores_and_loads_fault_as_natively[v3]"]),
+    "avx-fault-not-a-sigsegv": ("emu/linux/sigdeliver.py",
+                                "        if intno == X86_TRAP_PF and self.avx is not None and self.avx.fault is not None:",
+                                "        if False:", [A46 + "test_avx_stores_and_loads_fault_as_natively[v3]"]),
+    "masked-store-writes-every-element": ("emu/engine/avxexec.py", "    runs = _runs(ex.vf.k[d.mask], n, w)",
+                                          "    runs = [(0, n)]",
+                                          [A46 + "test_a_masked_store_touches_only_its_elements_and_faults_only_for_them"]),
+    "avx-load-unhooked": ("emu/engine/avxmem.py", "        if self.hooks:\n            self._call(UC_MEM_READ, addr, data)\n",
+                          "", [A46 + "test_an_avx_load_of_freed_memory_is_a_use_after_free"]),
+    "gc-watch-misses-avx": ("emu/linux/realgc.py", "            if self.p.avx is not None:      # --cpu v3/v4",
+                            "            if False:", [A46 + "test_an_avx_load_of_freed_memory_is_a_use_after_free"]),
 }
 
 

@@ -191,6 +191,7 @@ class RealSweepResult:
     test: tuple = ()                  # ("test" | "bench", NAME): F was called by that test of its package
     each_pc: dict | None = None       # --each-pc: {"distinct": PCs G executes, "decided": of them decided}
     vector: str = "XMM0-15"           # the vector state every resume compared, at the sweep's --cpu level
+    vector_note: str = ""             # why that is less than the level has (vector_note), or ""
 
     @property
     def ok(self) -> bool:
@@ -481,14 +482,25 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
                            time.perf_counter() - t0, time.process_time() - c0, per_pc, ref.ending, ref.results,
                            reached, checks, other, sw.p.oracle_note, len(plan), sw.func, gc,
                            ref.unstable.describe(lambda g: _global_name(sw.effects, g)), paths, spec.test,
-                           (results[0].extra or {}).get("each_pc") if each_pc else None, vector_state(sw.p.level))
+                           (results[0].extra or {}).get("each_pc") if each_pc else None, vector_state(sw.p),
+                           vector_note(sw.p))
 
 
-def vector_state(level) -> str:
-    """What the resume check compares beyond the GPRs and RFLAGS at a CPU level: XMM0-15, Y0-15, or Z0-31 and K0-7."""
-    names, masks = level.vector_names(), level.mask_names()
-    first = "XMM0" if names[0] == "X0" else names[0]
-    return f"{first}-{names[-1][1:]}" + (f" and {masks[0]}-{masks[-1][1:]}" if masks else "")
+def vector_state(p) -> str:
+    """What the resume check compared beyond the GPRs and RFLAGS in process `p`: XMM0-15, Y0-15, or Z0-31 and
+    K0-7, the state its stub saves at the CPU level (linux/stubsaves.py: a default build's, XMM0-15 at any level),
+    and vector_note's reason when that is less than the level has."""
+    return p.watch.saved.describe()
+
+
+def vector_note(p) -> str:
+    """Why the resume check compared less than the CPU level has (stubsaves.py), or ""."""
+    saved, level = p.watch.saved, p.level
+    if saved == level.state:
+        return ""
+    missing = "AVX-512" if saved.vector == "Y" else "AVX"
+    return (f"At --cpu {level.name} the binary's asyncPreempt saves only {saved.describe()} (no {missing} save path: "
+            "built without GOEXPERIMENT=simd).")
 
 
 def confirm(sw: RealSweep, ref: Reference, budget: int, seed: int, log: S.ViolationLog) -> None:

@@ -17,6 +17,8 @@ Design, from what was measured on Unicorn 2.1.4 (tests/test_avx.py pins each fac
   `VectorFile.k`, saved per thread by the owner (`kregs` / `set_kregs`).
 - At v1/v2 no unit exists: no scan, no patch, no hook (v1 runs exactly as before).
 - Anything read back from guest text for display or decoding goes through `original` (the INT3 undone).
+- The sites' loads and stores go through `mem` (avxmem.py): the engine's page protections and memory hooks
+  apply to them as to the engine's own; a faulting one is left in `fault` for the caller's SIGSEGV.
 
 Mirrors no Go source (the CPU's side of the contract); Go's instructions are listed in avxexec.py.
 Left out: self-modifying or generated code (the scan is of the text as loaded), VEX instructions in the
@@ -33,6 +35,7 @@ from unicorn import x86_const as X
 from ..core.cpulevel import CpuLevel
 from . import diskmemo
 from .avxexec import Decoded, Executor, Unsupported, VectorFile, decode, prefix_kind
+from .avxmem import VectorFault, VectorMemory
 
 INT3 = 0xCC
 #: VEX-encoded general-register instructions (BMI1/BMI2): Unicorn runs them correctly
@@ -85,14 +88,18 @@ def scan(funcs) -> list[tuple[int, bytes]]:
 class VectorUnit:
     """The sites of one engine's guest text and the vector state they run against."""
 
-    def __init__(self, uc, level: CpuLevel):
+    def __init__(self, uc, level: CpuLevel, writable=None):
         self.uc, self.level = uc, level
         self.vf = VectorFile(uc, level)
-        self.ex = Executor(self.vf)
+        #: the sites' memory accesses, checked and hooked as the engine's own (avxmem.py); `writable(page)`: the
+        #: process's page protections (None: the engine's regions)
+        self.mem = VectorMemory(uc, writable)
+        self.ex = Executor(self.vf, self.mem)
         self.sites: dict[int, bytes] = {}           # address -> the instruction's original bytes
         self._decoded: dict[int, Decoded] = {}
         self.executed = 0                            # instructions run here (cost figures)
         self.error: Unsupported | None = None
+        self.fault: VectorFault | None = None       # the access of the last site that faulted (avxmem.py)
 
     def patch(self, funcs, cache: Path | None = None) -> int:
         """Scan `funcs` ((start, bytes) pairs of the loaded text; scan_cached with `cache`) and arm every site;
@@ -131,15 +138,23 @@ class VectorUnit:
     def trap(self) -> bool:
         """Inside the engine's interrupt hook for INT3 (RIP past it): when the INT3 is a site, execute the
         instruction, move RIP past it and return True (the run goes on); an Unsupported is kept in `error`,
-        RIP left at the instruction, and True returned (the caller stops the engine). False: not a site."""
+        RIP left at the instruction, and True returned (the caller stops the engine); so is a VectorFault, kept
+        in `fault` (the instruction had no effect: the caller raises the thread's SIGSEGV with RIP on it).
+        False: not a site. While memory hooks run, RIP is the instruction's, as the engine's hooks see it."""
         pc = self.vf._get(X.UC_X86_REG_RIP, 8) - 1
         if pc not in self.sites:
             return False
         d = self.decoded(pc)
+        if self.mem.hooks:
+            self.vf._set(X.UC_X86_REG_RIP, pc, 8)
         try:
             self.ex.execute(d)
         except Unsupported as e:
             self.error = e
+            self.vf._set(X.UC_X86_REG_RIP, pc, 8)
+            return True
+        except VectorFault as e:
+            self.fault = e
             self.vf._set(X.UC_X86_REG_RIP, pc, 8)
             return True
         self.executed += 1

@@ -33,6 +33,7 @@ from unicorn.unicorn_py3.unicorn import uclib
 
 from ..core.cpulevel import CpuLevel
 from ..core.errors import EmuError
+from .avxmem import VectorMemory
 from .capi import unconverted
 
 _FLAGS_ARITH = 0x8D5            # CF PF AF ZF SF OF
@@ -193,10 +194,13 @@ class VectorFile:
 
 
 class Executor:
-    """Executes one decoded instruction on a VectorFile; returns nothing, raises Unsupported."""
+    """Executes one decoded instruction on a VectorFile; returns nothing, raises Unsupported, or VectorFault
+    (avxmem.py) before any effect when an access faults. Every memory access goes through `mem`, the engine's
+    protections and memory hooks (avxmem.VectorMemory)."""
 
-    def __init__(self, vf: VectorFile):
+    def __init__(self, vf: VectorFile, mem: VectorMemory | None = None):
         self.vf, self.uc = vf, vf.uc
+        self.mem = mem if mem is not None else VectorMemory(vf.uc)
 
     # --- operands -----------------------------------------------------------------------------------
     def address(self, d: Decoded, o: Operand) -> int:
@@ -219,12 +223,12 @@ class Executor:
         if o.kind == "imm":
             return o.imm
         n = size or o.size
-        return int.from_bytes(self.uc.mem_read(self.address(d, o), n), "little")
+        return int.from_bytes(self.mem.read(self.address(d, o), n), "little")
 
     def put(self, d: Decoded, o: Operand, value: int, size: int | None = None) -> None:
         n = size or o.size
         if o.kind == "mem":
-            self.uc.mem_write(self.address(d, o), (value & ((1 << (8 * n)) - 1)).to_bytes(n, "little"))
+            self.mem.write(self.address(d, o), (value & ((1 << (8 * n)) - 1)).to_bytes(n, "little"))
         elif o.reg[0] == "k":
             self.vf.k[int(o.reg[1:])] = value & ((1 << 64) - 1)
         elif o.reg[1:3] == "mm":
@@ -262,16 +266,46 @@ def _join(lanes: list[int], w: int) -> int:
     return out
 
 
+def _runs(k: int, n: int, w: int) -> list[tuple[int, int]]:
+    """(byte offset, byte length) of each run of consecutive elements (w bytes each, n // w of them) that mask
+    k selects."""
+    out, i = [], 0
+    while i < n // w:
+        if (k >> i) & 1:
+            j = i
+            while j < n // w and (k >> j) & 1:
+                j += 1
+            out.append((i * w, (j - i) * w))
+            i = j
+        else:
+            i += 1
+    return out
+
+
 def _mov(ex: Executor, d: Decoded) -> None:
     dst, src = d.ops
     n = dst.size if dst.kind == "reg" else src.size
-    v = ex.get(d, src, n)
-    if d.mask:                                   # vmovdqu8/16/32/64 {k}: merge or zero per element
-        w = _ELEM[d.mnemonic]
-        k = ex.vf.k[d.mask]
-        old = 0 if d.zeroing and dst.kind == "reg" else ex.get(d, dst, n)
-        v = _join([nv if (k >> i) & 1 else ov for i, (nv, ov) in enumerate(zip(_lanes(v, n, w), _lanes(old, n, w)))], w)
-    ex.put(d, dst, v, n)
+    if not d.mask:
+        ex.put(d, dst, ex.get(d, src, n), n)
+        return
+    # vmovdqu8/16/32/64 {k}: merge or zero per element; in memory only the selected elements are accessed
+    w = _ELEM[d.mnemonic]
+    runs = _runs(ex.vf.k[d.mask], n, w)
+    if dst.kind == "mem":
+        v, base = ex.get(d, src, n), ex.address(d, dst)
+        ex.mem.write_parts([(base + off, ((v >> (8 * off)) & ((1 << (8 * m)) - 1)).to_bytes(m, "little"))
+                            for off, m in runs])
+        return
+    if src.kind == "mem":
+        base = ex.address(d, src)
+        v = 0
+        for (off, _), got in zip(runs, ex.mem.read_parts([(base + off, m) for off, m in runs])):
+            v |= int.from_bytes(got, "little") << (8 * off)
+    else:
+        v = ex.get(d, src, n)
+    old = 0 if d.zeroing else ex.get(d, dst, n)
+    keep = sum(((1 << (8 * m)) - 1) << (8 * off) for off, m in runs)
+    ex.put(d, dst, (v & keep) | (old & ~keep & ((1 << (8 * n)) - 1)), n)
 
 
 def _movdq(ex: Executor, d: Decoded) -> None:
@@ -331,6 +365,18 @@ def _broadcast(w: int):
         dst, src = d.ops
         v = ex.get(d, src, w if src.kind == "mem" else None) & ((1 << (8 * w)) - 1)
         ex.put(d, dst, _join([v] * (dst.size // w), w))
+    return run
+
+
+def _pinsr(w: int):
+    """vpinsrb/w/d/q xmm1, xmm2, r/m, imm8: xmm2 with element imm8 (of w bytes) replaced by the GPR's or memory's
+    low w bytes; VEX.128, so bits 128 and up are zeroed."""
+    def run(ex: Executor, d: Decoded) -> None:
+        dst, a, b, imm = d.ops
+        i = imm.imm % (16 // w)
+        m = (1 << (8 * w)) - 1
+        v = ex.get(d, b, w if b.kind == "mem" else None) & m
+        ex.put(d, dst, (ex.get(d, a, 16) & ~(m << (8 * w * i)) & ((1 << 128) - 1)) | (v << (8 * w * i)), 16)
     return run
 
 
@@ -470,6 +516,7 @@ TABLE: dict = {
     **{f"vp{op}{c}": (3, _padd(w, sign)) for op, sign in (("add", 1), ("sub", -1))
        for c, w in (("b", 1), ("w", 2), ("d", 4), ("q", 8))},
     "vpmovmskb": (3, _pmovmskb), "vptest": (3, _ptest),
+    "vpinsrb": (3, _pinsr(1)), "vpinsrw": (3, _pinsr(2)), "vpinsrd": (3, _pinsr(4)), "vpinsrq": (3, _pinsr(8)),
     "vpbroadcastb": (3, _broadcast(1)), "vpbroadcastw": (3, _broadcast(2)), "vpbroadcastd": (3, _broadcast(4)),
     "vpbroadcastq": (3, _broadcast(8)),
     "vzeroupper": (3, _vzeroupper), "vzeroall": (3, _vzeroall),

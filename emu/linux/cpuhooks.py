@@ -16,6 +16,7 @@ from ..core.errors import EmuError
 from ..engine import x86decode
 from . import cpuid
 from .regbatch import RegBatch, read_reg
+from .sigframe import X86_TRAP_PF
 
 TF = 0x100                              # EFLAGS trap flag: #DB after the next instruction
 _EFLAGS = RegBatch([X.UC_X86_REG_EFLAGS])
@@ -73,6 +74,10 @@ class CpuHooks:
         ends the step; any other interrupt or exception stops the engine and is raised as the engine's own
         UC_ERR_EXCEPTION would have been without a hook (run's caller handles it as before)."""
         if intno == 3 and self.avx is not None and self.avx.trap():
+            if self.avx.fault is not None:       # its access faulted (engine/avxmem.py): a page fault, counted
+                self.counter.stop_here(True)     # as the engine counts its own faulting instruction; RIP is on
+                self._exception = X86_TRAP_PF    # it, and the run's caller raises SIGSEGV (sigdeliver._trap)
+                return
             if self.avx.error is None:           # an AVX instruction preemu ran (engine/avx.py): go on
                 return
             e, self.avx.error = self.avx.error, None

@@ -227,7 +227,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
             self.uc.mem_write(s.vaddr, s.data)
         if self.level.avx:
             from ..engine.avx import VectorUnit     # at v3/v4 only: a v1 process does not import Capstone's decoder
-            self.avx = VectorUnit(self.uc, self.level)
+            self.avx = VectorUnit(self.uc, self.level, self.mem.is_writable)   # its stores: the pages' protections
             from ..front.gobuild import cache_dir
             try:
                 cache = cache_dir()

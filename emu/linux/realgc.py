@@ -33,7 +33,8 @@ every in-use span in mheap_.allspans, slot i is allocated iff i < freeindex or a
 (at startTheWorldWithSema, after gcSweep and numgc++: mgc.go:1400-1530), and slots of spans the cycle
 released, were freed by it. From then on preemu watches them (memory hooks over the spans' freed ranges):
 an access to one that is still free (spanOf -> state, freeindex, allocBits, as the runtime would answer)
-is a use of freed memory; one that has been reallocated stops being watched. The watch is off while a
+is a use of freed memory; one that has been reallocated stops being watched. At --cpu v3/v4 the same hooks
+are on the accesses of the AVX instructions preemu executes itself (engine/avxmem.py). The watch is off while a
 cycle runs (the collector reads only marked objects; free slots are skipped by isFreeOrNewlyAllocated).
 
 The concurrent mode runs with the default GODEBUG. The cycle is made due the same way; the stop-the-world's
@@ -232,6 +233,7 @@ class RealGC:
         self.gcphase = im.symbol("runtime.gcphase")
         self.greentea = "runtime.(*spanInlineMarkBits).init" in im.symbols and bool(self.L.get("inline"))
         self._watch_hooks: list = []
+        self._avx_watch_hooks: list = []        # the same hooks on the vector unit's accesses (engine/avxmem.py)
         self._binary = None
         fields = sorted(self.L["span"].items(), key=lambda kv: kv[1][0])       # one unpack of an mspan
         fmt, pos = "<", 0
@@ -661,7 +663,9 @@ class RealGC:
     def _unwatch(self) -> None:
         for h in self._watch_hooks:
             self.p.uc.hook_del(h)
-        self._watch_hooks = []
+        for h in self._avx_watch_hooks:
+            self.p.avx.mem.hook_del(h)
+        self._watch_hooks, self._avx_watch_hooks = [], []
 
     def _watch(self) -> None:
         """One memory hook per span with watched objects, over their extent."""
@@ -685,6 +689,9 @@ class RealGC:
         for lo, hi in merged:
             self._watch_hooks.append(uc.hook_add(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, self._on_access, None, lo,
                                                  hi - 1))
+            if self.p.avx is not None:      # --cpu v3/v4: the accesses of the AVX instructions preemu runs too
+                self._avx_watch_hooks.append(self.p.avx.mem.hook_add(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE,
+                                                                     self._on_access, None, lo, hi - 1))
         if merged:       # a TLB entry filled while no hook covered its page would let accesses bypass the hook
             uc.ctl(UCC.UC_CTL_TLB_FLUSH, UCC.UC_CTL_IO_WRITE)
             if self.concurrent:

@@ -142,12 +142,13 @@ class SignalDelivery:
             self.watch.sigreturn(t, frame, restored)
 
     # --- the engine's faults: an unmapped page is the thread's SIGSEGV, anything else ends the run --------
-    def _page_fault(self, t: Thread, e: UcError) -> bool:
+    def _page_fault(self, t: Thread, e: UcError, addr: int | None = None) -> bool:
         """An access to an unmapped page, or an instruction fetch from a page mapped without PROT_EXEC, becomes
         a synchronous SIGSEGV for the thread, as the kernel's page fault handler does (arch/x86/mm/fault.c:
         force_sig_fault with SEGV_MAPERR, SEGV_ACCERR for a fetch from a present NX page or a store to a present
         read-only one): True if one was
-        raised. The address is faultaddr.py's (a fetch's is where RIP stands)."""
+        raised. The address is faultaddr.py's (a fetch's is where RIP stands), or `addr` when the caller knows it
+        (an access of preemu's vector unit, engine/avxmem.py)."""
         if e.errno == UCC.UC_ERR_FETCH_PROT:   # the page is there, but not executable
             code, err = SEGV_ACCERR, PF_PROT | PF_INSTR
         elif e.errno == UCC.UC_ERR_WRITE_PROT:  # the page is there, but read-only
@@ -159,7 +160,8 @@ class SignalDelivery:
         else:
             return False
         pc = read_reg(self.uc, X.UC_X86_REG_RIP)
-        addr = failed_address(self.uc, e.errno, self.mem.pages.last_fill(), self.mem.is_writable)
+        if addr is None:
+            addr = failed_address(self.uc, e.errno, self.mem.pages.last_fill(), self.mem.is_writable)
         if 11 in t.pending:                    # a SIGSEGV (a tgkill, blocked) is already pending: the fault's
             if t.pending[11].forced:           # own is not queued twice, but the pending one is forced, and
                 return False                   # kills. (Forced already: it was not taken; fail, do not loop.)
@@ -180,7 +182,11 @@ class SignalDelivery:
         """An exception the engine raised (intno): an int3 becomes the thread's forced SIGTRAP, as do_int3_user
         does (arch/x86/kernel/traps.c: do_trap(X86_TRAP_BP, SIGTRAP, ..., NULL) -> force_sig: SI_KERNEL, no
         address; RIP already past the int3, where Go's crash report shows PC): True if one was raised. Any
-        other exception (a divide error, a #UD) is not modelled: False, and it ends the run."""
+        other exception (a divide error, a #UD) is not modelled: False, and it ends the run. A page fault of an
+        instruction preemu's vector unit ran (cpuhooks._on_intr) is the engine's own page fault (_page_fault)."""
+        if intno == X86_TRAP_PF and self.avx is not None and self.avx.fault is not None:
+            f, self.avx.fault = self.avx.fault, None
+            return self._page_fault(t, UcError(f.errno), f.addr)
         if intno != X86_TRAP_BP or 5 in t.pending:     # a SIGTRAP already pending: not queued twice
             return False
         ev = self.watch.sent(5, t.tid, t.tid)

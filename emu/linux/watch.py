@@ -26,7 +26,7 @@ from unicorn import x86_const as X
 
 from ..core import regs
 from ..engine.x86decode import disasm_lite
-from . import xstate
+from . import stubsaves, xstate
 from .regbatch import RegBatch, read_reg
 from .sigframe import _REG, GREGS, XMM
 
@@ -126,10 +126,14 @@ class Watch:
 
     def _hook_rets(self, uc, image, code: bytes | None = None) -> None:
         """Hook every RET of asyncPreempt: the binary's, or `code` loaded over it (a --stub)."""
+        own = code is None
         if code is None:
             size = image.symbols.get("runtime.asyncPreempt.abi0", (0, 0))[1]
             code = image.text_bytes(self.async_preempt, size)
         self.ret_addrs = [a for a, _, mn, _ in disasm_lite(code, self.async_preempt) if mn == "ret"]
+        #: the vector state the resume check compares and the descheduler's entry poisons (stubsaves.py): what
+        #: the binary's own stub saves at the CPU level, everything the level has for a --stub
+        self.saved = stubsaves.compared(self.p.level, image, self.async_preempt, None if own else code)
         self._ret_hooks = [uc.hook_add(UC_HOOK_CODE, self._on_ret, None, a, a) for a in self.ret_addrs]
 
     def replace_stub(self, code: bytes) -> None:
@@ -236,31 +240,39 @@ class Watch:
 
     def _poison_vectors(self, uc) -> None:
         """--cpu v3/v4: on g0 at the descheduler's entry (an ABIInternal call: no vector register is live, X15
-        must stay zero) every vector register but X15's low half, and K0-K7, get a pattern of their own, as the
-        model world's asyncPreempt2 clobbers its registers: a stub that does not restore one (a Y upper half,
-        Z16-31, a mask) then resumes with the pattern, whatever the scheduler itself would have left there."""
-        lvl = self.p.level
-        for i in range(lvl.nvec):
+        must stay zero) the vector state the stub saves (`saved`, stubsaves.py), but X15's low half, gets a pattern
+        of its own, as the model world's asyncPreempt2 clobbers its registers: a stub that does not restore one
+        (an X register, a Y upper half, Z16-31, a mask) then resumes with the pattern, whatever the scheduler itself
+        would have left there. State the stub does not save is left alone (a default build's stub keeps no Y upper
+        half: only the XMM halves are written, as a legacy SSE write leaves the bits above)."""
+        st, vf = self.saved, self.p.avx.vf
+        low = (1 << 128) - 1
+        for i in range(st.nvec):
             v = int.from_bytes(bytes([0xA0 + i]) * 64, "little")
             if i == 15:
-                v &= ~((1 << 128) - 1)
-            self.p.avx.vf.set_zmm(i, v & ((1 << (8 * lvl.vector_bytes)) - 1))
-        if lvl.nmask:
-            self.p.avx.set_kregs([int.from_bytes(bytes([0xC0 + k]) * 8, "little") for k in range(lvl.nmask)])
+                v &= ~low
+            if st.vector == "X":
+                if i < 15:
+                    vf.set_zmm(i, (vf.zmm(i) & ~low) | (v & low))
+                continue
+            vf.set_zmm(i, v & ((1 << (8 * st.vector_bytes)) - 1))
+        if st.nmask:
+            self.p.avx.set_kregs([int.from_bytes(bytes([0xC0 + k]) * 8, "little") for k in range(st.nmask)])
 
     # --- asyncPreempt returning ------------------------------------------------------------
     def _vector_diffs(self, uc, rec, xmm: bytes, avx, diffs: list, found: list) -> None:
-        """Y0-15 (v3) or Z0-31 and K0-K7 (v4) at the RET against the state the signal frame saved."""
-        lvl = self.p.level
-        ext = xstate.extended(uc, lvl.xcr0, avx.kregs())
+        """Y0-15 or Z0-31 and K0-K7 (what the stub saves at v3/v4: `saved`) at the RET against the state the
+        signal frame saved."""
+        xcr0, st = self.p.level.xcr0, self.saved
+        ext = xstate.extended(uc, xcr0, avx.kregs())
         if ext == rec._ext and xmm == rec._xmm:
             return
-        width = lvl.vector_bytes
-        before = xstate.registers(rec._xmm, rec._ext, lvl.xcr0, lvl.nvec, width)
-        after = xstate.registers(xmm, ext, lvl.xcr0, lvl.nvec, width)
+        width = st.vector_bytes
+        before = xstate.registers(rec._xmm, rec._ext, xcr0, st.nvec, width)
+        after = xstate.registers(xmm, ext, xcr0, st.nvec, width)
         from ..check import verify               # a difference at v3/v4 only: a start-up does not load it
-        for name, was, v in verify.vector_diffs(lvl, before, after, xstate.kregs(rec._ext, lvl.xcr0),
-                                                xstate.kregs(ext, lvl.xcr0)):
+        kb, ka = (xstate.kregs(rec._ext, xcr0), xstate.kregs(ext, xcr0)) if st.nmask else ((), ())
+        for name, was, v in verify.vector_diffs(st, before, after, kb, ka):
             diffs.append(f"{name}: {was:#x} -> {v:#x}")
             found.append(("register", name, was, v))
 
@@ -286,7 +298,7 @@ class Watch:
             found.append(("flags", "RFLAGS", rec._regs["EFLAGS"] & FLAGS_MASK, fl & FLAGS_MASK))
         xmm = raw[_RET_GPRS.size:]
         avx = self.p.avx
-        if avx is not None:                 # --cpu v3/v4: the level's whole registers, and K0-K7
+        if avx is not None and self.saved.vector != "X":    # the stub's AVX path: Y0-15, or Z0-31 and K0-K7
             self._vector_diffs(uc, rec, xmm, avx, diffs, found)
         elif xmm != rec._xmm:
             for i in range(len(XMM)):

@@ -292,6 +292,7 @@ def verdict(r) -> list[str]:
                  "the interrupted RSP",
                  f"    untouched; {r.func}'s results and the program's output equal the uninterrupted run"
                  + _compared(r)]
+                + ([f"    {r.vector_note}"] if getattr(r, "vector_note", "") else [])
                 + ([("    The runtime's concurrent GC scanned the goroutine at the points it ran at"
                      if r.gc.get("mode") == "concurrent" else "    The runtime's GC ran at every injection")
                     + (" and at the call sites" if r.gc.get("points", "all") != "async" else "")

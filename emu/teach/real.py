@@ -48,12 +48,13 @@ WINDOW_ABOVE = 10                # words of G's stack shown above the interrupte
 
 
 def _regs(values, p=None) -> dict[str, str]:
-    """The registers, formatted, in REG_ORDER; at --cpu v3/v4 (`p`, the process, has a vector unit) followed by
-    the level's whole vector registers and masks (Y0-15; Z0-31 and K0-7), the state its stub must keep."""
+    """The registers, formatted, in REG_ORDER; at --cpu v3/v4 (`p`, the process, has a vector unit) whose stub
+    saves more than X0-15 (watch.saved) followed by those whole vector registers and masks (Y0-15; Z0-31 and
+    K0-7), the state its stub must keep."""
     d = dict(zip(_NAMES, values))
     out = {n: E.fmt_reg(n, d[n]) for n in E.REG_ORDER}
-    if p is not None and p.avx is not None:
-        lvl = p.level
+    if p is not None and p.avx is not None and p.watch.saved.vector != "X":
+        lvl = p.watch.saved
         for i, name in enumerate(lvl.vector_names()):
             out[name] = f"{p.avx.vf.zmm(i) & ((1 << (8 * lvl.vector_bytes)) - 1):#0{2 + 2 * lvl.vector_bytes}x}"
         for name, k in zip(lvl.mask_names(), p.avx.kregs()):

@@ -72,8 +72,8 @@ class _ResumeSteps:
             self._gc_step()
         rows, diffs = [], 0
         for n in E.REG_ORDER:
-            if n in ("RIP", "RSP") or (n.startswith("XMM") and sw.p.avx is not None):
-                continue                            # at v3/v4 XMMn is compared as part of Yn/Zn (_level_rows)
+            if n in ("RIP", "RSP") or (n.startswith("XMM") and sw.p.avx is not None and sw.p.watch.saved.vector != "X"):
+                continue                            # XMMn is compared as part of Yn/Zn (_level_rows) when the stub saves those
             a = r._regs.get(n if n != "RFLAGS" else "EFLAGS") if not n.startswith("XMM") else \
                 int.from_bytes(r._xmm[16 * int(n[3:]):16 * int(n[3:]) + 16], "little")
             v = int(rregs[n], 16)
@@ -98,15 +98,16 @@ class _ResumeSteps:
                    "columns": ["register", "interrupted", "at the RET", ""], "rows": rows}, checks)
 
     def _level_rows(self, r, rregs, rows: list) -> int:
-        """--cpu v3/v4: a row for each of the level's whole vector registers and masks (Y0-15; Z0-31, K0-7),
+        """--cpu v3/v4: a row for each whole vector register and mask the stub saves (Y0-15; Z0-31, K0-7),
         interrupted (the signal frame's XSAVE area) against the RET; the number that differ."""
         p = self.sw.p
-        if p.avx is None:
+        st = p.watch.saved                  # what the stub saves at the level (linux/stubsaves.py)
+        if p.avx is None or st.vector == "X":
             return 0
-        lvl = p.level
-        was = xstate.registers(r._xmm, r._ext, lvl.xcr0, lvl.nvec, lvl.vector_bytes)
-        names = list(lvl.vector_names()) + list(lvl.mask_names())
-        was += list(xstate.kregs(r._ext, lvl.xcr0))
+        xcr0 = p.level.xcr0
+        was = xstate.registers(r._xmm, r._ext, xcr0, st.nvec, st.vector_bytes)
+        names = list(st.vector_names()) + list(st.mask_names())
+        was += list(xstate.kregs(r._ext, xcr0))[:st.nmask]
         diffs = 0
         for n, a in zip(names, was):
             v = int(rregs[n], 16)
