@@ -90,3 +90,12 @@ def test_failing_schedules_need_two_endings_one_failing():
     c = Reference(10, {}, {}, Ending(1, b"FAIL\n", b"", "exit"), label="held")
     R.add_run(u, a, c)
     assert [label for label, _ in R.failing_schedules(u)] == ["held"]
+
+
+def test_the_report_counts_the_points_tested_alone():
+    code, text = run("sweep", "tests/data/go/kinds", "--func", "mixed", "--max-points", "300", "--to-exit", "5",
+                     "--json")
+    j = json.loads(text)
+    assert code == 0 and j["points_alone"] == 1 + 5            # one chain's first point, five to-exit runs
+    code, text = run("sweep", "tests/data/go/kinds", "--func", "mixed", "--max-points", "300", "--to-exit", "5")
+    assert "points alone               6" in text and "the other 294 after earlier injections" in text

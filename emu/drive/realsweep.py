@@ -192,6 +192,7 @@ class RealSweepResult:
     each_pc: dict | None = None       # --each-pc: {"distinct": PCs G executes, "decided": of them decided}
     vector: str = "XMM0-15"           # the vector state every resume compared, at the sweep's --cpu level
     vector_note: str = ""             # why that is less than the level has (vector_note), or ""
+    alone: int = 0                    # points tested with no earlier injection in their run (chains' first, to-exit)
 
     @property
     def ok(self) -> bool:
@@ -464,6 +465,11 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
         if diff and (crash := crashtext.crash_violation(sw, end, k, pt.pc if pt else sw.entry,
                                                         "one injection at this boundary, then on to the exit")):
             log.append(crash)
+        if sw.returned is not None:     # F's return too: this point alone, no earlier injection (issue #46 item 4)
+            for v in _finals(sw, ref, end, pt):
+                if not v.what.startswith("program "):        # the ending: compared above
+                    v.detail = "one injection at this boundary alone: " + v.detail
+                    log.append(v)
         if sw.gc is not None:
             log.extend(gc_violations(sw))
     confirm(sw, ref, budget, spec.seed, log)
@@ -483,7 +489,7 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
                            reached, checks, other, sw.p.oracle_note, len(plan), sw.func, gc,
                            ref.unstable.describe(lambda g: _global_name(sw.effects, g)), paths, spec.test,
                            (results[0].extra or {}).get("each_pc") if each_pc else None, vector_state(sw.p),
-                           vector_note(sw.p))
+                           vector_note(sw.p), alone=sum(1 for r in results if r.points) + len(ends))
 
 
 def vector_state(p) -> str:

@@ -57,7 +57,7 @@ class RealSweepReport:
                        "stderr": r.ending.stderr.decode(errors="replace"), "stop_reason": r.ending.reason},
             to_exit=[{"boundary": k, "ok": ok, "detail": d} for k, ok, d in r.to_exit],
             violation_groups=[{"kind": k, "what": w, "count": n} for (k, w), n in r.violation_groups.items()],
-            other_preemptions=r.other_preemptions, shards=r.shards,
+            other_preemptions=r.other_preemptions, shards=r.shards, points_alone=getattr(r, "alone", 0),
             points=[{"pc": f"{pc:#x}", "verdicts": dict(c)} for pc, c in sorted(r.per_pc.items())],
             cpu_seconds=round(r.cpu, 3), us_per_point=round(1e6 * r.cpu / max(1, r.points), 1),
             oracle=r.oracle_note or "on", **({"gc": r.gc} if r.gc is not None else {}),
@@ -91,6 +91,11 @@ class RealSweepReport:
                                                                  else ""))
         if r.shards > 1:
             L.append(f"  shards             {r.shards:>9,}   chains of up to 2,000 points, each from the snapshot")
+        if getattr(r, "alone", 0) and r.points > r.alone:
+            L.append(f"  points alone       {r.alone:>9,}   with no earlier injection in their run (each chain's first, "
+                     "the to-exit runs);")
+            L.append(f"                                 the other {r.points - r.alone:,} after earlier injections "
+                     "(--to-exit N: N more alone)")
         if r.reached < r.points:
             L.append(f"  points reached     {r.reached:>9,}   {r.func} returned sooner in the swept run (other "
                      "goroutines ran in another order)")
