@@ -91,6 +91,15 @@ def _short(v) -> str:
     return str(v)
 
 
+class ReferenceEnded(EmuError):
+    """The uninterrupted run from the snapshot ended the program before F returned (a crash, an exit): the
+    program fails without any injection; `ending` says how."""
+
+    def __init__(self, msg: str, ending: "Ending"):
+        super().__init__(msg)
+        self.ending = ending
+
+
 @dataclass
 class Reference:
     """The uninterrupted run from the snapshot: F's boundaries and effects, and how the program ended; with
@@ -106,6 +115,7 @@ class Reference:
     gc_evidence: tuple | None = None
     findings: list = field(default_factory=list)      # the primary's: those gc_evidence of its GC references
     label: str = "the uninterrupted run"              # which legitimate run this is, as a report names it
+    returned: bool = True               # False: the program ended before F returned (no results or globals)
 
 
 class RealSweep(RequestMixin):
@@ -288,10 +298,13 @@ class RealSweep(RequestMixin):
                 raise EmuError(f"{self.func} did not return within --budget {budget:,} of its instructions "
                                f"(goroutine {self.g:#x}, at {self.p.image.describe(read_reg(self.p.uc, X.UC_X86_REG_RIP))})")
             ended = Ending.of(self.p)
+            if self.p.error is None and reseed is not None:     # another legitimate run: the program's ending
+                return Reference(-1, {}, {}, ended, label=f"a run with the runtime's random state drawn anew "
+                                 f"(reference seed {reseed})", returned=False)
             said = next((ln for ln in ended.stderr.decode(errors="replace").splitlines() if ln.strip()), "")
-            raise EmuError(f"{self.func} never returned: the program ended first ({ended.reason}, exit status "
-                           f"{ended.exit_code}{': ' + said if said else ''}) after {clock.count:,} of its "
-                           "instructions")
+            msg = (f"{self.func} never returned: the program ended first ({ended.reason}, exit status "
+                   f"{ended.exit_code}{': ' + said if said else ''}) after {clock.count:,} of its instructions")
+            raise (ReferenceEnded(msg, ended) if self.p.error is None else EmuError(msg))
         n, results, globs = self.returned
         if ns_per_insn is not None:
             self.p.opts.ns_per_insn = ns_per_insn
@@ -337,14 +350,16 @@ class RealSweep(RequestMixin):
             shared |= self.effects.written_meanwhile(lambda: self._run_held(t, lambda: not p.runq, give_up))
         clock.stop_at = budget
         p.run_until(lambda: self.returned is not None or clock.ready is not None)
+        label = (f"a run with {self.func}'s thread descheduled at boundaries {', '.join(f'{k:,}' for k in held)} "
+                 f"(hold seed {seed})")
         if self.returned is None:
             self._disarm(clock)
+            if p.error is None and p.exit_code is not None:     # the program ended first under this schedule
+                return Reference(-1, {}, {}, Ending.of(p), shared=shared, label=label, returned=False)
             raise EmuError(f"{self.func} did not return in a reference run with its thread descheduled (a "
                            f"reference, references.py): the program {p.error or p.stop_reason or 'went on past the budget'}")
         n, results, globs = self.returned
-        return Reference(n, results, globs, self._finish(clock), shared=shared,
-                         label=f"a run with {self.func}'s thread descheduled at boundaries "
-                               f"{', '.join(f'{k:,}' for k in held)} (hold seed {seed})")
+        return Reference(n, results, globs, self._finish(clock), shared=shared, label=label)
 
     def _cooperative_request(self) -> None:
         """preemptone's request without its signal, as with GODEBUG=asyncpreemptoff=1 (runtime/proc.go:6931-6942:

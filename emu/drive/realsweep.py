@@ -22,7 +22,7 @@ from . import sweeper as S
 from ..core.errors import EmuError
 from ..check.verify import Violation
 from ..linux import crashtext, realgc
-from .gsweep import Ending, RealSweep, Reference
+from .gsweep import Ending, RealSweep, Reference, ReferenceEnded
 
 #: points per shard: fixed, so the plan depends on the points only (never on --jobs or the executor)
 SHARD_POINTS = 2_000
@@ -416,7 +416,10 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
     """Sweep F at every boundary (capped by max_points) in its real program; see the module docstring.
     each_pc: at each distinct PC's first boundary only (eachpc.py)."""
     t0, c0 = time.perf_counter(), time.process_time()
-    ref = references.establish(sw, budget, spec.seed)
+    try:
+        ref = references.establish(sw, budget, spec.seed)
+    except ReferenceEnded as e:             # the program fails without any injection: nothing to sweep
+        return _failed_uninterrupted(spec, sw, source, e.ending, t0, c0)
     points = list(S.select_points(ref.boundaries, max_points))
     opts = S.ChainOptions(spec.seed, max_violations=max_violations)
     if spec.gc:
@@ -541,6 +544,30 @@ def confirm(sw: RealSweep, ref: Reference, budget: int, seed: int, log: S.Violat
     gone = names()
     log.drop(lambda v: v.kind == "final-state" and (k := references.key_of(v.what)) is not None
              and (references.is_unstable(u, k, gone) or (k[0] == "global" and u.is_shared(sw.effects, k[1]))))
+
+
+def _failed_uninterrupted(spec: RealSpec, sw: RealSweep, source: str, ending: Ending, t0: float,
+                          c0: float) -> RealSweepResult:
+    """The result of a sweep whose uninterrupted run ended the program before F returned (a crash, an exit):
+    a schedule finding (the program fails under the one schedule preemu ran it in, with no injection) and no
+    point swept."""
+    said = next((ln for ln in (ending.stderr + ending.stdout).decode(errors="replace").splitlines()
+                 if ln.strip() and not ln.startswith("=== ")), "")
+    v = sw.make_violation("schedule", "program exit status", f"{sw.func} returns, as natively it may",
+                          f"exit status {ending.exit_code}" + (f": {said[:100]!r}" if said else ""), 0, sw.entry,
+                          f"in the uninterrupted run, without any injection, the program ended before {sw.func} "
+                          "returned: it fails under that schedule, so no point could be swept")
+    crash = crashtext.crash_violation(sw, ending, 0, sw.entry, "in the uninterrupted run, without any injection, "
+                                      f"the program crashed before {sw.func} returned: no point could be swept")
+    if crash is not None:
+        crash.kind = "schedule"             # the program's own failure, found with no injection
+        crash.expected = f"{sw.func} returns, as natively it may"
+    log = S.ViolationLog()
+    log.append(crash or v)
+    return RealSweepResult(source, sw.func, sw.call, "entered" if sw.regs else "called", sw.stub, spec.seed, 0, 0, 0,
+                           Counter(), log.kept, log.count, log.groups, time.perf_counter() - t0,
+                           time.process_time() - c0, {}, ending, {}, 0, [], vector=vector_state(sw.p),
+                           vector_note=vector_note(sw.p), test=spec.test)
 
 
 def schedule_findings(sw: RealSweep, ref: Reference) -> list[Violation]:

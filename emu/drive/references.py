@@ -157,12 +157,13 @@ def add_run(u: Unstable, primary, other) -> None:
     u.shared |= set(getattr(other, "shared", ()))
     for r in (primary, other):
         u.endings.setdefault(r.ending.exit_code, (r.label, r.ending))
-    for k in set(primary.results) | set(other.results):
-        if primary.results.get(k) != other.results.get(k):
-            u.results.add(k)
-    for k in set(primary.globals) | set(other.globals):
-        if primary.globals.get(k) != other.globals.get(k):
-            u.globals.add(k)
+    if getattr(other, "returned", True):          # else F never returned there: an ending, no results or globals
+        for k in set(primary.results) | set(other.results):
+            if primary.results.get(k) != other.results.get(k):
+                u.results.add(k)
+        for k in set(primary.globals) | set(other.globals):
+            if primary.globals.get(k) != other.globals.get(k):
+                u.globals.add(k)
     a, b = primary.ending, other.ending
     if a.exit_code != b.exit_code:
         u.exit_code = True

@@ -117,8 +117,9 @@ class RealSweepReport:
         L.append(f"  program ended      exit status {r.ending.exit_code}, {len(out)} line(s) of output"
                  + (f", last: {out[-1][:60]!r}" if out else ""))
         ok_exits = sum(1 for _, ok, _ in r.to_exit if ok)
-        L.append(f"  to-exit runs       {ok_exits:>3} of {len(r.to_exit)}   one injection (at boundary "
-                 + ", ".join(str(k) for k, _, _ in r.to_exit) + "), then on to the exit: same output and status")
+        if r.to_exit:
+            L.append(f"  to-exit runs       {ok_exits:>3} of {len(r.to_exit)}   one injection (at boundary "
+                     + ", ".join(str(k) for k, _, _ in r.to_exit) + "), then on to the exit: same output and status")
         L += nondeterministic_lines(r.nondeterministic)
         if table:
             L.append("")

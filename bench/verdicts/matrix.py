@@ -1,0 +1,93 @@
+"""The verdict corpus's confusion matrix per mode (issue #46 item 6): every entry of bench/verdicts/corpus.py
+swept in each mode, the verdict against its label.
+
+  .venv/bin/python bench/verdicts/matrix.py [--modes default,gc,...] [--max-points N] [--only NAME ...] [--jobs N]
+
+For each mode: correct programs clean (TN), correct programs failed (FP: a false FAIL), bugs caught (TP), bugs
+missed (FN) among the bugs the mode claims (corpus.CLAIMS), and errors (exit 2) on either. A bug a mode does
+not claim is not counted in its matrix (its row says what the sweep said). Exit 0 when no mode has a false
+FAIL, an error on a correct program, or a claimed bug missed; 1 otherwise.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent.parent))
+
+import corpus  # noqa: E402
+
+
+def sweep(entry: corpus.Entry, mode: str, max_points: int) -> tuple[str, int, str, float]:
+    """(entry name, exit status, what it said, CPU seconds) of one sweep in one mode."""
+    from emu import cli
+    args = ["sweep", str(corpus.ROOT / entry.src), "--func", entry.func, "--max-points", str(entry.points or max_points),
+            "--json",
+            *corpus.MODES[mode]]
+    if entry.test:
+        args += ["--test", entry.test]
+    if entry.args:
+        args += ["--", *entry.args]
+    out, err = io.StringIO(), io.StringIO()
+    c0 = time.process_time()
+    with contextlib.redirect_stderr(err):
+        code = cli.main(args, out)
+    cpu = time.process_time() - c0
+    if code == 2:
+        return entry.name, 2, err.getvalue().strip().splitlines()[-1][:120] if err.getvalue().strip() else "?", cpu
+    j = json.loads(out.getvalue())
+    kinds = sorted({v["kind"] for v in j["violations"]})
+    return entry.name, code, ("OK" if j["ok"] else f"FAIL {j['violation_count']} ({', '.join(kinds)})"), cpu
+
+
+def outcome(entry: corpus.Entry, mode: str, code: int) -> str | None:
+    """TN, FP, TP, FN, ERR, or None (a bug this mode does not claim)."""
+    if entry.bug is None:
+        return "ERR" if code == 2 else ("TN" if code == 0 else "FP")
+    if mode not in corpus.CLAIMS[entry.bug]:
+        return None
+    return "ERR" if code == 2 else ("TP" if code == 1 else "FN")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--modes", default=",".join(corpus.MODES))
+    ap.add_argument("--max-points", type=int, default=300)
+    ap.add_argument("--only", nargs="*", default=None)
+    ap.add_argument("--jobs", type=int, default=1)
+    a = ap.parse_args()
+    modes = a.modes.split(",")
+    entries = [e for e in corpus.CORRECT + corpus.BUGS if a.only is None or e.name in a.only]
+    tasks = [(e, m) for m in modes for e in entries]
+    if a.jobs > 1:
+        with ProcessPoolExecutor(a.jobs) as ex:
+            results = list(ex.map(sweep, [t[0] for t in tasks], [t[1] for t in tasks], [a.max_points] * len(tasks)))
+    else:
+        results = [sweep(e, m, a.max_points) for e, m in tasks]
+    bad = 0
+    for m in modes:
+        rows = [(e, r) for (e, mm), r in zip(tasks, results) if mm == m]
+        tally = {k: 0 for k in ("TN", "FP", "TP", "FN", "ERR")}
+        print(f"\n== mode {m} ({' '.join(corpus.MODES[m]) or 'no option'})")
+        for e, (name, code, said, cpu) in rows:
+            o = outcome(e, m, code)
+            if o is not None:
+                tally[o] += 1
+            flag = "" if o in ("TN", "TP", None) else "  <--"
+            print(f"  {name:<28} {'bug:' + e.bug if e.bug else 'correct':<18} {o or '-':<4} {cpu:6.1f} s  {said}{flag}")
+        print(f"  matrix: correct {tally['TN']} clean, {tally['FP']} false FAIL; bugs claimed {tally['TP']} caught, "
+              f"{tally['FN']} missed; {tally['ERR']} error(s)")
+        bad += tally["FP"] + tally["FN"] + tally["ERR"]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

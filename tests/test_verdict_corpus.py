@@ -1,0 +1,31 @@
+"""The labelled verdict corpus (bench/verdicts, issue #46 item 6): its table is sound, and a fast subset runs
+here in the default mode with the verdicts its labels require (bench/verdicts/matrix.py runs all of it in
+every mode)."""
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench/verdicts"))
+
+import corpus  # noqa: E402
+import matrix  # noqa: E402
+
+
+def test_the_table_names_programs_that_exist_and_labels_every_bug_with_its_native_confirmation():
+    assert len(corpus.CORRECT) >= 40
+    names = [e.name + str(e.args) for e in corpus.CORRECT + corpus.BUGS]
+    assert len(names) == len(set(names))
+    for e in corpus.CORRECT + corpus.BUGS:
+        assert (ROOT / e.src).is_dir(), e
+        assert e.bug is None or (e.bug in corpus.CLAIMS and e.native), e
+
+
+@pytest.mark.parametrize("name", ["bugs.lostUpdate", "bugs.lazy", "bugs.memo", "bugs.countAll", "race.tally",
+                                  "concur.atomics", "concur.pipeline", "gcverdicts.explicitGC"])
+def test_the_fast_subset_gets_its_label(name):
+    entry = next(e for e in corpus.CORRECT + corpus.BUGS if e.name == name)
+    mode = "gc" if entry.src.endswith("gcverdicts") else "default"
+    _, code, said, _ = matrix.sweep(entry, mode, 150)
+    assert matrix.outcome(entry, mode, code) in ("TN", "TP"), said
