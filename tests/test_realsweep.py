@@ -89,11 +89,14 @@ def test_bad_input_exits_2_with_what_happened(args, message, capsys):
     assert message in capsys.readouterr().err
 
 
-def test_an_assembly_function_is_refused_at_every_point_without_failing():
+def test_an_assembly_function_is_refused_at_every_point_and_that_tested_nothing():
+    """Issue #46 item 5: every point refused (asm-func) is no violation, and no OK either: exit 1, said so."""
     code, text = run("sweep", f"{GO}/asmpkg", "--func", "sumAsm", "--json")
     j = json.loads(text)
-    assert code == 0 and j["ok"], text
+    assert code == 1 and not j["ok"] and j["violation_count"] == 0, text
     assert j["injected"] == 0 and j["refused"] == {"asm-func": j["points_tried"]} and j["points_tried"] > 10
+    code, text = run("sweep", f"{GO}/asmpkg", "--func", "sumAsm")
+    assert code == 1 and "FAIL: nothing was injected" in text and "asm-func" in text
 
 
 def test_program_arguments_and_environment_reach_the_program():
@@ -130,7 +133,8 @@ def test_the_python_api_sweeps_go_input_in_its_real_program():
     with pytest.raises(emu.EmuError, match="call must be a positive integer"):
         emu.sweep(KINDS, "sprintf", call=0)
     off = emu.sweep(KINDS, "spin", registers={"RAX": 5}, async_preemption=False, to_exit=0)
-    assert off.ok and off.result.injected == 0 and off.result.refused == {"asyncpreemptoff": 57}
+    assert not off.ok and off.result.vacuous and off.violation_count == 0    # nothing injected: not OK
+    assert off.result.injected == 0 and off.result.refused == {"asyncpreemptoff": 57}
 
 
 def test_junit_and_sarif_name_the_violation_of_a_go_sweep(tmp_path):

@@ -196,7 +196,13 @@ class RealSweepResult:
 
     @property
     def ok(self) -> bool:
-        return self.violation_count == 0
+        """No violation, and something was injected (issue #46 item 5: a sweep the runtime refused at every point
+        tested the oracle's refusals only, never the stub: not OK, `vacuous`)."""
+        return self.violation_count == 0 and not self.vacuous
+
+    @property
+    def vacuous(self) -> bool:
+        return self.points > 0 and self.injected == 0 and self.violation_count == 0
 
 
 def _global_name(eff, key) -> str:

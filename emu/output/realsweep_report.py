@@ -292,6 +292,13 @@ def _compared(r) -> str:
 
 
 def verdict(r) -> list[str]:
+    if getattr(r, "vacuous", False):
+        why = ", ".join(f"{k} {n:,}" for k, n in sorted(r.refused.items(), key=lambda kv: -kv[1])[:3])
+        return [f"FAIL: nothing was injected: the runtime refused all {r.points:,} point(s) ({why}), as preemu's "
+                "oracle predicted,",
+                "    so nothing the stub saves or restores was tested (preemption never lands in assembly or with "
+                "asyncpreemptoff=1):",
+                f"    sweep a function {r.func} calls, or the Go code around it."]
     if r.ok:
         return (["OK: the runtime's decision matched preemu's oracle at every signal; every injection came back with",
                  f"    the 14 GPRs, RBP, RFLAGS and {getattr(r, 'vector', 'XMM0-15')} bit-exact and the stack at and above "
