@@ -407,9 +407,8 @@ class RealSweep(RequestMixin):
             raise EmuError(f"{self.func} did not return in the run with a GC cycle at boundary {k:,} (a reference "
                            f"of --gc): the program {self.p.error or self.p.stop_reason or 'went on past the budget'}")
         n, results, globs = self.returned
-        uaf = list(self.gc.uaf)
         ending = self._finish(clock)
-        uaf += [u for u in self.gc.uaf if u not in uaf]
+        uaf = list(self.gc.uaf)                 # during F and after it, up to the exit
         evidence = (k, uaf, None) if uaf else None
         return Reference(n, results, globs, ending, gc_evidence=evidence,
                          label=f"a run with one of the runtime's GC cycles at boundary {k:,}")

@@ -17,7 +17,6 @@ a difference there is no violation. The rule:
   values, e.g. which of two map keys iteration meets first, are caught by these extra runs).
 - Output is compared line by line when every reference printed as many lines; otherwise the whole stream is
   unstable.
-
 - HELD_REFERENCES more runs are the program's other legitimate schedules (gsweep.held_reference): G's thread
   descheduled by the OS at a few seeded boundaries of F while the other threads run on. What other goroutines
   legitimately change while F is part-way (a counter under a sync.Mutex, a semaphore's waiters, what a
@@ -37,7 +36,7 @@ is still compared.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 #: uninterrupted runs from the snapshot: the primary and REFERENCES - 1 reseeded ones
 REFERENCES = 3
@@ -156,7 +155,9 @@ def add_run(u: Unstable, primary, other) -> None:
     u.references += 1
     u.shared |= set(getattr(other, "shared", ()))
     for r in (primary, other):
-        u.endings.setdefault(r.ending.exit_code, (r.label, r.ending))
+        if r.ending.exit_code not in u.endings:     # the head of its output only: u travels to every shard
+            e = r.ending
+            u.endings[e.exit_code] = (r.label, replace(e, stdout=e.stdout[:4096], stderr=e.stderr[:4096]))
     if getattr(other, "returned", True):          # else F never returned there: an ending, no results or globals
         for k in set(primary.results) | set(other.results):
             if primary.results.get(k) != other.results.get(k):
