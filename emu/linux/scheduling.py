@@ -120,6 +120,13 @@ class ThreadScheduling:
         """Queue runnable t as cpus.place decides; the runner gives up its CPU when t gets one. Between
         slices the runner is the thread whose slice just ended, while it still holds its CPU."""
         curr = self.cur
+        if self.schedule is not None:                    # a schedule: higher priority preempts (schedule.py)
+            t.ready_ns = now
+            self.runq.append(t)
+            if self.in_slice and curr is not None and curr is not t and curr.state == RUNNABLE \
+                    and self.schedule.preempts(t, curr):
+                self._stop_slice = True
+            return
         if curr is not None and (curr is t or curr.state != RUNNABLE or curr.tid in self.held
                                  or (not self.in_slice and curr in self.runq)):
             curr = None
@@ -129,7 +136,10 @@ class ThreadScheduling:
 
     def futex_wake(self, addr: int, n: int) -> int:
         woken = 0
-        for t in list(self.futex_waiters.get(addr, ())):
+        waiters = list(self.futex_waiters.get(addr, ()))
+        if self.schedule is not None:
+            waiters = self.schedule.wake_order(waiters)  # which waiters a wake releases (schedule.py)
+        for t in waiters:
             if woken >= n:
                 break
             self.wake(t, 0)
