@@ -583,14 +583,14 @@ def cmd_exec(a, out) -> int:
     if opts.signal_at_pc is not None:
         opts.signal_at_pc = image.resolve(opts.signal_at_pc, "--signal-at")
     sched_run = None
-    if getattr(a, "schedules", None) is not None:
-        return _exec_schedules(a, out, image, opts, built.package)
-    if getattr(a, "schedule", None) is not None:
-        from .drive import schedules
+    if getattr(a, "schedules", None) is not None or getattr(a, "schedule", None) is not None:
         from dataclasses import replace
-        sched_run, k = schedules.replay(image, lambda s: replace(opts, seed=s, passthrough=None), a.schedule,
-                                        a.depth, built.package, ctrl=lambda q: _run_with_progress_and_ctrl_c(q, a),
-                                        run_opts=replace(opts, seed=a.schedule))
+        from .drive import schedules
+        opts = replace(opts, seed=schedules.PROGRAM_SEED)   # the schedule's seed alone replays it
+        if a.schedules is not None:
+            return _exec_schedules(a, out, image, opts, built.package)
+        sched_run, k = schedules.replay(image, opts, a.schedule, a.depth, built.package,
+                                        ctrl=lambda q: _run_with_progress_and_ctrl_c(q, a))
         p = sched_run.proc
     else:
         p = process.Process(image, opts)
@@ -686,14 +686,13 @@ def _exec_schedules(a, out, image, opts, package) -> int:
     from dataclasses import replace
     from .drive import schedules
     c0 = time.process_time()
-    quiet = replace(opts, passthrough=None)
     last = []
 
     def ctrl(p) -> None:
         last[:] = [p]
         _run_with_progress_and_ctrl_c(p, a)
 
-    ex = schedules.explore(image, lambda s: replace(quiet, seed=s), a.schedules, a.depth, a.seed, package, ctrl,
+    ex = schedules.explore(image, opts, a.schedules, a.depth, a.seed, package, ctrl,
                            interrupted=lambda: bool(last) and last[0].interrupted)
     cpu = time.process_time() - c0
     if last and last[0].interrupted:
@@ -713,23 +712,20 @@ def _exec_schedules(a, out, image, opts, package) -> int:
                            "passed": bad is None, "runs": [r.to_json() for r in ex.runs]},
              "failing": None, "ok": bad is None}
         if bad is not None:
-            p = bad.proc
             j["failing"] = {**bad.to_json(), "depth": a.depth, "replay": replay,
-                            "schedule": _schedule_json(bad, ex.k, image.path),
-                            "stdout": bytes(p.fds.stdout.data).decode(errors="replace"),
-                            "stderr": bytes(p.fds.stderr.data).decode(errors="replace")}
+                            "schedule": _schedule_json(bad, ex.k, image.path), "stdout": bad.stdout,
+                            "stderr": bad.stderr}
         json.dump(j, out, indent=1)
         out.write("\n")
         return 0 if bad is None else 1
     if bad is None:
         print(f"preemu: {head}: all passed", file=sys.stderr)
         return 0
-    p = bad.proc
-    out.write(bytes(p.fds.stdout.data).decode(errors="replace"))
+    out.write(bad.stdout)
     out.flush()
-    sys.stderr.write(bytes(p.fds.stderr.data).decode(errors="replace"))
+    sys.stderr.write(bad.stderr)
     lines = [f"{head}: schedule {bad.seed} FAILED ({len(ex.runs) - 1} passed before it): {bad.why}",
-             f"this run: {p.insns:,} instructions, {(p.clock - p.boot_ns) / 1e6:.3f} ms virtual",
+             f"this run: {bad.insns:,} instructions, {bad.virtual_ns / 1e6:.3f} ms virtual",
              *_schedule_text(bad, ex.k, image.path).splitlines(),
              f"replay: {replay}"]
     for line in lines:
@@ -1094,7 +1090,7 @@ def _check_schedules(a) -> None:
     if a.schedule is not None and a.schedule < 0:
         raise UsageError(f"--schedule takes a seed --schedules named (0 or more), got {a.schedule}")
     if a.schedule is not None and a.seed is not None:
-        raise UsageError("--schedule SEED is also the program's seed (AT_RANDOM, getrandom): drop --seed")
+        raise UsageError("--schedule SEED names the schedule to replay; --seed is where --schedules starts: drop --seed")
     exploring = a.schedules is not None or a.schedule is not None
     if a.depth is not None and not exploring:
         raise UsageError("--depth is a PCT schedule's depth: give it with --schedules N or --schedule SEED")
@@ -1105,7 +1101,7 @@ def _check_schedules(a) -> None:
     if a.schedules is not None and a.trace:
         raise UsageError("--trace writes one run: replay the failing schedule with --schedule SEED --trace T.json")
     if a.seed is None:
-        a.seed = a.schedule if a.schedule is not None else 1
+        a.seed = 1
     if exploring and a.depth is None:
         from .drive.schedules import DEFAULT_DEPTH
         a.depth = DEFAULT_DEPTH

@@ -24,8 +24,8 @@ instruction; LEA, NOP, calls and jumps are not steps. They are found statically 
 (Capstone) and counted by one code hook per such PC, nothing else. A change point ends the running thread's
 slice *before* that step's instruction (it is counted once: when the thread goes on there, the hook lets it
 pass). The runtime's and standard library's instructions are no steps: the schedule explores the program's
-interleavings, not the runtime's. k is the number of steps of a calibration run (schedule 0, depth 1, program
-seed 0) of the same program and options, so a replay computes the same k (drive/schedules.py).
+interleavings, not the runtime's. k is the number of steps of a calibration run (schedule 0, depth 1) of the
+same program and options, so a replay computes the same k (drive/schedules.py).
 
 Fairness. Go threads spin (idle Ms look for work before they sleep on a futex, user goroutines spin on a flag),
 and a strict priority scheduler livelocks when the top thread spins waiting for a lower one. Bound: a thread
@@ -107,6 +107,18 @@ def step_pcs(image, package: str | None = None) -> list[int]:
     return out
 
 
+def hook_steps(proc, pcs: list[int]) -> None:
+    """One code hook per step PC on the process's engine, calling the schedule attached at the time (added
+    before the process runs: hooks reach only fresh translations)."""
+    from unicorn import UC_HOOK_CODE
+
+    def on_step(uc, addr, size, user) -> None:
+        if proc.schedule is not None:
+            proc.schedule._on_step(uc, addr, size, user)
+    for pc in pcs:
+        proc.uc.hook_add(UC_HOOK_CODE, on_step, None, pc, pc)
+
+
 class PctSchedule:
     """One PCT schedule's state; attach() it to a Process before the process runs."""
 
@@ -125,7 +137,6 @@ class PctSchedule:
         self._resume: dict[int, int] = {}         # tid -> the step PC it was stopped before (already counted)
         self._ran: dict[int, int] = {}            # tid -> instructions run while others waited (fairness)
         self.proc = None
-        self.pcs: list[int] = []
 
     # --- priorities ------------------------------------------------------------------------------
     def priority(self, tid: int) -> float:
@@ -159,12 +170,9 @@ class PctSchedule:
         return sorted(waiters, key=lambda t: -self.priority(t.tid))
 
     # --- the process's side ----------------------------------------------------------------------
-    def attach(self, proc, pcs: list[int]) -> None:
-        """Hook the step PCs on the process's engine (before it runs: hooks only reach fresh translations)."""
-        from unicorn import UC_HOOK_CODE
-        self.proc, self.pcs = proc, list(pcs)
-        for pc in self.pcs:
-            proc.uc.hook_add(UC_HOOK_CODE, self._on_step, None, pc, pc)
+    def attach(self, proc) -> None:
+        """Steer `proc` (whose step PCs hook_steps has hooked) from its next slice on."""
+        self.proc = proc
         proc.schedule = self
 
     def _on_step(self, uc, addr, size, _) -> None:
