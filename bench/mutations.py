@@ -18,6 +18,7 @@ KILLERS = ["tests/test_bites.py"]
 S40 = "tests/test_survivors.py::"   # issue #40's killers: one test each, by its node id
 C37 = "tests/test_cpus.py::"        # issue #37 item 2's: the scheduler's rules
 P37 = "tests/test_procs.py::"       # issue #37 item 3's (processes)
+S47 = "tests/test_schedules.py::"   # issue #47's: each decision a PCT schedule makes
 TIMEOUT = 900               # seconds for one mutant's tests: a mutant that hangs them is killed too
 
 #: name -> (file, old text, new text, tests to run)
@@ -334,6 +335,27 @@ MUTATIONS = {
                                      "min(page, n - off))]", "            pass",
                                      ["tests/test_heapgraph.py::test_a_global_one_run_left_alone_compares_by_its_value_at_the_call",
                                       "tests/test_point_cost.py::test_changed_pages_finds_every_changed_page_and_only_those"]),
+    # issue #47: the decisions a PCT schedule (emu/linux/schedule.py) controls, each pinned by a test
+    "pct-lowest-priority-runs": ("emu/linux/schedule.py", "            if best is None or pr > best:",
+                                 "            if best is None or pr < best:",
+                                 [S47 + "test_the_highest_priority_runnable_thread_runs_next"]),
+    "pct-change-point-keeps-the-slice": ("emu/linux/schedule.py",
+                                         "        p.counter.stop_here(False)                      # the slice ends",
+                                         "        pass  # p.counter.stop_here(False)              # the slice ends",
+                                         [S47 + "test_a_change_point_ends_the_slice_before_its_step_and_the_step_is_counted_once"]),
+    "pct-step-counted-again-on-resume": ("emu/linux/schedule.py",
+                                         "        if self._resume.pop(t.tid, None) == addr:",
+                                         "        if self._resume.pop(t.tid, None) == addr and False:",
+                                         [S47 + "test_a_change_point_ends_the_slice_before_its_step_and_the_step_is_counted_once"]),
+    "pct-futex-wake-fifo": ("emu/linux/scheduling.py",
+                            "            waiters = self.schedule.wake_order(waiters)",
+                            "            waiters = list(waiters)",
+                            [S47 + "test_futex_wake_releases_the_highest_priority_waiters_first"]),
+    "pct-wakee-never-preempts": ("emu/linux/scheduling.py", "                    and self.schedule.preempts(t, curr):",
+                                 "                    and False:",
+                                 [S47 + "test_the_check_then_act_lock_fails_within_400_schedules_and_names_seed_decisions_and_replay"]),
+    "pct-no-fairness-bound": ("emu/linux/schedule.py", "        if ran >= self.fair_budget:", "        if False:",
+                              [S47 + "test_the_fairness_bound_ends_a_spin_that_strict_priorities_livelock"]),
 }
 
 
