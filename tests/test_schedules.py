@@ -4,10 +4,11 @@ replayed (emu/drive/schedules.py) on tests/go/pctlock/lock, a package with
 * TestRacyLock: two goroutines, a hand-rolled try-lock whose check (`locked == 0`) and act (`locked = 1`) are two
   instructions apart, a critical section that loads, works and stores a counter and notes overlaps. It fails only
   when one goroutine is stopped between its check and its act while the other checks, acts and is stopped inside
-  (depth 3). From seed 1 the first failing schedule is 318 (4.4 s of CPU here: k = 370 steps, ~14 ms a schedule).
-  Natively (the same test binary on this 2-core machine, GOMAXPROCS 2): 0 failures in 10,000 runs of the binary
-  (16.6 s of CPU) and 0 in 3,000,000 iterations of `-test.count` in one process (28 s of CPU); with an earlier,
-  shorter critical section (no work loop) 4 of 200 runs failed natively.
+  (depth 3). From seed 1 the first failing schedule is 318 (4.2-4.4 s of CPU here: k = 370 steps, ~14 ms a
+  schedule). Natively (the same test binary on this 2-core machine, shared with other jobs, GOMAXPROCS 2) it shows
+  as the machine's load lets it: the binary run in a shell loop failed 0 of 10,000 times (16.6 s of CPU) once and
+  4 of 2,600 (4.4 s of CPU) another time; in one process, `-test.count 470000` failed 30 times (4.8 s of CPU),
+  and three `-test.failfast` loops first failed after 1.0, 3.7 and 11.7 s of CPU.
 * TestMutexLock: the same critical section under sync.Mutex: passes every schedule.
 * TestSpinHandoff: a goroutine spins on a flag another sets after a 1 ms sleep: the fairness bound's case.
 

@@ -14,7 +14,11 @@ became runnable and any CPU takes its head; a thread returning from a signal han
 (rt_sigreturn returns to user mode on the same CPU; without this rule a GC with spinners on three or more Ps
 livelocked); sched_yield ends the slice and the thread queues behind the threads already waiting (CFS's
 yield_task_fair skips it once); a woken thread runs promptly (cpus.py's rules, also for a sleeper whose
-deadline arrives: it is woken once no CPU can still run anything before the deadline).
+deadline arrives: it is woken once no CPU can still run anything before the deadline). Under a schedule
+(`exec --schedules`/`--schedule`: `self.schedule`, a schedule.PctSchedule attached before the run) the schedule
+decides instead: the highest-priority runnable thread runs next, a change point ends a slice before a step,
+slices are not jittered, and after each slice it sees what the thread ran (its fairness bound); without one
+(every other run, the steered sweeps included) nothing here changes.
 
 Signals are delivered as Linux does (kernel/signal.c, arch/x86/kernel/signal.c) when the target
 thread next runs, `signal_delay` of its instructions later (--signal-at insn:N), or when it is

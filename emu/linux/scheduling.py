@@ -7,8 +7,10 @@ futex_wake (kernel/futex), a pipe or socket read that can go on (fs/pipe.c pipe_
 (fs/eventpoll.c) and a wait whose deadline has passed. Where a woken or new thread runs (an idle CPU, ahead
 of the runner it preempts, or the run queue in the order threads became runnable: try_to_wake_up ->
 select_task_rq, check_preempt_curr) is cpus.py's rule; a wakeup that gives it a CPU ends the waker's slice.
+Under a schedule (process.schedule, schedule.py) the schedule's priorities decide both: a wakee preempts a
+runner of lower priority, and FUTEX_WAKE releases the highest-priority waiters first.
 Which thread runs when, and for how long, is process.py's run loop; what each wait is, threads.py's.
-Left out: priorities, futex requeueing and robust lists. Other processes are proctable.py's (a thread id
+Left out: nice levels, futex requeueing and robust lists. Other processes are proctable.py's (a thread id
 then comes from its id space, shared with them).
 """
 from __future__ import annotations
