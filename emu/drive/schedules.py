@@ -73,6 +73,8 @@ def failure(p) -> str | None:
     if p.watch.violations:
         return f"{len(p.watch.violations)} violation(s) of preemption's rules"
     first = _first_line(out + "\n" + err, ("--- FAIL", "panic:", "fatal error:"))
+    if p.exit_code is None and not p.killed_by:
+        return f"did not finish: {p.stop_reason or 'no thread could run'}"
     if p.killed_by:
         return f"killed by signal {p.killed_by}" + (f": {first}" if first else "")
     if p.exit_code:
@@ -151,6 +153,8 @@ def explore(image, opts, n: int, depth: int, first_seed: int, package: str | Non
         if interrupted():
             break
         r = runner.run(first_seed + i, depth, k, ctrl)
+        if interrupted():                # Ctrl-C ended this run early: it neither passed nor failed
+            break
         ex.runs.append(r)
         if r.why is not None:
             break
