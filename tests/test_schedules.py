@@ -60,7 +60,7 @@ def test_the_check_then_act_lock_fails_within_400_schedules_and_names_seed_decis
     # the decisions that mattered: one goroutine's thread stopped between check and act (lock.go:16,
     # `locked = 1`), the other's inside the critical section
     assert [d["where"] for d in cps] == ["example.com/pctlock/lock.tryLock+0xa (lock.go:16)",
-                                        "example.com/pctlock/lock.critical+0x39 (lock.go:35)"]
+                                        "example.com/pctlock/lock.critical+0x40 (lock.go:36)"]
     assert cps[0]["tid"] != cps[1]["tid"] and cps[0]["priority"] > cps[1]["priority"]
 
 

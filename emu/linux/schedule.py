@@ -21,9 +21,9 @@ own packages: `main` and module paths, gofront._is_user's rule, plus the package
 memory other threads can see: an explicit memory operand whose base is not RSP, RBP or R14 (the frame and
 ABIInternal's g register), RIP-relative globals included, and every LOCK-prefixed, XCHG, CMPXCHG or XADD
 instruction; LEA, NOP, calls and jumps are not steps. They are found statically in the binary's text
-(Capstone) and counted by one code hook per such PC, nothing else. A change point ends the running thread's
-slice *before* that step's instruction (it is counted once: when the thread goes on there, the hook lets it
-pass). The runtime's and standard library's instructions are no steps: the schedule explores the program's
+(Capstone) and counted by one code hook per such PC, nothing else, in machine code (StepHooks: Python is called
+only at a change point's step). A change point ends the running thread's slice *before* that step's
+instruction, which is then counted when the thread executes it. The runtime's and standard library's instructions are no steps: the schedule explores the program's
 interleavings, not the runtime's. k is the number of steps of a calibration run (schedule 0, depth 1) of the
 same program and options, so a replay computes the same k (drive/schedules.py).
 
@@ -42,6 +42,7 @@ jitter is off, and the quantum only bounds how long a slice runs before the sche
 """
 from __future__ import annotations
 
+import ctypes
 import random
 from dataclasses import dataclass
 
@@ -107,16 +108,64 @@ def step_pcs(image, package: str | None = None) -> list[int]:
     return out
 
 
-def hook_steps(proc, pcs: list[int]) -> None:
-    """One code hook per step PC on the process's engine, calling the schedule attached at the time (added
-    before the process runs: hooks reach only fresh translations)."""
-    from unicorn import UC_HOOK_CODE
+#: the step hook, in machine code (engine/nativehook.py): count the step; only at the step the schedule waits for
+#: (state.next: its next change point) call Python, with the hook's own arguments (rdi = uc, rsi = address,
+#: edx = size, rcx = the state)
+_STEP_ASM = """
+    mov rax, qword ptr [rcx]
+    add rax, 1
+    mov qword ptr [rcx], rax
+    cmp rax, qword ptr [rcx + 8]
+    jae slow
+    ret
+slow:
+    jmp qword ptr [rcx + 16]
+"""
+_NEVER = (1 << 64) - 1
 
-    def on_step(uc, addr, size, user) -> None:
-        if proc.schedule is not None:
-            proc.schedule._on_step(uc, addr, size, user)
-    for pc in pcs:
-        proc.uc.hook_add(UC_HOOK_CODE, on_step, None, pc, pc)
+
+class _StepState(ctypes.Structure):
+    _fields_ = [("steps", ctypes.c_uint64), ("next", ctypes.c_uint64), ("slow", ctypes.c_void_p)]
+
+
+_SLOW = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p)
+
+
+class StepHooks:
+    """One code hook per step PC on a process's engine (added before it runs: hooks reach only fresh
+    translations). The hooks count steps in machine code, so a program spinning in its own code costs no Python
+    call per step; at a change point's step they call the schedule attached at the time (`_on_step`)."""
+
+    def __init__(self, proc, pcs: list[int]) -> None:
+        from unicorn import UC_HOOK_CODE
+        from unicorn.unicorn_py3.unicorn import uclib
+        from ..engine import nativehook
+        self.proc = proc
+        self.state = _StepState(0, _NEVER, 0)
+        self._slow = _SLOW(self._on_slow)                # kept alive with the hooks
+        self.state.slow = ctypes.cast(self._slow, ctypes.c_void_p).value
+        code = nativehook.code_address(_STEP_ASM)
+        for pc in pcs:
+            hh = ctypes.c_size_t()
+            err = uclib.uc_hook_add(proc.uc._uch, ctypes.byref(hh), UC_HOOK_CODE, ctypes.c_void_p(code),
+                                    ctypes.c_void_p(ctypes.addressof(self.state)), ctypes.c_uint64(pc),
+                                    ctypes.c_uint64(pc))
+            if err != 0:
+                raise RuntimeError(f"uc_hook_add for the step at {pc:#x} failed: error {err}")
+        proc.step_hooks = self
+
+    def reset(self, next_step: int | None) -> None:
+        self.state.steps, self.state.next = 0, _NEVER if next_step is None else next_step
+
+    def _on_slow(self, uc, addr, size, user) -> None:
+        s = self.proc.schedule
+        if s is not None:
+            s._on_step(addr)
+
+
+def hook_steps(proc, pcs: list[int]) -> StepHooks:
+    """Hook the step PCs on the process's engine (StepHooks)."""
+    return StepHooks(proc, pcs)
 
 
 class PctSchedule:
@@ -132,9 +181,8 @@ class PctSchedule:
         self.change = {step: i for i, step in enumerate(points, start=1)}
         self.fair_budget = fair_budget
         self.prio: dict[int, float] = {}
-        self.steps = 0
         self.decisions: list[Decision] = []
-        self._resume: dict[int, int] = {}         # tid -> the step PC it was stopped before (already counted)
+        self._points = sorted(self.change)        # the change points' steps, in order
         self._ran: dict[int, int] = {}            # tid -> instructions run while others waited (fairness)
         self.proc = None
 
@@ -174,21 +222,28 @@ class PctSchedule:
         """Steer `proc` (whose step PCs hook_steps has hooked) from its next slice on."""
         self.proc = proc
         proc.schedule = self
+        proc.step_hooks.reset(self._points[0] if self._points else None)
 
-    def _on_step(self, uc, addr, size, _) -> None:
+    @property
+    def steps(self) -> int:
+        """Steps counted so far (a step a change point stopped the thread before counts when it runs)."""
+        return self.proc.step_hooks.state.steps if self.proc is not None else 0
+
+    def _on_step(self, addr: int) -> None:
+        """The hooks counted step `state.steps`, a change point's, at `addr`, about to run."""
         p = self.proc
+        st = p.step_hooks.state
+        n = st.steps
+        later = [k for k in self._points if k > n]
+        st.next = later[0] if later else _NEVER
         t = p.cur
-        if t is None or p.counter.stopping(addr):      # the slice ends before it anyway: counted when it runs
+        if t is None or p.counter.stopping(addr):      # it does not run in this slice: count it when it does
+            st.steps, st.next = n - 1, n
             return
-        if self._resume.pop(t.tid, None) == addr:       # stopped here at a change point: counted then
-            return
-        self.steps += 1
-        label = self.change.get(self.steps)
-        if label is None:
-            return
+        label = self.change[n]
         self.prio[t.tid] = label
-        self.decisions.append(self._decision("change-point", t, addr, label))
-        self._resume[t.tid] = addr
+        self.decisions.append(self._decision("change-point", t, addr, label, n))
+        st.steps = n - 1                                # it has not run: counted when t executes it
         p.counter.stop_here(False)                      # the slice ends before the step's instruction
 
     def after_slice(self, t, n: int, contended: bool) -> None:
@@ -208,8 +263,9 @@ class PctSchedule:
             self.decisions.append(self._decision("fair-demotion", t, t.ctx.reg_read(X.UC_X86_REG_RIP), low))
         self._ran[t.tid] = ran
 
-    def _decision(self, kind: str, t, pc: int, prio: float) -> Decision:
-        return Decision(kind, self.steps, t.tid, t.name, pc, self.proc.image.describe(pc), prio)
+    def _decision(self, kind: str, t, pc: int, prio: float, step: int | None = None) -> Decision:
+        return Decision(kind, self.steps if step is None else step, t.tid, t.name, pc, self.proc.image.describe(pc),
+                        prio)
 
     def summary(self) -> dict:
         return {"seed": self.seed, "depth": self.depth, "k": self.k, "steps": self.steps,
