@@ -31,8 +31,11 @@ Fairness. Go threads spin (idle Ms look for work before they sleep on a futex, u
 and a strict priority scheduler livelocks when the top thread spins waiting for a lower one. Bound: a thread
 that has run FAIR_BUDGET instructions since it last blocked or was demoted, counted over slices during which
 another thread was runnable, drops below every other thread (a CHESS-style fair yield; the demotion is
-recorded and is as deterministic as the rest). This costs PCT's guarantee only for bugs whose window spans
-more than FAIR_BUDGET instructions of one thread while others wait.
+recorded and is as deterministic as the rest) until the others have run FAIR_TURN instructions, or until it
+runs with no other thread wanting the CPU; then its priority comes back (unless a change point set another
+meanwhile). A spinner thus leaves the thread it waits for a tenth of the CPU, and PCT's order outlives the
+runtime's start-up (whose main thread always reaches the budget). This costs PCT's guarantee only for bugs whose
+window spans more than FAIR_BUDGET instructions of one thread while others wait.
 
 Left out: the runtime's own interleavings as steps (a change point never falls in runtime code), timers and
 signal delivery times as choices (they follow virtual time as without a schedule), other processes (fork,
@@ -49,6 +52,8 @@ from dataclasses import dataclass
 #: instructions a thread may run while others wait (since it last blocked or was demoted) before it drops
 #: below every other thread: 0.2 ms of virtual time at 1 ns an instruction
 FAIR_BUDGET = 200_000
+#: ... and gets its priority back once the others have run this many (a quantum's worth)
+FAIR_TURN = 20_000
 
 _STACK_OR_G = {"rsp", "rbp", "r14"}
 _NOT_ACCESSES = ("lea", "nop", "call", "jmp", "prefetch")
@@ -184,6 +189,8 @@ class PctSchedule:
         self.decisions: list[Decision] = []
         self._points = sorted(self.change)        # the change points' steps, in order
         self._ran: dict[int, int] = {}            # tid -> instructions run while others waited (fairness)
+        #: tid -> ((its priority before, its demoted one), instructions the others have run since)
+        self._demoted: dict[int, tuple[tuple[float, float], int]] = {}
         self.proc = None
 
     # --- priorities ------------------------------------------------------------------------------
@@ -247,8 +254,18 @@ class PctSchedule:
         p.counter.stop_here(False)                      # the slice ends before the step's instruction
 
     def after_slice(self, t, n: int, contended: bool) -> None:
-        """t ran n instructions; `contended`: another thread was runnable meanwhile. The fairness bound."""
+        """t ran n instructions; `contended`: another thread was runnable meanwhile. The fairness bound: t drops
+        below every thread after FAIR_BUDGET such instructions, and gets its priority back once the others
+        have run FAIR_TURN instructions (or it ran with no one else wanting the CPU)."""
         from .threads import RUNNABLE
+        for tid in list(self._demoted):
+            saved, others = self._demoted[tid]
+            if tid == t.tid and not contended or tid != t.tid and others + n >= FAIR_TURN:
+                del self._demoted[tid]
+                if self.prio.get(tid) == saved[1]:       # unless a change point moved it since
+                    self.prio[tid] = saved[0]
+            elif tid != t.tid:
+                self._demoted[tid] = (saved, others + n)
         if t.state != RUNNABLE:
             self._ran[t.tid] = 0
             return
@@ -258,6 +275,7 @@ class PctSchedule:
         if ran >= self.fair_budget:
             ran = 0
             low = min(self.prio.values()) - 1
+            self._demoted[t.tid] = ((self.prio[t.tid], low), 0)
             self.prio[t.tid] = low
             from unicorn import x86_const as X
             self.decisions.append(self._decision("fair-demotion", t, t.ctx.reg_read(X.UC_X86_REG_RIP), low))
