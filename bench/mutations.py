@@ -354,6 +354,9 @@ MUTATIONS = {
     "pct-wakee-never-preempts": ("emu/linux/scheduling.py", "                    and self.schedule.preempts(t, curr):",
                                  "                    and False:",
                                  [S47 + "test_the_check_then_act_lock_fails_within_400_schedules_and_names_seed_decisions_and_replay"]),
+    "pct-demoted-for-good": ("emu/linux/schedule.py", "                if self.prio.get(tid) == saved[1]:",
+                             "                if False:",
+                             [S47 + "test_a_fairness_demotion_lasts_until_the_others_have_had_their_turn"]),
     "pct-no-fairness-bound": ("emu/linux/schedule.py", "        if ran >= self.fair_budget:", "        if False:",
                               [S47 + "test_the_fairness_bound_ends_a_spin_that_strict_priorities_livelock"]),
 }
