@@ -1090,7 +1090,8 @@ def _check_schedules(a) -> None:
     if a.schedule is not None and a.schedule < 0:
         raise UsageError(f"--schedule takes a seed --schedules named (0 or more), got {a.schedule}")
     if a.schedule is not None and a.seed is not None:
-        raise UsageError("--schedule SEED names the schedule to replay; --seed is where --schedules starts: drop --seed")
+        raise UsageError("--schedule SEED names the schedule to replay; --seed is where --schedules starts: "
+                         "drop --seed")
     exploring = a.schedules is not None or a.schedule is not None
     if a.depth is not None and not exploring:
         raise UsageError("--depth is a PCT schedule's depth: give it with --schedules N or --schedule SEED")

@@ -5,7 +5,7 @@ for `preemu exec --schedules N` / `--schedule SEED` (emu/drive/schedules.py runs
 What it mirrors. A schedule is (seed, depth d, k): every thread gets a random priority in [d, d+1) when it is
 first seen (distinct with probability 1, so their order is a uniformly random permutation, also for threads
 created later); d-1 change points k_1..k_{d-1} are drawn, distinct, uniformly among the steps 1..k; the
-highest-priority runnable thread always runs; when a thread executes step k_i its priority becomes i, below
+highest-priority runnable thread always runs; when a thread reaches step k_i its priority becomes i, below
 every initial priority (the labels i are in random order in time, as in the paper, so a later change point may
 put its thread above or below an earlier one). One run finds a given depth-d bug with probability at least
 1/(n k^(d-1)) for n threads. The process consults this object at each choice it makes (process.py,
@@ -21,11 +21,12 @@ own packages: `main` and module paths, gofront._is_user's rule, plus the package
 memory other threads can see: an explicit memory operand whose base is not RSP, RBP or R14 (the frame and
 ABIInternal's g register), RIP-relative globals included, and every LOCK-prefixed, XCHG, CMPXCHG or XADD
 instruction; LEA, NOP, calls and jumps are not steps. They are found statically in the binary's text
-(Capstone) and counted by one code hook per such PC, nothing else, in machine code (StepHooks: Python is called
-only at a change point's step). A change point ends the running thread's slice *before* that step's
-instruction, which is then counted when the thread executes it. The runtime's and standard library's instructions are no steps: the schedule explores the program's
-interleavings, not the runtime's. k is the number of steps of a calibration run (schedule 0, depth 1) of the
-same program and options, so a replay computes the same k (drive/schedules.py).
+(Capstone) and counted by one code hook per such PC, nothing else, in machine code (StepHooks: Python is
+called only at a change point's step). A change point ends the running thread's slice *before* that step's
+instruction, which is then counted when the thread executes it. The runtime's and the standard library's
+instructions are no steps: the schedule explores the program's interleavings, not the runtime's. k is the
+number of steps of a calibration run (schedule 0, depth 1) of the same program and options, so a replay
+computes the same k (drive/schedules.py).
 
 Fairness. Go threads spin (idle Ms look for work before they sleep on a futex, user goroutines spin on a flag),
 and a strict priority scheduler livelocks when the top thread spins waiting for a lower one. Bound: a thread
