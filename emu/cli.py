@@ -705,7 +705,10 @@ def _exec_schedules(a, out, image, opts, package) -> int:
             f"{ex.pcs} step PCs; {cpu:.2f} s CPU)")
     replay = _replay_command(a, bad.seed, a.depth) if bad else None
     if a.json:
-        j = {"tool": "preemu", "command": "exec", "binary": a.target, "argv": opts.argv,
+        from . import __version__
+        from .output.report import SCHEMAS
+        j = {"tool": "preemu", "version": __version__, "schema": SCHEMAS["exec-schedules"], "command": "exec",
+             "binary": a.target, "argv": opts.argv,
              "schedules": {"requested": a.schedules, "ran": len(ex.runs), "depth": a.depth, "first_seed": a.seed,
                            "k": ex.k, "step_pcs": ex.pcs, "cpu_s": round(cpu, 3),
                            "calibration_cpu_s": round(ex.calibration_cpu_s, 3),
