@@ -8,7 +8,9 @@ exit 0 (a test's FAIL exits 1, a panic or fatal error 2), is killed by a signal,
 --max-virtual-ms: a livelock or a deadlock preemu found), preemu stops it (a deadlock of every thread, an
 unsupported syscall), its output says `--- FAIL`, or preemu's watch finds a violation. A replay (`--schedule
 SEED --depth D`) calibrates again (the same program and options give the same k) and runs that one schedule.
-Left out: shrinking a failing schedule, exploring depths in turn, running schedules in parallel.
+Left out: shrinking a failing schedule, exploring depths in turn, running schedules in parallel; what a run
+wrote through a `:rw` mount stays on the host for the runs after it (the snapshot holds the process, not the
+host's files).
 """
 from __future__ import annotations
 
