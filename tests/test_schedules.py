@@ -136,6 +136,12 @@ def test_steps_are_the_packages_shared_memory_accesses_only():
     assert all(w.startswith("example.com/pctlock/lock.") for w in where)   # no runtime, no testmain `main`
 
 
+def test_a_plain_programs_steps_are_its_main_packages():
+    image = elfimage.load(str(gobuild.build("tests/data/go/race").binary))
+    where = {image.describe(pc).split("+")[0] for pc in step_pcs(image, "main")}
+    assert where and all(w.startswith("main.") for w in where) and "main.tally" in where
+
+
 # --- each decision point the schedule controls --------------------------------------------------------------
 
 def _threads(*prios, state=RUNNABLE):
