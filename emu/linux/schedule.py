@@ -84,8 +84,11 @@ class Decision:
 
 def is_user_function(name: str, package: str | None = None) -> bool:
     """A function of the program's own packages (gofront._is_user), or of `package` (a test binary's, whose
-    `main` is the testmain `go test` generates: not the user's)."""
+    `main` is the testmain `go test` generates: not the user's; a standard-library package's own tests count
+    that package's functions)."""
     from ..front.gofront import _is_user
+    if package and package.startswith("std/"):       # GOROOT/src's module is `std`; its packages' symbols are bare
+        package = package[len("std/"):]
     if package and package != "main":
         return name.startswith((package + ".", package + "_test.")) or (_is_user(name) and not name.startswith("main."))
     return _is_user(name)
