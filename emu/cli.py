@@ -683,7 +683,6 @@ def _replay_command(a, seed: int, depth: int) -> str:
 def _exec_schedules(a, out, image, opts, package) -> int:
     """`exec --schedules N`: explore (drive/schedules.py); exit 0 when all pass, 1 at the first failing one."""
     import time
-    from dataclasses import replace
     from .drive import schedules
     c0 = time.process_time()
     last = []

@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 
+from ..core.errors import EmuError
 from ..linux import process
 from ..linux.schedule import PctSchedule, hook_steps, step_pcs
 
@@ -171,17 +172,15 @@ def replay(image, opts, seed: int, depth: int, package: str | None = None, ctrl=
 
 
 def where(image_path: str, d) -> str:
-    """A decision's place with the source line when the binary's line table has it."""
+    """A decision's place, FUNC+OFF with the source file:line when the binary's line table has it."""
     try:
-        from ..front.gobinary import GoBinary
         b = _binary(image_path)
         f = b.func_for(d.pc)
         if f is not None:
             file, line = b.file_line(f, d.pc)
             if line:
                 return f"{d.where} ({file.rsplit('/', 1)[-1]}:{line})"
-        del GoBinary
-    except Exception:                          # a line is a nicety: the PC and FUNC+OFF are the decision
+    except (EmuError, IndexError, ValueError):  # a line is a nicety: the PC and FUNC+OFF are the decision
         pass
     return d.where
 
