@@ -353,7 +353,7 @@ MUTATIONS = {
                             [S47 + "test_futex_wake_releases_the_highest_priority_waiters_first"]),
     "pct-wakee-never-preempts": ("emu/linux/scheduling.py", "                    and self.schedule.preempts(t, curr):",
                                  "                    and False:",
-                                 [S47 + "test_the_check_then_act_lock_fails_within_400_schedules_and_names_seed_decisions_and_replay"]),
+                                 [S47 + "test_a_wakee_preempts_only_a_runner_of_lower_priority"]),
     "pct-demoted-for-good": ("emu/linux/schedule.py", "                if self.prio.get(tid) == saved[1]:",
                              "                if False:",
                              [S47 + "test_a_fairness_demotion_lasts_until_the_others_have_had_their_turn"]),

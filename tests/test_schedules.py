@@ -165,8 +165,21 @@ def test_the_highest_priority_runnable_thread_runs_next():
 
 
 def test_a_wakee_preempts_only_a_runner_of_lower_priority():
-    s, (lo, hi) = _threads(3.1, 3.8)
+    s, (lo, hi, mid) = _threads(3.1, 3.8, 3.5)
     assert s.preempts(hi, lo) and not s.preempts(lo, hi)
+
+    class Fake:                          # the process's side: scheduling.ThreadScheduling._place
+        from emu.linux.scheduling import ThreadScheduling
+        _place = ThreadScheduling._place
+
+        def __init__(self, running):
+            self.schedule, self.runq, self.in_slice, self.cur = s, collections.deque(), True, running
+            self._stop_slice = False
+    f = Fake(running=mid)
+    f._place(lo, 123)                    # below the runner: queued, the runner goes on
+    assert list(f.runq) == [lo] and lo.ready_ns == 123 and not f._stop_slice
+    f._place(hi, 124)                    # above it: the runner's slice ends now
+    assert list(f.runq) == [lo, hi] and f._stop_slice
 
 
 def test_futex_wake_releases_the_highest_priority_waiters_first():
