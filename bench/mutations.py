@@ -19,6 +19,7 @@ S40 = "tests/test_survivors.py::"   # issue #40's killers: one test each, by its
 C37 = "tests/test_cpus.py::"        # issue #37 item 2's: the scheduler's rules
 P37 = "tests/test_procs.py::"       # issue #37 item 3's (processes)
 A46 = "tests/test_avx_state.py::"   # issue #46 item 3's (CPU levels)
+S47 = "tests/test_schedules.py::"   # issue #47's: each decision a PCT schedule makes
 TIMEOUT = 900               # seconds for one mutant's tests: a mutant that hangs them is killed too
 
 #: name -> (file, old text, new text, tests to run)
@@ -367,6 +368,30 @@ MUTATIONS = {
                           "", [A46 + "test_an_avx_load_of_freed_memory_is_a_use_after_free"]),
     "gc-watch-misses-avx": ("emu/linux/realgc.py", "            if self.p.avx is not None:      # --cpu v3/v4",
                             "            if False:", [A46 + "test_an_avx_load_of_freed_memory_is_a_use_after_free"]),
+    # issue #47: the decisions a PCT schedule (emu/linux/schedule.py) controls, each pinned by a test
+    "pct-lowest-priority-runs": ("emu/linux/schedule.py", "            if best is None or pr > best:",
+                                 "            if best is None or pr < best:",
+                                 [S47 + "test_the_highest_priority_runnable_thread_runs_next"]),
+    "pct-change-point-keeps-the-slice": ("emu/linux/schedule.py",
+                                         "        p.counter.stop_here(False)                      # the slice ends",
+                                         "        pass  # p.counter.stop_here(False)              # the slice ends",
+                                         [S47 + "test_a_change_point_ends_the_slice_before_its_step_and_the_step_is_counted_once"]),
+    "pct-stopped-step-counted-twice": ("emu/linux/schedule.py",
+                                       "        st.steps = n - 1                                # it has not run",
+                                       "        pass                                            # it has not run",
+                                         [S47 + "test_a_change_point_ends_the_slice_before_its_step_and_the_step_is_counted_once"]),
+    "pct-futex-wake-fifo": ("emu/linux/scheduling.py",
+                            "            waiters = self.schedule.wake_order(waiters)",
+                            "            waiters = list(waiters)",
+                            [S47 + "test_futex_wake_releases_the_highest_priority_waiters_first"]),
+    "pct-wakee-never-preempts": ("emu/linux/scheduling.py", "                    and self.schedule.preempts(t, curr):",
+                                 "                    and False:",
+                                 [S47 + "test_a_wakee_preempts_only_a_runner_of_lower_priority"]),
+    "pct-demoted-for-good": ("emu/linux/schedule.py", "                if self.prio.get(tid) == saved[1]:",
+                             "                if False:",
+                             [S47 + "test_a_fairness_demotion_lasts_until_the_others_have_had_their_turn"]),
+    "pct-no-fairness-bound": ("emu/linux/schedule.py", "        if ran >= self.fair_budget:", "        if False:",
+                              [S47 + "test_the_fairness_bound_ends_a_spin_that_strict_priorities_livelock"]),
 }
 
 

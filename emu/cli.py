@@ -577,12 +577,24 @@ def cmd_exec(a, out) -> int:
     else:
         target = a.target
     opts = _exec_options(a, None if a.json else passthrough)
-    image = elfimage.load(str(gobuild.build(target, test=bool(_test_of(a)), goamd64=opts.cpu).binary))
+    built = gobuild.build(target, test=bool(_test_of(a)), goamd64=opts.cpu)
+    image = elfimage.load(str(built.binary))
     opts.argv[0] = "./" + os.path.basename(opts.argv[0])   # as a shell starts ./NAME: os.Args[0] can be exec'd
     if opts.signal_at_pc is not None:
         opts.signal_at_pc = image.resolve(opts.signal_at_pc, "--signal-at")
-    p = process.Process(image, opts)
-    _run_with_progress_and_ctrl_c(p, a)
+    sched_run = None
+    if getattr(a, "schedules", None) is not None or getattr(a, "schedule", None) is not None:
+        from dataclasses import replace
+        from .drive import schedules
+        opts = replace(opts, seed=schedules.PROGRAM_SEED)   # the schedule's seed alone replays it
+        if a.schedules is not None:
+            return _exec_schedules(a, out, image, opts, built.package)
+        sched_run, k = schedules.replay(image, opts, a.schedule, a.depth, built.package,
+                                        ctrl=lambda q: _run_with_progress_and_ctrl_c(q, a))
+        p = sched_run.proc
+    else:
+        p = process.Process(image, opts)
+        _run_with_progress_and_ctrl_c(p, a)
     if p.interrupted:
         text = xreport.render_text(p, a.target)
         for line in text.splitlines():
@@ -601,6 +613,8 @@ def cmd_exec(a, out) -> int:
         _write_file("--trace", a.trace, lambda: xreport.write_chrome_trace(a.trace, p, a.target), code)
     if a.json:
         j = xreport.to_json(p, a.target)
+        if sched_run is not None:
+            j["schedule"] = _schedule_json(sched_run, k, image.path)
         if sc:
             j["scenario"] = {"name": sc.name, "variant": a.variant, "failed": fails}
             j["ok"] = j["ok"] and not fails
@@ -611,11 +625,114 @@ def cmd_exec(a, out) -> int:
         if sc:
             text += f"scenario {sc.name}{' (' + a.variant + ')' if a.variant else ''}: " + \
                 ("all expectations hold\n" if not fails else "FAILED\n" + "".join(f"  {f}\n" for f in fails))
+        if sched_run is not None:
+            text += _schedule_text(sched_run, k, image.path)
         for line in text.splitlines():
             print(f"preemu: {line}", file=sys.stderr)
     if p.error is not None and not a.json:
         raise p.error
     return code
+
+
+def _schedule_json(run, k: int, binary: str) -> dict:
+    from .drive import schedules
+    j = run.schedule.summary()
+    for d, dj in zip(run.schedule.decisions, j["decisions"]):
+        dj["where"] = schedules.where(binary, d)
+    j["k"], j["failed"], j["why"] = k, run.why is not None, run.why
+    return j
+
+
+def _schedule_text(run, k: int, binary: str, limit: int = 20) -> str:
+    """The schedule's decisions (change points, fairness demotions), at most `limit` of them."""
+    from .drive import schedules
+    s = run.schedule
+    ds = s.decisions
+    text = (f"schedule {s.seed} (depth {s.depth}, change points at steps "
+            f"{', '.join(map(str, sorted(s.change))) or 'none'} of k = {k}): {s.steps} steps ran, "
+            f"{len(ds)} decision(s){':' if ds else ''}\n")
+    for d in ds[:limit]:
+        d.where = schedules.where(binary, d)
+        text += f"  {d.line()}\n"
+    if len(ds) > limit:
+        text += f"  ... {len(ds) - limit} more (--json lists them all)\n"
+    return text
+
+
+def _replay_command(a, seed: int, depth: int) -> str:
+    """The command line that replays schedule `seed`: this one without --schedules/--seed/--depth/--json."""
+    import shlex
+    argv = list(getattr(a, "raw_argv", None) or ["exec", a.target])
+    out, i = [], 0
+    while i < len(argv):
+        x = argv[i]
+        name = x.split("=", 1)[0]
+        if name in ("--schedules", "--seed", "--depth"):
+            i += 1 if "=" in x else 2
+            continue
+        if x != "--json":
+            out.append(x)
+        i += 1
+    out += ["--schedule", str(seed), "--depth", str(depth)]
+    rest = getattr(a, "raw_rest", None)
+    if rest is not None:
+        out += ["--", *rest]
+    return "preemu " + shlex.join(out)
+
+
+def _exec_schedules(a, out, image, opts, package) -> int:
+    """`exec --schedules N`: explore (drive/schedules.py); exit 0 when all pass, 1 at the first failing one."""
+    import time
+    from .drive import schedules
+    c0 = time.process_time()
+    last = []
+
+    def ctrl(p) -> None:
+        last[:] = [p]
+        _run_with_progress_and_ctrl_c(p, a)
+
+    ex = schedules.explore(image, opts, a.schedules, a.depth, a.seed, package, ctrl,
+                           interrupted=lambda: bool(last) and last[0].interrupted)
+    cpu = time.process_time() - c0
+    if last and last[0].interrupted:
+        print(f"preemu: interrupted (Ctrl-C) after {len(ex.runs)} of {a.schedules} schedules", file=sys.stderr)
+        return 130
+    bad = ex.failing
+    seeds = f"seeds {a.seed}..{a.seed + a.schedules - 1}" if a.schedules > 1 else f"seed {a.seed}"
+    ran = f"{len(ex.runs)}" if len(ex.runs) == a.schedules else f"{len(ex.runs)} of {a.schedules}"
+    head = (f"{ran} schedule{'s' if a.schedules > 1 else ''} of depth {a.depth} ran ({seeds}; k = {ex.k} steps at "
+            f"{ex.pcs} step PCs; {cpu:.2f} s CPU)")
+    replay = _replay_command(a, bad.seed, a.depth) if bad else None
+    if a.json:
+        from . import __version__
+        from .output.report import SCHEMAS
+        j = {"tool": "preemu", "version": __version__, "schema": SCHEMAS["exec-schedules"], "command": "exec",
+             "binary": a.target, "argv": opts.argv,
+             "schedules": {"requested": a.schedules, "ran": len(ex.runs), "depth": a.depth, "first_seed": a.seed,
+                           "k": ex.k, "step_pcs": ex.pcs, "cpu_s": round(cpu, 3),
+                           "calibration_cpu_s": round(ex.calibration_cpu_s, 3),
+                           "passed": bad is None, "runs": [r.to_json() for r in ex.runs]},
+             "failing": None, "ok": bad is None}
+        if bad is not None:
+            j["failing"] = {**bad.to_json(), "depth": a.depth, "replay": replay,
+                            "schedule": _schedule_json(bad, ex.k, image.path), "stdout": bad.stdout,
+                            "stderr": bad.stderr}
+        json.dump(j, out, indent=1)
+        out.write("\n")
+        return 0 if bad is None else 1
+    if bad is None:
+        print(f"preemu: {head}: all passed", file=sys.stderr)
+        return 0
+    out.write(bad.stdout)
+    out.flush()
+    sys.stderr.write(bad.stderr)
+    lines = [f"{head}: schedule {bad.seed} FAILED ({len(ex.runs) - 1} passed before it): {bad.why}",
+             f"this run: {bad.insns:,} instructions, {bad.virtual_ns / 1e6:.3f} ms virtual",
+             *_schedule_text(bad, ex.k, image.path).splitlines(),
+             f"replay: {replay}"]
+    for line in lines:
+        print(f"preemu: {line}", file=sys.stderr)
+    return 1
 
 
 def _parallel(sp) -> None:
@@ -852,8 +969,17 @@ def _add_exec(sub) -> None:
                    help="show the program a host directory at GUEST (read-only unless :rw; repeatable, one per "
                    "GUEST path). It always "
                    "sees the working directory read-only and /tmp in memory, and nothing else of the host")
-    x.add_argument("--seed", type=int, default=1,
-                   help="seed for AT_RANDOM, getrandom and where slices end while threads wait for a CPU")
+    x.add_argument("--seed", type=int, default=None,
+                   help="seed for AT_RANDOM, getrandom and where slices end while threads wait for a CPU (default 1); "
+                   "with --schedules, the first schedule's seed")
+    x.add_argument("--schedules", type=int, default=None, metavar="N",
+                   help="explore: run the program (or --test) under N PCT schedules (seeds --seed, --seed+1, ...), "
+                   "stop at the first that fails, name its seed, decisions and the command that replays it")
+    x.add_argument("--schedule", type=int, default=None, metavar="SEED",
+                   help="replay one PCT schedule (the seed --schedules named), instruction for instruction")
+    x.add_argument("--depth", type=int, default=None, metavar="D",
+                   help="with --schedules/--schedule: the bug depth PCT aims at, D-1 priority change points "
+                   "(default 3)")
     x.add_argument("--signal-at", metavar="FUNC+OFF|insn:N",
                    help="take each pending signal when its target thread is about to execute FUNC+OFF (e.g. "
                    "main.spin+0x9), or N of its instructions after it is sent (default: at its next instruction)")
@@ -947,6 +1073,7 @@ def _check_values(a) -> None:
                              f"got {a.ns_per_insn}")
         if not 1 <= a.cpus <= MAX_CPUS:
             raise UsageError(f"--cpus must be between 1 and {MAX_CPUS}, got {a.cpus}")
+        _check_schedules(a)
         _writable(a.trace, "--trace")
         if a.budget is None:
             from .linux.process import EXEC_BUDGET
@@ -954,6 +1081,33 @@ def _check_values(a) -> None:
         if a.max_memory is None:
             from .linux.process import DEFAULT_MAX_MEMORY
             a.max_memory = DEFAULT_MAX_MEMORY
+
+
+def _check_schedules(a) -> None:
+    """--schedules / --schedule / --depth: bad values and combinations are usage errors (exit 2)."""
+    if a.schedules is not None and a.schedules < 1:
+        raise UsageError(f"--schedules must be at least 1, got {a.schedules}")
+    if a.schedules is not None and a.schedule is not None:
+        raise UsageError("--schedule SEED replays one schedule and --schedules N explores N: give one of them")
+    if a.schedule is not None and a.schedule < 0:
+        raise UsageError(f"--schedule takes a seed --schedules named (0 or more), got {a.schedule}")
+    if a.schedule is not None and a.seed is not None:
+        raise UsageError("--schedule SEED names the schedule to replay; --seed is where --schedules starts: "
+                         "drop --seed")
+    exploring = a.schedules is not None or a.schedule is not None
+    if a.depth is not None and not exploring:
+        raise UsageError("--depth is a PCT schedule's depth: give it with --schedules N or --schedule SEED")
+    if a.depth is not None and a.depth < 1:
+        raise UsageError(f"--depth must be at least 1 (D-1 change points), got {a.depth}")
+    if exploring and a.target.endswith(".toml"):
+        raise UsageError("--schedules/--schedule run a program or a package's --test, not a scenario file")
+    if a.schedules is not None and a.trace:
+        raise UsageError("--trace writes one run: replay the failing schedule with --schedule SEED --trace T.json")
+    if a.seed is None:
+        a.seed = 1
+    if exploring and a.depth is None:
+        from .drive.schedules import DEFAULT_DEPTH
+        a.depth = DEFAULT_DEPTH
 
 
 def main(argv: list[str] | None = None, out=None) -> int:
@@ -1001,6 +1155,7 @@ def _main(argv: list[str] | None, out) -> int:
         i = argv.index("--")                                     # (options may come before or after the target)
         argv, rest = argv[:i], argv[i + 1:]
     a = parser.parse_args(argv)
+    a.raw_argv, a.raw_rest = list(argv), rest      # `exec --schedules` prints the command that replays a schedule
     if rest is not None:
         a.args = list(getattr(a, "args", None) or []) + rest
     _PARTIAL.clear()

@@ -14,7 +14,11 @@ became runnable and any CPU takes its head; a thread returning from a signal han
 (rt_sigreturn returns to user mode on the same CPU; without this rule a GC with spinners on three or more Ps
 livelocked); sched_yield ends the slice and the thread queues behind the threads already waiting (CFS's
 yield_task_fair skips it once); a woken thread runs promptly (cpus.py's rules, also for a sleeper whose
-deadline arrives: it is woken once no CPU can still run anything before the deadline).
+deadline arrives: it is woken once no CPU can still run anything before the deadline). Under a schedule
+(`exec --schedules`/`--schedule`: `self.schedule`, a schedule.PctSchedule attached before the run) the schedule
+decides instead: the highest-priority runnable thread runs next, a change point ends a slice before a step,
+slices are not jittered, and after each slice it sees what the thread ran (its fairness bound); without one
+(every other run, the steered sweeps included) nothing here changes.
 
 Signals are delivered as Linux does (kernel/signal.c, arch/x86/kernel/signal.c) when the target
 thread next runs, `signal_delay` of its instructions later (--signal-at insn:N), or when it is
@@ -188,6 +192,9 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         #: an observer of slices (emu/linux/gclock.GoroutineClock): slice_start(t) -> an instruction limit
         #: or None, slice_end(t, n); it may also lower the counter's limit from its own hooks
         self.probe = None
+        #: a schedule steering every choice (schedule.PctSchedule, `exec --schedules`), attached before the run;
+        #: None: cpus.py's rules alone
+        self.schedule = None
         self._alone = False                     # the slice in progress is a run of quanta (see _run_slice)
         self.interrupted = False                # set (by a SIGINT handler) to stop at the next slice boundary
         self.interrupt_raises = False           # ... by raising KeyboardInterrupt there (sweeps: ctrl_c below)
@@ -343,6 +350,8 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
             ended = self.checkpoint(stop, None)               # --max-virtual-ms: below, by the CPUs' clocks
             if ended is not None:
                 return ended
+            if self.schedule is not None and self.runq:
+                self.schedule.to_front(self.runq, self.held)   # the highest-priority runnable thread (schedule.py)
             t = self.runq[0] if self.runq else None
             if t is not None and (t.tid in self.held or t.state != RUNNABLE):
                 self.runq.popleft()              # unhold puts a held one back
@@ -368,7 +377,12 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
             self.runq.popleft()
             self.idle_ns += self.cpus.account_idle(cpu, start)
             self.clock = start
-            self._run_slice(t, ns, limit_ns)
+            if self.schedule is None:
+                self._run_slice(t, ns, limit_ns)
+            else:
+                before, contended = self.insns, bool(self.runq)
+                self._run_slice(t, ns, limit_ns)
+                self.schedule.after_slice(t, self.insns - before, contended)
             if self.on_slice is not None:
                 self.on_slice(self)
         return False
@@ -479,7 +493,8 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         shared = self.kernel is not None and self.kernel.busy()     # other processes' threads want the CPU too
         self._alone = (probe is None and not watch_pc and not self.opts.trace and not self.runq and not t.pending
                        and not shared)
-        limit = self.counter.UNLIMITED if self._alone else self.cpus.quantum(self.opts.quantum, bool(self.runq))
+        jitter = bool(self.runq) and self.schedule is None       # a schedule alone decides where slices end
+        limit = self.counter.UNLIMITED if self._alone else self.cpus.quantum(self.opts.quantum, jitter)
         d = self.kernel.earliest_deadline() if shared else self._earliest_deadline()
         if d is not None:
             limit = min(limit, max(1, -(-(d - self.clock) // ns)))

@@ -7,8 +7,10 @@ futex_wake (kernel/futex), a pipe or socket read that can go on (fs/pipe.c pipe_
 (fs/eventpoll.c) and a wait whose deadline has passed. Where a woken or new thread runs (an idle CPU, ahead
 of the runner it preempts, or the run queue in the order threads became runnable: try_to_wake_up ->
 select_task_rq, check_preempt_curr) is cpus.py's rule; a wakeup that gives it a CPU ends the waker's slice.
+Under a schedule (process.schedule, schedule.py) the schedule's priorities decide both: a wakee preempts a
+runner of lower priority, and FUTEX_WAKE releases the highest-priority waiters first.
 Which thread runs when, and for how long, is process.py's run loop; what each wait is, threads.py's.
-Left out: priorities, futex requeueing and robust lists. Other processes are proctable.py's (a thread id
+Left out: nice levels, futex requeueing and robust lists. Other processes are proctable.py's (a thread id
 then comes from its id space, shared with them).
 """
 from __future__ import annotations
@@ -120,6 +122,13 @@ class ThreadScheduling:
         """Queue runnable t as cpus.place decides; the runner gives up its CPU when t gets one. Between
         slices the runner is the thread whose slice just ended, while it still holds its CPU."""
         curr = self.cur
+        if self.schedule is not None:                    # a schedule: higher priority preempts (schedule.py)
+            t.ready_ns = now
+            self.runq.append(t)
+            if self.in_slice and curr is not None and curr is not t and curr.state == RUNNABLE \
+                    and self.schedule.preempts(t, curr):
+                self._stop_slice = True
+            return
         if curr is not None and (curr is t or curr.state != RUNNABLE or curr.tid in self.held
                                  or (not self.in_slice and curr in self.runq)):
             curr = None
@@ -129,7 +138,10 @@ class ThreadScheduling:
 
     def futex_wake(self, addr: int, n: int) -> int:
         woken = 0
-        for t in list(self.futex_waiters.get(addr, ())):
+        waiters = list(self.futex_waiters.get(addr, ()))
+        if self.schedule is not None:
+            waiters = self.schedule.wake_order(waiters)  # which waiters a wake releases (schedule.py)
+        for t in waiters:
             if woken >= n:
                 break
             self.wake(t, 0)

@@ -27,7 +27,9 @@ SCHEMAS = {
     "disasm": "preemu/disasm/1",
     "explain": "preemu/explain/3",            # 2 added `unit` (boundary, or signal for a scheduler scenario); 3 the
                                               # signal stack of a real-program story (sigstack_top/_labels)
-    "exec": "preemu/exec/3",                  # with a scenario, also: scenario (/2: go_version, /3: processes)
+    "exec": "preemu/exec/3",                  # with a scenario, also: scenario (/2: go_version, /3: processes);
+                                              # with --schedule SEED, also: schedule
+    "exec-schedules": "preemu/exec-schedules/1",  # exec --schedules N
 }
 
 

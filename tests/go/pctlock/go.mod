@@ -1,0 +1,3 @@
+module example.com/pctlock
+
+go 1.22
