@@ -64,3 +64,14 @@ def test_a_gc_run_with_evidence_is_a_finding_not_a_legitimate_value():
     assert primary.findings == [(3, ["uaf"], None)] and not primary.unstable.results and primary.unstable.gc_runs == 0
     R.add_gc_run(primary, Reference(10, {"~r0": "6"}, {}, Ending(0, b"6\n", b"", "exit")))
     assert primary.unstable.results == {"~r0"} and primary.unstable.gc_runs == 1
+
+
+@pytest.mark.parametrize("toolchain", ["1.24.11"])
+def test_the_write_barrier_omission_is_caught_with_an_older_release_too(toolchain):
+    """Issue #47's done-when: the assembly pointer move without a write barrier (tests/data/go/gcnowb, natively
+    confirmed with GODEBUG=gccheckmark=1) caught by --gc with a Go 1.24 build as with 1.27 (test_realgc_concurrent)."""
+    from emu.front import gobuild
+    binary = gobuild.build("tests/data/go/gcnowb", toolchain=toolchain).binary
+    code, j = sweep(str(binary), "main.moveNoWB", "--gc", "--max-points", "200")
+    assert code == 1
+    assert any(v["kind"] == "use-after-free" and v["where"].endswith("main.go:68") for v in j["violations"])
