@@ -1035,6 +1035,26 @@ def _check_outputs(a) -> None:
             raise UsageError(f"--{opt.replace('_', '-')} {path}: --{seen[real].replace('_', '-')} writes the "
                              "same file; give each output its own path")
         seen[real] = opt
+        for inp in _INPUTS:
+            src = getattr(a, inp, None)
+            if isinstance(src, str) and src and _overwrites(real, os.path.realpath(src)):
+                raise UsageError(f"--{opt.replace('_', '-')} {path}: that is {'the input ' + src if os.path.isfile(src) else 'a source file of ' + src}; "
+                                 "preemu never writes over its inputs: give the output another path")
+
+
+#: the options that name inputs (issue #51 item 2: no output may resolve to one)
+_INPUTS = ("file", "target", "scenario", "stub")
+#: inside an input directory (a Go package), the files an output may not replace
+_SOURCES = (".go", ".s", ".toml", ".mod", ".sum")
+
+
+def _overwrites(out: str, inp: str) -> bool:
+    """Whether writing `out` would replace input `inp` (both resolved): the file itself, or a source file of
+    the directory `inp` (its own .go/.s files, go.mod, a scenario)."""
+    if out == inp:
+        return True
+    return (os.path.isdir(inp) and os.path.exists(out) and out.startswith(inp.rstrip("/") + "/")
+            and out.endswith(_SOURCES))
 
 
 def _check_values(a) -> None:
