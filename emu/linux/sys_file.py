@@ -35,8 +35,8 @@ AT_FDCWD = -100
 AT_EMPTY_PATH, AT_REMOVEDIR, AT_SYMLINK_NOFOLLOW = 0x1000, 0x200, 0x100
 O_NOFOLLOW, ELOOP = 0o400000, 40
 O_ACCMODE, O_CREAT, O_EXCL, O_TRUNC, O_DIRECTORY = 3, 0o100, 0o200, 0o1000, 0o200000
-ENOENT, EBADF, ENOTDIR, EISDIR, EINVAL, ESPIPE, EROFS, ERANGE, EXDEV, EPERM, EIO, EBUSY, EEXIST = \
-    2, 9, 20, 21, 22, 29, 30, 34, 18, 1, 5, 16, 17
+ENOENT, EBADF, ENOTDIR, EISDIR, EINVAL, ESPIPE, EROFS, ERANGE, EXDEV, EPERM, EIO, EBUSY, EEXIST, EACCES = \
+    2, 9, 20, 21, 22, 29, 30, 34, 18, 1, 5, 16, 17, 13
 #: open flags passed on to the host for a file of a :rw mount (access mode, O_CREAT, O_EXCL, O_TRUNC, O_APPEND)
 _HOST_OPEN_FLAGS = O_ACCMODE | 0o100 | 0o200 | 0o1000 | 0o2000
 SEEK_SET, SEEK_CUR, SEEK_END = 0, 1, 2
@@ -521,6 +521,37 @@ def _stat_at(p, dirfd, path_addr, flags) -> bytes | int:
         return _oserr(e)
 
 
+R_OK, W_OK, X_OK = 4, 2, 1
+
+
+def sys_faccessat2(p, t, dirfd, path_addr, mode, flags, *_):
+    """faccessat2(2) (and faccessat, access): whether the caller may read, write or execute what a path names
+    (fs/open.c do_faccessat). The guest runs with the host's ids (sys_proc.py): as root, read and write are
+    granted and execute needs an x bit (or a directory), as generic_permission decides; otherwise the owner's,
+    group's or others' bits. Writing is refused with EROFS in a read-only mount and preemu's own directories
+    (fs/open.c: after the permission checks, `__mnt_is_readonly`)."""
+    if mode & ~7:
+        return -EINVAL
+    st = _stat_at(p, dirfd, path_addr, flags & AT_SYMLINK_NOFOLLOW)
+    if isinstance(st, int):
+        return st
+    st_mode, uid, gid = struct.unpack_from("<III", st, 24)
+    if p.uid == 0:
+        if mode & X_OK and not (st_mode & 0o111 or S.S_ISDIR(st_mode)):
+            return -EACCES
+    else:
+        bits = (st_mode >> 6) & 7 if uid == p.uid else (st_mode >> 3) & 7 if gid == p.gid else st_mode & 7
+        if mode & ~bits & 7:
+            return -EACCES
+    if mode & W_OK:
+        guest = _guest(p, dirfd, p.read_cstr(path_addr), follow=not flags & AT_SYMLINK_NOFOLLOW)
+        if isinstance(guest, str) and _tmp(p, guest) is None and guest not in DEVICES:
+            found = _host(p, guest)
+            if isinstance(found, int) or not found[0].rw:
+                return -EROFS
+    return 0
+
+
 def sys_newfstatat(p, t, dirfd, path_addr, buf, flags, *_):
     st = _stat_at(p, dirfd, path_addr, flags)
     if isinstance(st, int):
@@ -673,5 +704,7 @@ TABLE = {
     263: ("unlinkat", sys_unlinkat),
     264: ("renameat", sys_renameat), 316: ("renameat2", sys_renameat2), 18: ("pwrite64", sys_pwrite64),
     266: ("symlinkat", sys_symlinkat), 265: ("linkat", sys_linkat),
+    439: ("faccessat2", sys_faccessat2), 269: ("faccessat", lambda p, t, d, a, m, *_: sys_faccessat2(p, t, d, a, m, 0)),
+    21: ("access", lambda p, t, a, m, *_: sys_faccessat2(p, t, AT_FDCWD, a, m, 0)),
     88: ("symlink", lambda p, t, a, b, *_: sys_symlinkat(p, t, a, AT_FDCWD, b)), 267: ("readlinkat", sys_readlinkat),
 }
