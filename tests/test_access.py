@@ -1,5 +1,5 @@
 """access(2), faccessat(2), faccessat2(2) and getrusage(2) (issue #50 item 3: exec.LookPath of an existing file
-with 'unsupported syscall faccessat2'): the program's output under preemu equals its native output."""
+ended the run with 'unsupported syscall faccessat2'): the program's output under preemu equals its native output."""
 import subprocess
 
 from conftest import cli_run
