@@ -30,7 +30,8 @@ MODES = {
 ALL = frozenset(MODES)
 GC_MODES = frozenset({"gc", "gc-scan", "gc-sync"})
 #: the modes that claim a bug class
-CLAIMS = {"schedule": ALL, "preemption": ALL, "gc": GC_MODES, "gc-concurrent": frozenset({"gc"})}
+CLAIMS = {"schedule": ALL, "preemption": ALL - {"gc-sync"},     # gc-sync makes no injection at all
+          "gc": GC_MODES, "gc-concurrent": frozenset({"gc"})}
 
 
 @dataclass(frozen=True)

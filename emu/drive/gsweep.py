@@ -375,28 +375,33 @@ class RealSweep(RequestMixin):
         if pp:
             p.write(pp + o.p_preempt, o.p_one)
 
-    def gc_reference(self, budget: int, k: int) -> Reference:
+    def gc_reference(self, budget: int, k: int | list) -> Reference:
         """--gc: another legitimate run, uninterrupted but for the runtime's own cycle made due when G reaches
-        boundary k (G's thread held until the runtime asks to stop G, as an OS may delay a thread: the signal
-        then lands at k, or the runtime stops G at a later safe point or call). What a cycle changes without a
-        bug (finalizers run, sync.Pool emptied, a weak pointer cleared) differs here as in a chain
-        (references.py)."""
+        boundary k (or each boundary of a list: several cycles, as a busy heap gets; G's thread held until the
+        runtime asks to stop G, as an OS may delay a thread: the signal then lands at k, or the runtime stops G
+        at a later safe point or call). What a cycle changes without a bug (finalizers run, sync.Pool emptied, a
+        weak pointer cleared) differs here as in a chain (references.py)."""
         clock = self._arm()
         listener = _Listener(self, clock)   # holds G's clock through the injection window; its checks unread
         self.p.watch.listener = listener
-        for k in range(k, k + 1000):        # the first boundary from k on where preemu's oracle calls G safe
-            clock.stop_at, clock.ready = k, None
-            self.p.run_until(lambda: self.returned is not None or clock.ready is not None)
-            if clock.ready is None or self._predict(clock.ready) == "safe":
-                break
-        if clock.ready is not None:         # the schedule a chain's point gets (grequest.py)
-            cycles = self.gc.cycles
+        ks = sorted(k) if isinstance(k, list) else [k]
+        for first in ks:
+            if clock.count > first:
+                continue                    # an earlier cycle's run went past it
+            for k in range(first, first + 1000):    # the first boundary from there where preemu's oracle calls G safe
+                clock.stop_at, clock.ready = k, None
+                self.p.run_until(lambda: self.returned is not None or clock.ready is not None)
+                if clock.ready is None or self._predict(clock.ready) == "safe":
+                    break
+            if clock.ready is None:
+                break                       # F returned (or the program ended) first
+            cycles = self.gc.cycles         # the schedule a chain's point gets (grequest.py)
             try:
                 listener.point = self._await_concurrent(clock, k) if self.gc.concurrent else self._await_gc(clock, k)
                 if self.gc.concurrent:      # G waits at k for the cycle's end, as in scan mode (and in a chain,
                     self._wait_out_cycle(clock, cycles)     # whose points keep stopping G)
             except grequest.ProgramEnded:
-                pass                        # the runtime crashed in the cycle: below, the run's evidence
+                break                       # the runtime crashed in the cycle: below, the run's evidence
         clock.stop_at = budget
         self.p.run_until(lambda: self.returned is not None or clock.ready is not None)
         if self.returned is None:
@@ -411,7 +416,7 @@ class RealSweep(RequestMixin):
         uaf = list(self.gc.uaf)                 # during F and after it, up to the exit
         evidence = (k, uaf, None) if uaf else None
         return Reference(n, results, globs, ending, gc_evidence=evidence,
-                         label=f"a run with one of the runtime's GC cycles at boundary {k:,}")
+                         label=f"a run with the runtime's GC cycles at boundaries {', '.join(f'{b:,}' for b in ks)}")
 
     # --- the chain ------------------------------------------------------------------------------------
     def chain(self, points, stats: dict, sync_only: bool = False) -> tuple:

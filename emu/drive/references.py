@@ -101,10 +101,11 @@ def held_run(sw, budget: int, seed: int, i: int, boundaries: int):
 
 
 def gc_run(sw, budget: int, seed: int, i: int, boundaries: int):
-    """--gc: the i-th reference with one of the runtime's cycles made due at a boundary of F drawn from the seed
-    (gsweep.gc_reference): when a cycle comes decides what it frees and which finalizers run first."""
-    k = random.Random(f"preemu-gc-reference-{seed}-{i}").randrange(max(1, boundaries))
-    return sw.gc_reference(budget, k)
+    """--gc: the i-th reference with the runtime's cycles made due at 1, 4 or 16 boundaries of F (in turns) drawn
+    from the seed (gsweep.gc_reference): when cycles come, and how many, decides what they free and which
+    finalizers run first, as in a chain, which has one at every point."""
+    rng = random.Random(f"preemu-gc-reference-{seed}-{i}")
+    return sw.gc_reference(budget, sorted({rng.randrange(max(1, boundaries)) for _ in range(4 ** (i % 3))}))
 
 
 def establish(sw, budget: int, seed: int):
