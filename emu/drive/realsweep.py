@@ -425,6 +425,8 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
     try:
         ref = references.establish(sw, budget, spec.seed)
     except ReferenceEnded as e:             # the program fails without any injection: nothing to sweep
+        if sw.regs:                         # ... because of the registers --reg gave F: bad input
+            raise EmuError(str(e)) from None
         return _failed_uninterrupted(spec, sw, source, e.ending, t0, c0)
     points = list(S.select_points(ref.boundaries, max_points))
     opts = S.ChainOptions(spec.seed, max_violations=max_violations)
