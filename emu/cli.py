@@ -324,6 +324,8 @@ def _explain_real(a, path: str, func, regs_, gc: bool, asyncp):
 
 
 def cmd_explain(a, out) -> int:
+    if a.schedule is not None:
+        return _explain_schedule(a, out)
     from .drive import episode, loader, scenario
     from .teach import story as explain, html as explain_html, text as explain_text
     from .core import memmap
@@ -380,6 +382,68 @@ def cmd_explain(a, out) -> int:
     else:
         out.write(explain_text.render_text(story))
     return 0 if story.ok else 1
+
+
+def _explain_schedule(a, out) -> int:
+    """`explain PROGRAM --schedule SEED`: one PCT schedule's run told thread by thread (teach/schedstory.py);
+    exit 1 when the run fails, as `exec --schedule SEED` does."""
+    from .drive import realsweep, schedules
+    from .front import gobuild
+    from .linux import elfimage, process
+    from .teach import schedhtml, schedstory
+    test = _test_of(a)
+    built = gobuild.build(a.file, test=bool(test), goamd64=a.cpu)
+    image = elfimage.load(str(built.binary))
+    argv = realsweep.test_argv(a.file, *test) + list(a.args) if test else [os.path.basename(a.file), *a.args]
+    argv[0] = "./" + os.path.basename(argv[0])
+    opts = process.Options(argv=argv, env=list(a.env or []), seed=schedules.PROGRAM_SEED,
+                           budget=process.EXEC_BUDGET, cwd=os.path.abspath(a.file) if test else None, cpu=a.cpu)
+    story = schedstory.tell(image, opts, a.schedule, a.depth, built.package, a.file, test, a.env or [], a.args)
+    code = 0 if story.ok else 1
+    if a.html:
+        def write_html() -> None:
+            with open(a.html, "w") as f:
+                f.write(schedhtml.render(story))
+        _write_file("--html", a.html, write_html, code)
+    if a.json:
+        json.dump(schedstory.to_json(story), out, indent=1)
+        out.write("\n")
+    elif a.html:
+        out.write(f"wrote {a.html}: schedule {story.seed}, {len(story.segments)} slices on "
+                  f"{len(story.threads)} threads, {'passed' if story.ok else 'FAILED'}\n")
+    else:
+        out.write(schedstory.render_text(story))
+    return code
+
+
+def _check_explain_schedule(a) -> None:
+    """explain --schedule / --depth: a Go program's (or package test's) run only; bad values exit 2."""
+    from .front import gobuild
+    if a.schedule is None:
+        if a.depth is not None:
+            raise UsageError("--depth is a PCT schedule's depth: give it with --schedule SEED")
+        return
+    if a.schedule < 0:
+        raise UsageError(f"--schedule takes a seed `exec --schedules` named (0 or more), got {a.schedule}")
+    if a.depth is not None and a.depth < 1:
+        raise UsageError(f"--depth must be at least 1 (D-1 change points), got {a.depth}")
+    if not os.path.exists(a.file):
+        raise UsageError(f"{a.file}: no such file or directory")
+    if a.file.endswith((".s", ".toml")) or not gobuild.is_go_input(a.file):
+        raise UsageError(f"--schedule tells a Go program's run (a package, a .go file or a binary), not {a.file}")
+    given = [f"--{o.replace('_', '-')}" for o in ("func", "at", "reg", "layout", "gc", "force_unsafe",
+                                                   "async_preemption", "gc_during_preemption", "stub", "seed")
+             if getattr(a, o) not in (None, False, [])]
+    if a.signal_delay:
+        given.append("--signal-delay")
+    if a.call != 1:
+        given.append("--call")
+    if given:
+        raise UsageError(f"{', '.join(given)}: one preemption's options; --schedule tells a whole run under a "
+                         "PCT schedule (drop them, or drop --schedule)")
+    if a.depth is None:
+        from .drive.schedules import DEFAULT_DEPTH
+        a.depth = DEFAULT_DEPTH
 
 
 def _explain_sched(a, sc):
@@ -878,6 +942,11 @@ def _add_explain(sub) -> None:
     _add_test_options(x)
     x.set_defaults(args=[])          # Go input: the program's arguments, after `--` (split off in main)
     _cpu_option(x)
+    x.add_argument("--schedule", type=int, default=None, metavar="SEED",
+                   help="Go input: tell the run of PCT schedule SEED (as `exec --schedules` named it) thread by "
+                   "thread: the decisions that mattered, what each thread did between them, how it ended")
+    x.add_argument("--depth", type=int, default=None, metavar="D",
+                   help="with --schedule: the schedule's depth (default 3, as exec's)")
     x.add_argument("--html", metavar="OUT.html", help="also write the story as one self-contained page")
     x.add_argument("--json", action="store_true", help="print the steps as one JSON object")
     x.set_defaults(fn=cmd_explain)
@@ -1081,6 +1150,8 @@ def _check_values(a) -> None:
     _writable(getattr(a, "sarif", None), "--sarif")
     if getattr(a, "json", False) and getattr(a, "table", False):
         raise UsageError("--table prints the per-PC table as text; with --json it is in `points`")
+    if a.cmd == "explain":
+        _check_explain_schedule(a)
     if a.cmd == "exec":
         import math
         from .drive.exec_scenario import MAX_CPUS, MAX_NS_PER_INSN, POSITIVE_RUN_KEYS

@@ -30,6 +30,7 @@ SCHEMAS = {
     "exec": "preemu/exec/3",                  # with a scenario, also: scenario (/2: go_version, /3: processes);
                                               # with --schedule SEED, also: schedule
     "exec-schedules": "preemu/exec-schedules/1",  # exec --schedules N
+    "explain-schedule": "preemu/explain-schedule/1",  # explain PROGRAM --schedule SEED (teach/schedstory.py)
 }
 
 

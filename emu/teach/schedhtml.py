@@ -1,0 +1,1 @@
+def render(story): return ""
