@@ -59,7 +59,8 @@ def test_the_story_is_the_run_exec_replays_and_its_slices_add_up(story):
         [(d["kind"], d["step"], d["tid"], d["where"]) for d in x["schedule"]["decisions"]]
     segs = story["segments"]
     # every instruction of the run is in one slice of the story (none of the calibration run's)
-    assert sum(s["instructions"] for s in segs) == story["instructions"]
+    assert sum(s["instructions"] for s in segs) == story["instructions"] and len(segs) == 87
+    assert all(s["instructions"] > 0 and 0 <= s["start_ns"] < s["end_ns"] <= story["virtual_ns"] for s in segs)
     assert segs[0]["step_from"] == 0 and segs[-1]["step_to"] == story["steps"]
     assert all(a["step_to"] == b["step_from"] for a, b in zip(segs, segs[1:]))
     assert {t["tid"] for t in story["threads"]} == {s["tid"] for s in segs}
