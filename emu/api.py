@@ -174,7 +174,7 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
           on_world: Callable[[World], None] | None = None, runner: Callable[[World], Any] | None = None,
           call: int = 1, to_exit: int = 3, args: Sequence[str] = (), env: Sequence[str] = (),
           test: str | None = None, bench: str | None = None, each_pc: bool = False, gc_points: str = "all",
-          cpu: str = "v1"):
+          cpu: str = "v1", schedules=None):
     """Deliver the preemption signal at every instruction boundary of `func` in `path` (a .s file,
     a Go binary, a .go file or a Go package directory) and verify each injection (`preemu sweep`).
 
@@ -231,9 +231,12 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
         def one(name: str, process=None):
             return _sweep_real(src, name, registers, stub, seed, max_points, budget, async_preemption, jobs,
                                executor, results, progress, call, to_exit, args, env, gc, test_, process, each_pc,
-                               gc_points, cpu)
+                               gc_points, cpu, schedules)
         from .drive import manysweep
         if manysweep.is_pattern(func):
+            if schedules is not None:
+                raise EmuError("schedules: one function's sweep (its first chain under PCT schedules); a pattern "
+                               "sweeps many")
             shared = None
             if not gc and call == 1 and not registers:      # one start-up for all (manysweep._shared)
                 shared = _real_spec(src, func, registers, stub, seed, call, args, env, gc, test_,
@@ -330,9 +333,10 @@ def _real_spec(src: str, func: str, registers, stub, seed: int, call: int, args,
 def _sweep_real(src: str, func: str, registers, stub, seed: int, max_points: int, budget: int,
                 async_preemption: bool, jobs: int, executor, results, progress: bool, call: int, to_exit: int,
                 args, env, gc: bool | str = False, test: tuple = (), process=None, each_pc: bool = False,
-                gc_points: str = "all", cpu: str = "v1"):
+                gc_points: str = "all", cpu: str = "v1", schedules=None):
     """A Go function swept inside its real program (emu/drive/realsweep.py; `process`: the shared process of
-    a pattern sweep, stopped at the function's first call)."""
+    a pattern sweep, stopped at the function's first call; `schedules`: None or (seeds, depth, replay), the
+    first chain again under those PCT schedules: gschedules.py)."""
     from .drive import realsweep
     from .output import realsweep_report as sweep_report
     if not isinstance(to_exit, int) or isinstance(to_exit, bool) or to_exit < 0:
@@ -350,7 +354,8 @@ def _sweep_real(src: str, func: str, registers, stub, seed: int, max_points: int
     from .engine.interrupt import ctrl_c
     try:
         with ctrl_c(lambda: sw.p):
-            res = realsweep.sweep(spec, sw, src, max_points, budget, to_exit, runner=runner, each_pc=each_pc)
+            res = realsweep.sweep(spec, sw, src, max_points, budget, to_exit, runner=runner, each_pc=each_pc,
+                                  schedules=schedules)
     except shards.Interrupted as e:
         e.live = e.live or sw.live_summary()
         raise

@@ -209,11 +209,15 @@ def cmd_sweep(a, out) -> int:
                         budget=a.budget or sweeper.DEFAULT_BUDGET, async_preemption=a.async_preemption == "on",
                         call=a.call, to_exit=3 if a.to_exit is None else a.to_exit, args=a.args, env=a.env or [],
                         gc=a.gc, test=a.test, bench=a.bench, each_pc=a.each_pc, gc_points=a.gc_points, cpu=a.cpu,
-                        **_shard_options(a))
+                        schedules=_sweep_schedules(a), **_shard_options(a))
         return _emit(a, rep, out, "" if a.json else rep.render(a.table))
     if a.cpu not in ("v1", "v2"):
         raise UsageError(f"--cpu {a.cpu}: .s input runs in preemu's model world, which has no AVX (v1/v2); a Go "
                          "program's sweep runs at any level")
+    for opt, given in (("--schedules", a.schedules is not None), ("--schedule", a.schedule is not None),
+                       ("--depth", a.depth is not None)):
+        if given:
+            raise UsageError(f"{opt} applies to Go input: PCT schedules steer a real program's threads")
     for opt, given in (("--call", a.call != 1), ("--to-exit", a.to_exit is not None), ("--env", a.env),
                        ("program arguments", a.args), ("--test", a.test), ("--bench", a.bench),
                        ("--each-pc", a.each_pc)):
@@ -723,15 +727,41 @@ def _schedule_text(run, k: int, binary: str, limit: int = 20) -> str:
     return text
 
 
-def _replay_command(a, seed: int, depth: int) -> str:
-    """The command line that replays schedule `seed`: this one without --schedules/--seed/--depth/--json."""
+def _sweep_schedules(a):
+    """sweep --schedules N / --schedule SEED [--depth D]: None, or (seeds, depth, replay) for api.sweep."""
+    if a.schedules is None and a.schedule is None:
+        if a.depth is not None:
+            raise UsageError("--depth is a PCT schedule's depth: give it with --schedules N or --schedule SEED")
+        return None
+    if a.schedules is not None and a.schedule is not None:
+        raise UsageError("--schedule SEED replays one schedule and --schedules N explores N: give one of them")
+    if a.schedules is not None and a.schedules < 1:
+        raise UsageError(f"--schedules must be at least 1, got {a.schedules}")
+    if a.schedule is not None and a.schedule < 0:
+        raise UsageError(f"--schedule takes a seed --schedules named (0 or more), got {a.schedule}")
+    if a.depth is not None and a.depth < 1:
+        raise UsageError(f"--depth must be at least 1 (D-1 change points), got {a.depth}")
+    for opt, given in (("--gc", a.gc), ("--each-pc", a.each_pc)):
+        if given:
+            raise UsageError(f"--schedules/--schedule and {opt}: a schedule re-runs the sweep's first chain of "
+                             "injections; give one of them")
+    from .drive.schedules import DEFAULT_DEPTH
+    depth = DEFAULT_DEPTH if a.depth is None else a.depth
+    seeds = [a.schedule] if a.schedule is not None else list(range(1, a.schedules + 1))
+    return seeds, depth, lambda seed: _replay_command(a, seed, depth, drop=("--schedules", "--schedule", "--depth"),
+                                                      default=["sweep", a.file, "--func", a.func])
+
+
+def _replay_command(a, seed: int, depth: int, drop=("--schedules", "--seed", "--depth"), default=None) -> str:
+    """The command line that replays schedule `seed`: this one without --schedules/--seed/--depth/--json
+    (`drop`: the options to leave out; a sweep keeps its --seed, which is not the schedule's)."""
     import shlex
-    argv = list(getattr(a, "raw_argv", None) or ["exec", a.target])
+    argv = list(getattr(a, "raw_argv", None) or default or ["exec", a.target])
     out, i = [], 0
     while i < len(argv):
         x = argv[i]
         name = x.split("=", 1)[0]
-        if name in ("--schedules", "--seed", "--depth"):
+        if name in drop:
             i += 1 if "=" in x else 2
             continue
         if x != "--json":
@@ -869,6 +899,14 @@ def _add_sweep(sub) -> None:
     s.add_argument("--each-pc", action="store_true",
                    help="Go input: decide every distinct PC of the goroutine once, at its first occurrence (one "
                    "point a PC instead of one a boundary; --max-points still caps them)")
+    s.add_argument("--schedules", type=int, default=None, metavar="N",
+                   help="Go input: after the sweep, run its first chain again under PCT schedules 1..N (every thread "
+                   "steered by the schedule, the function's points the sweep's); a failing program is a violation "
+                   "that names the seed and the command replaying it")
+    s.add_argument("--schedule", type=int, default=None, metavar="SEED",
+                   help="Go input: ... under that one schedule (the seed --schedules named)")
+    s.add_argument("--depth", type=int, default=None, metavar="D",
+                   help="with --schedules/--schedule: the PCT depth, D-1 change points (default 3)")
     s.set_defaults(args=[])          # Go input: the program's arguments, after `--` (split off in main)
     _common(s)
     s.set_defaults(fn=cmd_sweep)
