@@ -21,6 +21,7 @@ P37 = "tests/test_procs.py::"       # issue #37 item 3's (processes)
 A46 = "tests/test_avx_state.py::"   # issue #46 item 3's (CPU levels)
 S47 = "tests/test_schedules.py::"   # issue #47's: each decision a PCT schedule makes
 X47 = "tests/test_explain_schedule.py::"   # issue #47's explain --schedule: each rule of the story
+W47 = "tests/test_sweep_schedules.py::"     # issue #47's sweep --schedules: each rule of gschedules.py
 TIMEOUT = 900               # seconds for one mutant's tests: a mutant that hangs them is killed too
 
 #: name -> (file, old text, new text, tests to run)
@@ -421,6 +422,22 @@ MUTATIONS = {
         "emu/teach/schedhtml.py", "    const y = top + row[d.tid] * laneH;\n    const g = el('g'",
         "    const y = top;\n    const g = el('g'",
         ["tests/test_explain_browser.py::test_schedule_page_draws_a_lane_per_thread_and_walks_the_change_points"]),
+    # issue #47 part 2: sweep --schedules runs the first chain with the schedule attached ...
+    "sweep-schedules-never-attached": ("emu/drive/gschedules.py", "    s.attach(sw.p)\n", "    s.proc = sw.p\n",
+                                       [W47 + "test_a_schedule_finds_the_lost_update_and_names_seed_change_point_and_replay"]),
+    # ... judges each run's ending against the uninterrupted one's ...
+    "sweep-schedules-ending-ignored": ("emu/drive/gschedules.py", "        why = ending_failure(ending, ref.ending)\n",
+                                       "        why = None\n",
+                                       [W47 + "test_a_schedule_finds_the_lost_update_and_names_seed_change_point_and_replay"]),
+    # ... injects at the chain's points (G's, the sweep's) ...
+    "sweep-schedules-no-injections": ("emu/drive/gschedules.py", "            _, reached, ending = sw.chain(points, {})\n",
+                                      "            _, reached, ending = sw.chain((), {})\n",
+                                      [W47 + "test_a_schedule_finds_the_lost_update_and_names_seed_change_point_and_replay"]),
+    # ... and says whether the uninterrupted run fails under the failing schedule too
+    "sweep-schedules-uninterrupted-unjudged": ("emu/drive/gschedules.py",
+                                               "            out.uninterrupted_fails = ending_failure(plain, ref.ending) "
+                                               "is not None\n", "            out.uninterrupted_fails = False\n",
+                                               [W47 + "test_a_schedule_finds_the_lost_update_and_names_seed_change_point_and_replay"]),
 }
 
 
