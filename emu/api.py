@@ -194,6 +194,8 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     cpu (Go input): the CPU level, "v1" (default) to "v4" (core/cpulevel.py): at "v3"/"v4" the program is
     built for that level with GOEXPERIMENT=simd, its AVX instructions run in preemu's vector unit, and every
     resume is checked on Y0-15 (v3) or Z0-31 and K0-7 (v4); .s input only runs at v1/v2.
+    schedules (Go input): None, or (seeds, depth, replay): after the sweep, its first chain again under those PCT
+    schedules at that depth (emu/drive/gschedules.py); `replay(seed)` is the command a failure names.
 
     registers: entry values, numbers or `;@data` symbols ("src", "dst+16"); unset ones are seeded
     random. layout: "go1.14" or "go1.27" (default: go1.27 for Go input, else go1.14). stub: your own
