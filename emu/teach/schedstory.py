@@ -271,7 +271,7 @@ def render_text(story: Story) -> str:
     verdict = f"FAILED: {j.why}" if j.why else "passed (exit status 0)"
     out = [f"preemu explain: {j.target}{test}  schedule {j.seed}  depth {j.depth}  k = {j.k} steps",
            f"verdict: {verdict}",
-           f"the run: {j.insns:,} instructions, {_ms(j.virtual_ns)} virtual, {j.steps} steps, "
+           f"the run: {j.insns:,} instructions, {_ms(j.virtual_ns)} virtual, {j.steps} step{'s' if j.steps != 1 else ''}, "
            f"{len(j.segments)} slices on {len(j.threads)} threads "
            f"({', '.join(t['name'] + '(' + str(t['tid']) + ')' for t in j.threads)}); a thread is an M, "
            "which runs whichever goroutine the Go scheduler gives it; the CPUs run side by side, so the times "
@@ -290,7 +290,8 @@ def render_text(story: Story) -> str:
         out.append(f"[{a} -> {b}] t = {_ms(ch['from_ns'])} .. {_ms(ch['to_ns'])}, steps {ch['step_from']}.."
                    f"{ch['step_to']}")
         for t in ch["threads"]:
-            steps = f"{t['steps']} steps" if t["steps"] else "no steps (runtime or library code only)"
+            steps = (f"{t['steps']} step{'s' if t['steps'] != 1 else ''}" if t["steps"]
+                     else "no steps (runtime or library code only)")
             at = f" at {t['where']}" if t["where"] else ""
             out.append(f"  {t['thread']}({t['tid']}): {t['slices']} slice{'s' if t['slices'] != 1 else ''}, "
                        f"{t['instructions']:,} instructions, {steps}; then {t['then']}{at}")
