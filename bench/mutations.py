@@ -20,6 +20,8 @@ C37 = "tests/test_cpus.py::"        # issue #37 item 2's: the scheduler's rules
 P37 = "tests/test_procs.py::"       # issue #37 item 3's (processes)
 A46 = "tests/test_avx_state.py::"   # issue #46 item 3's (CPU levels)
 S47 = "tests/test_schedules.py::"   # issue #47's: each decision a PCT schedule makes
+X47 = "tests/test_explain_schedule.py::"   # issue #47's explain --schedule: each rule of the story
+W47 = "tests/test_sweep_schedules.py::"     # issue #47's sweep --schedules: each rule of gschedules.py
 TIMEOUT = 900               # seconds for one mutant's tests: a mutant that hangs them is killed too
 
 #: name -> (file, old text, new text, tests to run)
@@ -392,6 +394,50 @@ MUTATIONS = {
                              [S47 + "test_a_fairness_demotion_lasts_until_the_others_have_had_their_turn"]),
     "pct-no-fairness-bound": ("emu/linux/schedule.py", "        if ran >= self.fair_budget:", "        if False:",
                               [S47 + "test_the_fairness_bound_ends_a_spin_that_strict_priorities_livelock"]),
+    # issue #47: explain --schedule SEED tells the replay's second run (the first calibrates k) ...
+    "explain-schedule-tells-calibration-too": ("emu/teach/schedstory.py",
+                                               "        p.on_slice = on_slice if calls[0] == 2 else None\n",
+                                               "        p.on_slice = on_slice\n",
+                                               [X47 + "test_the_story_is_the_run_exec_replays_and_its_slices_add_up"]),
+    # ... a slice's steps are the steps counted since the previous slice ended
+    "explain-schedule-steps-from-boot": ("emu/teach/schedstory.py",
+                                         '        last["insns"], last["steps"] = p.insns, steps\n',
+                                         '        last["insns"] = p.insns\n',
+                                         [X47 + "test_the_story_is_the_run_exec_replays_and_its_slices_add_up"]),
+    # ... its chapters are cut at the change points
+    "explain-schedule-chapters-uncut": ("emu/teach/schedstory.py",
+                                        '    cuts = [d["segment"] for d in decisions if d["kind"] == "change-point" '
+                                        'and d["segment"] is not None]\n', "    cuts = []\n",
+                                        [X47 + "test_the_chapters_are_cut_at_the_change_points"]),
+    # ... a -trimpath build's module-path file names are found under the program's directory
+    "explain-schedule-source-untrimmed": ("emu/teach/schedstory.py",
+                                          "    for cand in [file] + [os.path.join(root, *parts[i:]) for i in "
+                                          "range(len(parts))]:", "    for cand in [file]:",
+                                          [X47 + "test_the_text_tells_the_decisions_with_their_source_lines_the_threads_and_the_failure"]),
+    # ... a failing run exits 1, as exec --schedule does
+    "explain-schedule-exits-0": ("emu/cli.py", "    code = 0 if story.ok else 1\n", "    code = 0\n",
+                                 [X47 + "test_the_text_tells_the_decisions_with_their_source_lines_the_threads_and_the_failure"]),
+    # ... and the page draws a change point on the lane of the thread it stopped
+    "explain-schedule-page-markers-on-first-lane": (
+        "emu/teach/schedhtml.py", "    const y = top + row[d.tid] * laneH;\n    const g = el('g'",
+        "    const y = top;\n    const g = el('g'",
+        ["tests/test_explain_browser.py::test_schedule_page_draws_a_lane_per_thread_and_walks_the_change_points"]),
+    # issue #47 part 2: sweep --schedules runs the first chain with the schedule attached ...
+    "sweep-schedules-never-attached": ("emu/drive/gschedules.py", "    s.attach(sw.p)\n", "    s.proc = sw.p\n",
+                                       [W47 + "test_a_schedule_finds_the_lost_update_and_names_seed_change_point_and_replay"]),
+    # ... judges each run's ending against the uninterrupted one's ...
+    "sweep-schedules-ending-ignored": ("emu/drive/gschedules.py", "        why = ending_failure(ending, ref.ending)\n",
+                                       "        why = None\n",
+                                       [W47 + "test_a_schedule_finds_the_lost_update_and_names_seed_change_point_and_replay"]),
+    # ... injects at the chain's points (G's, the sweep's) ...
+    "sweep-schedules-no-injections": ("emu/drive/gschedules.py", "            _, reached, ending = sw.chain(points, {})\n",
+                                      "            _, reached, ending = sw.chain((), {})\n",
+                                      [W47 + "test_a_schedule_finds_the_lost_update_and_names_seed_change_point_and_replay"]),
+    # ... and says whether the uninterrupted run fails under the failing schedule too
+    "sweep-schedules-uninterrupted-unjudged": ("emu/drive/gschedules.py",
+                                               "            out.uninterrupted_fails = ending_failure(plain, ref.ending) "
+                                               "is not None\n", "            out.uninterrupted_fails = False\n",
+                                               [W47 + "test_a_schedule_finds_the_lost_update_and_names_seed_change_point_and_replay"]),
 }
 
 

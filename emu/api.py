@@ -174,7 +174,7 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
           on_world: Callable[[World], None] | None = None, runner: Callable[[World], Any] | None = None,
           call: int = 1, to_exit: int = 3, args: Sequence[str] = (), env: Sequence[str] = (),
           test: str | None = None, bench: str | None = None, each_pc: bool = False, gc_points: str = "all",
-          cpu: str = "v1"):
+          cpu: str = "v1", schedules=None):
     """Deliver the preemption signal at every instruction boundary of `func` in `path` (a .s file,
     a Go binary, a .go file or a Go package directory) and verify each injection (`preemu sweep`).
 
@@ -194,6 +194,8 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     cpu (Go input): the CPU level, "v1" (default) to "v4" (core/cpulevel.py): at "v3"/"v4" the program is
     built for that level with GOEXPERIMENT=simd, its AVX instructions run in preemu's vector unit, and every
     resume is checked on Y0-15 (v3) or Z0-31 and K0-7 (v4); .s input only runs at v1/v2.
+    schedules (Go input): None, or (seeds, depth, replay): after the sweep, its first chain again under those PCT
+    schedules at that depth (emu/drive/gschedules.py); `replay(seed)` is the command a failure names.
 
     registers: entry values, numbers or `;@data` symbols ("src", "dst+16"); unset ones are seeded
     random. layout: "go1.14" or "go1.27" (default: go1.27 for Go input, else go1.14). stub: your own
@@ -231,9 +233,12 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
         def one(name: str, process=None):
             return _sweep_real(src, name, registers, stub, seed, max_points, budget, async_preemption, jobs,
                                executor, results, progress, call, to_exit, args, env, gc, test_, process, each_pc,
-                               gc_points, cpu)
+                               gc_points, cpu, schedules)
         from .drive import manysweep
         if manysweep.is_pattern(func):
+            if schedules is not None:
+                raise EmuError("schedules: one function's sweep (its first chain under PCT schedules); a pattern "
+                               "sweeps many")
             shared = None
             if not gc and call == 1 and not registers:      # one start-up for all (manysweep._shared)
                 shared = _real_spec(src, func, registers, stub, seed, call, args, env, gc, test_,
@@ -330,9 +335,10 @@ def _real_spec(src: str, func: str, registers, stub, seed: int, call: int, args,
 def _sweep_real(src: str, func: str, registers, stub, seed: int, max_points: int, budget: int,
                 async_preemption: bool, jobs: int, executor, results, progress: bool, call: int, to_exit: int,
                 args, env, gc: bool | str = False, test: tuple = (), process=None, each_pc: bool = False,
-                gc_points: str = "all", cpu: str = "v1"):
+                gc_points: str = "all", cpu: str = "v1", schedules=None):
     """A Go function swept inside its real program (emu/drive/realsweep.py; `process`: the shared process of
-    a pattern sweep, stopped at the function's first call)."""
+    a pattern sweep, stopped at the function's first call; `schedules`: None or (seeds, depth, replay), the
+    first chain again under those PCT schedules: gschedules.py)."""
     from .drive import realsweep
     from .output import realsweep_report as sweep_report
     if not isinstance(to_exit, int) or isinstance(to_exit, bool) or to_exit < 0:
@@ -350,7 +356,8 @@ def _sweep_real(src: str, func: str, registers, stub, seed: int, max_points: int
     from .engine.interrupt import ctrl_c
     try:
         with ctrl_c(lambda: sw.p):
-            res = realsweep.sweep(spec, sw, src, max_points, budget, to_exit, runner=runner, each_pc=each_pc)
+            res = realsweep.sweep(spec, sw, src, max_points, budget, to_exit, runner=runner, each_pc=each_pc,
+                                  schedules=schedules)
     except shards.Interrupted as e:
         e.live = e.live or sw.live_summary()
         raise

@@ -209,11 +209,15 @@ def cmd_sweep(a, out) -> int:
                         budget=a.budget or sweeper.DEFAULT_BUDGET, async_preemption=a.async_preemption == "on",
                         call=a.call, to_exit=3 if a.to_exit is None else a.to_exit, args=a.args, env=a.env or [],
                         gc=a.gc, test=a.test, bench=a.bench, each_pc=a.each_pc, gc_points=a.gc_points, cpu=a.cpu,
-                        **_shard_options(a))
+                        schedules=_sweep_schedules(a), **_shard_options(a))
         return _emit(a, rep, out, "" if a.json else rep.render(a.table))
     if a.cpu not in ("v1", "v2"):
         raise UsageError(f"--cpu {a.cpu}: .s input runs in preemu's model world, which has no AVX (v1/v2); a Go "
                          "program's sweep runs at any level")
+    for opt, given in (("--schedules", a.schedules is not None), ("--schedule", a.schedule is not None),
+                       ("--depth", a.depth is not None)):
+        if given:
+            raise UsageError(f"{opt} applies to Go input: PCT schedules steer a real program's threads")
     for opt, given in (("--call", a.call != 1), ("--to-exit", a.to_exit is not None), ("--env", a.env),
                        ("program arguments", a.args), ("--test", a.test), ("--bench", a.bench),
                        ("--each-pc", a.each_pc)):
@@ -324,6 +328,8 @@ def _explain_real(a, path: str, func, regs_, gc: bool, asyncp):
 
 
 def cmd_explain(a, out) -> int:
+    if a.schedule is not None:
+        return _explain_schedule(a, out)
     from .drive import episode, loader, scenario
     from .teach import story as explain, html as explain_html, text as explain_text
     from .core import memmap
@@ -380,6 +386,68 @@ def cmd_explain(a, out) -> int:
     else:
         out.write(explain_text.render_text(story))
     return 0 if story.ok else 1
+
+
+def _explain_schedule(a, out) -> int:
+    """`explain PROGRAM --schedule SEED`: one PCT schedule's run told thread by thread (teach/schedstory.py);
+    exit 1 when the run fails, as `exec --schedule SEED` does."""
+    from .drive import realsweep, schedules
+    from .front import gobuild
+    from .linux import elfimage, process
+    from .teach import schedhtml, schedstory
+    test = _test_of(a)
+    built = gobuild.build(a.file, test=bool(test), goamd64=a.cpu)
+    image = elfimage.load(str(built.binary))
+    argv = realsweep.test_argv(a.file, *test) + list(a.args) if test else [os.path.basename(a.file), *a.args]
+    argv[0] = "./" + os.path.basename(argv[0])
+    opts = process.Options(argv=argv, env=list(a.env or []), seed=schedules.PROGRAM_SEED,
+                           budget=process.EXEC_BUDGET, cwd=os.path.abspath(a.file) if test else None, cpu=a.cpu)
+    story = schedstory.tell(image, opts, a.schedule, a.depth, built.package, a.file, test, a.env or [], a.args)
+    code = 0 if story.ok else 1
+    if a.html:
+        def write_html() -> None:
+            with open(a.html, "w") as f:
+                f.write(schedhtml.render(story))
+        _write_file("--html", a.html, write_html, code)
+    if a.json:
+        json.dump(schedstory.to_json(story), out, indent=1)
+        out.write("\n")
+    elif a.html:
+        out.write(f"wrote {a.html}: schedule {story.seed}, {len(story.segments)} slices on "
+                  f"{len(story.threads)} threads, {'passed' if story.ok else 'FAILED'}\n")
+    else:
+        out.write(schedstory.render_text(story))
+    return code
+
+
+def _check_explain_schedule(a) -> None:
+    """explain --schedule / --depth: a Go program's (or package test's) run only; bad values exit 2."""
+    from .front import gobuild
+    if a.schedule is None:
+        if a.depth is not None:
+            raise UsageError("--depth is a PCT schedule's depth: give it with --schedule SEED")
+        return
+    if a.schedule < 0:
+        raise UsageError(f"--schedule takes a seed `exec --schedules` named (0 or more), got {a.schedule}")
+    if a.depth is not None and a.depth < 1:
+        raise UsageError(f"--depth must be at least 1 (D-1 change points), got {a.depth}")
+    if not os.path.exists(a.file):
+        raise UsageError(f"{a.file}: no such file or directory")
+    if a.file.endswith((".s", ".toml")) or not gobuild.is_go_input(a.file):
+        raise UsageError(f"--schedule tells a Go program's run (a package, a .go file or a binary), not {a.file}")
+    given = [f"--{o.replace('_', '-')}" for o in ("func", "at", "reg", "layout", "gc", "force_unsafe",
+                                                   "async_preemption", "gc_during_preemption", "stub", "seed")
+             if getattr(a, o) not in (None, False, [])]
+    if a.signal_delay:
+        given.append("--signal-delay")
+    if a.call != 1:
+        given.append("--call")
+    if given:
+        raise UsageError(f"{', '.join(given)}: one preemption's options; --schedule tells a whole run under a "
+                         "PCT schedule (drop them, or drop --schedule)")
+    if a.depth is None:
+        from .drive.schedules import DEFAULT_DEPTH
+        a.depth = DEFAULT_DEPTH
 
 
 def _explain_sched(a, sc):
@@ -659,15 +727,41 @@ def _schedule_text(run, k: int, binary: str, limit: int = 20) -> str:
     return text
 
 
-def _replay_command(a, seed: int, depth: int) -> str:
-    """The command line that replays schedule `seed`: this one without --schedules/--seed/--depth/--json."""
+def _sweep_schedules(a):
+    """sweep --schedules N / --schedule SEED [--depth D]: None, or (seeds, depth, replay) for api.sweep."""
+    if a.schedules is None and a.schedule is None:
+        if a.depth is not None:
+            raise UsageError("--depth is a PCT schedule's depth: give it with --schedules N or --schedule SEED")
+        return None
+    if a.schedules is not None and a.schedule is not None:
+        raise UsageError("--schedule SEED replays one schedule and --schedules N explores N: give one of them")
+    if a.schedules is not None and a.schedules < 1:
+        raise UsageError(f"--schedules must be at least 1, got {a.schedules}")
+    if a.schedule is not None and a.schedule < 0:
+        raise UsageError(f"--schedule takes a seed --schedules named (0 or more), got {a.schedule}")
+    if a.depth is not None and a.depth < 1:
+        raise UsageError(f"--depth must be at least 1 (D-1 change points), got {a.depth}")
+    for opt, given in (("--gc", a.gc), ("--each-pc", a.each_pc)):
+        if given:
+            raise UsageError(f"--schedules/--schedule and {opt}: a schedule re-runs the sweep's first chain of "
+                             "injections; give one of them")
+    from .drive.schedules import DEFAULT_DEPTH
+    depth = DEFAULT_DEPTH if a.depth is None else a.depth
+    seeds = [a.schedule] if a.schedule is not None else list(range(1, a.schedules + 1))
+    return seeds, depth, lambda seed: _replay_command(a, seed, depth, drop=("--schedules", "--schedule", "--depth"),
+                                                      default=["sweep", a.file, "--func", a.func])
+
+
+def _replay_command(a, seed: int, depth: int, drop=("--schedules", "--seed", "--depth"), default=None) -> str:
+    """The command line that replays schedule `seed`: this one without --schedules/--seed/--depth/--json
+    (`drop`: the options to leave out; a sweep keeps its --seed, which is not the schedule's)."""
     import shlex
-    argv = list(getattr(a, "raw_argv", None) or ["exec", a.target])
+    argv = list(getattr(a, "raw_argv", None) or default or ["exec", a.target])
     out, i = [], 0
     while i < len(argv):
         x = argv[i]
         name = x.split("=", 1)[0]
-        if name in ("--schedules", "--seed", "--depth"):
+        if name in drop:
             i += 1 if "=" in x else 2
             continue
         if x != "--json":
@@ -805,6 +899,14 @@ def _add_sweep(sub) -> None:
     s.add_argument("--each-pc", action="store_true",
                    help="Go input: decide every distinct PC of the goroutine once, at its first occurrence (one "
                    "point a PC instead of one a boundary; --max-points still caps them)")
+    s.add_argument("--schedules", type=int, default=None, metavar="N",
+                   help="Go input: after the sweep, run its first chain again under PCT schedules 1..N (every thread "
+                   "steered by the schedule, the function's points the sweep's); a failing program is a violation "
+                   "that names the seed and the command replaying it")
+    s.add_argument("--schedule", type=int, default=None, metavar="SEED",
+                   help="Go input: ... under that one schedule (the seed --schedules named)")
+    s.add_argument("--depth", type=int, default=None, metavar="D",
+                   help="with --schedules/--schedule: the PCT depth, D-1 change points (default 3)")
     s.set_defaults(args=[])          # Go input: the program's arguments, after `--` (split off in main)
     _common(s)
     s.set_defaults(fn=cmd_sweep)
@@ -878,6 +980,11 @@ def _add_explain(sub) -> None:
     _add_test_options(x)
     x.set_defaults(args=[])          # Go input: the program's arguments, after `--` (split off in main)
     _cpu_option(x)
+    x.add_argument("--schedule", type=int, default=None, metavar="SEED",
+                   help="Go input: tell the run of PCT schedule SEED (as `exec --schedules` named it) thread by "
+                   "thread: the decisions that mattered, what each thread did between them, how it ended")
+    x.add_argument("--depth", type=int, default=None, metavar="D",
+                   help="with --schedule: the schedule's depth (default 3, as exec's)")
     x.add_argument("--html", metavar="OUT.html", help="also write the story as one self-contained page")
     x.add_argument("--json", action="store_true", help="print the steps as one JSON object")
     x.set_defaults(fn=cmd_explain)
@@ -1081,6 +1188,8 @@ def _check_values(a) -> None:
     _writable(getattr(a, "sarif", None), "--sarif")
     if getattr(a, "json", False) and getattr(a, "table", False):
         raise UsageError("--table prints the per-PC table as text; with --json it is in `points`")
+    if a.cmd == "explain":
+        _check_explain_schedule(a)
     if a.cmd == "exec":
         import math
         from .drive.exec_scenario import MAX_CPUS, MAX_NS_PER_INSN, POSITIVE_RUN_KEYS

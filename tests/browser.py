@@ -2,6 +2,7 @@
 
 Used by tests/test_explain_browser.py, and run as a script to refresh the README's screenshot of the
 explain page:  .venv/bin/python tests/browser.py scenarios/timelines/explain_adc_chain.png
+(`tests/browser.py schedule` refreshes the `explain --schedule` page's, explain_schedule_318.png)
 """
 from __future__ import annotations
 
@@ -56,5 +57,22 @@ def screenshot(out: str) -> None:
                 raise SystemExit(f"console errors: {errors}")
 
 
+def schedule_screenshot(out: str) -> None:
+    """Write the README's screenshot of `explain --schedule 318 --html`, change point 2 selected."""
+    with tempfile.TemporaryDirectory() as d:
+        html = os.path.join(d, "schedule.html")
+        subprocess.run([sys.executable, "-m", "emu", "explain", "tests/go/pctlock/lock", "--test", "TestRacyLock",
+                        "--schedule", "318", "--html", html], stdout=subprocess.DEVNULL)
+        with page() as (pg, errors):
+            pg.goto("file://" + html)
+            pg.keyboard.press("ArrowRight")
+            pg.screenshot(path=out)
+            if errors:
+                raise SystemExit(f"console errors: {errors}")
+
+
 if __name__ == "__main__":
-    screenshot(sys.argv[1] if len(sys.argv) > 1 else "scenarios/timelines/explain_adc_chain.png")
+    if len(sys.argv) > 1 and sys.argv[1] == "schedule":
+        schedule_screenshot(sys.argv[2] if len(sys.argv) > 2 else "scenarios/timelines/explain_schedule_318.png")
+    else:
+        screenshot(sys.argv[1] if len(sys.argv) > 1 else "scenarios/timelines/explain_adc_chain.png")

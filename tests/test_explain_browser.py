@@ -119,3 +119,52 @@ def test_a_scheduler_scenario_page_steps_through_with_the_real_schedulers_choice
                 assert "resume PC (pushCall)" in v["svg"]
         assert "injected" in v["verdict"] and v["checksOk"] == 1 and v["checksBad"] == 0
         assert not errors, errors
+
+
+def test_schedule_page_draws_a_lane_per_thread_and_walks_the_change_points(tmp_path):
+    """`explain --schedule 318 --html` (tests/test_explain_schedule.py): the lanes, the change points on the
+    lanes of the threads they stopped, selection by key and by click, the axis switch."""
+    from conftest import cli_run
+    html = tmp_path / "sched.html"
+    args = ["explain", "tests/go/pctlock/lock", "--test", "TestRacyLock", "--schedule", "318"]
+    assert cli_run(*args, "--html", html)[0] == 1
+    d = json.loads(cli_run(*args, "--json")[1])
+    cps = [(i, x) for i, x in enumerate(d["decisions"]) if x["kind"] == "change-point"]
+    state = """() => ({
+        lanes: [...document.querySelectorAll('#lanes text')].map(t => t.textContent).filter(t => / \\(\\d+\\)$/.test(t)),
+        segs: document.querySelectorAll('#lanes rect.seg').length,
+        cps: [...document.querySelectorAll('#lanes g.cp')].map(g => [+g.dataset.decision,
+              +g.querySelector('circle').getAttribute('cy')]),
+        laneY: Object.fromEntries([...document.querySelectorAll('#lanes rect.lane')].map(r => [r.dataset.tid,
+              +r.getAttribute('y')])),
+        selLane: [...document.querySelectorAll('#lanes rect.lane.sel')].map(r => +r.dataset.tid),
+        selCp: [...document.querySelectorAll('#lanes g.cp.sel')].map(g => +g.dataset.decision),
+        selLi: [...document.querySelectorAll('#decisions li.sel')].map(li => +li.dataset.decision),
+        selChapter: [...document.querySelectorAll('.chapter.sel')].map(c => +c.dataset.endsWith),
+        detail: document.getElementById('detail').textContent,
+        axis: document.getElementById('axis').textContent,
+        verdict: document.getElementById('verdict').textContent,
+        replay: document.getElementById('replay').textContent,
+    })"""
+    with browser.page() as (pg, errors):
+        pg.goto(html.as_uri())
+        v = pg.evaluate(state)
+        assert v["lanes"] == [f"{t['name']} ({t['tid']})" for t in d["threads"]]
+        assert v["segs"] == len(d["segments"]) and v["verdict"].startswith("FAILED: exit status 1")
+        assert [i for i, _ in v["cps"]] == [i for i, _ in cps]
+        for (i, cy), (_, x) in zip(v["cps"], cps):          # each marker sits on its thread's lane
+            assert v["laneY"][str(x["tid"])] < cy < v["laneY"][str(x["tid"])] + 34
+        first, second = cps[0], cps[1]
+        assert v["selCp"] == v["selLi"] == v["selChapter"] == [first[0]] and v["selLane"] == [first[1]["tid"]]
+        assert "change point 1" in v["detail"] and "lock.go:16: locked = 1" in v["detail"]
+        pg.keyboard.press("ArrowRight")
+        v = pg.evaluate(state)
+        assert v["selCp"] == v["selLi"] == v["selChapter"] == [second[0]] and v["selLane"] == [second[1]["tid"]]
+        assert "change point 2" in v["detail"] and "lock.go:36: inside--" in v["detail"]
+        pg.click(f"#decisions li[data-decision='{first[0]}']")
+        assert pg.evaluate(state)["selCp"] == [first[0]]
+        pg.keyboard.press("t")
+        v = pg.evaluate(state)
+        assert v["axis"] == "axis: virtual time" and v["segs"] == len(d["segments"]) and len(v["cps"]) == 2
+        assert v["replay"] == d["replay"]
+        assert not errors, errors

@@ -32,6 +32,8 @@ KEYS = {
     "preemu/explain/3": "tool version schema command file func layout at pc verdict reason gc steps code stack_top "
                         "stack_labels boundaries unit sigstack_top sigstack_labels ok",
     "preemu/exec-schedules/1": "tool version schema command binary argv schedules failing ok",
+    "preemu/explain-schedule/1": "tool version schema command binary test argv seed depth k steps instructions "
+                                 "virtual_ns threads decisions chapters segments failure replay ok",
 }
 KEYS["preemu/run/1"] = KEYS["preemu/sweep/1"] + " scenario checks"
 VIOLATION_KEYS = "kind what expected actual boundary pc insn where detail".split()
@@ -79,6 +81,7 @@ def outputs(tmp_path_factory) -> list[dict]:
     docs.append(_json("explain", ROOT / "scenarios" / "sum_loop.toml", "--at", 10, "--json"))
     docs.append(_json("exec", ROOT / "scenarios" / "go" / "hello", "--json"))
     docs.append(_json("exec", ROOT / "scenarios" / "go" / "hello", "--schedules", 1, "--json"))
+    docs.append(_json("explain", ROOT / "scenarios" / "go" / "hello", "--schedule", 1, "--json"))
     return docs
 
 

@@ -53,6 +53,10 @@ KINDS: dict[str, str] = {
                 "thread descheduled, a GC cycle at another time) ended differently, one of them with a failing "
                 "exit status: the program fails under some schedule (a data race, a check-then-act, a misuse of "
                 "sync.Pool), whatever preemption does.",
+    "pct-schedule": "In a real program swept with --schedules, the sweep's first chain ran again with every thread "
+                    "under a PCT schedule and the program then failed, where the uninterrupted run does not: a "
+                    "failure that needs another thread stopped at the right moment (the change points name where) "
+                    "while the function sits at its points; replay it with --schedule SEED.",
 }
 
 

@@ -193,6 +193,7 @@ class RealSweepResult:
     vector: str = "XMM0-15"           # the vector state every resume compared, at the sweep's --cpu level
     vector_note: str = ""             # why that is less than the level has (vector_note), or ""
     alone: int = 0                    # points tested with no earlier injection in their run (chains' first, to-exit)
+    schedules: object = None          # --schedules/--schedule: gschedules.SweepSchedules, else None
 
     @property
     def ok(self) -> bool:
@@ -418,9 +419,10 @@ def spread(points: list[int], k: int) -> list[int]:
 
 def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
           budget: int = S.DEFAULT_BUDGET, to_exit: int = 3, max_violations: int = 200,
-          runner=None, each_pc: bool = False) -> RealSweepResult:
+          runner=None, each_pc: bool = False, schedules=None) -> RealSweepResult:
     """Sweep F at every boundary (capped by max_points) in its real program; see the module docstring.
-    each_pc: at each distinct PC's first boundary only (eachpc.py)."""
+    each_pc: at each distinct PC's first boundary only (eachpc.py). schedules: None, or (seeds, depth, replay):
+    the first chain again under those PCT schedules once the sweep is done (gschedules.py)."""
     t0, c0 = time.perf_counter(), time.process_time()
     try:
         ref = references.establish(sw, budget, spec.seed)
@@ -486,6 +488,13 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
     confirm(sw, ref, budget, spec.seed, log)
     log.extend(reference_findings(sw, ref))
     log.extend(schedule_findings(sw, ref))
+    pct = None
+    if schedules is not None and tasks:
+        from . import gschedules
+        seeds, depth, replay = schedules
+        pct = gschedules.explore(sw, ref, tasks[0][1], seeds, depth, budget, replay)
+        if pct.failing is not None:
+            log.append(gschedules.violation(sw, pct, ref.ending.exit_code))
     checks = []
     for k, end in ends:
         d = references.ending_diff(ref, end)
@@ -500,7 +509,8 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
                            reached, checks, other, sw.p.oracle_note, len(plan), sw.func, gc,
                            ref.unstable.describe(lambda g: _global_name(sw.effects, g)), paths, spec.test,
                            (results[0].extra or {}).get("each_pc") if each_pc else None, vector_state(sw.p),
-                           vector_note(sw.p), alone=sum(1 for r in results if r.points) + len(ends))
+                           vector_note(sw.p), alone=sum(1 for r in results if r.points) + len(ends),
+                           schedules=pct)
 
 
 def vector_state(p) -> str:

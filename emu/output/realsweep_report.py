@@ -62,7 +62,8 @@ class RealSweepReport:
             cpu_seconds=round(r.cpu, 3), us_per_point=round(1e6 * r.cpu / max(1, r.points), 1),
             oracle=r.oracle_note or "on", **({"gc": r.gc} if r.gc is not None else {}),
             nondeterministic=r.nondeterministic, injection_paths=dict(sorted((r.paths or {}).items())),
-            **({"each_pc": r.each_pc} if getattr(r, "each_pc", None) else {}), ok=r.ok)
+            **({"each_pc": r.each_pc} if getattr(r, "each_pc", None) else {}),
+            **({"schedules": r.schedules.to_json()} if getattr(r, "schedules", None) is not None else {}), ok=r.ok)
 
     def render(self, table: bool = False) -> str:
         r = self.result
@@ -121,6 +122,8 @@ class RealSweepReport:
             L.append(f"  to-exit runs       {ok_exits:>3} of {len(r.to_exit)}   one injection (at boundary "
                      + ", ".join(str(k) for k, _, _ in r.to_exit) + "), then on to the exit: same output and status")
         L += nondeterministic_lines(r.nondeterministic)
+        if getattr(r, "schedules", None) is not None:
+            L += r.schedules.lines()
         if table:
             L.append("")
             L.append(f"  {'pc':<10} {'where':<48} verdicts")

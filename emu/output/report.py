@@ -30,6 +30,7 @@ SCHEMAS = {
     "exec": "preemu/exec/3",                  # with a scenario, also: scenario (/2: go_version, /3: processes);
                                               # with --schedule SEED, also: schedule
     "exec-schedules": "preemu/exec-schedules/1",  # exec --schedules N
+    "explain-schedule": "preemu/explain-schedule/1",  # explain PROGRAM --schedule SEED (teach/schedstory.py)
 }
 
 
@@ -207,6 +208,8 @@ def failure_lines(violations, count: int, groups) -> list[str]:
         n = groups.get((kind, what), len(vs))
         if kind == "schedule":                  # found by runs without any injection: no point to name
             L.append(f"  {kind} {what}: in {n} legitimate run(s) without injection")
+        elif kind == "pct-schedule":            # the first chain under a schedule: its points, not one
+            L.append(f"  {kind} {what}: the sweep's first chain, every thread under the schedule")
         else:
             L.append(f"  {kind} {what}: {n} injection point(s); first at boundary {v.boundary}, "
                      f"pc {v.pc:#x} `{v.insn}` ({v.where})")

@@ -1,0 +1,3 @@
+module example.com/pctsweep
+
+go 1.22
