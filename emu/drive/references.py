@@ -63,6 +63,8 @@ class Unstable:
     gc_runs: int = 0                                 # of them, --gc's with a cycle during F (GC_REFERENCES)
     held_runs: int = 0                               # of them, with G's thread descheduled (HELD_REFERENCES)
     shared: set = field(default_factory=set)         # globals other goroutines wrote while G was held
+    by_gc: set = field(default_factory=set)          # keys a run with a GC cycle varied ("result K", globals)
+    by_other: set = field(default_factory=set)       # keys a run without one varied
     endings: dict = field(default_factory=dict)      # exit status -> (the first run that ended so, its Ending)
 
     def stream_unstable(self, what: str) -> bool:
@@ -72,6 +74,8 @@ class Unstable:
         """JSON-ready: what was found unstable and how many runs showed it."""
         return {"references": self.references, "gc_references": self.gc_runs, "held_references": self.held_runs,
                 "results": sorted(self.results), "shared": sorted(self.shared),
+                "gc_only": sorted(symbol(k) if not isinstance(k, str) or not k.startswith("result ") else k
+                                  for k in self.by_gc - self.by_other),
                 "globals": sorted(symbol(k) for k in self.globals),
                 "output": {w: ("all" if ix is None else sorted(ix)) for w, ix in sorted(self.lines.items())},
                 "exit_code": self.exit_code}
@@ -131,7 +135,7 @@ def add_gc_run(ref, other) -> None:
     if other.gc_evidence is not None:
         ref.findings.append(other.gc_evidence)
         return
-    add_run(ref.unstable, ref, other)
+    add_run(ref.unstable, ref, other, gc=True)
     ref.unstable.gc_runs += 1
 
 
@@ -151,8 +155,18 @@ def _lines(b: bytes) -> list[bytes]:
     return b.split(b"\n")
 
 
-def add_run(u: Unstable, primary, other) -> None:
-    """Widen u by the keys where reference `other` differs from `primary` (gsweep.Reference)."""
+def add_run(u: Unstable, primary, other, gc: bool = False) -> None:
+    """Widen u by the keys where reference `other` differs from `primary` (gsweep.Reference); `gc`: other ran
+    with the runtime's cycles made due (what only such runs vary is listed apart: Unstable.by_gc)."""
+    _widen(u, primary, other)
+    if getattr(other, "returned", True):
+        varied = {f"result {k}" for k in set(primary.results) | set(other.results)
+                  if primary.results.get(k) != other.results.get(k)}
+        varied |= {k for k in set(primary.globals) | set(other.globals) if primary.globals.get(k) != other.globals.get(k)}
+        (u.by_gc if gc else u.by_other).update(varied)
+
+
+def _widen(u: Unstable, primary, other) -> None:
     u.references += 1
     u.shared |= set(getattr(other, "shared", ()))
     for r in (primary, other):

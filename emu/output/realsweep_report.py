@@ -166,6 +166,13 @@ def nondeterministic_lines(nd: dict | None) -> list[str]:
                 + (f", the function's thread descheduled in {held}" if held else "")
                 + (f", a GC cycle during the function in {gcs}" if gcs else "") + "), so not compared:",
                 f"                                 {shown}"]
+    gc_only = nd.get("gc_only", [])
+    if gc_only:
+        shown = ", ".join(gc_only[:6]) + (f" and {len(gc_only) - 6} more" if len(gc_only) > 6 else "")
+        out += [f"  GC-dependent       {len(gc_only):>9,}   of those, differ only in runs with a GC cycle: a finalizer, "
+                "sync.Pool or weak pointer,",
+                "                                 or a GC bug the use-after-free watch missed (a stale pointer read "
+                f"after reuse): {shown}"]
     if shared:
         shown = ", ".join(shared[:6]) + (f" and {len(shared) - 6} more" if len(shared) > 6 else "")
         out += [f"  shared globals     {len(shared):>9,}   other goroutines wrote them while the function ran, so they are "
