@@ -28,7 +28,7 @@ import keystone
 SCRATCH, GPR, FLAGS, MXCSR, HOST_MXCSR, KREG, ZREG = 0x000, 0x100, 0x180, 0x188, 0x18C, 0x1C0, 0x200
 GPR_NAMES = ("rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
              "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15")
-CODE0, SIZE = 0x1000, 1 << 22
+CODE0, SIZE = 0x1000, 1 << 23
 #: the flags a routine loads and stores: CF PF AF ZF SF OF (the rest of the host's RFLAGS is left alone)
 ARITH = 0x8D5
 

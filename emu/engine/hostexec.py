@@ -15,7 +15,7 @@ For an instruction at a site (avx.py), `plan` decodes it once (Capstone) and pre
 `run` then loads the registers into the routine's buffer, the guest's MXCSR and arithmetic flags too, calls
 the routine, and stores back the registers, CF/PF/AF/ZF/SF/OF and MXCSR (its exception flags included).
 
-Refused (Unsupported, naming the instruction): RSP as a register operand (the routine runs on the host's
+Refused (Unsupported, naming the instruction): VMASKMOVDQU (its implicit [RDI]), RSP as a register operand (the routine runs on the host's
 stack), VSIB addressing (gathers/scatters), 32-bit addressing (0x67), stores that write only some elements
 (masked EVEX stores other than the moves avxexec.py executes itself, VMASKMOV/VPMASKMOV stores, compress
 stores), a guest MXCSR with an exception unmasked (the host would trap), VLDMXCSR of reserved bits, and
@@ -151,6 +151,8 @@ def plan(code: bytes, pc: int, d, guest: frozenset[str], level: str) -> Plan:
     implicit = [insn.reg_name(r) for r in read + written]
     if any(_GPR64.get(n) == 4 for n in names) or any(_GPR64.get(insn.reg_name(r)) == 4 for r in written):
         raise Refused("an instruction with RSP as a register operand, which preemu does not execute")
+    if insn.mnemonic == "vmaskmovdqu":
+        raise Refused("VMASKMOVDQU (a store to [RDI] Capstone lists no operand for), which preemu does not execute")
     mems = [o for o in insn.operands if o.type == capstone.x86.X86_OP_MEM]
     if mems and insn.mnemonic.startswith(("vgather", "vpgather", "vscatter", "vpscatter")):
         raise Refused("a gather or scatter (VSIB addressing), which preemu does not execute")
