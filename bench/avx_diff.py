@@ -36,7 +36,7 @@ from unicorn import UC_ARCH_X86, UC_HOOK_INTR, UC_MODE_64, Uc, UcError  # noqa: 
 from unicorn import x86_const as X  # noqa: E402
 
 from emu.core import cpulevel  # noqa: E402
-from emu.engine import avx, hostcpu  # noqa: E402
+from emu.engine import avx, hostcpu, hostexec  # noqa: E402
 from emu.engine.avxexec import prefix_kind  # noqa: E402
 from emu.engine.hostcpu import ARITH, FLAGS, GPR, GPR_NAMES, HOST_MXCSR, KREG, MXCSR, ZREG  # noqa: E402
 
@@ -240,7 +240,8 @@ def collect(binaries) -> dict[str, tuple[bytes, str, int]]:
                 f = form_of(insn)
                 if f is None:
                     continue
-                need = "v4" if f.split(" ", 2)[1] == "evex:" else "v3"
+                need = "v4" if any(x.startswith("AVX512") for x in
+                                   hostexec.features_of(insn, f.split(" ", 2)[1] == "evex:")) else "v3"
                 got = forms.get(f)
                 if got is None:
                     forms[f] = [bytes(insn.bytes), need, 1, _usable(insn)]
@@ -259,7 +260,7 @@ def binaries():
             path = BUILD / f"{pkg.replace('/', '_')}_{level}.test"
             if not path.exists():
                 subprocess.run([GO, "test", "-c", "-o", str(path), pkg], check=True, capture_output=True,
-                               env={**os.environ, "GOAMD64": level})
+                               env={**os.environ, "GOAMD64": level, "CGO_ENABLED": "0"})
             out.append((path, level))
     return out
 

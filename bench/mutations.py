@@ -19,6 +19,7 @@ S40 = "tests/test_survivors.py::"   # issue #40's killers: one test each, by its
 C37 = "tests/test_cpus.py::"        # issue #37 item 2's: the scheduler's rules
 P37 = "tests/test_procs.py::"       # issue #37 item 3's (processes)
 A46 = "tests/test_avx_state.py::"   # issue #46 item 3's (CPU levels)
+E48 = "tests/test_cpu_exact.py::"    # issue #48's (instructions executed on the host)
 TIMEOUT = 900               # seconds for one mutant's tests: a mutant that hangs them is killed too
 
 #: name -> (file, old text, new text, tests to run)
@@ -367,6 +368,22 @@ MUTATIONS = {
                           "", [A46 + "test_an_avx_load_of_freed_memory_is_a_use_after_free"]),
     "gc-watch-misses-avx": ("emu/linux/realgc.py", "            if self.p.avx is not None:      # --cpu v3/v4",
                             "            if False:", [A46 + "test_an_avx_load_of_freed_memory_is_a_use_after_free"]),
+    # issue #48: the vector unit runs instructions on the host (hostexec.py), one mutation per rule
+    "bzhi-left-to-unicorn": ("emu/engine/avx.py", 'BMI_WRONG = frozenset(("bzhi", ', 'BMI_WRONG = frozenset((',
+                             [E48 + "test_bzhi_index_64_keeps_the_source_and_sets_cf"]),
+    "host-store-not-written-back": ("emu/engine/hostexec.py",
+                                    "    if p.mem is not None and (p.write or mm[0:p.size] != before):",
+                                    "    if False:", [E48 + "test_instruction_matches_the_host"]),
+    "host-flags-dropped": ("emu/engine/hostexec.py", "    if (out ^ flags) & hostcpu.ARITH:", "    if False:",
+                           [E48 + "test_instruction_matches_the_host"]),
+    "host-mxcsr-dropped": ("emu/engine/hostexec.py", '    if int.from_bytes(mm[_M:_M + 4], "little") != mx:',
+                           "    if False:", [E48 + "test_scalar_fma_special_values_as_the_host"]),
+    "broadcast-reads-the-vector": ("emu/engine/hostexec.py", "    p.size = m.size\n", "    p.size = 64\n",
+                                   [E48 + "test_the_broadcast_is_a_4_byte_access_through_avxmem"]),
+    "guest-level-unchecked": ("emu/engine/hostexec.py", "    missing = need - guest\n", "    missing = set()\n",
+                              ["tests/test_avx.py::test_unsupported_and_above_level_name_pc_instruction_and_level"]),
+    "misaligned-vmovdqa-runs": ("emu/engine/hostexec.py", "        if p.align and addr % p.align:", "        if False:",
+                                [E48 + "test_a_misaligned_vmovdqa_is_refused_as_the_cpus_gp_and_an_aligned_one_runs"]),
 }
 
 

@@ -211,3 +211,24 @@ def test_stdlib_vector_code_runs_as_natively(build, cpu):
     assert b"".join(out) == native and b"gcm open true" in native
     if build != "v1":
         assert p.avx.executed > 10_000
+
+
+def test_a_misaligned_vmovdqa_is_refused_as_the_cpus_gp_and_an_aligned_one_runs():
+    from emu.engine import avx, avxexec
+    from emu.core import cpulevel
+    from unicorn import UC_HOOK_INTR
+    for off, ok in ((8, False), (32, True)):
+        code = _asm("vmovdqa ymm0, ymmword ptr [rax]")
+        uc = Uc(UC_ARCH_X86, UC_MODE_64)
+        uc.mem_map(0x1000, 0x1000)
+        uc.mem_map(0x10000, 0x1000)
+        uc.mem_write(0x1000, code + b"\x90")
+        uc.reg_write(X.UC_X86_REG_RAX, 0x10000 + off)
+        unit = avx.VectorUnit(uc, cpulevel.level("v3"))
+        unit.patch([(0x1000, code)])
+        uc.hook_add(UC_HOOK_INTR, lambda uc, n, _: unit.trap() and unit.error is None or uc.emu_stop())
+        uc.emu_start(0x1000, 0x1000 + len(code))
+        if ok:
+            assert unit.error is None
+        else:
+            assert isinstance(unit.error, avxexec.Unsupported) and "a misaligned vmovdqa of 0x10008 (#GP)" in str(unit.error)

@@ -82,6 +82,12 @@ class Plan:
     read: bool = False
     write: bool = False
     align: int = 0                 # the alignment the instruction demands of its address (0: none)
+    addr: tuple | None = None      # (base slot or -1 for RIP or None, index slot or None, scale, disp); None: FS/GS
+    loads: tuple = ()              # (Unicorn id, pointer to its slot) of every register moved, GPRs and vectors
+    mm: object = None              # the routine buffer (hostcpu's arena)
+    p_base: object = None          # pointers: the buffer, its MXCSR slot, its spare slot
+    p_mxcsr: object = None
+    p_tmp: object = None
 
 
 def features_of(insn, evex: bool) -> frozenset[str]:
@@ -167,8 +173,19 @@ def plan(code: bytes, pc: int, d, guest: frozenset[str], level: str) -> Plan:
             gprs.add(_GPR64[n])
     if d.mask:
         kregs.add(d.mask)
+    mop = next((o for o in d.ops if o.kind == "mem"), None)
+    if mop is not None:
+        for n in (mop.base, mop.index):
+            if n in _GPR64:
+                gprs.add(_GPR64[n])
     p = Plan(None, tuple(sorted(vecs)), tuple(sorted(kregs)),
              tuple((i, getattr(X, f"UC_X86_REG_{hostcpu.GPR_NAMES[i].upper()}")) for i in sorted(gprs)))
+    from .avxexec import ZMM
+    p.loads = tuple((rid, _ptr(hostcpu.GPR + 8 * i)) for i, rid in p.gprs) + \
+        tuple((ZMM[i], _ptr(hostcpu.ZREG + 64 * i)) for i in p.vecs)
+    p.mm, p.p_base, p.p_mxcsr, p.p_tmp = host.mm, _ptr(0), _ptr(hostcpu.MXCSR), _ptr(_TMP)
+    if mop is not None and not mop.seg:
+        p.addr = (-1 if mop.base == "rip" else _GPR64.get(mop.base), _GPR64.get(mop.index), mop.scale, mop.disp)
     if not mems:
         p.fn = host.routine(code)
         return p
@@ -187,60 +204,70 @@ def plan(code: bytes, pc: int, d, guest: frozenset[str], level: str) -> Plan:
     return p
 
 
-_SLOT = {}
+_MXCSR_ID, _EFLAGS_ID = X.UC_X86_REG_MXCSR, X.UC_X86_REG_EFLAGS
+_F, _M, _TMP = hostcpu.FLAGS, hostcpu.MXCSR, 0x1A0          # _TMP: a free slot of the data page (8 bytes)
 
 
 def _ptr(off: int):
-    got = _SLOT.get(off)
-    if got is None:
-        got = _SLOT[off] = ctypes.c_void_p(hostcpu.get().base + off)
-    return got
+    return ctypes.c_void_p(hostcpu.get().base + off)
 
 
 def run(ex, d, p: Plan) -> None:
-    """Execute plan `p` of instruction `d` on Executor `ex`'s registers and memory."""
-    from .avxexec import ZMM, Unsupported
-    host, uc, vf = hostcpu.get(), ex.uc, ex.vf
-    uch, mm = uc._uch, host.mm
-    mx = vf._get(X.UC_X86_REG_MXCSR, 4)
+    """Execute plan `p` of instruction `d` on Executor `ex`'s registers and memory: every Unicorn register moves
+    through the routine's buffer by pointer (uc_reg_read/write straight into its slots)."""
+    mm, uch, vf = p.mm, ex.uc._uch, ex.vf
+    _reg_read(uch, _MXCSR_ID, p.p_mxcsr)
+    mx = int.from_bytes(mm[_M:_M + 4], "little")
     if mx & 0x1F80 != 0x1F80 or mx >> 16:
+        from .avxexec import Unsupported
         raise Unsupported(d.pc, d.text, vf.level.name, f"MXCSR {mx:#x} (an exception unmasked) at an instruction "
                                                        f"preemu executes natively")
-    if d.mnemonic == "vldmxcsr" and p.mem is not None:
-        new = int.from_bytes(ex.mem.read(ex.address(d, p.mem), 4), "little")
-        if new >> 16:
-            raise Unsupported(d.pc, d.text, vf.level.name, f"VLDMXCSR of reserved bits ({new:#x}: #GP)")
-    addr = 0
+    mm[_TMP:_TMP + 8] = bytes(8)
+    _reg_read(uch, _EFLAGS_ID, p.p_tmp)
+    flags = int.from_bytes(mm[_TMP:_TMP + 8], "little")
+    mm[_F:_F + 8] = (0x202 | (flags & hostcpu.ARITH)).to_bytes(8, "little")
+    for rid, ptr in p.loads:
+        _reg_read(uch, rid, ptr)
+    for k in p.kregs:
+        mm[hostcpu.KREG + 8 * k:hostcpu.KREG + 8 * k + 8] = vf.k[k].to_bytes(8, "little")
     if p.mem is not None:
-        addr = ex.address(d, p.mem)
+        addr = _address(ex, d, p, mm)
         if p.align and addr % p.align:
+            from .avxexec import Unsupported
             raise Unsupported(d.pc, d.text, vf.level.name, f"a misaligned {d.mnemonic} of {addr:#x} (#GP)")
         if p.read:
-            mm[0:p.size] = ex.mem.read(addr, p.size)
+            data = ex.mem.read(addr, p.size)
+            if d.mnemonic == "vldmxcsr" and int.from_bytes(data, "little") >> 16:
+                from .avxexec import Unsupported
+                raise Unsupported(d.pc, d.text, vf.level.name, f"VLDMXCSR of reserved bits ({data.hex()}: #GP)")
+            mm[0:p.size] = data
         if p.write:
             ex.mem.check_write(addr, p.size)
         before = mm[0:p.size]
-    flags = vf._get(X.UC_X86_REG_EFLAGS, 8)
-    mm[hostcpu.FLAGS:hostcpu.FLAGS + 8] = (0x202 | (flags & hostcpu.ARITH)).to_bytes(8, "little")
-    mm[hostcpu.MXCSR:hostcpu.MXCSR + 4] = mx.to_bytes(4, "little")
-    for i, rid in p.gprs:
-        _reg_read(uch, rid, _ptr(hostcpu.GPR + 8 * i))
-    for i in p.vecs:
-        _reg_read(uch, ZMM[i], _ptr(hostcpu.ZREG + 64 * i))
-    for k in p.kregs:
-        mm[hostcpu.KREG + 8 * k:hostcpu.KREG + 8 * k + 8] = vf.k[k].to_bytes(8, "little")
-    p.fn(host.base)
+    p.fn(p.p_base)
     if p.mem is not None and (p.write or mm[0:p.size] != before):
         ex.mem.write(addr, mm[0:p.size])
-    for i, rid in p.gprs:
-        _reg_write(uch, rid, _ptr(hostcpu.GPR + 8 * i))
-    for i in p.vecs:
-        _reg_write(uch, ZMM[i], _ptr(hostcpu.ZREG + 64 * i))
+    for rid, ptr in p.loads:
+        _reg_write(uch, rid, ptr)
     for k in p.kregs:
         vf.k[k] = int.from_bytes(mm[hostcpu.KREG + 8 * k:hostcpu.KREG + 8 * k + 8], "little")
-    out = int.from_bytes(mm[hostcpu.FLAGS:hostcpu.FLAGS + 8], "little")
+    out = int.from_bytes(mm[_F:_F + 8], "little")
     if (out ^ flags) & hostcpu.ARITH:
-        vf._set(X.UC_X86_REG_EFLAGS, (flags & ~hostcpu.ARITH) | (out & hostcpu.ARITH), 8)
-    out_mx = int.from_bytes(mm[hostcpu.MXCSR:hostcpu.MXCSR + 4], "little")
-    if out_mx != mx:
-        vf._set(X.UC_X86_REG_MXCSR, out_mx, 4)
+        vf._set(_EFLAGS_ID, (flags & ~hostcpu.ARITH) | (out & hostcpu.ARITH), 8)
+    if int.from_bytes(mm[_M:_M + 4], "little") != mx:
+        _reg_write(uch, _MXCSR_ID, p.p_mxcsr)
+
+
+def _address(ex, d, p: Plan, mm) -> int:
+    """The memory operand's address: base and index from the buffer the GPRs were just loaded into."""
+    if p.addr is None:                               # a segment base: the executor's general rule
+        return ex.address(d, p.mem)
+    base, index, scale, disp = p.addr
+    a = disp
+    if base == -1:
+        a += d.pc + d.size
+    elif base is not None:
+        a += int.from_bytes(mm[hostcpu.GPR + 8 * base:hostcpu.GPR + 8 * base + 8], "little")
+    if index is not None:
+        a += int.from_bytes(mm[hostcpu.GPR + 8 * index:hostcpu.GPR + 8 * index + 8], "little") * scale
+    return a & ((1 << 64) - 1)
