@@ -5,13 +5,15 @@ For an instruction at a site (avx.py), `plan` decodes it once (Capstone) and pre
   groups do not name (VAES and VPCLMULQDQ for their 256/512-bit or EVEX forms, GFNI, VBMI, VBMI2, VNNI,
   BITALG, VPOPCNTDQ, IFMA); one the guest's CPU at the level lacks (its CPUID, linux/cpuid.py) is the
   invalid opcode the CPU would raise, one the host lacks is refused: Unsupported naming both;
-- the registers it names or Capstone says it reads or writes implicitly (MULX's RDX, VPCMPESTRI's RCX): the
-  vector ones by number (all 512 bits move), the opmasks, the GPRs as their 64-bit registers;
+- the registers it names or Capstone says it reads or writes implicitly (MULX's RDX, VPCMPESTRI's RCX; and
+  XMM0 of VPCMPISTRM/VPCMPESTRM, which Capstone leaves out): the vector ones by number (all 512 bits move),
+  the opmasks, the GPRs as their 64-bit registers;
 - its memory operand, re-encoded: ModRM becomes mod=00 rm=101 (RIP-relative) with a disp32 that reaches
   the routine's scratch operand, the SIB byte and displacement dropped, VEX/EVEX.X and .B (REX.X/.B) cleared,
-  a segment prefix dropped (preemu computes the address, FS/GS base included); the guest's bytes are read
-  into the scratch through avxmem (protections, hooks, VectorFault before any effect) and, when the
-  instruction writes memory (Capstone's access, or the scratch changed), written back through it.
+  a segment prefix dropped (preemu computes the address, FS/GS base included); a source operand's bytes are
+  read into the scratch through avxmem (protections, hooks, VectorFault before any effect); a destination
+  (the first operand, in Intel's order) is checked writable first and written back through it after (so is
+  a source the instruction changed, which none should).
 `run` then loads the registers into the routine's buffer, the guest's MXCSR and arithmetic flags too, calls
 the routine, and stores back the registers, CF/PF/AF/ZF/SF/OF and MXCSR (its exception flags included).
 
@@ -173,6 +175,8 @@ def plan(code: bytes, pc: int, d, guest: frozenset[str], level: str) -> Plan:
             gprs.add(_GPR64[n])
     if d.mask:
         kregs.add(d.mask)
+    if insn.mnemonic in ("vpcmpistrm", "vpcmpestrm"):
+        vecs.add(0)                                 # their result goes to XMM0, which Capstone does not list
     mop = next((o for o in d.ops if o.kind == "mem"), None)
     if mop is not None:
         for n in (mop.base, mop.index):
@@ -192,8 +196,10 @@ def plan(code: bytes, pc: int, d, guest: frozenset[str], level: str) -> Plan:
     m = mems[0]
     p.mem = next(o for o in d.ops if o.kind == "mem")
     p.size = m.size
-    p.read = bool(m.access & 1) or not m.access
-    p.write = bool(m.access & 2)
+    # Intel's operand order: a memory destination is the first operand, and a VEX/EVEX store does not read it
+    # (Capstone's access bits are not used: for some EVEX forms they are garbage, e.g. vmovsd xmm{k}{z}, m64's)
+    p.write = insn.operands[0].type == capstone.x86.X86_OP_MEM
+    p.read = not p.write
     if p.write and (d.mask or _PARTIAL_STORES.match(insn.mnemonic)):
         raise Refused("a store of selected elements only, which preemu does not execute")
     if not 0 < p.size <= 64:
