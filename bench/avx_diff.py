@@ -408,7 +408,8 @@ def table(results: list) -> str:
         by[v].append((form, code, detail))
     for v in ("wrong", "refused", "untested"):
         for form, code, detail in by[v]:
-            lines.append(f"| {v} | `{form}` | {detail.replace('|', '/')[:160]} |")
+            why = re.sub(r" at 0x[0-9a-f]+: .*$", "", detail.removeprefix("refused: ")).replace("|", "/")
+            lines.append(f"| {v} | `{form}` | {why[:160]} |")
     ex = sorted({f.split(' ', 1)[0] for f, _, _ in by['exact']})
     lines.append(f"| exact | {len(by['exact'])} | {', '.join(ex)} |")
     return "\n".join(lines)

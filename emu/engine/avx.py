@@ -64,7 +64,7 @@ def scan_cached(funcs, cache: Path | None = None) -> list[tuple[int, bytes]]:
     (diskmemo.py): Capstone takes ~0.4 s over a Go binary's text, which every process of a sweep would
     otherwise pay."""
     funcs = list(funcs)
-    h = hashlib.sha256()
+    h = hashlib.sha256(repr(sorted(BMI_WRONG)).encode())     # the rule is part of the key: a changed rule rescans
     for start, code in funcs:
         h.update(start.to_bytes(8, "little") + len(code).to_bytes(8, "little") + code)
     key = h.hexdigest()[:32]
