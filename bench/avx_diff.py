@@ -45,7 +45,7 @@ GO = "/work/main/.venv/lib/python3.11/site-packages/go/bin/go"
 PACKAGES = ("runtime", "crypto/sha256", "crypto/sha1", "crypto/sha512", "crypto/aes", "crypto/cipher", "hash/crc32",
             "encoding/base64", "math", "slices", "strings", "bytes", "hash/maphash")
 BUILD = Path("/tmp/avxdiff")
-NATIVE_STATE, HBUF, STACK_TOP = 0x7F0000, 0x600000, 0x7E0000       # offsets in hostcpu's arena
+NATIVE_STATE, HBUF, STACK_TOP = 0xFF0000, 0xE00000, 0xFE0000       # offsets in hostcpu's arena, past its code
 SAVED_RSP, TMP = 0x190, 0x198
 EA_OFF = 0x800                                                      # the memory operand's address in HBUF's page
 _md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
@@ -354,7 +354,7 @@ def check_form(code: bytes, level: str, samples: int, nat: Native, seed: int = 1
         st["gpr"][4] = nat.h.base + STACK_TOP
         if aim:
             aim(st)
-        if not (nat.h.base + 0x400000 <= st["gpr"][4] <= nat.h.base + STACK_TOP):
+        if not (nat.h.base + hostcpu.CODE_END <= st["gpr"][4] <= nat.h.base + STACK_TOP):
             return "untested", "its RSP-based address leaves the arena"
         got = guest.run({**st, "gpr": list(st["gpr"]), "zmm": list(st["zmm"]), "k": list(st["k"])})
         if isinstance(got, str):

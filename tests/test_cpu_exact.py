@@ -170,6 +170,7 @@ def test_unicorn_alone_gets_bzhi_and_blsi_wrong():
     ("vcvtsi2sd xmm1, xmm2, rax", "v3"), ("vcvttsd2si rax, xmm1", "v3"), ("vucomisd xmm1, xmm2", "v3"),
     ("vcomisd xmm1, qword ptr [rcx]", "v3"), ("vroundsd xmm0, xmm1, xmm2, 9", "v3"),
     ("sarx rax, qword ptr [rbx + 8], rcx", "v3"), ("rorx eax, ebx, 7", "v3"), ("pext rax, rbx, rcx", "v3"),
+    ("vpcmpistrm xmm1, xmmword ptr [rbx], 0x44", "v3"), ("vpcmpestri xmm1, xmm2, 0x0c", "v3"),
 ])
 def test_instruction_matches_the_host(nat, text, level):
     states = [_state(level, seed) for seed in range(200)]
@@ -232,3 +233,50 @@ def test_a_misaligned_vmovdqa_is_refused_as_the_cpus_gp_and_an_aligned_one_runs(
             assert unit.error is None
         else:
             assert isinstance(unit.error, avxexec.Unsupported) and "a misaligned vmovdqa of 0x10008 (#GP)" in str(unit.error)
+
+
+def test_an_instruction_the_host_lacks_is_refused_naming_the_feature(monkeypatch):
+    from emu.engine import avx, avxexec, hostcpu
+    from emu.core import cpulevel
+    from unicorn import UC_HOOK_INTR
+    monkeypatch.setattr(hostcpu.get(), "features", hostcpu.get().features - {"AVX2"})
+    code = _asm("vpshufb ymm0, ymm1, ymm2")
+    uc = Uc(UC_ARCH_X86, UC_MODE_64)
+    uc.mem_map(0x1000, 0x1000)
+    uc.mem_write(0x1000, code + b"\x90")
+    unit = avx.VectorUnit(uc, cpulevel.level("v3"))
+    unit.patch([(0x1000, code)])
+    uc.hook_add(UC_HOOK_INTR, lambda uc, n, _: unit.trap() and unit.error is None or uc.emu_stop())
+    uc.emu_start(0x1000, 0x1000 + len(code))
+    assert isinstance(unit.error, avxexec.Unsupported)
+    assert str(unit.error) == ("an instruction of AVX2, which the host CPU lacks (preemu executes it natively) at "
+                               "0x1000: vpshufb ymm0, ymm1, ymm2 (--cpu v3)")
+
+
+def test_a_v3_process_starts_with_linuxs_mxcsr():
+    from emu.engine import avx
+    from emu.core import cpulevel
+    uc = Uc(UC_ARCH_X86, UC_MODE_64)
+    assert uc.reg_read(X.UC_X86_REG_MXCSR) == 0                  # Unicorn's reset value: every exception unmasked
+    avx.VectorUnit(uc, cpulevel.level("v3"))
+    assert uc.reg_read(X.UC_X86_REG_MXCSR) == 0x1F80
+
+
+def test_a_store_is_hooked_as_a_write_only_and_a_load_as_a_read_only():
+    from emu.engine import avx
+    from emu.core import cpulevel
+    from unicorn import UC_HOOK_INTR, UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE
+    code = _asm("vmovdqu ymmword ptr [rax], ymm0; vpaddq ymm1, ymm0, ymmword ptr [rax + 32]")
+    uc = Uc(UC_ARCH_X86, UC_MODE_64)
+    uc.mem_map(0x1000, 0x1000)
+    uc.mem_map(0x10000, 0x1000)
+    uc.mem_write(0x1000, code + b"\x90")
+    uc.reg_write(X.UC_X86_REG_RAX, 0x10000)
+    unit = avx.VectorUnit(uc, cpulevel.level("v3"))
+    assert unit.patch([(0x1000, code)]) == 2
+    seen = []
+    unit.mem.hook_add(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, lambda uc, acc, a, n, v, u: seen.append((acc, a - 0x10000, n)))
+    uc.hook_add(UC_HOOK_INTR, lambda uc, n, _: unit.trap() and unit.error is None or uc.emu_stop())
+    uc.emu_start(0x1000, 0x1000 + len(code))
+    from unicorn import UC_MEM_READ, UC_MEM_WRITE
+    assert seen == [(UC_MEM_WRITE, o, 8) for o in (0, 8, 16, 24)] + [(UC_MEM_READ, o, 8) for o in (32, 40, 48, 56)]

@@ -3,12 +3,14 @@
 Design, from what was measured on Unicorn 2.1.4 (tests/test_avx.py pins each fact):
 - A VEX.256 or EVEX instruction is an invalid opcode in Unicorn; a VEX.128 vector instruction is *executed*,
   as its legacy SSE twin (`vpxor xmm0,xmm1,xmm2` gives xmm0 ^ xmm2, and no upper bits are zeroed): trapping
-  the invalid ones would leave those silently wrong. VEX-encoded BMI1/BMI2 (ANDN, SHLX, BLSR, ...) run
-  correctly, as do MOVBE, LZCNT, TZCNT and POPCNT: those stay Unicorn's.
-- So the text is scanned once (Capstone, function by function) and every VEX/EVEX vector instruction, and
-  XGETBV (a #GP in Unicorn, whose CR4 has no OSXSAVE), becomes a *site*: its first byte is overwritten with
-  INT3 in the engine's memory. Reaching a site raises interrupt 3, whose hook (always installed by both
-  engines) calls `trap`: the original instruction is executed by avxexec.Executor and RIP set past it;
+  the invalid ones would leave those silently wrong. VEX-encoded BMI1/BMI2 (ANDN, SHLX, MULX, PDEP, ...)
+  run as the host does, as do MOVBE, LZCNT, TZCNT and POPCNT: those stay Unicorn's; BMI_WRONG do not
+  (bench/avx_diff.py against the host).
+- So the text is scanned once (Capstone, function by function) and every VEX/EVEX instruction but the BMI
+  Unicorn runs right, and XGETBV (a #GP in Unicorn, whose CR4 has no OSXSAVE), becomes a *site*: its first
+  byte is overwritten with INT3 in the engine's memory. Reaching a site raises interrupt 3, whose hook (always
+  installed by both engines) calls `trap`: the original instruction is executed by avxexec.Executor (on the
+  host CPU: hostexec.py) and RIP set past it;
   the engine goes on in the same run. Measured against the alternative, one UC_HOOK_CODE per site: each
   code hook is walked at every translated instruction (1000 hooks: a 0.1 s run took 0.24 s; 3000: 0.75 s),
   the INT3 costs nothing until reached. A count= run and the block counter (linux/icount.py) count the

@@ -28,7 +28,8 @@ import keystone
 SCRATCH, GPR, FLAGS, MXCSR, HOST_MXCSR, KREG, ZREG = 0x000, 0x100, 0x180, 0x188, 0x18C, 0x1C0, 0x200
 GPR_NAMES = ("rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
              "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15")
-CODE0, SIZE = 0x1000, 1 << 23
+#: routines go in [CODE0, CODE_END); the rest of the SIZE bytes is free for a caller's data (bench/avx_diff.py's)
+CODE0, CODE_END, SIZE = 0x1000, 0xC00000, 1 << 24
 #: the flags a routine loads and stores: CF PF AF ZF SF OF (the rest of the host's RFLAGS is left alone)
 ARITH = 0x8D5
 
@@ -37,6 +38,10 @@ _ks = keystone.Ks(keystone.KS_ARCH_X86, keystone.KS_MODE_64)
 
 def _asm(text: str) -> bytes:
     return bytes(_ks.asm(text)[0])
+
+
+class ArenaFull(Exception):
+    """No room for another routine (hostexec.py refuses the instruction, naming this)."""
 
 
 def _evex_zmm(n: int, disp: int, store: bool) -> bytes:
@@ -97,8 +102,8 @@ class HostCpu:
     # --- placing and calling code -------------------------------------------------------------------------
     def _place(self, code: bytes):
         at = self._top
-        if at + len(code) > SIZE:
-            raise MemoryError("the host routine arena is full")
+        if at + len(code) > CODE_END:
+            raise ArenaFull(f"preemu's arena of host routines ({CODE_END >> 20} MiB) is full")
         self.mm[at:at + len(code)] = code
         self._top = (at + len(code) + 15) & ~15
         return ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self.base + at), at

@@ -190,6 +190,14 @@ def plan(code: bytes, pc: int, d, guest: frozenset[str], level: str) -> Plan:
     p.mm, p.p_base, p.p_mxcsr, p.p_tmp = host.mm, _ptr(0), _ptr(hostcpu.MXCSR), _ptr(_TMP)
     if mop is not None and not mop.seg:
         p.addr = (-1 if mop.base == "rip" else _GPR64.get(mop.base), _GPR64.get(mop.index), mop.scale, mop.disp)
+    try:
+        return _finish(p, d, insn, code, kind, at, mems, host)
+    except hostcpu.ArenaFull as e:
+        raise Refused(str(e)) from None
+
+
+def _finish(p: Plan, d, insn, code: bytes, kind: str, at: int, mems, host) -> Plan:
+    """The routine and the memory operand's handling of plan `p` (plan's second half)."""
     if not mems:
         p.fn = host.routine(code)
         return p
