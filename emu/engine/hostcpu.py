@@ -172,7 +172,13 @@ _HOST: HostCpu | None = None
 
 
 def get() -> HostCpu:
+    """The process's HostCpu (made at the first AVX instruction); EmuError when no executable mapping can be made."""
     global _HOST
     if _HOST is None:
-        _HOST = HostCpu()
+        try:
+            _HOST = HostCpu()
+        except (OSError, ValueError) as e:
+            from ..core.errors import EmuError
+            raise EmuError(f"--cpu v3/v4 runs AVX instructions on the host CPU, from an executable mapping this host "
+                           f"refuses ({e})") from None
     return _HOST

@@ -137,8 +137,12 @@ def _rewrite(insn, code: bytes, kind: str, at: int) -> tuple[bytes, int]:
 def plan(code: bytes, pc: int, d, guest: frozenset[str], level: str) -> Plan:
     """The Plan for the instruction `code` (avxexec.Decoded `d`) on a guest with features `guest`; Refused when
     it cannot run (the reason, naming the feature)."""
+    from ..core.errors import EmuError
     from .avxexec import prefix_kind
-    host = hostcpu.get()
+    try:
+        host = hostcpu.get()
+    except EmuError as e:
+        raise Refused(str(e)) from None
     insn = next(_md.disasm(code, pc, 1))
     kind, at = prefix_kind(code)
     need = features_of(insn, kind == "evex")
