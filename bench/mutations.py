@@ -391,6 +391,9 @@ MUTATIONS = {
                                  [E48 + "test_instruction_matches_the_host"]),
     "mxcsr-left-at-unicorns-0": ("emu/engine/avx.py", "            self.vf._set(X.UC_X86_REG_MXCSR, 0x1F80, 4)",
                                  "            pass", [E48 + "test_a_v3_process_starts_with_linuxs_mxcsr"]),
+    "host-buffer-shared-across-fork": ("emu/engine/hostcpu.py", "flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,",
+                                       "flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS,",
+                                       [E48 + "test_the_routine_buffer_is_private_to_a_forked_process"]),
     "store-read-as-a-source": ("emu/engine/hostexec.py", "    p.read = not p.write\n", "    p.read = True\n",
                                [E48 + "test_a_store_is_hooked_as_a_write_only_and_a_load_as_a_read_only"]),
 }

@@ -280,3 +280,18 @@ def test_a_store_is_hooked_as_a_write_only_and_a_load_as_a_read_only():
     uc.emu_start(0x1000, 0x1000 + len(code))
     from unicorn import UC_MEM_READ, UC_MEM_WRITE
     assert seen == [(UC_MEM_WRITE, o, 8) for o in (0, 8, 16, 24)] + [(UC_MEM_READ, o, 8) for o in (32, 40, 48, 56)]
+
+
+def test_the_routine_buffer_is_private_to_a_forked_process():
+    """A sweep's worker processes fork from one that may already have run AVX instructions: a shared buffer
+    would let them clobber each other's registers mid-instruction (found by check-stub --mutants at v4)."""
+    import os
+    from emu.engine import hostcpu
+    mm = hostcpu.get().mm
+    mm[0x1A8:0x1B0] = bytes(8)
+    pid = os.fork()
+    if pid == 0:
+        mm[0x1A8:0x1B0] = b"\xff" * 8
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert mm[0x1A8:0x1B0] == bytes(8)

@@ -86,7 +86,10 @@ class HostCpu:
     """The arena, the host's features and the routine cache (one per process: `get()`)."""
 
     def __init__(self):
-        self.mm = mmap.mmap(-1, SIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+        # private: Python's default is MAP_SHARED, which a fork (a sweep's worker processes) would share, and
+        # processes running instructions at once would clobber each other's registers in the one buffer
+        self.mm = mmap.mmap(-1, SIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
+                            prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
         self.base = ctypes.addressof(ctypes.c_char.from_buffer(self.mm))
         self._top = CODE0
         self._routines: dict[bytes, object] = {}
