@@ -12,7 +12,9 @@ A routine (`routine(insn)`) is: save the callee-saved registers; keep the host's
 every GPR but RSP from the buffer; the instruction; store them all back (PUSHFQ first, so nothing clobbers the
 flags); the host's MXCSR back; VZEROUPPER; return. The instruction bytes are the caller's (hostexec.py
 re-encodes the memory operand as RIP-relative to the scratch, whose displacement `routine` patches in).
-Routines are cached per instruction encoding; a call costs one ctypes call.
+Routines are cached per instruction encoding; a call costs one ctypes call. One buffer per process: the
+mapping is private (a forked worker gets its own copy), and no two threads may run routines at once (preemu
+runs its engines in one thread; its parallel sweeps are processes).
 
 `features()` is the host's CPUID and XGETBV, executed natively here too (Intel SDM vol. 2A CPUID, tables
 3-8/3-10; an AVX feature counts only with OSXSAVE and the XCR0 bits the OS enabled, as Go's internal/cpu
