@@ -44,9 +44,9 @@ INT3 = 0xCC
 BMI = frozenset(("andn", "bextr", "blsi", "blsmsk", "blsr", "bzhi", "mulx", "pdep", "pext", "rorx", "sarx",
                  "shlx", "shrx"))
 #: the BMI instructions Unicorn 2.1.4 computes unlike the CPU (bench/avx_diff.py against this host;
-#: tests/test_cpu_exact.py): BZHI with an index of the operand size or more clears the source's top bit (the
-#: CPU: the source unchanged) and sets CF one index early, BLSI sets CF inverted; BEXTR, BLSR and BLSMSK leave the flags the SDM calls undefined (PF, AF) unlike the
-#: host. These are sites too: the host runs them (hostexec.py).
+#: tests/test_cpu_exact.py): BZHI with an index of the operand size or more clears the source's top bit (the CPU:
+#: the source unchanged) and sets CF one index early, BLSI sets CF inverted; BEXTR, BLSR and BLSMSK leave the
+#: flags the SDM calls undefined (PF, AF) unlike the host. These are sites too: the host runs them (hostexec.py).
 BMI_WRONG = frozenset(("bzhi", "blsi", "bextr", "blsr", "blsmsk"))
 _XGETBV = b"\x0f\x01\xd0"
 _md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)

@@ -99,7 +99,8 @@ class HostCpu:
             "push rbx; mov rsi, rdi; mov eax, dword ptr [rsi]; mov ecx, dword ptr [rsi + 4]; cpuid; "
             "mov dword ptr [rsi], eax; mov dword ptr [rsi + 4], ebx; mov dword ptr [rsi + 8], ecx; "
             "mov dword ptr [rsi + 12], edx; pop rbx; ret"))
-        self._xgetbv = self._place(_asm("xor ecx, ecx; xgetbv; mov dword ptr [rdi], eax; mov dword ptr [rdi + 4], edx; ret"))
+        self._xgetbv = self._place(_asm("xor ecx, ecx; xgetbv; mov dword ptr [rdi], eax; "
+                                        "mov dword ptr [rdi + 4], edx; ret"))
         self.features = self._features()
         self.wide = {"AVX512F", "AVX512BW"} <= self.features
         self._pro, self._epi = self._frame()

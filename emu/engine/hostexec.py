@@ -17,12 +17,13 @@ For an instruction at a site (avx.py), `plan` decodes it once (Capstone) and pre
 `run` then loads the registers into the routine's buffer, the guest's MXCSR and arithmetic flags too, calls
 the routine, and stores back the registers, CF/PF/AF/ZF/SF/OF and MXCSR (its exception flags included).
 
-Refused (Unsupported, naming the instruction): VMASKMOVDQU (its implicit [RDI]), RSP as a register operand (the routine runs on the host's
-stack), VSIB addressing (gathers/scatters), 32-bit addressing (0x67), stores that write only some elements
-(masked EVEX stores other than the moves avxexec.py executes itself, VMASKMOV/VPMASKMOV stores, compress
-stores), a guest MXCSR with an exception unmasked (the host would trap), VLDMXCSR of reserved bits, and
-VMOVDQA/VMOVAPS/VMOVNT* of a misaligned address (#GP). Left out: the fault suppression of masked-off
-elements of a masked EVEX *load* other than the moves (the whole operand is read and checked).
+Refused (Unsupported, naming the instruction): VMASKMOVDQU (its implicit [RDI]), RSP as a register operand (the
+routine runs on the host's stack), VSIB addressing (gathers/scatters), 32-bit addressing (0x67), stores that
+write only some elements (masked EVEX stores other than the moves avxexec.py executes itself, VMASKMOV/VPMASKMOV
+stores, compress stores), a guest MXCSR with an exception unmasked (the host would trap), VLDMXCSR of reserved
+bits, and VMOVDQA/VMOVAPS/VMOVNT* of a misaligned address (#GP). Left out: the fault suppression of masked-off
+elements of a masked load other than the EVEX moves (EVEX {k} sources, VMASKMOV/VPMASKMOV loads: the whole
+operand is read and checked; no Go binary measured has one).
 Mirrors no Go source: the CPU's side.
 """
 from __future__ import annotations
