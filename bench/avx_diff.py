@@ -16,6 +16,7 @@ For the forms preemu runs on the host (hostexec.py) this checks the marshalling:
 memory operand's redirection and write-back, flags and MXCSR; for the rest it checks Unicorn or the Python.
 A form is "exact" (every sample equal), "wrong" (one differed: the first difference shown), "refused"
 (preemu refuses it: the reason) or "untested" (no state reaches its address: index-only addressing).
+Needs an AVX-512 host (the native side loads ZMM0-31 and K0-7) and GNU as for the synthetic forms.
 --readme rewrites the table between the README's avx-diff markers. --sse checks the legacy SSE forms of the
 same binaries instead (Unicorn runs those itself at every level: a measurement, not preemu's executor; MXCSR's
 exception flags, which Unicorn never sets, are left out of that comparison).
