@@ -22,6 +22,7 @@ A46 = "tests/test_avx_state.py::"   # issue #46 item 3's (CPU levels)
 S47 = "tests/test_schedules.py::"   # issue #47's: each decision a PCT schedule makes
 X47 = "tests/test_explain_schedule.py::"   # issue #47's explain --schedule: each rule of the story
 W47 = "tests/test_sweep_schedules.py::"     # issue #47's sweep --schedules: each rule of gschedules.py
+E48 = "tests/test_cpu_exact.py::"    # issue #48's (instructions executed on the host)
 TIMEOUT = 900               # seconds for one mutant's tests: a mutant that hangs them is killed too
 
 #: name -> (file, old text, new text, tests to run)
@@ -438,6 +439,34 @@ MUTATIONS = {
                                                "            out.uninterrupted_fails = ending_failure(plain, ref.ending) "
                                                "is not None\n", "            out.uninterrupted_fails = False\n",
                                                [W47 + "test_a_schedule_finds_the_lost_update_and_names_seed_change_point_and_replay"]),
+    # issue #48: the vector unit runs instructions on the host (hostexec.py), one mutation per rule
+    "bzhi-left-to-unicorn": ("emu/engine/avx.py", 'BMI_WRONG = frozenset(("bzhi", ', 'BMI_WRONG = frozenset((',
+                             [E48 + "test_bzhi_index_64_keeps_the_source_and_sets_cf"]),
+    "host-store-not-written-back": ("emu/engine/hostexec.py",
+                                    "    if p.mem is not None and (p.write or mm[0:p.size] != before):",
+                                    "    if False:", [E48 + "test_instruction_matches_the_host"]),
+    "host-flags-dropped": ("emu/engine/hostexec.py", "    if (out ^ flags) & hostcpu.ARITH:", "    if False:",
+                           [E48 + "test_instruction_matches_the_host"]),
+    "host-mxcsr-dropped": ("emu/engine/hostexec.py", '    if int.from_bytes(mm[_M:_M + 4], "little") != mx:',
+                           "    if False:", [E48 + "test_scalar_fma_special_values_as_the_host"]),
+    "broadcast-reads-the-vector": ("emu/engine/hostexec.py", "    p.size = m.size\n", "    p.size = 64\n",
+                                   [E48 + "test_the_broadcast_is_a_4_byte_access_through_avxmem"]),
+    "guest-level-unchecked": ("emu/engine/hostexec.py", "    missing = need - guest\n", "    missing = set()\n",
+                              ["tests/test_avx.py::test_unsupported_and_above_level_name_pc_instruction_and_level"]),
+    "misaligned-vmovdqa-runs": ("emu/engine/hostexec.py", "        if p.align and addr % p.align:", "        if False:",
+                                [E48 + "test_a_misaligned_vmovdqa_is_refused_as_the_cpus_gp_and_an_aligned_one_runs"]),
+    "host-features-unchecked": ("emu/engine/hostexec.py", "    lacking = need - host.features\n",
+                                "    lacking = set()\n",
+                                [E48 + "test_an_instruction_the_host_lacks_is_refused_naming_the_feature"]),
+    "pcmpistrm-xmm0-not-moved": ("emu/engine/hostexec.py", "        vecs.add(0)  ", "        pass  ",
+                                 [E48 + "test_instruction_matches_the_host"]),
+    "mxcsr-left-at-unicorns-0": ("emu/engine/avx.py", "            self.vf._set(X.UC_X86_REG_MXCSR, 0x1F80, 4)",
+                                 "            pass", [E48 + "test_a_v3_process_starts_with_linuxs_mxcsr"]),
+    "host-buffer-shared-across-fork": ("emu/engine/hostcpu.py", "flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,",
+                                       "flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS,",
+                                       [E48 + "test_the_routine_buffer_is_private_to_a_forked_process"]),
+    "store-read-as-a-source": ("emu/engine/hostexec.py", "    p.read = not p.write\n", "    p.read = True\n",
+                               [E48 + "test_a_store_is_hooked_as_a_write_only_and_a_load_as_a_read_only"]),
 }
 
 

@@ -3,12 +3,14 @@
 Design, from what was measured on Unicorn 2.1.4 (tests/test_avx.py pins each fact):
 - A VEX.256 or EVEX instruction is an invalid opcode in Unicorn; a VEX.128 vector instruction is *executed*,
   as its legacy SSE twin (`vpxor xmm0,xmm1,xmm2` gives xmm0 ^ xmm2, and no upper bits are zeroed): trapping
-  the invalid ones would leave those silently wrong. VEX-encoded BMI1/BMI2 (ANDN, SHLX, BLSR, ...) run
-  correctly, as do MOVBE, LZCNT, TZCNT and POPCNT: those stay Unicorn's.
-- So the text is scanned once (Capstone, function by function) and every VEX/EVEX vector instruction, and
-  XGETBV (a #GP in Unicorn, whose CR4 has no OSXSAVE), becomes a *site*: its first byte is overwritten with
-  INT3 in the engine's memory. Reaching a site raises interrupt 3, whose hook (always installed by both
-  engines) calls `trap`: the original instruction is executed by avxexec.Executor and RIP set past it;
+  the invalid ones would leave those silently wrong. VEX-encoded BMI1/BMI2 (ANDN, SHLX, MULX, PDEP, ...)
+  run as the host does, as do MOVBE, LZCNT, TZCNT and POPCNT: those stay Unicorn's; BMI_WRONG do not
+  (bench/avx_diff.py against the host).
+- So the text is scanned once (Capstone, function by function) and every VEX/EVEX instruction but the BMI
+  Unicorn runs right, and XGETBV (a #GP in Unicorn, whose CR4 has no OSXSAVE), becomes a *site*: its first
+  byte is overwritten with INT3 in the engine's memory. Reaching a site raises interrupt 3, whose hook (always
+  installed by both engines) calls `trap`: the original instruction is executed by avxexec.Executor (on the
+  host CPU: hostexec.py) and RIP set past it;
   the engine goes on in the same run. Measured against the alternative, one UC_HOOK_CODE per site: each
   code hook is walked at every translated instruction (1000 hooks: a 0.1 s run took 0.24 s; 3000: 0.75 s),
   the INT3 costs nothing until reached. A count= run and the block counter (linux/icount.py) count the
@@ -38,16 +40,22 @@ from .avxexec import Decoded, Executor, Unsupported, VectorFile, decode, prefix_
 from .avxmem import VectorFault, VectorMemory
 
 INT3 = 0xCC
-#: VEX-encoded general-register instructions (BMI1/BMI2): Unicorn runs them correctly
+#: VEX-encoded general-register instructions (BMI1/BMI2): Unicorn runs them, correctly but for BMI_WRONG
 BMI = frozenset(("andn", "bextr", "blsi", "blsmsk", "blsr", "bzhi", "mulx", "pdep", "pext", "rorx", "sarx",
                  "shlx", "shrx"))
+#: the BMI instructions Unicorn 2.1.4 computes unlike the CPU (bench/avx_diff.py against this host;
+#: tests/test_cpu_exact.py): BZHI with an index of the operand size or more clears the source's top bit (the CPU:
+#: the source unchanged) and sets CF one index early, BLSI sets CF inverted; BEXTR, BLSR and BLSMSK leave the
+#: flags the SDM calls undefined (PF, AF) unlike the host. These are sites too: the host runs them (hostexec.py).
+BMI_WRONG = frozenset(("bzhi", "blsi", "bextr", "blsr", "blsmsk"))
 _XGETBV = b"\x0f\x01\xd0"
 _md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
 
 
 def is_site(code: bytes, mnemonic: str) -> bool:
-    """An instruction preemu executes itself at v3/v4: VEX/EVEX-encoded and not BMI, or XGETBV."""
-    return (prefix_kind(code)[0] != "" and mnemonic not in BMI) or code == _XGETBV
+    """An instruction preemu executes itself at v3/v4: VEX/EVEX-encoded and not a BMI instruction Unicorn runs
+    correctly, or XGETBV."""
+    return (prefix_kind(code)[0] != "" and (mnemonic not in BMI or mnemonic in BMI_WRONG)) or code == _XGETBV
 
 
 _SCANNED: dict[str, list] = {}        # text digest -> sites (a sweep builds many processes of one binary)
@@ -58,7 +66,7 @@ def scan_cached(funcs, cache: Path | None = None) -> list[tuple[int, bytes]]:
     (diskmemo.py): Capstone takes ~0.4 s over a Go binary's text, which every process of a sweep would
     otherwise pay."""
     funcs = list(funcs)
-    h = hashlib.sha256()
+    h = hashlib.sha256(repr(sorted(BMI_WRONG)).encode())     # the rule is part of the key: a changed rule rescans
     for start, code in funcs:
         h.update(start.to_bytes(8, "little") + len(code).to_bytes(8, "little") + code)
     key = h.hexdigest()[:32]
@@ -100,6 +108,10 @@ class VectorUnit:
         self.executed = 0                            # instructions run here (cost figures)
         self.error: Unsupported | None = None
         self.fault: VectorFault | None = None       # the access of the last site that faulted (avxmem.py)
+        if self.vf._get(X.UC_X86_REG_MXCSR, 4) == 0:
+            # Unicorn's reset MXCSR is 0 (every exception unmasked; its SSE never traps); Linux starts a process
+            # with 0x1F80 (all masked, round to nearest), which the host runs the sites' instructions under
+            self.vf._set(X.UC_X86_REG_MXCSR, 0x1F80, 4)
 
     def patch(self, funcs, cache: Path | None = None) -> int:
         """Scan `funcs` ((start, bytes) pairs of the loaded text; scan_cached with `cache`) and arm every site;
