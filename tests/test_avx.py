@@ -12,7 +12,8 @@ from unicorn import x86_const as X
 from emu.core import cpulevel
 from emu.engine import avx, avxexec
 from emu.front import gobuild
-from emu.linux import cpuid, elfimage, process
+from emu.core import cpuid
+from emu.linux import elfimage, process
 
 from conftest import DATA, cli_run
 

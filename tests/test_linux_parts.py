@@ -12,7 +12,8 @@ from unicorn import x86_const as X
 
 from emu import cli
 from emu.core.errors import ScenarioError
-from emu.linux import cpuid, memory, sigframe
+from emu.core import cpuid
+from emu.linux import memory, sigframe
 from emu.drive import exec_scenario as scenario
 from emu.linux.icount import InsnCounter
 

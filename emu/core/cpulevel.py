@@ -4,7 +4,7 @@ Mirrors the GOAMD64 levels as Go's runtime checks them at start-up (runtime/asm_
 V2/V3/V4 feature masks of runtime/asm_amd64.h, and the XGETBV check at asm_amd64.s:312-318) and as
 internal/cpu reads them (internal/cpu/cpu_x86.go:95-200 doinit: HasAVX needs the CPUID bit, OSXSAVE and
 XCR0 bits 1-2; HasAVX512F needs XCR0 bits 5-7). One row per level: the CPUID bits the level adds to
-preemu's pinned CPU (linux/cpuid.py builds the leaves from it), XCR0 as XGETBV reports it, and the register
+preemu's pinned CPU (core/cpuid.py builds the leaves from it), XCR0 as XGETBV reports it, and the register
 state that exists at the level (X0-15; Y0-15; Z0-31 and K0-7: `state`, a VectorState). What a resume is
 compared on is the part of it the running stub saves (linux/stubsaves.py): a default Go 1.27 build's
 asyncPreempt saves X0-15 at every level.

@@ -30,19 +30,12 @@ from unicorn.unicorn_py3.unicorn import uclib
 from ..core.cpulevel import CpuLevel
 from ..core.errors import EmuError
 from . import hostcpu, hostexec
+from .vexcommon import ZMM, Unsupported, prefix_kind, uc_id     # noqa: F401 (ZMM, Unsupported: avx's, xstate's)
 from .avxmem import VectorMemory
 from .capi import unconverted
 
 _FLAGS_ARITH = 0x8D5            # CF PF AF ZF SF OF
 _CF, _ZF = 0x1, 0x40
-
-
-class Unsupported(EmuError):
-    """An instruction preemu does not execute (or one the CPU level does not have)."""
-
-    def __init__(self, pc: int, text: str, level: str, why: str):
-        self.pc, self.text, self.level = pc, text, level
-        super().__init__(f"{why} at {pc:#x}: {text} (--cpu {level})")
 
 
 @dataclass(frozen=True)
@@ -69,21 +62,6 @@ class Decoded:
     mask: int           # EVEX.aaa: the writemask register (0: none)
     zeroing: bool       # EVEX.z
     code: bytes = b""   # the instruction's bytes
-
-
-def prefix_kind(code: bytes) -> tuple[str, int]:
-    """("vex"|"evex"|"", index of the VEX/EVEX prefix byte) for one instruction's bytes."""
-    i = 0
-    while i < len(code) and code[i] in (0x66, 0xF2, 0xF3, 0xF0, 0x2E, 0x3E, 0x26, 0x64, 0x65, 0x36):
-        i += 1
-    if i < len(code) and 0x40 <= code[i] <= 0x4F:
-        i += 1
-    if i < len(code):
-        if code[i] in (0xC4, 0xC5):
-            return "vex", i
-        if code[i] == 0x62:
-            return "evex", i
-    return "", i
 
 
 _md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
@@ -118,20 +96,13 @@ def decode(code: bytes, pc: int) -> Decoded | None:
                    mask, zeroing, bytes(insn.bytes))
 
 
-_IDS: dict[str, int] = {}
 _SIZES = {"x": 16, "y": 32, "z": 64}
 _reg_read, _reg_write = unconverted(uclib.uc_reg_read), unconverted(uclib.uc_reg_write)
 
 
-def _uc_id(name: str) -> int:
-    i = _IDS.get(name)
-    if i is None:
-        i = _IDS[name] = getattr(X, f"UC_X86_REG_{name.upper()}")
-    return i
 
 
 _BUF = ctypes.create_string_buffer(64)
-ZMM = [_uc_id(f"zmm{i}") for i in range(32)]
 
 
 def read_reg(uc, rid: int, n: int) -> int:
@@ -175,7 +146,7 @@ class VectorFile:
             return self.k[int(name[1:])]
         if name[1:3] == "mm" and name[0] in "xyz":
             return self._get(self._zmm[int(name[3:])], _SIZES[name[0]])
-        return self._get(_uc_id(name), 8)
+        return self._get(uc_id(name), 8)
 
     def set_vector(self, name: str, value: int) -> None:
         """A VEX/EVEX write: the register's bits, zeroes above them to bit 511."""
@@ -186,9 +157,9 @@ class VectorFile:
         if name.startswith("e") or (name.startswith("r") and name.endswith("d")):
             full = {"eax": "rax", "ebx": "rbx", "ecx": "rcx", "edx": "rdx", "esi": "rsi", "edi": "rdi",
                     "ebp": "rbp", "esp": "rsp"}.get(name, name[:-1])
-            self._set(_uc_id(full), value & 0xFFFFFFFF, 8)
+            self._set(uc_id(full), value & 0xFFFFFFFF, 8)
         else:
-            self._set(_uc_id(name), value & ((1 << 64) - 1), 8)
+            self._set(uc_id(name), value & ((1 << 64) - 1), 8)
 
 
 class Executor:

@@ -60,7 +60,7 @@ def _kmovq(n: int, disp: int, store: bool) -> bytes:
 def feature_names(c1: int, b7: int, c7: int, xcr0: int) -> frozenset[str]:
     """The features CPUID.1:ECX `c1`, CPUID.(7,0):EBX/ECX `b7`/`c7` and XCR0 `xcr0` give: an AVX one only with
     XCR0's SSE and AVX bits, an AVX-512 one only with its opmask and ZMM bits too (the guest's CPU at a level,
-    from linux/cpuid.py, is read the same way: `guest_features`)."""
+    from core/cpuid.py, is read the same way: `guest_features`)."""
     f = {name for name, word, bit in (
         ("AES", c1, 25), ("PCLMULQDQ", c1, 1), ("BMI1", b7, 3), ("BMI2", b7, 8), ("ADX", b7, 19),
         ("SHA", b7, 29)) if word >> bit & 1}
@@ -78,7 +78,7 @@ def feature_names(c1: int, b7: int, c7: int, xcr0: int) -> frozenset[str]:
 
 def guest_features(level) -> frozenset[str]:
     """The features of preemu's CPU at `level` (a cpulevel.CpuLevel), read from the CPUID it shows the guest."""
-    from ..linux import cpuid
+    from ..core import cpuid
     _, _, c1, _ = cpuid.cpuid(1, 0, level)
     _, b7, c7, _ = cpuid.cpuid(7, 0, level)
     return feature_names(c1, b7, c7, level.xcr0)

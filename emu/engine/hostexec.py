@@ -3,7 +3,7 @@
 For an instruction at a site (avx.py), `plan` decodes it once (Capstone) and prepares:
 - the features it needs: Capstone's groups (avx, avx2, fma, bmi2, avx512, bwi, ...) plus the extensions its
   groups do not name (VAES and VPCLMULQDQ for their 256/512-bit or EVEX forms, GFNI, VBMI, VBMI2, VNNI,
-  BITALG, VPOPCNTDQ, IFMA); one the guest's CPU at the level lacks (its CPUID, linux/cpuid.py) is the
+  BITALG, VPOPCNTDQ, IFMA); one the guest's CPU at the level lacks (its CPUID, core/cpuid.py) is the
   invalid opcode the CPU would raise, one the host lacks is refused: Unsupported naming both;
 - the registers it names or Capstone says it reads or writes implicitly (MULX's RDX, VPCMPESTRI's RCX; and
   XMM0 of VPCMPISTRM/VPCMPESTRM, which Capstone leaves out): the vector ones by number (all 512 bits move),
@@ -139,7 +139,7 @@ def plan(code: bytes, pc: int, d, guest: frozenset[str], level: str) -> Plan:
     """The Plan for the instruction `code` (avxexec.Decoded `d`) on a guest with features `guest`; Refused when
     it cannot run (the reason, naming the feature)."""
     from ..core.errors import EmuError
-    from .avxexec import prefix_kind
+    from .vexcommon import prefix_kind
     try:
         host = hostcpu.get()
     except EmuError as e:
@@ -189,7 +189,7 @@ def plan(code: bytes, pc: int, d, guest: frozenset[str], level: str) -> Plan:
                 gprs.add(_GPR64[n])
     p = Plan(None, tuple(sorted(vecs)), tuple(sorted(kregs)),
              tuple((i, getattr(X, f"UC_X86_REG_{hostcpu.GPR_NAMES[i].upper()}")) for i in sorted(gprs)))
-    from .avxexec import ZMM
+    from .vexcommon import ZMM
     p.loads = tuple((rid, _ptr(hostcpu.GPR + 8 * i)) for i, rid in p.gprs) + \
         tuple((ZMM[i], _ptr(hostcpu.ZREG + 64 * i)) for i in p.vecs)
     p.mm, p.p_base, p.p_mxcsr, p.p_tmp = host.mm, _ptr(0), _ptr(hostcpu.MXCSR), _ptr(_TMP)
@@ -238,7 +238,7 @@ def run(ex, d, p: Plan) -> None:
     _reg_read(uch, _MXCSR_ID, p.p_mxcsr)
     mx = int.from_bytes(mm[_M:_M + 4], "little")
     if mx & 0x1F80 != 0x1F80 or mx >> 16:
-        from .avxexec import Unsupported
+        from .vexcommon import Unsupported
         raise Unsupported(d.pc, d.text, vf.level.name, f"MXCSR {mx:#x} (an exception unmasked) at an instruction "
                                                        f"preemu executes natively")
     mm[_TMP:_TMP + 8] = bytes(8)
@@ -252,12 +252,12 @@ def run(ex, d, p: Plan) -> None:
     if p.mem is not None:
         addr = _address(ex, d, p, mm)
         if p.align and addr % p.align:
-            from .avxexec import Unsupported
+            from .vexcommon import Unsupported
             raise Unsupported(d.pc, d.text, vf.level.name, f"a misaligned {d.mnemonic} of {addr:#x} (#GP)")
         if p.read:
             data = ex.mem.read(addr, p.size)
             if d.mnemonic == "vldmxcsr" and int.from_bytes(data, "little") >> 16:
-                from .avxexec import Unsupported
+                from .vexcommon import Unsupported
                 raise Unsupported(d.pc, d.text, vf.level.name, f"VLDMXCSR of reserved bits ({data.hex()}: #GP)")
             mm[0:p.size] = data
         if p.write:

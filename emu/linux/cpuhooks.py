@@ -14,7 +14,7 @@ from unicorn import x86_const as X
 
 from ..core.errors import EmuError
 from ..engine import x86decode
-from . import cpuid
+from ..core import cpuid
 from .regbatch import RegBatch, read_reg
 from .sigframe import X86_TRAP_PF
 

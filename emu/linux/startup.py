@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 
-from .cpuid import HWCAP
+from ..core.cpuid import HWCAP
 from .elfimage import Image
 
 STACK_TOP = 0x7FFF_F000_0000
