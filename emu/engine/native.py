@@ -1,0 +1,37 @@
+"""Which per-point path runs: the compiled one (emu/engine/_native.c, built at install time) or the Python
+one it mirrors. PREEMU_NATIVE=0 selects Python everywhere (the differential test runs both); unset or 1, the
+compiled module is used, and a checkout whose module was not built (no `pip install -e .` or
+`python setup.py build_ext --inplace` yet) runs the Python path; PREEMU_NATIVE=1 requires the module and
+says so when it is missing.
+
+`lib` is the module, initialised with the addresses of the libunicorn functions the Python binding has
+loaded (so both call one library instance), or None for the Python path.
+"""
+from __future__ import annotations
+
+import os
+
+from unicorn.unicorn_py3.unicorn import uclib
+
+from ..core.errors import EmuError
+from .capi import address_of
+
+MODE = os.environ.get("PREEMU_NATIVE", "").strip()
+
+
+def _load():
+    if MODE == "0":
+        return None
+    try:
+        from . import _native
+    except ImportError as e:
+        if MODE == "1":
+            raise EmuError(f"PREEMU_NATIVE=1 but the compiled module is missing ({e}): run `pip install -e .` "
+                           "or `python setup.py build_ext --inplace` (gcc needed)") from None
+        return None
+    _native.init(address_of(uclib.uc_reg_read_batch), address_of(uclib.uc_reg_write_batch),
+                 address_of(uclib.uc_mem_read), address_of(uclib.uc_mem_write))
+    return _native
+
+
+lib = _load()

@@ -1,0 +1,111 @@
+"""The compiled per-point path (emu/engine/_native.c, issue #49) against the Python code it mirrors: the module
+is built and loaded, and each moved piece leaves the same bytes in guest memory, the same registers and the same
+Python values as the Python path (PREEMU_NATIVE=0 selects it). Whole sweeps, both ways: test_native_sweeps.py."""
+from __future__ import annotations
+
+import random
+
+import pytest
+from unicorn import UC_ARCH_X86, UC_MODE_64, Uc, UcError
+from unicorn import x86_const as X
+
+from emu.engine import native
+from emu.linux import sigframe
+
+BASE, SIZE = 0x100000, 1 << 20
+GPRS = [getattr(X, f"UC_X86_REG_{r}") for r in ("RAX", "RBX", "RCX", "RDX", "RSI", "RDI", "RBP", "R8", "R9", "R10",
+                                              "R11", "R12", "R13", "R14", "R15", "RIP", "FS_BASE")]
+ALL = [*GPRS, X.UC_X86_REG_RSP, X.UC_X86_REG_EFLAGS, X.UC_X86_REG_FPCW, X.UC_X86_REG_FPSW, X.UC_X86_REG_FPTAG,
+       X.UC_X86_REG_MXCSR, *sigframe.XMM]
+
+
+def test_the_module_is_built_and_loaded_from_this_tree():
+    assert native.MODE != "0", "run this test without PREEMU_NATIVE=0"
+    assert native.lib is not None, "emu.engine._native is not built: pip install -e . (or setup.py build_ext --inplace)"
+    assert native.lib.__file__.startswith(str(__import__("pathlib").Path(native.__file__).parent))
+
+
+def _machine(seed: int) -> Uc:
+    rng = random.Random(seed)
+    uc = Uc(UC_ARCH_X86, UC_MODE_64)
+    uc.mem_map(BASE, SIZE)
+    uc.mem_write(BASE, rng.randbytes(SIZE))
+    for r in GPRS:
+        uc.reg_write(r, rng.getrandbits(64))
+    uc.reg_write(X.UC_X86_REG_RSP, BASE + SIZE // 2 + rng.randrange(0, 4096))
+    uc.reg_write(X.UC_X86_REG_EFLAGS, 0x202 | rng.choice([0, 0x1, 0x400, 0x100, 0x40000, 0x8D5]))
+    uc.reg_write(X.UC_X86_REG_FPCW, rng.choice([0x37F, 0x27F]))
+    uc.reg_write(X.UC_X86_REG_MXCSR, rng.choice([0x1F80, 0x1FC0, 0x9FA0]))
+    for r in sigframe.XMM:
+        uc.reg_write(r, rng.getrandbits(128))
+    return uc
+
+
+def _state(uc) -> tuple:
+    return tuple(uc.reg_read(r) for r in ALL), bytes(uc.mem_read(BASE, SIZE))
+
+
+def _both(seed, fn, monkeypatch):
+    """fn(uc) on two identical machines, compiled then Python: (results, states)."""
+    out = []
+    for lib in (native.lib, None):
+        monkeypatch.setattr(sigframe, "_native", lib)
+        uc = _machine(seed)
+        out.append((fn(uc), _state(uc)))
+    return out
+
+
+CASES = [  # (siginfo, altstack, on_altstack)
+    (sigframe.SigInfo(23, pid=42, uid=7), None, False),
+    (sigframe.SigInfo(11, sigframe.SEGV_MAPERR, addr=0xDEAD0, trapno=14, err=6), None, False),
+    (sigframe.SigInfo(17, code=1, pid=9, status=3), (BASE + 0x10000, 0x8000), False),
+    (sigframe.SigInfo(5, sigframe.SI_KERNEL, trapno=3), (BASE + 0x10000, 0x8000), True),
+    (sigframe.SigInfo(11, sigframe.SEGV_ACCERR, addr=0, trapno=14, err=0x15), (BASE + 0x20000, 0x4000), False),
+]
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_frame_setup_and_sigreturn_are_the_python_paths(seed, case, monkeypatch):
+    info, alt, on_alt = CASES[case]
+
+    def deliver_and_return(uc):
+        d = sigframe.setup_rt_frame(uc, info, 0x402000 + seed, 0x403000, 0x5A5A << seed, alt, on_alt)
+        entry = _state(uc)
+        uc.mem_write(d.fpstate + 160, random.Random(seed).randbytes(256))     # the handler changed XMM in the frame
+        uc.reg_write(X.UC_X86_REG_EFLAGS, 0x246 | 0x400)
+        uc.reg_write(X.UC_X86_REG_RSP, d.frame + 8)                    # the handler's RET popped pretcode
+        r = sigframe.restore_rt_frame(uc)
+        return entry, (d.frame, d.ucontext, d.fpstate, d.regs, d.xmm, d.mxcsr, d.sig, d.fs_base, d.ext, d.vals), \
+            (r.regs, r.sigmask, r.fpstate, r.kregs, r.vals)
+
+    (got, got_state), (want, want_state) = _both(seed, deliver_and_return, monkeypatch)
+    assert got[0] == want[0]            # memory and registers at the handler's entry
+    assert got[1:] == want[1:]          # Delivered and Restored
+    assert got_state == want_state      # after rt_sigreturn
+
+
+def test_a_null_fpstate_resets_the_fpu_as_the_python_path_does(monkeypatch):
+    def run(uc):
+        d = sigframe.setup_rt_frame(uc, CASES[0][0], 0x402000, 0x403000, 0, None, False)
+        uc.mem_write(d.frame + sigframe.FPSTATE_PTR, bytes(8))
+        uc.reg_write(X.UC_X86_REG_RSP, d.frame + 8)
+        r = sigframe.restore_rt_frame(uc)
+        return r.vals, r.fpstate
+    (got, got_state), (want, want_state) = _both(1, run, monkeypatch)
+    assert got == want and got_state == want_state
+
+
+def test_an_unmapped_frame_is_the_same_uc_error(monkeypatch):
+    errs = []
+    for lib in (native.lib, None):
+        monkeypatch.setattr(sigframe, "_native", lib)
+        uc = _machine(2)
+        uc.reg_write(X.UC_X86_REG_RSP, BASE + 64)                  # the frame falls below the mapping
+        with pytest.raises(UcError) as e:
+            sigframe.setup_rt_frame(uc, CASES[0][0], 0x402000, 0x403000, 0, None, False)
+        uc.reg_write(X.UC_X86_REG_RSP, BASE - 4096)
+        with pytest.raises(UcError) as e2:
+            sigframe.restore_rt_frame(uc)
+        errs.append((e.value.errno, e2.value.errno, _state(uc)))
+    assert errs[0] == errs[1]
