@@ -109,3 +109,25 @@ def test_an_unmapped_frame_is_the_same_uc_error(monkeypatch):
             sigframe.restore_rt_frame(uc)
         errs.append((e.value.errno, e2.value.errno, _state(uc)))
     assert errs[0] == errs[1]
+
+
+def test_one_register_and_memory_calls_are_the_python_ones():
+    from emu.linux import regbatch
+    assert regbatch.read_reg is native.lib.read_reg          # bound in place of the Python functions
+    uc = _machine(3)
+    for r in [*GPRS, X.UC_X86_REG_EFLAGS, X.UC_X86_REG_FPCW, X.UC_X86_REG_MXCSR, X.UC_X86_REG_FS]:
+        assert regbatch.read_reg(uc, r) == regbatch.PY["read_reg"](uc, r)
+    for addr in (BASE, BASE + 4093, BASE + SIZE - 8):
+        assert regbatch.read_u64(uc, addr) == regbatch.PY["read_u64"](uc, addr)
+    for addr, n in ((BASE, 0), (BASE + 7, 100), (BASE + 10, 4096), (BASE + 1, 5000)):
+        assert regbatch.mem_read(uc, addr, n) == regbatch.PY["mem_read"](uc, addr, n)
+    regbatch.mem_write(uc, BASE + 3, b"native")
+    regbatch.PY["mem_write"](uc, BASE + 9, b"python")
+    assert bytes(uc.mem_read(BASE + 3, 12)) == b"nativepython"
+    for name, args in (("read_u64", (BASE - 8,)), ("mem_read", (BASE + SIZE - 4, 8)), ("mem_write", (BASE - 1, b"x"))):
+        errs = []
+        for fn in (getattr(regbatch, name), regbatch.PY[name]):
+            with pytest.raises(UcError) as e:
+                fn(uc, *args)
+            errs.append(e.value.errno)
+        assert errs[0] == errs[1], name

@@ -21,9 +21,13 @@
 
 typedef uc_err (*reg_batch_fn)(uc_engine *, int *, void **, int);
 typedef uc_err (*mem_rw_fn)(uc_engine *, uint64_t, void *, size_t);
+typedef uc_err (*reg_rw_fn)(uc_engine *, int, void *);
 
 static reg_batch_fn p_reg_read_batch, p_reg_write_batch;
 static mem_rw_fn p_mem_read, p_mem_write;
+static reg_rw_fn p_reg_read;
+static PyObject *UcError;                 /* the binding's exception class, raised as its calls raise it */
+static PyObject *s_uch, *s_value;         /* "_uch", "value": a Uc's handle is uc._uch.value */
 
 /* --- the layout: sigframe.py's table ------------------------------------------------------------- */
 enum {
@@ -78,9 +82,13 @@ static int ready(void) {
 }
 
 static PyObject *n_init(PyObject *self, PyObject *args) {
-    unsigned long long rr, rw, mr, mw;
-    if (!PyArg_ParseTuple(args, "KKKK", &rr, &rw, &mr, &mw))
+    unsigned long long rr, rw, mr, mw, r1;
+    PyObject *err_class;
+    if (!PyArg_ParseTuple(args, "KKKKKO", &rr, &rw, &mr, &mw, &r1, &err_class))
         return NULL;
+    Py_INCREF(err_class);
+    Py_XSETREF(UcError, err_class);
+    p_reg_read = (reg_rw_fn)(uintptr_t)r1;
     p_reg_read_batch = (reg_batch_fn)(uintptr_t)rr;
     p_reg_write_batch = (reg_batch_fn)(uintptr_t)rw;
     p_mem_read = (mem_rw_fn)(uintptr_t)mr;
@@ -248,8 +256,114 @@ static PyObject *n_restore_frame(PyObject *self, PyObject *args) {
     return Py_BuildValue("(NKK)", vt, (unsigned long long)sigmask, (unsigned long long)fpstate);
 }
 
+/* --- regbatch.py's one-register and memory calls (mirrors read_reg, read_u64, mem_read, mem_write) ------
+ * Called with the Uc object itself, so the Python callers bind these functions in place of regbatch's and no
+ * Python frame stands between them and Unicorn. */
+static uc_engine *handle(PyObject *uc) {
+    PyObject *h = PyObject_GetAttr(uc, s_uch);
+    if (!h)
+        return NULL;
+    PyObject *v = PyObject_GetAttr(h, s_value);
+    Py_DECREF(h);
+    if (!v)
+        return NULL;
+    if (v == Py_None) {
+        Py_DECREF(v);
+        PyErr_SetString(PyExc_RuntimeError, "the Unicorn engine was released");
+        return NULL;
+    }
+    void *p = PyLong_AsVoidPtr(v);
+    Py_DECREF(v);
+    return (uc_engine *)p;
+}
+
+static PyObject *uc_error(uc_err e) {
+    PyObject *x = PyObject_CallFunction(UcError, "i", (int)e);
+    if (x) {
+        PyErr_SetObject(UcError, x);
+        Py_DECREF(x);
+    }
+    return NULL;
+}
+
+static int nargs(Py_ssize_t n, Py_ssize_t want, const char *name) {
+    if (n != want) {
+        PyErr_Format(PyExc_TypeError, "%s takes %zd arguments (%zd given)", name, want, n);
+        return 0;
+    }
+    return ready();
+}
+
+static PyObject *n_read_reg(PyObject *self, PyObject *const *a, Py_ssize_t n) {
+    if (!nargs(n, 2, "read_reg"))
+        return NULL;
+    uc_engine *uc = handle(a[0]);
+    int reg = PyLong_AsLong(a[1]);
+    if (!uc || PyErr_Occurred())
+        return NULL;
+    uint64_t buf[8] = {0};                  /* room for any register; the low 64 bits are returned */
+    if (p_reg_read(uc, reg, buf))
+        return PyErr_Format(PyExc_RuntimeError, "uc_reg_read of register %d failed", reg);
+    return PyLong_FromUnsignedLongLong(buf[0]);
+}
+
+static PyObject *n_read_u64(PyObject *self, PyObject *const *a, Py_ssize_t n) {
+    if (!nargs(n, 2, "read_u64"))
+        return NULL;
+    uc_engine *uc = handle(a[0]);
+    uint64_t addr = PyLong_AsUnsignedLongLongMask(a[1]);
+    if (!uc || PyErr_Occurred())
+        return NULL;
+    uint64_t v = 0;
+    uc_err e = p_mem_read(uc, addr, &v, 8);
+    return e ? uc_error(e) : PyLong_FromUnsignedLongLong(v);
+}
+
+static PyObject *n_mem_read(PyObject *self, PyObject *const *a, Py_ssize_t n) {
+    if (!nargs(n, 3, "mem_read"))
+        return NULL;
+    uc_engine *uc = handle(a[0]);
+    uint64_t addr = PyLong_AsUnsignedLongLongMask(a[1]);
+    Py_ssize_t len = PyLong_AsSsize_t(a[2]);
+    if (!uc || PyErr_Occurred())
+        return NULL;
+    if (len < 0)
+        return PyErr_Format(PyExc_ValueError, "mem_read of %zd bytes", len);
+    PyObject *b = PyBytes_FromStringAndSize(NULL, len);
+    if (!b)
+        return NULL;
+    uc_err e = p_mem_read(uc, addr, PyBytes_AS_STRING(b), (size_t)len);
+    if (e) {
+        Py_DECREF(b);
+        return uc_error(e);
+    }
+    return b;
+}
+
+static PyObject *n_mem_write(PyObject *self, PyObject *const *a, Py_ssize_t n) {
+    if (!nargs(n, 3, "mem_write"))
+        return NULL;
+    uc_engine *uc = handle(a[0]);
+    uint64_t addr = PyLong_AsUnsignedLongLongMask(a[1]);
+    if (!uc || PyErr_Occurred())
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(a[2], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    uc_err e = p_mem_write(uc, addr, view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    if (e)
+        return uc_error(e);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
-    {"init", n_init, METH_VARARGS, "init(reg_read_batch, reg_write_batch, mem_read, mem_write): libunicorn's addresses"},
+    {"read_reg", (PyCFunction)(void (*)(void))n_read_reg, METH_FASTCALL, "regbatch.read_reg"},
+    {"read_u64", (PyCFunction)(void (*)(void))n_read_u64, METH_FASTCALL, "regbatch.read_u64"},
+    {"mem_read", (PyCFunction)(void (*)(void))n_mem_read, METH_FASTCALL, "regbatch.mem_read"},
+    {"mem_write", (PyCFunction)(void (*)(void))n_mem_write, METH_FASTCALL, "regbatch.mem_write"},
+    {"init", n_init, METH_VARARGS,
+     "init(reg_read_batch, reg_write_batch, mem_read, mem_write, reg_read, UcError): libunicorn's addresses"},
     {"setup_frame", n_setup_frame, METH_VARARGS, "sigframe.setup_rt_frame without an XSAVE area"},
     {"restore_frame", n_restore_frame, METH_VARARGS, "sigframe.restore_rt_frame's registers and FXSAVE image"},
     {NULL, NULL, 0, NULL}};
@@ -259,6 +373,10 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "emu.engine._native",
     methods};
 
 PyMODINIT_FUNC PyInit__native(void) {
+    s_uch = PyUnicode_InternFromString("_uch");
+    s_value = PyUnicode_InternFromString("value");
+    if (!s_uch || !s_value)
+        return NULL;
     FX_RESTORE[0] = UC_X86_REG_FPCW;
     FX_RESTORE[1] = UC_X86_REG_FPSW;
     FX_RESTORE[2] = UC_X86_REG_MXCSR;

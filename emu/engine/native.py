@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+from unicorn import UcError
 from unicorn.unicorn_py3.unicorn import uclib
 
 from ..core.errors import EmuError
@@ -30,8 +31,13 @@ def _load():
                            "or `python setup.py build_ext --inplace` (gcc needed)") from None
         return None
     _native.init(address_of(uclib.uc_reg_read_batch), address_of(uclib.uc_reg_write_batch),
-                 address_of(uclib.uc_mem_read), address_of(uclib.uc_mem_write))
+                 address_of(uclib.uc_mem_read), address_of(uclib.uc_mem_write), address_of(uclib.uc_reg_read), UcError)
     return _native
 
 
 lib = _load()
+
+
+def loaded():
+    """The compiled module, or None for the Python path."""
+    return lib
