@@ -131,3 +131,37 @@ def test_one_register_and_memory_calls_are_the_python_ones():
                 fn(uc, *args)
             errs.append(e.value.errno)
         assert errs[0] == errs[1], name
+
+
+def test_a_code_hook_through_the_c_trampoline_behaves_as_the_bindings():
+    """Called with (uc, address, size, user_data) at its address only; its exception stops the run and is what
+    emu_start raises; uc.hook_del removes it."""
+    code = bytes.fromhex("4831c0" "48ffc0" "48ffc0" "48ffc0" "90")     # xor rax,rax; inc rax x3; nop
+    seen = []
+
+    class Boom(Exception):
+        pass
+
+    def on(uc, addr, size, data):
+        seen.append((uc, addr, size, data, uc.reg_read(X.UC_X86_REG_RAX)))
+        if data == "raise":
+            raise Boom(addr)
+
+    for how in ("native", "binding"):
+        seen.clear()
+        uc = Uc(UC_ARCH_X86, UC_MODE_64)
+        uc.mem_map(BASE, 4096)
+        uc.mem_write(BASE, code)
+        add = (lambda *a: native.hook_code(uc, *a)) if how == "native" else \
+            (lambda *a: uc.hook_add(__import__("unicorn").UC_HOOK_CODE, on if a[0] is on else a[0], *a[1:]))
+        h = add(on, "x", BASE + 6, BASE + 6)
+        uc.emu_start(BASE, BASE + len(code))
+        assert seen == [(uc, BASE + 6, 3, "x", 1)], how
+        uc.hook_del(h)
+        seen.clear()
+        uc.emu_start(BASE, BASE + len(code))
+        assert seen == []
+        add(on, "raise", BASE + 9, BASE + 9)
+        with pytest.raises(Boom) as e:
+            uc.emu_start(BASE, BASE + len(code))
+        assert e.value.args == (BASE + 9,) and uc.reg_read(X.UC_X86_REG_RIP) == BASE + 9, how

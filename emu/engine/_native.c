@@ -26,6 +26,11 @@ typedef uc_err (*reg_rw_fn)(uc_engine *, int, void *);
 static reg_batch_fn p_reg_read_batch, p_reg_write_batch;
 static mem_rw_fn p_mem_read, p_mem_write;
 static reg_rw_fn p_reg_read;
+typedef uc_err (*hook_add_fn)(uc_engine *, uc_hook *, int, void *, void *, uint64_t, uint64_t, ...);
+typedef uc_err (*emu_stop_fn)(uc_engine *);
+static hook_add_fn p_hook_add;
+static emu_stop_fn p_emu_stop;
+static PyObject *s_hook_exception;        /* "_hook_exception", where the binding keeps a callback's exception */
 static PyObject *UcError;                 /* the binding's exception class, raised as its calls raise it */
 static PyObject *s_uch, *s_value;         /* "_uch", "value": a Uc's handle is uc._uch.value */
 
@@ -82,10 +87,12 @@ static int ready(void) {
 }
 
 static PyObject *n_init(PyObject *self, PyObject *args) {
-    unsigned long long rr, rw, mr, mw, r1;
+    unsigned long long rr, rw, mr, mw, r1, ha, es;
     PyObject *err_class;
-    if (!PyArg_ParseTuple(args, "KKKKKO", &rr, &rw, &mr, &mw, &r1, &err_class))
+    if (!PyArg_ParseTuple(args, "KKKKKOKK", &rr, &rw, &mr, &mw, &r1, &err_class, &ha, &es))
         return NULL;
+    p_hook_add = (hook_add_fn)(uintptr_t)ha;
+    p_emu_stop = (emu_stop_fn)(uintptr_t)es;
     Py_INCREF(err_class);
     Py_XSETREF(UcError, err_class);
     p_reg_read = (reg_rw_fn)(uintptr_t)r1;
@@ -357,7 +364,104 @@ static PyObject *n_mem_write(PyObject *self, PyObject *const *a, Py_ssize_t n) {
     Py_RETURN_NONE;
 }
 
+/* --- UC_HOOK_CODE with a C callback that calls the Python one (mirrors the binding's hook_add/uccallback) ---
+ * The binding's path per call: libffi's closure converts the arguments, then two Python frames (uccallback's
+ * wrapper and __hook_code_cb) before the callback. Here: one C call and the callback. As in the binding, an
+ * exception is kept in uc._hook_exception (the first one) and the run stopped; Uc.emu_start raises it. The
+ * record (the Uc, the callback, its data) lives in uc._callbacks[handle], so uc.hook_del(handle) frees it. */
+typedef struct {
+    PyObject *uc, *cb, *data;
+} HookRec;
+
+static void code_cb(uc_engine *uc, uint64_t addr, uint32_t size, void *user) {
+    HookRec *h = (HookRec *)user;
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *a = PyLong_FromUnsignedLongLong(addr), *n = PyLong_FromUnsignedLong(size), *r = NULL;
+    if (a && n) {
+        PyObject *args[4] = {h->uc, a, n, h->data};
+        r = PyObject_Vectorcall(h->cb, args, 4, NULL);
+    }
+    Py_XDECREF(a);
+    Py_XDECREF(n);
+    if (r) {
+        Py_DECREF(r);
+    } else {
+        PyObject *t, *v, *tb;
+        PyErr_Fetch(&t, &v, &tb);
+        PyErr_NormalizeException(&t, &v, &tb);
+        if (tb && v)
+            PyException_SetTraceback(v, tb);
+        PyObject *old = PyObject_GetAttr(h->uc, s_hook_exception);
+        if (old == Py_None && v)
+            PyObject_SetAttr(h->uc, s_hook_exception, v);
+        Py_XDECREF(old);
+        PyErr_Clear();
+        Py_XDECREF(t);
+        Py_XDECREF(v);
+        Py_XDECREF(tb);
+        p_emu_stop(uc);
+    }
+    PyGILState_Release(g);
+}
+
+static void hookrec_free(PyObject *capsule) {
+    HookRec *h = (HookRec *)PyCapsule_GetPointer(capsule, "preemu.hook");
+    if (h) {
+        Py_XDECREF(h->uc);
+        Py_XDECREF(h->cb);
+        Py_XDECREF(h->data);
+        PyMem_Free(h);
+    }
+}
+
+/* hook_code(uc, callback, user_data, begin, end) -> handle (uc.hook_del deletes it) */
+static PyObject *n_hook_code(PyObject *self, PyObject *args) {
+    PyObject *ucobj, *cb, *data;
+    unsigned long long begin, end;
+    if (!PyArg_ParseTuple(args, "OOOKK", &ucobj, &cb, &data, &begin, &end) || !ready())
+        return NULL;
+    uc_engine *uc = handle(ucobj);
+    if (!uc)
+        return NULL;
+    PyObject *table = PyObject_GetAttrString(ucobj, "_callbacks");
+    if (!table)
+        return NULL;
+    HookRec *h = PyMem_Malloc(sizeof *h);
+    if (!h) {
+        Py_DECREF(table);
+        return PyErr_NoMemory();
+    }
+    Py_INCREF(ucobj);
+    Py_INCREF(cb);
+    Py_INCREF(data);
+    *h = (HookRec){ucobj, cb, data};
+    PyObject *capsule = PyCapsule_New(h, "preemu.hook", hookrec_free);
+    if (!capsule) {
+        Py_DECREF(ucobj); Py_DECREF(cb); Py_DECREF(data);
+        PyMem_Free(h);
+        Py_DECREF(table);
+        return NULL;
+    }
+    uc_hook hh = 0;
+    uc_err e = p_hook_add(uc, &hh, UC_HOOK_CODE, (void *)code_cb, h, begin, end);
+    if (e) {
+        Py_DECREF(capsule);
+        Py_DECREF(table);
+        return uc_error(e);
+    }
+    PyObject *key = PyLong_FromSize_t((size_t)hh);
+    int bad = !key || PyObject_SetItem(table, key, capsule) < 0;
+    Py_DECREF(capsule);
+    Py_DECREF(table);
+    if (bad) {
+        Py_XDECREF(key);
+        return NULL;
+    }
+    return key;
+}
+
 static PyMethodDef methods[] = {
+    {"hook_code", n_hook_code, METH_VARARGS, "uc.hook_add(UC_HOOK_CODE, callback, user_data, begin, end) with a C trampoline"},
     {"read_reg", (PyCFunction)(void (*)(void))n_read_reg, METH_FASTCALL, "regbatch.read_reg"},
     {"read_u64", (PyCFunction)(void (*)(void))n_read_u64, METH_FASTCALL, "regbatch.read_u64"},
     {"mem_read", (PyCFunction)(void (*)(void))n_mem_read, METH_FASTCALL, "regbatch.mem_read"},
@@ -375,7 +479,8 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "emu.engine._native",
 PyMODINIT_FUNC PyInit__native(void) {
     s_uch = PyUnicode_InternFromString("_uch");
     s_value = PyUnicode_InternFromString("value");
-    if (!s_uch || !s_value)
+    s_hook_exception = PyUnicode_InternFromString("_hook_exception");
+    if (!s_uch || !s_value || !s_hook_exception)
         return NULL;
     FX_RESTORE[0] = UC_X86_REG_FPCW;
     FX_RESTORE[1] = UC_X86_REG_FPSW;
