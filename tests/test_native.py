@@ -165,3 +165,26 @@ def test_a_code_hook_through_the_c_trampoline_behaves_as_the_bindings():
         with pytest.raises(Boom) as e:
             uc.emu_start(BASE, BASE + len(code))
         assert e.value.args == (BASE + 9,) and uc.reg_read(X.UC_X86_REG_RIP) == BASE + 9, how
+
+
+def test_register_batches_read_and_write_as_the_python_ones():
+    from emu.linux import regbatch
+    ids = [X.UC_X86_REG_RAX, X.UC_X86_REG_FPCW, X.UC_X86_REG_EFLAGS, *sigframe.XMM[:3], X.UC_X86_REG_R15,
+           X.UC_X86_REG_MXCSR]
+    wide = sigframe.XMM[:3]
+    b = regbatch.RegBatch(ids, wide=wide)
+    assert type(b).__name__ == "_NativeRegBatch"
+    py = regbatch.RegBatch(ids, wide=wide)
+    py.__class__ = regbatch.RegBatch
+    rng = random.Random(5)
+    values = [rng.getrandbits(64), 0x27F, 0x246, rng.getrandbits(128), -1, (1 << 130) + 5, -7, 0x1FA0]
+    states = []
+    for batch in (b, py):
+        uc = _machine(4)
+        got = [batch(uc), batch.raw(uc)]
+        batch.write(uc, values)
+        got += [batch(uc), _state(uc)]
+        batch.write_raw(uc, bytes(range(16)) * len(ids))
+        got += [batch(uc), _state(uc)]
+        states.append(got)
+    assert states[0] == states[1]

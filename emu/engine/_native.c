@@ -460,7 +460,154 @@ static PyObject *n_hook_code(PyObject *self, PyObject *args) {
     return key;
 }
 
+/* --- regbatch.RegBatch's calls (mirrors __call__, raw, write, write_raw) ---------------------------------
+ * ids: the registers' int32 ids as bytes; wide: one byte per register, 1 for a 128-bit (XMM) one. Each register
+ * has a 16-byte slot, zeroed before a read (a 16- or 32-bit register fills only its bytes). */
+#define MAXBATCH 64
+
+static int batch_args(PyObject *const *a, int **ids, const char **wide, int *n) {
+    if (!PyBytes_Check(a[1]) || !PyBytes_Check(a[2])) {
+        PyErr_SetString(PyExc_TypeError, "ids and wide are bytes");
+        return 0;
+    }
+    *n = (int)(PyBytes_GET_SIZE(a[1]) / sizeof(int));
+    if (*n > MAXBATCH || PyBytes_GET_SIZE(a[2]) != *n) {
+        PyErr_SetString(PyExc_ValueError, "a register batch of more than 64, or ids and wide of different lengths");
+        return 0;
+    }
+    *ids = (int *)PyBytes_AS_STRING(a[1]);
+    *wide = PyBytes_AS_STRING(a[2]);
+    return 1;
+}
+
+static int batch_read(uc_engine *uc, int *ids, int n, uint8_t *buf) {
+    void *ptrs[MAXBATCH];
+    memset(buf, 0, 16 * (size_t)n);
+    if (p_reg_read_batch(uc, ids, slots(buf, ptrs, n), n)) {
+        PyErr_SetString(PyExc_RuntimeError, "uc_reg_read_batch failed");
+        return 0;
+    }
+    return 1;
+}
+
+/* batch_values(uc, ids, wide) -> tuple of ints */
+static PyObject *n_batch_values(PyObject *self, PyObject *const *a, Py_ssize_t nargs_) {
+    int *ids, n;
+    const char *wide;
+    if (!nargs(nargs_, 3, "batch_values") || !batch_args(a, &ids, &wide, &n))
+        return NULL;
+    uc_engine *uc = handle(a[0]);
+    uint8_t buf[16 * MAXBATCH];
+    if (!uc || !batch_read(uc, ids, n, buf))
+        return NULL;
+    PyObject *t = PyTuple_New(n);
+    if (!t)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        PyObject *x = wide[i] ? _PyLong_FromByteArray(buf + 16 * i, 16, 1, 0)
+                              : PyLong_FromUnsignedLongLong(get64(buf, 16 * (size_t)i));
+        if (!x) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i, x);
+    }
+    return t;
+}
+
+/* batch_raw(uc, ids, wide) -> bytes (16 a register) */
+static PyObject *n_batch_raw(PyObject *self, PyObject *const *a, Py_ssize_t nargs_) {
+    int *ids, n;
+    const char *wide;
+    if (!nargs(nargs_, 3, "batch_raw") || !batch_args(a, &ids, &wide, &n))
+        return NULL;
+    uc_engine *uc = handle(a[0]);
+    uint8_t buf[16 * MAXBATCH];
+    if (!uc || !batch_read(uc, ids, n, buf))
+        return NULL;
+    return PyBytes_FromStringAndSize((const char *)buf, 16 * (Py_ssize_t)n);
+}
+
+static int batch_write(uc_engine *uc, int *ids, int n, uint8_t *buf) {
+    void *ptrs[MAXBATCH];
+    if (p_reg_write_batch(uc, ids, slots(buf, ptrs, n), n)) {
+        PyErr_SetString(PyExc_RuntimeError, "uc_reg_write_batch failed");
+        return 0;
+    }
+    return 1;
+}
+
+/* batch_write(uc, ids, wide, values): each value masked to its width (64 or 128 bits) */
+static PyObject *n_batch_write(PyObject *self, PyObject *const *a, Py_ssize_t nargs_) {
+    int *ids, n;
+    const char *wide;
+    if (!nargs(nargs_, 4, "batch_write") || !batch_args(a, &ids, &wide, &n))
+        return NULL;
+    uc_engine *uc = handle(a[0]);
+    if (!uc)
+        return NULL;
+    PyObject *seq = PySequence_Fast(a[3], "values");
+    if (!seq)
+        return NULL;
+    uint8_t buf[16 * MAXBATCH];
+    memset(buf, 0, sizeof buf);
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    for (int i = 0; i < n && i < m; i++) {
+        if (wide[i]) {
+            static PyObject *mask128;
+            if (!mask128)
+                mask128 = PyLong_FromString("ffffffffffffffffffffffffffffffff", NULL, 16);
+            PyObject *v = mask128 ? PyNumber_And(items[i], mask128) : NULL;
+            if (!v || _PyLong_AsByteArray((PyLongObject *)v, buf + 16 * i, 16, 1, 0) < 0) {
+                Py_XDECREF(v);
+                Py_DECREF(seq);
+                return NULL;
+            }
+            Py_DECREF(v);
+        } else {
+            uint64_t v = PyLong_AsUnsignedLongLongMask(items[i]);
+            if (v == (uint64_t)-1 && PyErr_Occurred()) {
+                Py_DECREF(seq);
+                return NULL;
+            }
+            put64(buf, 16 * (size_t)i, v);
+        }
+    }
+    Py_DECREF(seq);
+    if (m < n)
+        return PyErr_Format(PyExc_ValueError, "%d registers, %zd values", n, m);
+    if (!batch_write(uc, ids, n, buf))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* batch_write_raw(uc, ids, wide, data): 16-byte slots in list order (batch_raw's format) */
+static PyObject *n_batch_write_raw(PyObject *self, PyObject *const *a, Py_ssize_t nargs_) {
+    int *ids, n;
+    const char *wide;
+    if (!nargs(nargs_, 4, "batch_write_raw") || !batch_args(a, &ids, &wide, &n))
+        return NULL;
+    uc_engine *uc = handle(a[0]);
+    if (!uc)
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(a[3], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    uint8_t buf[16 * MAXBATCH];
+    memset(buf, 0, sizeof buf);
+    memcpy(buf, view.buf, view.len < 16 * n ? (size_t)view.len : 16 * (size_t)n);
+    PyBuffer_Release(&view);
+    if (!batch_write(uc, ids, n, buf))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"batch_values", (PyCFunction)(void (*)(void))n_batch_values, METH_FASTCALL, "RegBatch.__call__"},
+    {"batch_raw", (PyCFunction)(void (*)(void))n_batch_raw, METH_FASTCALL, "RegBatch.raw"},
+    {"batch_write", (PyCFunction)(void (*)(void))n_batch_write, METH_FASTCALL, "RegBatch.write"},
+    {"batch_write_raw", (PyCFunction)(void (*)(void))n_batch_write_raw, METH_FASTCALL, "RegBatch.write_raw"},
     {"hook_code", n_hook_code, METH_VARARGS, "uc.hook_add(UC_HOOK_CODE, callback, user_data, begin, end) with a C trampoline"},
     {"read_reg", (PyCFunction)(void (*)(void))n_read_reg, METH_FASTCALL, "regbatch.read_reg"},
     {"read_u64", (PyCFunction)(void (*)(void))n_read_u64, METH_FASTCALL, "regbatch.read_u64"},
