@@ -188,3 +188,26 @@ def test_register_batches_read_and_write_as_the_python_ones():
         got += [batch(uc), _state(uc)]
         states.append(got)
     assert states[0] == states[1]
+
+
+@pytest.mark.parametrize("limit", [3, 7, 50])
+def test_the_counters_questions_inside_a_hook_are_the_python_answers(limit):
+    from emu.linux.icount import InsnCounter
+    code = bytes.fromhex("4831c0" + "48ffc0" * 4 + "4883f80a" + "75f0" + "90" * 3)   # a loop of 4 incs that never ends
+    uc = Uc(UC_ARCH_X86, UC_MODE_64)
+    uc.mem_map(BASE, 4096)
+    uc.mem_write(BASE, code)
+    counter = InsnCounter(uc)
+    assert isinstance(counter.stopping, __import__("functools").partial)
+    seen = []
+
+    def on(uc, addr, size, _):
+        seen.append((counter.stopping(addr), InsnCounter.stopping(counter, addr), counter.at(addr),
+                     InsnCounter.at(counter, addr)))
+    for k in range(len(code)):
+        native.hook_code(uc, on, None, BASE + k, BASE + k)
+    uc.reg_write(X.UC_X86_REG_RIP, BASE)
+    counter.arm(limit)
+    counter.run(BASE)
+    assert seen and all(a == b and c == d for a, b, c, d in seen)
+    assert len({s[2] for s in seen}) >= min(limit, 10)      # the count moved on from hook to hook

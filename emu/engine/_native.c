@@ -603,7 +603,87 @@ static PyObject *n_batch_write_raw(PyObject *self, PyObject *const *a, Py_ssize_
     Py_RETURN_NONE;
 }
 
+/* --- icount.InsnCounter's questions inside a code hook (mirrors _index, stopping, at) -------------------
+ * The counter's state is the _Counter struct at `c` (icount.py: executed, limit, stop, pending, blk_addr,
+ * blk_size, ...); the current block's instruction addresses come from `blocks` ((addr, size) -> list), or from
+ * insns(addr, size) (icount's _insns, which decodes) when the block is not there. */
+typedef struct {
+    uint64_t executed, limit, stop, pending, blk_addr, blk_size;
+} CounterHead;
+
+static int counter_index(PyObject *const *a, const CounterHead **head, Py_ssize_t *index) {
+    const CounterHead *c = (const CounterHead *)PyLong_AsVoidPtr(a[0]);
+    uint64_t pc = PyLong_AsUnsignedLongLongMask(a[3]);
+    if (PyErr_Occurred())
+        return 0;
+    PyObject *k0 = PyLong_FromUnsignedLongLong(c->blk_addr), *k1 = PyLong_FromUnsignedLongLong(c->blk_size);
+    PyObject *key = (k0 && k1) ? PyTuple_Pack(2, k0, k1) : NULL;
+    Py_XDECREF(k0);
+    Py_XDECREF(k1);
+    if (!key)
+        return 0;
+    PyObject *list = PyDict_GetItemWithError(a[1], key);        /* borrowed */
+    Py_DECREF(key);
+    if (list) {
+        Py_INCREF(list);
+    } else {
+        if (PyErr_Occurred())
+            return 0;
+        list = PyObject_CallFunction(a[2], "KK", (unsigned long long)c->blk_addr, (unsigned long long)c->blk_size);
+        if (!list)
+            return 0;
+    }
+    PyObject *seq = PySequence_Fast(list, "insns");
+    Py_DECREF(list);
+    if (!seq)
+        return 0;
+    Py_ssize_t lo = 0, hi = PySequence_Fast_GET_SIZE(seq);     /* bisect.bisect_left */
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        uint64_t v = PyLong_AsUnsignedLongLongMask(items[mid]);
+        if (v < pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    Py_DECREF(seq);
+    if (PyErr_Occurred())
+        return 0;
+    *head = c;
+    *index = lo;
+    return 1;
+}
+
+/* counter_stopping(c, blocks, insns, pc) -> InsnCounter.stopping(pc) */
+static PyObject *n_counter_stopping(PyObject *self, PyObject *const *a, Py_ssize_t n) {
+    const CounterHead *c;
+    Py_ssize_t i;
+    if (n != 4) {
+        PyErr_SetString(PyExc_TypeError, "counter_stopping takes 4 arguments");
+        return NULL;
+    }
+    if (!counter_index(a, &c, &i))
+        return NULL;
+    return PyBool_FromLong(c->executed + (uint64_t)i >= c->limit);
+}
+
+/* counter_at(c, blocks, insns, pc) -> InsnCounter.at(pc) */
+static PyObject *n_counter_at(PyObject *self, PyObject *const *a, Py_ssize_t n) {
+    const CounterHead *c;
+    Py_ssize_t i;
+    if (n != 4) {
+        PyErr_SetString(PyExc_TypeError, "counter_at takes 4 arguments");
+        return NULL;
+    }
+    if (!counter_index(a, &c, &i))
+        return NULL;
+    return PyLong_FromUnsignedLongLong(c->executed + (uint64_t)i + 1);
+}
+
 static PyMethodDef methods[] = {
+    {"counter_stopping", (PyCFunction)(void (*)(void))n_counter_stopping, METH_FASTCALL, "InsnCounter.stopping"},
+    {"counter_at", (PyCFunction)(void (*)(void))n_counter_at, METH_FASTCALL, "InsnCounter.at"},
     {"batch_values", (PyCFunction)(void (*)(void))n_batch_values, METH_FASTCALL, "RegBatch.__call__"},
     {"batch_raw", (PyCFunction)(void (*)(void))n_batch_raw, METH_FASTCALL, "RegBatch.raw"},
     {"batch_write", (PyCFunction)(void (*)(void))n_batch_write, METH_FASTCALL, "RegBatch.write"},

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+import functools
 import mmap
 
 from unicorn import UC_HOOK_BLOCK, UcError
@@ -30,6 +31,7 @@ from unicorn import x86_const as X
 from unicorn.unicorn_py3.unicorn import uclib
 
 from ..engine.capi import address_of
+from ..engine.native import loaded as _native_lib
 from ..engine.nativehook import add_hook
 from ..engine.x86decode import decoder
 from .regbatch import read_reg, remove_cache, request_cache
@@ -147,6 +149,11 @@ class InsnCounter:
         self.armed = self.UNLIMITED
         self._stop_count_current: bool | None = None
         self._resume = False
+        native = _native_lib()
+        if native is not None:      # the two questions code hooks ask, in C with no Python frame (_native.c)
+            head = ctypes.addressof(self._c)
+            self.stopping = functools.partial(native.counter_stopping, head, self._blocks, self._insns)
+            self.at = functools.partial(native.counter_at, head, self._blocks, self._insns)
 
     # --- blocks ---------------------------------------------------------------------------------------
     def _insns(self, addr: int, size: int) -> list[int]:
