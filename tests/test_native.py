@@ -193,7 +193,7 @@ def test_register_batches_read_and_write_as_the_python_ones():
 @pytest.mark.parametrize("limit", [3, 7, 50])
 def test_the_counters_questions_inside_a_hook_are_the_python_answers(limit):
     from emu.linux.icount import InsnCounter
-    code = bytes.fromhex("4831c0" + "48ffc0" * 4 + "4883f80a" + "75f0" + "90" * 3)   # a loop of 4 incs that never ends
+    code = bytes.fromhex("4831c0" + "48ffc0" * 4 + "4883f80a" + "75ee" + "90" * 3)   # a loop of 4 incs that never ends
     uc = Uc(UC_ARCH_X86, UC_MODE_64)
     uc.mem_map(BASE, 4096)
     uc.mem_write(BASE, code)
