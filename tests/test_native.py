@@ -211,3 +211,38 @@ def test_the_counters_questions_inside_a_hook_are_the_python_answers(limit):
     counter.run(BASE)
     assert seen and all(a == b and c == d for a, b, c, d in seen)
     assert len({s[2] for s in seen}) >= min(limit, 10)      # the count moved on from hook to hook
+
+
+def test_syscall_and_interrupt_hooks_and_emu_start_behave_as_the_bindings():
+    """syscall; int3; nop: the SYSCALL hook gets (uc, data), the interrupt hook (uc, intno, data); emu_start
+    raises the interrupt hook's exception after the run, with RIP where the binding leaves it."""
+    code = bytes.fromhex("0f05" "cc" "90")
+    results = []
+    for lib in (native.lib, None):
+        uc = Uc(UC_ARCH_X86, UC_MODE_64)
+        uc.mem_map(BASE, 4096)
+        uc.mem_write(BASE, code)
+        seen = []
+
+        def on_syscall(u, data):
+            seen.append(("syscall", u is uc, data, u.reg_read(X.UC_X86_REG_RIP)))
+
+        def on_intr(u, intno, data):
+            seen.append(("intr", u is uc, intno, data))
+            raise KeyError(intno)
+        if lib is None:
+            import unicorn
+            uc.hook_add(unicorn.UC_HOOK_INSN, on_syscall, "s", 1, 0, X.UC_X86_INS_SYSCALL)
+            uc.hook_add(unicorn.UC_HOOK_INTR, on_intr, "i")
+            start = uc.emu_start
+        else:
+            lib.hook_add(uc, 1, on_syscall, "s", 1, 0)
+            lib.hook_add(uc, 2, on_intr, "i", 1, 0)
+            start = lambda b, u: lib.emu_start(uc, b, u, 0, 0)        # noqa: E731
+        with pytest.raises(KeyError) as e:
+            start(BASE, BASE + len(code))
+        results.append((seen, e.value.args, uc.reg_read(X.UC_X86_REG_RIP)))
+        with pytest.raises(UcError) as e2:
+            start(BASE + 4096, BASE + 4100)                     # unmapped: the engine's own error
+        results.append(e2.value.errno)
+    assert results[:2] == results[2:]

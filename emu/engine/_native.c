@@ -29,6 +29,8 @@ static reg_rw_fn p_reg_read;
 typedef uc_err (*hook_add_fn)(uc_engine *, uc_hook *, int, void *, void *, uint64_t, uint64_t, ...);
 typedef uc_err (*emu_stop_fn)(uc_engine *);
 static hook_add_fn p_hook_add;
+typedef uc_err (*emu_start_fn)(uc_engine *, uint64_t, uint64_t, uint64_t, size_t);
+static emu_start_fn p_emu_start;
 static emu_stop_fn p_emu_stop;
 static PyObject *s_hook_exception;        /* "_hook_exception", where the binding keeps a callback's exception */
 static PyObject *UcError;                 /* the binding's exception class, raised as its calls raise it */
@@ -87,10 +89,11 @@ static int ready(void) {
 }
 
 static PyObject *n_init(PyObject *self, PyObject *args) {
-    unsigned long long rr, rw, mr, mw, r1, ha, es;
+    unsigned long long rr, rw, mr, mw, r1, ha, es, st;
     PyObject *err_class;
-    if (!PyArg_ParseTuple(args, "KKKKKOKK", &rr, &rw, &mr, &mw, &r1, &err_class, &ha, &es))
+    if (!PyArg_ParseTuple(args, "KKKKKOKKK", &rr, &rw, &mr, &mw, &r1, &err_class, &ha, &es, &st))
         return NULL;
+    p_emu_start = (emu_start_fn)(uintptr_t)st;
     p_hook_add = (hook_add_fn)(uintptr_t)ha;
     p_emu_stop = (emu_stop_fn)(uintptr_t)es;
     Py_INCREF(err_class);
@@ -364,7 +367,7 @@ static PyObject *n_mem_write(PyObject *self, PyObject *const *a, Py_ssize_t n) {
     Py_RETURN_NONE;
 }
 
-/* --- UC_HOOK_CODE with a C callback that calls the Python one (mirrors the binding's hook_add/uccallback) ---
+/* --- hooks with a C callback that calls the Python one (mirrors the binding's hook_add/uccallback) --------
  * The binding's path per call: libffi's closure converts the arguments, then two Python frames (uccallback's
  * wrapper and __hook_code_cb) before the callback. Here: one C call and the callback. As in the binding, an
  * exception is kept in uc._hook_exception (the first one) and the run stopped; Uc.emu_start raises it. The
@@ -373,34 +376,58 @@ typedef struct {
     PyObject *uc, *cb, *data;
 } HookRec;
 
-static void code_cb(uc_engine *uc, uint64_t addr, uint32_t size, void *user) {
-    HookRec *h = (HookRec *)user;
-    PyGILState_STATE g = PyGILState_Ensure();
-    PyObject *a = PyLong_FromUnsignedLongLong(addr), *n = PyLong_FromUnsignedLong(size), *r = NULL;
-    if (a && n) {
-        PyObject *args[4] = {h->uc, a, n, h->data};
-        r = PyObject_Vectorcall(h->cb, args, 4, NULL);
+/* the callback's exception: kept in uc._hook_exception (the first one) and the run stopped, as uccallback */
+static void hook_failed(HookRec *h, uc_engine *uc) {
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
+    PyErr_NormalizeException(&t, &v, &tb);
+    if (tb && v)
+        PyException_SetTraceback(v, tb);
+    PyObject *old = PyObject_GetAttr(h->uc, s_hook_exception);
+    if (old == Py_None && v)
+        PyObject_SetAttr(h->uc, s_hook_exception, v);
+    Py_XDECREF(old);
+    PyErr_Clear();
+    Py_XDECREF(t);
+    Py_XDECREF(v);
+    Py_XDECREF(tb);
+    p_emu_stop(uc);
+}
+
+/* callback(uc, x, y, data) (x, y NULL: callback(uc, data); y NULL: callback(uc, x, data)); steals x and y */
+static void call_back(HookRec *h, uc_engine *uc, PyObject *x, PyObject *y, int nx) {
+    PyObject *r = NULL;
+    if (nx == 0 || (x && (nx == 1 || y))) {
+        PyObject *args[4] = {h->uc, x, y, h->data};
+        if (nx == 1)
+            args[2] = h->data;
+        else if (nx == 0)
+            args[1] = h->data;
+        r = PyObject_Vectorcall(h->cb, args, 2 + nx, NULL);
     }
-    Py_XDECREF(a);
-    Py_XDECREF(n);
-    if (r) {
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    if (r)
         Py_DECREF(r);
-    } else {
-        PyObject *t, *v, *tb;
-        PyErr_Fetch(&t, &v, &tb);
-        PyErr_NormalizeException(&t, &v, &tb);
-        if (tb && v)
-            PyException_SetTraceback(v, tb);
-        PyObject *old = PyObject_GetAttr(h->uc, s_hook_exception);
-        if (old == Py_None && v)
-            PyObject_SetAttr(h->uc, s_hook_exception, v);
-        Py_XDECREF(old);
-        PyErr_Clear();
-        Py_XDECREF(t);
-        Py_XDECREF(v);
-        Py_XDECREF(tb);
-        p_emu_stop(uc);
-    }
+    else
+        hook_failed(h, uc);
+}
+
+static void code_cb(uc_engine *uc, uint64_t addr, uint32_t size, void *user) {
+    PyGILState_STATE g = PyGILState_Ensure();
+    call_back((HookRec *)user, uc, PyLong_FromUnsignedLongLong(addr), PyLong_FromUnsignedLong(size), 2);
+    PyGILState_Release(g);
+}
+
+static void syscall_cb(uc_engine *uc, void *user) {
+    PyGILState_STATE g = PyGILState_Ensure();
+    call_back((HookRec *)user, uc, NULL, NULL, 0);
+    PyGILState_Release(g);
+}
+
+static void intr_cb(uc_engine *uc, uint32_t intno, void *user) {
+    PyGILState_STATE g = PyGILState_Ensure();
+    call_back((HookRec *)user, uc, PyLong_FromUnsignedLong(intno), NULL, 1);
     PyGILState_Release(g);
 }
 
@@ -414,12 +441,18 @@ static void hookrec_free(PyObject *capsule) {
     }
 }
 
-/* hook_code(uc, callback, user_data, begin, end) -> handle (uc.hook_del deletes it) */
-static PyObject *n_hook_code(PyObject *self, PyObject *args) {
+enum { HOOK_CODE = 0, HOOK_SYSCALL = 1, HOOK_INTR = 2 };
+
+/* hook_add(uc, kind, callback, user_data, begin, end) -> handle (uc.hook_del deletes it); kind: 0 a code hook,
+ * 1 the SYSCALL instruction's hook, 2 the interrupt hook */
+static PyObject *n_hook_add(PyObject *self, PyObject *args) {
     PyObject *ucobj, *cb, *data;
+    int kind;
     unsigned long long begin, end;
-    if (!PyArg_ParseTuple(args, "OOOKK", &ucobj, &cb, &data, &begin, &end) || !ready())
+    if (!PyArg_ParseTuple(args, "OiOOKK", &ucobj, &kind, &cb, &data, &begin, &end) || !ready())
         return NULL;
+    if (kind < HOOK_CODE || kind > HOOK_INTR)
+        return PyErr_Format(PyExc_ValueError, "hook kind %d", kind);
     uc_engine *uc = handle(ucobj);
     if (!uc)
         return NULL;
@@ -437,13 +470,21 @@ static PyObject *n_hook_code(PyObject *self, PyObject *args) {
     *h = (HookRec){ucobj, cb, data};
     PyObject *capsule = PyCapsule_New(h, "preemu.hook", hookrec_free);
     if (!capsule) {
-        Py_DECREF(ucobj); Py_DECREF(cb); Py_DECREF(data);
+        Py_DECREF(ucobj);
+        Py_DECREF(cb);
+        Py_DECREF(data);
         PyMem_Free(h);
         Py_DECREF(table);
         return NULL;
     }
     uc_hook hh = 0;
-    uc_err e = p_hook_add(uc, &hh, UC_HOOK_CODE, (void *)code_cb, h, begin, end);
+    uc_err e;
+    if (kind == HOOK_CODE)
+        e = p_hook_add(uc, &hh, UC_HOOK_CODE, (void *)code_cb, h, begin, end);
+    else if (kind == HOOK_SYSCALL)
+        e = p_hook_add(uc, &hh, UC_HOOK_INSN, (void *)syscall_cb, h, begin, end, UC_X86_INS_SYSCALL);
+    else
+        e = p_hook_add(uc, &hh, UC_HOOK_INTR, (void *)intr_cb, h, begin, end);
     if (e) {
         Py_DECREF(capsule);
         Py_DECREF(table);
@@ -458,6 +499,35 @@ static PyObject *n_hook_code(PyObject *self, PyObject *args) {
         return NULL;
     }
     return key;
+}
+
+/* emu_start(uc, begin, until, timeout, count): Uc.emu_start (the binding's), without its argument conversion */
+static PyObject *n_emu_start(PyObject *self, PyObject *const *a, Py_ssize_t n) {
+    if (!nargs(n, 5, "emu_start"))
+        return NULL;
+    uc_engine *uc = handle(a[0]);
+    uint64_t begin = PyLong_AsUnsignedLongLongMask(a[1]), until = PyLong_AsUnsignedLongLongMask(a[2]);
+    uint64_t timeout = PyLong_AsUnsignedLongLongMask(a[3]), count = PyLong_AsUnsignedLongLongMask(a[4]);
+    if (!uc || PyErr_Occurred())
+        return NULL;
+    if (PyObject_SetAttr(a[0], s_hook_exception, Py_None) < 0)
+        return NULL;
+    uc_err e;
+    Py_BEGIN_ALLOW_THREADS
+    e = p_emu_start(uc, begin, until, timeout, (size_t)count);
+    Py_END_ALLOW_THREADS
+    if (e)
+        return uc_error(e);
+    PyObject *exc = PyObject_GetAttr(a[0], s_hook_exception);
+    if (!exc)
+        return NULL;
+    if (exc != Py_None) {
+        PyErr_SetObject(PyExceptionInstance_Class(exc), exc);
+        Py_DECREF(exc);
+        return NULL;
+    }
+    Py_DECREF(exc);
+    Py_RETURN_NONE;
 }
 
 /* --- regbatch.RegBatch's calls (mirrors __call__, raw, write, write_raw) ---------------------------------
@@ -688,7 +758,8 @@ static PyMethodDef methods[] = {
     {"batch_raw", (PyCFunction)(void (*)(void))n_batch_raw, METH_FASTCALL, "RegBatch.raw"},
     {"batch_write", (PyCFunction)(void (*)(void))n_batch_write, METH_FASTCALL, "RegBatch.write"},
     {"batch_write_raw", (PyCFunction)(void (*)(void))n_batch_write_raw, METH_FASTCALL, "RegBatch.write_raw"},
-    {"hook_code", n_hook_code, METH_VARARGS, "uc.hook_add(UC_HOOK_CODE, callback, user_data, begin, end) with a C trampoline"},
+    {"hook_add", n_hook_add, METH_VARARGS, "uc.hook_add for code, SYSCALL and interrupt hooks, with a C trampoline"},
+    {"emu_start", (PyCFunction)(void (*)(void))n_emu_start, METH_FASTCALL, "Uc.emu_start"},
     {"read_reg", (PyCFunction)(void (*)(void))n_read_reg, METH_FASTCALL, "regbatch.read_reg"},
     {"read_u64", (PyCFunction)(void (*)(void))n_read_u64, METH_FASTCALL, "regbatch.read_u64"},
     {"mem_read", (PyCFunction)(void (*)(void))n_mem_read, METH_FASTCALL, "regbatch.mem_read"},

@@ -31,6 +31,7 @@ from unicorn import x86_const as X
 from unicorn.unicorn_py3.unicorn import uclib
 
 from ..engine.capi import address_of
+from ..engine.native import emu_start
 from ..engine.native import loaded as _native_lib
 from ..engine.nativehook import add_hook
 from ..engine.x86decode import decoder
@@ -205,7 +206,7 @@ class InsnCounter:
         try:
             while True:
                 self._resume = False
-                uc.emu_start(begin, _U64)
+                emu_start(uc, begin, _U64, 0, 0)
                 if self.crossed():           # the limit falls inside the next block: run it up to there
                     tail = self.tail()
                     if tail is not None:
@@ -229,7 +230,7 @@ class InsnCounter:
         uc = self._uc
         remove_cache(uc, block, block + 1)
         try:
-            uc.emu_start(block, until)      # the engine drops the cut-short translation itself as the run ends
+            emu_start(uc, block, until, 0, 0)  # the engine drops the cut-short translation itself as the run ends
         finally:                            # (the blocks over `until` - 1: its exits, softmmu/cpus.c; pinned in
             self.end_tail()                 # tests/test_engine_pins.py)
 
