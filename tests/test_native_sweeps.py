@@ -1,6 +1,7 @@
 """Identical results (issue #49 item 3): a sample of sweeps run with the compiled per-point path
 (emu/engine/_native.c, PREEMU_NATIVE=1) and with the Python path it mirrors (PREEMU_NATIVE=0) give the same
-JSON, but for the CPU figures: verdicts, counts, per-PC statistics, violations, references, exit status."""
+JSON, but for the CPU and wall figures: verdicts, counts, per-PC statistics, violations, references, the --gc
+cycles, a whole program's signals and preemptions, exit status."""
 from __future__ import annotations
 
 import json
@@ -13,12 +14,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 KINDS = str(ROOT / "tests/data/go/kinds")
-TIMING = {"cpu_seconds", "us_per_point", "wall_seconds", "seconds", "speed", "points_per_second", "elapsed"}
+TIMING = {"cpu_seconds", "us_per_point", "wall_seconds", "seconds", "speed", "points_per_second", "elapsed", "wall_s"}
 
 SWEEPS = {
     "mixed": ["sweep", KINDS, "--func", "mixed", "--max-points", "300"],
     "spawn": ["sweep", KINDS, "--func", "spawn", "--max-points", "300"],
     "spin": ["sweep", KINDS, "--func", "spin", "--reg", "RAX=300", "--max-points", "300"],
+    # --gc: the runtime's own cycle at every injection; `hidden` fails (a use after free), so violations compare
+    "gcreal --gc": ["sweep", str(ROOT / "tests/data/go/gcreal"), "--func", "hidden", "--gc", "--max-points", "120"],
+    # a whole program: SIGURGs, asynchronous preemptions and a GC while a spinner holds the only P
+    "exec gcspin": ["exec", str(ROOT / "scenarios/go/gcspin")],
     "adc_chain.s": ["sweep", str(ROOT / "asm/adc_chain.s"), "--func", "adc_chain", "--reg", "RCX=64",
                     "--max-points", "300"],
 }
