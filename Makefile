@@ -14,9 +14,9 @@ $(BIN)/preemu: pyproject.toml
 	@PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e '.[test]'
 	@touch $@
 
-# The compiled per-point path (emu/engine/_native.c, issue #49): the editable install above builds it (gcc and
+# The compiled per-point path (emu/engine/_native*.c, issue #49): the editable install above builds it (gcc and
 # Python's headers needed); rebuilt in place here when its source changes after the install.
-$(VENV)/.native: $(BIN)/preemu emu/engine/_native.c setup.py
+$(VENV)/.native: $(BIN)/preemu $(wildcard emu/engine/_native*.[ch]) setup.py
 	@$(BIN)/python setup.py -q build_ext --inplace >/dev/null 2>&1 || PYTHONWARNINGS=ignore $(BIN)/pip install --quiet --no-deps -e . \
 		|| { echo "preemu: building emu/engine/_native.c failed: gcc and Python's headers are needed"; exit 1; }
 	@touch $@

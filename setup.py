@@ -1,4 +1,4 @@
-"""Builds preemu's one compiled module, emu.engine._native (emu/engine/_native.c: the per-point signal path,
+"""Builds preemu's one compiled module, emu.engine._native (emu/engine/_native*.c: the per-point signal path,
 issue #49), against the headers the unicorn wheel ships. Everything else is in pyproject.toml.
 
 It needs gcc (or the platform's C compiler) and Python's headers; the unicorn package comes from the build's
@@ -41,5 +41,7 @@ class BuildExt(build_ext):
             raise SystemExit(f"preemu: could not compile {ext.name}: {e}\n{HINT}") from None
 
 
-setup(ext_modules=[Extension("emu.engine._native", ["emu/engine/_native.c"], extra_compile_args=["-O2"])],
+SOURCES = ["emu/engine/_native.c", "emu/engine/_native_sigframe.c", "emu/engine/_native_hooks.c"]
+
+setup(ext_modules=[Extension("emu.engine._native", SOURCES, depends=["emu/engine/_native.h"], extra_compile_args=["-O2"])],
       cmdclass={"build_ext": BuildExt})
