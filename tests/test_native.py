@@ -251,3 +251,24 @@ def test_syscall_and_interrupt_hooks_and_emu_start_behave_as_the_bindings():
             start(BASE + 4096, BASE + 4100)                     # unmapped: the engine's own error
         results.append(e2.value.errno)
     assert results[:2] == results[2:]
+
+
+def test_an_engine_with_hooks_is_collected_when_nothing_else_holds_it():
+    """The hook's record is GC-tracked: Uc -> _callbacks -> record -> callback's owner -> Uc is a cycle the
+    collector frees (as the binding's closures are); an untracked record kept every process's engine alive."""
+    import gc
+    import weakref
+
+    class Owner:
+        def __init__(self):
+            self.uc = Uc(UC_ARCH_X86, UC_MODE_64)
+
+        def on(self, uc, addr, size, data):
+            pass
+    o = Owner()
+    native.hook_code(o.uc, o.on, None, 1, 0)
+    native.lib.hook_add(o.uc, 1, lambda uc, d: None, o, 1, 0)
+    w = weakref.ref(o.uc)
+    del o
+    gc.collect()
+    assert w() is None

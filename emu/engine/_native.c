@@ -334,5 +334,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (!s_uch || !s_value || !s_hook_exception)
         return NULL;
     sigframe_init();
+    if (hooks_init() < 0)
+        return NULL;
     return PyModule_Create(&module);
 }

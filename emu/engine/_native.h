@@ -51,6 +51,7 @@ PyObject *n_setup_frame(PyObject *self, PyObject *args);
 PyObject *n_restore_frame(PyObject *self, PyObject *args);
 
 /* _native_hooks.c: hooks' C trampolines, emu_start, the instruction counter's questions */
+int hooks_init(void);
 PyObject *n_hook_add(PyObject *self, PyObject *args);
 PyObject *n_emu_start(PyObject *self, PyObject *const *a, Py_ssize_t n);
 PyObject *n_counter_stopping(PyObject *self, PyObject *const *a, Py_ssize_t n);

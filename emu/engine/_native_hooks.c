@@ -10,10 +10,48 @@
  * The binding's path per call: libffi's closure converts the arguments, then two Python frames (uccallback's
  * wrapper and __hook_code_cb) before the callback. Here: one C call and the callback. As in the binding, an
  * exception is kept in uc._hook_exception (the first one) and the run stopped; Uc.emu_start raises it. The
- * record (the Uc, the callback, its data) lives in uc._callbacks[handle], so uc.hook_del(handle) frees it. */
+ * record (the Uc, the callback, its data) lives in uc._callbacks[handle], so uc.hook_del(handle) frees it; it is
+ * a GC-tracked object, so the cycle Uc -> _callbacks -> record -> callback's owner -> Uc is collected, as the
+ * binding's own closures are. */
 typedef struct {
+    PyObject_HEAD
     PyObject *uc, *cb, *data;
 } HookRec;
+
+static int hookrec_traverse(HookRec *h, visitproc visit, void *arg) {
+    Py_VISIT(h->uc);
+    Py_VISIT(h->cb);
+    Py_VISIT(h->data);
+    return 0;
+}
+
+static int hookrec_clear(HookRec *h) {
+    Py_CLEAR(h->uc);
+    Py_CLEAR(h->cb);
+    Py_CLEAR(h->data);
+    return 0;
+}
+
+static void hookrec_dealloc(HookRec *h) {
+    PyObject_GC_UnTrack(h);
+    hookrec_clear(h);
+    PyObject_GC_Del(h);
+}
+
+static PyTypeObject HookRecType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "emu.engine._native.Hook",
+    .tp_basicsize = sizeof(HookRec),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "a hook's Uc, callback and user data (kept in uc._callbacks)",
+    .tp_traverse = (traverseproc)hookrec_traverse,
+    .tp_clear = (inquiry)hookrec_clear,
+    .tp_dealloc = (destructor)hookrec_dealloc,
+};
+
+int hooks_init(void) {
+    return PyType_Ready(&HookRecType);
+}
 
 /* the callback's exception: kept in uc._hook_exception (the first one) and the run stopped, as uccallback */
 static void hook_failed(HookRec *h, uc_engine *uc) {
@@ -36,6 +74,11 @@ static void hook_failed(HookRec *h, uc_engine *uc) {
 /* callback(uc, x, y, data) (x, y NULL: callback(uc, data); y NULL: callback(uc, x, data)); steals x and y */
 static void call_back(HookRec *h, uc_engine *uc, PyObject *x, PyObject *y, int nx) {
     PyObject *r = NULL;
+    if (!h->cb) {                             /* cleared by the GC with its Uc: nothing left to call */
+        Py_XDECREF(x);
+        Py_XDECREF(y);
+        return;
+    }
     if (nx == 0 || (x && (nx == 1 || y))) {
         PyObject *args[4] = {h->uc, x, y, h->data};
         if (nx == 1)
@@ -70,16 +113,6 @@ static void intr_cb(uc_engine *uc, uint32_t intno, void *user) {
     PyGILState_Release(g);
 }
 
-static void hookrec_free(PyObject *capsule) {
-    HookRec *h = (HookRec *)PyCapsule_GetPointer(capsule, "preemu.hook");
-    if (h) {
-        Py_XDECREF(h->uc);
-        Py_XDECREF(h->cb);
-        Py_XDECREF(h->data);
-        PyMem_Free(h);
-    }
-}
-
 enum { HOOK_CODE = 0, HOOK_SYSCALL = 1, HOOK_INTR = 2 };
 
 /* hook_add(uc, kind, callback, user_data, begin, end) -> handle (uc.hook_del deletes it); kind: 0 a code hook,
@@ -98,24 +131,19 @@ PyObject *n_hook_add(PyObject *self, PyObject *args) {
     PyObject *table = PyObject_GetAttrString(ucobj, "_callbacks");
     if (!table)
         return NULL;
-    HookRec *h = PyMem_Malloc(sizeof *h);
+    HookRec *h = PyObject_GC_New(HookRec, &HookRecType);
     if (!h) {
         Py_DECREF(table);
-        return PyErr_NoMemory();
+        return NULL;
     }
     Py_INCREF(ucobj);
     Py_INCREF(cb);
     Py_INCREF(data);
-    *h = (HookRec){ucobj, cb, data};
-    PyObject *capsule = PyCapsule_New(h, "preemu.hook", hookrec_free);
-    if (!capsule) {
-        Py_DECREF(ucobj);
-        Py_DECREF(cb);
-        Py_DECREF(data);
-        PyMem_Free(h);
-        Py_DECREF(table);
-        return NULL;
-    }
+    h->uc = ucobj;
+    h->cb = cb;
+    h->data = data;
+    PyObject_GC_Track(h);
+    PyObject *rec = (PyObject *)h;
     uc_hook hh = 0;
     uc_err e;
     if (kind == HOOK_CODE)
@@ -125,13 +153,13 @@ PyObject *n_hook_add(PyObject *self, PyObject *args) {
     else
         e = p_hook_add(uc, &hh, UC_HOOK_INTR, (void *)intr_cb, h, begin, end);
     if (e) {
-        Py_DECREF(capsule);
+        Py_DECREF(rec);
         Py_DECREF(table);
         return uc_error(e);
     }
     PyObject *key = PyLong_FromSize_t((size_t)hh);
-    int bad = !key || PyObject_SetItem(table, key, capsule) < 0;
-    Py_DECREF(capsule);
+    int bad = !key || PyObject_SetItem(table, key, rec) < 0;
+    Py_DECREF(rec);
     Py_DECREF(table);
     if (bad) {
         Py_XDECREF(key);
