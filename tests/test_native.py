@@ -57,6 +57,7 @@ def _both(seed, fn, monkeypatch):
 
 CASES = [  # (siginfo, altstack, on_altstack)
     (sigframe.SigInfo(23, pid=42, uid=7), None, False),
+    (sigframe.SigInfo(23, pid=(1 << 31) + 5, uid=(1 << 32) - 2), None, False),      # si_pid, si_uid unsigned
     (sigframe.SigInfo(11, sigframe.SEGV_MAPERR, addr=0xDEAD0, trapno=14, err=6), None, False),
     (sigframe.SigInfo(17, code=1, pid=9, status=3), (BASE + 0x10000, 0x8000), False),
     (sigframe.SigInfo(5, sigframe.SI_KERNEL, trapno=3), (BASE + 0x10000, 0x8000), True),

@@ -45,8 +45,9 @@ static int HANDLER_ENTRY[7] = {UC_X86_REG_RSP, UC_X86_REG_RIP, UC_X86_REG_RDI, U
  * -> (frame, fpstate, vals, fs_base, xmm, mxcsr), or an int uc_err. setup_rt_frame with xsave=None. */
 PyObject *n_setup_frame(PyObject *self, PyObject *args) {
     unsigned long long uch, alt_top, ss_sp, ss_size, restorer, handler, blocked, addr, trapno, err;
-    int use_alt, ss_flags, signo, code, pid, uid, status, has_addr;
-    if (!PyArg_ParseTuple(args, "KpKKiKKKKiiiiipKKK", &uch, &use_alt, &alt_top, &ss_sp, &ss_flags, &ss_size,
+    int use_alt, ss_flags, signo, code, status, has_addr;
+    unsigned int pid, uid;                    /* si_pid, si_uid: "I" in sigframe.py's struct */
+    if (!PyArg_ParseTuple(args, "KpKKiKKKKiiIIipKKK", &uch, &use_alt, &alt_top, &ss_sp, &ss_flags, &ss_size,
                           &restorer, &handler, &blocked, &signo, &code, &pid, &uid, &status, &has_addr, &addr,
                           &trapno, &err))
         return NULL;
@@ -105,8 +106,8 @@ PyObject *n_setup_frame(PyObject *self, PyObject *args) {
     if (has_addr) {
         put64(b, SIGINFO + 16, addr);
     } else {
-        put32(b, SIGINFO + 16, (uint32_t)pid);
-        put32(b, SIGINFO + 20, (uint32_t)uid);
+        put32(b, SIGINFO + 16, pid);
+        put32(b, SIGINFO + 20, uid);
         put32(b, SIGINFO + 24, (uint32_t)status);
     }
     uc_err e = p_mem_write(uc, fpstate, fx, FXSAVE_SIZE);
