@@ -51,6 +51,14 @@ def test_the_installed_package_is_the_wheel_not_the_checkout(installed):
     assert (Path(asm) / "preempt_amd64_go114.s").is_file()
 
 
+def test_the_wheel_carries_the_compiled_module(installed):
+    """emu/engine/_native.c is compiled into the wheel (issue #49) and loaded from the installed package."""
+    venv, work, site = installed
+    r = _run([venv / "bin" / "python", "-c", "import emu.engine.native as n; print(n.lib.__file__)"], work)
+    assert r.returncode == 0, r.stderr
+    assert Path(r.stdout.strip()).is_relative_to(site / "emu" / "engine")
+
+
 def test_commands_work_from_another_directory(installed):
     venv, work, site = installed
     preemu = venv / "bin" / "preemu"

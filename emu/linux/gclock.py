@@ -17,7 +17,7 @@ import re
 from functools import lru_cache
 
 import capstone
-from unicorn import UC_HOOK_CODE
+from ..engine.native import hook_code
 from unicorn import x86_const as X
 
 from .threads import RUNNABLE
@@ -70,7 +70,7 @@ class GoroutineClock:
             from ..core.errors import EmuError
             raise EmuError(f"{p.image.path}: no store to the TLS g slot found: not a linux/amd64 Go binary?")
         self._src = {a: (reg, imm) for a, reg, imm in sites}
-        self._hooks = [p.uc.hook_add(UC_HOOK_CODE, self._on_store, None, a, a) for a in self._src]
+        self._hooks = [hook_code(p.uc, self._on_store, None, a, a) for a in self._src]
         for a in self._src:                 # blocks translated before the hook exist do not call it
             p.uc.ctl_remove_cache(a, a + 1)
         p.probe = self

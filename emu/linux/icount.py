@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+import functools
 import mmap
 
 from unicorn import UC_HOOK_BLOCK, UcError
@@ -30,6 +31,8 @@ from unicorn import x86_const as X
 from unicorn.unicorn_py3.unicorn import uclib
 
 from ..engine.capi import address_of
+from ..engine.native import emu_start
+from ..engine.native import loaded as _native_lib
 from ..engine.nativehook import add_hook
 from ..engine.x86decode import decoder
 from .regbatch import read_reg, remove_cache, request_cache
@@ -147,6 +150,11 @@ class InsnCounter:
         self.armed = self.UNLIMITED
         self._stop_count_current: bool | None = None
         self._resume = False
+        native = _native_lib()
+        if native is not None:      # the two questions code hooks ask, in C with no Python frame (_native.c)
+            head = ctypes.addressof(self._c)
+            self.stopping = functools.partial(native.counter_stopping, head, self._blocks, self._insns)
+            self.at = functools.partial(native.counter_at, head, self._blocks, self._insns)
 
     # --- blocks ---------------------------------------------------------------------------------------
     def _insns(self, addr: int, size: int) -> list[int]:
@@ -198,7 +206,7 @@ class InsnCounter:
         try:
             while True:
                 self._resume = False
-                uc.emu_start(begin, _U64)
+                emu_start(uc, begin, _U64, 0, 0)
                 if self.crossed():           # the limit falls inside the next block: run it up to there
                     tail = self.tail()
                     if tail is not None:
@@ -222,7 +230,7 @@ class InsnCounter:
         uc = self._uc
         remove_cache(uc, block, block + 1)
         try:
-            uc.emu_start(block, until)      # the engine drops the cut-short translation itself as the run ends
+            emu_start(uc, block, until, 0, 0)  # the engine drops the cut-short translation itself as the run ends
         finally:                            # (the blocks over `until` - 1: its exits, softmmu/cpus.c; pinned in
             self.end_tail()                 # tests/test_engine_pins.py)
 

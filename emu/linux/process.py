@@ -45,7 +45,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from unicorn import UC_ARCH_X86, UC_HOOK_CODE, UC_HOOK_INSN, UC_HOOK_INTR, UC_MODE_64, Uc, UcError
+from unicorn import UC_ARCH_X86, UC_HOOK_CODE, UC_HOOK_INSN, UC_MODE_64, Uc, UcError
 from unicorn import unicorn_const as UCC
 from unicorn import x86_const as X
 
@@ -68,6 +68,7 @@ from .services import SyscallServices
 from .sigdeliver import SignalDelivery
 from .sys_socket import Net
 from ..engine.capi import restore_context, save_context
+from ..engine.native import hook_intr, hook_syscall
 from .regbatch import RegBatch, read_reg, remove_cache
 from .threads import BLOCKED, EXITED, RUNNABLE, Thread
 from .watch import Watch
@@ -255,9 +256,9 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         self.runq.append(main)
 
     def _add_hooks(self) -> None:
-        self.uc.hook_add(UC_HOOK_INSN, self._on_syscall, None, 1, 0, X.UC_X86_INS_SYSCALL)
+        hook_syscall(self.uc, self._on_syscall)        # C trampolines with the compiled module (engine/native.py)
         self.uc.hook_add(UC_HOOK_INSN, self._on_cpuid, None, 1, 0, X.UC_X86_INS_CPUID)
-        self.uc.hook_add(UC_HOOK_INTR, self._on_intr)
+        hook_intr(self.uc, self._on_intr)
         self._hook_rdtsc()
 
     def _map_vdso(self) -> None:

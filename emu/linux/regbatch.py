@@ -8,6 +8,7 @@ costs the C call and the conversion of the values.
 """
 from __future__ import annotations
 
+import array
 import ctypes
 import struct
 
@@ -15,6 +16,7 @@ from unicorn import UcError
 from unicorn.unicorn_py3.unicorn import uclib
 
 from ..engine.capi import unconverted
+from ..engine.native import loaded as _native_lib
 
 _read, _write = unconverted(uclib.uc_reg_read_batch), unconverted(uclib.uc_reg_write_batch)
 _read1 = unconverted(uclib.uc_reg_read)
@@ -121,8 +123,12 @@ def read_reg(uc, reg: int) -> int:
     return _one.value
 
 
+_native = _native_lib()
+
+
 class RegBatch:
-    """`batch(uc)` -> tuple of ints; `batch.write(uc, values)`. `wide` registers are 128-bit (XMM)."""
+    """`batch(uc)` -> tuple of ints; `batch.write(uc, values)`. `wide` registers are 128-bit (XMM). With the
+    compiled module the four calls are emu/engine/_native.c's batch_* (the same slots, values and errors)."""
 
     def __init__(self, ids, wide=()) -> None:
         self.ids = list(ids)
@@ -134,6 +140,9 @@ class RegBatch:
         self._ptrs = (ctypes.c_void_p * self.n)(*[base + 16 * k for k in range(self.n)])
         self._fmt = struct.Struct("<" + "".join("QQ" if w else "Q8x" for w in self._wide))
         self._any_wide = any(self._wide)
+        if _native is not None and self.n <= 64:
+            self._cids, self._cwide = array.array("i", self.ids).tobytes(), bytes(self._wide)
+            self.__class__ = _NativeRegBatch
 
     def __call__(self, uc) -> tuple:
         ctypes.memset(self._buf, 0, 16 * self.n)        # a 16- or 32-bit register fills only its bytes
@@ -178,6 +187,22 @@ class RegBatch:
             raise RuntimeError("uc_reg_write_batch failed")
 
 
+class _NativeRegBatch(RegBatch):
+    """RegBatch's calls in C (emu/engine/_native.c); RegBatch's own are the reference (PREEMU_NATIVE=0)."""
+
+    def __call__(self, uc) -> tuple:
+        return _native.batch_values(uc, self._cids, self._cwide)
+
+    def raw(self, uc) -> bytes:
+        return _native.batch_raw(uc, self._cids, self._cwide)
+
+    def write_raw(self, uc, data: bytes) -> None:
+        _native.batch_write_raw(uc, self._cids, self._cwide, data)
+
+    def write(self, uc, values) -> None:
+        _native.batch_write(uc, self._cids, self._cwide, values)
+
+
 # Translation-cache controls (uc_ctl, unicorn.h UC_CTL_TB_*) with the arguments built once: the binding's
 # ctl_request_cache/ctl_remove_cache convert each argument through generators (~10 us a call), and the
 # instruction counter asks once for every block it has not seen (thousands in a program's start).
@@ -208,3 +233,11 @@ def remove_cache(uc, begin: int, end: int) -> None:
     err = _ctl(uc._uch, _CTL_REMOVE_CACHE, ctypes.c_uint64(begin), ctypes.c_uint64(end))
     if err:
         raise UcError(err)
+
+
+# The compiled path (emu/engine/_native.c, issue #49): the same four calls with no Python frame and no ctypes
+# call between the caller and Unicorn (about 20 register reads and 10 memory reads a point of a real-program
+# sweep). The Python functions above stay the reference (PY) and the path under PREEMU_NATIVE=0.
+PY = {"read_reg": read_reg, "read_u64": read_u64, "mem_read": mem_read, "mem_write": mem_write}
+if _native is not None:
+    read_reg, read_u64, mem_read, mem_write = _native.read_reg, _native.read_u64, _native.mem_read, _native.mem_write

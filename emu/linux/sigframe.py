@@ -15,7 +15,10 @@ from dataclasses import dataclass
 
 from unicorn import x86_const as X
 
+from unicorn import UcError
+
 from . import xstate
+from ..engine.native import lib as _native
 from .regbatch import RegBatch, mem_read, mem_write, read_reg
 
 # --- layout: one table, offsets from the frame base (RSP at handler entry) --------------------
@@ -147,8 +150,12 @@ def setup_rt_frame(uc, info: SigInfo, handler: int, restorer: int, blocked_mask:
     """Build the frame for `sig` on the current thread (loaded in uc) and enter the handler.
 
     altstack is (ss_sp, ss_size, ss_flags) or None for "use the current stack"; xsave is (XCR0, K0-K7) at
-    --cpu v3/v4 (an XSAVE area), None below (the FXSAVE image alone).
+    --cpu v3/v4 (an XSAVE area), None below (the FXSAVE image alone). Without an XSAVE area the compiled path
+    (emu/engine/_native.c's setup_frame: the same bytes, the same registers) does the work unless
+    PREEMU_NATIVE=0.
     """
+    if _native is not None and not xsave:
+        return _setup_native(uc, info, handler, restorer, blocked_mask, altstack, on_altstack)
     vals = _GREGS_FS(uc)           # one batched read: a register read through the binding costs ~8 us
     fs_base, vals = vals[18], vals[:18]
     regs = dict(zip(_REG, vals))
@@ -180,6 +187,21 @@ def setup_rt_frame(uc, info: SigInfo, handler: int, restorer: int, blocked_mask:
     return Delivered(frame, frame + UC, fpstate, regs, xmm, mxcsr, sig, fs_base, ext=ext, vals=vals)
 
 
+def _setup_native(uc, info: SigInfo, handler: int, restorer: int, blocked_mask: int, altstack,
+                  on_altstack: bool) -> Delivered:
+    """setup_rt_frame with xsave=None in C: the decisions (stack, uc_stack, siginfo's layout) are passed in."""
+    use_alt = altstack is not None and not on_altstack
+    ss_sp, ss_flags, ss_size = (0, SS_DISABLE, 0) if altstack is None else \
+        (altstack[0], SS_ONSTACK if on_altstack else 0, altstack[1])
+    got = _native.setup_frame(uc._uch.value, use_alt, altstack[0] + altstack[1] if use_alt else 0, ss_sp, ss_flags,
+                              ss_size, restorer, handler, blocked_mask, info.signo, info.code, info.pid, info.uid,
+                              info.status, info.addr is not None, info.addr or 0, info.trapno, info.err)
+    if isinstance(got, int):
+        raise UcError(got)
+    frame, fpstate, vals, fs_base, xmm, mxcsr = got
+    return Delivered(frame, frame + UC, fpstate, dict(zip(_REG, vals)), xmm, mxcsr, info.signo, fs_base, vals=vals)
+
+
 @dataclass
 class Restored:
     regs: dict
@@ -190,7 +212,14 @@ class Restored:
 
 
 def restore_rt_frame(uc, xcr0: int = 0) -> Restored:
-    """rt_sigreturn: the handler's RET popped pretcode, so the ucontext is at RSP (frame = RSP - 8)."""
+    """rt_sigreturn: the handler's RET popped pretcode, so the ucontext is at RSP (frame = RSP - 8). With
+    xcr0 = 0 the compiled path does it (emu/engine/_native.c's restore_frame) unless PREEMU_NATIVE=0."""
+    if _native is not None and not xcr0:
+        got = _native.restore_frame(uc._uch.value)
+        if isinstance(got, int):
+            raise UcError(got)
+        vals, sigmask, fpstate = got
+        return Restored(dict(zip(_REG, vals)), sigmask, fpstate, vals=vals)
     frame = read_reg(uc, X.UC_X86_REG_RSP) - 8
     b = mem_read(uc, frame, FRAME_SIZE)
     vals = _MC_GREGS.unpack_from(b, MCONTEXT)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from unicorn import UC_HOOK_CODE
+from ..engine.native import hook_code
 from unicorn import x86_const as X
 
 from ..core import regs
@@ -112,17 +112,17 @@ class Watch:
         self._hook_rets(proc.uc, proc.image)
         self._dsp = dsp = proc.image.symbols.get("runtime.doSigPreempt", (None, 0))[0]
         if dsp is not None:
-            proc.uc.hook_add(UC_HOOK_CODE, self._on_do_sig_preempt, None, dsp, dsp)
+            hook_code(proc.uc, self._on_do_sig_preempt, None, dsp, dsp)
         syms = proc.image.symbols
         self.path_hooks = []               # on asyncPreempt2 and the deschedulers' entries (one instruction each)
         ap2 = syms.get("runtime.asyncPreempt2", (None, 0))[0]
         if ap2 is not None:
-            self.path_hooks.append(proc.uc.hook_add(UC_HOOK_CODE, self._on_async_preempt2, None, ap2, ap2))
+            self.path_hooks.append(hook_code(proc.uc, self._on_async_preempt2, None, ap2, ap2))
         for name in DESCHEDULERS:
             a = syms.get(name, (None, 0))[0]
             if a is not None:
-                self.path_hooks.append(proc.uc.hook_add(UC_HOOK_CODE, self._on_deschedule,
-                                                        name.removeprefix("runtime."), a, a))
+                self.path_hooks.append(hook_code(proc.uc, self._on_deschedule,
+                                                      name.removeprefix("runtime."), a, a))
 
     def _hook_rets(self, uc, image, code: bytes | None = None) -> None:
         """Hook every RET of asyncPreempt: the binary's, or `code` loaded over it (a --stub)."""
@@ -134,7 +134,7 @@ class Watch:
         #: the vector state the resume check compares and the descheduler's entry poisons (stubsaves.py): what
         #: the binary's own stub saves at the CPU level, everything the level has for a --stub
         self.saved = stubsaves.compared(self.p.level, image, self.async_preempt, None if own else code)
-        self._ret_hooks = [uc.hook_add(UC_HOOK_CODE, self._on_ret, None, a, a) for a in self.ret_addrs]
+        self._ret_hooks = [hook_code(uc, self._on_ret, None, a, a) for a in self.ret_addrs]
 
     def replace_stub(self, code: bytes) -> None:
         """asyncPreempt's code was replaced (a --stub loaded over it): hook the RETs of the new code."""
