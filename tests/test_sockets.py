@@ -57,3 +57,20 @@ def test_netpoll_sleeps_between_pipe_events():
     at every poll: tests/data/go/pipes made 3,237 epoll_pwait calls and 5.4 M instructions, now 17 and 0.44 M."""
     code, j = _exec_json(DATA / "go" / "pipes")
     assert code == 0 and j["syscalls"]["epoll_pwait"] < 100 and j["instructions"] < 2_000_000
+
+
+def test_tcp_close_reset_shutdown_and_the_empty_host_as_natively():
+    """emu/linux/tcp.py: every dial to an accept-and-close server connects (net's TestDialerKeepAlive hung:
+    EPOLLOUT was lost once the peer closed); after the peer's FIN the first write succeeds and the RST it
+    draws makes the next fail with EPIPE (net/smtp); unread data at close resets (ECONNRESET, then EOF); a
+    half close; SHUT_RD leaves the peer's writes alone; a listener closed before accept resets; and
+    Dial(":PORT") / "0.0.0.0:PORT" reach the local host."""
+    prog = DATA / "go" / "tcpclose"
+    native = subprocess.run([str(gobuild.build(prog).binary)], capture_output=True, text=True, check=True,
+                            timeout=60).stdout
+    code, j = _exec_json(prog)
+    assert code == 0 and j["exit_code"] == 0
+    assert j["stdout"] == native
+    for line in ("dials to an accept-and-close server: 6 of 6", "writes after the peer closed: ok EPIPE EPIPE then read: 0 EOF",
+                 "after a reset: 0 ECONNRESET 0 EOF write: EPIPE", "dial :port: hi remote is loopback: true"):
+        assert line in native.splitlines()

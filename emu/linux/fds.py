@@ -87,16 +87,26 @@ def read_stream(p, t, end, buf: int, n: int):
     with .state, the PipeState it reads, and .flags. End of data once reading was shut (a socket's
     SHUT_RD) or every writer is gone; an empty stream answers EAGAIN with O_NONBLOCK, else the thread waits
     (Process.wake_pipe_readers finishes the read)."""
-    st = end.state
+    r = read_now(p, end, buf, n)
+    if r is not None:
+        return r
+    if end.flags & O_NONBLOCK:
+        return -EAGAIN
+    p.block(t, Wait("pipe", None, 0, restart=True, pipe=end, buf=buf, count=n))
+    return BLOCK
+
+
+def read_now(p, end, buf: int, n: int) -> int | None:
+    """What a read of `end` returns now (bytes read into buf, 0 at end of data), or None when it would wait:
+    the end's own read_now (a TCP socket, tcp.py), else a pipe's."""
+    return end.read_now(p, buf, n) if hasattr(end, "read_now") else pipe_read_now(p, end.state, buf, n)
+
+
+def pipe_read_now(p, st: "PipeState", buf: int, n: int) -> int | None:
     if not st.readers:
         return 0
     if not st.buf:
-        if not st.writers:
-            return 0
-        if end.flags & O_NONBLOCK:
-            return -EAGAIN
-        p.block(t, Wait("pipe", None, 0, restart=True, pipe=end, buf=buf, count=n))
-        return BLOCK
+        return 0 if not st.writers else None
     data = st.take(n)
     p.write(buf, data)
     return len(data)

@@ -26,6 +26,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from . import fds as F
+from . import tcp
 from .sysabi import (
     BLOCK, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, EAGAIN, EBADF, ECONNREFUSED, EDESTADDRREQ, EINPROGRESS, EINVAL,
     EISCONN, ENOPROTOOPT, ENOTCONN, ENOTSOCK, EOPNOTSUPP, EPROTONOSUPPORT)
@@ -77,7 +78,19 @@ class Socket:
     dgrams: deque = field(default_factory=deque)   # datagram: (bytes, sender key)
     opts: dict = field(default_factory=dict)
     own_gen: int = 0
-    error: int = 0                    # a pending error (SO_ERROR): ECONNREFUSED after a datagram found no one
+    error: int = 0                    # a pending error (SO_ERROR): ECONNREFUSED after a datagram found no one,
+                                      # ECONNRESET/EPIPE after a TCP reset (tcp.py)
+    peer: "Socket | None" = None       # a connected TCP socket's other end, and its state (tcp.py):
+    fin: bool = False                 # the peer's FIN arrived (SOCK_DONE)
+    rcv_shut: bool = False            # RCV_SHUTDOWN: the FIN, SHUT_RD, a reset or a close
+    snd_shut: bool = False            # SEND_SHUTDOWN: SHUT_WR, a reset or a close
+    reset: bool = False               # TCP_CLOSE after an RST, sent or received
+    orphan: bool = False              # every descriptor closed: data reaching it is answered with RST
+
+    @property
+    def tcp(self) -> bool:
+        """A connected TCP socket: tcp.py's semantics, not the pipe's an AF_UNIX stream has."""
+        return self.peer is not None
 
     @property
     def state(self) -> F.PipeState:
@@ -100,6 +113,8 @@ class Socket:
             return (F.EPOLLIN if self.dgrams else 0) | F.EPOLLOUT | (F.EPOLLERR if self.error else 0)
         if self.rx is None:
             return F.EPOLLOUT | F.EPOLLHUP if self.remote is None and self.local is None else 0
+        if self.tcp:
+            return tcp.readiness(self)
         peer_done = not self.rx.writers or not self.rx.readers      # the peer is done, or we shut reading
         out = (F.EPOLLIN if self.rx.buf or peer_done else 0) | (F.EPOLLRDHUP if peer_done else 0)
         if self.tx.readers and self.tx.writers:
@@ -108,13 +123,20 @@ class Socket:
             out |= F.EPOLLHUP
         return out
 
+    def read_now(self, p, buf: int, n: int) -> int | None:
+        """What a read returns now, or None when it would wait (fds.read_stream, Process.wake_pipe_readers)."""
+        return tcp.read_now(p, self, buf, n) if self.tcp else F.pipe_read_now(p, self.rx, buf, n)
+
     def on_close(self) -> None:
         if self.local is not None and self.net.bound.get(self.local) is self:
             del self.net.bound[self.local]                  # the address is free again
         while self.backlog:                                 # connections never accepted are reset
-            self.backlog.popleft().on_close()               # (inet_csk_listen_stop, unix_release_sock)
+            c = self.backlog.popleft()                      # (inet_csk_listen_stop, unix_release_sock)
+            tcp.forget(c) if c.tcp else c.on_close()
         self.bump()
-        if self.rx is not None:
+        if self.tcp:
+            tcp.close(self)
+        elif self.rx is not None:
             self.rx.readers = 0           # no one reads what the peer sends any more: its writes are EPIPE
             self.rx.out_gen += 1
             self.rx.in_gen += 1
@@ -165,6 +187,12 @@ def write_addr(p, key: tuple | None, family: int, addr: int, alen_p: int) -> Non
     room = struct.unpack("<I", p.read(alen_p, 4))[0]
     p.write(addr, raw[:room])
     p.write(alen_p, struct.pack("<I", len(raw)))
+
+
+def to_local_host(key: tuple) -> tuple:
+    """A destination 0.0.0.0 is the local host: ip_route_output_key_hash_rcu routes an unspecified daddr to
+    the loopback (so Go's Dial(":PORT") connects to a local listener)."""
+    return ("inet", LOOPBACK) + key[2:] if key[0] == "inet" and key[1] == ANY else key
 
 
 def _sock(p, fd: int) -> Socket | int:
@@ -248,6 +276,7 @@ def sys_connect(p, t, fd, addr, alen, *_):
     if isinstance(r, int):
         return r
     s, key = r
+    key = to_local_host(key)
     if s.type == SOCK_DGRAM:
         _autobind(p, s)
         s.remote = key
@@ -260,6 +289,8 @@ def sys_connect(p, t, fd, addr, alen, *_):
     _autobind(p, s)
     peer = Socket(s.net, s.family, SOCK_STREAM, F.O_RDWR, local=server.local, remote=s.local)
     connect_pair(s, peer)
+    if s.family == AF_INET:
+        s.peer, peer.peer = peer, s
     s.remote = key
     server.backlog.append(peer)
     server.bump()
@@ -347,6 +378,10 @@ def sys_shutdown(p, t, fd, how, *_):
         return s
     if s.rx is None:
         return -ENOTCONN
+    if how not in (SHUT_RD, SHUT_WR, SHUT_RDWR):
+        return -EINVAL
+    if s.tcp:
+        return tcp.shutdown(p, s, how)
     if how in (SHUT_WR, SHUT_RDWR):
         s.shutdown_write()
     if how in (SHUT_RD, SHUT_RDWR):
@@ -384,6 +419,8 @@ def send(p, s: Socket, data: bytes, dest: tuple | None, flags: int = 0) -> int:
             p.wake_socket_waiters()
             p.wake_pollers()
         return len(data)
+    if s.tcp:
+        return tcp.send(p, s, data, not flags & MSG_NOSIGNAL)
     return F.write_stream(p, s.tx, data, not flags & MSG_NOSIGNAL) if s.tx is not None else -ENOTCONN
 
 
@@ -428,6 +465,7 @@ def sys_sendto(p, t, fd, buf, n, flags, addr, alen):
         dest = read_addr(p, s, addr, alen)
         if isinstance(dest, int):
             return dest
+        dest = to_local_host(dest)
     return send(p, s, p.read(buf, n), dest, flags)
 
 
