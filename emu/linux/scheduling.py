@@ -42,7 +42,8 @@ class ThreadScheduling:
         ctx.reg_write(X.UC_X86_REG_RSP, stack)
         if tls is not None:
             ctx.reg_write(X.UC_X86_REG_FS_BASE, tls)
-        t = Thread(tid, ctx, sigmask=parent.sigmask, name=self._m_name(read_reg(self.uc, X.UC_X86_REG_R13)))
+        t = Thread(tid, ctx, sigmask=parent.sigmask, name=self._m_name(read_reg(self.uc, X.UC_X86_REG_R13)),
+                   fs=parent.fs)                # CLONE_FS: the parent's fs state, its own if it unshared one
         if self.avx is not None:
             t.kregs = self.avx.kregs()          # clone copies the opmask registers too
         self.threads[tid] = t
