@@ -615,3 +615,28 @@ def test_starting_a_dynamic_program_fails_with_enoent_and_is_reported(tmp_path):
     assert code == 0 and "run: fork/exec /hostbin/true: no such file or directory" in j["stdout"]
     child = j["processes"][-1]
     assert child["exit_code"] == 253 and "dynamically linked" in child["notes"][0]
+
+
+def test_sendmsg_recvmsg_and_mknod_answer_as_natively():
+    """#50 item 3: sendmsg ended `syscall`'s test binary, mknodat `os`'s FIFO test. SCM_RIGHTS passes a pipe's
+    write end over a socketpair (MSG_CTRUNC without room for it), WriteMsgUDP/ReadMsgUDP, mknod of a regular
+    file (then EEXIST), ENOENT and EPERM for a directory type, as natively (emu/linux/sys_msg.py)."""
+    import subprocess
+    binary = gobuild.build(DATA / "go" / "sendmsg").binary
+    native = subprocess.run([str(binary)], capture_output=True, text=True, check=True, timeout=60).stdout
+    p = run(binary)
+    assert p.error is None and p.exit_code == 0 and bytes(p.fds.stdout.data).decode() == native
+    assert 'pipe read: "through the passed descriptor\\n"' in native
+
+
+def test_mknod_of_a_fifo_or_device_is_eperm_not_the_end_of_the_run():
+    """preemu makes no FIFO or device node (README, the security model): EPERM as a file system without mknod
+    answers (vfs_mknod), after the path's own checks (EEXIST first); a bad type is EINVAL."""
+    from guestkernel import Guest
+    g = Guest()
+    S_IFIFO, S_IFCHR, S_IFREG = 0o010000, 0o020000, 0o100000
+    assert g.call("mknodat", -100, "/tmp/f", S_IFIFO | 0o600, 0) == -1
+    assert g.call("mknod", "/tmp/c", S_IFCHR | 0o600, 0x0501) == -1
+    assert g.call("mknodat", -100, "/tmp/r", S_IFREG | 0o600, 0) == 0
+    assert g.call("mknodat", -100, "/tmp/r", S_IFIFO | 0o600, 0) == -17
+    assert g.call("mknodat", -100, "/tmp/x", 0o070000 | 0o600, 0) == -22

@@ -230,9 +230,10 @@ class FdTable:
                                                     for tab in self.tables if tab is not self):
                 other.interest.pop(fd, None)
                 other.reported.pop(fd, None)
-        if hasattr(obj, "on_close") and not any(o is obj for tab in self.tables for o in tab.fds.values()):
-            obj.on_close()          # the last descriptor of the object (a pipe end, a socket) in any process
-        return 0
+        if hasattr(obj, "on_close") and not getattr(obj, "in_flight", 0) \
+                and not any(o is obj for tab in self.tables for o in tab.fds.values()):
+            obj.on_close()          # the last descriptor of the object (a pipe end, a socket) in any process,
+        return 0                    # none in flight in an SCM_RIGHTS message either (sys_msg.py)
 
     # --- processes (proctable.py) -----------------------------------------------------------------
     def fork(self) -> "FdTable":

@@ -305,6 +305,31 @@ def sys_mkdirat(p, t, dirfd, path_addr, mode, *_):
                    lambda h: os.mkdir(h, mode & 0o7777), follow=False, exists=-EEXIST)
 
 
+def sys_mknodat(p, t, dirfd, path_addr, mode, dev=0, *_):
+    """mknod(2) (fs/namei.c do_mknodat, may_mknod): a regular file (type 0 or S_IFREG) is created as
+    open(O_CREAT|O_EXCL) creates it; a directory type is EPERM, an unknown one EINVAL; a FIFO, socket or device
+    node is EPERM once the path checks pass (EEXIST, ENOENT, EROFS first), as on a file system without mknod
+    (vfs_mknod: no i_op->mknod): preemu makes no FIFO or device, in /tmp or on the host."""
+    kind = mode & 0o170000                          # S_IFMT
+    if kind in (0, S.S_IFREG):
+        fd = sys_openat(p, t, dirfd, path_addr, O_CREAT | O_EXCL, mode & 0o7777)
+        return fd if fd < 0 else p.fds.close(fd)
+    if kind == S.S_IFDIR:
+        return -EPERM
+    if kind not in (S.S_IFIFO, S.S_IFSOCK, S.S_IFCHR, S.S_IFBLK):
+        return -EINVAL
+
+    def in_tmp(g: str) -> int:
+        if g in p.tmpfs.nodes:
+            return -EEXIST
+        parent = p.tmpfs.nodes.get(posixpath.dirname(g))
+        return -ENOENT if parent is None else -ENOTDIR if not parent.is_dir else -EPERM
+
+    def on_host(h: str):
+        raise PermissionError(EPERM, "mknod")
+    return _change(p, dirfd, path_addr, in_tmp, on_host, follow=False, exists=-EEXIST)
+
+
 def sys_unlinkat(p, t, dirfd, path_addr, flags, *_):
     return _change(p, dirfd, path_addr, lambda g: p.tmpfs.unlink(g, flags),
                    os.rmdir if flags & AT_REMOVEDIR else os.unlink, follow=False)
@@ -698,6 +723,7 @@ TABLE = {
     2: ("open", sys_open), 5: ("fstat", sys_fstat), 8: ("lseek", sys_lseek), 17: ("pread64", sys_pread64),
     90: ("chmod", lambda p, t, a, m, *_: sys_fchmodat(p, t, AT_FDCWD, a, m)), 91: ("fchmod", sys_fchmod),
     268: ("fchmodat", sys_fchmodat),
+    133: ("mknod", lambda p, t, a, m, d, *_: sys_mknodat(p, t, AT_FDCWD, a, m, d)), 259: ("mknodat", sys_mknodat),
     76: ("truncate", sys_truncate),
     79: ("getcwd", sys_getcwd), 80: ("chdir", sys_chdir), 81: ("fchdir", sys_fchdir), 77: ("ftruncate", sys_ftruncate), 217: ("getdents64", sys_getdents64), 257: ("openat", sys_openat),
     262: ("newfstatat", sys_newfstatat), 332: ("statx", sys_statx), 258: ("mkdirat", sys_mkdirat),

@@ -16,7 +16,7 @@ shutdown(2), socketpair(2), recvfrom(2)/sendto(2) and unix(7)/tcp(7)/udp(7):
   EPOLLRDHUP/EPOLLHUP as tcp_poll gives them.
 Options are accepted and kept (SO_ERROR, SO_TYPE, SO_DOMAIN and SO_ACCEPTCONN answer from the socket).
 splice, sendfile and copy_file_range are sys_io.py's (Go falls back to read and write). Left out: AF_INET6 (EAFNOSUPPORT: Go then uses IPv4 only),
-sendmsg/recvmsg, out-of-band data, socket files in /tmp for AF_UNIX paths (the path is a key of the
+out-of-band data (sendmsg/recvmsg are sys_msg.py's), socket files in /tmp for AF_UNIX paths (the path is a key of the
 namespace, gone when the listener closes), buffer limits (writes never block).
 """
 from __future__ import annotations
@@ -86,6 +86,8 @@ class Socket:
     snd_shut: bool = False            # SEND_SHUTDOWN: SHUT_WR, a reset or a close
     reset: bool = False               # TCP_CLOSE after an RST, sent or received
     orphan: bool = False              # every descriptor closed: data reaching it is answered with RST
+    other: "Socket | None" = None      # a connected stream's other end (AF_UNIX too)
+    rights: deque = field(default_factory=deque)   # SCM_RIGHTS received, not yet taken (sys_msg.py)
 
     @property
     def tcp(self) -> bool:
@@ -153,6 +155,7 @@ def connect_pair(a: Socket, b: Socket) -> None:
     ab, ba = F.PipeState(), F.PipeState()
     a.tx, b.rx = ab, ab
     b.tx, a.rx = ba, ba
+    a.other, b.other = b, a
 
 
 # --- addresses -------------------------------------------------------------------------------
