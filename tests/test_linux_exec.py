@@ -640,3 +640,22 @@ def test_mknod_of_a_fifo_or_device_is_eperm_not_the_end_of_the_run():
     assert g.call("mknodat", -100, "/tmp/r", S_IFREG | 0o600, 0) == 0
     assert g.call("mknodat", -100, "/tmp/r", S_IFIFO | 0o600, 0) == -17
     assert g.call("mknodat", -100, "/tmp/x", 0o070000 | 0o600, 0) == -22
+
+
+def test_argv0_is_the_path_given_and_names_the_running_binary(tmp_path, monkeypatch):
+    """#50 item 4: go test runs PKG.test from its build directory with the package directory as working
+    directory; os.Args[0] was ./NAME, so debug/elf's and debug/gosym's tests could not open it. argv[0] is
+    now the path given, the program opens its own binary by it and runs itself again, as natively."""
+    import shutil
+    import subprocess
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "pkg").mkdir()
+    binary = tmp_path / "bin" / "args0.test"
+    shutil.copy(gobuild.build(DATA / "go" / "args0").binary, binary)
+    native = subprocess.run(["../bin/args0.test"], cwd=tmp_path / "pkg", capture_output=True, text=True,
+                            check=True, timeout=60).stdout
+    monkeypatch.chdir(tmp_path / "pkg")
+    out = io.StringIO()
+    assert cli.main(["exec", "../bin/args0.test", "--json"], out) == 0
+    assert json.loads(out.getvalue())["stdout"] == native
+    assert native.startswith("argv0 ../bin/args0.test\nelf machine EM_X86_64\n")

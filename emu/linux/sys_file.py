@@ -217,6 +217,16 @@ def _openat(p, dirfd, path_addr, flags, mode):
         return guest
     if guest in DEVICES:
         return p.fds.install(Device(DEVICES[guest], flags))
+    if p.exe_alias is not None and guest == p.exe_alias[0] and not _tmp_has(p, guest):
+        # the running binary at the path that started it (argv[0]), wherever it is on the host: its own
+        # bytes, read-only (a write open of a running executable is ETXTBSY, fs/namei.c do_open -> deny_write_access)
+        if flags & O_ACCMODE or flags & O_TRUNC:
+            return -ETXTBSY
+        try:
+            with open(p.exe_alias[1], "rb") as f:
+                return p.fds.install(HostFile(p.exe_alias[1], f.read(), flags))
+        except OSError as e:
+            return _oserr(e)
     if _tmp(p, guest) is not None:
         obj = p.tmpfs.open(guest, flags, mode, p.now())
         return obj if isinstance(obj, int) else p.fds.install(obj)
@@ -251,6 +261,14 @@ def _openat(p, dirfd, path_addr, flags, mode):
     except OSError as e:
         return _oserr(e)
     return p.fds.install(HostFile(host, data, flags))
+
+
+ETXTBSY = 26
+
+
+def _tmp_has(p, guest: str) -> bool:
+    """A file of that name in /tmp (which then hides the alias of the running binary)."""
+    return _tmp(p, guest) is not None and guest in p.tmpfs.nodes
 
 
 def _read_only_open(host: str, flags: int) -> int:
