@@ -359,3 +359,14 @@ def test_unshare_clone_fs_splits_chdir_between_threads():
     assert g.p.cwd == before                 # the other thread kept the process's directory
     g.p.cur = g.t
     assert g.call("unshare", 0x20000) == -1  # CLONE_NEWNS: EPERM (1), as without CAP_SYS_ADMIN
+
+
+def test_execve_errnos_in_tmp_as_natively():
+    """#50 item 5: in /tmp a 0644 file answered ENOEXEC (Linux: EACCES) and so did a script (Linux: ENOENT when
+    its interpreter is missing); tests/data/go/execerr prints each errno as natively."""
+    binary = gobuild.build(DATA / "go" / "execerr").binary
+    native = subprocess.run([str(binary)], capture_output=True, text=True, check=True, timeout=60).stdout
+    out = io.StringIO()
+    assert cli.main(["exec", str(binary), "--json"], out) == 0
+    assert json.loads(out.getvalue())["stdout"] == native
+    assert "0644 file: 13 permission denied" in native and "script, missing interpreter: 2 " in native

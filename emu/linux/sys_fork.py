@@ -129,9 +129,13 @@ def _executable(p, path: str):
         node = p.tmpfs.nodes.get(guest)
         if node is None:
             return -ENOENT, None
-        if node.is_dir:
-            return -EACCES, None
-        return -ENOEXEC, "a file in preemu's in-memory /tmp: preemu runs binaries from the host's files only"
+        if node.is_dir or not node.mode & 0o111:
+            return -EACCES, None                          # as on the host: a directory, or no x bit
+        refused = _format(bytes(node.data[:8192]))
+        if refused is not None:
+            return refused
+        return -ENOEXEC, ("an ELF file in preemu's in-memory /tmp: preemu runs binaries from the host's files "
+                          "only (ENOEXEC)")
     found = sys_file._host(p, guest)
     if isinstance(found, int):
         return (-EACCES if sys_file._synthetic(p, guest) is not None else found), None
@@ -170,6 +174,22 @@ def _image(host: str):
     from . import elfimage
     with open(host, "rb") as f:
         head = f.read(8192)
+    refused = _format(head)
+    if refused is not None:
+        return refused
+    try:
+        image = elfimage.load(host)
+    except EmuError as e:
+        return -ENOEXEC, f"{e} (ENOEXEC)"
+    if not image.is_go:
+        return -ENOEXEC, "a static executable that is not a Go program: preemu runs Go binaries only (ENOEXEC)"
+    return image, None
+
+
+def _format(head: bytes) -> tuple[int, str] | None:
+    """(-errno, why) for a file preemu cannot run, judged by its first bytes (fs/binfmt_script.c: a `#!` line
+    whose interpreter is not there is ENOENT; fs/binfmt_elf.c: a PT_INTERP loader likewise; no format taking
+    it, ENOEXEC), or None for an ELF without an interpreter, to load."""
     interp = _interpreter(head)
     if head.startswith(b"#!"):
         return -ENOENT, (f"a script (#!{interp}): preemu runs static Go binaries only, so its interpreter is not "
@@ -179,13 +199,7 @@ def _image(host: str):
     if interp is not None:
         return -ENOENT, (f"dynamically linked (it needs {interp}): preemu runs static Go binaries only, so the "
                          "loader is not there (ENOENT, as Linux answers when the ELF interpreter is missing)")
-    try:
-        image = elfimage.load(host)
-    except EmuError as e:
-        return -ENOEXEC, f"{e} (ENOEXEC)"
-    if not image.is_go:
-        return -ENOEXEC, "a static executable that is not a Go program: preemu runs Go binaries only (ENOEXEC)"
-    return image, None
+    return None
 
 
 def sys_execve(p, t, path_addr, argv_addr, envp_addr, *_):
