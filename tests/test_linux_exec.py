@@ -659,3 +659,23 @@ def test_argv0_is_the_path_given_and_names_the_running_binary(tmp_path, monkeypa
     assert cli.main(["exec", "../bin/args0.test", "--json"], out) == 0
     assert json.loads(out.getvalue())["stdout"] == native
     assert native.startswith("argv0 ../bin/args0.test\nelf machine EM_X86_64\n")
+
+
+def test_long_arguments_and_environment_as_natively(capsys):
+    """#50 item 6: argv and environment over 4 KiB were an internal error. Now the stack takes what Linux takes
+    (fs/exec.c: 2 MiB with the pointers, 128 KiB a string): 70 arguments of 60 characters, a child with 100 KB
+    of arguments and 1 MB of environment, and E2BIG past either limit, as natively; exec's own argv past them
+    is one clear line, exit 2."""
+    import subprocess
+    binary = str(gobuild.build(DATA / "go" / "bigargs").binary)
+    args = ["a" * 60] * 70
+    native = subprocess.run([binary, *args], capture_output=True, text=True, check=True, timeout=60).stdout
+    out = io.StringIO()
+    assert cli.main(["exec", binary, "--json", "--", *args], out) == 0
+    assert json.loads(out.getvalue())["stdout"] == native
+    assert "child: 200 arguments, 100000 bytes; environment 1000000 bytes\n<nil>\n" in native
+    assert "3 MiB of arguments: true" in native and "one argument of 200,000 bytes: true" in native
+    capsys.readouterr()
+    assert cli.main(["exec", binary, "--", "b" * 200_000], io.StringIO()) == 2
+    err = capsys.readouterr().err
+    assert "too long for Linux (E2BIG): a string of 200,000 bytes" in err and "Traceback" not in err

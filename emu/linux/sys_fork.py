@@ -24,7 +24,7 @@ import os
 import stat
 import struct
 
-from . import sys_file
+from . import startup, sys_file
 from .proctable import ProcessTable, PidFd, rusage_bytes, exit_of, CLD_EXITED, CLD_KILLED, SIGCHLD, WNOHANG, \
     WEXITED, WNOWAIT, WALL, WCLONE
 from .sys_proc import CLONE_PARENT_SETTID, CLONE_CHILD_SETTID, CLONE_SETTLS, CLONE_SIGHAND, CLONE_THREAD, CLONE_VM, \
@@ -205,7 +205,7 @@ def _format(head: bytes) -> tuple[int, str] | None:
 def sys_execve(p, t, path_addr, argv_addr, envp_addr, *_):
     path = p.read_cstr(path_addr)
     argv, env = _strings(p, argv_addr), _strings(p, envp_addr)
-    if isinstance(argv, int) or isinstance(env, int):
+    if isinstance(argv, int) or isinstance(env, int) or startup.args_too_big(argv, env) is not None:
         return -E2BIG
     if p.kernel is None or p is p.kernel.root:
         return _note(p, f"execve {path}: a new image for the first process (syscall.Exec) is not modelled")
