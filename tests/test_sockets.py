@@ -74,3 +74,18 @@ def test_tcp_close_reset_shutdown_and_the_empty_host_as_natively():
     for line in ("dials to an accept-and-close server: 6 of 6", "writes after the peer closed: ok EPIPE EPIPE then read: 0 EOF",
                  "after a reset: 0 ECONNRESET 0 EOF write: EPIPE", "dial :port: hi remote is loopback: true"):
         assert line in native.splitlines()
+
+
+def test_a_pipe_at_end_of_file_polls_as_epollhup_alone():
+    """fs/pipe.c pipe_poll: EPOLLIN only while data is queued, EPOLLHUP once every writer closed, never
+    EPOLLRDHUP (measured natively with Python's select.epoll: 0x10 at end of file, 0x11 with a byte left)."""
+    table = F.FdTable()
+    st = F.PipeState()
+    r, w = table.install(F.Pipe(st, False)), table.install(F.Pipe(st, True, F.O_WRONLY))
+    ep = F.Epoll()
+    ep.interest[r] = (F.EPOLLIN | F.EPOLLRDHUP, 1)
+    st.put(b"x")
+    table.close(w)
+    assert ep.ready(table) == [(F.EPOLLIN | F.EPOLLHUP, 1)]
+    st.take(1)
+    assert ep.ready(table) == [(F.EPOLLHUP, 1)]

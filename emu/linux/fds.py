@@ -154,7 +154,8 @@ class Pipe:
         st = self.state
         if self.write_end:
             return EPOLLOUT | (EPOLLERR if not st.readers else 0)
-        return (EPOLLIN if st.buf or not st.writers else 0) | (EPOLLHUP | EPOLLRDHUP if not st.writers else 0)
+        # pipe_poll: EPOLLIN only with data, EPOLLHUP once every writer is gone (no EPOLLRDHUP: that is a socket's)
+        return (EPOLLIN if st.buf else 0) | (EPOLLHUP if not st.writers else 0)
 
 
 @dataclass

@@ -14,6 +14,8 @@ pending twice is merged), stopping and continuing, core dumps.
 """
 from __future__ import annotations
 
+import struct
+
 import functools
 
 from unicorn import UcError
@@ -89,6 +91,10 @@ class SignalDelivery:
             self.wake(t, t.wait.nr)
             t.ctx.reg_write(X.UC_X86_REG_RIP, rip - 2)
         else:
+            w = t.wait
+            if w.kind == "sleep" and w.rem:   # kernel/time/hrtimer.c do_nanosleep: the time left, to *rem
+                left = max(0, w.deadline - self.now())
+                self.write(w.rem, struct.pack("<qq", left // 10**9, left % 10**9))
             self.wake(t, -EINTR)
 
     def _force_sig(self, t: Thread, sig: int) -> None:

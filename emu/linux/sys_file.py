@@ -504,7 +504,7 @@ def _stat_bytes(st: os.stat_result | None, device: bool = False) -> bytes:
     if device:                                      # a character device, as /dev/null is (1:3)
         return struct.pack("<QQQIIIIQqqq", 6, 5, 1, S.S_IFCHR | 0o666, 0, 0, 0, 0x103, 0, 4096, 0) + bytes(72)
     if st is None:                                  # a directory preemu made up (_synthetic): root's, read-only
-        return struct.pack("<QQQIIIIQqqq", 7, 2, 2, S.S_IFDIR | 0o555, 0, 0, 0, 0, 0, 4096, 0) + bytes(72)
+        return struct.pack("<QQQIIIIQqqq", 7, 2, 2, S.S_IFDIR | 0o555, 0, 0, 0, 0, 4096, 4096, 8) + bytes(72)
     times = b"".join(struct.pack("<qq", int(ts), int((ts % 1) * 1e9)) for ts in (st.st_atime, st.st_mtime,
                                                                                st.st_ctime))
     return (struct.pack("<QQQIIIIQqqq", st.st_dev, st.st_ino, st.st_nlink, st.st_mode, st.st_uid, st.st_gid, 0,

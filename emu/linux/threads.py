@@ -38,6 +38,7 @@ class Wait:
     addrlen: int = 0
     flags: int = 0                 # "accept": accept4's flags; "dgram": recvfrom's (MSG_TRUNC)
     retry: object = None           # "child" (wait4, waitid): a callable giving the result, or None to go on waiting
+    rem: int = 0                   # "sleep" (nanosleep): where the time left goes when a signal interrupts it
 
 
 @dataclass(eq=False)          # a thread is itself: `t in runq` asks identity, not equal fields
