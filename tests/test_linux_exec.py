@@ -619,7 +619,8 @@ def test_starting_a_dynamic_program_fails_with_enoent_and_is_reported(tmp_path):
 
 def test_sendmsg_recvmsg_and_mknod_answer_as_natively():
     """#50 item 3: sendmsg ended `syscall`'s test binary, mknodat `os`'s FIFO test. SCM_RIGHTS passes a pipe's
-    write end over a socketpair (MSG_CTRUNC without room for it), WriteMsgUDP/ReadMsgUDP, mknod of a regular
+    write end over a socketpair (MSG_CTRUNC without room for it), SCM_CREDENTIALS over a datagram and a stream
+    socketpair (sent, and added for a SO_PASSCRED receiver), WriteMsgUDP/ReadMsgUDP, mknod of a regular
     file (then EEXIST), ENOENT and EPERM for a directory type, as natively (emu/linux/sys_msg.py)."""
     import subprocess
     binary = gobuild.build(DATA / "go" / "sendmsg").binary

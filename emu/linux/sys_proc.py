@@ -164,6 +164,12 @@ def sys_unshare(p, t, flags, *_):
     return 0
 
 
+def sys_mount(p, t, *_):
+    """mount(2), umount2(2): EPERM, as without CAP_SYS_ADMIN (fs/namespace.c may_mount), the answer unshare
+    gives a namespace: preemu's mounts are its command line's."""
+    return -EPERM
+
+
 RUSAGE_SELF, RUSAGE_CHILDREN, RUSAGE_THREAD = 0, -1, 1
 
 
@@ -207,4 +213,5 @@ TABLE = {
     158: ("arch_prctl", sys_arch_prctl), 160: ("setrlimit", sys_setrlimit), 186: ("gettid", sys_gettid),
     204: ("sched_getaffinity", sys_sched_getaffinity), 231: ("exit_group", sys_exit_group),
     98: ("getrusage", sys_getrusage), 302: ("prlimit64", sys_prlimit64), 318: ("getrandom", sys_getrandom), 272: ("unshare", sys_unshare),
+    165: ("mount", sys_mount), 166: ("umount2", sys_mount),
 }

@@ -87,7 +87,8 @@ class Socket:
     reset: bool = False               # TCP_CLOSE after an RST, sent or received
     orphan: bool = False              # every descriptor closed: data reaching it is answered with RST
     other: "Socket | None" = None      # a connected stream's other end (AF_UNIX too)
-    rights: deque = field(default_factory=deque)   # SCM_RIGHTS received, not yet taken (sys_msg.py)
+    rights: deque = field(default_factory=deque)   # ancillary data received, not yet taken (sys_msg.py):
+                                                   # (objects passed by SCM_RIGHTS, SCM_CREDENTIALS or None)
 
     @property
     def tcp(self) -> bool:
@@ -225,11 +226,14 @@ def sys_socketpair(p, t, family, typ, proto, sv, *_):
     if family != AF_UNIX:
         return -EOPNOTSUPP
     kind = typ & SOCK_TYPE_MASK
-    if kind != SOCK_STREAM:
+    if kind not in (SOCK_STREAM, SOCK_DGRAM):
         return -EPROTONOSUPPORT
     flags = F.O_RDWR | (typ & SOCK_NONBLOCK)
     a, b = Socket(p.net, AF_UNIX, kind, flags), Socket(p.net, AF_UNIX, kind, flags)
-    connect_pair(a, b)
+    if kind == SOCK_STREAM:
+        connect_pair(a, b)
+    else:
+        a.other, b.other = b, a                     # each one's datagrams go to the other
     a.local = a.remote = b.local = b.remote = ("unix", "")
     cloexec = bool(typ & SOCK_CLOEXEC)
     p.write(sv, struct.pack("<ii", p.fds.install(a, cloexec=cloexec), p.fds.install(b, cloexec=cloexec)))
@@ -407,7 +411,7 @@ def send(p, s: Socket, data: bytes, dest: tuple | None, flags: int = 0) -> int:
         if dest is None:
             return -EDESTADDRREQ
         _autobind(p, s)
-        target = s.net.find(dest)
+        target = s.other if s.other is not None and dest == s.remote else s.net.find(dest)
         if target is not None and target.type == SOCK_DGRAM:
             target.dgrams.append((data, s.local))
             target.bump()

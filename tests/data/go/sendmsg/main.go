@@ -45,6 +45,34 @@ func main() {
 	n, oobn, flags, _, err = syscall.Recvmsg(fds[1], buf, oob, 0)
 	fmt.Printf("plain: %q %d %d %v\n", buf[:n], oobn, flags, err)
 
+	// SCM_CREDENTIALS on a datagram socketpair whose receiver set SO_PASSCRED (syscall's TestSCMCredentials)
+	for _, typ := range []int{syscall.SOCK_DGRAM, syscall.SOCK_STREAM} {
+		pair, err := syscall.Socketpair(syscall.AF_UNIX, typ, 0)
+		if err != nil {
+			fmt.Println("socketpair", typ, err)
+			continue
+		}
+		syscall.SetsockoptInt(pair[0], syscall.SOL_SOCKET, syscall.SO_PASSCRED, 1)
+		ucred := syscall.Ucred{Pid: int32(os.Getpid()), Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())}
+		oob := syscall.UnixCredentials(&ucred)
+		err = syscall.Sendmsg(pair[1], []byte("c"), oob, nil, 0)
+		oob2 := make([]byte, 10*len(oob))
+		n, oobn, flags, _, err2 := syscall.Recvmsg(pair[0], buf, oob2, syscall.MSG_CMSG_CLOEXEC)
+		same := false
+		if scm, err := syscall.ParseSocketControlMessage(oob2[:oobn]); err == nil && len(scm) == 1 {
+			if got, err := syscall.ParseUnixCredentials(&scm[0]); err == nil {
+				same = *got == ucred
+			}
+		}
+		fmt.Println("credentials, type", typ, ":", err, n, oobn == len(oob), flags == syscall.MSG_CMSG_CLOEXEC, same, err2)
+		// no credentials sent: the kernel adds the sender's
+		syscall.Sendmsg(pair[1], []byte("d"), nil, nil, 0)
+		n, oobn, _, _, _ = syscall.Recvmsg(pair[0], buf, oob2, 0)
+		fmt.Println("credentials added:", n, oobn == len(oob))
+		syscall.Close(pair[0])
+		syscall.Close(pair[1])
+	}
+
 	// UDP through WriteMsgUDP / ReadMsgUDP
 	a, _ := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	b, _ := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
