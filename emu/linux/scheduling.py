@@ -162,6 +162,10 @@ class ThreadScheduling:
                 r = read_now(self, t.wait.pipe, t.wait.buf, t.wait.count)
                 if r is not None:
                     self.wake(t, r)
+            elif t.state == BLOCKED and t.wait.kind == "fifo":   # an open waiting for its partner (fifo.py)
+                r = t.wait.retry()
+                if r is not None:
+                    self.wake(t, r)
 
     def wake_socket_waiters(self) -> None:
         """Finish the blocking accepts and datagram reads that can go on now (sys_socket.py)."""

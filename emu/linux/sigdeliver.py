@@ -83,8 +83,8 @@ class SignalDelivery:
     def _interrupt(self, t: Thread, sig: int) -> None:
         """A signal arrives while t waits: restart the call (SA_RESTART futex wait) or fail it with EINTR."""
         t.signal_countdown = 0
-        if t.wait.kind == "vfork":            # a vfork parent waits killable only (kernel/fork.c wait_for_vfork_done)
-            return
+        if t.wait.kind in ("vfork", "fifo"):  # a vfork parent waits killable only (kernel/fork.c wait_for_vfork_done);
+            return                            # a FIFO open is not interrupted here (fifo.py)
         flags = self.sigactions.get(sig, (0, 0, 0, 0))[1]
         if t.wait.restart and flags & SA_RESTART and t.wait.nr >= 0:
             rip = t.ctx.reg_read(X.UC_X86_REG_RIP)

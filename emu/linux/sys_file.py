@@ -34,6 +34,7 @@ from .tmpfs import DirHandle, MemFile, TmpFile, TmpFs
 AT_FDCWD = -100
 AT_EMPTY_PATH, AT_REMOVEDIR, AT_SYMLINK_NOFOLLOW = 0x1000, 0x200, 0x100
 O_NOFOLLOW, ELOOP = 0o400000, 40
+from .sysabi import BLOCK  # noqa: E402  (an open that waits: a FIFO's, fifo.py)
 O_ACCMODE, O_CREAT, O_EXCL, O_TRUNC, O_DIRECTORY = 3, 0o100, 0o200, 0o1000, 0o200000
 ENOENT, EBADF, ENOTDIR, EISDIR, EINVAL, ESPIPE, EROFS, ERANGE, EXDEV, EPERM, EIO, EBUSY, EEXIST, EACCES = \
     2, 9, 20, 21, 22, 29, 30, 34, 18, 1, 5, 16, 17, 13
@@ -203,7 +204,7 @@ def _listing(host: str) -> list:
 
 def sys_openat(p, t, dirfd, path_addr, flags, mode, *_):
     fd = _openat(p, dirfd, path_addr, flags, mode)
-    if fd >= 0 and flags & fds.O_CLOEXEC:
+    if fd is not BLOCK and fd >= 0 and flags & fds.O_CLOEXEC:
         p.fds.set_cloexec(fd, True)            # FD_CLOEXEC from the start (execve closes it)
     return fd
 
@@ -228,6 +229,10 @@ def _openat(p, dirfd, path_addr, flags, mode):
         except OSError as e:
             return _oserr(e)
     if _tmp(p, guest) is not None:
+        node = p.tmpfs.nodes.get(guest)
+        if node is not None and node.fifo is not None and not (flags & O_CREAT and flags & O_EXCL):
+            from .fifo import open_fifo
+            return open_fifo(p, p.cur, node.fifo, flags)
         obj = p.tmpfs.open(guest, flags, mode, p.now())
         return obj if isinstance(obj, int) else p.fds.install(obj)
     found = _host(p, guest)
@@ -327,7 +332,8 @@ def sys_mknodat(p, t, dirfd, path_addr, mode, dev=0, *_):
     """mknod(2) (fs/namei.c do_mknodat, may_mknod): a regular file (type 0 or S_IFREG) is created as
     open(O_CREAT|O_EXCL) creates it; a directory type is EPERM, an unknown one EINVAL; a FIFO, socket or device
     node is EPERM once the path checks pass (EEXIST, ENOENT, EROFS first), as on a file system without mknod
-    (vfs_mknod: no i_op->mknod): preemu makes no FIFO or device, in /tmp or on the host."""
+    (vfs_mknod: no i_op->mknod), but a FIFO in /tmp is made (fifo.py): preemu makes no FIFO or device on the
+    host, and no device in /tmp."""
     kind = mode & 0o170000                          # S_IFMT
     if kind in (0, S.S_IFREG):
         fd = sys_openat(p, t, dirfd, path_addr, O_CREAT | O_EXCL, mode & 0o7777)
@@ -341,7 +347,14 @@ def sys_mknodat(p, t, dirfd, path_addr, mode, dev=0, *_):
         if g in p.tmpfs.nodes:
             return -EEXIST
         parent = p.tmpfs.nodes.get(posixpath.dirname(g))
-        return -ENOENT if parent is None else -ENOTDIR if not parent.is_dir else -EPERM
+        if parent is None or not parent.is_dir:
+            return -ENOENT if parent is None else -ENOTDIR
+        if kind != S.S_IFIFO:
+            return -EPERM
+        from .fifo import FifoState
+        node = p.tmpfs._new(g, False, mode & 0o7777, p.now())
+        node.mode, node.fifo = S.S_IFIFO | (mode & 0o7777), FifoState()
+        return 0
 
     def on_host(h: str):
         raise PermissionError(EPERM, "mknod")

@@ -32,10 +32,11 @@ class Node:
     mtime: int
     data: bytearray = field(default_factory=bytearray)
     target: str | None = None          # a symbolic link: what it points to (the node is neither file nor dir)
+    fifo: object = None                # a named pipe (mknod S_IFIFO): its fifo.FifoState
 
     @property
     def d_type(self) -> int:
-        return DT_DIR if self.is_dir else DT_LNK if self.target is not None else DT_REG
+        return DT_DIR if self.is_dir else DT_LNK if self.target is not None else 1 if self.fifo is not None else DT_REG
 
 
 class MemFile:
