@@ -630,17 +630,23 @@ def test_sendmsg_recvmsg_and_mknod_answer_as_natively():
     assert 'pipe read: "through the passed descriptor\\n"' in native
 
 
-def test_mknod_of_a_fifo_or_device_is_eperm_not_the_end_of_the_run():
-    """preemu makes no FIFO or device node (README, the security model): EPERM as a file system without mknod
-    answers (vfs_mknod), after the path's own checks (EEXIST first); a bad type is EINVAL."""
+def test_mknod_answers_as_linux_and_makes_nothing_on_the_host(tmp_path):
+    """preemu makes no FIFO or device node on the host (README, the security model): there EPERM, as a file
+    system without mknod answers (vfs_mknod), after the path's own checks (EEXIST first); a FIFO in /tmp is
+    made (fifo.py), a device there is EPERM too; a bad type is EINVAL, a directory type EPERM."""
     from guestkernel import Guest
-    g = Guest()
-    S_IFIFO, S_IFCHR, S_IFREG = 0o010000, 0o020000, 0o100000
-    assert g.call("mknodat", -100, "/tmp/f", S_IFIFO | 0o600, 0) == -1
+    from emu.linux import mounts
+    g = Guest(mounts=[mounts.parse_mount(f"{tmp_path}:/rw:rw")])
+    S_IFIFO, S_IFCHR, S_IFREG, S_IFDIR = 0o010000, 0o020000, 0o100000, 0o040000
+    assert g.call("mknodat", -100, "/tmp/f", S_IFIFO | 0o600, 0) == 0
+    assert g.call("mknodat", -100, "/tmp/f", S_IFIFO | 0o600, 0) == -17
     assert g.call("mknod", "/tmp/c", S_IFCHR | 0o600, 0x0501) == -1
-    assert g.call("mknodat", -100, "/tmp/r", S_IFREG | 0o600, 0) == 0
-    assert g.call("mknodat", -100, "/tmp/r", S_IFIFO | 0o600, 0) == -17
+    assert g.call("mknodat", -100, "/rw/f", S_IFIFO | 0o600, 0) == -1
+    assert g.call("mknodat", -100, "/rw/r", S_IFREG | 0o600, 0) == 0 and (tmp_path / "r").is_file()
+    assert g.call("mknodat", -100, "/rw/r", S_IFIFO | 0o600, 0) == -17
     assert g.call("mknodat", -100, "/tmp/x", 0o070000 | 0o600, 0) == -22
+    assert g.call("mknodat", -100, "/tmp/d", S_IFDIR | 0o700, 0) == -1
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["r"]
 
 
 def test_argv0_is_the_path_given_and_names_the_running_binary(tmp_path, monkeypatch):

@@ -5,7 +5,9 @@ Semantics from socket(2), bind(2), listen(2), accept(2), connect(2), getsockname
 shutdown(2), socketpair(2), recvfrom(2)/sendto(2) and unix(7)/tcp(7)/udp(7):
 - a stream connection is two byte queues, one each way, read and written as a pipe's (fds.PipeState:
   a read waits for data, or answers EAGAIN with O_NONBLOCK; EOF once the peer closed or shut down its
-  writing side; a write with no reader left is EPIPE);
+  writing side; an AF_UNIX write with no reader left is EPIPE); a TCP connection's FIN, RST, orphans and
+  shutdown are tcp.py's (the first write after the peer closed succeeds, the RST it draws fails the next);
+- a destination 0.0.0.0 is the local host (to_local_host); an AF_UNIX socketpair may be of datagrams;
 - connect to a listening address queues the server's end on the listener's backlog at once (loopback:
   the handshake needs no time); a non-blocking TCP connect answers EINPROGRESS as Linux does and is
   writable at once with SO_ERROR 0, an AF_UNIX one succeeds; no listener is ECONNREFUSED;
@@ -15,9 +17,10 @@ shutdown(2), socketpair(2), recvfrom(2)/sendto(2) and unix(7)/tcp(7)/udp(7):
 - readiness for epoll: EPOLLIN with data, a queued connection or a closed peer; EPOLLOUT once connected;
   EPOLLRDHUP/EPOLLHUP as tcp_poll gives them.
 Options are accepted and kept (SO_ERROR, SO_TYPE, SO_DOMAIN and SO_ACCEPTCONN answer from the socket).
-splice, sendfile and copy_file_range are sys_io.py's (Go falls back to read and write). Left out: AF_INET6 (EAFNOSUPPORT: Go then uses IPv4 only),
-out-of-band data (sendmsg/recvmsg are sys_msg.py's), socket files in /tmp for AF_UNIX paths (the path is a key of the
-namespace, gone when the listener closes), buffer limits (writes never block).
+splice, sendfile and copy_file_range are sys_io.py's (Go falls back to read and write); sendmsg/recvmsg
+sys_msg.py's. Left out: AF_INET6 (EAFNOSUPPORT: Go then uses IPv4 only), out-of-band data, socket files in /tmp
+for AF_UNIX paths (the path is a key of the namespace, gone when the listener closes), buffer limits (writes
+never block) and a bounded accept queue.
 """
 from __future__ import annotations
 
