@@ -686,3 +686,24 @@ def test_long_arguments_and_environment_as_natively(capsys):
     assert cli.main(["exec", binary, "--", "b" * 200_000], io.StringIO()) == 2
     err = capsys.readouterr().err
     assert "too long for Linux (E2BIG): a string of 200,000 bytes" in err and "Traceback" not in err
+
+
+def test_sendmsg_refuses_malformed_messages_with_linuxs_errnos():
+    """sys_msg.py: a control message whose length runs past the buffer or names an unknown type, a negative
+    iovec length and an iovec count over UIO_MAXIOV are EINVAL/EMSGSIZE, never the end of the run."""
+    from guestkernel import Guest
+    g = Guest()
+    sv = g.alloc(8)
+    assert g.call("socketpair", 1, 1, 0, sv) == 0
+    a, _b = struct.unpack("<ii", bytes(g.p.read(sv, 8)))
+    data = g.put(b"x")
+
+    def msg(iov_len=1, iovcnt=1, control=b""):
+        iov = g.put(struct.pack("<QQ", data, iov_len))
+        ctl = g.put(control) if control else 0
+        return g.put(struct.pack("<QI4xQQQQi4x", 0, 0, iov, iovcnt, ctl, len(control), 0))
+    assert g.call("sendmsg", a, msg(), 0) == 1
+    assert g.call("sendmsg", a, msg(control=struct.pack("<Qii", 64, 1, 1) + bytes(8)), 0) == -22
+    assert g.call("sendmsg", a, msg(control=struct.pack("<Qii", 20, 1, 99) + bytes(8)), 0) == -22
+    assert g.call("sendmsg", a, msg(iov_len=1 << 63), 0) == -22
+    assert g.call("sendmsg", a, msg(iovcnt=2000), 0) == -90

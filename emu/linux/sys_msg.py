@@ -27,6 +27,7 @@ from .sysabi import EINVAL, EMSGSIZE, EPERM
 SOL_SOCKET, SCM_RIGHTS, SCM_CREDENTIALS, SO_PASSCRED, SCM_MAX_FD = 1, 1, 2, 16, 253
 MSG_CTRUNC, MSG_TRUNC, MSG_CMSG_CLOEXEC = 0x8, 0x20, 0x40000000
 UIO_MAXIOV = 1024
+MAX_RW_COUNT = 0x7FFFF000           # include/linux/fs.h: INT_MAX rounded down to a page
 
 
 def _msghdr(p, msg: int) -> tuple:
@@ -38,7 +39,15 @@ def _iovecs(p, iov: int, n: int) -> list[tuple[int, int]] | int:
     if n > UIO_MAXIOV:
         return -EMSGSIZE
     raw = p.read(iov, 16 * n) if n else b""
-    return [struct.unpack_from("<QQ", raw, 16 * i) for i in range(n)]
+    vecs = [struct.unpack_from("<QQ", raw, 16 * i) for i in range(n)]
+    if any(ln >> 63 for _b, ln in vecs):
+        return -EINVAL                                # lib/iov_iter.c: a negative length
+    out, total = [], 0                                # at most MAX_RW_COUNT bytes in all (the rest ignored)
+    for base, ln in vecs:
+        ln = min(ln, MAX_RW_COUNT - total)
+        out.append((base, ln))
+        total += ln
+    return out
 
 
 def _cmsgs(p, control: int, length: int):
