@@ -89,3 +89,14 @@ def test_a_pipe_at_end_of_file_polls_as_epollhup_alone():
     assert ep.ready(table) == [(F.EPOLLIN | F.EPOLLHUP, 1)]
     st.take(1)
     assert ep.ready(table) == [(F.EPOLLHUP, 1)]
+
+
+def test_unix_seqpacket_keeps_records_as_natively():
+    """AF_UNIX SOCK_SEQPACKET (net's "unixpacket"; was EPROTONOSUPPORT): a listener, records read whole, a
+    short read takes one record and drops its rest, EOF after the peer's close; a socketpair; SO_TYPE 5."""
+    prog = DATA / "go" / "seqpacket"
+    native = subprocess.run([str(gobuild.build(prog).binary)], capture_output=True, text=True, check=True,
+                            timeout=60).stdout
+    code, j = _exec_json(prog)
+    assert code == 0 and j["stdout"] == native
+    assert 'read 5: "third" <nil>' in native and 'pair read: "ab"' in native

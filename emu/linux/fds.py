@@ -69,17 +69,26 @@ class PipeState:
     writers: int = 1
     in_gen: int = 0                   # wakeups keyed EPOLLIN so far: bytes written, the last writer gone
     out_gen: int = 0                  # wakeups keyed EPOLLOUT: bytes read, the last reader gone
+    records: object = None            # a SOCK_SEQPACKET stream: a deque of the writes' lengths, else None
 
     def put(self, data: bytes) -> None:
         self.buf.extend(data)
+        if self.records is not None:
+            self.records.append(len(data))
         self.in_gen += 1
 
     def take(self, n: int) -> bytes:
-        """Up to n bytes from the front (removed)."""
-        data = bytes(self.buf[:n])
-        del self.buf[:len(data)]
+        """Up to n bytes from the front (removed); of records, the first one, cut to n (the rest is dropped,
+        as unix_seqpacket_recvmsg drops what does not fit)."""
+        size = self.records.popleft() if self.records else len(self.buf)
+        data = bytes(self.buf[:min(n, size)])
+        del self.buf[:size if self.records is not None else len(data)]
         self.out_gen += 1
         return data
+
+    def pending(self) -> bool:
+        """Something to read: bytes, or a record (even an empty one)."""
+        return bool(self.buf or self.records)
 
 
 def read_stream(p, t, end, buf: int, n: int):
@@ -105,7 +114,7 @@ def read_now(p, end, buf: int, n: int) -> int | None:
 def pipe_read_now(p, st: "PipeState", buf: int, n: int) -> int | None:
     if not st.readers:
         return 0
-    if not st.buf:
+    if not st.pending():
         return 0 if not st.writers else None
     data = st.take(n)
     p.write(buf, data)

@@ -8,6 +8,8 @@ shutdown(2), socketpair(2), recvfrom(2)/sendto(2) and unix(7)/tcp(7)/udp(7):
   writing side; an AF_UNIX write with no reader left is EPIPE); a TCP connection's FIN, RST, orphans and
   shutdown are tcp.py's (the first write after the peer closed succeeds, the RST it draws fails the next);
 - a destination 0.0.0.0 is the local host (to_local_host); an AF_UNIX socketpair may be of datagrams;
+- AF_UNIX SOCK_SEQPACKET is a stream whose PipeState keeps each write's length: a read takes one record,
+  cut to the buffer (unix_seqpacket_recvmsg; the MSG_TRUNC flag is not reported);
 - connect to a listening address queues the server's end on the listener's backlog at once (loopback:
   the handshake needs no time); a non-blocking TCP connect answers EINPROGRESS as Linux does and is
   writable at once with SO_ERROR 0, an AF_UNIX one succeeds; no listener is ECONNREFUSED;
@@ -32,11 +34,11 @@ from . import fds as F
 from . import tcp
 from .sysabi import (
     BLOCK, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, EAGAIN, EBADF, ECONNREFUSED, EDESTADDRREQ, EINPROGRESS, EINVAL,
-    EISCONN, ENOPROTOOPT, ENOTCONN, ENOTSOCK, EOPNOTSUPP, EPROTONOSUPPORT)
+    EISCONN, ENOPROTOOPT, ENOTCONN, ENOTSOCK, EOPNOTSUPP, EPROTONOSUPPORT, EPROTOTYPE)
 from .threads import Wait
 
 AF_UNIX, AF_INET, AF_INET6 = 1, 2, 10
-SOCK_STREAM, SOCK_DGRAM, SOCK_TYPE_MASK = 1, 2, 0xF
+SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET, SOCK_TYPE_MASK = 1, 2, 5, 0xF
 SOCK_NONBLOCK, SOCK_CLOEXEC = 0o4000, F.O_CLOEXEC
 SOL_SOCKET = 1
 SO_TYPE, SO_ERROR, SO_ACCEPTCONN, SO_DOMAIN = 3, 4, 30, 39
@@ -155,8 +157,11 @@ class Socket:
 
 
 def connect_pair(a: Socket, b: Socket) -> None:
-    """Two stream sockets joined: each one's tx is the other's rx."""
+    """Two stream sockets joined: each one's tx is the other's rx; a SOCK_SEQPACKET pair keeps each write's
+    length, so a read takes one record (fds.PipeState.records)."""
     ab, ba = F.PipeState(), F.PipeState()
+    if a.type == SOCK_SEQPACKET:
+        ab.records, ba.records = deque(), deque()
     a.tx, b.rx = ab, ab
     b.tx, a.rx = ba, ba
     a.other, b.other = b, a
@@ -220,7 +225,7 @@ def sys_socket(p, t, family, typ, proto, *_):
     kind = typ & SOCK_TYPE_MASK
     if family not in (AF_UNIX, AF_INET):             # AF_INET6 too: Go's probe then uses IPv4 only
         return -EAFNOSUPPORT
-    if kind not in (SOCK_STREAM, SOCK_DGRAM):
+    if kind not in (SOCK_STREAM, SOCK_DGRAM) and not (kind == SOCK_SEQPACKET and family == AF_UNIX):
         return -EPROTONOSUPPORT
     return p.fds.install(Socket(p.net, family, kind, F.O_RDWR | (typ & SOCK_NONBLOCK)), cloexec=bool(typ & SOCK_CLOEXEC))
 
@@ -229,11 +234,11 @@ def sys_socketpair(p, t, family, typ, proto, sv, *_):
     if family != AF_UNIX:
         return -EOPNOTSUPP
     kind = typ & SOCK_TYPE_MASK
-    if kind not in (SOCK_STREAM, SOCK_DGRAM):
+    if kind not in (SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET):
         return -EPROTONOSUPPORT
     flags = F.O_RDWR | (typ & SOCK_NONBLOCK)
     a, b = Socket(p.net, AF_UNIX, kind, flags), Socket(p.net, AF_UNIX, kind, flags)
-    if kind == SOCK_STREAM:
+    if kind != SOCK_DGRAM:
         connect_pair(a, b)
     else:
         a.other, b.other = b, a                     # each one's datagrams go to the other
@@ -274,7 +279,7 @@ def sys_listen(p, t, fd, backlog, *_):
     s = _sock(p, fd)
     if isinstance(s, int):
         return s
-    if s.type != SOCK_STREAM:
+    if s.type not in (SOCK_STREAM, SOCK_SEQPACKET):
         return -EOPNOTSUPP
     _autobind(p, s)
     s.listening = True
@@ -297,7 +302,9 @@ def sys_connect(p, t, fd, addr, alen, *_):
     if server is None or not server.listening:
         return -ECONNREFUSED
     _autobind(p, s)
-    peer = Socket(s.net, s.family, SOCK_STREAM, F.O_RDWR, local=server.local, remote=s.local)
+    if server.type != s.type:
+        return -EPROTOTYPE                           # unix_find_other: a listener of another type
+    peer = Socket(s.net, s.family, s.type, F.O_RDWR, local=server.local, remote=s.local)
     connect_pair(s, peer)
     if s.family == AF_INET:
         s.peer, peer.peer = peer, s
