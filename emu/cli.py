@@ -546,6 +546,15 @@ def _shards_partial(e: BaseException):
             f"{viol:,} violation(s)" + (f"; {live}" if live else "") + "\n", f"after {len(done)} of {e.total} shards")
 
 
+def _argv0(target: str, binary, argv0: str) -> str:
+    """argv[0] as a shell passes it (os.Args[0]): a binary's path as given (`./NAME` for a bare NAME, which a
+    shell would look up in PATH instead; so exec.Command(os.Args[0]) runs it again); a program preemu built,
+    `./NAME` (its binary is in preemu's cache). execve of that path runs the binary (process.exe_alias)."""
+    if os.path.realpath(target) == os.path.realpath(binary):
+        return target if "/" in target else "./" + target
+    return "./" + os.path.basename(argv0)
+
+
 def _exec_options(a, passthrough):
     from .linux import process
     env = []
@@ -647,7 +656,7 @@ def cmd_exec(a, out) -> int:
     opts = _exec_options(a, None if a.json else passthrough)
     built = gobuild.build(target, test=bool(_test_of(a)), goamd64=opts.cpu)
     image = elfimage.load(str(built.binary))
-    opts.argv[0] = "./" + os.path.basename(opts.argv[0])   # as a shell starts ./NAME: os.Args[0] can be exec'd
+    opts.argv[0] = _argv0(target, built.binary, opts.argv[0])
     if opts.signal_at_pc is not None:
         opts.signal_at_pc = image.resolve(opts.signal_at_pc, "--signal-at")
     sched_run = None

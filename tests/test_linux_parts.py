@@ -403,3 +403,19 @@ def test_vdso_functions_answer_what_the_syscalls_answer(executed, base):
     rax, mem = call("__vdso_time", data + 8)
     assert (rax, bytes(mem[8:16])) == (real // 10**9, struct.pack("<q", real // 10**9))
     assert call("__vdso_time", 0)[0] == real // 10**9
+
+
+def test_directories_have_a_size():
+    """#50 item 7: a directory's size was 0. A /tmp directory has tmpfs's (mm/shmem.c: 2 x BOGO_DIRENT_SIZE,
+    20 more per entry), a directory preemu made up (/, the ones above a mount) ext4's 4096; the working
+    directory's is the host's st_size (4096 on ext4)."""
+    import struct as _s
+    from guestkernel import Guest
+    g = Guest()
+    assert g.call("mkdirat", -100, "/tmp/d", 0o755) == 0
+    size = lambda path: (_s.unpack_from("<q", bytes(g.p.read(buf, 144)), 48)[0]   # noqa: E731
+                         if g.call("newfstatat", -100, path, buf, 0) == 0 else None)
+    buf = g.alloc(144)
+    assert size("/tmp/d") == 40
+    assert g.call("mkdirat", -100, "/tmp/d/e", 0o755) == 0 and g.open("/tmp/d/f", 0o101) >= 0
+    assert size("/tmp/d") == 80 and size("/") == 4096

@@ -68,3 +68,21 @@ def test_duplicated_descriptors_share_one_open_file_as_natively():
     code, j = exec_json(binary)
     assert code == 0 and j["stdout"] == native
     assert 'read "orig dup dup3 fdup" <nil>' in native and 'shared offset: "34"' in native
+
+
+def test_a_fifo_in_tmp_as_natively():
+    """#50 item 3: mknodat ended `os`'s FIFO tests. A FIFO in /tmp (emu/linux/fifo.py, fs/pipe.c fifo_open): a
+    reader's and a writer's open each wait for the other, data then EOF, ENXIO for a non-blocking writer with
+    no reader, the node's stat and directory entry say FIFO: tests/data/go/fifo as natively."""
+    import io
+    import json
+    import subprocess
+    from conftest import DATA
+    from emu import cli
+    from emu.front import gobuild
+    binary = gobuild.build(DATA / "go" / "fifo").binary
+    native = subprocess.run([str(binary)], capture_output=True, text=True, check=True, timeout=60).stdout
+    out = io.StringIO()
+    assert cli.main(["exec", str(binary), "--json"], out) == 0
+    assert json.loads(out.getvalue())["stdout"] == native
+    assert 'reader got: "through the fifo" <nil>' in native and "no reader: true" in native

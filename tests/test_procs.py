@@ -330,3 +330,43 @@ def test_close_on_exec_is_per_descriptor(g):
     assert getfd(g.call("dup3", r, 21, O_CLOEXEC)) == 1
     assert g.call("fcntl", r, 2, 0) == 0 and getfd(r) == 0                          # F_SETFD 0
     assert getfd(g.open("/dev/null", O_CLOEXEC)) == 1 and getfd(g.open("/dev/null")) == 0
+
+
+# --- unshare(CLONE_FS): a thread's own working directory ------------------------------------------------------
+def test_unshare_clone_fs_gives_the_thread_its_own_working_directory_as_natively():
+    """runtime/testdata/testprog LockOSThreadAvoidsStatePropagation (GOMAXPROCS=1): a locked thread unshares
+    CLONE_FS and chdirs to /tmp, then exits; a new thread must still see "/" (before: unshare answered 0 but
+    the chdir moved every thread's directory, "bad state from old thread propagated")."""
+    binary = gobuild.build_goroot_program("runtime/testdata/testprog")
+    args = ["LockOSThreadAvoidsStatePropagation"]
+    native = subprocess.run([str(binary)] + args, capture_output=True, text=True, timeout=60,
+                            env={"GOMAXPROCS": "1"})
+    out = io.StringIO()
+    code = cli.main(["exec", str(binary), "--env", "GOMAXPROCS=1", "--json", "--"] + args, out)
+    j = json.loads(out.getvalue())
+    assert (code, j["stdout"], j["stderr"]) == (native.returncode, native.stdout, native.stderr)
+    assert native.stderr == "OK\n"        # println
+
+
+def test_unshare_clone_fs_splits_chdir_between_threads():
+    g = Guest()
+    before = g.p.cwd
+    other = Thread(g.t.tid + 1, None)
+    g.p.threads[other.tid] = other
+    assert g.call("unshare", 0x200) == 0
+    assert g.call("chdir", "/tmp") == 0 and g.p.cwd == "/tmp"
+    g.p.cur = other
+    assert g.p.cwd == before                 # the other thread kept the process's directory
+    g.p.cur = g.t
+    assert g.call("unshare", 0x20000) == -1  # CLONE_NEWNS: EPERM (1), as without CAP_SYS_ADMIN
+
+
+def test_execve_errnos_in_tmp_as_natively():
+    """#50 item 5: in /tmp a 0644 file answered ENOEXEC (Linux: EACCES) and so did a script (Linux: ENOENT when
+    its interpreter is missing); tests/data/go/execerr prints each errno as natively."""
+    binary = gobuild.build(DATA / "go" / "execerr").binary
+    native = subprocess.run([str(binary)], capture_output=True, text=True, check=True, timeout=60).stdout
+    out = io.StringIO()
+    assert cli.main(["exec", str(binary), "--json"], out) == 0
+    assert json.loads(out.getvalue())["stdout"] == native
+    assert "0644 file: 13 permission denied" in native and "script, missing interpreter: 2 " in native

@@ -57,3 +57,46 @@ def test_netpoll_sleeps_between_pipe_events():
     at every poll: tests/data/go/pipes made 3,237 epoll_pwait calls and 5.4 M instructions, now 17 and 0.44 M."""
     code, j = _exec_json(DATA / "go" / "pipes")
     assert code == 0 and j["syscalls"]["epoll_pwait"] < 100 and j["instructions"] < 2_000_000
+
+
+def test_tcp_close_reset_shutdown_and_the_empty_host_as_natively():
+    """emu/linux/tcp.py: every dial to an accept-and-close server connects (net's TestDialerKeepAlive hung:
+    EPOLLOUT was lost once the peer closed); after the peer's FIN the first write succeeds and the RST it
+    draws makes the next fail with EPIPE (net/smtp); unread data at close resets (ECONNRESET, then EOF); a
+    half close; SHUT_RD leaves the peer's writes alone; a listener closed before accept resets; and
+    Dial(":PORT") / "0.0.0.0:PORT" reach the local host."""
+    prog = DATA / "go" / "tcpclose"
+    native = subprocess.run([str(gobuild.build(prog).binary)], capture_output=True, text=True, check=True,
+                            timeout=60).stdout
+    code, j = _exec_json(prog)
+    assert code == 0 and j["exit_code"] == 0
+    assert j["stdout"] == native
+    for line in ("dials to an accept-and-close server: 6 of 6", "writes after the peer closed: ok EPIPE EPIPE then read: 0 EOF",
+                 "after a reset: 0 ECONNRESET 0 EOF write: EPIPE", "dial :port: hi remote is loopback: true"):
+        assert line in native.splitlines()
+
+
+def test_a_pipe_at_end_of_file_polls_as_epollhup_alone():
+    """fs/pipe.c pipe_poll: EPOLLIN only while data is queued, EPOLLHUP once every writer closed, never
+    EPOLLRDHUP (measured natively with Python's select.epoll: 0x10 at end of file, 0x11 with a byte left)."""
+    table = F.FdTable()
+    st = F.PipeState()
+    r, w = table.install(F.Pipe(st, False)), table.install(F.Pipe(st, True, F.O_WRONLY))
+    ep = F.Epoll()
+    ep.interest[r] = (F.EPOLLIN | F.EPOLLRDHUP, 1)
+    st.put(b"x")
+    table.close(w)
+    assert ep.ready(table) == [(F.EPOLLIN | F.EPOLLHUP, 1)]
+    st.take(1)
+    assert ep.ready(table) == [(F.EPOLLHUP, 1)]
+
+
+def test_unix_seqpacket_keeps_records_as_natively():
+    """AF_UNIX SOCK_SEQPACKET (net's "unixpacket"; was EPROTONOSUPPORT): a listener, records read whole, a
+    short read takes one record and drops its rest, EOF after the peer's close; a socketpair; SO_TYPE 5."""
+    prog = DATA / "go" / "seqpacket"
+    native = subprocess.run([str(gobuild.build(prog).binary)], capture_output=True, text=True, check=True,
+                            timeout=60).stdout
+    code, j = _exec_json(prog)
+    assert code == 0 and j["stdout"] == native
+    assert 'read 5: "third" <nil>' in native and 'pair read: "ab"' in native

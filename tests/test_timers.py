@@ -49,3 +49,16 @@ def test_a_thread_timer_counts_its_own_thread_only_and_a_one_shot_disarms():
     assert p.sent == [(1, T.SIGPROF, T.SI_TIMER)] and p.timers.posix[0].remaining == 0
     p.timers.charge(p, a, 100)
     assert len(p.sent) == 1
+
+
+def test_cpu_time_clocks_count_cpu_time_as_natively():
+    """#50 item 7: clock_gettime(CLOCK_PROCESS_CPUTIME_ID / CLOCK_THREAD_CPUTIME_ID) answered monotonic time.
+    They now read the virtual CPU time the CPU timers count (a sleep adds none, a spin its length), the
+    pid/tid-encoded clocks too, EINVAL for no clock, clock_getres 1 ns: tests/data/go/cpuclocks as natively."""
+    from conftest import DATA
+    binary = gobuild.build(DATA / "go" / "cpuclocks").binary
+    native = subprocess.run([str(binary)], capture_output=True, text=True, check=True, timeout=60).stdout
+    out = io.StringIO()
+    assert cli.main(["exec", str(binary), "--json"], out) == 0
+    assert json.loads(out.getvalue())["stdout"] == native
+    assert native.count("true") == 6

@@ -13,8 +13,10 @@ doSigPreempt, pushCall, asyncPreempt); this package plays the Linux kernel under
   regbatch   registers and memory through Unicorn's C API with no per-call conversion
   sigframe   the x86-64 rt_sigframe (siginfo, ucontext, FXSAVE image) and rt_sigreturn
   kernel     the syscall table, dispatching to one module per family: sys_proc, sys_mem, sys_signal,
-             sys_time, sys_io, sys_file, sys_socket (sysabi: errnos and the ABI's helpers)
-  threads    the kernel's threads and what they wait on; fds the open files, pipes and epoll;
+             sys_time, sys_io, sys_file, sys_socket (tcp: FIN, RST, shutdown), sys_msg (sendmsg,
+             recvmsg, SCM_RIGHTS, SCM_CREDENTIALS) (sysabi: errnos and the ABI's helpers)
+  threads    the kernel's threads (FsState: the working directory CLONE_FS shares) and what they wait on;
+             fds the open files, pipes and epoll; fifo the named pipes of /tmp;
              mounts and tmpfs the file namespace (the mounts, /tmp in memory)
   watch      records each SIGURG's fate and checks registers when asyncPreempt returns
   process    the run loop: one Unicorn, threads multiplexed in exact instruction quanta; its parts:

@@ -69,17 +69,26 @@ class PipeState:
     writers: int = 1
     in_gen: int = 0                   # wakeups keyed EPOLLIN so far: bytes written, the last writer gone
     out_gen: int = 0                  # wakeups keyed EPOLLOUT: bytes read, the last reader gone
+    records: object = None            # a SOCK_SEQPACKET stream: a deque of the writes' lengths, else None
 
     def put(self, data: bytes) -> None:
         self.buf.extend(data)
+        if self.records is not None:
+            self.records.append(len(data))
         self.in_gen += 1
 
     def take(self, n: int) -> bytes:
-        """Up to n bytes from the front (removed)."""
-        data = bytes(self.buf[:n])
-        del self.buf[:len(data)]
+        """Up to n bytes from the front (removed); of records, the first one, cut to n (the rest is dropped,
+        as unix_seqpacket_recvmsg drops what does not fit)."""
+        size = self.records.popleft() if self.records else len(self.buf)
+        data = bytes(self.buf[:min(n, size)])
+        del self.buf[:size if self.records is not None else len(data)]
         self.out_gen += 1
         return data
+
+    def pending(self) -> bool:
+        """Something to read: bytes, or a record (even an empty one)."""
+        return bool(self.buf or self.records)
 
 
 def read_stream(p, t, end, buf: int, n: int):
@@ -87,16 +96,26 @@ def read_stream(p, t, end, buf: int, n: int):
     with .state, the PipeState it reads, and .flags. End of data once reading was shut (a socket's
     SHUT_RD) or every writer is gone; an empty stream answers EAGAIN with O_NONBLOCK, else the thread waits
     (Process.wake_pipe_readers finishes the read)."""
-    st = end.state
+    r = read_now(p, end, buf, n)
+    if r is not None:
+        return r
+    if end.flags & O_NONBLOCK:
+        return -EAGAIN
+    p.block(t, Wait("pipe", None, 0, restart=True, pipe=end, buf=buf, count=n))
+    return BLOCK
+
+
+def read_now(p, end, buf: int, n: int) -> int | None:
+    """What a read of `end` returns now (bytes read into buf, 0 at end of data), or None when it would wait:
+    the end's own read_now (a TCP socket, tcp.py), else a pipe's."""
+    return end.read_now(p, buf, n) if hasattr(end, "read_now") else pipe_read_now(p, end.state, buf, n)
+
+
+def pipe_read_now(p, st: "PipeState", buf: int, n: int) -> int | None:
     if not st.readers:
         return 0
-    if not st.buf:
-        if not st.writers:
-            return 0
-        if end.flags & O_NONBLOCK:
-            return -EAGAIN
-        p.block(t, Wait("pipe", None, 0, restart=True, pipe=end, buf=buf, count=n))
-        return BLOCK
+    if not st.pending():
+        return 0 if not st.writers else None
     data = st.take(n)
     p.write(buf, data)
     return len(data)
@@ -144,7 +163,8 @@ class Pipe:
         st = self.state
         if self.write_end:
             return EPOLLOUT | (EPOLLERR if not st.readers else 0)
-        return (EPOLLIN if st.buf or not st.writers else 0) | (EPOLLHUP | EPOLLRDHUP if not st.writers else 0)
+        # pipe_poll: EPOLLIN only with data, EPOLLHUP once every writer is gone (no EPOLLRDHUP: that is a socket's)
+        return (EPOLLIN if st.buf else 0) | (EPOLLHUP if not st.writers else 0)
 
 
 @dataclass
@@ -220,9 +240,10 @@ class FdTable:
                                                     for tab in self.tables if tab is not self):
                 other.interest.pop(fd, None)
                 other.reported.pop(fd, None)
-        if hasattr(obj, "on_close") and not any(o is obj for tab in self.tables for o in tab.fds.values()):
-            obj.on_close()          # the last descriptor of the object (a pipe end, a socket) in any process
-        return 0
+        if hasattr(obj, "on_close") and not getattr(obj, "in_flight", 0) \
+                and not any(o is obj for tab in self.tables for o in tab.fds.values()):
+            obj.on_close()          # the last descriptor of the object (a pipe end, a socket) in any process,
+        return 0                    # none in flight in an SCM_RIGHTS message either (sys_msg.py)
 
     # --- processes (proctable.py) -----------------------------------------------------------------
     def fork(self) -> "FdTable":

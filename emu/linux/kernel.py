@@ -9,7 +9,8 @@ over the syscall families (as gVisor's sentry and Qiling's os/linux/syscall spli
   sys_timer.py   CPU-time timers: setitimer(ITIMER_PROF), timer_create on the CPU clocks (SIGPROF)
   sys_io.py      descriptors that are not files: read/write/close/fcntl, pipes, eventfd, epoll
   sys_file.py    files: the mounts (mounts.py), /tmp in memory, /dev, chdir/getcwd, symbolic links
-  sys_socket.py  sockets inside the process: socketpair, AF_UNIX, loopback TCP/UDP
+  sys_socket.py  sockets inside the process: socketpair, AF_UNIX, loopback TCP/UDP (tcp.py: FIN, RST)
+  sys_msg.py     sendmsg/recvmsg, SCM_RIGHTS
 
 Numbers from arch/x86/entry/syscalls/syscall_64.tbl; the runtime's side is runtime/sys_linux_amd64.s
 and runtime/os_linux.go. A syscall in no family's table is an error naming it and the PC. Handler
@@ -17,9 +18,9 @@ conventions and errnos: sysabi.py.
 """
 from __future__ import annotations
 
-from . import sys_file, sys_fork, sys_io, sys_mem, sys_proc, sys_signal, sys_socket, sys_time, sys_timer
+from . import sys_file, sys_fork, sys_io, sys_mem, sys_msg, sys_proc, sys_signal, sys_socket, sys_time, sys_timer
 
-FAMILIES = (sys_proc, sys_fork, sys_mem, sys_signal, sys_time, sys_timer, sys_io, sys_file, sys_socket)
+FAMILIES = (sys_proc, sys_fork, sys_mem, sys_signal, sys_time, sys_timer, sys_io, sys_file, sys_socket, sys_msg)
 
 
 def _table() -> dict:

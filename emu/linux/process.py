@@ -70,7 +70,7 @@ from .sys_socket import Net
 from ..engine.capi import restore_context, save_context
 from ..engine.native import hook_intr, hook_syscall
 from .regbatch import RegBatch, read_reg, remove_cache
-from .threads import BLOCKED, EXITED, RUNNABLE, Thread
+from .threads import BLOCKED, EXITED, RUNNABLE, FsState, Thread
 from .watch import Watch
 
 if TYPE_CHECKING:
@@ -200,7 +200,8 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         self.interrupted = False                # set (by a SIGINT handler) to stop at the next slice boundary
         self.interrupt_raises = False           # ... by raising KeyboardInterrupt there (sweeps: ctrl_c below)
         #: the working directory the program sees (sys_file.py: a read-only view of the host's)
-        self.cwd = opts.cwd or os.getcwd()  # the guest's working directory (chdir moves it)
+        self.fs = FsState(opts.cwd or os.getcwd())   # the guest's working directory (chdir moves it), unless a
+                                                     # thread unshared it (Thread.fs, the cwd property)
         self.ns = Namespace(self.cwd, tuple(opts.mounts))
         self.on_slice = None                    # callable(process) after every slice (progress), or None
         self.async_preemption_on = not godebug_int(opts.env, "asyncpreemptoff")
@@ -227,6 +228,17 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         #: g/m/p as this binary lays them out (the oracle's, from its DWARF), else the typed Go 1.27.3 ones
         self.structs: gs.StructTables = getattr(oracle, "structs", None) or gs.typed_tables()
         self.watch = Watch(self, image.symbol("runtime.asyncPreempt.abi0"), oracle)
+
+    @property
+    def cwd(self) -> str:
+        """The working directory of the thread making the syscall (its own after unshare(CLONE_FS))."""
+        t = self.cur
+        return (t.fs if t is not None and t.fs is not None else self.fs).cwd
+
+    @cwd.setter
+    def cwd(self, path: str) -> None:
+        t = self.cur
+        (t.fs if t is not None and t.fs is not None else self.fs).cwd = path
 
     # --- setup -------------------------------------------------------------------------------
     def _load(self) -> None:

@@ -21,7 +21,7 @@ from unicorn import UcError
 from unicorn import x86_const as X
 
 from . import sys_socket
-from .fds import Epoll
+from .fds import Epoll, read_now
 from .regbatch import read_reg
 from .threads import BLOCKED, EXITED, RUNNABLE, Thread, Wait
 
@@ -42,7 +42,8 @@ class ThreadScheduling:
         ctx.reg_write(X.UC_X86_REG_RSP, stack)
         if tls is not None:
             ctx.reg_write(X.UC_X86_REG_FS_BASE, tls)
-        t = Thread(tid, ctx, sigmask=parent.sigmask, name=self._m_name(read_reg(self.uc, X.UC_X86_REG_R13)))
+        t = Thread(tid, ctx, sigmask=parent.sigmask, name=self._m_name(read_reg(self.uc, X.UC_X86_REG_R13)),
+                   fs=parent.fs)                # CLONE_FS: the parent's fs state, its own if it unshared one
         if self.avx is not None:
             t.kregs = self.avx.kregs()          # clone copies the opmask registers too
         self.threads[tid] = t
@@ -158,15 +159,13 @@ class ThreadScheduling:
         """Finish the blocking reads of pipes that now have data or no writer (fs/pipe.c pipe_read)."""
         for t in self.threads.values():
             if t.state == BLOCKED and t.wait.kind == "pipe":
-                end = t.wait.pipe
-                if not end.state.readers:
-                    self.wake(t, 0)              # a socket whose reading side was shut: end of data
-                elif end.state.buf:
-                    data = end.state.take(t.wait.count)
-                    self.write(t.wait.buf, data)
-                    self.wake(t, len(data))
-                elif not end.state.writers:
-                    self.wake(t, 0)
+                r = read_now(self, t.wait.pipe, t.wait.buf, t.wait.count)
+                if r is not None:
+                    self.wake(t, r)
+            elif t.state == BLOCKED and t.wait.kind == "fifo":   # an open waiting for its partner (fifo.py)
+                r = t.wait.retry()
+                if r is not None:
+                    self.wake(t, r)
 
     def wake_socket_waiters(self) -> None:
         """Finish the blocking accepts and datagram reads that can go on now (sys_socket.py)."""

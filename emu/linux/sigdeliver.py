@@ -14,6 +14,8 @@ pending twice is merged), stopping and continuing, core dumps.
 """
 from __future__ import annotations
 
+import struct
+
 import functools
 
 from unicorn import UcError
@@ -81,14 +83,18 @@ class SignalDelivery:
     def _interrupt(self, t: Thread, sig: int) -> None:
         """A signal arrives while t waits: restart the call (SA_RESTART futex wait) or fail it with EINTR."""
         t.signal_countdown = 0
-        if t.wait.kind == "vfork":            # a vfork parent waits killable only (kernel/fork.c wait_for_vfork_done)
-            return
+        if t.wait.kind in ("vfork", "fifo"):  # a vfork parent waits killable only (kernel/fork.c wait_for_vfork_done);
+            return                            # a FIFO open is not interrupted here (fifo.py)
         flags = self.sigactions.get(sig, (0, 0, 0, 0))[1]
         if t.wait.restart and flags & SA_RESTART and t.wait.nr >= 0:
             rip = t.ctx.reg_read(X.UC_X86_REG_RIP)
             self.wake(t, t.wait.nr)
             t.ctx.reg_write(X.UC_X86_REG_RIP, rip - 2)
         else:
+            w = t.wait
+            if w.kind == "sleep" and w.rem:   # kernel/time/hrtimer.c do_nanosleep: the time left, to *rem
+                left = max(0, w.deadline - self.now())
+                self.write(w.rem, struct.pack("<qq", left // 10**9, left % 10**9))
             self.wake(t, -EINTR)
 
     def _force_sig(self, t: Thread, sig: int) -> None:

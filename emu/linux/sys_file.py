@@ -34,6 +34,7 @@ from .tmpfs import DirHandle, MemFile, TmpFile, TmpFs
 AT_FDCWD = -100
 AT_EMPTY_PATH, AT_REMOVEDIR, AT_SYMLINK_NOFOLLOW = 0x1000, 0x200, 0x100
 O_NOFOLLOW, ELOOP = 0o400000, 40
+from .sysabi import BLOCK  # noqa: E402  (an open that waits: a FIFO's, fifo.py)
 O_ACCMODE, O_CREAT, O_EXCL, O_TRUNC, O_DIRECTORY = 3, 0o100, 0o200, 0o1000, 0o200000
 ENOENT, EBADF, ENOTDIR, EISDIR, EINVAL, ESPIPE, EROFS, ERANGE, EXDEV, EPERM, EIO, EBUSY, EEXIST, EACCES = \
     2, 9, 20, 21, 22, 29, 30, 34, 18, 1, 5, 16, 17, 13
@@ -203,7 +204,7 @@ def _listing(host: str) -> list:
 
 def sys_openat(p, t, dirfd, path_addr, flags, mode, *_):
     fd = _openat(p, dirfd, path_addr, flags, mode)
-    if fd >= 0 and flags & fds.O_CLOEXEC:
+    if fd is not BLOCK and fd >= 0 and flags & fds.O_CLOEXEC:
         p.fds.set_cloexec(fd, True)            # FD_CLOEXEC from the start (execve closes it)
     return fd
 
@@ -217,7 +218,21 @@ def _openat(p, dirfd, path_addr, flags, mode):
         return guest
     if guest in DEVICES:
         return p.fds.install(Device(DEVICES[guest], flags))
+    if p.exe_alias is not None and guest == p.exe_alias[0] and not _tmp_has(p, guest):
+        # the running binary at the path that started it (argv[0]), wherever it is on the host: its own
+        # bytes, read-only (a write open of a running executable is ETXTBSY, fs/namei.c do_open -> deny_write_access)
+        if flags & O_ACCMODE or flags & O_TRUNC:
+            return -ETXTBSY
+        try:
+            with open(p.exe_alias[1], "rb") as f:
+                return p.fds.install(HostFile(p.exe_alias[1], f.read(), flags))
+        except OSError as e:
+            return _oserr(e)
     if _tmp(p, guest) is not None:
+        node = p.tmpfs.nodes.get(guest)
+        if node is not None and node.fifo is not None and not (flags & O_CREAT and flags & O_EXCL):
+            from .fifo import open_fifo
+            return open_fifo(p, p.cur, node.fifo, flags)
         obj = p.tmpfs.open(guest, flags, mode, p.now())
         return obj if isinstance(obj, int) else p.fds.install(obj)
     found = _host(p, guest)
@@ -251,6 +266,14 @@ def _openat(p, dirfd, path_addr, flags, mode):
     except OSError as e:
         return _oserr(e)
     return p.fds.install(HostFile(host, data, flags))
+
+
+ETXTBSY = 26
+
+
+def _tmp_has(p, guest: str) -> bool:
+    """A file of that name in /tmp (which then hides the alias of the running binary)."""
+    return _tmp(p, guest) is not None and guest in p.tmpfs.nodes
 
 
 def _read_only_open(host: str, flags: int) -> int:
@@ -303,6 +326,39 @@ def _change(p, dirfd, path_addr, in_tmp, on_host, follow: bool, exists: int = 0)
 def sys_mkdirat(p, t, dirfd, path_addr, mode, *_):
     return _change(p, dirfd, path_addr, lambda g: p.tmpfs.mkdir(g, mode, p.now()),
                    lambda h: os.mkdir(h, mode & 0o7777), follow=False, exists=-EEXIST)
+
+
+def sys_mknodat(p, t, dirfd, path_addr, mode, dev=0, *_):
+    """mknod(2) (fs/namei.c do_mknodat, may_mknod): a regular file (type 0 or S_IFREG) is created as
+    open(O_CREAT|O_EXCL) creates it; a directory type is EPERM, an unknown one EINVAL; a FIFO, socket or device
+    node is EPERM once the path checks pass (EEXIST, ENOENT, EROFS first), as on a file system without mknod
+    (vfs_mknod: no i_op->mknod), but a FIFO in /tmp is made (fifo.py): preemu makes no FIFO or device on the
+    host, and no device in /tmp."""
+    kind = mode & 0o170000                          # S_IFMT
+    if kind in (0, S.S_IFREG):
+        fd = sys_openat(p, t, dirfd, path_addr, O_CREAT | O_EXCL, mode & 0o7777)
+        return fd if fd < 0 else p.fds.close(fd)
+    if kind == S.S_IFDIR:
+        return -EPERM
+    if kind not in (S.S_IFIFO, S.S_IFSOCK, S.S_IFCHR, S.S_IFBLK):
+        return -EINVAL
+
+    def in_tmp(g: str) -> int:
+        if g in p.tmpfs.nodes:
+            return -EEXIST
+        parent = p.tmpfs.nodes.get(posixpath.dirname(g))
+        if parent is None or not parent.is_dir:
+            return -ENOENT if parent is None else -ENOTDIR
+        if kind != S.S_IFIFO:
+            return -EPERM
+        from .fifo import FifoState
+        node = p.tmpfs._new(g, False, mode & 0o7777, p.now())
+        node.mode, node.fifo = S.S_IFIFO | (mode & 0o7777), FifoState()
+        return 0
+
+    def on_host(h: str):
+        raise PermissionError(EPERM, "mknod")
+    return _change(p, dirfd, path_addr, in_tmp, on_host, follow=False, exists=-EEXIST)
 
 
 def sys_unlinkat(p, t, dirfd, path_addr, flags, *_):
@@ -461,7 +517,7 @@ def _stat_bytes(st: os.stat_result | None, device: bool = False) -> bytes:
     if device:                                      # a character device, as /dev/null is (1:3)
         return struct.pack("<QQQIIIIQqqq", 6, 5, 1, S.S_IFCHR | 0o666, 0, 0, 0, 0x103, 0, 4096, 0) + bytes(72)
     if st is None:                                  # a directory preemu made up (_synthetic): root's, read-only
-        return struct.pack("<QQQIIIIQqqq", 7, 2, 2, S.S_IFDIR | 0o555, 0, 0, 0, 0, 0, 4096, 0) + bytes(72)
+        return struct.pack("<QQQIIIIQqqq", 7, 2, 2, S.S_IFDIR | 0o555, 0, 0, 0, 0, 4096, 4096, 8) + bytes(72)
     times = b"".join(struct.pack("<qq", int(ts), int((ts % 1) * 1e9)) for ts in (st.st_atime, st.st_mtime,
                                                                                st.st_ctime))
     return (struct.pack("<QQQIIIIQqqq", st.st_dev, st.st_ino, st.st_nlink, st.st_mode, st.st_uid, st.st_gid, 0,
@@ -698,6 +754,7 @@ TABLE = {
     2: ("open", sys_open), 5: ("fstat", sys_fstat), 8: ("lseek", sys_lseek), 17: ("pread64", sys_pread64),
     90: ("chmod", lambda p, t, a, m, *_: sys_fchmodat(p, t, AT_FDCWD, a, m)), 91: ("fchmod", sys_fchmod),
     268: ("fchmodat", sys_fchmodat),
+    133: ("mknod", lambda p, t, a, m, d, *_: sys_mknodat(p, t, AT_FDCWD, a, m, d)), 259: ("mknodat", sys_mknodat),
     76: ("truncate", sys_truncate),
     79: ("getcwd", sys_getcwd), 80: ("chdir", sys_chdir), 81: ("fchdir", sys_fchdir), 77: ("ftruncate", sys_ftruncate), 217: ("getdents64", sys_getdents64), 257: ("openat", sys_openat),
     262: ("newfstatat", sys_newfstatat), 332: ("statx", sys_statx), 258: ("mkdirat", sys_mkdirat),

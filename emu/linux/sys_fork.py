@@ -24,7 +24,7 @@ import os
 import stat
 import struct
 
-from . import sys_file
+from . import startup, sys_file
 from .proctable import ProcessTable, PidFd, rusage_bytes, exit_of, CLD_EXITED, CLD_KILLED, SIGCHLD, WNOHANG, \
     WEXITED, WNOWAIT, WALL, WCLONE
 from .sys_proc import CLONE_PARENT_SETTID, CLONE_CHILD_SETTID, CLONE_SETTLS, CLONE_SIGHAND, CLONE_THREAD, CLONE_VM, \
@@ -129,9 +129,13 @@ def _executable(p, path: str):
         node = p.tmpfs.nodes.get(guest)
         if node is None:
             return -ENOENT, None
-        if node.is_dir:
-            return -EACCES, None
-        return -ENOEXEC, "a file in preemu's in-memory /tmp: preemu runs binaries from the host's files only"
+        if node.is_dir or not node.mode & 0o111:
+            return -EACCES, None                          # as on the host: a directory, or no x bit
+        refused = _format(bytes(node.data[:8192]))
+        if refused is not None:
+            return refused
+        return -ENOEXEC, ("an ELF file in preemu's in-memory /tmp: preemu runs binaries from the host's files "
+                          "only (ENOEXEC)")
     found = sys_file._host(p, guest)
     if isinstance(found, int):
         return (-EACCES if sys_file._synthetic(p, guest) is not None else found), None
@@ -170,15 +174,9 @@ def _image(host: str):
     from . import elfimage
     with open(host, "rb") as f:
         head = f.read(8192)
-    interp = _interpreter(head)
-    if head.startswith(b"#!"):
-        return -ENOENT, (f"a script (#!{interp}): preemu runs static Go binaries only, so its interpreter is not "
-                         "there (ENOENT, as Linux answers when a script's interpreter is missing)")
-    if head[:4] != b"\x7fELF":
-        return -ENOEXEC, "not an ELF file nor a #! script (ENOEXEC: no binary format takes it)"
-    if interp is not None:
-        return -ENOENT, (f"dynamically linked (it needs {interp}): preemu runs static Go binaries only, so the "
-                         "loader is not there (ENOENT, as Linux answers when the ELF interpreter is missing)")
+    refused = _format(head)
+    if refused is not None:
+        return refused
     try:
         image = elfimage.load(host)
     except EmuError as e:
@@ -188,10 +186,26 @@ def _image(host: str):
     return image, None
 
 
+def _format(head: bytes) -> tuple[int, str] | None:
+    """(-errno, why) for a file preemu cannot run, judged by its first bytes (fs/binfmt_script.c: a `#!` line
+    whose interpreter is not there is ENOENT; fs/binfmt_elf.c: a PT_INTERP loader likewise; no format taking
+    it, ENOEXEC), or None for an ELF without an interpreter, to load."""
+    interp = _interpreter(head)
+    if head.startswith(b"#!"):
+        return -ENOENT, (f"a script (#!{interp}): preemu runs static Go binaries only, so its interpreter is not "
+                         "there (ENOENT, as Linux answers when a script's interpreter is missing)")
+    if head[:4] != b"\x7fELF":
+        return -ENOEXEC, "not an ELF file nor a #! script (ENOEXEC: no binary format takes it)"
+    if interp is not None:
+        return -ENOENT, (f"dynamically linked (it needs {interp}): preemu runs static Go binaries only, so the "
+                         "loader is not there (ENOENT, as Linux answers when the ELF interpreter is missing)")
+    return None
+
+
 def sys_execve(p, t, path_addr, argv_addr, envp_addr, *_):
     path = p.read_cstr(path_addr)
     argv, env = _strings(p, argv_addr), _strings(p, envp_addr)
-    if isinstance(argv, int) or isinstance(env, int):
+    if isinstance(argv, int) or isinstance(env, int) or startup.args_too_big(argv, env) is not None:
         return -E2BIG
     if p.kernel is None or p is p.kernel.root:
         return _note(p, f"execve {path}: a new image for the first process (syscall.Exec) is not modelled")

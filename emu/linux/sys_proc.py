@@ -13,6 +13,7 @@ from unicorn import x86_const as X
 
 from .regbatch import read_reg
 from .sysabi import EINVAL, EPERM, STOP
+from .threads import FsState
 
 CLONE_VM, CLONE_FS, CLONE_FILES, CLONE_SIGHAND, CLONE_THREAD, CLONE_SETTLS = \
     0x100, 0x200, 0x400, 0x800, 0x10000, 0x80000
@@ -152,11 +153,21 @@ def sys_unshare(p, t, flags, *_):
     """unshare(2) as an unprivileged process gets it: every namespace but a user namespace needs
     CAP_SYS_ADMIN (EPERM); CLONE_NEWUSER alone is refused too (a single-threaded caller is required and
     preemu does not model user namespaces: EPERM, as with user namespaces disabled); flags that only unshare
-    what the process does not share (files, fs, sysvsem) succeed."""
+    what the process does not share (files, sysvsem) succeed. CLONE_FS gives the calling thread its own
+    working directory (kernel/fork.c unshare_fs, threads.FsState): a chdir there no longer moves the other
+    threads', as runtime/testdata/testprog LockOSThreadAvoidsStatePropagation checks."""
     CLONE_FS, CLONE_FILES, CLONE_SYSVSEM = 0x200, 0x400, 0x40000
     if flags & ~(CLONE_FS | CLONE_FILES | CLONE_SYSVSEM):
         return -EPERM
+    if flags & CLONE_FS:
+        t.fs = FsState(p.cwd)             # (a copy also when no one shares it: the same thing then)
     return 0
+
+
+def sys_mount(p, t, *_):
+    """mount(2), umount2(2): EPERM, as without CAP_SYS_ADMIN (fs/namespace.c may_mount), the answer unshare
+    gives a namespace: preemu's mounts are its command line's."""
+    return -EPERM
 
 
 RUSAGE_SELF, RUSAGE_CHILDREN, RUSAGE_THREAD = 0, -1, 1
@@ -202,4 +213,5 @@ TABLE = {
     158: ("arch_prctl", sys_arch_prctl), 160: ("setrlimit", sys_setrlimit), 186: ("gettid", sys_gettid),
     204: ("sched_getaffinity", sys_sched_getaffinity), 231: ("exit_group", sys_exit_group),
     98: ("getrusage", sys_getrusage), 302: ("prlimit64", sys_prlimit64), 318: ("getrandom", sys_getrandom), 272: ("unshare", sys_unshare),
+    165: ("mount", sys_mount), 166: ("umount2", sys_mount),
 }

@@ -5,7 +5,11 @@ Semantics from socket(2), bind(2), listen(2), accept(2), connect(2), getsockname
 shutdown(2), socketpair(2), recvfrom(2)/sendto(2) and unix(7)/tcp(7)/udp(7):
 - a stream connection is two byte queues, one each way, read and written as a pipe's (fds.PipeState:
   a read waits for data, or answers EAGAIN with O_NONBLOCK; EOF once the peer closed or shut down its
-  writing side; a write with no reader left is EPIPE);
+  writing side; an AF_UNIX write with no reader left is EPIPE); a TCP connection's FIN, RST, orphans and
+  shutdown are tcp.py's (the first write after the peer closed succeeds, the RST it draws fails the next);
+- a destination 0.0.0.0 is the local host (to_local_host); an AF_UNIX socketpair may be of datagrams;
+- AF_UNIX SOCK_SEQPACKET is a stream whose PipeState keeps each write's length: a read takes one record,
+  cut to the buffer (unix_seqpacket_recvmsg; the MSG_TRUNC flag is not reported);
 - connect to a listening address queues the server's end on the listener's backlog at once (loopback:
   the handshake needs no time); a non-blocking TCP connect answers EINPROGRESS as Linux does and is
   writable at once with SO_ERROR 0, an AF_UNIX one succeeds; no listener is ECONNREFUSED;
@@ -15,9 +19,10 @@ shutdown(2), socketpair(2), recvfrom(2)/sendto(2) and unix(7)/tcp(7)/udp(7):
 - readiness for epoll: EPOLLIN with data, a queued connection or a closed peer; EPOLLOUT once connected;
   EPOLLRDHUP/EPOLLHUP as tcp_poll gives them.
 Options are accepted and kept (SO_ERROR, SO_TYPE, SO_DOMAIN and SO_ACCEPTCONN answer from the socket).
-splice, sendfile and copy_file_range are sys_io.py's (Go falls back to read and write). Left out: AF_INET6 (EAFNOSUPPORT: Go then uses IPv4 only),
-sendmsg/recvmsg, out-of-band data, socket files in /tmp for AF_UNIX paths (the path is a key of the
-namespace, gone when the listener closes), buffer limits (writes never block).
+splice, sendfile and copy_file_range are sys_io.py's (Go falls back to read and write); sendmsg/recvmsg
+sys_msg.py's. Left out: AF_INET6 (EAFNOSUPPORT: Go then uses IPv4 only), out-of-band data, socket files in /tmp
+for AF_UNIX paths (the path is a key of the namespace, gone when the listener closes), buffer limits (writes
+never block) and a bounded accept queue.
 """
 from __future__ import annotations
 
@@ -26,13 +31,14 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from . import fds as F
+from . import tcp
 from .sysabi import (
     BLOCK, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, EAGAIN, EBADF, ECONNREFUSED, EDESTADDRREQ, EINPROGRESS, EINVAL,
-    EISCONN, ENOPROTOOPT, ENOTCONN, ENOTSOCK, EOPNOTSUPP, EPROTONOSUPPORT)
+    EISCONN, ENOPROTOOPT, ENOTCONN, ENOTSOCK, EOPNOTSUPP, EPROTONOSUPPORT, EPROTOTYPE)
 from .threads import Wait
 
 AF_UNIX, AF_INET, AF_INET6 = 1, 2, 10
-SOCK_STREAM, SOCK_DGRAM, SOCK_TYPE_MASK = 1, 2, 0xF
+SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET, SOCK_TYPE_MASK = 1, 2, 5, 0xF
 SOCK_NONBLOCK, SOCK_CLOEXEC = 0o4000, F.O_CLOEXEC
 SOL_SOCKET = 1
 SO_TYPE, SO_ERROR, SO_ACCEPTCONN, SO_DOMAIN = 3, 4, 30, 39
@@ -77,7 +83,22 @@ class Socket:
     dgrams: deque = field(default_factory=deque)   # datagram: (bytes, sender key)
     opts: dict = field(default_factory=dict)
     own_gen: int = 0
-    error: int = 0                    # a pending error (SO_ERROR): ECONNREFUSED after a datagram found no one
+    error: int = 0                    # a pending error (SO_ERROR): ECONNREFUSED after a datagram found no one,
+                                      # ECONNRESET/EPIPE after a TCP reset (tcp.py)
+    peer: "Socket | None" = None       # a connected TCP socket's other end, and its state (tcp.py):
+    fin: bool = False                 # the peer's FIN arrived (SOCK_DONE)
+    rcv_shut: bool = False            # RCV_SHUTDOWN: the FIN, SHUT_RD, a reset or a close
+    snd_shut: bool = False            # SEND_SHUTDOWN: SHUT_WR, a reset or a close
+    reset: bool = False               # TCP_CLOSE after an RST, sent or received
+    orphan: bool = False              # every descriptor closed: data reaching it is answered with RST
+    other: "Socket | None" = None      # a connected stream's other end (AF_UNIX too)
+    rights: deque = field(default_factory=deque)   # ancillary data received, not yet taken (sys_msg.py):
+                                                   # (objects passed by SCM_RIGHTS, SCM_CREDENTIALS or None)
+
+    @property
+    def tcp(self) -> bool:
+        """A connected TCP socket: tcp.py's semantics, not the pipe's an AF_UNIX stream has."""
+        return self.peer is not None
 
     @property
     def state(self) -> F.PipeState:
@@ -100,6 +121,8 @@ class Socket:
             return (F.EPOLLIN if self.dgrams else 0) | F.EPOLLOUT | (F.EPOLLERR if self.error else 0)
         if self.rx is None:
             return F.EPOLLOUT | F.EPOLLHUP if self.remote is None and self.local is None else 0
+        if self.tcp:
+            return tcp.readiness(self)
         peer_done = not self.rx.writers or not self.rx.readers      # the peer is done, or we shut reading
         out = (F.EPOLLIN if self.rx.buf or peer_done else 0) | (F.EPOLLRDHUP if peer_done else 0)
         if self.tx.readers and self.tx.writers:
@@ -108,13 +131,20 @@ class Socket:
             out |= F.EPOLLHUP
         return out
 
+    def read_now(self, p, buf: int, n: int) -> int | None:
+        """What a read returns now, or None when it would wait (fds.read_stream, Process.wake_pipe_readers)."""
+        return tcp.read_now(p, self, buf, n) if self.tcp else F.pipe_read_now(p, self.rx, buf, n)
+
     def on_close(self) -> None:
         if self.local is not None and self.net.bound.get(self.local) is self:
             del self.net.bound[self.local]                  # the address is free again
         while self.backlog:                                 # connections never accepted are reset
-            self.backlog.popleft().on_close()               # (inet_csk_listen_stop, unix_release_sock)
+            c = self.backlog.popleft()                      # (inet_csk_listen_stop, unix_release_sock)
+            tcp.forget(c) if c.tcp else c.on_close()
         self.bump()
-        if self.rx is not None:
+        if self.tcp:
+            tcp.close(self)
+        elif self.rx is not None:
             self.rx.readers = 0           # no one reads what the peer sends any more: its writes are EPIPE
             self.rx.out_gen += 1
             self.rx.in_gen += 1
@@ -127,10 +157,14 @@ class Socket:
 
 
 def connect_pair(a: Socket, b: Socket) -> None:
-    """Two stream sockets joined: each one's tx is the other's rx."""
+    """Two stream sockets joined: each one's tx is the other's rx; a SOCK_SEQPACKET pair keeps each write's
+    length, so a read takes one record (fds.PipeState.records)."""
     ab, ba = F.PipeState(), F.PipeState()
+    if a.type == SOCK_SEQPACKET:
+        ab.records, ba.records = deque(), deque()
     a.tx, b.rx = ab, ab
     b.tx, a.rx = ba, ba
+    a.other, b.other = b, a
 
 
 # --- addresses -------------------------------------------------------------------------------
@@ -167,6 +201,12 @@ def write_addr(p, key: tuple | None, family: int, addr: int, alen_p: int) -> Non
     p.write(alen_p, struct.pack("<I", len(raw)))
 
 
+def to_local_host(key: tuple) -> tuple:
+    """A destination 0.0.0.0 is the local host: ip_route_output_key_hash_rcu routes an unspecified daddr to
+    the loopback (so Go's Dial(":PORT") connects to a local listener)."""
+    return ("inet", LOOPBACK) + key[2:] if key[0] == "inet" and key[1] == ANY else key
+
+
 def _sock(p, fd: int) -> Socket | int:
     obj = p.fds.get(fd)
     if obj is None:
@@ -185,7 +225,7 @@ def sys_socket(p, t, family, typ, proto, *_):
     kind = typ & SOCK_TYPE_MASK
     if family not in (AF_UNIX, AF_INET):             # AF_INET6 too: Go's probe then uses IPv4 only
         return -EAFNOSUPPORT
-    if kind not in (SOCK_STREAM, SOCK_DGRAM):
+    if kind not in (SOCK_STREAM, SOCK_DGRAM) and not (kind == SOCK_SEQPACKET and family == AF_UNIX):
         return -EPROTONOSUPPORT
     return p.fds.install(Socket(p.net, family, kind, F.O_RDWR | (typ & SOCK_NONBLOCK)), cloexec=bool(typ & SOCK_CLOEXEC))
 
@@ -194,11 +234,14 @@ def sys_socketpair(p, t, family, typ, proto, sv, *_):
     if family != AF_UNIX:
         return -EOPNOTSUPP
     kind = typ & SOCK_TYPE_MASK
-    if kind != SOCK_STREAM:
+    if kind not in (SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET):
         return -EPROTONOSUPPORT
     flags = F.O_RDWR | (typ & SOCK_NONBLOCK)
     a, b = Socket(p.net, AF_UNIX, kind, flags), Socket(p.net, AF_UNIX, kind, flags)
-    connect_pair(a, b)
+    if kind != SOCK_DGRAM:
+        connect_pair(a, b)
+    else:
+        a.other, b.other = b, a                     # each one's datagrams go to the other
     a.local = a.remote = b.local = b.remote = ("unix", "")
     cloexec = bool(typ & SOCK_CLOEXEC)
     p.write(sv, struct.pack("<ii", p.fds.install(a, cloexec=cloexec), p.fds.install(b, cloexec=cloexec)))
@@ -236,7 +279,7 @@ def sys_listen(p, t, fd, backlog, *_):
     s = _sock(p, fd)
     if isinstance(s, int):
         return s
-    if s.type != SOCK_STREAM:
+    if s.type not in (SOCK_STREAM, SOCK_SEQPACKET):
         return -EOPNOTSUPP
     _autobind(p, s)
     s.listening = True
@@ -248,6 +291,7 @@ def sys_connect(p, t, fd, addr, alen, *_):
     if isinstance(r, int):
         return r
     s, key = r
+    key = to_local_host(key)
     if s.type == SOCK_DGRAM:
         _autobind(p, s)
         s.remote = key
@@ -258,8 +302,12 @@ def sys_connect(p, t, fd, addr, alen, *_):
     if server is None or not server.listening:
         return -ECONNREFUSED
     _autobind(p, s)
-    peer = Socket(s.net, s.family, SOCK_STREAM, F.O_RDWR, local=server.local, remote=s.local)
+    if server.type != s.type:
+        return -EPROTOTYPE                           # unix_find_other: a listener of another type
+    peer = Socket(s.net, s.family, s.type, F.O_RDWR, local=server.local, remote=s.local)
     connect_pair(s, peer)
+    if s.family == AF_INET:
+        s.peer, peer.peer = peer, s
     s.remote = key
     server.backlog.append(peer)
     server.bump()
@@ -347,6 +395,10 @@ def sys_shutdown(p, t, fd, how, *_):
         return s
     if s.rx is None:
         return -ENOTCONN
+    if how not in (SHUT_RD, SHUT_WR, SHUT_RDWR):
+        return -EINVAL
+    if s.tcp:
+        return tcp.shutdown(p, s, how)
     if how in (SHUT_WR, SHUT_RDWR):
         s.shutdown_write()
     if how in (SHUT_RD, SHUT_RDWR):
@@ -369,7 +421,7 @@ def send(p, s: Socket, data: bytes, dest: tuple | None, flags: int = 0) -> int:
         if dest is None:
             return -EDESTADDRREQ
         _autobind(p, s)
-        target = s.net.find(dest)
+        target = s.other if s.other is not None and dest == s.remote else s.net.find(dest)
         if target is not None and target.type == SOCK_DGRAM:
             target.dgrams.append((data, s.local))
             target.bump()
@@ -384,6 +436,8 @@ def send(p, s: Socket, data: bytes, dest: tuple | None, flags: int = 0) -> int:
             p.wake_socket_waiters()
             p.wake_pollers()
         return len(data)
+    if s.tcp:
+        return tcp.send(p, s, data, not flags & MSG_NOSIGNAL)
     return F.write_stream(p, s.tx, data, not flags & MSG_NOSIGNAL) if s.tx is not None else -ENOTCONN
 
 
@@ -428,6 +482,7 @@ def sys_sendto(p, t, fd, buf, n, flags, addr, alen):
         dest = read_addr(p, s, addr, alen)
         if isinstance(dest, int):
             return dest
+        dest = to_local_host(dest)
     return send(p, s, p.read(buf, n), dest, flags)
 
 

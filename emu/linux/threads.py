@@ -11,6 +11,14 @@ from dataclasses import dataclass, field
 RUNNABLE, BLOCKED, EXITED = "runnable", "blocked", "exited"
 
 
+@dataclass(eq=False)
+class FsState:
+    """What CLONE_FS shares (include/linux/fs_struct.h struct fs_struct): the working directory. Every thread
+    shares its process's until it calls unshare(CLONE_FS) (kernel/fork.c unshare_fs: a copy of its own),
+    and a thread it clones shares that copy. Left out: the root directory (chroot) and the umask."""
+    cwd: str
+
+
 @dataclass
 class Wait:
     kind: str                      # "futex", "sleep", "epoll", "pipe", "vfork", "child", ...
@@ -30,6 +38,7 @@ class Wait:
     addrlen: int = 0
     flags: int = 0                 # "accept": accept4's flags; "dgram": recvfrom's (MSG_TRUNC)
     retry: object = None           # "child" (wait4, waitid): a callable giving the result, or None to go on waiting
+    rem: int = 0                   # "sleep" (nanosleep): where the time left goes when a signal interrupts it
 
 
 @dataclass(eq=False)          # a thread is itself: `t in runq` asks identity, not equal fields
@@ -48,6 +57,7 @@ class Thread:
     ready_ns: int = 0                              # when it last became runnable (cpus.py: it runs no earlier)
     vruntime: int = 0                              # CFS's virtual runtime (cpus.py: wakeup preemption)
     kregs: tuple = ()                              # K0-K7 at --cpu v4 (engine/avx.py; not in ctx): () = zeros
+    fs: "FsState | None" = None                    # its own fs state after unshare(CLONE_FS); None: the process's
 
     def deliverable(self) -> int:
         """The lowest pending signal not blocked by the mask, or 0."""

@@ -16,6 +16,7 @@ import stat as S
 import struct
 from dataclasses import dataclass, field
 
+BOGO_DIRENT_SIZE = 20             # mm/shmem.c: what a directory entry adds to its directory's size
 ROOT = "/tmp"
 O_ACCMODE, O_CREAT, O_EXCL, O_TRUNC, O_APPEND, O_DIRECTORY = 3, 0o100, 0o200, 0o1000, 0o2000, 0o200000
 AT_REMOVEDIR = 0x200
@@ -31,10 +32,11 @@ class Node:
     mtime: int
     data: bytearray = field(default_factory=bytearray)
     target: str | None = None          # a symbolic link: what it points to (the node is neither file nor dir)
+    fifo: object = None                # a named pipe (mknod S_IFIFO): its fifo.FifoState
 
     @property
     def d_type(self) -> int:
-        return DT_DIR if self.is_dir else DT_LNK if self.target is not None else DT_REG
+        return DT_DIR if self.is_dir else DT_LNK if self.target is not None else 1 if self.fifo is not None else DT_REG
 
 
 class MemFile:
@@ -213,5 +215,8 @@ class TmpFs:
     def stat_bytes(self, node: Node) -> bytes:
         t = struct.pack("<qq", node.mtime // 10**9, node.mtime % 10**9) * 3
         size = len(node.data) if node.target is None else len(node.target.encode())
+        if node.is_dir:               # mm/shmem.c: 2 * BOGO_DIRENT_SIZE (20), and 20 more for every entry
+            path = next(k for k, v in self.nodes.items() if v is node)
+            size = BOGO_DIRENT_SIZE * (2 + len(self.children(path)))
         return (struct.pack("<QQQIIIIQqqq", 0x2A, node.ino, 2 if node.is_dir else 1, node.mode, self.uid, self.gid, 0, 0,
                             size, 4096, (size + 511) // 512) + t + bytes(24))

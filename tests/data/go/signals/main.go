@@ -1,5 +1,6 @@
 // Signals a program sends itself: kill(getpid(), SIGUSR1) to a signal.Notify channel, tkill to one
-// thread, EINTR from a nanosleep that a handler interrupted (nanosleep is never restarted, signal(7)),
+// thread, EINTR from a nanosleep that a handler interrupted (nanosleep is never restarted, signal(7)) with
+// the time left in rem,
 // and at the end SIGTERM with its default action: the process dies with it (shell status 143).
 package main
 
@@ -26,7 +27,10 @@ func main() {
 		runtime.LockOSThread()
 		tid <- syscall.Gettid()
 		ts := syscall.NsecToTimespec(int64(5 * time.Second))
-		slept <- syscall.Nanosleep(&ts, nil)
+		var rem syscall.Timespec
+		err := syscall.Nanosleep(&ts, &rem)
+		fmt.Println("time left after the interruption about 4.98 s:", rem.Sec == 4 && rem.Nsec > 900_000_000)
+		slept <- err
 	}()
 	t := <-tid
 	time.Sleep(20 * time.Millisecond)
