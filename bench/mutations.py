@@ -108,6 +108,9 @@ MUTATIONS = {
     # the real heap's allocated slots: allocBits as of the last sweep, and every slot below freeindex since
     "realgc-heap-ignores-freeindex": ("emu/linux/realgc.py", "return (alloc_bits | ((1 << freeindex) - 1)) & ((1 << nelems) - 1)",
                                       "return alloc_bits & ((1 << nelems) - 1)", ["tests/test_gexplain.py"]),
+    "realgc-span-setup-is-a-use": ("emu/linux/realgc.py", "        return name in SPAN_SETUP",
+                                   "        return False",
+                                   ["tests/test_gc_verdicts.py::test_the_runtime_setting_up_a_reused_span_is_not_a_use_after_free"]),
     "realgc-heap-bitmap-off-by-one": ("emu/linux/realgc.py", 'bits = int.from_bytes(buf[ab - base:ab - base + nb], "little")',
                                       'bits = int.from_bytes(buf[ab - base + 1:ab - base + 1 + nb], "little")',
                                       ["tests/test_realgc.py"]),

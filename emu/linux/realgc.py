@@ -80,6 +80,15 @@ ARENA_BASE_OFFSET = 0xffff800000000000   # arenaBaseOffset (malloc.go:314)
 MALLOC_HEADER_MIN = 512                  # minSizeForMallocHeader: larger scan objects start with *_type
 G_STATUS = {1: "_Grunnable", 2: "_Grunning", 3: "_Gsyscall", 4: "_Gwaiting", 9: "_Gpreempted"}
 GC_OFF, GC_MARK, GC_MARKTERMINATION = 0, 1, 2            # runtime/mgc.go gcphase
+#: the runtime's functions that set up memory it hands to a new span (or takes back from one): their accesses to a
+#: freed object's memory are the allocator's, not the program's (runtime/mheap.go:1215 allocSpan, :1430 initSpan;
+#: mbitmap.go:505 initHeapBits; mgcmark_greenteagc.go:120-141 the inline mark bits; mgcsweep.go sweep)
+SPAN_SETUP = frozenset({
+    "runtime.(*mheap).allocSpan", "runtime.(*mheap).initSpan", "runtime.(*mheap).allocNeedsZero",
+    "runtime.(*mheap).freeSpanLocked", "runtime.(*mspan).init", "runtime.(*mspan).initHeapBits",
+    "runtime.(*mspan).initInlineMarkBits", "runtime.(*spanInlineMarkBits).init", "runtime.(*mspan).moveInlineMarks",
+    "runtime.(*sweepLocked).sweep",
+})
 INLINE_MARK_MAX = 512                    # gcUsesSpanInlineMarkBits: heapBitsInSpan(size) && size >= 16
 
 #: (struct, field path) preemu reads, as the binary's DWARF lays them out
@@ -713,9 +722,26 @@ class RealGC:
         del self._starts[i]
         if not self.still_free(start):
             return                              # reallocated: a new object lives there
+        pc = read_reg(uc, X.UC_X86_REG_RIP)
+        if self._span_setup(pc, read_reg(uc, X.UC_X86_REG_RSP)):
+            return                              # the runtime reusing the memory for a new span, not the program
         t = self.p.cur
-        self.uaf.append(UseAfterFree(read_reg(uc, X.UC_X86_REG_RIP), t.tid if t else 0,
+        self.uaf.append(UseAfterFree(pc, t.tid if t else 0,
                                      "write" if access == UC_MEM_WRITE else "read", addr, obj))
+
+    def _span_setup(self, pc: int, rsp: int) -> bool:
+        """Whether the access at pc is the runtime's own set-up of memory it is handing to a new span or slot
+        (SPAN_SETUP), directly or through memclrNoHeapPointers called from one of them (the caller's return
+        address at [rsp]: memclr_amd64.s has no frame). Between such a write and the state that says so
+        (allocBits, freeindex, the span's state) the memory reads as free, so still_free cannot tell."""
+        im = self.p.image
+        name = (im.func_at(pc) or ("", 0))[0].removesuffix(".abi0")
+        if name == "runtime.memclrNoHeapPointers":
+            try:
+                name = (im.func_at(self.p.read_u64(rsp)) or ("", 0))[0]
+            except UcError:
+                return False
+        return name in SPAN_SETUP
 
     def close(self) -> None:
         self._unwatch()
