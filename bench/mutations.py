@@ -27,7 +27,7 @@ TIMEOUT = 900               # seconds for one mutant's tests: a mutant that hang
 
 #: name -> (file, old text, new text, tests to run)
 MUTATIONS = {
-    "schedule-findings-dropped": ("emu/drive/realsweep.py", "    log.extend(schedule_findings(sw, ref))\n", "",
+    "schedule-findings-dropped": ("emu/drive/realsweep.py", "    log.extend(schedule_findings(sw, ref, spec.test[1] if spec.test and spec.test[0] == \"test\" else None))\n", "",
                                   ["tests/test_concurrent_verdicts.py"]),
     # issue #46 item 2: a --gc reference that hits a GC bug is a finding, never a legitimate run
     "gc-reference-evidence-ignored": ("emu/drive/references.py", "    if other.gc_evidence is not None:\n",
@@ -111,6 +111,13 @@ MUTATIONS = {
     "realgc-span-setup-is-a-use": ("emu/linux/realgc.py", "        return name in SPAN_SETUP",
                                    "        return False",
                                    ["tests/test_gc_verdicts.py::test_the_runtime_setting_up_a_reused_span_is_not_a_use_after_free"]),
+    "realgc-over-read-is-a-use": ("emu/linux/realgc.py", "return bool(ends) and all(a < start or b > start + size for a, b in ends)",
+                                  "return False",
+                                  ["tests/test_realgc.py::test_a_vector_load_that_only_runs_into_a_freed_object_is_not_a_use"]),
+    "realsweep-a-failing-test-is-not-a-finding": ("emu/drive/realsweep.py",
+                                                  "if test and not out and e is not None and e.exit_code not in (0, None):",
+                                                  "if False:",
+                                                  ["tests/test_concurrent_verdicts.py::test_a_test_that_fails_in_every_legitimate_run_is_a_finding_of_its_own"]),
     "realgc-heap-bitmap-off-by-one": ("emu/linux/realgc.py", 'bits = int.from_bytes(buf[ab - base:ab - base + nb], "little")',
                                       'bits = int.from_bytes(buf[ab - base + 1:ab - base + 1 + nb], "little")',
                                       ["tests/test_realgc.py"]),

@@ -82,6 +82,19 @@ def test_a_test_that_fails_under_some_legitimate_schedule_is_a_schedule_finding_
         "legitimate run(s) without injection" in text
 
 
+def test_a_test_that_fails_in_every_legitimate_run_is_a_finding_of_its_own():
+    """countAll calls WaitGroup.Add inside the goroutines (natively 100 of 100 runs fail): every legitimate run
+    fails the same way, so no schedule disagrees; the finding says the test fails by itself, named."""
+    code, text = run("sweep", "bench/verdicts/bugs", "--test", "TestCountAll", "--func", "countAll", "--json",
+                     "--max-points", "60")
+    j = json.loads(text)
+    assert code == 1
+    own = [v for v in j["violations"] if v["kind"] == "schedule" and "fails by itself" in v["detail"]]
+    assert own and own[0]["expected"] == "TestCountAll passes" and "counted" in own[0]["actual"], j["violations"]
+    code, text = run("sweep", MUTEX, "--test", "TestCount", "--func", "add", "--json", "--max-points", "60")
+    assert code == 0 and not json.loads(text)["violations"]
+
+
 def test_failing_schedules_need_two_endings_one_failing():
     u = R.Unstable()
     a, b = _ref({}), _ref({})

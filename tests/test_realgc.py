@@ -138,3 +138,25 @@ def test_a_chain_after_one_that_changed_the_address_space_starts_from_the_snapsh
     assert snapshot.restorable(p, sw.snap)
     snapshot.restore(p, sw.snap)
     assert sorted(p.uc.mem_regions()) == regions and p.mem.engine_changes == sw.snap.engine_changes
+
+
+@pytest.mark.parametrize("insn, rax, over", [
+    ("movdqu xmm1, xmmword ptr [rax]", 0x2000 - 12, True),   # memhash's aes0to15: 16 bytes from a 4-byte key
+    ("movdqu xmm1, xmmword ptr [rax]", 0x2000 + 8, True),    # a block that runs past the object's end
+    ("movdqu xmm1, xmmword ptr [rax]", 0x2000, False),       # the whole operand inside the freed object: a use
+    ("mov rbx, qword ptr [rax]", 0x2008, False),
+    ("mov rbx, qword ptr [rax]", 0x2000 - 8, False),         # does not touch it at all: not an over-read of it
+])
+def test_a_vector_load_that_only_runs_into_a_freed_object_is_not_a_use(insn, rax, over):
+    """realgc._over_read: a load whose operand starts or ends outside the freed 16-byte object at 0x2000 read its
+    bytes only in passing (jsonMarshal under --gc was a false use-after-free through memHashAES's over-read)."""
+    from keystone import KS_ARCH_X86, KS_MODE_64, Ks
+    from unicorn import UC_ARCH_X86, UC_MODE_64, Uc
+    from unicorn import x86_const as X
+    code = bytes(Ks(KS_ARCH_X86, KS_MODE_64).asm(insn, 0x1000)[0])
+    uc = Uc(UC_ARCH_X86, UC_MODE_64)
+    uc.mem_map(0x1000, 0x2000)
+    uc.mem_write(0x1000, code)
+    uc.reg_write(X.UC_X86_REG_RIP, 0x1000)
+    uc.reg_write(X.UC_X86_REG_RAX, rax)
+    assert realgc.RealGC._over_read(uc, 0x2000, 16) is over

@@ -487,7 +487,7 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
             log.extend(gc_violations(sw))
     confirm(sw, ref, budget, spec.seed, log)
     log.extend(reference_findings(sw, ref))
-    log.extend(schedule_findings(sw, ref))
+    log.extend(schedule_findings(sw, ref, spec.test[1] if spec.test and spec.test[0] == "test" else None))
     pct = None
     if schedules is not None and tasks:
         from . import gschedules
@@ -588,9 +588,10 @@ def _failed_uninterrupted(spec: RealSpec, sw: RealSweep, source: str, ending: En
                            vector_note=vector_note(sw.p), test=spec.test)
 
 
-def schedule_findings(sw: RealSweep, ref: Reference) -> list[Violation]:
+def schedule_findings(sw: RealSweep, ref: Reference, test: str | None = None) -> list[Violation]:
     """The legitimate runs (no injection) that ended with a failing status where another ended otherwise:
-    the program fails under some schedule (references.failing_schedules)."""
+    the program fails under some schedule (references.failing_schedules). Under `--test`, a test that failed in
+    every legitimate run is a finding too: the program fails by itself, before preemption changes anything."""
     out = []
     u = ref.unstable
     codes = ", ".join(str(c) for c in sorted(u.endings, key=str))
@@ -601,6 +602,14 @@ def schedule_findings(sw: RealSweep, ref: Reference) -> list[Violation]:
                                      f"(they ended with statuses {codes})", f"exit status {e.exit_code}"
                                      + (f": {said[:100]!r}" if said else ""), 0, sw.entry,
                                      f"in {label}, without any injection: the program fails under that schedule"))
+    e = ref.ending
+    if test and not out and e is not None and e.exit_code not in (0, None):
+        said = next((ln.strip() for ln in (e.stdout + e.stderr).decode(errors="replace").splitlines()
+                     if ln.strip() and not ln.startswith(("=== ", "--- FAIL"))), "")
+        out.append(sw.make_violation("schedule", "program exit status", f"{test} passes",
+                                     f"exit status {e.exit_code}" + (f": {said[:100]!r}" if said else ""), 0,
+                                     sw.entry, f"in every legitimate run, without any injection, {test} failed: "
+                                     "the test fails by itself"))
     return out
 
 

@@ -65,7 +65,7 @@ def accesses(uc, insn) -> list[tuple[int, int]]:
     return out
 
 
-def _insn_at_rip(uc):
+def insn_at_rip(uc):
     """The instruction at RIP, decoded (None: none to read or decode)."""
     pc = uc.reg_read(X.UC_X86_REG_RIP)
     try:
@@ -80,7 +80,7 @@ def _insn_at_rip(uc):
 
 def fault_address(uc, page: int) -> int:
     """The address of the failed access of the instruction at RIP, given the page the engine asked about."""
-    insn = _insn_at_rip(uc)
+    insn = insn_at_rip(uc)
     if insn is None:                        # no instruction to read or decode: the page is all there is
         return page
     for a, n in accesses(uc, insn):
@@ -97,7 +97,7 @@ def failed_address(uc, errno: int, last_fill: int, writable=None) -> int:
     if errno in (UC_ERR_FETCH_UNMAPPED, UC_ERR_FETCH_PROT):
         return uc.reg_read(X.UC_X86_REG_RIP)
     if errno == UC_ERR_WRITE_PROT and writable is not None:
-        insn = _insn_at_rip(uc)
+        insn = insn_at_rip(uc)
         for a, n in (accesses(uc, insn) if insn is not None else []):
             for page in sorted({a - a % PAGE, (a + n - 1) - (a + n - 1) % PAGE}):
                 if not writable(page):
