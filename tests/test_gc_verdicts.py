@@ -41,6 +41,25 @@ def test_the_runtime_setting_up_a_reused_span_is_not_a_use_after_free():
     assert j["gc"]["freed"] > 0 and j["gc"]["uses_after_free"] == 0
 
 
+def test_a_stale_pointer_read_after_the_slot_would_be_reused_is_a_use_after_free(monkeypatch):
+    """gcreuse reads through a hidden address after allocating 600 objects of its size class (natively, with a
+    cycle in the window: `prog stress 200` returns the new object's word 199 times of 200). The quarantine keeps
+    the freed slot out of reuse, so the GC reference with a cycle there reads freed memory: a finding, and ~r0
+    still compared. Without it the slot is reused, the read answers -1, and ~r0 was filed as GC-dependent."""
+    code, j = sweep("tests/data/go/gcreuse", "reuse", "--gc", "--max-points", "100")
+    assert code == 1 and j["gc"]["quarantined"] >= 1
+    in_reference = [v for v in j["violations"] if v["kind"] == "use-after-free" and "no injection" in v["detail"]]
+    assert in_reference and "~r0" not in j["nondeterministic"]["results"], j["violations"]
+    assert all(v["actual"].startswith("a read of") for v in in_reference), in_reference   # reuse's own read
+    from emu.linux import quarantine
+    monkeypatch.setattr(quarantine, "LIMIT", 0)
+    monkeypatch.setattr(quarantine.Quarantine.__init__, "__defaults__", (0,))
+    code, j = sweep("tests/data/go/gcreuse", "reuse", "--gc", "--max-points", "100")
+    assert j["gc"]["quarantined"] == 0
+    assert not [v for v in j["violations"] if "no injection" in v["detail"]]
+    assert "~r0" in j["nondeterministic"]["results"]
+
+
 def test_a_finalizer_order_is_listed_as_varying_with_the_cycles():
     code, j = sweep(GCV, "finalOrder", "--gc", "--max-points", "150")
     assert code == 0

@@ -363,6 +363,7 @@ def gc_stats(sw: RealSweep, listener) -> dict:
             "scans_by_kind": dict(Counter(s.kind for s in g.scans)),
             "points": sw.gc_points,
             "kept_by_stale_words": len(g.survivors),
+            "quarantined": len(g.quarantine.held) if g.quarantine is not None else 0,
             "unasked": getattr(g, "unasked", 0),
             "survivors": [{"object": f"{sv.obj.addr:#x}", "size": sv.obj.size, "type": sv.obj.type,
                            "kept_at": sv.kept_at, "word": sv.word, "freed_at": sv.obj.boundary}
@@ -404,7 +405,8 @@ SYNC_CHAIN = ("sync",)
 
 #: gc_stats' counts, summed over shards
 _GC_SUMS = ("injections", "cycles", "freed", "scans_at_injection", "uses_after_free", "stw_at_point", "unasked",
-            "mark_instructions", "write_barriers", "bulk_barriers", "assists", "sync_points", "kept_by_stale_words")
+            "mark_instructions", "write_barriers", "bulk_barriers", "assists", "sync_points", "kept_by_stale_words",
+            "quarantined")
 
 
 def spread(points: list[int], k: int) -> list[int]:

@@ -66,6 +66,7 @@ from unicorn import x86_const as X
 
 from ..core.errors import EmuError
 from ..engine.faultaddr import accesses, insn_at_rip
+from .quarantine import Quarantine
 from .regbatch import read_reg
 
 GODEBUG = "gcstoptheworld=2"           # --gc=scan's setting (the concurrent mode runs with the default GODEBUG)
@@ -90,12 +91,21 @@ SPAN_SETUP = frozenset({
     "runtime.(*mspan).initInlineMarkBits", "runtime.(*spanInlineMarkBits).init", "runtime.(*mspan).moveInlineMarks",
     "runtime.(*sweepLocked).sweep",
 })
+#: the collector's own reads of an object it reached (a quarantined one, through a stale conservative word):
+#: marking, not the program's use (mgcmark.go scanobject/scanblock/scanConservative, mgcmark_greenteagc.go scanSpan)
+GC_SCAN = frozenset({
+    "runtime.scanobject", "runtime.scanObject", "runtime.scanblock", "runtime.scanConservative",
+    "runtime.greyobject", "runtime.scanSpan", "runtime.scanObjectsSmall", "runtime.scanObjectSmall",
+    "runtime.gcDrain", "runtime.gcDrainN", "runtime.findObject", "runtime.tryDeferToSpanScan",
+})
 INLINE_MARK_MAX = 512                    # gcUsesSpanInlineMarkBits: heapBitsInSpan(size) && size >= 16
 
 #: (struct, field path) preemu reads, as the binary's DWARF lays them out
 FIELDS = {
     "span": ("runtime.mspan", ("startAddr", "npages", "freeindex", "nelems", "allocBits", "sweepgen",
-                               "spanclass", "state", "elemsize", "largeType", "freeIndexForScan", "gcmarkBits")),
+                               "spanclass", "state", "elemsize", "largeType", "freeIndexForScan", "gcmarkBits",
+                               "specials")),
+    "special": ("runtime.special", ("next", "offset")),
     "mheap": ("runtime.mheap", ("allspans", "arenas", "sweepgen")),
     "arena": ("runtime.heapArena", ("spans",)),
     "mstats": ("runtime.mstats", ("numgc", "last_gc_nanotime")),
@@ -256,6 +266,7 @@ class RealGC:
         self._state_at, size = self.L["span"]["state"]  # mSpanStateBox's uint8 (mheap.go), tested before the unpack
         assert size == 1, f"runtime.mspan.state is {size} bytes in this binary's DWARF, not 1"
         self.cycle: _Cycle | None = None
+        self.quarantine = Quarantine(self) if self.concurrent else None     # freed slots kept out of reuse
         self.waiting = None                       # G's thread while it is held for the runtime's stop request
         self.cycles = 0                           # cycles preemu started that ended (numgc read back)
         self.cycle_kinds: dict[str, int] = {}     # those cycles by the kind of point ("async", "call", "allocation")
@@ -298,6 +309,8 @@ class RealGC:
         self._unwatch()
         self.cycle, self._scan = None, None
         self.freed, self._starts = {}, []
+        if self.quarantine is not None:           # the snapshot's heap never had those slots held
+            self.quarantine = Quarantine(self, self.quarantine.limit)
         self.uaf, self.scans = [], []
         self.cycles = self.freed_total = 0
         self.cycle_kinds = {}
@@ -312,7 +325,7 @@ class RealGC:
     def _numgc(self) -> int:
         return int.from_bytes(self.p.read(self.memstats + self._f("mstats", "numgc"), 4), "little")
 
-    def _span(self, sp: int) -> dict:
+    def span_fields(self, sp: int) -> dict:
         names, st, size = self._span_fmt
         return dict(zip(names, st.unpack(self.p.read(sp, size))))
 
@@ -383,7 +396,7 @@ class RealGC:
         sp = self.span_of(addr)
         if not sp:
             return True
-        s = self._span(sp)
+        s = self.span_fields(sp)
         if s["state"] == M_SPAN_MANUAL:
             return False                    # the runtime's own memory now (stacks, workbufs)
         if s["state"] != M_SPAN_IN_USE:
@@ -505,8 +518,11 @@ class RealGC:
             end = self.returned_at()
             self.mark_insns += max(0, (n if end is None else min(n, end)) - self._mark_from)
         self._mark_from = None
+        if self.quarantine is not None:
+            self.quarantine.keep()          # every cycle's sweep, preemu's or the runtime's own
         if self.concurrent and self.cycle is not None:
-            self.cycle.freed = self._freed_by_marks(self.cycle.boundary)
+            freed = self._freed_by_marks(self.cycle.boundary)
+            self.cycle.freed = freed if self.quarantine is None else self.quarantine.hold(freed)
 
     def _on_barrier(self, uc, addr, size, kind) -> None:
         if self.p.counter.stopping(addr):
@@ -658,7 +674,7 @@ class RealGC:
         sp = self.span_of(addr)
         if not sp or self.p.read(sp + self._state_at, 1)[0] != M_SPAN_IN_USE:
             return None
-        s = self._span(sp)
+        s = self.span_fields(sp)
         if not s["elemsize"] or not s["startAddr"] <= addr < s["startAddr"] + s["elemsize"] * s["nelems"]:
             return None
         i = (addr - s["startAddr"]) // s["elemsize"]
@@ -721,11 +737,14 @@ class RealGC:
             return
         if access != UC_MEM_WRITE and self._over_read(uc, start, obj.size):
             return                              # a vector load's bytes past a live neighbour's end: still watched
+        pc = read_reg(uc, X.UC_X86_REG_RIP)
+        held = self.quarantine is not None and start in self.quarantine
+        if held and (self.p.image.func_at(pc) or ("", 0))[0] in GC_SCAN:
+            return                              # the collector reached it through a stale word: still watched
         del self.freed[start]
         del self._starts[i]
-        if not self.still_free(start):
+        if not held and not self.still_free(start):
             return                              # reallocated: a new object lives there
-        pc = read_reg(uc, X.UC_X86_REG_RIP)
         if self._span_setup(pc, read_reg(uc, X.UC_X86_REG_RSP)):
             return                              # the runtime reusing the memory for a new span, not the program
         t = self.p.cur

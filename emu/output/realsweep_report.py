@@ -264,8 +264,8 @@ def _concurrent_gc_lines(r, g) -> list[str]:
          f"  G during mark      {g.get('mark_instructions', 0):>9,}   instructions of the goroutine while the write "
          f"barrier was on: {g.get('write_barriers', 0):,} write barrier(s), {g.get('bulk_barriers', 0):,} bulk, "
          f"{g.get('assists', 0):,} mark assist(s)",
-         f"  objects freed      {g['freed']:>9,}   unmarked at mark termination, then watched through the lazy "
-         "sweep until reallocated"]
+         f"  objects freed      {g['freed']:>9,}   unmarked at mark termination, then watched: "
+         f"{g.get('quarantined', 0):,} kept out of reuse (quarantined), the rest until reallocated"]
     if g.get("unasked"):
         L.append(f"  not scanned at     {g['unasked']:>9,}   point(s) where the cycle in progress never asked to stop the "
                  "goroutine (it holds the cycle up itself, e.g. inside runtime.GC): preemptone's request there")
