@@ -54,7 +54,7 @@ chromium:
 		|| { echo "could not install chromium: run 'apt-get install chromium' as root"; exit 1; }; }
 
 explain-screenshot: $(BIN)/preemu chromium
-	$(BIN)/python tests/browser.py scenarios/timelines/explain_adc_chain.png
+	$(BIN)/python tests/browser.py docs/img/explain_adc_chain.png
 
 bench: $(BIN)/preemu bytecode
 	$(BIN)/python bench/bench_sweep.py

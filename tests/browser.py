@@ -1,7 +1,7 @@
 """Drive Debian's chromium (not Playwright's own browser download) through Playwright's Python package.
 
 Used by tests/test_explain_browser.py, and run as a script to refresh the README's screenshot of the
-explain page:  .venv/bin/python tests/browser.py scenarios/timelines/explain_adc_chain.png
+explain page:  .venv/bin/python tests/browser.py docs/img/explain_adc_chain.png
 (`tests/browser.py schedule` refreshes the `explain --schedule` page's, explain_schedule_318.png)
 """
 from __future__ import annotations
@@ -73,6 +73,6 @@ def schedule_screenshot(out: str) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "schedule":
-        schedule_screenshot(sys.argv[2] if len(sys.argv) > 2 else "scenarios/timelines/explain_schedule_318.png")
+        schedule_screenshot(sys.argv[2] if len(sys.argv) > 2 else "docs/img/explain_schedule_318.png")
     else:
-        screenshot(sys.argv[1] if len(sys.argv) > 1 else "scenarios/timelines/explain_adc_chain.png")
+        screenshot(sys.argv[1] if len(sys.argv) > 1 else "docs/img/explain_adc_chain.png")

@@ -150,9 +150,9 @@ def test_bad_scheduler_scenarios_are_clear_errors(tmp_path, bad, needle):
 def test_readme_timelines_are_up_to_date(tmp_path, svg, argv):
     out = tmp_path / svg
     _cli("run", *[ROOT / argv[0]] + argv[1:], "--timeline", out)
-    assert out.read_text() == (ROOT / "scenarios" / "timelines" / svg).read_text(), \
-        f"scenarios/timelines/{svg} is stale: regenerate it with " \
-        f"`preemu run {' '.join(argv)} --timeline scenarios/timelines/{svg}`"
+    assert out.read_text() == (ROOT / "docs" / "img" / svg).read_text(), \
+        f"docs/img/{svg} is stale: regenerate it with " \
+        f"`preemu run {' '.join(argv)} --timeline docs/img/{svg}`"
 
 
 @pytest.mark.parametrize("asyncp,blocked", [(True, False), (False, True)])
