@@ -6,7 +6,7 @@ corpus's concurrent correct programs and the try-lock under sync.Mutex), which n
 
   .venv/bin/python bench/bench_schedules.py [--schedules N] [--depth D]
 
-Prints a Markdown table (the README's is this output).
+Prints a Markdown table (docs/how-to/schedules.md's is this output: paste it there).
 """
 from __future__ import annotations
 

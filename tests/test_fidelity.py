@@ -172,7 +172,7 @@ def test_no_project_file_points_outside_the_repository_and_cites_are_public():
 
     from emu.drive import scenario
     files = [p for pat in ("emu/*.py", "emu/*.md", "tests/*.py", "asm/*.s", "asm/*.md", "scenarios/*.toml",
-                           "scenarios/*.md", "README.md", "bench/*.py") for p in ROOT.glob(pat)]
+                           "scenarios/*.md", "README.md", "docs/**/*.md", "bench/*.py") for p in ROOT.glob(pat)]
     internal = re.compile(r"shared/reference|known-bugs [A-E]\d|\bfacts §|anchors §")
     assert not [p.name for p in files if p.name != "test_fidelity.py" and internal.search(p.read_text())]
     for p in sorted((ROOT / "scenarios").glob("*.toml")):

@@ -1,6 +1,6 @@
 """Versioned JSON: every --json object carries "schema": "preemu/<command>/<version>" and exactly the
-keys documented for that version, in README "JSON output" and frozen here. Changing the keys of a
-command means a new version (a new entry below) and a README note."""
+keys documented for that version, in docs/reference/json.md and frozen here. Changing the keys of a
+command means a new version (a new entry below) and a note on that page."""
 from __future__ import annotations
 
 import io
@@ -47,7 +47,7 @@ entry = "spin"
 
 
 def _readme_keys() -> dict[str, list[str]]:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "reference" / "json.md").read_text()
     out = {}
     for m in re.finditer(r"^- `(preemu/[\w-]+/\d+)`: (.*)$", text, re.M):
         keys = m.group(2)

@@ -41,10 +41,10 @@ def fit_line(line: str, width: int = WIDTH) -> list[str]:
 
 
 def fit(lines: list[str] | str, width: int = WIDTH) -> list[str]:
-    """Every line of `lines` (a list, or text with newlines) fitted to `width`."""
+    """Every line of `lines` (a list, or text with newlines; an item may hold several lines) fitted to `width`."""
     if isinstance(lines, str):
-        lines = lines.split("\n")
-    return [out for line in lines for out in fit_line(line, width)]
+        lines = [lines]
+    return [out for item in lines for line in item.split("\n") for out in fit_line(line, width)]
 
 
 def fit_text(text: str, width: int = WIDTH) -> str:

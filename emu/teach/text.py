@@ -56,7 +56,7 @@ def render_text(story: Story) -> str:
     prev = None
     n = len(story.steps)
     for k, s in enumerate(story.steps, 1):
-        L.append(f"[{k}/{n}] {s.title}    ({s.mp}, pc {s.pc:#x})")
+        L += fields([f"[{k}/{n}] {s.title}", f"({s.mp}, pc {s.pc:#x})"], indent=4, sep="    ")
         L += [f"    {t}" for t in s.text]
         if s.phase == "goroutine":
             L += _code_context(story, s.pc)
