@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from .. import __version__
 from ..model import rtcode
 from ..check.safepoint import REASONS
-from .fit import fields, fit, fit_text
+from .fit import WIDTH, elide, fields, fit, fit_text
 
 if TYPE_CHECKING:
     from ..drive.sweeper import SweepResult
@@ -150,8 +150,9 @@ def render_text(res: SweepResult, program, source: str, stub_desc: str, table: b
     L.append(f"  violations         {res.violation_count:>9,}")
     L.append(f"  speed              {res.points_per_second:>9,.0f}   verified points per second")
     if res.uncovered_pcs:
-        L.append(f"  not covered        {len(res.uncovered_pcs):>9}   static PCs never reached: "
-                 + " ".join(f"{pc:#x}" for pc in res.uncovered_pcs[:8]) + (" ..." if len(res.uncovered_pcs) > 8 else ""))
+        head = f"  not covered        {len(res.uncovered_pcs):>9}   static PCs never reached: "
+        L.append(head + elide([f"{pc:#x}" for pc in res.uncovered_pcs], WIDTH - len(head), sep=" ",
+                              more="more in --json"))
     if table:
         L.append("")
         L.append(f"  {'pc':<10} {'where':<18} {'line':>4}  {'instruction':<44} {'verdict':<11} reason")
