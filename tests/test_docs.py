@@ -3,7 +3,6 @@ and leads to a first sweep of one's own package within three links, and no text 
 examples, the tutorial's or `make demo` is wider than 120 columns (emu/output/fit.py)."""
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
 import sys
@@ -115,14 +114,15 @@ def test_make_demo_fits_a_terminal():
     assert [e for e in echoes if len(e) > WIDTH] == []
 
 
-def test_the_generated_avx_table_has_its_markers_in_its_page():
-    spec = importlib.util.spec_from_file_location("avx_diff", ROOT / "bench" / "avx_diff.py")
-    avx = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(avx)
-    text = avx.DOC.read_text()
-    a, b = avx.MARKERS
-    assert avx.DOC.is_relative_to(ROOT / "docs") and 0 <= text.index(a) < text.index(b)
-    assert "forms:" in text[text.index(a):text.index(b)]
+@pytest.mark.parametrize("script,inside", [("avx_diff.py", "forms:"), ("bench_schedules.py", "| correct twin |")])
+def test_a_generated_table_has_its_markers_in_the_page_its_generator_writes(script, inside):
+    """bench/avx_diff.py --docs and bench/bench_schedules.py --docs rewrite what lies between their markers."""
+    text = (ROOT / "bench" / script).read_text()
+    doc = ROOT / re.search(r'DOC = ROOT / (.*)\n', text).group(1).replace('"', "").replace(" / ", "/").strip()
+    begin, end = re.search(r'MARKERS = \("([^"]+)", "([^"]+)"\)', text).groups()
+    page = doc.read_text()
+    assert doc.is_relative_to(ROOT / "docs") and 0 <= page.index(begin) < page.index(end)
+    assert inside in page[page.index(begin):page.index(end)]
 
 
 # --- emu/output/fit.py ---------------------------------------------------------------------------------
