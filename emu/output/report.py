@@ -359,8 +359,8 @@ def checkstub_json(rep) -> dict:
 def render_checkstub(rep, interrupted: bool = False) -> str:
     note = "  (Go 1.27.3's own stub: 264)" if rep.layout == "go1.27" else ""
     w = max([18] + [len(r.scenario) for r in rep.results])
-    L = [f"preemu check-stub: {rep.stub}  ({rep.layout} world: asyncPreempt2, g/m/p, xRegs and the preemption "
-         f"rules of Go {rep.layout[2:]})",
+    L = [*fields([f"preemu check-stub: {rep.stub}", f"({rep.layout} world: asyncPreempt2, g/m/p, xRegs and the "
+                 f"preemption rules of Go {rep.layout[2:]})"]),
          *(textwrap.wrap(f"layout {rep.layout} {rep.layout_note}", 110, initial_indent="  ", subsequent_indent="    ")
            if getattr(rep, "layout_note", "") else []),
          f"  stub max SP delta {rep.stub_max_sp_delta} bytes -> asyncPreemptStack {rep.headroom} bytes{note}",
