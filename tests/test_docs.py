@@ -111,6 +111,32 @@ def _demo() -> tuple[list[str], list[str]]:
     return commands, echoes
 
 
+def _fenced(doc: Path, lang: str) -> list[list[str]]:
+    """The blocks of `doc` fenced as ```lang."""
+    blocks, cur = [], None
+    for line in doc.read_text().splitlines():
+        if line.startswith("```"):
+            if cur is None and line[3:].strip() == lang:
+                cur = []
+            elif cur is not None:
+                blocks.append(cur)
+                cur = None
+        elif cur is not None:
+            cur.append(line)
+    return blocks
+
+
+def test_every_command_block_is_checked():
+    """A `$ preemu` block is run by tests/test_readme.py; a ```sh block may only hold make targets the Makefile
+    has (make demo's commands are run below, make test is the suite): any other command would go untested."""
+    targets = set(re.findall(r"(?m)^([\w-]+):", (ROOT / "Makefile").read_text()))
+    docs = [README, *(ROOT / "docs").rglob("*.md")]
+    lines = [ln.split("#")[0].split() for d in docs for b in _fenced(d, "sh") for ln in b]
+    lines = [w for w in lines if w]
+    assert lines and all(w[0] == "make" and set(w[1:]) <= targets for w in lines), lines
+    assert not [d for d in docs for b in _fenced(d, "") if b and b[0].startswith("preemu ")]
+
+
 def test_make_demo_fits_a_terminal():
     commands, echoes = _demo()
     assert len(commands) == 5 and any("--stub" in c for c in commands)
