@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench gen-stub clean chromium explain-screenshot bytecode native
+.PHONY: demo test bench gen-stub clean chromium explain-screenshot bytecode native docs
 CHROMIUM ?= /usr/bin/chromium
 
 # PYTHONWARNINGS reaches the build backend's process: setuptools' editable-install notice is not for users.
@@ -54,7 +54,7 @@ chromium:
 		|| { echo "could not install chromium: run 'apt-get install chromium' as root"; exit 1; }; }
 
 explain-screenshot: $(BIN)/preemu chromium
-	$(BIN)/python tests/browser.py scenarios/timelines/explain_adc_chain.png
+	$(BIN)/python tests/browser.py docs/img/explain_adc_chain.png
 
 bench: $(BIN)/preemu bytecode
 	$(BIN)/python bench/bench_sweep.py
@@ -63,6 +63,10 @@ bench: $(BIN)/preemu bytecode
 	$(BIN)/python bench/bench_realsweep.py
 	$(BIN)/python bench/bench_realgc.py
 	$(BIN)/python bench/bench_startup.py
+
+# The docs site (docs/, mkdocs.yml) into build/site; `$(BIN)/mkdocs serve` serves it while you edit.
+docs: $(BIN)/preemu
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 gen-stub: $(BIN)/preemu
 	$(BIN)/preemu gen-stub

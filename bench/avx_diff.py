@@ -1,7 +1,7 @@
 """Differential check (issue #48): every VEX/EVEX/BMI/ADX instruction form of real Go binaries, run under preemu's
 executor and natively on this host from random states, compared bit for bit.
 
-`.venv/bin/python bench/avx_diff.py [--samples N] [--readme]` builds (once, into /tmp/avxdiff) the test binaries
+`.venv/bin/python bench/avx_diff.py [--samples N] [--docs]` builds (once, into /tmp/avxdiff) the test binaries
 of the runtime and a dozen stdlib packages at GOAMD64=v3 and v4, with and without GOEXPERIMENT=simd (`go test
 -c`), collects each distinct form
 (mnemonic, VEX or EVEX, operand kinds: `vpaddd zmm, zmm, m32bcst {k}`), and runs each on N random states
@@ -17,7 +17,8 @@ memory operand's redirection and write-back, flags and MXCSR; for the rest it ch
 A form is "exact" (every sample equal), "wrong" (one differed: the first difference shown), "refused"
 (preemu refuses it: the reason) or "untested" (no state reaches its address: index-only addressing).
 Needs an AVX-512 host (the native side loads ZMM0-31 and K0-7) and GNU as for the synthetic forms.
---readme rewrites the table between the README's avx-diff markers. --sse checks the legacy SSE forms of the
+--docs rewrites the table between the avx-diff markers of docs/reference/cpu-levels.md (DOC; --readme is
+the old name of the option). --sse checks the legacy SSE forms of the
 same binaries instead (Unicorn runs those itself at every level: a measurement, not preemu's executor; MXCSR's
 exception flags, which Unicorn never sets, are left out of that comparison).
 """
@@ -33,6 +34,9 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+#: the page whose table --docs rewrites, between these markers (tests/test_docs.py checks they are there)
+DOC = ROOT / "docs" / "reference" / "cpu-levels.md"
+MARKERS = ("<!-- avx-diff -->", "<!-- /avx-diff -->")
 sys.path.insert(0, str(ROOT))
 
 import capstone  # noqa: E402
@@ -458,12 +462,11 @@ def main(argv: list[str]) -> int:
             print(f"{verdict:8s} {form:60s} {text_of(code)}  {detail[:150]}", flush=True)
     out = table(results)
     print(out)
-    if "--readme" in argv and "--sse" not in argv:
-        readme = ROOT / "README.md"
-        s = readme.read_text()
-        a, b = "<!-- avx-diff -->", "<!-- /avx-diff -->"
+    if ("--docs" in argv or "--readme" in argv) and "--sse" not in argv:
+        s = DOC.read_text()
+        a, b = MARKERS
         s = s[:s.index(a) + len(a)] + "\n" + out + "\n" + s[s.index(b):]
-        readme.write_text(s)
+        DOC.write_text(s)
     return 1 if any(v == "wrong" for _, _, v, _ in results) else 0
 
 

@@ -4,9 +4,10 @@ CPU seconds `preemu exec --test NAME --schedules N` takes to its first failing s
 test binary run natively in a loop for the same CPU time (how many runs fail). Then the correct twins (the
 corpus's concurrent correct programs and the try-lock under sync.Mutex), which no schedule may fail.
 
-  .venv/bin/python bench/bench_schedules.py [--schedules N] [--depth D]
+  .venv/bin/python bench/bench_schedules.py [--schedules N] [--depth D] [--docs]
 
-Prints a Markdown table (the README's is this output).
+Prints two Markdown tables; --docs also writes them between the bench-schedules markers of
+docs/how-to/schedules.md (DOC), where the docs show them.
 """
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+#: the page whose tables --docs rewrites, between these markers (tests/test_docs.py checks they are there)
+DOC = ROOT / "docs" / "how-to" / "schedules.md"
+MARKERS = ("<!-- bench-schedules -->", "<!-- /bench-schedules -->")
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench/verdicts"))
 
@@ -60,24 +64,35 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--schedules", type=int, default=400)
     ap.add_argument("--depth", type=int, default=3)
+    ap.add_argument("--docs", action="store_true", help="write the tables into docs/how-to/schedules.md")
     a = ap.parse_args()
+    lines: list[str] = []
+
+    def emit(text: str) -> None:
+        print(text, flush=True)
+        lines.extend(text.split("\n"))
+
     bugs = [(e.src, e.test, e.name) for e in corpus.BUGS if e.bug == "schedule" and e.test]
     bugs.append(("tests/go/pctlock/lock", "TestRacyLock", "pctlock.tryLock"))
     twins = [(e.src, e.test, e.name) for e in corpus.CORRECT if e.test]
     twins.append(("tests/go/pctlock/lock", "TestMutexLock", "pctlock (sync.Mutex)"))
-    print(f"| bug | first failing schedule (of {a.schedules}, depth {a.depth}) | preemu CPU s | native runs failing "
-          "in the same CPU |")
-    print("|---|---|---|---|")
+    emit(f"| bug | first failing schedule (of {a.schedules}, depth {a.depth}) | preemu CPU s | native runs failing "
+         "in the same CPU |")
+    emit("|---|---|---|---|")
     for src, test, name in bugs:
         t0 = time.process_time()
         r = explore(src, test, a.schedules, a.depth)
         fails, runs = native(src, test, max(r["cpu"], 0.5))
         first = f"{r['ran']} (seed {r['seed']})" if r["failed"] else f"none in {r['ran']}"
-        print(f"| {name} ({test}) | {first} | {r['cpu']:.2f} | {fails} of {runs} |")
-    print(f"\n| correct twin | schedules passed (of {a.schedules}) |\n|---|---|")
+        emit(f"| {name} ({test}) | {first} | {r['cpu']:.2f} | {fails} of {runs} |")
+    emit(f"\n| correct twin | schedules passed (of {a.schedules}) |\n|---|---|")
     for src, test, name in twins:
         r = explore(src, test, a.schedules // 4, a.depth)
-        print(f"| {name} ({test}) | {'FAILED at seed ' + str(r['seed']) if r['failed'] else str(r['ran']) + ' all'} |")
+        emit(f"| {name} ({test}) | {'FAILED at seed ' + str(r['seed']) if r['failed'] else str(r['ran']) + ' all'} |")
+    if a.docs:
+        text = DOC.read_text()
+        begin, end = MARKERS
+        DOC.write_text(text[:text.index(begin) + len(begin)] + "\n" + "\n".join(lines) + "\n" + text[text.index(end):])
     return 0
 
 

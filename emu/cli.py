@@ -674,8 +674,8 @@ def cmd_exec(a, out) -> int:
         _run_with_progress_and_ctrl_c(p, a)
     if p.interrupted:
         text = xreport.render_text(p, a.target)
-        for line in text.splitlines():
-            print(f"preemu: {line}", file=sys.stderr)
+        for line in _fit([f"preemu: {line}" for line in text.splitlines()]):
+            print(line, file=sys.stderr)
         print(f"preemu: interrupted (Ctrl-C) after {p.clock - p.boot_ns:,} ns of virtual time; the summary above "
               "is partial", file=sys.stderr)
         return 130
@@ -704,8 +704,8 @@ def cmd_exec(a, out) -> int:
                 ("all expectations hold\n" if not fails else "FAILED\n" + "".join(f"  {f}\n" for f in fails))
         if sched_run is not None:
             text += _schedule_text(sched_run, k, image.path)
-        for line in text.splitlines():
-            print(f"preemu: {line}", file=sys.stderr)
+        for line in _fit([f"preemu: {line}" for line in text.splitlines()]):
+            print(line, file=sys.stderr)
     if p.error is not None and not a.json:
         raise p.error
     return code
@@ -833,9 +833,15 @@ def _exec_schedules(a, out, image, opts, package) -> int:
              f"this run: {bad.insns:,} instructions, {bad.virtual_ns / 1e6:.3f} ms virtual",
              *_schedule_text(bad, ex.k, image.path).splitlines(),
              f"replay: {replay}"]
-    for line in lines:
-        print(f"preemu: {line}", file=sys.stderr)
+    for line in _fit([f"preemu: {line}" for line in lines]):
+        print(line, file=sys.stderr)
     return 1
+
+
+def _fit(lines: list[str]) -> list[str]:
+    """exec's summary lines on stderr, each fitted to the terminal's 120 columns (the program's output is not)."""
+    from .output.fit import fit
+    return fit(lines)
 
 
 def _parallel(sp) -> None:

@@ -1,7 +1,7 @@
 """Drive Debian's chromium (not Playwright's own browser download) through Playwright's Python package.
 
-Used by tests/test_explain_browser.py, and run as a script to refresh the README's screenshot of the
-explain page:  .venv/bin/python tests/browser.py scenarios/timelines/explain_adc_chain.png
+Used by tests/test_explain_browser.py, and run as a script to refresh the docs' screenshot of the
+explain page:  .venv/bin/python tests/browser.py docs/img/explain_adc_chain.png
 (`tests/browser.py schedule` refreshes the `explain --schedule` page's, explain_schedule_318.png)
 """
 from __future__ import annotations
@@ -43,7 +43,7 @@ def page():
 
 
 def screenshot(out: str) -> None:
-    """Write the README's screenshot: adc_chain's explain page at its "save" step."""
+    """Write the docs' screenshot: adc_chain's explain page at its "save" step."""
     with tempfile.TemporaryDirectory() as d:
         html = os.path.join(d, "explain.html")
         subprocess.run([sys.executable, "-m", "emu", "explain", "asm/adc_chain.s", "--func", "adc_chain",
@@ -58,7 +58,7 @@ def screenshot(out: str) -> None:
 
 
 def schedule_screenshot(out: str) -> None:
-    """Write the README's screenshot of `explain --schedule 318 --html`, change point 2 selected."""
+    """Write the docs' screenshot of `explain --schedule 318 --html`, change point 2 selected."""
     with tempfile.TemporaryDirectory() as d:
         html = os.path.join(d, "schedule.html")
         subprocess.run([sys.executable, "-m", "emu", "explain", "tests/go/pctlock/lock", "--test", "TestRacyLock",
@@ -73,6 +73,6 @@ def schedule_screenshot(out: str) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "schedule":
-        schedule_screenshot(sys.argv[2] if len(sys.argv) > 2 else "scenarios/timelines/explain_schedule_318.png")
+        schedule_screenshot(sys.argv[2] if len(sys.argv) > 2 else "docs/img/explain_schedule_318.png")
     else:
-        screenshot(sys.argv[1] if len(sys.argv) > 1 else "scenarios/timelines/explain_adc_chain.png")
+        screenshot(sys.argv[1] if len(sys.argv) > 1 else "docs/img/explain_adc_chain.png")

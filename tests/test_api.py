@@ -1,4 +1,4 @@
-"""The Python API at the package top level: results the CLI renders, one exception type, README example."""
+"""The Python API at the package top level: results the CLI renders, one exception type, the docs' example."""
 from __future__ import annotations
 
 import contextlib
@@ -123,15 +123,15 @@ def test_bad_input_raises_one_exception_type(call, message):
     assert re.search(message, str(e.value)), str(e.value)
 
 
-def test_readme_api_example_runs(in_root):
-    readme = (ROOT / "README.md").read_text()
-    block = re.search(r"\*\*Python API\.\*\*.*?```python\n(.*?)```", readme, re.S).group(1)
+def test_docs_api_example_runs(in_root):
+    page = (ROOT / "docs" / "how-to" / "ci.md").read_text()
+    block = re.search(r"\*\*Python API\.\*\*.*?```python\n(.*?)```", page, re.S).group(1)
     assert len(block.strip().splitlines()) <= 12
     expected = [m.group(1).strip() for m in re.finditer(r"# -> (.*)$", block, re.M)]
     assert len(expected) == 4
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(block, "README.md", "exec"), {})
+        exec(compile(block, "docs/how-to/ci.md", "exec"), {})
     assert out.getvalue().splitlines() == expected
 
 

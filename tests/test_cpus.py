@@ -181,5 +181,5 @@ def test_a_thread_alone_runs_the_same_for_every_seed(cpus_image):
 
 
 def test_the_docs_say_how_interleavings_are_chosen():
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "reference" / "linux.md").read_text()
     assert "furthest behind" in readme and "--seed` varies the interleaving" in readme

@@ -183,7 +183,7 @@ def test_force_unsafe_in_the_prologue_window_shows_the_damage():
      "asm-func", "final registers equal the uninterrupted run", "RBP: expected"),
 ])
 def test_force_unsafe_shows_each_class_of_damage(args, reason, failed, detail):
-    """The README's forced-injection table, one story each (the prologue window is tested above)."""
+    """The forced-injection table (docs/explanation/how-a-point-is-checked.md), one story each (the prologue window is tested above)."""
     file, func, reg, at, *extra = args
     rc, out = _cli("explain", str(ASM / file), "--func", func, "--reg", reg, "--at", at, *extra)
     assert rc == 0 and f"verdict: refused by Go ({reason})" in out
@@ -251,10 +251,10 @@ def test_bad_input_is_a_clear_error(capsys):
     assert rc == 2 and "no such directory" in capsys.readouterr().err
 
 
-def test_readme_explain_example_is_real_output(monkeypatch):
-    text = (ROOT / "README.md").read_text()
+def test_the_tutorials_explain_example_is_real_output(monkeypatch):
+    text = (ROOT / "docs" / "tutorial" / "2-prologue-window.md").read_text()
     m = re.search(r"```\n\$ preemu (explain [^\n]*)\n(.*?)```", text, re.S)
-    assert m, "README has a `$ preemu explain` block"
+    assert m, "the tutorial's step 2 has a `$ preemu explain` block"
     monkeypatch.chdir(ROOT)
     rc, out = _cli(*m.group(1).split())
     assert rc == 0 and out == m.group(2)

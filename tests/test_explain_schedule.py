@@ -41,7 +41,7 @@ def test_the_text_tells_the_decisions_with_their_source_lines_the_threads_and_th
     assert "[the start -> change point 1] t = 0.000 ms .. 0.705 ms, steps 0..89" in out
     assert "[change point 1 -> change point 2] t = 0.686 ms .. 0.701 ms, steps 89..239" in out
     assert ("  m3(1003): 1 slice, 14,288 instructions, 150 steps; then runnable at "
-            "example.com/pctlock/lock.critical+0x40 (lock.go:36)") in out
+            "example.com/pctlock/lock.critical+0x40\n    (lock.go:36)") in out      # wrapped at 120 columns
     assert "  => change point 2: m3(1003) stopped before example.com/pctlock/lock.critical+0x40 (lock.go:36)" in out
     assert "[change point 2 -> the end]" in out
     assert "How it failed: t = 0.889 ms (exit_group by m3(1003)): exit status 1" in out

@@ -93,11 +93,11 @@ def test_a_directory_without_tests_has_none_to_run():
 
 
 def test_the_tours_first_go_example_runs_as_written(tmp_path):
-    """The README tour's Go step starts from the package's test: its command, as written there, works."""
+    """The tutorial's Go step starts from the package's test: its command, as written there, works."""
     import shlex
     from pathlib import Path
-    line = next(ln for ln in Path("README.md").read_text().splitlines()
-                if ln.startswith("preemu explain tests/go/ringmod/ring --test TestSum"))
+    line = next(ln[2:] for ln in Path("docs/tutorial/7-real-program.md").read_text().splitlines()
+                if ln.startswith("$ preemu explain tests/go/ringmod/ring --test TestSum"))
     argv = shlex.split(line)[1:]
     argv[argv.index("--html") + 1] = str(tmp_path / "sum.html")
     code, text = run(*argv)

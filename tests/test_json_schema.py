@@ -1,6 +1,6 @@
 """Versioned JSON: every --json object carries "schema": "preemu/<command>/<version>" and exactly the
-keys documented for that version, in README "JSON output" and frozen here. Changing the keys of a
-command means a new version (a new entry below) and a README note."""
+keys documented for that version, in docs/reference/json.md and frozen here. Changing the keys of a
+command means a new version (a new entry below) and a note on that page."""
 from __future__ import annotations
 
 import io
@@ -46,8 +46,8 @@ entry = "spin"
 """
 
 
-def _readme_keys() -> dict[str, list[str]]:
-    text = (ROOT / "README.md").read_text()
+def _documented_keys() -> dict[str, list[str]]:
+    text = (ROOT / "docs" / "reference" / "json.md").read_text()
     out = {}
     for m in re.finditer(r"^- `(preemu/[\w-]+/\d+)`: (.*)$", text, re.M):
         keys = m.group(2)
@@ -95,8 +95,8 @@ def test_every_command_is_versioned_and_keeps_its_keys(outputs):
     assert seen == set(KEYS) == set(report.SCHEMAS.values())
 
 
-def test_readme_documents_the_keys():
-    assert {k: v for k, v in _readme_keys().items()} == {k: v.split() for k, v in KEYS.items()}
+def test_the_docs_document_the_keys():
+    assert {k: v for k, v in _documented_keys().items()} == {k: v.split() for k, v in KEYS.items()}
 
 
 def test_violation_objects_keep_their_keys():

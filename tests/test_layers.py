@@ -172,9 +172,8 @@ def test_every_old_path_is_a_moved_module_and_the_new_paths_do_not_warn():
         importlib.import_module("emu.teach.story")
 
 
-def test_the_readme_layout_names_every_module():
-    readme = (ROOT.parent / "README.md").read_text()
-    layout = readme[readme.index("## Layout"):readme.index("## Status and limits")]
+def test_the_docs_layout_names_every_module():
+    layout = (ROOT.parent / "docs" / "reference" / "layout.md").read_text()
     for sub in {p.parent.name for p in ROOT.glob("*/__init__.py")}:
         assert f"emu/{sub}/" in layout, sub
     missing = [str(p.relative_to(ROOT)) for p in ROOT.rglob("*.py")

@@ -631,7 +631,7 @@ def test_sendmsg_recvmsg_and_mknod_answer_as_natively():
 
 
 def test_mknod_answers_as_linux_and_makes_nothing_on_the_host(tmp_path):
-    """preemu makes no FIFO or device node on the host (README, the security model): there EPERM, as a file
+    """preemu makes no FIFO or device node on the host (docs/explanation/security.md): there EPERM, as a file
     system without mknod answers (vfs_mknod), after the path's own checks (EEXIST first); a FIFO in /tmp is
     made (fifo.py), a device there is EPERM too; a bad type is EINVAL, a directory type EPERM."""
     from guestkernel import Guest

@@ -130,7 +130,9 @@ def test_not_covered_says_when_it_lists_only_some(tmp_path, capsys):
     out = io.StringIO()
     cli.main(["sweep", str(src), "--func", "f"], out)
     line = next(ln for ln in out.getvalue().splitlines() if "not covered" in ln)
-    assert int(line.split()[2]) > 8 and line.rstrip().endswith("...")
+    shown = [w for w in line.split() if w.startswith("0x")]
+    assert int(line.split()[2]) == 12 and len(line) <= 120 and 0 < len(shown) < 12
+    assert line.rstrip().endswith(f"... and {12 - len(shown)} more in --json")
 
 
 def test_the_plugin_runs_the_projects_own_scenarios(tmp_path):

@@ -147,12 +147,12 @@ def test_bad_scheduler_scenarios_are_clear_errors(tmp_path, bad, needle):
                                       ("starvation_async_off.svg", ["scenarios/starvation.toml",
                                                                     "--async-preemption", "off"]),
                                       ("fair_share.svg", ["scenarios/fair_share.toml"])])
-def test_readme_timelines_are_up_to_date(tmp_path, svg, argv):
+def test_the_docs_timelines_are_up_to_date(tmp_path, svg, argv):
     out = tmp_path / svg
     _cli("run", *[ROOT / argv[0]] + argv[1:], "--timeline", out)
-    assert out.read_text() == (ROOT / "scenarios" / "timelines" / svg).read_text(), \
-        f"scenarios/timelines/{svg} is stale: regenerate it with " \
-        f"`preemu run {' '.join(argv)} --timeline scenarios/timelines/{svg}`"
+    assert out.read_text() == (ROOT / "docs" / "img" / svg).read_text(), \
+        f"docs/img/{svg} is stale: regenerate it with " \
+        f"`preemu run {' '.join(argv)} --timeline docs/img/{svg}`"
 
 
 @pytest.mark.parametrize("asyncp,blocked", [(True, False), (False, True)])

@@ -74,7 +74,8 @@ def test_the_text_report_names_the_seed_the_decisions_and_the_command_that_repla
     assert "--- FAIL: TestRacyLock" in out
     assert (f"3 of 5 schedules of depth 3 ran (seeds {FIRST_FAILING - 2}..{FIRST_FAILING + 2}; k = 370 steps"
             in err)
-    assert f"schedule {FIRST_FAILING} FAILED (2 passed before it): exit status 1: --- FAIL: TestRacyLock" in err
+    words = " ".join(err.split())                     # the summary is wrapped at 120 columns
+    assert f"schedule {FIRST_FAILING} FAILED (2 passed before it): exit status 1: --- FAIL: TestRacyLock" in words
     assert "stopped before example.com/pctlock/lock.tryLock+0xa (lock.go:16) (0x" in err
     assert err.rstrip().endswith(f"replay: {REPLAY}")
 

@@ -81,7 +81,7 @@ BUGS = [
           native="TestScan: fatal error: concurrent map iteration and map write, 3/100"),
     Entry("tests/data/go/poolmisuse", "use", test="TestUse", bug="schedule", native="TestUse fails 200/200"),
     Entry("tests/data/go/gcreal", "hidden", bug="gc",
-          native="an XOR-masked uintptr the collector cannot see (go vet rejects it); README --gc section"),
+          native="an XOR-masked uintptr the collector cannot see (go vet rejects it); docs/explanation/gc-modes.md"),
     Entry("tests/data/go/gcslice", "rebuild", bug="gc",
           native="`prog stress 200000` with GODEBUG=clobberfree=1: wrong sums (4 of 200,000); rebuildGC every time"),
     Entry("tests/data/go/gcreuse", "reuse", bug="gc",

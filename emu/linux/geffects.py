@@ -1,7 +1,7 @@
 """What a Go function leaves behind when it returns, as comparable text: its results and the globals it changed.
 
 A real-program sweep compares these between an uninterrupted run and a run preempted at every boundary.
-The rule (README "Go code swept inside its real program"):
+The rule (docs/explanation/real-program-sweep.md):
 - results are read where ABIInternal puts them at the return (registers, or the caller's stack area; goabi.py
   over the binary's DWARF), then walked through the heap by their DWARF types (heapgraph.py): {path: token},
   paths starting with the result's name (`~r0`, `~r0.Count`, `~r0.Items[3].Name`, `~r0.M{"key"}`), tokens free

@@ -9,6 +9,7 @@ from collections import OrderedDict
 from typing import Any
 
 from .. import __version__
+from .fit import fit
 
 SCHEMA = "preemu/sweep-many/1"
 
@@ -79,7 +80,7 @@ class ManySweepReport:
         else:
             L.append(f"FAIL: {len(bad)} of {len(self.reports)} swept function(s) failed"
                      + (f"; {len(errors)} could not be swept" if errors else ""))
-        return "\n".join(L) + "\n"
+        return "\n".join(fit(L)) + "\n"
 
     def summary(self) -> str:
         return self.render().split("\n\n", 1)[-1]

@@ -8,6 +8,7 @@ from collections import OrderedDict
 from typing import Any
 
 from .. import __version__
+from .fit import elide, fields, fit
 from .report import REASONS, failure_lines
 
 SCHEMA = "preemu/sweep-real/1"
@@ -69,7 +70,8 @@ class RealSweepReport:
         r = self.result
         sw = self.sweeper
         describe = None if sw is None else (lambda pc: sw.prog.describe_pc(pc) if sw.prog else sw.image.describe(pc))
-        L = [f"preemu sweep: {r.source}  func {r.func}  {_how(r)}  stub {r.stub}  real program  seed {r.seed}", ""]
+        L = fields([f"preemu sweep: {r.source}", f"func {r.func}", _how(r), f"stub {r.stub}", "real program",
+                    f"seed {r.seed}"]) + [""]
         L.append(f"  boundaries         {r.boundaries:>9,}   instructions of {r.func}'s goroutine from its entry to its "
                  "return (callees and the runtime included)")
         if r.gc is not None:
@@ -112,7 +114,7 @@ class RealSweepReport:
         L.append(f"  violations         {r.violation_count:>9,}")
         L.append(f"  speed              {r.points / r.cpu if r.cpu else 0:>9,.0f}   verified points per second of CPU "
                  "(program start, reference and to-exit runs included)")
-        res = ", ".join(f"{k} = {v}" for k, v in r.results.items()) or f"(none: {r.func} returns nothing)"
+        res = elide([f"{k} = {v}" for k, v in r.results.items()], 2 * 120 - 40) or f"(none: {r.func} returns nothing)"
         L.append(f"  results            {res}")
         out = r.ending.stdout.decode(errors="replace").strip().splitlines()
         L.append(f"  program ended      exit status {r.ending.exit_code}, {len(out)} line(s) of output"
@@ -135,10 +137,10 @@ class RealSweepReport:
                      "of the goroutine once, at its first occurrence")
         L.append("")
         L += verdict(r)
-        return "\n".join(L) + "\n"
+        return "\n".join(fit(L)) + "\n"
 
     def summary(self) -> str:
-        return "\n".join(verdict(self.result)) + "\n"
+        return "\n".join(fit(verdict(self.result))) + "\n"
 
 
 def nondeterministic_keys(nd: dict) -> list[str]:

@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING
 from .. import __version__
 from ..model import rtcode
 from ..check.safepoint import REASONS
+from .fit import WIDTH, elide, fields, fit, fit_text
 
 if TYPE_CHECKING:
     from ..drive.sweeper import SweepResult
 
 #: The "schema" of every --json object: a change of its keys means a new version here and a note
-#: in README "JSON output" (tests/test_json_schema.py holds the documented keys of each version).
+#: in docs/reference/json.md (tests/test_json_schema.py holds the documented keys of each version).
 SCHEMAS = {
     "sweep": "preemu/sweep/1",
     "run": "preemu/run/1",                    # a sweep scenario: the sweep keys + scenario, checks
@@ -118,8 +119,8 @@ def runtime_label(layout: str) -> str:
 
 
 def render_text(res: SweepResult, program, source: str, stub_desc: str, table: bool = False) -> str:
-    L = []
-    L.append(f"preemu sweep: {source}  func {res.entry}  stub {stub_desc}  {runtime_label(res.layout)}  seed {res.seed}")
+    L = fields([f"preemu sweep: {source}", f"func {res.entry}", f"stub {stub_desc}", runtime_label(res.layout),
+                f"seed {res.seed}"])
     L.append("")
     L.append(f"  boundaries         {res.boundaries:>9,}   instructions from entry to goexit (each REP iteration counts)")
     L.append(f"  points tried       {res.points:>9,}" + ("   (capped by --max-points)" if res.points < res.boundaries else ""))
@@ -149,8 +150,9 @@ def render_text(res: SweepResult, program, source: str, stub_desc: str, table: b
     L.append(f"  violations         {res.violation_count:>9,}")
     L.append(f"  speed              {res.points_per_second:>9,.0f}   verified points per second")
     if res.uncovered_pcs:
-        L.append(f"  not covered        {len(res.uncovered_pcs):>9}   static PCs never reached: "
-                 + " ".join(f"{pc:#x}" for pc in res.uncovered_pcs[:8]) + (" ..." if len(res.uncovered_pcs) > 8 else ""))
+        head = f"  not covered        {len(res.uncovered_pcs):>9}   static PCs never reached: "
+        L.append(head + elide([f"{pc:#x}" for pc in res.uncovered_pcs], WIDTH - len(head), sep=" ",
+                              more="more in --json"))
     if table:
         L.append("")
         L.append(f"  {'pc':<10} {'where':<18} {'line':>4}  {'instruction':<44} {'verdict':<11} reason")
@@ -161,7 +163,7 @@ def render_text(res: SweepResult, program, source: str, stub_desc: str, table: b
         L.append("  (! = inside a ;@unsafe range)")
     L.append("")
     L += sweep_verdict(res)
-    return "\n".join(L) + "\n"
+    return "\n".join(fit(L)) + "\n"
 
 
 def _expected_actual(v) -> list[str]:
@@ -231,7 +233,7 @@ def render_scenario(res: SweepResult, program, source: str, sc, checks, stub_des
     ok = all(c.ok for c in checks)
     head = f"scenario {sc.name}: {sc.description}\n" + (f"  cites: {sc.cites}\n" if sc.cites else "") + "\n"
     tail = "\nexpectations\n" + "".join(f"  [{'ok' if c.ok else 'FAIL'}] {c.name}: {c.detail}\n" for c in checks)
-    return head + render_text(res, program, source, stub_description, table) + tail + \
+    return fit_text(head) + render_text(res, program, source, stub_description, table) + fit_text(tail) + \
         f"\nscenario {sc.name}: {'PASS' if ok else 'FAIL'}\n"
 
 
@@ -246,8 +248,8 @@ _OUTCOME = {
 
 def render_episode(ep, source: str, func: str, layout: str = "go1.14") -> str:
     """The step-by-step story of one preemption request."""
-    L = [f"preemu preempt: {source}  func {func}  {runtime_label(layout)}  request at boundary {ep.at}  "
-         f"async preemption {'on' if ep.async_preemption else 'off'}", ""]
+    L = fields([f"preemu preempt: {source}", f"func {func}", runtime_label(layout), f"request at boundary {ep.at}",
+                f"async preemption {'on' if ep.async_preemption else 'off'}"]) + [""]
     for e in ep.events:
         L.append(f"  [{e.boundary:>7}] {e.kind:<13} {e.text}")
     L.append("")
@@ -261,7 +263,7 @@ def render_episode(ep, source: str, func: str, layout: str = "go1.14") -> str:
         L.append(f"FAIL: {len(ep.violations)} violation(s)")
         for v in ep.violations:
             L.append(f"  {v.describe()}")
-    return "\n".join(L) + "\n"
+    return "\n".join(fit(L)) + "\n"
 
 
 def episode_json(ep, source: str, func: str) -> dict:
@@ -323,7 +325,8 @@ def render_sched(res, sc, source: str, checks) -> str:
     if sleeps:
         L.append(f"  wake-up latency  p50 {_fmt_ms(res.percentile(0.5))}  p90 {_fmt_ms(res.percentile(0.9))}  "
                  f"p99 {_fmt_ms(res.percentile(0.99))}  max {_fmt_ms(lat[-1] / 1e6 if lat else None)} ms"
-                 f"  ({len(lat)} wake-ups; the real Go 1.27 runtime: p50 20.16, p90 20.32, max 40.3 ms)")
+                 f"  ({len(lat)} wake-ups)")
+        L.append("                   the real Go 1.27 runtime: p50 20.16, p90 20.32, max 40.3 ms")
     if res.gc_cycles:
         w = res.gc_waits_ns
         L.append(f"  GC stack scans   {res.gc_cycles} cycles, {len(w)} goroutines suspended; wait for the "
@@ -340,7 +343,7 @@ def render_sched(res, sc, source: str, checks) -> str:
     if checks:
         L += ["", "expectations"] + [f"  [{'ok' if c.ok else 'FAIL'}] {c.name}: {c.detail}" for c in checks]
     L += ["", f"scenario {sc.name}: {'PASS' if all(c.ok for c in checks) else 'FAIL'}"]
-    return "\n".join(L) + "\n"
+    return "\n".join(fit(L)) + "\n"
 
 
 def checkstub_json(rep) -> dict:
@@ -356,8 +359,8 @@ def checkstub_json(rep) -> dict:
 def render_checkstub(rep, interrupted: bool = False) -> str:
     note = "  (Go 1.27.3's own stub: 264)" if rep.layout == "go1.27" else ""
     w = max([18] + [len(r.scenario) for r in rep.results])
-    L = [f"preemu check-stub: {rep.stub}  ({rep.layout} world: asyncPreempt2, g/m/p, xRegs and the preemption "
-         f"rules of Go {rep.layout[2:]})",
+    L = [*fields([f"preemu check-stub: {rep.stub}", f"({rep.layout} world: asyncPreempt2, g/m/p, xRegs and the "
+                 f"preemption rules of Go {rep.layout[2:]})"]),
          *(textwrap.wrap(f"layout {rep.layout} {rep.layout_note}", 110, initial_indent="  ", subsequent_indent="    ")
            if getattr(rep, "layout_note", "") else []),
          f"  stub max SP delta {rep.stub_max_sp_delta} bytes -> asyncPreemptStack {rep.headroom} bytes{note}",
@@ -374,8 +377,8 @@ def render_checkstub(rep, interrupted: bool = False) -> str:
     L.append("")
     if rep.ok and interrupted:
         L.append("INTERRUPTED: no violation in the corpus loops above; the rest of the corpus did not run.")
-        return "\n".join(L) + "\n"
-    return "\n".join(L + checkstub_verdict(rep)) + "\n"
+        return "\n".join(fit(L)) + "\n"
+    return "\n".join(fit(L + checkstub_verdict(rep))) + "\n"
 
 
 def checkstub_verdict(rep) -> list[str]:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from .. import __version__
 from ..linux.schedule import FAIR_BUDGET
+from ..output.fit import fit
 from ..output.report import SCHEMAS
 
 #: lines of a failing run's output the story quotes
@@ -308,4 +309,4 @@ def render_text(story: Story) -> str:
                 f"{f['why'] or 'exit status ' + str(f['exit_code'])}"]
     out += [f"  | {ln}" for ln in f["lines"]]
     out.append(f"replay: {j.replay}")
-    return "\n".join(out) + "\n"
+    return "\n".join(fit(out)) + "\n"

@@ -5,6 +5,8 @@ from collections import OrderedDict
 
 from .. import __version__
 from .story import REG_ORDER, Story
+from ..output.fit import fields, fit
+from ..output.fit import table as fit_table
 from ..output.report import SCHEMAS
 
 _VERDICT = {"injected": "injected: an async safe point", "refused": "refused by Go",
@@ -12,14 +14,7 @@ _VERDICT = {"injected": "injected: an async safe point", "refused": "refused by 
 
 
 def _table(t: dict, indent: str = "    ") -> list[str]:
-    cols = t["columns"]
-    rows = [[str(c) for c in r] for r in t["rows"]]
-    width = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(cols)]
-    width[-1] = 0
-    out = [f"{indent}{t['title']}:"]
-    out.append(indent + "  " + "  ".join(c.ljust(width[i]) for i, c in enumerate(cols)).rstrip())
-    out += [indent + "  " + "  ".join(c.ljust(width[i]) for i, c in enumerate(r)).rstrip() for r in rows]
-    return out
+    return [f"{indent}{t['title']}:"] + fit_table(t["columns"], t["rows"], indent + "  ")
 
 
 def _code_context(story: Story, pc: int, before: int = 3, after: int = 2) -> list[str]:
@@ -55,13 +50,13 @@ def _registers(regs: dict[str, str], flags: str) -> list[str]:
 
 def render_text(story: Story) -> str:
     where = f"{story.unit} {story.at}" + (f" of {story.boundaries}" if story.unit == "boundary" else "")
-    L = [f"preemu explain: {story.file}  func {story.func}  {where}  "
-         f"pc {story.pc:#x}  layout {story.layout}{'  with GC' if story.gc else ''}",
-         f"verdict: {_VERDICT[story.verdict]} ({story.reason})", ""]
+    L = fields([f"preemu explain: {story.file}", f"func {story.func}", where, f"pc {story.pc:#x}",
+                f"layout {story.layout}"] + (["with GC"] if story.gc else []))
+    L += [f"verdict: {_VERDICT[story.verdict]} ({story.reason})", ""]
     prev = None
     n = len(story.steps)
     for k, s in enumerate(story.steps, 1):
-        L.append(f"[{k}/{n}] {s.title}    ({s.mp}, pc {s.pc:#x})")
+        L += fields([f"[{k}/{n}] {s.title}", f"({s.mp}, pc {s.pc:#x})"], indent=4, sep="    ")
         L += [f"    {t}" for t in s.text]
         if s.phase == "goroutine":
             L += _code_context(story, s.pc)
@@ -98,7 +93,7 @@ def render_text(story: Story) -> str:
     else:
         L.append(f"FAIL: {len(checks) - held} of {len(checks)} checks failed:")
         L += [f"  {c.name}: {c.detail}" for c in checks if not c.ok]
-    return "\n".join(L) + "\n"
+    return "\n".join(fit(L)) + "\n"
 
 
 def to_json(story: Story) -> dict:
