@@ -1,8 +1,9 @@
 """What exploring schedules buys (issue #47 item 6): for each schedule-dependent bug of the verdict corpus
-(bench/verdicts/corpus.py's "schedule" bugs with a test, and tests/go/pctlock's try-lock), the schedules and the
-CPU seconds `preemu exec --test NAME --schedules N` takes to its first failing schedule, against the package's
-test binary run natively in a loop for the same CPU time (how many runs fail). Then the correct twins (the
-corpus's concurrent correct programs and the try-lock under sync.Mutex), which no schedule may fail.
+(bench/verdicts/corpus.py's "schedule" bugs with a test), tests/go/pctlock's try-lock and tests/data/go/gcnowb's
+write-barrier omission (EXTRA_BUGS), the schedules and the CPU seconds `preemu exec ... --schedules N` takes to
+its first failing schedule, against the same binary run natively in a loop for the same CPU time (how many
+runs fail). Then the correct twins (the corpus's concurrent correct programs, the try-lock under sync.Mutex,
+the move with its write barriers), which no schedule may fail.
 
   .venv/bin/python bench/bench_schedules.py [--schedules N] [--depth D]
 
@@ -14,10 +15,11 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import resource
 import subprocess
 import sys
-import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,10 +31,41 @@ from emu import cli  # noqa: E402
 from emu.front import gobuild  # noqa: E402
 
 
-def explore(src: str, test: str, n: int, depth: int) -> dict:
+@dataclass(frozen=True)
+class Case:
+    """A program run by `preemu exec`: a package's test, or a program with args; env for both."""
+    src: str
+    name: str
+    test: str | None = None
+    args: tuple = ()
+    env: tuple = ()                # KEY=VALUE
+
+
+#: bugs that are not the verdict corpus's sweep entries: they need exec's options (args, an environment)
+EXTRA_BUGS = [
+    Case("tests/go/pctlock/lock", "pctlock.tryLock", test="TestRacyLock"),
+    # the runtime confirms the omission itself: gccheckmark re-marks the heap after each cycle (natively
+    # `prog stress 1000` with GODEBUG=gccheckmark=1: 16 and 33 of 100 runs fatal; stresswb 0 of 100)
+    Case("tests/data/go/gcnowb", "gcnowb.moveNoWB (write barrier omitted)", args=("stress", "20"),
+         env=("GODEBUG=gccheckmark=1",)),
+]
+EXTRA_TWINS = [
+    Case("tests/go/pctlock/lock", "pctlock (sync.Mutex)", test="TestMutexLock"),
+    Case("tests/data/go/gcnowb", "gcnowb.moveWB (write barriers)", args=("stresswb", "20"),
+         env=("GODEBUG=gccheckmark=1",)),
+]
+
+
+def explore(c: Case, n: int, depth: int) -> dict:
     out = io.StringIO()
+    argv = ["exec", str(ROOT / c.src)] + (["--test", c.test] if c.test else [])
+    for kv in c.env:
+        argv += ["--env", kv]
+    argv += ["--schedules", str(n), "--depth", str(depth), "--json"]
+    if c.args:
+        argv += ["--", *c.args]
     with contextlib.redirect_stderr(io.StringIO()):
-        cli.main(["exec", str(ROOT / src), "--test", test, "--schedules", str(n), "--depth", str(depth), "--json"], out)
+        cli.main(argv, out)
     j = json.loads(out.getvalue())
     s = j["schedules"]
     return {"ran": s["ran"], "failed": not s["passed"], "cpu": s["cpu_s"] + s.get("calibration_cpu_s", 0.0),
@@ -44,16 +77,21 @@ def children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def native(src: str, test: str, cpu_budget: float) -> tuple[int, int]:
-    """(failing runs, runs) of the test binary run natively until it has used cpu_budget seconds of CPU."""
-    binary = gobuild.build(str(ROOT / src), test=True).binary
+def native(c: Case, cpu_budget: float) -> tuple[int, int]:
+    """(failing runs, runs) of the binary run natively until it has used cpu_budget seconds of CPU."""
+    binary = gobuild.build(str(ROOT / c.src), test=bool(c.test)).binary
+    argv = [str(binary), f"-test.run=^{c.test}$", "-test.count=1"] if c.test else [str(binary), *c.args]
+    env = {**os.environ, **dict(kv.split("=", 1) for kv in c.env)}
     start, runs, fails = children_cpu(), 0, 0
     while children_cpu() - start < cpu_budget or runs == 0:
-        p = subprocess.run([str(binary), f"-test.run=^{test}$", "-test.count=1"], cwd=ROOT / src, capture_output=True,
-                           timeout=60)
+        p = subprocess.run(argv, cwd=ROOT / c.src, capture_output=True, timeout=60, env=env)
         runs += 1
         fails += p.returncode != 0
     return fails, runs
+
+
+def _what(c: Case) -> str:
+    return c.test or " ".join((*c.env, *c.args))
 
 
 def main() -> int:
@@ -61,23 +99,21 @@ def main() -> int:
     ap.add_argument("--schedules", type=int, default=400)
     ap.add_argument("--depth", type=int, default=3)
     a = ap.parse_args()
-    bugs = [(e.src, e.test, e.name) for e in corpus.BUGS if e.bug == "schedule" and e.test]
-    bugs.append(("tests/go/pctlock/lock", "TestRacyLock", "pctlock.tryLock"))
-    twins = [(e.src, e.test, e.name) for e in corpus.CORRECT if e.test]
-    twins.append(("tests/go/pctlock/lock", "TestMutexLock", "pctlock (sync.Mutex)"))
+    bugs = [Case(e.src, e.name, test=e.test) for e in corpus.BUGS if e.bug == "schedule" and e.test] + EXTRA_BUGS
+    twins = [Case(e.src, e.name, test=e.test) for e in corpus.CORRECT if e.test] + EXTRA_TWINS
     print(f"| bug | first failing schedule (of {a.schedules}, depth {a.depth}) | preemu CPU s | native runs failing "
           "in the same CPU |")
     print("|---|---|---|---|")
-    for src, test, name in bugs:
-        t0 = time.process_time()
-        r = explore(src, test, a.schedules, a.depth)
-        fails, runs = native(src, test, max(r["cpu"], 0.5))
+    for c in bugs:
+        r = explore(c, a.schedules, a.depth)
+        fails, runs = native(c, max(r["cpu"], 0.5))
         first = f"{r['ran']} (seed {r['seed']})" if r["failed"] else f"none in {r['ran']}"
-        print(f"| {name} ({test}) | {first} | {r['cpu']:.2f} | {fails} of {runs} |")
-    print(f"\n| correct twin | schedules passed (of {a.schedules}) |\n|---|---|")
-    for src, test, name in twins:
-        r = explore(src, test, a.schedules // 4, a.depth)
-        print(f"| {name} ({test}) | {'FAILED at seed ' + str(r['seed']) if r['failed'] else str(r['ran']) + ' all'} |")
+        print(f"| {c.name} ({_what(c)}) | {first} | {r['cpu']:.2f} | {fails} of {runs} |", flush=True)
+    print(f"\n| correct twin | schedules passed (of {a.schedules // 4}) |\n|---|---|")
+    for c in twins:
+        r = explore(c, a.schedules // 4, a.depth)
+        print(f"| {c.name} ({_what(c)}) | {'FAILED at seed ' + str(r['seed']) if r['failed'] else str(r['ran']) + ' all'} |",
+              flush=True)
     return 0
 
 
