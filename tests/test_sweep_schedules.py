@@ -3,10 +3,12 @@ again with every thread under PCT schedules, on tests/go/pctsweep/bump: TestBump
 swept function) while two goroutines bump a shared counter with a load and a store a few instructions apart.
 
 The sweep alone passes (its one-CPU turn order never ends a bumper's slice inside that window); under
-schedules 1..30 at depth 2 the first failing one is 18 (measured: its change point stops m2 before Bump's store,
-bump.go:16, the other bumper stores meanwhile, and the test fails with a lost update), replayed by
-`--schedule 18 --depth 2`. The uninterrupted run fails under schedule 18 too: this race needs no preemption of
-Work, and the violation says so.
+schedules 1..30 at depth 2 the first failing one is 10 (measured: its change point stops m2 before Bump's store,
+bump.go:16, the other bumper runs until the change point's partner stops it before its own store there, m2
+stores, and the test fails with a lost update), replayed by `--schedule 10 --depth 2`. The uninterrupted run
+passes under schedule 10: with G's injections the threads reach the steps in another order, and the violation
+says the failure needs them. (With plain PCT, before partners, the first was 18, whose uninterrupted run failed
+too.)
 
 bench/mutations.py's `sweep-schedules-*` mutations break each rule (the schedule attached, the ending judged,
 the chain's points injected, the uninterrupted run classified) and these tests kill them.
@@ -20,7 +22,7 @@ from conftest import cli_run
 
 PKG = "tests/go/pctsweep/bump"
 ARGS = ("sweep", PKG, "--test", "TestBump", "--func", "Work")
-FIRST_FAILING = 18
+FIRST_FAILING = 10
 #: the command as given, without --schedules/--depth/--json, then the schedule (--jobs 1 kept: the tests' own)
 REPLAY = f"preemu sweep {PKG} --test TestBump --func Work --jobs 1 --schedule {FIRST_FAILING} --depth 2"
 
@@ -51,13 +53,14 @@ def test_a_schedule_finds_the_lost_update_and_names_seed_change_point_and_replay
     assert all(r["points_reached"] == s["chain_points"] for r in s["runs"][:-1]) and s["chain_points"] > 900
     f = s["failing"]
     assert f["seed"] == FIRST_FAILING and f["exit_code"] == 1 and "an update was lost" in f["stdout"]
-    assert f["replay"] == REPLAY and f["uninterrupted_fails"] is True
+    assert f["replay"] == REPLAY and f["uninterrupted_fails"] is False
     cps = [d for d in f["decisions"] if d["kind"] == "change-point"]
-    assert [d["where"] for d in cps] == ["example.com/pctsweep/bump.Bump+0x3a (bump.go:16)"]
+    assert [d["where"] for d in cps] == ["example.com/pctsweep/bump.Bump+0x3a (bump.go:16)"] * 2
+    assert cps[0]["tid"] != cps[1]["tid"] and cps[1]["partner_of"] == cps[0]["step"]
     [v] = j["violations"]
     assert v["kind"] == "pct-schedule" and v["what"] == f"the program under PCT schedule {FIRST_FAILING} (depth 2)"
     assert "--- FAIL: TestBump" in v["actual"] and v["detail"].endswith(f"replay: {REPLAY}")
-    assert "the uninterrupted run fails under this schedule too" in v["detail"]
+    assert "the uninterrupted run passes under this schedule: the failure needs" in v["detail"]
 
 
 def test_the_seed_replays_the_failure(explored):
