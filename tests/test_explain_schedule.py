@@ -46,7 +46,7 @@ def test_the_text_tells_the_decisions_with_their_source_lines_the_threads_and_th
             "example.com/pctlock/lock.critical+0x40 (lock.go:36)") in out
     assert "  => change point 2: m2(1002) stopped before example.com/pctlock/lock.critical+0x40 (lock.go:36)" in out
     assert "[change point 4 -> the end]" in out
-    assert "How it failed: t = 0.885 ms (exit_group by m2(1002)): exit status 1" in out
+    assert "How it failed: t = 0.886 ms (exit_group by m2(1002)): exit status 1" in out
     assert "  |     lock_test.go:33: count 40 after 20+20 entries, 20 overlaps: two goroutines were inside at once" in out
     assert out.rstrip().endswith(f"replay: {REPLAY}")
 

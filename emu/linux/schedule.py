@@ -15,8 +15,9 @@ instruction counts, so the same (program, options, seed, depth, k) replays the s
 instruction.
 
 Partners: one step beyond PCT. Each change point k_i also has a partner at step k_i + r_i, r_i uniform in
-1..k (drawn from the seed after the change points): the thread running there drops to i - PARTNER_BELOW, just
-below the thread k_i stopped, so that thread runs again before it. Why: the commonest schedule-dependent bug,
+1..k - k_i (the steps left of the calibration run, at least 1; drawn from the seed after the change points): the
+thread running there drops to i - PARTNER_BELOW, just below the thread k_i stopped, so that thread runs again
+before it. Why: the commonest schedule-dependent bug,
 an atomicity violation (check-then-act, load-modify-store), needs thread A stopped inside its window *and* the
 thread that ran meanwhile stopped inside its own conflicting region when A goes on. Plain PCT reaches that
 only with a second change point that happens to land in the other thread's region *and* draws the lower label
@@ -24,12 +25,14 @@ only with a second change point that happens to land in the other thread's regio
 was stopped (work stealing: runtime/proc.go:7746, runqgrab's usleep(3) before it takes a P's runnext), so
 most of the second point's draws fall before or after the stretch where it could matter. Measured on
 tests/go/pctlock's try-lock (two goroutines, 20 rounds, k = 370): plain PCT at depth 3 failed 5 of 1,500
-schedules (the first at seed 318), with partners 15 of 1,500 (see tests/test_schedules.py for the seeds).
+schedules (the first at seed 318); partners r uniform in 1..k, 9; in 1..k - k_i, 16 (the first at seed 19;
+tests/test_schedules.py lists them). A stop that keeps the stopped thread off the CPU while a sleeper is due
+(so that runqgrab's 3 us backoff ends first) was tried too and changed no outcome: not kept.
 
 What is guaranteed, honestly. For a bug that one stopped thread and its partner expose (thread A stopped
 before one of w steps, the thread running u' steps later stopped there, u' in a set U of the run's steps),
 one schedule finds it with probability at least w |U| / k^2 for its first change point alone (k_1 at one of
-the w steps: w/k; its partner at one of U: |U|/k), provided the other change points and partners do not get in
+the w steps: w/k; its partner at one of U: at least |U|/k, as r ranges over at most k values), provided the other change points and partners do not get in
 its way, which nothing bounds (as in PCT, a change point that stops an unrelated thread usually does not). PCT's
 own bound, 1/(n k^(d-1)) for a depth-d bug among n threads, is *not* claimed: a partner can land inside a
 stretch the PCT argument needs undisturbed. With the steps counted as below, a bug's depth and k are
@@ -214,12 +217,12 @@ class PctSchedule:
         points = self.rng.sample(range(1, self.k + 1), min(depth - 1, self.k))
         #: step number -> the priority its thread takes there (the change point's label i)
         self.change = {step: i for i, step in enumerate(points, start=1)}
-        #: each change point's partner (module docstring): r steps later (r uniform in 1..k), the thread running
-        #: then drops just below the thread the change point stopped
+        #: each change point's partner (module docstring): r steps later (r uniform in 1..k - step), the thread
+        #: running then drops just below the thread the change point stopped
         #: a partner's step -> its change point's
         self.partner_of: dict[int, int] = {}
         for i, step in enumerate(points, start=1):
-            later = step + self.rng.randint(1, self.k)
+            later = step + self.rng.randint(1, max(1, self.k - step))
             if later not in self.change:
                 self.change[later] = i - PARTNER_BELOW
                 self.partner_of[later] = step
