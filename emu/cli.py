@@ -915,7 +915,7 @@ def _add_sweep(sub) -> None:
     s.add_argument("--schedule", type=int, default=None, metavar="SEED",
                    help="Go input: ... under that one schedule (the seed --schedules named)")
     s.add_argument("--depth", type=int, default=None, metavar="D",
-                   help="with --schedules/--schedule: the PCT depth, D-1 change points (default 3)")
+                   help="with --schedules/--schedule: the PCT depth, D-1 change points and their partners (default 3)")
     s.set_defaults(args=[])          # Go input: the program's arguments, after `--` (split off in main)
     _common(s)
     s.set_defaults(fn=cmd_sweep)
@@ -1094,8 +1094,8 @@ def _add_exec(sub) -> None:
     x.add_argument("--schedule", type=int, default=None, metavar="SEED",
                    help="replay one PCT schedule (the seed --schedules named), instruction for instruction")
     x.add_argument("--depth", type=int, default=None, metavar="D",
-                   help="with --schedules/--schedule: the bug depth PCT aims at, D-1 priority change points "
-                   "(default 3)")
+                   help="with --schedules/--schedule: the bug depth PCT aims at, D-1 priority change points, each "
+                   "with a partner later in the run (default 3)")
     x.add_argument("--signal-at", metavar="FUNC+OFF|insn:N",
                    help="take each pending signal when its target thread is about to execute FUNC+OFF (e.g. "
                    "main.spin+0x9), or N of its instructions after it is sent (default: at its next instruction)")

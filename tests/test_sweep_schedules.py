@@ -7,8 +7,8 @@ schedules 1..30 at depth 2 the first failing one is 10 (measured: its change poi
 bump.go:16, the other bumper runs until the change point's partner stops it before its own store there, m2
 stores, and the test fails with a lost update), replayed by `--schedule 10 --depth 2`. The uninterrupted run
 passes under schedule 10: with G's injections the threads reach the steps in another order, and the violation
-says the failure needs them. (With plain PCT, before partners, the first was 18, whose uninterrupted run failed
-too.)
+says the failure needs them; under schedule 17 the uninterrupted run fails too (a race among the bumpers alone).
+(With plain PCT, before partners, the first was 18, whose uninterrupted run failed too.)
 
 bench/mutations.py's `sweep-schedules-*` mutations break each rule (the schedule attached, the ending judged,
 the chain's points injected, the uninterrupted run classified) and these tests kill them.
@@ -70,6 +70,17 @@ def test_the_seed_replays_the_failure(explored):
     a, b = r["schedules"]["failing"], j["schedules"]["failing"]
     assert (a["decisions"], a["stdout"], a["steps"]) == (b["decisions"], b["stdout"], b["steps"])
     assert r["schedules"]["k"] == j["schedules"]["k"] and r["schedules"]["ran"] == 1
+
+
+def test_a_schedule_whose_uninterrupted_run_fails_too_is_called_a_race_among_the_threads():
+    """Schedule 17 (depth 2): the same lost update, but the uninterrupted run under it fails as well: the race
+    needs no preemption of Work, and the violation says so (schedule 10's needs Work's injections)."""
+    code, r, _ = _json("--schedule", 17, "--depth", 2)
+    assert code == 1
+    f = r["schedules"]["failing"]
+    assert f["seed"] == 17 and f["uninterrupted_fails"] is True and "an update was lost" in f["stdout"]
+    [v] = r["violations"]
+    assert "the uninterrupted run fails under this schedule too: a race among the program's threads" in v["detail"]
 
 
 def test_the_text_report_says_what_ran_and_what_failed():
