@@ -15,7 +15,7 @@ host's files).
 Budgets, measured (linux/schedule.py's schedules, change points with partners, depth 3): the try-lock of
 tests/go/pctlock (a check-then-act two instructions wide, k = 370) fails in 16 of schedules 1..1,500, the first
 at 19 and no gap between two failing seeds longer than 297, so `--schedules 400` finds it from any first seed
-there (about 10 ms of CPU a schedule); its sync.Mutex twin passes 300 of 300. Every other bug of
+up to 1,100 (about 10 ms of CPU a schedule); its sync.Mutex twin passes 300 of 300. Every other bug of
 bench/bench_schedules.py's corpus fails within its first 7 schedules.
 """
 from __future__ import annotations
