@@ -64,8 +64,7 @@ CORRECT = _libcorpus() + [
                                                 "digest", "mixed")),
     *(Entry("bench/verdicts/concur", f, test=t) for f, t in (
         ("workerPool", "TestWorkerPool"), ("onceInit", "TestOnce"), ("atomics", "TestAtomics"),
-        ("cancelled", "TestCancelled"), ("rwStore", "TestRWStore"), ("pipeline", "TestPipeline"),
-        ("wakeup", "TestWakeup"))),
+        ("cancelled", "TestCancelled"), ("rwStore", "TestRWStore"), ("pipeline", "TestPipeline"))),
 ]
 
 #: natively: the package's test binary (`go test -c`, Go 1.27.3, this 2-CPU machine) run 100 times
@@ -81,9 +80,6 @@ BUGS = [
     Entry("bench/verdicts/bugs", "scanTable", test="TestScan", bug="schedule",
           native="TestScan: fatal error: concurrent map iteration and map write, 3/100"),
     Entry("tests/data/go/poolmisuse", "use", test="TestUse", bug="schedule", native="TestUse fails 200/200"),
-    Entry("bench/verdicts/bugs", "awaitPost", test="TestWakeup", bug="schedule",
-          native="TestWakeup (a lost wakeup: the waiter still asleep 100 ms after its post) fails 1/1000 runs of "
-                 "10 rounds; with ROUNDS=20000, 3 of 20 runs (`-test.count 20`)"),
     Entry("tests/data/go/gcreal", "hidden", bug="gc",
           native="an XOR-masked uintptr the collector cannot see (go vet rejects it); README --gc section"),
     Entry("tests/data/go/gcslice", "rebuild", bug="gc",

@@ -233,7 +233,8 @@ func newMailbox() *mailbox {
 }
 
 // awaitPost checks the flag without the lock before it waits: a post between the check and Wait finds no
-// waiter to wake, and this goroutine then sleeps for ever (a lost wakeup).
+// waiter to wake, and this goroutine then sleeps for ever (a lost wakeup). Not in the sweep corpus
+// (bench/verdicts/corpus.py): bench/bench_schedules.py's, found by `exec --schedules`; a sweep says OK.
 //
 //go:noinline
 func awaitPost(m *mailbox) {

@@ -159,7 +159,7 @@ func pipeline(n int) int {
 }
 
 // mailbox: a flag and a condition variable, checked and waited for under the lock (the lost wakeup's twin:
-// bench/verdicts/bugs awaitPost).
+// bench/verdicts/bugs awaitPost; bench/bench_schedules.py's, not in the sweep corpus).
 type mailbox struct {
 	mu    sync.Mutex
 	cond  *sync.Cond
