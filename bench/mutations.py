@@ -401,6 +401,8 @@ MUTATIONS = {
                         "            if False:",
                         [S47 + "test_initial_priorities_are_above_every_change_point_and_the_labels_are_the_change_points",
                          S47 + "test_the_check_then_act_lock_fails_within_400_schedules_and_names_seed_decisions_and_replay"]),
+    "pct-steps-in-type-algorithms": ("emu/linux/schedule.py", '    if name.startswith("type:"):', "    if False:",
+                                     [S47 + "test_a_go_1_24_builds_type_algorithms_are_not_steps"]),
     "pct-partner-beyond-the-run": ("emu/linux/schedule.py",
                                    "            later = step + self.rng.randint(1, max(1, self.k - step))",
                                    "            later = step + self.rng.randint(1, self.k)",

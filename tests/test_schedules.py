@@ -137,6 +137,15 @@ def test_steps_are_the_packages_shared_memory_accesses_only():
     assert all(w.startswith("example.com/pctlock/lock.") for w in where)   # no runtime, no testmain `main`
 
 
+def test_a_go_1_24_builds_type_algorithms_are_not_steps():
+    """A Go 1.24 build names its equality functions after the types' packages (type:.eq.internal/godebugs.Info),
+    whose first element has a dot like a module path's: they are the compiler's, not the program's."""
+    image = elfimage.load(str(gobuild.build("tests/data/go/gcnowb", toolchain="1.24.11").binary))
+    assert any(n.startswith("type:.eq.internal/") for n in image.symbols)
+    where = {image.describe(pc).split("+")[0] for pc in step_pcs(image, "main")}
+    assert where and all(w.startswith("main.") for w in where) and "main.moveNoWB" in where
+
+
 def test_a_plain_programs_steps_are_its_main_packages():
     image = elfimage.load(str(gobuild.build("tests/data/go/race").binary))
     where = {image.describe(pc).split("+")[0] for pc in step_pcs(image, "main")}

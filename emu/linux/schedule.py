@@ -116,6 +116,8 @@ def is_user_function(name: str, package: str | None = None) -> bool:
     `main` is the testmain `go test` generates: not the user's; a standard-library package's own tests count
     that package's functions)."""
     from ..front.gofront import _is_user
+    if name.startswith("type:"):    # the compiler's type algorithms (type:.eq.T, cmd/compile reflectdata), named
+        return False                # after any package's types: a Go 1.24 build has type:.eq.internal/godebugs.Info
     if package and package.startswith("std/"):       # GOROOT/src's module is `std`; its packages' symbols are bare
         package = package[len("std/"):]
     if package and package != "main":
