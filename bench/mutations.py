@@ -454,6 +454,9 @@ MUTATIONS = {
                                       "            _, reached, ending = sw.chain((), {})\n",
                                       [W47 + "test_a_schedule_finds_the_lost_update_and_names_seed_change_point_and_replay"]),
     # ... and says whether the uninterrupted run fails under the failing schedule too
+    "sweep-schedules-gc-chain-counted-open": ("emu/drive/gschedules.py",
+                                              "len(points) if sw.gc is None else cal_reached)", "len(points))",
+                                              [W47 + "test_under_gc_a_schedule_makes_the_runtime_find_the_node_a_move_without_write_barrier_hid"]),
     "sweep-schedules-uninterrupted-unjudged": ("emu/drive/gschedules.py",
                                                "            out.uninterrupted_fails = ending_failure(plain, ref.ending) "
                                                "is not None\n", "            out.uninterrupted_fails = False\n",
