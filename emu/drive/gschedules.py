@@ -26,8 +26,9 @@ own stack was scanned and before the workers reach the object. What is judged is
 runtime's own "found bad pointer in Go heap" or a checkmark failure, a test's FAIL, a panic); the realgc
 watch's use-after-free reports of the schedule runs are not collected (the sweep's own runs report them).
 Measured: tests/data/go/gcnowb's moveNoWB (an assembly move without a write barrier) fails under schedule 1
-(the runtime finds the freed node: "found bad pointer in Go heap"), its moveWB twin passes 10 of 10, and
-tests/data/go/gccorrect's maps and chans 5 of 5.
+(the runtime finds the freed node: "found bad pointer in Go heap"; with a Go 1.24 build too), its moveWB twin
+passes 10 of 10, tests/data/go/gccorrect's maps and chans 5 of 5, its pooled and finals and gcverdicts'
+explicitGC, weakPtrs, finalOrder and appendMap 3 of 3 (--max-points 100).
 
 Left out: the other chains (shards) and the to-exit runs under schedules, F's results and the globals under a
 schedule (compared only in the sweep's own runs: a schedule legitimately changes what other goroutines wrote),
