@@ -414,6 +414,20 @@ MUTATIONS = {
                              [S47 + "test_a_fairness_demotion_lasts_until_the_others_have_had_their_turn"]),
     "pct-no-fairness-bound": ("emu/linux/schedule.py", "        if ran >= self.fair_budget:", "        if False:",
                               [S47 + "test_the_fairness_bound_ends_a_spin_that_strict_priorities_livelock"]),
+    # ... each change point's partner: drawn, and below the thread its change point stopped
+    "pct-no-partners": ("emu/linux/schedule.py", "            if later not in self.change:",
+                        "            if False:",
+                        [S47 + "test_initial_priorities_are_above_every_change_point_and_the_labels_are_the_change_points",
+                         S47 + "test_the_check_then_act_lock_fails_within_400_schedules_and_names_seed_decisions_and_replay"]),
+    "pct-steps-in-type-algorithms": ("emu/linux/schedule.py", '    if name.startswith("type:"):', "    if False:",
+                                     [S47 + "test_a_go_1_24_builds_type_algorithms_are_not_steps"]),
+    "pct-partner-beyond-the-run": ("emu/linux/schedule.py",
+                                   "            later = step + self.rng.randint(1, max(1, self.k - step))",
+                                   "            later = step + self.rng.randint(1, self.k)",
+                                   [S47 + "test_initial_priorities_are_above_every_change_point_and_the_labels_are_the_change_points"]),
+    "pct-partner-above": ("emu/linux/schedule.py", "                self.change[later] = i - PARTNER_BELOW",
+                          "                self.change[later] = i + PARTNER_BELOW",
+                          [S47 + "test_the_check_then_act_lock_fails_within_400_schedules_and_names_seed_decisions_and_replay"]),
     # issue #47: explain --schedule SEED tells the replay's second run (the first calibrates k) ...
     "explain-schedule-tells-calibration-too": ("emu/teach/schedstory.py",
                                                "        p.on_slice = on_slice if calls[0] == 2 else None\n",
@@ -434,6 +448,10 @@ MUTATIONS = {
                                           "    for cand in [file] + [os.path.join(root, *parts[i:]) for i in "
                                           "range(len(parts))]:", "    for cand in [file]:",
                                           [X47 + "test_the_text_tells_the_decisions_with_their_source_lines_the_threads_and_the_failure"]),
+    # ... a partner says whose partner it is
+    "explain-schedule-partner-unnamed": ("emu/teach/schedstory.py", '    if d.get("partner_of") is not None:\n',
+                                         "    if False:\n",
+                                         [X47 + "test_the_text_tells_the_decisions_with_their_source_lines_the_threads_and_the_failure"]),
     # ... a failing run exits 1, as exec --schedule does
     "explain-schedule-exits-0": ("emu/cli.py", "    code = 0 if story.ok else 1\n", "    code = 0\n",
                                  [X47 + "test_the_text_tells_the_decisions_with_their_source_lines_the_threads_and_the_failure"]),
@@ -454,10 +472,14 @@ MUTATIONS = {
                                       "            _, reached, ending = sw.chain((), {})\n",
                                       [W47 + "test_a_schedule_finds_the_lost_update_and_names_seed_change_point_and_replay"]),
     # ... and says whether the uninterrupted run fails under the failing schedule too
+    "sweep-schedules-gc-chain-counted-open": ("emu/drive/gschedules.py",
+                                              "len(points) if sw.gc is None else cal_reached)", "len(points))",
+                                              [W47 + "test_under_gc_a_schedule_makes_the_runtime_find_the_node_a_move_without_write_barrier_hid"]),
     "sweep-schedules-uninterrupted-unjudged": ("emu/drive/gschedules.py",
                                                "            out.uninterrupted_fails = ending_failure(plain, ref.ending) "
                                                "is not None\n", "            out.uninterrupted_fails = False\n",
-                                               [W47 + "test_a_schedule_finds_the_lost_update_and_names_seed_change_point_and_replay"]),
+                                               [W47 + "test_a_schedule_finds_the_lost_update_and_names_seed_change_point_and_replay",
+                                                W47 + "test_a_schedule_whose_uninterrupted_run_fails_too_is_called_a_race_among_the_threads"]),
     # issue #48: the vector unit runs instructions on the host (hostexec.py), one mutation per rule
     "bzhi-left-to-unicorn": ("emu/engine/avx.py", 'BMI_WRONG = frozenset(("bzhi", ', 'BMI_WRONG = frozenset((',
                              [E48 + "test_bzhi_index_64_keeps_the_source_and_sets_cf"]),

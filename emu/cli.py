@@ -750,10 +750,9 @@ def _sweep_schedules(a):
         raise UsageError(f"--schedule takes a seed --schedules named (0 or more), got {a.schedule}")
     if a.depth is not None and a.depth < 1:
         raise UsageError(f"--depth must be at least 1 (D-1 change points), got {a.depth}")
-    for opt, given in (("--gc", a.gc), ("--each-pc", a.each_pc)):
-        if given:
-            raise UsageError(f"--schedules/--schedule and {opt}: a schedule re-runs the sweep's first chain of "
-                             "injections; give one of them")
+    if a.each_pc:                    # its one chain finds its points as it goes: there is no first chain to re-run
+        raise UsageError("--schedules/--schedule and --each-pc: a schedule re-runs the sweep's first chain of "
+                         "injections; give one of them")
     from .drive.schedules import DEFAULT_DEPTH
     depth = DEFAULT_DEPTH if a.depth is None else a.depth
     seeds = [a.schedule] if a.schedule is not None else list(range(1, a.schedules + 1))
@@ -916,12 +915,12 @@ def _add_sweep(sub) -> None:
                    "point a PC instead of one a boundary; --max-points still caps them)")
     s.add_argument("--schedules", type=int, default=None, metavar="N",
                    help="Go input: after the sweep, run its first chain again under PCT schedules 1..N (every thread "
-                   "steered by the schedule, the function's points the sweep's); a failing program is a violation "
-                   "that names the seed and the command replaying it")
+                   "steered by the schedule, with --gc the GC's workers too, the function's points the sweep's); a "
+                   "failing program is a violation that names the seed and the command replaying it")
     s.add_argument("--schedule", type=int, default=None, metavar="SEED",
                    help="Go input: ... under that one schedule (the seed --schedules named)")
     s.add_argument("--depth", type=int, default=None, metavar="D",
-                   help="with --schedules/--schedule: the PCT depth, D-1 change points (default 3)")
+                   help="with --schedules/--schedule: the PCT depth, D-1 change points and their partners (default 3)")
     s.set_defaults(args=[])          # Go input: the program's arguments, after `--` (split off in main)
     _common(s)
     s.set_defaults(fn=cmd_sweep)
@@ -1100,8 +1099,8 @@ def _add_exec(sub) -> None:
     x.add_argument("--schedule", type=int, default=None, metavar="SEED",
                    help="replay one PCT schedule (the seed --schedules named), instruction for instruction")
     x.add_argument("--depth", type=int, default=None, metavar="D",
-                   help="with --schedules/--schedule: the bug depth PCT aims at, D-1 priority change points "
-                   "(default 3)")
+                   help="with --schedules/--schedule: the bug depth PCT aims at, D-1 priority change points, each "
+                   "with a partner later in the run (default 3)")
     x.add_argument("--signal-at", metavar="FUNC+OFF|insn:N",
                    help="take each pending signal when its target thread is about to execute FUNC+OFF (e.g. "
                    "main.spin+0x9), or N of its instructions after it is sent (default: at its next instruction)")

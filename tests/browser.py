@@ -2,7 +2,7 @@
 
 Used by tests/test_explain_browser.py, and run as a script to refresh the docs' screenshot of the
 explain page:  .venv/bin/python tests/browser.py docs/img/explain_adc_chain.png
-(`tests/browser.py schedule` refreshes the `explain --schedule` page's, explain_schedule_318.png)
+(`tests/browser.py schedule` refreshes the `explain --schedule` page's, explain_schedule_19.png)
 """
 from __future__ import annotations
 
@@ -58,11 +58,11 @@ def screenshot(out: str) -> None:
 
 
 def schedule_screenshot(out: str) -> None:
-    """Write the docs' screenshot of `explain --schedule 318 --html`, change point 2 selected."""
+    """Write the docs' screenshot of `explain --schedule 19 --html`, change point 2 selected."""
     with tempfile.TemporaryDirectory() as d:
         html = os.path.join(d, "schedule.html")
         subprocess.run([sys.executable, "-m", "emu", "explain", "tests/go/pctlock/lock", "--test", "TestRacyLock",
-                        "--schedule", "318", "--html", html], stdout=subprocess.DEVNULL)
+                        "--schedule", "19", "--html", html], stdout=subprocess.DEVNULL)
         with page() as (pg, errors):
             pg.goto("file://" + html)
             pg.keyboard.press("ArrowRight")
@@ -73,6 +73,6 @@ def schedule_screenshot(out: str) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "schedule":
-        schedule_screenshot(sys.argv[2] if len(sys.argv) > 2 else "docs/img/explain_schedule_318.png")
+        schedule_screenshot(sys.argv[2] if len(sys.argv) > 2 else "docs/img/explain_schedule_19.png")
     else:
         screenshot(sys.argv[1] if len(sys.argv) > 1 else "docs/img/explain_adc_chain.png")

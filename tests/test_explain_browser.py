@@ -122,11 +122,11 @@ def test_a_scheduler_scenario_page_steps_through_with_the_real_schedulers_choice
 
 
 def test_schedule_page_draws_a_lane_per_thread_and_walks_the_change_points(tmp_path):
-    """`explain --schedule 318 --html` (tests/test_explain_schedule.py): the lanes, the change points on the
+    """`explain --schedule 19 --html` (tests/test_explain_schedule.py): the lanes, the change points on the
     lanes of the threads they stopped, selection by key and by click, the axis switch."""
     from conftest import cli_run
     html = tmp_path / "sched.html"
-    args = ["explain", "tests/go/pctlock/lock", "--test", "TestRacyLock", "--schedule", "318"]
+    args = ["explain", "tests/go/pctlock/lock", "--test", "TestRacyLock", "--schedule", "19"]
     assert cli_run(*args, "--html", html)[0] == 1
     d = json.loads(cli_run(*args, "--json")[1])
     cps = [(i, x) for i, x in enumerate(d["decisions"]) if x["kind"] == "change-point"]
@@ -165,6 +165,6 @@ def test_schedule_page_draws_a_lane_per_thread_and_walks_the_change_points(tmp_p
         assert pg.evaluate(state)["selCp"] == [first[0]]
         pg.keyboard.press("t")
         v = pg.evaluate(state)
-        assert v["axis"] == "axis: virtual time" and v["segs"] == len(d["segments"]) and len(v["cps"]) == 2
+        assert v["axis"] == "axis: virtual time" and v["segs"] == len(d["segments"]) and len(v["cps"]) == 4
         assert v["replay"] == d["replay"]
         assert not errors, errors

@@ -1,8 +1,8 @@
 """`preemu explain PROGRAM --test NAME --schedule SEED` (issue #47): a PCT schedule's failing run told thread by
 thread (emu/teach/schedstory.py) in text, --json and the --html page (schedhtml.py), on tests/go/pctlock/lock's
-TestRacyLock at schedule 318 (depth 3), the first failing schedule from seed 1 (tests/test_schedules.py): m0 is
-stopped between the try-lock's check and act (lock.go:16), m3 takes the lock and is stopped inside the critical
-section (lock.go:36), m0 acts and enters too, and the test fails.
+TestRacyLock at schedule 19 (depth 3), the first failing schedule from seed 1 (tests/test_schedules.py): m0 is
+stopped between the try-lock's check and act (lock.go:16), m2 takes the lock and is stopped inside the critical
+section (lock.go:36) by that change point's partner, m0 acts and enters too, and the test fails.
 
 bench/mutations.py's `explain-schedule-*` mutations break each rule of the story (which run is told, the
 chapters cut at the change points, the source lines of a -trimpath build, the exit status) and these tests kill
@@ -16,7 +16,7 @@ import pytest
 from conftest import cli_run
 
 PKG = "tests/go/pctlock/lock"
-SEED = 318
+SEED = 19
 REPLAY = f"preemu exec {PKG} --test TestRacyLock --schedule {SEED} --depth 3"
 
 
@@ -32,20 +32,22 @@ def test_the_text_tells_the_decisions_with_their_source_lines_the_threads_and_th
     assert code == 1 and "Traceback" not in err
     assert out.startswith(f"preemu explain: {PKG} --test TestRacyLock  schedule {SEED}  depth 3  k = 370 steps\n")
     assert "verdict: FAILED: exit status 1: --- FAIL: TestRacyLock" in out
-    assert "The decisions that mattered (2 change points of 2):" in out
-    assert ("  1. step 90, t = 0.705 ms: thread m0(1000) stopped before example.com/pctlock/lock.tryLock+0xa "
+    assert "The decisions that mattered (4 change points of 4):" in out
+    assert ("  1. step 34, t = 0.727 ms: thread m0(1000) stopped before example.com/pctlock/lock.tryLock+0xa "
             "(lock.go:16)\n        lock.go:16:  locked = 1") in out
-    assert ("  2. step 240, t = 0.701 ms: thread m3(1003) stopped before example.com/pctlock/lock.critical+0x40 "
+    assert ("  2. step 160, t = 0.736 ms: thread m2(1002) stopped before example.com/pctlock/lock.critical+0x40 "
             "(lock.go:36)\n        lock.go:36:  inside--") in out
-    # thread by thread, cut at the change points: between them m3 alone ran the program's code
-    assert "[the start -> change point 1] t = 0.000 ms .. 0.705 ms, steps 0..89" in out
-    assert "[change point 1 -> change point 2] t = 0.686 ms .. 0.701 ms, steps 89..239" in out
-    assert ("  m3(1003): 1 slice, 14,288 instructions, 150 steps; then runnable at "
+    assert ("        (the partner of the change point at step 34: just below the thread stopped there, which runs "
+            "again before it)") in out
+    # thread by thread, cut at the change points: between the first two m2 alone ran the program's code
+    assert "[the start -> change point 1] t = 0.000 ms .. 0.727 ms, steps 0..33" in out
+    assert "[change point 1 -> change point 2] t = 0.723 ms .. 0.736 ms, steps 33..159" in out
+    assert ("  m2(1002): 1 slice, 12,038 instructions, 126 steps; then runnable at "
             "example.com/pctlock/lock.critical+0x40\n    (lock.go:36)") in out      # wrapped at 120 columns
-    assert "  => change point 2: m3(1003) stopped before example.com/pctlock/lock.critical+0x40 (lock.go:36)" in out
-    assert "[change point 2 -> the end]" in out
-    assert "How it failed: t = 0.889 ms (exit_group by m3(1003)): exit status 1" in out
-    assert "  |     lock_test.go:33: count 40 after 20+20 entries, 13 overlaps: two goroutines were inside at once" in out
+    assert "  => change point 2: m2(1002) stopped before example.com/pctlock/lock.critical+0x40 (lock.go:36)" in out
+    assert "[change point 4 -> the end]" in out
+    assert "How it failed: t = 0.886 ms (exit_group by m2(1002)): exit status 1" in out
+    assert "  |     lock_test.go:33: count 40 after 20+20 entries, 20 overlaps: two goroutines were inside at once" in out
     assert out.rstrip().endswith(f"replay: {REPLAY}")
 
 
@@ -79,9 +81,9 @@ def test_the_chapters_are_cut_at_the_change_points(story):
     assert all(a["segments"][1] + 1 == b["segments"][0] for a, b in zip(chs, chs[1:]))
     assert chs[-1]["segments"][1] == len(story["segments"]) - 1
     between = chs[1]["threads"]
-    assert [(t["thread"], t["steps"]) for t in between if t["steps"]] == [("m3", 150)]
+    assert [(t["thread"], t["steps"]) for t in between if t["steps"]] == [("m2", 126)]
     f = story["failure"]
-    assert f["failed"] and f["exit_code"] == 1 and f["by"] == {"tid": 1003, "thread": "m3"}
+    assert f["failed"] and f["exit_code"] == 1 and f["by"] == {"tid": 1002, "thread": "m2"}
     assert f["lines"][0] == "--- FAIL: TestRacyLock (0.00s)" and story["replay"] == REPLAY
 
 

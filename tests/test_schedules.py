@@ -4,20 +4,20 @@ replayed (emu/drive/schedules.py) on tests/go/pctlock/lock, a package with
 * TestRacyLock: two goroutines, a hand-rolled try-lock whose check (`locked == 0`) and act (`locked = 1`) are two
   instructions apart, a critical section that loads, works and stores a counter and notes overlaps. It fails only
   when one goroutine is stopped between its check and its act while the other checks, acts and is stopped inside
-  (depth 3). From seed 1 the first failing schedule is 318 (4.2-4.4 s of CPU here: k = 370 steps, ~14 ms a
-  schedule). Natively (the same test binary on this 2-core machine, shared with other jobs, GOMAXPROCS 2) it shows
-  as the machine's load lets it: the binary run in a shell loop failed 0 of 10,000 times (16.6 s of CPU) once and
-  4 of 2,600 (4.4 s of CPU) another time; in one process, `-test.count 470000` failed 30 times (4.8 s of CPU),
-  and three `-test.failfast` loops first failed after 1.0, 3.7 and 11.7 s of CPU.
+  (depth 3: a change point and its partner, emu/linux/schedule.py). From seed 1 the first failing schedule is 19
+  (k = 370 steps, ~10 ms a schedule). Natively (the same test binary on this 2-core machine, shared with other
+  jobs, GOMAXPROCS 2) it shows as the machine's load lets it: the binary run in a shell loop failed 0 of 10,000
+  times (16.6 s of CPU) once and 4 of 2,600 (4.4 s of CPU) another time; in one process, `-test.count 470000`
+  failed 30 times (4.8 s of CPU), and three `-test.failfast` loops first failed after 1.0, 3.7 and 11.7 s of CPU.
 * TestMutexLock: the same critical section under sync.Mutex: passes every schedule.
 * TestSpinHandoff: a goroutine spins on a flag another sets after a 1 ms sleep: the fairness bound's case.
 
-Over 1,500 schedules from seed 1, TestRacyLock fails in 5 (318, 336, 538, 1025, 1124: 19 s of CPU) at depth 3, in
-0 at depth 2, 11 at depth 4, 26 at depth 5, 36 at depth 8; TestMutexLock in 0 of 1,000, TestSpinHandoff at depth 1
-in 0 of 200.
+Over 1,500 schedules from seed 1 at depth 3, TestRacyLock fails in 16 (19, 112, 409, 671, 687, 756, 806, 817,
+890, 998, 1011, 1124, 1326, 1430, 1456, 1492); plain PCT (no partners) failed in 5 (318, 336, 538, 1025, 1124;
+11 at depth 4, 26 at depth 5). TestMutexLock fails in 0 of 300, TestSpinHandoff at depth 1 in 0 of 200.
 
 Every test here also pins a decision the schedule controls (which thread runs, where a slice ends, which waiter a
-FUTEX_WAKE releases, whether a wakee preempts, the fairness bound): bench/mutations.py's `pct-*` mutations break
+FUTEX_WAKE releases, whether a wakee preempts, the fairness bound, a change point's partner): bench/mutations.py's `pct-*` mutations break
 each one and these tests kill them.
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ from emu.linux.schedule import PctSchedule, step_pcs
 from emu.linux.threads import BLOCKED, RUNNABLE, Thread
 
 PKG = "tests/go/pctlock/lock"
-FIRST_FAILING = 318          # from seed 1 at depth 3 (module docstring)
+FIRST_FAILING = 19           # from seed 1 at depth 3 (module docstring)
 REPLAY = f"preemu exec {PKG} --test TestRacyLock --schedule {FIRST_FAILING} --depth 3"
 
 
@@ -62,10 +62,11 @@ def test_the_check_then_act_lock_fails_within_400_schedules_and_names_seed_decis
     assert bad["replay"] == REPLAY
     cps = [d for d in bad["schedule"]["decisions"] if d["kind"] == "change-point"]
     # the decisions that mattered: one goroutine's thread stopped between check and act (lock.go:16,
-    # `locked = 1`), the other's inside the critical section
-    assert [d["where"] for d in cps] == ["example.com/pctlock/lock.tryLock+0xa (lock.go:16)",
-                                        "example.com/pctlock/lock.critical+0x40 (lock.go:36)"]
-    assert cps[0]["tid"] != cps[1]["tid"] and cps[0]["priority"] > cps[1]["priority"]
+    # `locked = 1`), the other's inside the critical section by that change point's partner, just below it
+    assert [d["where"] for d in cps[:2]] == ["example.com/pctlock/lock.tryLock+0xa (lock.go:16)",
+                                            "example.com/pctlock/lock.critical+0x40 (lock.go:36)"]
+    assert cps[0]["tid"] != cps[1]["tid"] and cps[1]["priority"] == cps[0]["priority"] - 0.5
+    assert cps[0]["partner_of"] is None and cps[1]["partner_of"] == cps[0]["step"]
 
 
 def test_the_text_report_names_the_seed_the_decisions_and_the_command_that_replays_it():
@@ -137,6 +138,15 @@ def test_steps_are_the_packages_shared_memory_accesses_only():
     assert all(w.startswith("example.com/pctlock/lock.") for w in where)   # no runtime, no testmain `main`
 
 
+def test_a_go_1_24_builds_type_algorithms_are_not_steps():
+    """A Go 1.24 build names its equality functions after the types' packages (type:.eq.internal/godebugs.Info),
+    whose first element has a dot like a module path's: they are the compiler's, not the program's."""
+    image = elfimage.load(str(gobuild.build("tests/data/go/gcnowb", toolchain="1.24.11").binary))
+    assert any(n.startswith("type:.eq.internal/") for n in image.symbols)
+    where = {image.describe(pc).split("+")[0] for pc in step_pcs(image, "main")}
+    assert where and all(w.startswith("main.") for w in where) and "main.moveNoWB" in where
+
+
 def test_a_plain_programs_steps_are_its_main_packages():
     image = elfimage.load(str(gobuild.build("tests/data/go/race").binary))
     where = {image.describe(pc).split("+")[0] for pc in step_pcs(image, "main")}
@@ -202,14 +212,19 @@ def test_futex_wake_releases_the_highest_priority_waiters_first():
 
 def test_initial_priorities_are_above_every_change_point_and_the_labels_are_the_change_points():
     s = PctSchedule(11, 4, 1000)
-    assert sorted(s.change.values()) == [1, 2, 3] and all(1 <= k <= 1000 for k in s.change)
+    points = {k: i for k, i in s.change.items() if k not in s.partner_of}
+    assert sorted(points.values()) == [1, 2, 3] and all(1 <= k <= 1000 for k in points)
+    # each change point's partner: 1..k steps later, its label just below the change point's
+    assert sorted(s.partner_of.values()) == sorted(points)
+    for later, k in s.partner_of.items():
+        assert 1 <= later - k <= max(1, 1000 - k) and s.change[later] == points[k] - 0.5
     assert all(4 <= s.priority(tid) < 5 for tid in range(1000, 1010))
     assert len({s.priority(tid) for tid in range(1000, 1010)}) == 10
     assert PctSchedule(11, 4, 1000).change == s.change and PctSchedule(12, 4, 1000).change != s.change
 
 
 def test_a_change_point_ends_the_slice_before_its_step_and_the_step_is_counted_once():
-    """Seed 318's change points: the run's slice ends with the stopped thread's RIP at the step's PC, and
+    """Seed 19's change points: the run's slice ends with the stopped thread's RIP at the step's PC, and
     the whole run counts as many steps as its (unstopped) instructions at step PCs executed."""
     res = gobuild.build(PKG, test=True)
     image = elfimage.load(str(res.binary))
@@ -233,11 +248,11 @@ def test_a_change_point_ends_the_slice_before_its_step_and_the_step_is_counted_o
     finally:
         PctSchedule.after_slice = orig
     cps = [d for d in r.schedule.decisions if d.kind == "change-point"]
-    assert len(cps) == 2 and r.why
+    assert len(cps) == 4 and r.why
     for i, d in enumerate(cps, start=1):
         first = next(x for x in seen if x[0] == i)       # the slice in which the i-th change point fell
         assert first[1:] == (d.tid, d.pc)
-    assert r.schedule.steps == 390
+    assert r.schedule.steps == 397
 
 
 def test_the_fairness_bound_ends_a_spin_that_strict_priorities_livelock():

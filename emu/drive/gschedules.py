@@ -17,9 +17,25 @@ the sweep and then that one schedule). The uninterrupted run (no injection) then
 once, and the violation says whether it fails too (a race among the other threads that F's preemption only
 made room for, or not even that) or only with G's injections.
 
+With --gc (issue #47 item 3) the chain is the --gc sweep's first one: the runtime's own cycle made due at
+every step-th boundary of G (realgc.py, grequest.py), G's thread held until the runtime stops it and scanned,
+then running on during mark. Under a schedule the GC's mark workers, the background sweeper, forcegchelper and
+sysmon are threads like the others: their priorities and the change points (at the program's own steps, so
+at G's and its peers') decide how far the workers get while G runs, for example G moving a pointer after its
+own stack was scanned and before the workers reach the object. What is judged is the program's ending (the
+runtime's own "found bad pointer in Go heap" or a checkmark failure, a test's FAIL, a panic); the realgc
+watch's use-after-free reports of the schedule runs are not collected (the sweep's own runs report them).
+Measured: tests/data/go/gcnowb's moveNoWB (an assembly move without a write barrier) fails under schedule 1
+(the runtime finds the freed node: "found bad pointer in Go heap"; with a Go 1.24 build too), its moveWB twin
+passes 10 of 10, tests/data/go/gccorrect's maps and chans 5 of 5, its pooled and finals and gcverdicts'
+explicitGC, weakPtrs, finalOrder and appendMap 3 of 3 (--max-points 100).
+
 Left out: the other chains (shards) and the to-exit runs under schedules, F's results and the globals under a
 schedule (compared only in the sweep's own runs: a schedule legitimately changes what other goroutines wrote),
---gc and --each-pc sweeps, schedules in parallel, and shrinking a failing schedule.
+the --gc watch's findings in the schedule runs, --each-pc sweeps, schedules in parallel, and shrinking a
+failing schedule. Change points never fall inside the mark workers' own code (runtime code has no steps): a
+worker is stopped part-way through the heap only by the priorities and the fairness bound, never by a change
+point.
 """
 from __future__ import annotations
 
@@ -138,8 +154,10 @@ def explore(sw, ref, points, seeds: list[int], depth: int, budget: int, replay) 
     command that replays one."""
     c0 = time.process_time()
     pcs = step_pcs(sw.image, sw.package or "main")
-    cal, _, _ = _run(sw, pcs, CALIBRATION_SEED, 1, 1, points, budget)
-    out = SweepSchedules(depth, list(seeds), cal.steps, len(points))
+    cal, _, cal_reached = _run(sw, pcs, CALIBRATION_SEED, 1, 1, points, budget)
+    # a --gc chain's points are every step-th boundary until F returns (realsweep.py: an open range): count the
+    # ones G reached in the calibration run
+    out = SweepSchedules(depth, list(seeds), cal.steps, len(points) if sw.gc is None else cal_reached)
     for seed in seeds:
         s, ending, reached = _run(sw, pcs, seed, depth, out.k, points, budget)
         why = ending_failure(ending, ref.ending)

@@ -11,6 +11,12 @@ SEED --depth D`) calibrates again (the same program and options give the same k)
 Left out: shrinking a failing schedule, exploring depths in turn, running schedules in parallel; what a run
 wrote through a `:rw` mount stays on the host for the runs after it (the snapshot holds the process, not the
 host's files).
+
+Budgets, measured (linux/schedule.py's schedules, change points with partners, depth 3): the try-lock of
+tests/go/pctlock (a check-then-act two instructions wide, k = 370) fails in 16 of schedules 1..1,500, the first
+at 19 and no gap between two failing seeds longer than 297, so `--schedules 400` finds it from any first seed
+up to 1,100 (about 10 ms of CPU a schedule); its sync.Mutex twin passes 300 of 300. Every other bug of
+bench/bench_schedules.py's corpus fails within its first 7 schedules.
 """
 from __future__ import annotations
 

@@ -7,12 +7,36 @@ first seen (distinct with probability 1, so their order is a uniformly random pe
 created later); d-1 change points k_1..k_{d-1} are drawn, distinct, uniformly among the steps 1..k; the
 highest-priority runnable thread always runs; when a thread reaches step k_i its priority becomes i, below
 every initial priority (the labels i are in random order in time, as in the paper, so a later change point may
-put its thread above or below an earlier one). One run finds a given depth-d bug with probability at least
-1/(n k^(d-1)) for n threads. The process consults this object at each choice it makes (process.py,
-scheduling.py): which runnable thread runs next (`to_front`), whether a woken thread takes the CPU from the
-runner (`preempts`), where a slice ends (a change point, `_on_step`), and which futex waiters a FUTEX_WAKE
-releases (`wake_order`: the highest-priority ones). Everything is a function of the seed and of instruction
-counts, so the same (program, options, seed, depth, k) replays the same run instruction for instruction.
+put its thread above or below an earlier one). The process consults this object at each choice it makes
+(process.py, scheduling.py): which runnable thread runs next (`to_front`), whether a woken thread takes the CPU
+from the runner (`preempts`), where a slice ends (a change point, `_on_step`), and which futex waiters a
+FUTEX_WAKE releases (`wake_order`: the highest-priority ones). Everything is a function of the seed and of
+instruction counts, so the same (program, options, seed, depth, k) replays the same run instruction for
+instruction.
+
+Partners: one step beyond PCT. Each change point k_i also has a partner at step k_i + r_i, r_i uniform in
+1..k - k_i (the steps left of the calibration run, at least 1; drawn from the seed after the change points): the
+thread running there drops to i - PARTNER_BELOW, just below the thread k_i stopped, so that thread runs again
+before it. Why: the commonest schedule-dependent bug,
+an atomicity violation (check-then-act, load-modify-store), needs thread A stopped inside its window *and* the
+thread that ran meanwhile stopped inside its own conflicting region when A goes on. Plain PCT reaches that
+only with a second change point that happens to land in the other thread's region *and* draws the lower label
+(half the time); moreover in a Go program the other goroutine usually starts on another M only after A's thread
+was stopped (work stealing: runtime/proc.go:7746, runqgrab's usleep(3) before it takes a P's runnext), so
+most of the second point's draws fall before or after the stretch where it could matter. Measured on
+tests/go/pctlock's try-lock (two goroutines, 20 rounds, k = 370): plain PCT at depth 3 failed 5 of 1,500
+schedules (the first at seed 318); partners r uniform in 1..k, 9; in 1..k - k_i, 16 (the first at seed 19;
+tests/test_schedules.py lists them). A stop that keeps the stopped thread off the CPU while a sleeper is due
+(so that runqgrab's 3 us backoff ends first) was tried too and changed no outcome: not kept.
+
+What is guaranteed, honestly. For a bug that one stopped thread and its partner expose (thread A stopped
+before one of w steps, the thread running u' steps later stopped there, u' in a set U of the run's steps),
+one schedule finds it with probability at least w |U| / k^2 for its first change point alone (k_1 at one of
+the w steps: w/k; its partner at one of U: at least |U|/k, as r ranges over at most k values), provided the other change points and partners do not get in
+its way, which nothing bounds (as in PCT, a change point that stops an unrelated thread usually does not). PCT's
+own bound, 1/(n k^(d-1)) for a depth-d bug among n threads, is *not* claimed: a partner can land inside a
+stretch the PCT argument needs undisturbed. With the steps counted as below, a bug's depth and k are
+properties of the program's own shared-memory accesses, not of its instruction count.
 
 Steps: what k counts, and why. A change point must be able to end a slice inside a check-then-act window one
 or two instructions wide; counted in raw instructions, k would be millions and the probability of landing
@@ -55,6 +79,9 @@ from dataclasses import dataclass
 FAIR_BUDGET = 200_000
 #: ... and gets its priority back once the others have run this many (a quantum's worth)
 FAIR_TURN = 20_000
+#: a partner's label lies this far below its change point's: the thread the partner stops ranks just below the
+#: thread the change point stopped (module docstring)
+PARTNER_BELOW = 0.5
 
 _STACK_OR_G = {"rsp", "rbp", "r14"}
 _NOT_ACCESSES = ("lea", "nop", "call", "jmp", "prefetch")
@@ -71,15 +98,17 @@ class Decision:
     pc: int
     where: str             # FUNC+OFF (and file:line when known)
     priority: float        # the thread's new priority
+    partner_of: int | None = None   # a partner's: the step of the change point it partners (module docstring)
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "step": self.step, "tid": self.tid, "thread": self.thread,
-                "pc": f"{self.pc:#x}", "where": self.where, "priority": self.priority}
+                "pc": f"{self.pc:#x}", "where": self.where, "priority": self.priority, "partner_of": self.partner_of}
 
     def line(self) -> str:
         what = "stopped before" if self.kind == "change-point" else "demoted (fairness) at"
+        partner = f" (the partner of step {self.partner_of})" if self.partner_of is not None else ""
         return (f"step {self.step}: thread {self.thread}({self.tid}) {what} {self.where} ({self.pc:#x}), "
-                f"priority -> {self.priority:g}")
+                f"priority -> {self.priority:g}{partner}")
 
 
 def is_user_function(name: str, package: str | None = None) -> bool:
@@ -87,6 +116,8 @@ def is_user_function(name: str, package: str | None = None) -> bool:
     `main` is the testmain `go test` generates: not the user's; a standard-library package's own tests count
     that package's functions)."""
     from ..front.gofront import _is_user
+    if name.startswith("type:"):    # the compiler's type algorithms (type:.eq.T, cmd/compile reflectdata), named
+        return False                # after any package's types: a Go 1.24 build has type:.eq.internal/godebugs.Info
     if package and package.startswith("std/"):       # GOROOT/src's module is `std`; its packages' symbols are bare
         package = package[len("std/"):]
     if package and package != "main":
@@ -188,6 +219,15 @@ class PctSchedule:
         points = self.rng.sample(range(1, self.k + 1), min(depth - 1, self.k))
         #: step number -> the priority its thread takes there (the change point's label i)
         self.change = {step: i for i, step in enumerate(points, start=1)}
+        #: each change point's partner (module docstring): r steps later (r uniform in 1..k - step), the thread
+        #: running then drops just below the thread the change point stopped
+        #: a partner's step -> its change point's
+        self.partner_of: dict[int, int] = {}
+        for i, step in enumerate(points, start=1):
+            later = step + self.rng.randint(1, max(1, self.k - step))
+            if later not in self.change:
+                self.change[later] = i - PARTNER_BELOW
+                self.partner_of[later] = step
         self.fair_budget = fair_budget
         self.prio: dict[int, float] = {}
         self.decisions: list[Decision] = []
@@ -253,7 +293,7 @@ class PctSchedule:
             return
         label = self.change[n]
         self.prio[t.tid] = label
-        self.decisions.append(self._decision("change-point", t, addr, label, n))
+        self.decisions.append(self._decision("change-point", t, addr, label, n, self.partner_of.get(n)))
         st.steps = n - 1                                # it has not run: counted when t executes it
         p.counter.stop_here(False)                      # the slice ends before the step's instruction
 
@@ -285,9 +325,10 @@ class PctSchedule:
             self.decisions.append(self._decision("fair-demotion", t, t.ctx.reg_read(X.UC_X86_REG_RIP), low))
         self._ran[t.tid] = ran
 
-    def _decision(self, kind: str, t, pc: int, prio: float, step: int | None = None) -> Decision:
+    def _decision(self, kind: str, t, pc: int, prio: float, step: int | None = None,
+                  partner_of: int | None = None) -> Decision:
         return Decision(kind, self.steps if step is None else step, t.tid, t.name, pc, self.proc.image.describe(pc),
-                        prio)
+                        prio, partner_of)
 
     def summary(self) -> dict:
         return {"seed": self.seed, "depth": self.depth, "k": self.k, "steps": self.steps,

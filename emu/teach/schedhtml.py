@@ -125,7 +125,7 @@ let axis = 'steps', sel = -1;
 
 $('verdict').textContent = S.ok ? 'passed' : 'FAILED: ' + S.failure.why;
 $('verdict').className = 'badge ' + (S.ok ? 'ok' : 'bad');
-$('summary').textContent = `schedule ${S.seed}, depth ${S.depth} (${S.depth - 1} change points among k = ${S.k} ` +
+$('summary').textContent = `schedule ${S.seed}, depth ${S.depth} (${S.depth - 1} change points and their partners among k = ${S.k} ` +
   `steps); ${S.instructions.toLocaleString('en')} instructions, ${ms(S.virtual_ns)} virtual, ${S.steps} steps, ` +
   `${S.segments.length} slices on ${S.threads.length} threads (a thread is an M: it runs whichever goroutine ` +
   `the Go scheduler gives it)`;

@@ -77,6 +77,7 @@ class Story:
     chapters: list[dict]
     failure: dict
     replay: str
+    points: int = 0                  # the change points the schedule drew (partners included: linux/schedule.py)
 
     @property
     def ok(self) -> bool:
@@ -192,7 +193,8 @@ def tell(image, opts, seed: int, depth: int, package: str | None, target: str, t
     return Story(target, tuple(test), list(opts.argv), seed, depth, k, run.schedule.steps, run.insns,
                  run.virtual_ns, run.exit_code, run.why, run.stdout, run.stderr, threads, decisions, segs,
                  _chapters(segs, decisions), _failure(run, p, names), replay_command(target, test, seed, depth,
-                                                                                     env, args))
+                                                                                     env, args),
+                 len(run.schedule.change))
 
 
 def _chapters(segs: list[Segment], decisions: list[dict]) -> list[dict]:
@@ -262,6 +264,9 @@ def _decision_text(d: dict, n: int | None = None) -> list[str]:
     if d["kind"] == "change-point":
         out.append(f"{pad}   its priority drops to {d['priority']:g}, below every thread's first one: the others "
                    "run before it until they block or finish")
+    if d.get("partner_of") is not None:
+        out.append(f"{pad}   (the partner of the change point at step {d['partner_of']}: just below the thread "
+                   "stopped there, which runs again before it)")
     return out
 
 
@@ -278,8 +283,8 @@ def render_text(story: Story) -> str:
            "which runs whichever goroutine the Go scheduler gives it; the CPUs run side by side, so the times "
            "of two threads' slices overlap while the steps count in the order the schedule ran them",
            "",
-           f"The decisions that mattered ({len(cps)} change point{'s' if len(cps) != 1 else ''} of {j.depth - 1}"
-           f"{'; the others fell after the run ended' if len(cps) < j.depth - 1 else ''}):"]
+           f"The decisions that mattered ({len(cps)} change point{'s' if len(cps) != 1 else ''} of {j.points}"
+           f"{'; the others fell after the run ended' if len(cps) < j.points else ''}):"]
     for n, d in enumerate(cps, start=1):
         out += _decision_text(d, n)
     if not cps:

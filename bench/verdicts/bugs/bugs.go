@@ -6,6 +6,7 @@ package bugs
 import (
 	"runtime"
 	"sync"
+	"time"
 )
 
 var counter int
@@ -216,4 +217,55 @@ func RunScan(n int) int {
 	}
 	close(stop)
 	return s
+}
+
+// mailbox: a flag and a condition variable; post sets the flag under the lock and wakes every waiter.
+type mailbox struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	ready bool
+}
+
+func newMailbox() *mailbox {
+	m := &mailbox{}
+	m.cond = sync.NewCond(&m.mu)
+	return m
+}
+
+// awaitPost checks the flag without the lock before it waits: a post between the check and Wait finds no
+// waiter to wake, and this goroutine then sleeps for ever (a lost wakeup). Not in the sweep corpus
+// (bench/verdicts/corpus.py): bench/bench_schedules.py's, found by `exec --schedules`; a sweep says OK.
+//
+//go:noinline
+func awaitPost(m *mailbox) {
+	if !m.ready {
+		m.mu.Lock()
+		m.cond.Wait()
+		m.mu.Unlock()
+	}
+}
+
+//go:noinline
+func post(m *mailbox) {
+	m.mu.Lock()
+	m.ready = true
+	m.cond.Broadcast()
+	m.mu.Unlock()
+}
+
+// RunWakeup runs n rounds of one waiter and one poster; false when a waiter was still asleep `patience` after
+// its round began (its wakeup was lost: it would sleep for ever).
+func RunWakeup(n int, patience time.Duration) bool {
+	for i := 0; i < n; i++ {
+		m := newMailbox()
+		done := make(chan struct{})
+		go func() { awaitPost(m); close(done) }()
+		go post(m)
+		select {
+		case <-done:
+		case <-time.After(patience):
+			return false
+		}
+	}
+	return true
 }

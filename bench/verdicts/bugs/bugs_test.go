@@ -1,6 +1,11 @@
 package bugs
 
-import "testing"
+import (
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
 
 func TestLost(t *testing.T) {
 	if got := RunLost(2000); got != 4000 {
@@ -40,4 +45,18 @@ func TestLazy(t *testing.T) {
 
 func TestScan(t *testing.T) {
 	RunScan(200)
+}
+
+// wakeRounds: ROUNDS from the environment (a native stress loop sets it high), 10 by default.
+func wakeRounds() int {
+	if n, err := strconv.Atoi(os.Getenv("ROUNDS")); err == nil {
+		return n
+	}
+	return 10
+}
+
+func TestWakeup(t *testing.T) {
+	if !RunWakeup(wakeRounds(), 100*time.Millisecond) {
+		t.Fatal("lost wakeup: the waiter still sleeps 100ms after its post")
+	}
 }

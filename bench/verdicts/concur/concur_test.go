@@ -38,3 +38,9 @@ func TestPipeline(t *testing.T) {
 		t.Fatalf("pipeline %d", got)
 	}
 }
+
+func TestWakeup(t *testing.T) {
+	if got := wakeup(10); got != 10 {
+		t.Fatalf("woke %d of 10", got)
+	}
+}

@@ -73,8 +73,12 @@ func moveNoWB(n int) int {
 
 func main() {
 	n := 3000
-	if len(os.Args) > 2 && os.Args[1] == "stress" {
+	if len(os.Args) > 2 && (os.Args[1] == "stress" || os.Args[1] == "stresswb") {
 		iters, _ := strconv.Atoi(os.Args[2])
+		move := moveNoWB
+		if os.Args[1] == "stresswb" {
+			move = moveWB // the correct twin: the same move in Go, with its write barriers
+		}
 		build(2000)
 		go func() {
 			for {
@@ -82,7 +86,7 @@ func main() {
 			}
 		}()
 		for i := 0; i < iters; i++ {
-			if moveNoWB(200)&0 != 0 {
+			if move(200)&0 != 0 {
 				println("unreachable")
 			}
 		}
@@ -94,4 +98,23 @@ func main() {
 	}
 	build(1000)
 	println("moveNoWB", moveNoWB(n))
+}
+
+// moveWB is moveNoWB's correct twin: the same move in Go, so the compiler's write barriers shade the node
+// while the GC marks.
+//
+//go:noinline
+func moveWB(n int) int {
+	l := head
+	for l.next != nil {
+		l = l.next
+	}
+	p := l.h.p
+	l.h.p = nil
+	s := 0
+	for i := 0; i < n; i++ {
+		s += spin(100) ^ p.v
+	}
+	l.h.p = p
+	return s
 }
