@@ -97,6 +97,15 @@ def test_correct_code_is_clean_in_both_modes(func, mode):
     assert g["cycles"] >= 1 and g["uses_after_free"] == 0 and g["sync_points"] >= 1
 
 
+def test_sync_points_alone_are_not_vacuous_and_say_what_they_checked():
+    """--gc-points sync makes no injection; its checks are the cycles at calls. The vacuity rule (nothing
+    injected: exit 1) made every correct program FAIL in this mode; now the cycles count, and the OK line says so."""
+    code, j = sweep(GCCORRECT, "maps", "--gc", "--gc-points", "sync", "--max-points", "200")
+    assert code == 0 and j["ok"] and j["injected"] == 0 and j["gc"]["sync_points"] >= 1, j["violations"][:3]
+    code, out, _ = cli_run("sweep", GCCORRECT, "--func", "maps", "--gc", "--gc-points", "sync", "--max-points", "200")
+    assert code == 0 and "OK: no injection (--gc-points sync): at" in out and "every injection came back" not in out
+
+
 @pytest.mark.parametrize("mode", ["scan", "concurrent"])
 def test_what_a_cycle_changes_without_a_bug_is_not_compared(mode):
     """finals counts finalizers in a global: the chains' cycles run some of them before F returns. The --gc

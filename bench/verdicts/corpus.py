@@ -30,7 +30,10 @@ MODES = {
 ALL = frozenset(MODES)
 GC_MODES = frozenset({"gc", "gc-scan", "gc-sync"})
 #: the modes that claim a bug class
-CLAIMS = {"schedule": ALL, "preemption": ALL - {"gc-sync"},     # gc-sync makes no injection at all
+#: gc-sync makes no injection at all; --each-pc tries each PC once, at its first occurrence, in a chain after earlier
+#: injections (its report counts the points tried alone): a window that needs the state of a later iteration, or no
+#: injection before it (race.tally: the helper goroutine must still have its loop to run), is the default sweep's
+CLAIMS = {"schedule": ALL, "preemption": ALL - {"gc-sync", "each-pc"},
           "gc": GC_MODES, "gc-concurrent": frozenset({"gc"})}
 
 

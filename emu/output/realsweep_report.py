@@ -311,6 +311,13 @@ def verdict(r) -> list[str]:
                 "    so nothing the stub saves or restores was tested (preemption never lands in assembly or with "
                 "asyncpreemptoff=1):",
                 f"    sweep a function {r.func} calls, or the Go code around it."]
+    if r.ok and not r.injected and r.gc is not None:      # --gc-points sync: the cycles at calls were the checks
+        n = r.gc.get("sync_points", 0)
+        return [f"OK: no injection (--gc-points sync): at {n:,} call site(s) the runtime's cycle stopped the goroutine in "
+                "a callee's",
+                "    prologue and scanned every frame precisely; nothing it freed was used afterwards, and "
+                f"{r.func}'s results",
+                "    and the program's output equal the uninterrupted run" + _compared(r)]
     if r.ok:
         return (["OK: the runtime's decision matched preemu's oracle at every signal; every injection came back with",
                  f"    the 14 GPRs, RBP, RFLAGS and {getattr(r, 'vector', 'XMM0-15')} bit-exact and the stack at and above "
