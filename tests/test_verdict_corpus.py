@@ -33,5 +33,16 @@ def test_the_table_names_programs_that_exist_and_labels_every_bug_with_its_nativ
 def test_the_fast_subset_gets_its_label(name, mode, kind):
     entry = next(e for e in corpus.CORRECT + corpus.BUGS if e.name == name)
     _, code, said, _ = matrix.sweep(entry, mode, 150)
-    assert matrix.outcome(entry, mode, code) in ("TN", "TP"), said
+    assert matrix.outcome(entry, mode, code, said) in ("TN", "TP"), said
     assert kind is None or kind in said, said
+
+
+def test_an_exit_1_without_a_violation_is_counted_vacuous_not_a_catch_or_a_false_fail():
+    bug = next(e for e in corpus.BUGS if e.bug == "gc")
+    good = corpus.CORRECT[0]
+    vacuous = "VACUOUS: exit 1, 0 violations, 0 injected"
+    assert matrix.outcome(bug, "gc-sync", 1, vacuous) == "VAC"
+    assert matrix.outcome(good, "gc-sync", 1, vacuous) == "VAC"
+    assert matrix.outcome(bug, "gc-sync", 1, "FAIL 1 (use-after-free)") == "TP"
+    assert matrix.outcome(good, "gc", 1, "FAIL 2 (use-after-free)") == "FP"
+    assert matrix.outcome(bug, "default", 0, "OK") is None          # a GC bug: the default mode does not claim it
