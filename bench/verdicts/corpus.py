@@ -96,3 +96,59 @@ BUGS = [
           native="not shown natively at this size: only a preemption inside the load/store window (sysmon's comes "
                  "after 10 ms) exposes it"),
 ]
+
+#: bench/verdicts/bugs2: natively, its test binary (`GO111MODULE=off go test -c`, Go 1.27.3, this 2-CPU machine
+#: loaded by other jobs; rates moved with the load) run as `bugs2.test -test.run '^T$'` with: BUGS2_N (rounds of
+#: a schedule test, or the length of a GC test's window, spin's n), BUGS2_GC=1 (runtime.GC() back to back on a
+#: goroutine of its own), GODEBUG; each beside its control. A "run" is a test iteration (-test.count), a
+#: "process" one invocation (a fatal error ends the process). bench/verdicts/bugs2/confirm.sh runs them all.
+B2 = "bench/verdicts/bugs2"
+BUGS += [
+    Entry(B2, "withdraw", test="TestWithdraw", bug="schedule",
+          native="BUGS2_N=1000 -test.count 100 -test.cpu 1,2,4: 13 of 300 runs 'balance -1, paid 6' (BUGS2_N=200: "
+                 "6, 2 and 0 of 300 on three loads); -test.cpu 1: 0 of 100"),
+    Entry(B2, "connFor", test="TestConns", bug="schedule",
+          native="BUGS2_N=1000 -test.count 100 -test.cpu 1,2,4: 32 of 300 runs 'dialed 2 connections'; "
+                 "-test.cpu 1 (BUGS2_N=200): 0 of 100"),
+    Entry(B2, "lookup", test="TestLookup", bug="schedule",
+          native="BUGS2_N=1000 -test.count 100 -test.cpu 1,2,4: 86 of 300 runs 'lookups [\"\" \"n3\"]'; "
+                 "-test.cpu 1 (BUGS2_N=200): 0 of 100"),
+    Entry(B2, "writePairs", test="TestPairs", bug="preemption",
+          native="BUGS2_N=100000000 (one P): 40 of 40 processes 'reader saw N torn pairs'; "
+                 "GODEBUG=asyncpreemptoff=1: 0 of 40"),
+    Entry(B2, "visit", test="TestAligned", bug="gc",
+          native="BUGS2_N=2000000 BUGS2_GC=1: 11 and 16 of 20 processes 'fatal error: traceback' ('unexpected "
+                 "SPWRITE function ...viaAligned', from scanstack); without BUGS2_GC: 0 of 20"),
+    Entry(B2, "heldAsNumber", test="TestHeld", bug="gc",
+          native="BUGS2_N=2000000 BUGS2_GC=1 GODEBUG=clobberfree=1: 9 of 200 runs (65 of 200 on a lighter load) a "
+                 "wrong sum, 7 x 0xdeadbeefdeadbeef (the freed record clobbered); BUGS2_GC=1 alone 1 of 200; "
+                 "clobberfree without BUGS2_GC: 0 of 200"),
+    Entry(B2, "pastEnd", test="TestPastEnd", bug="gc",
+          native="BUGS2_N=2000000 BUGS2_GC=1: 7 of 10 processes 'fatal error: found pointer to free object' (the "
+                 "end pointer marks the free slot after the array: reportZombies), the same with clobberfree=1; "
+                 "without BUGS2_GC: 0 of 10"),
+    Entry(B2, "handleTable", test="TestHandles", bug="gc",
+          native="BUGS2_N=2000000 BUGS2_GC=1 GODEBUG=clobberfree=1: 9 of 200 runs (62 of 200 on a lighter load) a "
+                 "wrong sum; without BUGS2_GC: 0 of 200"),
+    Entry(B2, "staleReuse", test="TestStale", bug="gc",
+          native="BUGS2_N=2000000 BUGS2_GC=1: 3 of 200 runs 'sum 8' (the slot handed out again: another record's "
+                 "fields), 0 of 200 on a second try; with clobberfree=1: 3 of 200 (freed, not yet reused); "
+                 "without BUGS2_GC: 0 of 200"),
+    Entry(B2, "readFile", test="TestReadFile", bug="gc",
+          native="BUGS2_N=2000000 BUGS2_GC=1: 1 of 200 runs 'read 0' (the finalizer closed the descriptor), 9 of "
+                 "40 on a lighter load; without BUGS2_GC: 0 of 200"),
+    Entry(B2, "headerString", test="TestHeader", bug="gc",
+          native="BUGS2_N=2000000 BUGS2_GC=1 GODEBUG=clobberfree=1: 12 of 200 runs a wrong sum; BUGS2_GC=1 alone "
+                 "and clobberfree alone: 0 of 200"),
+    Entry(B2, "hitMany", test="TestHits", bug="schedule",
+          native="BUGS2_N=100 -test.count 10 -test.cpu 1,2,4: 10 of 30 processes 'fatal error: concurrent map "
+                 "writes'; -test.cpu 1: 0 of 30"),
+]
+
+#: bench/verdicts/fixed2: bugs2's programs with the bug fixed as the documentation or go vet says (a lock around
+#: check and act, a re-check under the dial lock, sync.Once, unsafe.Pointer for uintptr, base+index for the
+#: past-the-end pointer, pointers in the table, runtime.KeepAlive), and a context-cancelled worker pair
+CORRECT += [Entry("bench/verdicts/fixed2", f, test=t) for f, t in (
+    ("withdraw", "TestWithdraw"), ("connFor", "TestConns"), ("lookup", "TestLookup"),
+    ("heldAsPointer", "TestHeld"), ("pastEnd", "TestPastEnd"), ("handleTable", "TestHandles"),
+    ("readFile", "TestReadFile"), ("deadline", "TestDeadline"))]

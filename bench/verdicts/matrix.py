@@ -4,9 +4,10 @@ swept in each mode, the verdict against its label.
   .venv/bin/python bench/verdicts/matrix.py [--modes default,gc,...] [--max-points N] [--only NAME ...] [--jobs N]
 
 For each mode: correct programs clean (TN), correct programs failed (FP: a false FAIL), bugs caught (TP), bugs
-missed (FN) among the bugs the mode claims (corpus.CLAIMS), and errors (exit 2) on either. A bug a mode does
+missed (FN) among the bugs the mode claims (corpus.CLAIMS), errors (exit 2) on either, and vacuous verdicts
+(VAC: exit 1 with no violation, e.g. nothing injected, which is neither a catch nor a false FAIL). A bug a mode does
 not claim is not counted in its matrix (its row says what the sweep said). Exit 0 when no mode has a false
-FAIL, an error on a correct program, or a claimed bug missed; 1 otherwise.
+FAIL, an error, a vacuous verdict, or a claimed bug missed; 1 otherwise.
 """
 from __future__ import annotations
 
@@ -44,17 +45,25 @@ def sweep(entry: corpus.Entry, mode: str, max_points: int) -> tuple[str, int, st
     if code == 2:
         return entry.name, 2, err.getvalue().strip().splitlines()[-1][:120] if err.getvalue().strip() else "?", cpu
     j = json.loads(out.getvalue())
+    if code == 1 and not j["violation_count"]:
+        # exit 1 with no violation: the sweep refused to call an empty test OK (nothing injected or compared)
+        return entry.name, code, f"VACUOUS: exit 1, 0 violations, {j['injected']} injected", cpu
     kinds = sorted({v["kind"] for v in j["violations"]})
     return entry.name, code, ("OK" if j["ok"] else f"FAIL {j['violation_count']} ({', '.join(kinds)})"), cpu
 
 
-def outcome(entry: corpus.Entry, mode: str, code: int) -> str | None:
-    """TN, FP, TP, FN, ERR, or None (a bug this mode does not claim)."""
-    if entry.bug is None:
-        return "ERR" if code == 2 else ("TN" if code == 0 else "FP")
-    if mode not in corpus.CLAIMS[entry.bug]:
+def outcome(entry: corpus.Entry, mode: str, code: int, said: str = "") -> str | None:
+    """TN, FP, TP, FN, ERR, VAC (exit 1 with no violation: a vacuous verdict, neither a catch nor a false
+    FAIL), or None (a bug this mode does not claim)."""
+    if entry.bug is not None and mode not in corpus.CLAIMS[entry.bug]:
         return None
-    return "ERR" if code == 2 else ("TP" if code == 1 else "FN")
+    if code == 2:
+        return "ERR"
+    if code == 1 and said.startswith("VACUOUS"):
+        return "VAC"
+    if entry.bug is None:
+        return "TN" if code == 0 else "FP"
+    return "TP" if code == 1 else "FN"
 
 
 def main() -> int:
@@ -67,26 +76,36 @@ def main() -> int:
     modes = a.modes.split(",")
     entries = [e for e in corpus.CORRECT + corpus.BUGS if a.only is None or e.name in a.only]
     tasks = [(e, m) for m in modes for e in entries]
-    if a.jobs > 1:
-        with ProcessPoolExecutor(a.jobs) as ex:
-            results = list(ex.map(sweep, [t[0] for t in tasks], [t[1] for t in tasks], [a.max_points] * len(tasks)))
-    else:
-        results = [sweep(e, m, a.max_points) for e, m in tasks]
+    # Each sweep in a fresh process, also with --jobs 1: in one process the sweeps' memory added up (20 GB
+    # RSS, killed by the kernel's OOM killer, over the whole corpus in default and --gc).
     bad = 0
-    for m in modes:
-        rows = [(e, r) for (e, mm), r in zip(tasks, results) if mm == m]
-        tally = {k: 0 for k in ("TN", "FP", "TP", "FN", "ERR")}
-        print(f"\n== mode {m} ({' '.join(corpus.MODES[m]) or 'no option'})")
-        for e, (name, code, said, cpu) in rows:
-            o = outcome(e, m, code)
+    tally: dict[str, int] = {}
+    t0 = time.time()
+    with ProcessPoolExecutor(a.jobs, max_tasks_per_child=1) as ex:
+        results = ex.map(sweep, [t[0] for t in tasks], [t[1] for t in tasks], [a.max_points] * len(tasks))
+        mode = None
+        for (e, m), (name, code, said, cpu) in zip(tasks, results):
+            if m != mode:
+                if mode is not None:
+                    bad += _summary(tally)
+                mode, tally = m, {k: 0 for k in ("TN", "FP", "TP", "FN", "ERR", "VAC")}
+                print(f"\n== mode {m} ({' '.join(corpus.MODES[m]) or 'no option'})", flush=True)
+            o = outcome(e, m, code, said)
             if o is not None:
                 tally[o] += 1
             flag = "" if o in ("TN", "TP", None) else "  <--"
-            print(f"  {name:<28} {'bug:' + e.bug if e.bug else 'correct':<18} {o or '-':<4} {cpu:6.1f} s  {said}{flag}")
-        print(f"  matrix: correct {tally['TN']} clean, {tally['FP']} false FAIL; bugs claimed {tally['TP']} caught, "
-              f"{tally['FN']} missed; {tally['ERR']} error(s)")
-        bad += tally["FP"] + tally["FN"] + tally["ERR"]
+            print(f"  {name:<28} {'bug:' + e.bug if e.bug else 'correct':<18} {o or '-':<4} {cpu:6.1f} s  {said}{flag}",
+                  flush=True)
+        if mode is not None:
+            bad += _summary(tally)
+    print(f"\nwall time {time.time() - t0:.0f} s", flush=True)
     return 1 if bad else 0
+
+
+def _summary(tally: dict[str, int]) -> int:
+    print(f"  matrix: correct {tally['TN']} clean, {tally['FP']} false FAIL; bugs claimed {tally['TP']} caught, "
+          f"{tally['FN']} missed; {tally['ERR']} error(s); {tally['VAC']} vacuous", flush=True)
+    return tally["FP"] + tally["FN"] + tally["ERR"] + tally["VAC"]
 
 
 if __name__ == "__main__":
