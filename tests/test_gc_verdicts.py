@@ -60,6 +60,16 @@ def test_a_stale_pointer_read_after_the_slot_would_be_reused_is_a_use_after_free
     assert "~r0" in j["nondeterministic"]["results"]
 
 
+def test_a_point_past_the_functions_end_in_a_shorter_run_is_not_an_error():
+    """workerPool under --gc: in one chain, after earlier injections, F returns at boundary 11,926; the
+    stop-the-world had preempted its goroutine at 11,988 (the uninterrupted run's numbering) and preemu waited
+    5 s for it to come back to that boundary: exit 2 on a correct program. Now G goes on to F's return."""
+    out = io.StringIO()
+    code = cli.main(["sweep", "bench/verdicts/concur", "--func", "workerPool", "--test", "TestWorkerPool", "--gc",
+                     "--max-points", "200", "--json"], out)
+    assert code == 0 and json.loads(out.getvalue())["ok"]
+
+
 def test_a_finalizer_order_is_listed_as_varying_with_the_cycles():
     code, j = sweep(GCV, "finalOrder", "--gc", "--max-points", "150")
     assert code == 0
