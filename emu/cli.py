@@ -587,7 +587,7 @@ def _exec_options(a, passthrough):
                            ns_per_insn=a.ns_per_insn, max_virtual_ms=a.max_virtual_ms, budget=a.budget,
                            ncpu=a.cpus, signal_delay=delay, signal_at_pc=at_pc, passthrough=passthrough,
                            trace=bool(a.trace), mounts=mounts, cwd=os.path.abspath(a.target) if test else None,
-                           max_memory=a.max_memory, cpu=a.cpu)
+                           max_memory=a.max_memory, max_pids=a.max_pids, cpu=a.cpu)
 
 
 def _test_of(a) -> tuple:
@@ -1050,6 +1050,13 @@ def _size(text: str) -> int:
     return n
 
 
+def _pids(text: str) -> int:
+    """--max-pids: a whole number of tasks, at least 1."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of processes and threads, at least 1")
+    return int(text)
+
+
 def _cpu_option(p) -> None:
     from .core.cpulevel import DEFAULT, LEVELS
     p.add_argument("--cpu", default=DEFAULT, choices=list(LEVELS), metavar="LEVEL",
@@ -1079,8 +1086,13 @@ def _add_exec(sub) -> None:
                    help="CPUs the threads run on, interleaved per quantum; sched_getaffinity reports them (default 2)")
     _cpu_option(x)
     x.add_argument("--max-memory", type=_size, default=None, metavar="SIZE",
-                   help="memory the program may map at once (512M, 2G; default 8G): past it mmap fails with ENOMEM "
-                   "and Go ends with 'fatal error: out of memory'")
+                   help="memory the run may make preemu hold, as a memory cgroup's memory.max (512M, 2G; default "
+                   "8G): the memory every process maps, /tmp's files, the output kept, a fixed 20M a process and "
+                   "64K a thread. Past it mmap fails with ENOMEM (Go ends with 'fatal error: out of memory'), a /tmp "
+                   "write with ENOSPC, fork with ENOMEM; output is streamed, not held")
+    x.add_argument("--max-pids", type=_pids, default=None, metavar="N",
+                   help="processes and threads the run may have at once, as a cgroup's pids.max (default 256): "
+                   "past it clone and fork fail with EAGAIN")
     x.add_argument("--mount", action="append", metavar="HOST:GUEST[:ro|rw]",
                    help="show the program a host directory at GUEST (read-only unless :rw; repeatable, one per "
                    "GUEST path). It always "
@@ -1219,6 +1231,9 @@ def _check_values(a) -> None:
         if a.max_memory is None:
             from .linux.process import DEFAULT_MAX_MEMORY
             a.max_memory = DEFAULT_MAX_MEMORY
+        if a.max_pids is None:
+            from .linux.process import DEFAULT_MAX_PIDS
+            a.max_pids = DEFAULT_MAX_PIDS
 
 
 def _check_schedules(a) -> None:

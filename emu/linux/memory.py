@@ -19,6 +19,7 @@ from __future__ import annotations
 from unicorn import unicorn_const as UCC
 
 from ..core.memmap import PAGE, page_down, page_up      # the x86-64 page, as the kernel uses it
+from .cgroup import Cgroup
 from .hostpages import HostPages
 from ..engine.pagetable import PageTable
 
@@ -90,11 +91,14 @@ class AddressSpace:
     accessible at once (--max-memory: a memory cgroup's limit, counted on what the program mapped readable
     rather than on the pages it touched); an mmap or mprotect that would pass it fails with ENOMEM, as
     Linux's overcommit and rlimit checks fail a mapping (mm/mmap.c), and Go then ends with its own
-    "fatal error: out of memory". PROT_NONE reservations are not counted (Go reserves arenas it never maps)."""
+    "fatal error: out of memory". PROT_NONE reservations are not counted (Go reserves arenas it never maps).
+    The limit is the run's cgroup's (cgroup.py), shared with the other processes and the run's other charges;
+    `charged` is what this address space has charged to it ("anon"), released when the process ends."""
 
-    def __init__(self, uc, limit: int | None = None) -> None:
+    def __init__(self, uc, limit: int | None = None, cgroup: Cgroup | None = None) -> None:
         self.uc = uc
-        self.limit = limit
+        self.cgroup = cgroup if cgroup is not None else Cgroup(limit, None)
+        self.charged = 0
         self.vmas = Intervals()
         self.mapped = Intervals()
         self.executable = Intervals()     # the part of `mapped` the engine may execute
@@ -113,6 +117,7 @@ class AddressSpace:
                 self.uc.mem_write(s, bytes(e - s))
             self._set_perms(s, e, executable, writable)
         for s, e in self.mapped.gaps(a, b):
+            self._charge(e - s)
             self.host.map(s, e - s, engine_perms(executable, writable))
             self.engine_changes += 1
             if executable:
@@ -142,6 +147,7 @@ class AddressSpace:
 
     def _make_inaccessible(self, a: int, b: int) -> None:
         for s, e in self.mapped.overlaps(a, b):
+            self._charge(-(e - s))
             self.uc.mem_unmap(s, e - s)
             self.host.release(s, e)
             self.engine_changes += 1
@@ -239,13 +245,27 @@ class AddressSpace:
                     child.host.map(a, b - a, engine_perms(self.executable.contains(a, b), self.writable.contains(a, b)))
         for guest, data in self.host.resident():
             child.uc.mem_write(guest, bytes(data))
+        child.recharge()
 
     def committed_bytes(self) -> int:
         return sum(e - s for s, e in self.mapped.r)
 
+    def _charge(self, n: int) -> None:
+        self.charged += n
+        (self.cgroup.charge if n > 0 else self.cgroup.uncharge)("anon", abs(n))
+
+    def recharge(self) -> None:
+        """Charge what is accessible now (after fork's copy, or a snapshot's restore set the ranges directly)."""
+        self._charge(self.committed_bytes() - self.charged)
+
+    def release(self) -> None:
+        """The process ended (exit_mmap): its pages leave the cgroup."""
+        self._charge(-self.charged)
+
     def _over_limit(self, a: int, b: int) -> bool:
-        """Whether making [a, b) accessible would pass the limit (what is accessible already is not counted
-        again)."""
-        if self.limit is None:
+        """Whether making [a, b) accessible would pass the cgroup's limit (what is accessible already is not
+        counted again)."""
+        if self.cgroup.can_charge(sum(e - s for s, e in self.mapped.gaps(a, b))):
             return False
-        return self.committed_bytes() + sum(e - s for s, e in self.mapped.gaps(a, b)) > self.limit
+        self.cgroup.failcnt += 1
+        return True
