@@ -1263,21 +1263,45 @@ def _check_schedules(a) -> None:
         a.depth = DEFAULT_DEPTH
 
 
+def _as_command() -> bool:
+    """Whether this process is the `preemu` command (its script or `python -m emu`), not a library user."""
+    main_mod = sys.modules.get("__main__")
+    spec = getattr(main_mod, "__spec__", None)
+    return (bool(sys.argv) and os.path.basename(sys.argv[0]) == "preemu") or \
+        (spec is not None and spec.name == "emu.__main__")
+
+
 def main(argv: list[str] | None = None, out=None) -> int:
     """Run the command; every error is one line on stderr (exit 2), Ctrl-C exits 130. An output that cannot be
-    written (stdout full or closed) is one more line, and exit 2 unless the run itself failed."""
+    written (stdout full or closed) is one more line, and exit 2 unless the run itself failed.
+
+    Ctrl-C at any moment: before this function the package made SIGINT's default action quiet (emu/__init__.py);
+    here it becomes a KeyboardInterrupt that every command turns into its partial summary and exit 130, also
+    while the arguments are parsed; once the command has answered (its summary printed), a second Ctrl-C, or one
+    while the interpreter shuts down, ends the process as SIGINT does (a shell shows 130), never a traceback."""
+    import signal
+    command = argv is None and out is None and _as_command()
+    if command:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     stdout = _Stream(sys.stdout if out is None else out, "stdout")
     saved = sys.stdout, sys.stderr
     sys.stderr = _Stream(sys.stderr, "stderr")          # a full or closed stderr never raises either
     if out is None:
         sys.stdout = stdout                              # argparse's --help and --version write there
     try:
-        code = _main(argv, stdout)
+        try:
+            code = _main(argv, stdout, command)
+        except KeyboardInterrupt:                        # before the command started (parsing its arguments)
+            _quiet_sigint(command)
+            print("preemu: interrupted (Ctrl-C) before the command started; nothing to summarise",
+                  file=sys.stderr)
+            code = 130
     except SystemExit as e:                              # argparse: --help, --version, a usage error
         code = e.code
         if stdout.error is None or code:
             raise
     finally:
+        _quiet_sigint(command)
         sys.stdout, sys.stderr = saved
     if stdout.error is not None and not isinstance(stdout.error, BrokenPipeError):   # `| head` is no error
         why = f"stdout: cannot write the output ({_why(stdout.error)})"
@@ -1290,6 +1314,14 @@ def main(argv: list[str] | None = None, out=None) -> int:
     return code
 
 
+def _quiet_sigint(command: bool) -> None:
+    """From now on (the command answered, or is answering, a Ctrl-C) SIGINT ends the process as its default
+    action does: quietly, status 130 in a shell."""
+    if command:
+        import signal
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _say(line: str) -> None:
     """One line on stderr, whatever has become of it."""
     if sys.stderr is None:                   # (print would fall back to stdout)
@@ -1300,7 +1332,7 @@ def _say(line: str) -> None:
         pass
 
 
-def _main(argv: list[str] | None, out) -> int:
+def _main(argv: list[str] | None, out, command: bool = False) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     rest = None
@@ -1326,6 +1358,7 @@ def _main(argv: list[str] | None, out) -> int:
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt as e:
+        _quiet_sigint(command)                     # a second Ctrl-C while the summary is written: quiet
         partial = (_PARTIAL[0]() if _PARTIAL else None) or _shards_partial(e)
         if partial is not None:
             out.write(partial[0])

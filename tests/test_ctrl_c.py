@@ -1,10 +1,25 @@
 """Ctrl-C during a real-program sweep (issue #40 item 1): exit 130 at once with the partial summary, no Python
 noise (a KeyboardInterrupt inside an engine callback is what ctypes prints and drops), no worker left
 behind. The SIGINT is real, sent at chosen slices of the run (deterministic moments), or, with worker
-processes, after a wall-clock delay."""
+processes, after a wall-clock delay.
+
+Ctrl-C at every moment (issue #51 item 3): test_ctrl_c_at_every_moment_under_load sends SIGINT, as a terminal's
+Ctrl-C does, to the whole process group of `preemu` at 12 moments spread from its start to the end of its
+uninterrupted run (measured first, under the same load), for each main command: a sweep of an assembly stub
+and of a Go package (built afresh each time, so `go build` and the binary's analysis are interrupted too),
+exec (also built afresh), a scenario's run and check-stub, with two busy processes beside it. Each must end
+with 130 (a shell's view of a process that ends by SIGINT counts: -2 from Popen, what a Ctrl-C before preemu's
+first line or after its summary gives), no traceback, no internal error, nothing left in its process group,
+and nothing left in its TMPDIR. Moments inside the interpreter's own start-up (site, before preemu's first
+line: measured as a bare `python -c pass`, with half as much again for jitter) are moved to its end, since
+there Python itself prints a KeyboardInterrupt traceback whatever program it runs."""
+import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -138,3 +153,137 @@ def test_explain_of_s_input_stops_at_any_moment(at):
                        timeout=120)
     assert r.returncode == 130, (r.returncode, r.stderr[-500:])
     _clean(r)
+
+
+# --- Ctrl-C at every moment, under load (issue #51 item 3) ---------------------------------------------------
+MOMENTS = 12
+PY = sys.executable
+
+
+def _fresh_copy(src: str, tag: str) -> str:
+    """A copy of a Go package whose build key is new (one more comment), so preemu builds it again."""
+    d = tempfile.mkdtemp(prefix="preemu-ctrlc-src-")
+    text = (ROOT / src / "main.go").read_text()
+    Path(d, "main.go").write_text(text + f"\n// {tag}\n")
+    return d
+
+
+COMMANDS = {
+    "sweep-asm": lambda tag: ["sweep", "asm/sum_loop.s", "--func", "sum_loop", "--reg", "RCX=20000",
+                              "--max-points", "6000", "--jobs", "2"],
+    "sweep-go": lambda tag: ["sweep", _fresh_copy("tests/data/go/ctrlc", tag), "--func", "work", "--max-points",
+                             "150", "--jobs", "2"],
+    "exec": lambda tag: ["exec", _fresh_copy("tests/data/go/ctrlc", tag)],
+    "run": lambda tag: ["run", "scenarios/sum_loop.toml"],
+    "check-stub": lambda tag: ["check-stub", "asm/preempt_amd64_go114.s", "--max-points", "100", "--jobs", "2"],
+}
+
+
+def _group(pgid: int) -> list[str]:
+    """The live (not zombie) processes of a process group."""
+    out = subprocess.run(["ps", "-o", "pid=,stat=,args=", "-g", str(pgid)], capture_output=True, text=True).stdout
+    return [ln.strip() for ln in out.splitlines() if ln.split() and not ln.split()[1].startswith("Z")]
+
+
+def _one(args: list[str], delay: float | None, tmp: str) -> dict:
+    """Run `python -m emu ARGS` in its own process group and TMPDIR; after `delay` s (None: never) SIGINT the
+    group, as a terminal's Ctrl-C does."""
+    t0 = time.monotonic()
+    p = subprocess.Popen([PY, "-m", "emu", *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True, env={**os.environ, "TMPDIR": tmp})
+    sent = False
+    if delay is not None:
+        try:
+            p.wait(timeout=delay)
+        except subprocess.TimeoutExpired:
+            ended = os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            if ended is None:                    # (a process that just ended, not yet reaped, is not interrupted)
+                os.killpg(p.pid, signal.SIGINT)
+                sent = True
+    try:
+        out, err = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        err += b"\n(test: no exit within 120 s of the SIGINT)"
+    took = time.monotonic() - t0
+    left = _group(p.pid)
+    deadline = time.monotonic() + 5              # a worker may take a moment to see its coordinator gone
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = _group(p.pid)
+    if left:
+        os.killpg(p.pid, signal.SIGKILL)
+    leftover = sorted(os.listdir(tmp))
+    for name in leftover:
+        shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
+    return {"code": p.returncode, "sent": sent, "took": took, "err": err.decode(errors="replace"), "left": left,
+            "tmp": leftover}
+
+
+def _problems(r: dict, delay: float) -> list[str]:
+    bad = []
+    if r["sent"] and r["code"] not in (130, -signal.SIGINT):
+        bad.append(f"exit {r['code']}")
+    if not r["sent"] and r["code"] not in (0, 1):
+        bad.append(f"ended by itself with {r['code']}")
+    for noise in ("Traceback", "Exception ignored", "internal error"):
+        if noise in r["err"]:
+            bad.append(noise)
+    if r["left"]:
+        bad.append(f"left running: {r['left']}")
+    if r["tmp"]:
+        bad.append(f"left in TMPDIR: {r['tmp']}")
+    return [f"SIGINT at {delay:.2f} s: {', '.join(bad)}; stderr ends {r['err'][-400:]!r}"] if bad else []
+
+
+@pytest.fixture
+def two_busy_processes():
+    busy = [subprocess.Popen([PY, "-c", "while 1: pass"]) for _ in range(2)]
+    try:
+        yield
+    finally:
+        for b in busy:
+            b.kill()
+            b.wait()
+
+
+def _startup_s() -> float:
+    """The interpreter's own start-up (site included): a bare `python -c pass`, the slowest of three, and half
+    as much again for the load's jitter."""
+    times = []
+    for _ in range(3):
+        t0 = time.monotonic()
+        subprocess.run([PY, "-c", "pass"], check=True)
+        times.append(time.monotonic() - t0)
+    return 1.5 * max(times)
+
+
+def _sweep(name: str, startup: float, report: dict) -> None:
+    make = COMMANDS[name]
+    with tempfile.TemporaryDirectory(prefix="preemu-ctrlc-") as tmp:
+        full = _one(make(f"{name} full {time.time()}"), None, tmp)
+        problems = [] if full["code"] in (0, 1) and not full["tmp"] and not full["left"] else \
+            [f"the uninterrupted run: exit {full['code']}, {full['err'][-400:]!r}"]
+        runs = []
+        for k in range(MOMENTS):
+            delay = full["took"] * k / (MOMENTS - 1) * 0.97
+            delay = max(delay, startup)          # the interpreter's start-up is not preemu's (docstring)
+            r = _one(make(f"{name} {k} {time.time()}"), delay, tmp)
+            runs.append((delay, r["sent"], r["code"], round(r["took"], 2)))
+            problems += _problems(r, delay)
+    report[name] = (full["took"], runs, problems)
+
+
+def test_ctrl_c_at_every_moment_under_load(two_busy_processes):
+    startup = _startup_s()
+    report: dict = {}
+    lanes = [threading.Thread(target=_sweep, args=(name, startup, report)) for name in COMMANDS]
+    for lane in lanes:
+        lane.start()
+    for lane in lanes:
+        lane.join()
+    problems = [f"{name}: {p}" for name, (_, _, ps) in report.items() for p in ps]
+    assert not problems, "\n".join(problems)
+    for name, (took, runs, _) in report.items():        # the moments reached the command's run, not only its end
+        assert sum(sent for _, sent, _, _ in runs) >= MOMENTS - 3, (name, took, runs)
