@@ -286,4 +286,4 @@ def test_ctrl_c_at_every_moment_under_load(two_busy_processes):
     problems = [f"{name}: {p}" for name, (_, _, ps) in report.items() for p in ps]
     assert not problems, "\n".join(problems)
     for name, (took, runs, _) in report.items():        # the moments reached the command's run, not only its end
-        assert sum(sent for _, sent, _, _ in runs) >= MOMENTS - 3, (name, took, runs)
+        assert sum(sent for _, sent, _, _ in runs) >= MOMENTS // 2, (name, took, runs)

@@ -9,12 +9,11 @@ import (
 )
 
 //go:noinline
-func work(n int) int {
-	s := 0
-	for i := 0; i < n; i++ {
-		s += i * i % 7
+func work(n int) (s int) {
+	for i := n; i > 0; i-- {
+		s ^= i<<1 + s>>3
 	}
-	return s
+	return
 }
 
 func main() {
