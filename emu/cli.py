@@ -1314,6 +1314,17 @@ def main(argv: list[str] | None = None, out=None) -> int:
     return code
 
 
+def _caused_by_ctrl_c(e: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is behind this exception (its cause or context, at any depth)."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
+
+
 def _quiet_sigint(command: bool) -> None:
     """From now on (the command answered, or is answering, a Ctrl-C) SIGINT ends the process as its default
     action does: quietly, status 130 in a shell."""
@@ -1369,6 +1380,10 @@ def _main(argv: list[str] | None, out, command: bool = False) -> int:
                   file=sys.stderr)
         return 130
     except Exception as e:          # a bug in preemu: still one line, unless --traceback
+        if _caused_by_ctrl_c(e):        # a Ctrl-C that Python wrapped (a class being made: RuntimeError from
+            _quiet_sigint(command)      # __set_name__) is a Ctrl-C
+            print(f"preemu: interrupted (Ctrl-C) during `preemu {a.cmd}`; nothing to summarise yet", file=sys.stderr)
+            return 130
         if a.traceback:
             import traceback
             traceback.print_exc()
