@@ -1281,8 +1281,10 @@ def main(argv: list[str] | None = None, out=None) -> int:
     while the interpreter shuts down, ends the process as SIGINT does (a shell shows 130), never a traceback."""
     import signal
     command = argv is None and out is None and _as_command()
+    heard = None
     if command:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        heard = _hear_signals()
     stdout = _Stream(sys.stdout if out is None else out, "stdout")
     saved = sys.stdout, sys.stderr
     sys.stderr = _Stream(sys.stderr, "stderr")          # a full or closed stderr never raises either
@@ -1303,6 +1305,12 @@ def main(argv: list[str] | None = None, out=None) -> int:
     finally:
         _quiet_sigint(command)
         sys.stdout, sys.stderr = saved
+    if heard is not None and _heard_sigint(heard) and code != 130:
+        # a Ctrl-C that reached the process but no handler acted on: the interpreter runs a Python handler only
+        # in the main thread, and one caught in another thread (a pool's) just before the command ended was
+        # still pending when SIGINT went back to its default action, which drops it
+        _say("preemu: interrupted (Ctrl-C) as the command ended; its output above is complete")
+        code = 130
     if stdout.error is not None and not isinstance(stdout.error, BrokenPipeError):   # `| head` is no error
         why = f"stdout: cannot write the output ({_why(stdout.error)})"
         if code in (0, None):
@@ -1312,6 +1320,37 @@ def main(argv: list[str] | None = None, out=None) -> int:
             why += f"; it is lost (exit status {code} is the command's own)"
         _say(f"preemu: error: {why}")
     return code
+
+
+def _hear_signals():
+    """A pipe the interpreter writes each caught signal's number to (signal.set_wakeup_fd), as soon as it is
+    caught, in whichever thread: what _heard_sigint reads once the command has ended."""
+    import signal
+    r, w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    except (ValueError, OSError):
+        os.close(r)
+        os.close(w)
+        return None
+    return r, w
+
+
+def _heard_sigint(pipe) -> bool:
+    """Whether SIGINT was caught while the command ran (the pipe is closed)."""
+    import signal
+    r, w = pipe
+    signal.set_wakeup_fd(-1)
+    got = b""
+    try:
+        while chunk := os.read(r, 4096):
+            got += chunk
+    except BlockingIOError:
+        pass
+    finally:
+        os.close(r)
+        os.close(w)
+    return signal.SIGINT in got
 
 
 def _caused_by_ctrl_c(e: BaseException) -> bool:
