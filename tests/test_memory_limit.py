@@ -1,6 +1,6 @@
 """A guest memory limit (issue #37 item 6, issue #51 item 1): past --max-memory an mmap fails with ENOMEM and Go
 ends with its own "out of memory" (exit 2); --max-memory's sizes; exec's exit status with --json as without it.
-The limit is a cgroup's (emu/linux/cgroup.py): it covers /tmp's files (ENOSPC), the output preemu keeps (streamed
+The limit is a cgroup's (emu/linux/memory.py, Cgroup): it covers /tmp's files (ENOSPC), the output preemu keeps (streamed
 otherwise), every process and thread (ENOMEM from clone), and --max-pids bounds the tasks (EAGAIN); a mounted
 file is read on demand. Each of the four ways to take the host's memory runs as its own preemu and its peak RSS
 (wait4's ru_maxrss) must stay under ~1 GB with --max-memory 256M."""
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import cli_run
-from emu.linux import cgroup, fds, memory, services, tmpfs
+from emu.linux import fds, memory, services, tmpfs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -152,7 +152,7 @@ def test_mounted_files_are_read_on_demand(tmp_path):
 
 # --- the parts ---------------------------------------------------------------------------------------------
 def _proc(limit):
-    cg = cgroup.Cgroup(limit, None)
+    cg = memory.Cgroup(limit, None)
     fs = tmpfs.TmpFs(0, cgroup=cg)
     return types.SimpleNamespace(cgroup=cg, tmpfs=fs, now=lambda: 0)
 
@@ -174,7 +174,7 @@ def test_tmpfs_writes_are_charged_cut_short_then_enospc_and_unlink_gives_back():
 
 
 def test_tasks_past_pids_max_are_eagain_and_past_memory_enomem():
-    cg = cgroup.Cgroup(1 << 20, 3)
+    cg = memory.Cgroup(1 << 20, 3)
     assert cg.try_task(100) == 0 and cg.try_task(100) == 0 and cg.try_task(100) == 0
     assert cg.try_task(100) == 11 and cg.pids == 3                 # EAGAIN: pids.max
     cg.task_gone(100)
@@ -184,7 +184,7 @@ def test_tasks_past_pids_max_are_eagain_and_past_memory_enomem():
 
 def test_address_spaces_of_one_run_share_the_limit():
     from unicorn import UC_ARCH_X86, UC_MODE_64, Uc
-    cg = cgroup.Cgroup(8 << 20, None)
+    cg = memory.Cgroup(8 << 20, None)
     a = memory.AddressSpace(Uc(UC_ARCH_X86, UC_MODE_64), cgroup=cg)
     b = memory.AddressSpace(Uc(UC_ARCH_X86, UC_MODE_64), cgroup=cg)
     assert a.mmap(0, 5 << 20, 3, 0x22) > 0
@@ -198,7 +198,7 @@ def _out(passthrough, limit=None):
     table = fds.FdTable()
     p = types.SimpleNamespace(opts=types.SimpleNamespace(passthrough=(lambda n, d: seen.append(len(d)))
                                                          if passthrough else None),
-                              cgroup=cgroup.Cgroup(limit, None), fds=table)
+                              cgroup=memory.Cgroup(limit, None), fds=table)
     return p, table.stdout, seen
 
 

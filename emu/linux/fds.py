@@ -41,7 +41,7 @@ def wakeups(events: int, in_gen: int, out_gen: int) -> int:
 #: report and a crash's text; the rest is streamed, never held
 OUTPUT_TAIL = 1 << 20
 #: what it keeps of a stream it does not pass through (`exec --json`, the sweeps' runs): the first bytes, at
-#: most this and what the run's memory limit leaves (cgroup.py); the rest is counted in `dropped`
+#: most this and what the run's memory limit leaves (memory.Cgroup); the rest is counted in `dropped`
 OUTPUT_KEEP = 64 << 20
 
 

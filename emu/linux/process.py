@@ -63,7 +63,7 @@ from .icount import InsnCounter
 from .memory import AddressSpace
 from .mounts import Namespace
 from .cpus import Cpus
-from .cgroup import DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIDS, PROCESS_COST, THREAD_COST, Cgroup
+from .memory import DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIDS, PROCESS_COST, THREAD_COST, Cgroup
 from .scheduling import FIRST_TID, ThreadScheduling
 from .services import SyscallServices
 from .sigdeliver import SignalDelivery
@@ -116,8 +116,8 @@ class Options:
     ns_per_insn: int = 1
     max_virtual_ms: float | None = None
     budget: int = DEFAULT_BUDGET
-    max_memory: int | None = DEFAULT_MAX_MEMORY    # what the run may make preemu hold (cgroup.py: memory.max)
-    max_pids: int | None = DEFAULT_MAX_PIDS        # processes and threads at once (cgroup.py: pids.max)
+    max_memory: int | None = DEFAULT_MAX_MEMORY    # what the run may make preemu hold (memory.Cgroup: memory.max)
+    max_pids: int | None = DEFAULT_MAX_PIDS        # processes and threads at once (memory.Cgroup: pids.max)
     ncpu: int = 2                      # CPUs the threads run on (cpus.py) and sched_getaffinity reports
     steered: bool = False              # the caller steers who runs (the real-program sweeps): one-CPU turns
     signal_delay: int = 0              # a pending signal is taken after N more instructions of its target
@@ -150,7 +150,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
                            "whole-program mode runs static linux/amd64 Go binaries")
         self.image, self.opts = image, opts
         self.uc = Uc(UC_ARCH_X86, UC_MODE_64)
-        #: the run's memory and task limits, shared by every process (cgroup.py)
+        #: the run's memory and task limits, shared by every process (memory.Cgroup)
         self.cgroup = origin.cgroup if origin is not None else Cgroup(opts.max_memory, opts.max_pids)
         self.mem = AddressSpace(self.uc, cgroup=self.cgroup)
         self.tasks = 0                           # this process's threads charged to the cgroup (release)
@@ -246,7 +246,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         t = self.cur
         (t.fs if t is not None and t.fs is not None else self.fs).cwd = path
 
-    # --- the cgroup (cgroup.py) ---------------------------------------------------------------
+    # --- the cgroup (memory.Cgroup) ---------------------------------------------------------------
     def release(self) -> None:
         """The process (or its image, at execve) ended: its pages, threads and own cost leave the cgroup."""
         self.mem.release()

@@ -35,7 +35,7 @@ import struct
 from dataclasses import dataclass, field
 
 from ..core.errors import EmuError
-from .cgroup import PROCESS_COST, THREAD_COST
+from .memory import PROCESS_COST, THREAD_COST
 from .fds import EPOLLIN, O_RDWR
 from .sigframe import SI_USER, SigInfo
 from .sysabi import ECHILD, ESRCH
@@ -205,7 +205,7 @@ class ProcessTable:
     # --- fork and execve ---------------------------------------------------------------------------
     def fork(self, p, t: Thread, exit_signal: int, stack: int = 0, tls: int | None = None, vfork: bool = False):
         """A child of p, its first thread a copy of t returning 0; (the child's record, its Process), or the errno
-        the cgroup answers (cgroup.py: EAGAIN past pids.max, ENOMEM when the child's copy would pass memory.max)."""
+        the cgroup answers (memory.Cgroup: EAGAIN past pids.max, ENOMEM when the child's copy would pass memory.max)."""
         err = p.cgroup.try_task(PROCESS_COST + THREAD_COST + p.mem.committed_bytes())
         if err:
             return err
@@ -445,7 +445,7 @@ def process_rows(root) -> list[dict]:
 
 
 def limit_notes(root) -> list[str]:
-    """What the run's limits did (cgroup.py, fds.Output's bounds), for the first process's row of the report."""
+    """What the run's limits did (memory.Cgroup, fds.Output's bounds), for the first process's row of the report."""
     notes = []
     for st in (root.fds.stdout, root.fds.stderr):
         if st.dropped:

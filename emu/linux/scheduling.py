@@ -67,7 +67,7 @@ class ThreadScheduling:
 
     def exit_thread(self, t: Thread, code: int) -> None:
         if t.state != EXITED and self.tasks > 1:
-            from .cgroup import THREAD_COST
+            from .memory import THREAD_COST
             self.cgroup.task_gone(THREAD_COST)    # the thread leaves the cgroup (the last one: Process.release)
             self.tasks -= 1
         t.state = EXITED

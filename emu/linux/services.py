@@ -58,7 +58,7 @@ class SyscallServices:
     def output(self, stream, data: bytes) -> None:
         """A write to stdout or stderr: streamed to the caller when it passes output through (only the last
         OUTPUT_TAIL bytes kept), else kept up to OUTPUT_KEEP and the run's memory limit (charged as "output",
-        cgroup.py); what is not kept is counted. The program's write succeeds either way, as a write to a
+        memory.Cgroup); what is not kept is counted. The program's write succeeds either way, as a write to a
         terminal or a file does."""
         from .fds import OUTPUT_KEEP, OUTPUT_TAIL
         before = len(stream.data)

@@ -78,7 +78,7 @@ def clone_process(p, t, flags, stack, ptid, ctid, tls) -> int:
     vfork = bool(flags & CLONE_VFORK)
     forked = kernel.fork(p, t, flags & CSIGNAL, stack, tls if flags & CLONE_SETTLS else None, vfork)
     if isinstance(forked, int):
-        return -forked            # the run's cgroup refused it (cgroup.py): EAGAIN or ENOMEM
+        return -forked            # the run's cgroup refused it (memory.Cgroup): EAGAIN or ENOMEM
     rec, child = forked
     if flags & CLONE_CHILD_SETTID:
         child.write(ctid, struct.pack("<i", rec.pid))

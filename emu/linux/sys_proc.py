@@ -39,8 +39,8 @@ def clone_thread(p, t, flags, stack, ptid, ctid, tls):
         return p.unsupported("clone", f"flags {flags:#x}: only threads (CLONE_VM|CLONE_THREAD|...) are modelled")
     if flags & (CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID | CLONE_CHILD_SETTID):
         return p.unsupported("clone", f"flags {flags:#x}: SETTID/CLEARTID are not modelled")
-    from .cgroup import THREAD_COST
-    err = p.cgroup.try_task(THREAD_COST)      # pids.max: EAGAIN, memory.max: ENOMEM (cgroup.py)
+    from .memory import THREAD_COST
+    err = p.cgroup.try_task(THREAD_COST)      # pids.max: EAGAIN, memory.max: ENOMEM (memory.Cgroup)
     if err:
         return -err
     p.tasks += 1

@@ -75,7 +75,7 @@ class TmpFile(MemFile):
             self.pos = len(d)
         room = p.tmpfs.cgroup.room()
         if room is not None and self.pos + len(data) > len(d) + room:
-            # the file would pass the run's memory limit (cgroup.py): what fits is written, and a write of which
+            # the file would pass the run's memory limit (memory.Cgroup): what fits is written, and a write of which
             # nothing fits fails with ENOSPC, as on a tmpfs full to its size= (mm/shmem.c shmem_write_begin)
             fit = len(d) + room - self.pos
             if fit <= 0:
@@ -109,8 +109,8 @@ class TmpFs:
     """The tree: normalized path -> Node."""
 
     def __init__(self, now: int = 0, uid: int = 1000, gid: int = 1000, cgroup=None) -> None:
-        from .cgroup import Cgroup
-        #: the run's cgroup (cgroup.py), which the files' bytes are charged to ("shmem"): shared, never copied
+        from .memory import Cgroup
+        #: the run's cgroup (memory.Cgroup), which the files' bytes are charged to ("shmem"): shared, never copied
         self.cgroup = cgroup if cgroup is not None else Cgroup(None, None)
         self.nodes: dict[str, Node] = {ROOT: Node(1, True, S.S_IFDIR | 0o1777, now)}
         self.next_ino = 2
