@@ -301,3 +301,54 @@ def test_ctrl_c_at_every_moment_under_load(two_busy_processes):
     assert not problems, "\n".join(problems)
     for name, (took, runs, _) in report.items():        # the moments reached the command's run, not only its end
         assert sum(sent for _, sent, _, _ in runs) >= MOMENTS // 2, (name, took, runs)
+
+
+# --- the parts the sweep found (issue #51 item 3) ------------------------------------------------------------
+def test_a_ctrl_c_python_wrapped_in_another_error_is_130(monkeypatch):
+    """A KeyboardInterrupt during a lazy import's class creation reaches preemu as a RuntimeError (Python 3.11's
+    __set_name__ wrapping): still a Ctrl-C, not an internal error."""
+    from conftest import cli_run
+    from emu import cli
+
+    def interrupted_import(a, out):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as e:
+            raise RuntimeError("Error calling __set_name__ on 'Field' instance") from e
+    monkeypatch.setattr(cli, "cmd_disasm", interrupted_import)
+    code, out, err = cli_run("disasm", "asm/sum_loop.s")
+    assert code == 130 and "interrupted (Ctrl-C)" in err and "internal error" not in err
+
+
+class _Holder:
+    """An engine's holder as engine/interrupt.py sees one (a Process or a Machine)."""
+
+    def __init__(self, in_slice: bool):
+        import types
+        self.in_slice, self.interrupted, self.interrupt_raises, self.stops = in_slice, False, False, []
+        self.uc = types.SimpleNamespace(emu_stop=lambda: self.stops.append(1))
+
+    def _run_slice(self, guard):               # the name of the frame that calls into the engine
+        return _callback(guard)
+
+
+def _callback(guard):                          # a hook the engine called: the SIGINT handler runs in it
+    return guard._on_sigint(signal.SIGINT, sys._getframe())
+
+
+def test_a_sigint_in_any_engines_callback_stops_that_engine_and_raises_when_the_commands_engine_use_ends():
+    from emu.engine import interrupt
+    other = _Holder(in_slice=True)                 # not the guard's current holder (a sweep's boot process)
+    guard = interrupt.ctrl_c(lambda: None)
+    seen = []
+    with pytest.raises(KeyboardInterrupt):
+        with guard:
+            other._run_slice(guard)                # no raise inside the callback, where ctypes would drop it
+            seen.append((other.interrupted, other.interrupt_raises))
+    assert seen == [(True, True)] and other.stops == [1]     # that engine was told to stop
+    assert not other.interrupted                   # raised once, as the guard ended
+    idle = _Holder(in_slice=False)
+    with pytest.raises(KeyboardInterrupt):         # outside an engine call: at once
+        with interrupt.ctrl_c(lambda: None) as g:
+            idle._run_slice(g)
+    assert idle.stops == []

@@ -217,3 +217,17 @@ def test_kept_output_stops_at_the_memory_limit():
     services.SyscallServices.output(p, st, bytes(2 << 20))
     services.SyscallServices.output(p, st, bytes(2 << 20))
     assert len(st.data) == 3 << 20 and st.dropped == 1 << 20 and p.cgroup.usage["output"] == 3 << 20
+
+
+def test_a_thread_that_exits_and_a_process_that_ends_give_their_tasks_back():
+    from emu.linux import process, scheduling, threads
+    cg = memory.Cgroup(None, 10)
+    for _ in range(3):
+        assert cg.try_task(memory.THREAD_COST) == 0
+    cg.charge("kernel", memory.PROCESS_COST)
+    ts = {i: types.SimpleNamespace(state=threads.RUNNABLE) for i in (1, 2, 3)}
+    p = types.SimpleNamespace(cgroup=cg, tasks=3, threads=ts, mem=types.SimpleNamespace(release=lambda: None))
+    scheduling.ThreadScheduling.exit_thread(p, ts[3], 0)
+    assert cg.pids == 2 and p.tasks == 2 and cg.usage["kernel"] == memory.PROCESS_COST + 2 * memory.THREAD_COST
+    process.Process.release(p)                     # the process ends: its two threads and its own cost
+    assert cg.pids == 0 and p.tasks == 0 and cg.usage["kernel"] == 0
