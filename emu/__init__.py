@@ -32,9 +32,19 @@ DeprecationWarning, for one release (MOVED).
 """
 from __future__ import annotations
 
+import sys
+
+# Run as the `preemu` command (its script, or `python -m emu` while the package loads), first of all: a Ctrl-C
+# before the command's own handling starts (cli.main) ends the process as SIGINT's default action does, quietly
+# (a shell shows 130), instead of a KeyboardInterrupt traceback from the middle of an import. Imported as a
+# library, nothing changes. (The interpreter's own start-up before this line, site and runpy, is not ours.)
+if sys.argv[:1] == ["-m"] or (sys.argv and sys.argv[0].rsplit("/", 1)[-1] == "preemu"):
+    import signal as _signal
+    if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
+        _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+
 import importlib
 import importlib.machinery
-import sys
 import warnings
 from typing import TYPE_CHECKING
 

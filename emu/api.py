@@ -345,24 +345,27 @@ def _sweep_real(src: str, func: str, registers, stub, seed: int, max_points: int
         raise EmuError(f"to_exit must be 0 or more (got {to_exit!r})")
     spec, stub_s = _real_spec(src, func, registers, stub, seed, call, args, env, gc, test, async_preemption,
                               gc_points, cpu)
-    sw = spec.build(process)
-    if stub_s is not None:
-        sw.stub = f"{display_path(stub_s)} (loaded over runtime.asyncPreempt)"
-    from .drive import shards
-    runner = shards.ShardRunner(spec, jobs, executor, None if results is None else os.fspath(results), progress, sw)
     if each_pc and gc:
         raise EmuError("--each-pc and --gc: a --gc sweep injects along the swept run itself, whose boundaries the "
                        "cycles change; give one of them")
+    from .drive import shards
     from .engine.interrupt import ctrl_c
+    built: list = []                    # the sweep, once built: its boot already runs the program, under ctrl_c
     try:
-        with ctrl_c(lambda: sw.p):
+        with ctrl_c(lambda: built[0].p if built else None):
+            sw = spec.build(process)
+            built.append(sw)
+            if stub_s is not None:
+                sw.stub = f"{display_path(stub_s)} (loaded over runtime.asyncPreempt)"
+            runner = shards.ShardRunner(spec, jobs, executor, None if results is None else os.fspath(results),
+                                        progress, sw)
             res = realsweep.sweep(spec, sw, src, max_points, budget, to_exit, runner=runner, each_pc=each_pc,
                                   schedules=schedules)
     except shards.Interrupted as e:
-        e.live = e.live or sw.live_summary()
+        e.live = e.live or (built[0].live_summary() if built else "")
         raise
     except KeyboardInterrupt:
-        raise shards.Interrupted([], 0, sw.live_summary()) from None
+        raise shards.Interrupted([], 0, built[0].live_summary() if built else "") from None
     return sweep_report.RealSweepReport(res, src, None if stub_s is None else display_path(stub_s), sw)
 
 

@@ -587,7 +587,7 @@ def _exec_options(a, passthrough):
                            ns_per_insn=a.ns_per_insn, max_virtual_ms=a.max_virtual_ms, budget=a.budget,
                            ncpu=a.cpus, signal_delay=delay, signal_at_pc=at_pc, passthrough=passthrough,
                            trace=bool(a.trace), mounts=mounts, cwd=os.path.abspath(a.target) if test else None,
-                           max_memory=a.max_memory, cpu=a.cpu)
+                           max_memory=a.max_memory, max_pids=a.max_pids, cpu=a.cpu)
 
 
 def _test_of(a) -> tuple:
@@ -1055,6 +1055,13 @@ def _size(text: str) -> int:
     return n
 
 
+def _pids(text: str) -> int:
+    """--max-pids: a whole number of tasks, at least 1."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of processes and threads, at least 1")
+    return int(text)
+
+
 def _cpu_option(p) -> None:
     from .core.cpulevel import DEFAULT, LEVELS
     p.add_argument("--cpu", default=DEFAULT, choices=list(LEVELS), metavar="LEVEL",
@@ -1084,8 +1091,13 @@ def _add_exec(sub) -> None:
                    help="CPUs the threads run on, interleaved per quantum; sched_getaffinity reports them (default 2)")
     _cpu_option(x)
     x.add_argument("--max-memory", type=_size, default=None, metavar="SIZE",
-                   help="memory the program may map at once (512M, 2G; default 8G): past it mmap fails with ENOMEM "
-                   "and Go ends with 'fatal error: out of memory'")
+                   help="memory the run may make preemu hold, as a memory cgroup's memory.max (512M, 2G; default "
+                   "8G): the memory every process maps, /tmp's files, the output kept, a fixed 20M a process and "
+                   "64K a thread. Past it mmap fails with ENOMEM (Go ends with 'fatal error: out of memory'), a /tmp "
+                   "write with ENOSPC, fork with ENOMEM; output is streamed, not held")
+    x.add_argument("--max-pids", type=_pids, default=None, metavar="N",
+                   help="processes and threads the run may have at once, as a cgroup's pids.max (default 256): "
+                   "past it clone and fork fail with EAGAIN")
     x.add_argument("--mount", action="append", metavar="HOST:GUEST[:ro|rw]",
                    help="show the program a host directory at GUEST (read-only unless :rw; repeatable, one per "
                    "GUEST path). It always "
@@ -1224,6 +1236,9 @@ def _check_values(a) -> None:
         if a.max_memory is None:
             from .linux.process import DEFAULT_MAX_MEMORY
             a.max_memory = DEFAULT_MAX_MEMORY
+        if a.max_pids is None:
+            from .linux.process import DEFAULT_MAX_PIDS
+            a.max_pids = DEFAULT_MAX_PIDS
 
 
 def _check_schedules(a) -> None:
@@ -1253,22 +1268,54 @@ def _check_schedules(a) -> None:
         a.depth = DEFAULT_DEPTH
 
 
+def _as_command() -> bool:
+    """Whether this process is the `preemu` command (its script or `python -m emu`), not a library user."""
+    main_mod = sys.modules.get("__main__")
+    spec = getattr(main_mod, "__spec__", None)
+    return (bool(sys.argv) and os.path.basename(sys.argv[0]) == "preemu") or \
+        (spec is not None and spec.name == "emu.__main__")
+
+
 def main(argv: list[str] | None = None, out=None) -> int:
     """Run the command; every error is one line on stderr (exit 2), Ctrl-C exits 130. An output that cannot be
-    written (stdout full or closed) is one more line, and exit 2 unless the run itself failed."""
+    written (stdout full or closed) is one more line, and exit 2 unless the run itself failed.
+
+    Ctrl-C at any moment: before this function the package made SIGINT's default action quiet (emu/__init__.py);
+    here it becomes a KeyboardInterrupt that every command turns into its partial summary and exit 130, also
+    while the arguments are parsed; once the command has answered (its summary printed), a second Ctrl-C, or one
+    while the interpreter shuts down, ends the process as SIGINT does (a shell shows 130), never a traceback."""
+    import signal
+    command = argv is None and out is None and _as_command()
+    heard = None
+    if command:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        heard = _hear_signals()
     stdout = _Stream(sys.stdout if out is None else out, "stdout")
     saved = sys.stdout, sys.stderr
     sys.stderr = _Stream(sys.stderr, "stderr")          # a full or closed stderr never raises either
     if out is None:
         sys.stdout = stdout                              # argparse's --help and --version write there
     try:
-        code = _main(argv, stdout)
+        try:
+            code = _main(argv, stdout, command)
+        except KeyboardInterrupt:                        # before the command started (parsing its arguments)
+            _quiet_sigint(command)
+            print("preemu: interrupted (Ctrl-C) before the command started; nothing to summarise",
+                  file=sys.stderr)
+            code = 130
     except SystemExit as e:                              # argparse: --help, --version, a usage error
         code = e.code
         if stdout.error is None or code:
             raise
     finally:
+        _quiet_sigint(command)
         sys.stdout, sys.stderr = saved
+    if heard is not None and _heard_sigint(heard) and code != 130:
+        # a Ctrl-C that reached the process but no handler acted on: the interpreter runs a Python handler only
+        # in the main thread, and one caught in another thread (a pool's) just before the command ended was
+        # still pending when SIGINT went back to its default action, which drops it
+        _say("preemu: interrupted (Ctrl-C) as the command ended; its output above is complete")
+        code = 130
     if stdout.error is not None and not isinstance(stdout.error, BrokenPipeError):   # `| head` is no error
         why = f"stdout: cannot write the output ({_why(stdout.error)})"
         if code in (0, None):
@@ -1278,6 +1325,56 @@ def main(argv: list[str] | None = None, out=None) -> int:
             why += f"; it is lost (exit status {code} is the command's own)"
         _say(f"preemu: error: {why}")
     return code
+
+
+def _hear_signals():
+    """A pipe the interpreter writes each caught signal's number to (signal.set_wakeup_fd), as soon as it is
+    caught, in whichever thread: what _heard_sigint reads once the command has ended."""
+    import signal
+    r, w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    except (ValueError, OSError):
+        os.close(r)
+        os.close(w)
+        return None
+    return r, w
+
+
+def _heard_sigint(pipe) -> bool:
+    """Whether SIGINT was caught while the command ran (the pipe is closed)."""
+    import signal
+    r, w = pipe
+    signal.set_wakeup_fd(-1)
+    got = b""
+    try:
+        while chunk := os.read(r, 4096):
+            got += chunk
+    except BlockingIOError:
+        pass
+    finally:
+        os.close(r)
+        os.close(w)
+    return signal.SIGINT in got
+
+
+def _caused_by_ctrl_c(e: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is behind this exception (its cause or context, at any depth)."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def _quiet_sigint(command: bool) -> None:
+    """From now on (the command answered, or is answering, a Ctrl-C) SIGINT ends the process as its default
+    action does: quietly, status 130 in a shell."""
+    if command:
+        import signal
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _say(line: str) -> None:
@@ -1290,7 +1387,7 @@ def _say(line: str) -> None:
         pass
 
 
-def _main(argv: list[str] | None, out) -> int:
+def _main(argv: list[str] | None, out, command: bool = False) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     rest = None
@@ -1316,6 +1413,7 @@ def _main(argv: list[str] | None, out) -> int:
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt as e:
+        _quiet_sigint(command)                     # a second Ctrl-C while the summary is written: quiet
         partial = (_PARTIAL[0]() if _PARTIAL else None) or _shards_partial(e)
         if partial is not None:
             out.write(partial[0])
@@ -1326,6 +1424,10 @@ def _main(argv: list[str] | None, out) -> int:
                   file=sys.stderr)
         return 130
     except Exception as e:          # a bug in preemu: still one line, unless --traceback
+        if _caused_by_ctrl_c(e):        # a Ctrl-C that Python wrapped (a class being made: RuntimeError from
+            _quiet_sigint(command)      # __set_name__) is a Ctrl-C
+            print(f"preemu: interrupted (Ctrl-C) during `preemu {a.cmd}`; nothing to summarise yet", file=sys.stderr)
+            return 130
         if a.traceback:
             import traceback
             traceback.print_exc()

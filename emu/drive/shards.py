@@ -72,6 +72,7 @@ def run_task(spec: WorldSpec, ref: sweeper.Reference, opts: sweeper.ChainOptions
 def _ignore_sigint(ticks=None) -> None:
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the coordinator's to handle
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})   # (forked while the coordinator held it back)
     if ticks is not None:                             # a worker's points go to the coordinator's bar
         global _TICK
         _TICK = lambda index, n: ticks.put((index, n))     # noqa: E731
@@ -120,6 +121,18 @@ def tqdm_bar(total: int | None, initial: int):
                 desc="preemu sweep", leave=False, dynamic_ncols=True)
 
 
+def _start_workers(pool) -> None:
+    """Fork the pool's workers now, with SIGINT held back meanwhile: a Ctrl-C in the middle of a fork lands in the
+    interpreter's at-fork handlers (logging's _releaseLock), which print it and drop it. Held back, it is taken
+    once the workers exist, as a KeyboardInterrupt in plain code (the pool is torn down as below)."""
+    import signal
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        pool.submit(int).result()             # the first task starts the workers (all of them, with fork)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
 @contextmanager
 def _process_pool(workers: int, ticks=None):
     """Local worker processes that leave Ctrl-C to the coordinator (and send their points' ticks to
@@ -128,6 +141,7 @@ def _process_pool(workers: int, ticks=None):
     from concurrent.futures import ProcessPoolExecutor
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint, initargs=(ticks,))
     try:
+        _start_workers(pool)
         yield pool
     except BaseException:
         # a Ctrl-C (or an error) mid-sweep: a running worker's shard is abandoned, not waited for (a shard can

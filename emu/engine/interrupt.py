@@ -23,22 +23,47 @@ class ctrl_c:
         import signal
         import threading
         self.old = None
+        self.flagged: list = []               # holders told to stop, whose KeyboardInterrupt is still to come
         if threading.current_thread() is threading.main_thread():
             self.old = signal.signal(signal.SIGINT, self._on_sigint)
         return self
 
     def _on_sigint(self, signum, frame) -> None:
-        p = self.current()
+        p = engine_holder(frame)
+        if p is None:
+            p = self.current()
         if p is not None and p.in_slice:
             p.interrupted = p.interrupt_raises = True
             p.uc.emu_stop()
+            self.flagged.append(p)
             return
         raise KeyboardInterrupt
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, *exc) -> None:
         import signal
         if self.old is not None:
             signal.signal(signal.SIGINT, self.old)
         p = self.current()
-        if p is not None:
-            p.interrupted = p.interrupt_raises = False
+        unraised = any(h.interrupted for h in self.flagged)     # the engine stopped, but the run ended before its
+        for h in [*self.flagged, p]:                            # holder raised (its last run): raised here
+            if h is not None:
+                h.interrupted = h.interrupt_raises = False
+        if unraised and exc_type is None:
+            raise KeyboardInterrupt
+
+
+#: the functions that call into an engine, holding `self` (a linux Process, a model Machine) with in_slice set
+_ENGINE_CALLERS = ("_run_slice", "_engine_run")
+
+
+def engine_holder(frame):
+    """The holder whose engine call the interrupted code is inside (found on the Python stack: a callback the
+    engine called is above its caller's frame), or None. Any holder, not only `current()`'s: a sweep also runs
+    other processes (its references, its boot) whose callbacks a Ctrl-C must not raise in either."""
+    while frame is not None:
+        if frame.f_code.co_name in _ENGINE_CALLERS:
+            holder = frame.f_locals.get("self")
+            if getattr(holder, "in_slice", False):
+                return holder
+        frame = frame.f_back
+    return None

@@ -188,8 +188,10 @@ def build_goroot_program(rel: str) -> Path:
         out.parent.mkdir(parents=True, exist_ok=True)
         env = go_env(cache, True)
         env["GOFLAGS"] = ""
-        r = subprocess.run([str(goroot() / "bin" / "go"), "build", "-trimpath", "-o", str(out), "."],
-                           cwd=goroot() / "src" / rel, env=env, capture_output=True, text=True)
+        with tempfile.TemporaryDirectory(prefix="preemu-go-") as gotmp:
+            env["GOTMPDIR"] = gotmp             # go's work directory, removed even when go is killed (Ctrl-C)
+            r = subprocess.run([str(goroot() / "bin" / "go"), "build", "-trimpath", "-o", str(out), "."],
+                               cwd=goroot() / "src" / rel, env=env, capture_output=True, text=True)
         if r.returncode:
             raise EmuError(f"GOROOT/src/{rel}: go build failed: {r.stderr.strip()[:400]}")
     return out
@@ -326,7 +328,10 @@ def build(path: Path | str, gcflags: str | None = None, toolchain: str | None = 
         if gcflags is not None:
             cmd.append(f"-gcflags={gcflags}")
         cmd.append(".")
-        proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True)
+        (tmp / "gotmp").mkdir()
+        env["GOTMPDIR"] = str(tmp / "gotmp")    # go's work directory (go-build*) inside ours: a Ctrl-C that kills
+        proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True)   # go leaves none behind
+        shutil.rmtree(tmp / "gotmp", ignore_errors=True)
         if proc.returncode != 0:
             raise first_error(proc.stderr.replace(str(workdir), str(src if test else srcdir)),
                               src if test else srcdir)

@@ -37,13 +37,23 @@ def wakeups(events: int, in_gen: int, out_gen: int) -> int:
     return (in_gen if events & (EPOLLIN | EPOLLRDHUP) else 0) + (out_gen if events & EPOLLOUT else 0)
 
 
+#: what preemu keeps of a stream it passes through as the program writes it (`exec`): the last bytes, for the
+#: report and a crash's text; the rest is streamed, never held
+OUTPUT_TAIL = 1 << 20
+#: what it keeps of a stream it does not pass through (`exec --json`, the sweeps' runs): the first bytes, at
+#: most this and what the run's memory limit leaves (memory.Cgroup); the rest is counted in `dropped`
+OUTPUT_KEEP = 64 << 20
+
+
 @dataclass
 class Output:
-    """fd 1 or 2: everything written is kept (and optionally passed through)."""
+    """fd 1 or 2: what is written is passed through (services.output) and kept, up to a bound (OUTPUT_TAIL,
+    OUTPUT_KEEP); `dropped` counts the bytes written but not kept."""
 
     name: str
     flags: int = O_WRONLY | O_LARGEFILE
     data: bytearray = field(default_factory=bytearray)
+    dropped: int = 0
 
 
 @dataclass

@@ -13,8 +13,25 @@ against its region even after a load filled the TLB entry), so stores to writabl
 did (bench/bench_exec.py). The engine cares too: Unicorn checks every write that takes its slow path
 against the translated code of an executable page (notdirty_write in its cputlb.c), and a Go heap
 holds no code. Left out: file mappings, MAP_SHARED semantics, MAP_GROWSDOWN, mremap, brk.
+
+The run's cgroup (Cgroup, below): The run's cgroup: one memory limit and one task limit for everything the program makes preemu hold.
+
+Mirrors two cgroup v2 controllers, in brief. mm/memcontrol.c (memory.max): every charge of the group's memory
+is checked against one limit (try_charge_memcg), whatever its kind: a process's accessible pages (memory.py,
+counted when mapped readable rather than when touched), /tmp's file contents (tmpfs.py: shmem is charged to the
+group that writes it, mm/shmem.c shmem_charge), the output preemu keeps for its report (fds.Output), and a
+fixed cost for each process and thread (the engine, its translated code and the model's own state: the kernel's
+kmem charges for task structs and stacks, kernel/fork.c memcg_charge_kernel_stack). Past the limit the program
+gets what Linux gives at that place: mmap and mprotect ENOMEM (mm/mmap.c), a tmpfs write ENOSPC (a tmpfs full
+to its size=, mm/shmem.c shmem_inode_acct_blocks), clone ENOMEM (copy_process's charge failing), never the
+host's memory. kernel/cgroup/pids.c (pids.max): processes and threads are tasks; clone past the limit fails with
+EAGAIN (pids_can_fork), as a fork bomb meets it natively.
+One Cgroup is shared by every process of a run (proctable.py passes it on at fork and execve) and never copied:
+a snapshot (snapshot.py) keeps pointing at it and Process.recharge recounts it from what the snapshot restored.
 """
 from __future__ import annotations
+
+import collections
 
 from unicorn import unicorn_const as UCC
 
@@ -90,11 +107,14 @@ class AddressSpace:
     accessible at once (--max-memory: a memory cgroup's limit, counted on what the program mapped readable
     rather than on the pages it touched); an mmap or mprotect that would pass it fails with ENOMEM, as
     Linux's overcommit and rlimit checks fail a mapping (mm/mmap.c), and Go then ends with its own
-    "fatal error: out of memory". PROT_NONE reservations are not counted (Go reserves arenas it never maps)."""
+    "fatal error: out of memory". PROT_NONE reservations are not counted (Go reserves arenas it never maps).
+    The limit is the run's cgroup's (memory.Cgroup), shared with the other processes and the run's other charges;
+    `charged` is what this address space has charged to it ("anon"), released when the process ends."""
 
-    def __init__(self, uc, limit: int | None = None) -> None:
+    def __init__(self, uc, limit: int | None = None, cgroup: Cgroup | None = None) -> None:
         self.uc = uc
-        self.limit = limit
+        self.cgroup = cgroup if cgroup is not None else Cgroup(limit, None)
+        self.charged = 0
         self.vmas = Intervals()
         self.mapped = Intervals()
         self.executable = Intervals()     # the part of `mapped` the engine may execute
@@ -113,6 +133,7 @@ class AddressSpace:
                 self.uc.mem_write(s, bytes(e - s))
             self._set_perms(s, e, executable, writable)
         for s, e in self.mapped.gaps(a, b):
+            self._charge(e - s)
             self.host.map(s, e - s, engine_perms(executable, writable))
             self.engine_changes += 1
             if executable:
@@ -142,6 +163,7 @@ class AddressSpace:
 
     def _make_inaccessible(self, a: int, b: int) -> None:
         for s, e in self.mapped.overlaps(a, b):
+            self._charge(-(e - s))
             self.uc.mem_unmap(s, e - s)
             self.host.release(s, e)
             self.engine_changes += 1
@@ -239,13 +261,108 @@ class AddressSpace:
                     child.host.map(a, b - a, engine_perms(self.executable.contains(a, b), self.writable.contains(a, b)))
         for guest, data in self.host.resident():
             child.uc.mem_write(guest, bytes(data))
+        child.recharge()
 
     def committed_bytes(self) -> int:
         return sum(e - s for s, e in self.mapped.r)
 
+    def _charge(self, n: int) -> None:
+        self.charged += n
+        (self.cgroup.charge if n > 0 else self.cgroup.uncharge)("anon", abs(n))
+
+    def recharge(self) -> None:
+        """Charge what is accessible now (after fork's copy, or a snapshot's restore set the ranges directly)."""
+        self._charge(self.committed_bytes() - self.charged)
+
+    def release(self) -> None:
+        """The process ended (exit_mmap): its pages leave the cgroup."""
+        self._charge(-self.charged)
+
     def _over_limit(self, a: int, b: int) -> bool:
-        """Whether making [a, b) accessible would pass the limit (what is accessible already is not counted
-        again)."""
-        if self.limit is None:
+        """Whether making [a, b) accessible would pass the cgroup's limit (what is accessible already is not
+        counted again)."""
+        if self.cgroup.can_charge(sum(e - s for s, e in self.mapped.gaps(a, b))):
             return False
-        return self.committed_bytes() + sum(e - s for s, e in self.mapped.gaps(a, b)) > self.limit
+        self.cgroup.failcnt += 1
+        return True
+
+
+# --- the run's cgroup: memory.max and pids.max (see the module docstring) -----------------------------------
+#: --max-memory's default: what a run may make preemu hold (a third of this machine's 24 GiB)
+DEFAULT_MAX_MEMORY = 8 << 30
+#: --max-pids's default: the tasks (processes and threads) a run may have at once; a Go program starts with 4-5
+#: threads, so about 50 processes (a small container's pids.max; Linux's own default is the machine's threads-max)
+DEFAULT_MAX_PIDS = 256
+#: what one more emulated process costs preemu beyond its pages: its engine, translation cache and model state
+#: (measured: 11 MiB of RSS for each finished Go process kept, 26 MiB for a running one, its touched pages included)
+PROCESS_COST = 20 << 20
+#: what one more thread costs beyond its stack in guest memory: its saved context, queues and counters
+THREAD_COST = 64 << 10
+
+
+class Cgroup:
+    """The limits (None: unlimited) and what is charged against them now, by kind."""
+
+    def __init__(self, max_memory: int | None = DEFAULT_MAX_MEMORY, max_pids: int | None = DEFAULT_MAX_PIDS) -> None:
+        self.max_memory, self.max_pids = max_memory, max_pids
+        self.usage: collections.Counter = collections.Counter()   # kind -> bytes: anon, shmem, output, kernel
+        self.peak = 0
+        self.pids = 0
+        self.failcnt = 0            # charges refused (memory.events' max), for the report
+
+    def __deepcopy__(self, memo) -> "Cgroup":
+        return self                 # shared by the whole run, never part of a copy (a snapshot's state)
+
+    def total(self) -> int:
+        return sum(self.usage.values())
+
+    def can_charge(self, n: int) -> bool:
+        return self.max_memory is None or n <= 0 or self.total() + n <= self.max_memory
+
+    def room(self) -> int | None:
+        """Bytes that may still be charged (None: no limit)."""
+        return None if self.max_memory is None else max(0, self.max_memory - self.total())
+
+    def try_charge(self, kind: str, n: int) -> bool:
+        if not self.can_charge(n):
+            self.failcnt += 1
+            return False
+        self.charge(kind, n)
+        return True
+
+    def charge(self, kind: str, n: int) -> None:
+        """A charge that cannot fail (the program's first image, what a snapshot restored)."""
+        self.usage[kind] += n
+        self.peak = max(self.peak, self.total())
+
+    def uncharge(self, kind: str, n: int) -> None:
+        self.usage[kind] = max(0, self.usage[kind] - n)
+
+    def set_usage(self, kind: str, n: int) -> None:
+        self.usage[kind] = n
+        self.peak = max(self.peak, self.total())
+
+    # --- tasks -------------------------------------------------------------------------------------------
+    def try_task(self, cost: int) -> int:
+        """One more task costing `cost` bytes: 0, or the errno clone returns (EAGAIN past pids.max, ENOMEM past
+        memory.max)."""
+        if self.max_pids is not None and self.pids >= self.max_pids:
+            self.failcnt += 1
+            return 11                # EAGAIN (kernel/cgroup/pids.c pids_can_fork)
+        if not self.try_charge("kernel", cost):
+            return 12                # ENOMEM
+        self.pids += 1
+        return 0
+
+    def task(self, cost: int) -> None:
+        """A task that exists whatever the limits (the program's first thread)."""
+        self.pids += 1
+        self.charge("kernel", cost)
+
+    def task_gone(self, cost: int) -> None:
+        self.pids = max(0, self.pids - 1)
+        self.uncharge("kernel", cost)
+
+    def to_json(self) -> dict:
+        return {"max_memory": self.max_memory, "max_pids": self.max_pids, "peak_bytes": self.peak,
+                "charged": dict(self.usage), "tasks": self.pids, "refused": self.failcnt}

@@ -63,6 +63,7 @@ from .icount import InsnCounter
 from .memory import AddressSpace
 from .mounts import Namespace
 from .cpus import Cpus
+from .memory import DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIDS, PROCESS_COST, THREAD_COST, Cgroup
 from .scheduling import FIRST_TID, ThreadScheduling
 from .services import SyscallServices
 from .sigdeliver import SignalDelivery
@@ -85,8 +86,6 @@ EXEC_BUDGET = 100_000_000_000
 #: RFLAGS a process starts with: IF (interrupts on in user mode, as every user thread runs) and the reserved
 #: bit 1 (arch/x86/include/asm/processor.h start_thread: X86_EFLAGS_IF)
 USER_RFLAGS = 0x202
-#: --max-memory's default: what a program may have mapped accessible at once (a third of this machine's 24 GiB)
-DEFAULT_MAX_MEMORY = 8 << 30
 #: at a SYSCALL: the number, the six arguments (x86-64 syscall ABI), the return address and RFLAGS, one read
 _ENTRY_REGS = RegBatch([X.UC_X86_REG_RAX, X.UC_X86_REG_RDI, X.UC_X86_REG_RSI, X.UC_X86_REG_RDX, X.UC_X86_REG_R10,
                         X.UC_X86_REG_R8, X.UC_X86_REG_R9, X.UC_X86_REG_RIP, X.UC_X86_REG_EFLAGS])
@@ -117,7 +116,8 @@ class Options:
     ns_per_insn: int = 1
     max_virtual_ms: float | None = None
     budget: int = DEFAULT_BUDGET
-    max_memory: int | None = DEFAULT_MAX_MEMORY    # bytes mapped accessible at once (memory.AddressSpace.limit)
+    max_memory: int | None = DEFAULT_MAX_MEMORY    # what the run may make preemu hold (memory.Cgroup: memory.max)
+    max_pids: int | None = DEFAULT_MAX_PIDS        # processes and threads at once (memory.Cgroup: pids.max)
     ncpu: int = 2                      # CPUs the threads run on (cpus.py) and sched_getaffinity reports
     steered: bool = False              # the caller steers who runs (the real-program sweeps): one-CPU turns
     signal_delay: int = 0              # a pending signal is taken after N more instructions of its target
@@ -150,11 +150,14 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
                            "whole-program mode runs static linux/amd64 Go binaries")
         self.image, self.opts = image, opts
         self.uc = Uc(UC_ARCH_X86, UC_MODE_64)
-        self.mem = AddressSpace(self.uc, opts.max_memory)
+        #: the run's memory and task limits, shared by every process (memory.Cgroup)
+        self.cgroup = origin.cgroup if origin is not None else Cgroup(opts.max_memory, opts.max_pids)
+        self.mem = AddressSpace(self.uc, cgroup=self.cgroup)
+        self.tasks = 0                           # this process's threads charged to the cgroup (release)
         self.fds = FdTable()
         from .tmpfs import TmpFs
         self.ppid, self.uid, self.gid = 1, os.getuid(), os.getgid()     # the host's own ids (sys_proc.py)
-        self.tmpfs = TmpFs(0, self.uid, self.gid)  # /tmp, writable, in memory
+        self.tmpfs = TmpFs(0, self.uid, self.gid, self.cgroup)  # /tmp, writable, in memory
         self.rng = random.Random(opts.seed)
         self.counter = InsnCounter(self.uc)
         self.boot_ns = BOOT_NS
@@ -215,6 +218,9 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         self.killed_by = 0                      # the signal whose default action ended the process, or 0
         self.exec_into: Process | None = None   # the process an execve replaced this one with (proctable.py)
         if origin is None:
+            self.cgroup.charge("kernel", PROCESS_COST)     # the first process exists whatever the limits
+            self.cgroup.task(THREAD_COST)
+            self.tasks = 1
             self._load()
         else:                                   # a process fork or execve made (proctable.py): what it inherits
             if self.level.avx:
@@ -239,6 +245,24 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
     def cwd(self, path: str) -> None:
         t = self.cur
         (t.fs if t is not None and t.fs is not None else self.fs).cwd = path
+
+    # --- the cgroup (memory.Cgroup) ---------------------------------------------------------------
+    def release(self) -> None:
+        """The process (or its image, at execve) ended: its pages, threads and own cost leave the cgroup."""
+        self.mem.release()
+        for _ in range(self.tasks):
+            self.cgroup.task_gone(THREAD_COST)
+        if self.tasks:
+            self.cgroup.uncharge("kernel", PROCESS_COST)
+        self.tasks = 0
+
+    def recharge(self) -> None:
+        """Recount the cgroup after a snapshot's restore (snapshot.py: one process) from what it restored."""
+        self.mem.recharge()
+        live = sum(t.state != EXITED for t in self.threads.values())
+        self.cgroup.pids, self.tasks = live, live
+        self.cgroup.set_usage("kernel", PROCESS_COST + live * THREAD_COST)
+        self.cgroup.set_usage("shmem", self.tmpfs.size())
 
     # --- setup -------------------------------------------------------------------------------
     def _load(self) -> None:

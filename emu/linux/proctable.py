@@ -35,6 +35,7 @@ import struct
 from dataclasses import dataclass, field
 
 from ..core.errors import EmuError
+from .memory import PROCESS_COST, THREAD_COST
 from .fds import EPOLLIN, O_RDWR
 from .sigframe import SI_USER, SigInfo
 from .sysabi import ECHILD, ESRCH
@@ -103,6 +104,7 @@ class ForkOrigin:
 
     def __init__(self, kernel: "ProcessTable", parent, thread: Thread, pid: int, stack: int, tls: int | None):
         self.kernel, self.parent, self.thread, self.pid, self.stack, self.tls = kernel, parent, thread, pid, stack, tls
+        self.cgroup = parent.cgroup
 
     def load(self, child) -> None:
         from unicorn import x86_const as X
@@ -133,6 +135,7 @@ class ExecOrigin:
 
     def __init__(self, kernel: "ProcessTable", old, thread: Thread):
         self.kernel, self.old, self.thread = kernel, old, thread
+        self.cgroup = old.cgroup
 
     def load(self, new) -> None:
         old = self.old
@@ -140,6 +143,9 @@ class ExecOrigin:
         _inherit(new, old, self.kernel, old.pid, old.fds)
         new.sigactions = {sig: act for sig, act in old.sigactions.items() if act[0] == SIG_IGN}
         new.prctl = dict(old.prctl)
+        new.cgroup.charge("kernel", PROCESS_COST)    # the new image's; the old one's leaves when it is swapped
+        new.cgroup.task(THREAD_COST)                 # out (ProcessTable._exec_done), so execve never fails here
+        new.tasks = 1
         new._load()
         new.threads[new.pid].sigmask = self.thread.sigmask
 
@@ -198,10 +204,16 @@ class ProcessTable:
 
     # --- fork and execve ---------------------------------------------------------------------------
     def fork(self, p, t: Thread, exit_signal: int, stack: int = 0, tls: int | None = None, vfork: bool = False):
-        """A child of p, its first thread a copy of t returning 0; (the child's record, its Process)."""
+        """A child of p, its first thread a copy of t returning 0; (the child's record, its Process), or the errno
+        the cgroup answers (memory.Cgroup: EAGAIN past pids.max, ENOMEM when the child's copy would pass memory.max)."""
+        err = p.cgroup.try_task(PROCESS_COST + THREAD_COST + p.mem.committed_bytes())
+        if err:
+            return err
+        p.cgroup.uncharge("kernel", p.mem.committed_bytes())   # the copy charges its pages as "anon" itself
         pid = self.alloc_id()
         opts = dataclasses.replace(p.opts, signal_at_pc=None, signal_delay=0)
         child = type(p)(p.image, opts, oracle=None, origin=ForkOrigin(self, p, t, pid, stack, tls))
+        child.tasks = 1
         rec = ProcRecord(pid, p.pid, list(self.record_of(p).argv), self.record_of(p).binary, child, exit_signal)
         if vfork:
             rec.vfork = (p, t)
@@ -305,6 +317,7 @@ class ProcessTable:
     def _exec_done(self, rec: ProcRecord, old) -> None:
         new = old.exec_into
         self._keep(rec, old)
+        old.release()
         rec.proc, rec.argv, rec.binary = new, list(new.opts.argv), new.image.path
         self._release_vfork(rec)
 
@@ -321,6 +334,7 @@ class ProcessTable:
         parent hears of it (its waiters, its pidfds, the exit signal), unless it reaps at once."""
         q = rec.proc
         q.fds.close_all()
+        q.release()
         rec.status = status_of(q)
         self._keep(rec, q)
         rec.cpu_ns = sum(x.cpu_ns for x in q.threads.values())
@@ -417,6 +431,8 @@ def process_rows(root) -> list[dict]:
     rows = []
     for r in recs:
         row = r.to_json()
+        if r.pid == root.pid:
+            row["notes"] += limit_notes(root)
         if r.state == RUNNING:            # still running (the first process, or one the end of the run left)
             row["exit_code"], row["signal"] = exit_of(status_of(r.proc))
             row["instructions"] = r.insns + r.proc.insns
@@ -426,6 +442,20 @@ def process_rows(root) -> list[dict]:
             row["state"] = "exited" if row["exit_code"] is not None or row["signal"] else RUNNING
         rows.append(row)
     return rows
+
+
+def limit_notes(root) -> list[str]:
+    """What the run's limits did (memory.Cgroup, fds.Output's bounds), for the first process's row of the report."""
+    notes = []
+    for st in (root.fds.stdout, root.fds.stderr):
+        if st.dropped:
+            notes.append(f"{st.name}: {st.dropped:,} bytes written and not kept by preemu (it keeps a bounded part "
+                         "of what it does not stream)")
+    cg = root.cgroup
+    if cg.failcnt:
+        notes.append(f"limits: {cg.failcnt} request(s) refused at --max-memory {cg.max_memory:,} / --max-pids "
+                     f"{cg.max_pids} (peak {cg.peak:,} bytes charged)")
+    return notes
 
 
 def rusage_bytes(cpu_ns: int) -> bytes:

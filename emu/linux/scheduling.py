@@ -66,6 +66,10 @@ class ThreadScheduling:
         return f"m{mid}"                       # a plain M (mstartfn nil or mspinning)
 
     def exit_thread(self, t: Thread, code: int) -> None:
+        if t.state != EXITED and self.tasks > 1:
+            from .memory import THREAD_COST
+            self.cgroup.task_gone(THREAD_COST)    # the thread leaves the cgroup (the last one: Process.release)
+            self.tasks -= 1
         t.state = EXITED
         if all(x.state == EXITED for x in self.threads.values()):
             self.exit_group(code & 0xFF)

@@ -56,9 +56,28 @@ class SyscallServices:
         self.paths.append(path)
 
     def output(self, stream, data: bytes) -> None:
-        stream.data += data
+        """A write to stdout or stderr: streamed to the caller when it passes output through (only the last
+        OUTPUT_TAIL bytes kept), else kept up to OUTPUT_KEEP and the run's memory limit (charged as "output",
+        memory.Cgroup); what is not kept is counted. The program's write succeeds either way, as a write to a
+        terminal or a file does."""
+        from .fds import OUTPUT_KEEP, OUTPUT_TAIL
+        before = len(stream.data)
         if self.opts.passthrough:
             self.opts.passthrough(stream.name, data)
+            stream.data += data[-OUTPUT_TAIL:]
+            cut = len(stream.data) - OUTPUT_TAIL
+            if cut > 0:
+                del stream.data[:cut]
+            stream.dropped += before + len(data) - len(stream.data)
+        else:
+            room = OUTPUT_KEEP - before
+            cg = self.cgroup.room()
+            if cg is not None:
+                room = min(room, cg)
+            kept = data[:max(0, room)]
+            stream.data += kept
+            stream.dropped += len(data) - len(kept)
+        self.cgroup.set_usage("output", len(self.fds.stdout.data) + len(self.fds.stderr.data))
 
     def unsupported(self, name: str, detail: str):
         raise EmuError(f"unsupported {name} at {self._where()}: {detail}")

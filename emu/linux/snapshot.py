@@ -104,6 +104,8 @@ def restore(p, snap: Snapshot) -> None:
     for k in STATE:
         setattr(p, k, state[k])
     p.mem.vmas.r, p.mem.mapped.r, p.mem.executable.r, p.mem.writable.r, p.mem.next_top = state["mem"]
+    if getattr(p, "kernel", None) is None and hasattr(p, "recharge"):
+        p.recharge()                      # the cgroup counts what was restored (memory.Cgroup)
     for k, v in state["watch"].items():
         setattr(p.watch, k, v)
     p.in_slice, p._stop_slice, p._after_stop = False, False, None

@@ -47,10 +47,35 @@ DEVICES = {"/dev/null": "null", "/dev/zero": "zero", "/dev/urandom": "urandom", 
 
 @dataclass
 class HostFile(MemFile):
+    """A file of a read-only mount: its bytes are read from the host when the program reads them (never held:
+    a big or endless file, /dev/zero under a mount, costs only what each read asks for), by path, so no host
+    descriptor stays open. An I/O error of the host's is EIO."""
     path: str
-    data: bytes
     flags: int
     pos: int = 0
+
+    def pread(self, off: int, n: int):
+        try:
+            with open(self.path, "rb", buffering=0) as f:
+                f.seek(off)
+                return f.read(min(n, MAX_RW_COUNT)) or b""
+        except OSError:
+            return -EIO
+
+    def size(self) -> int:
+        try:
+            return os.stat(self.path).st_size
+        except OSError:
+            return 0
+
+    def read_bytes(self, p, n: int):
+        out = self.pread(self.pos, n)
+        if not isinstance(out, int):
+            self.pos += len(out)
+        return out
+
+
+MAX_RW_COUNT = 0x7FFFF000                           # what one read returns at most (include/linux/fs.h)
 
 
 HostDir = DirHandle                                 # a directory of a mount (DirHandle.host: where it is)
@@ -225,7 +250,8 @@ def _openat(p, dirfd, path_addr, flags, mode):
             return -ETXTBSY
         try:
             with open(p.exe_alias[1], "rb") as f:
-                return p.fds.install(HostFile(p.exe_alias[1], f.read(), flags))
+                f.read(1)                        # readable (an unreadable binary is the open's error)
+            return p.fds.install(HostFile(p.exe_alias[1], flags))
         except OSError as e:
             return _oserr(e)
     if _tmp(p, guest) is not None:
@@ -261,11 +287,11 @@ def _openat(p, dirfd, path_addr, flags, mode):
         fd = _os(os.open, host, flags & _HOST_OPEN_FLAGS, mode & 0o7777)
         return fd if fd < 0 else p.fds.install(HostFd(host, fd, flags))
     try:
-        with open(host, "rb") as f:
-            data = f.read()
+        with open(host, "rb", buffering=0):          # readable: an unreadable file is the open's error
+            pass
     except OSError as e:
         return _oserr(e)
-    return p.fds.install(HostFile(host, data, flags))
+    return p.fds.install(HostFile(host, flags))
 
 
 ETXTBSY = 26
@@ -481,7 +507,9 @@ def sys_pread64(p, t, fd, buf, n, off, *_):
         return at
     obj, off = at
     if isinstance(obj, MemFile):
-        data = bytes(obj.data[off:off + n])
+        data = obj.pread(off, n)
+        if isinstance(data, int):
+            return data
     elif isinstance(obj, HostFd):
         data = _os(os.pread, obj.fd, n, off)
         if isinstance(data, int):
@@ -506,7 +534,7 @@ def sys_lseek(p, t, fd, off, whence, *_):
         return _os(os.lseek, obj.fd, off, whence)
     if not isinstance(obj, MemFile):
         return -ESPIPE
-    new = {SEEK_SET: off, SEEK_CUR: obj.pos + off, SEEK_END: len(obj.data) + off}.get(whence)
+    new = {SEEK_SET: off, SEEK_CUR: obj.pos + off, SEEK_END: obj.size() + off}.get(whence)
     if new is None or new < 0:
         return -EINVAL
     obj.pos = new
@@ -706,9 +734,7 @@ def sys_truncate(p, t, path_addr, length, *_):
         node = p.tmpfs.nodes.get(guest)
         if node is None or node.is_dir:
             return -ENOENT if node is None else -EISDIR
-        del node.data[length:]
-        node.data.extend(bytes(length - len(node.data)))
-        return 0
+        return p.tmpfs.resize(node, length)
     found = _host(p, guest)
     if not isinstance(found, int) and os.path.isdir(found[1]) or _synthetic(p, guest) is not None:
         return -EISDIR
@@ -732,10 +758,7 @@ def sys_ftruncate(p, t, fd, length, *_):
         return at
     obj, length = at
     if isinstance(obj, TmpFile) and obj.flags & O_ACCMODE:
-        data = obj.data
-        del data[length:]
-        data.extend(bytes(length - len(data)))
-        return 0
+        return p.tmpfs.resize(obj.node, length)
     if isinstance(obj, HostFd):
         return _os(os.ftruncate, obj.fd, length)
     return -EINVAL                                  # not a regular file open for writing (do_ftruncate)

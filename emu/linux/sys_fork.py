@@ -76,7 +76,10 @@ def clone_process(p, t, flags, stack, ptid, ctid, tls) -> int:
                         "memory) is not modelled")
     kernel = ProcessTable.of(p)
     vfork = bool(flags & CLONE_VFORK)
-    rec, child = kernel.fork(p, t, flags & CSIGNAL, stack, tls if flags & CLONE_SETTLS else None, vfork)
+    forked = kernel.fork(p, t, flags & CSIGNAL, stack, tls if flags & CLONE_SETTLS else None, vfork)
+    if isinstance(forked, int):
+        return -forked            # the run's cgroup refused it (memory.Cgroup): EAGAIN or ENOMEM
+    rec, child = forked
     if flags & CLONE_CHILD_SETTID:
         child.write(ctid, struct.pack("<i", rec.pid))
     if flags & CLONE_PARENT_SETTID:

@@ -39,6 +39,11 @@ def clone_thread(p, t, flags, stack, ptid, ctid, tls):
         return p.unsupported("clone", f"flags {flags:#x}: only threads (CLONE_VM|CLONE_THREAD|...) are modelled")
     if flags & (CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID | CLONE_CHILD_SETTID):
         return p.unsupported("clone", f"flags {flags:#x}: SETTID/CLEARTID are not modelled")
+    from .memory import THREAD_COST
+    err = p.cgroup.try_task(THREAD_COST)      # pids.max: EAGAIN, memory.max: ENOMEM (memory.Cgroup)
+    if err:
+        return -err
+    p.tasks += 1
     return p.new_thread(t, stack, tls if flags & CLONE_SETTLS else None)
 
 

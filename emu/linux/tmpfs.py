@@ -21,6 +21,7 @@ ROOT = "/tmp"
 O_ACCMODE, O_CREAT, O_EXCL, O_TRUNC, O_APPEND, O_DIRECTORY = 3, 0o100, 0o200, 0o1000, 0o2000, 0o200000
 AT_REMOVEDIR = 0x200
 ENOENT, EEXIST, ENOTDIR, EISDIR, EINVAL, ENOTEMPTY, EBADF, ELOOP = 2, 17, 20, 21, 22, 39, 9, 40
+ENOSPC, EFBIG = 28, 27
 DT_DIR, DT_REG, DT_LNK = 4, 8, 10
 
 
@@ -40,11 +41,17 @@ class Node:
 
 
 class MemFile:
-    """A file whose bytes are in memory (`data`) read at its own offset (`pos`): /tmp's, and a read-only
-    mount's (sys_file.HostFile, read whole when opened)."""
+    """A regular file read at its own offset (`pos`) through pread(off, n) and size(): /tmp's (its bytes in
+    memory, `data`), and a read-only mount's (sys_file.HostFile, read from the host on demand)."""
+
+    def pread(self, off: int, n: int) -> bytes:
+        return bytes(self.data[off:off + n])
+
+    def size(self) -> int:
+        return len(self.data)
 
     def read_bytes(self, p, n: int) -> bytes:
-        out = bytes(self.data[self.pos:self.pos + n])
+        out = self.pread(self.pos, n)
         self.pos += len(out)
         return out
 
@@ -66,6 +73,16 @@ class TmpFile(MemFile):
         d = self.node.data
         if self.flags & O_APPEND:
             self.pos = len(d)
+        room = p.tmpfs.cgroup.room()
+        if room is not None and self.pos + len(data) > len(d) + room:
+            # the file would pass the run's memory limit (memory.Cgroup): what fits is written, and a write of which
+            # nothing fits fails with ENOSPC, as on a tmpfs full to its size= (mm/shmem.c shmem_write_begin)
+            fit = len(d) + room - self.pos
+            if fit <= 0:
+                p.tmpfs.cgroup.failcnt += 1
+                return -ENOSPC
+            data = data[:fit]
+        p.tmpfs.grown(len(d), max(len(d), self.pos + len(data)))
         if self.pos > len(d):
             d.extend(bytes(self.pos - len(d)))
         d[self.pos:self.pos + len(data)] = data
@@ -91,10 +108,40 @@ class DirHandle:
 class TmpFs:
     """The tree: normalized path -> Node."""
 
-    def __init__(self, now: int = 0, uid: int = 1000, gid: int = 1000) -> None:
+    def __init__(self, now: int = 0, uid: int = 1000, gid: int = 1000, cgroup=None) -> None:
+        from .memory import Cgroup
+        #: the run's cgroup (memory.Cgroup), which the files' bytes are charged to ("shmem"): shared, never copied
+        self.cgroup = cgroup if cgroup is not None else Cgroup(None, None)
         self.nodes: dict[str, Node] = {ROOT: Node(1, True, S.S_IFDIR | 0o1777, now)}
         self.next_ino = 2
         self.uid, self.gid = uid, gid          # the owner of every file (the process's own ids)
+
+    def size(self) -> int:
+        """The bytes of every file (what the cgroup is charged for /tmp)."""
+        return sum(len(n.data) for n in self.nodes.values())
+
+    def grown(self, old: int, new: int) -> None:
+        """A file went from `old` to `new` bytes: the cgroup's charge follows (the caller checked the room)."""
+        if new > old:
+            self.cgroup.charge("shmem", new - old)
+        else:
+            self.cgroup.uncharge("shmem", old - new)
+
+    def resize(self, node: Node, length: int) -> int:
+        """truncate/ftruncate's work: 0, or EFBIG when the zeros would pass the run's memory limit (these files
+        are not sparse: a tmpfs's holes cost nothing, these cost their bytes)."""
+        room = self.cgroup.room()
+        if room is not None and length - len(node.data) > room:
+            self.cgroup.failcnt += 1
+            return -EFBIG
+        self.grown(len(node.data), length)
+        del node.data[length:]
+        node.data.extend(bytes(length - len(node.data)))
+        return 0
+
+    def _drop(self, node: Node) -> None:
+        """A node leaves the tree: its bytes leave the cgroup (at once; Linux waits for the last close)."""
+        self.grown(len(node.data), 0)
 
     @staticmethod
     def owns(path: str) -> bool:
@@ -139,6 +186,7 @@ class TmpFs:
         if flags & O_DIRECTORY:
             return -ENOTDIR
         if flags & O_TRUNC and flags & O_ACCMODE:
+            self._drop(node)
             node.data.clear()
         return TmpFile(path, node, flags)
 
@@ -166,6 +214,7 @@ class TmpFs:
                 return -ENOTEMPTY
         elif flags & AT_REMOVEDIR:
             return -ENOTDIR
+        self._drop(node)
         del self.nodes[path]
         return 0
 
@@ -190,6 +239,7 @@ class TmpFs:
                 return -EISDIR
             if there.is_dir and self.children(new):
                 return -ENOTEMPTY
+            self._drop(there)
             del self.nodes[new]
         moved = {q: n for q, n in self.nodes.items() if q == old or q.startswith(old + "/")}
         for q in moved:

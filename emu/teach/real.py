@@ -154,9 +154,11 @@ def explain(path: str, func: str, at: str, *, call: int = 1, registers=None, arg
                               None if stub is None else os.path.abspath(stub),
                               tuple((realsweep.test_argv(path, *test) if test else realsweep.default_argv(path))
                                     + list(args)), tuple(env), 1, "scan" if gc else False, test, cpu=cpu)
-    sw = spec.build()
     from ..engine.interrupt import ctrl_c
-    with ctrl_c(lambda: sw.p):                      # Ctrl-C ends the story between two slices
+    built: list = []
+    with ctrl_c(lambda: built[0].p if built else None):    # Ctrl-C ends the story between two slices (the boot's too)
+        sw = spec.build()
+        built.append(sw)
         where = realat.resolve(sw, at, budget)      # a number, FILE:LINE or FUNC+OFF (one run to F's return)
         k = where.k
         ref = references.establish(sw, budget, spec.seed)
