@@ -216,8 +216,16 @@ def test_stdlib_vector_code_runs_as_natively(build, cpu):
     p.run()
     assert p.error is None and p.exit_code == 0, p.error
     assert b"".join(out) == native and b"gcm open true" in native
+    assert b"exec   \"child sha256 " in native and b"exited=true status=3 err=<nil>" in native
     if build != "v1":
         assert p.avx.executed > 10_000
+    # the children (an exec of the binary, a raw fork) ran vector instructions at the level too: sha256 takes
+    # its AVX2 path from CPUID at run time whatever the build
+    kids = {tuple(r.argv): r for pid, r in p.kernel.records.items() if pid != p.pid}
+    execd = [r for a, r in kids.items() if a[-1:] == ("child",)]
+    forked = [r for a, r in kids.items() if a == ("cpuexact",) and r.status == 3 << 8]
+    assert len(execd) == 1 and execd[0].vector > 100 and execd[0].status == 0
+    assert len(forked) == 1 and forked[0].vector > 10
 
 
 def test_a_misaligned_vmovdqa_is_refused_as_the_cpus_gp_and_an_aligned_one_runs():
