@@ -210,7 +210,7 @@ def form_of(insn, sse: bool = False) -> str | None:
     if sse:
         if kind or not {insn.group_name(g) for g in insn.groups} & _SSE_GROUPS:
             return None
-    elif not kind and insn.mnemonic not in ("adcx", "adox"):
+    elif not kind and insn.mnemonic not in avx.LEGACY:       # ADX and SHA-NI: sites too
         return None
     kinds = []
     for o in insn.operands:
@@ -257,14 +257,13 @@ def collect(binaries, sse: bool = False) -> dict[str, tuple[bytes, str, int]]:
     forms: dict[str, list] = {}
     for path, level in binaries:
         for start, code in elfimage.load(str(path)).functions():
-            if not sse and not any(b in code for b in (b"\xc4", b"\xc5", b"\x62", b"\x0f\x38\xf6")):
+            if not sse and not any(b in code for b in avx._SCAN_BYTES):
                 continue
             for insn in (_sse_candidates(code, start) if sse else _md.disasm(code, start)):
                 f = form_of(insn, sse)
                 if f is None:
                     continue
-                need = "v4" if any(x.startswith("AVX512") for x in
-                                   hostexec.features_of(insn, f.split(" ", 2)[1] == "evex:")) else "v3"
+                need = level_of(hostexec.features_of(insn, f.split(" ", 2)[1] == "evex:"))
                 got = forms.get(f)
                 if got is None:
                     forms[f] = [bytes(insn.bytes), need, 1, _usable(insn)]
@@ -273,6 +272,11 @@ def collect(binaries, sse: bool = False) -> dict[str, tuple[bytes, str, int]]:
                     if _usable(insn) > got[3]:
                         got[0], got[3] = bytes(insn.bytes), _usable(insn)
     return {f: (v[0], v[1], v[2]) for f, v in forms.items()}
+
+
+def level_of(features) -> str:
+    """The lowest AVX level whose CPU (core/cpuid.py) has `features` (v4 when none has: refused there, naming it)."""
+    return next((lv for lv in ("v3", "v4") if features <= hostcpu.guest_features(cpulevel.level(lv))), "v4")
 
 
 def binaries():
@@ -315,7 +319,7 @@ def synthetic(forms: dict) -> dict[str, tuple[bytes, str, int]]:
         f = form_of(insn)
         if f is None or f in forms:
             continue
-        need = "v4" if any(x.startswith("AVX512") for x in hostexec.features_of(insn, "evex:" in f)) else "v3"
+        need = level_of(hostexec.features_of(insn, "evex:" in f))
         out[f + " (synthetic)"] = (bytes(insn.bytes), need, 0)
     return out
 

@@ -174,6 +174,11 @@ def test_unicorn_alone_gets_bzhi_and_blsi_wrong():
     ("vcomisd xmm1, qword ptr [rcx]", "v3"), ("vroundsd xmm0, xmm1, xmm2, 9", "v3"),
     ("sarx rax, qword ptr [rbx + 8], rcx", "v3"), ("rorx eax, ebx, 7", "v3"), ("pext rax, rbx, rcx", "v3"),
     ("vpcmpistrm xmm1, xmmword ptr [rbx], 0x44", "v3"), ("vpcmpestri xmm1, xmm2, 0x0c", "v3"),
+    # ADX and SHA-NI: legacy encodings Unicorn lacks, sites at v4 (the Ice Lake-SP CPUID has them)
+    ("adcx rax, rbx", "v4"), ("adox rcx, qword ptr [rdi]", "v4"), ("adcx r10d, dword ptr [rsi + 4]", "v4"),
+    ("adox r8, r9", "v4"), ("sha256rnds2 xmm1, xmm2", "v4"), ("sha256rnds2 xmm1, xmmword ptr [rdi]", "v4"),
+    ("sha1rnds4 xmm1, xmm2, 3", "v4"), ("sha1nexte xmm3, xmmword ptr [rsi]", "v4"), ("sha1msg1 xmm1, xmm2", "v4"),
+    ("sha1msg2 xmm9, xmm12", "v4"), ("sha256msg1 xmm1, xmm2", "v4"), ("sha256msg2 xmm1, xmm2", "v4"),
 ])
 def test_instruction_matches_the_host(nat, text, level):
     states = [_state(level, seed) for seed in range(200)]
@@ -205,20 +210,29 @@ def test_the_differential_harness_on_a_fixed_sample(nat):
 # --- whole programs: output byte-identical to the native run ----------------------------------------------------
 @pytest.mark.parametrize("build,cpu", [("v3", "v3"), ("v4", "v4"), ("v1", "v3")])
 def test_stdlib_vector_code_runs_as_natively(build, cpu):
+    from emu.core import cpulevel
     from emu.engine import hostcpu
-    if cpu == "v4" and not hostcpu.get().wide:
-        pytest.skip("--cpu v4 runs AVX-512 on the host")
     binary = gobuild.build(DATA / "go" / "cpuexact", goamd64=build).binary
-    native = subprocess.run([str(binary)], capture_output=True, timeout=120).stdout
     out = []
     p = process.Process(elfimage.load(str(binary)), process.Options(argv=["cpuexact"], cpu=cpu,
                         passthrough=lambda _s, b: out.append(b)))
     p.run()
+    lacking = hostcpu.guest_features(cpulevel.level(cpu)) - hostcpu.get().features
+    if lacking:                 # a host without the level's features: the run stops at the first such instruction,
+        assert p.error is not None and "which the host CPU lacks" in str(p.error)     # naming it, never wrong
+        assert any(f in str(p.error) for f in lacking)
+        return
+    native = subprocess.run([str(binary)], capture_output=True, timeout=120).stdout
     assert p.error is None and p.exit_code == 0, p.error
     assert b"".join(out) == native and b"gcm open true" in native
     assert b"exec   \"child sha256 " in native and b"exited=true status=3 err=<nil>" in native
     if build != "v1":
         assert p.avx.executed > 10_000
+    ran = {d.mnemonic for d in p.avx._decoded.values()}
+    if cpu == "v4":             # the Ice Lake-SP CPUID's paths: SHA-NI, Green Tea's packed span scanner, AVX-512 CRC
+        assert {"sha256rnds2", "sha1rnds4", "vgf2p8affineqb", "vpermb", "vpopcntb", "vpcompressq"} <= ran
+    else:                       # Haswell's: no SHA, no AVX-512
+        assert not {m for m in ran if m.startswith("sha")} and not any(d.evex for d in p.avx._decoded.values())
     # the children (an exec of the binary, a raw fork) ran vector instructions at the level too: sha256 takes
     # its AVX2 path from CPUID at run time whatever the build
     kids = {tuple(r.argv): r for pid, r in p.kernel.records.items() if pid != p.pid}
@@ -247,6 +261,66 @@ def test_a_misaligned_vmovdqa_is_refused_as_the_cpus_gp_and_an_aligned_one_runs(
             assert unit.error is None
         else:
             assert isinstance(unit.error, avxexec.Unsupported) and "a misaligned vmovdqa of 0x10008 (#GP)" in str(unit.error)
+
+
+def test_the_v4_cpu_is_an_ice_lake_sp_and_v3_a_haswell():
+    """core/cpuid.py: at v4 the signature, brand string and leaf-7 extensions of a Xeon Platinum 8380 (family 6,
+    model 0x6A, stepping 6), so internal/cpu sets what it sets on that part; at v3 the Haswell it was, without
+    SHA, ADX or AVX-512; nothing preemu does not execute (RDRAND, RDSEED) at either."""
+    from emu.core import cpuid, cpulevel
+    from emu.engine import hostcpu
+    v3, v4 = cpulevel.level("v3"), cpulevel.level("v4")
+    sig = cpuid.cpuid(1, 0, v4)[0]
+    assert (sig >> 8 & 0xF, (sig >> 16 & 0xF) << 4 | sig >> 4 & 0xF, sig & 0xF) == (6, 0x6A, 6)
+    assert cpuid.cpuid(1, 0, v3)[0] == 0x306C3 and cpuid.cpuid(0x80000000, 0, v3)[0] == 0x80000001
+    assert cpuid.cpuid(0x80000000, 0, v4)[0] == 0x80000004
+    brand = b"".join(struct.pack("<4I", *cpuid.cpuid(0x80000002 + i, 0, v4)) for i in range(3))
+    assert brand.rstrip(b"\0") == b"Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz"
+    f4 = hostcpu.guest_features(v4)
+    # what Green Tea's packed scanner needs (internal/runtime/gc/scan/scan_amd64.go:37-43), SHA-NI, ADX, ...
+    assert {"AVX512VL", "AVX512BW", "GFNI", "AVX512BITALG", "AVX512DQ", "AVX512VBMI", "SHA", "ADX", "VAES",
+            "VPCLMULQDQ", "AVX512VNNI", "AVX512IFMA", "AVX512VBMI2", "AVX512VPOPCNTDQ"} <= f4
+    assert cpuid.cpuid(1, 0, v4)[2] & (1 << 23) and cpuid.cpuid(7, 0, v4)[3] & (1 << 4)          # POPCNT, FSRM
+    assert not {"SHA", "ADX", "AVX512F", "GFNI"} & hostcpu.guest_features(v3)
+    for lv in (v3, v4):
+        assert not cpuid.cpuid(1, 0, lv)[2] & (1 << 30) and not cpuid.cpuid(7, 0, lv)[1] & (1 << 18)
+        assert cpuid.cpuid(7, 0, lv)[0] == 0                        # no sub-leaf 1 (AVX-VNNI came later)
+
+
+@pytest.mark.parametrize("text", ["adcx rax, rbx", "sha256rnds2 xmm1, xmm2"])
+def test_adx_and_sha_at_v3_are_the_invalid_opcode_haswell_raises(text):
+    from emu.engine import avx, avxexec
+    from emu.core import cpulevel
+    from unicorn import UC_HOOK_INTR
+    code = _asm(text)
+    uc = Uc(UC_ARCH_X86, UC_MODE_64)
+    uc.mem_map(0x1000, 0x1000)
+    uc.mem_write(0x1000, code + b"\x90")
+    unit = avx.VectorUnit(uc, cpulevel.level("v3"))
+    assert unit.patch([(0x1000, code)]) == 1                  # a site at every AVX level
+    uc.hook_add(UC_HOOK_INTR, lambda uc, n, _: unit.trap() and unit.error is None or uc.emu_stop())
+    uc.emu_start(0x1000, 0x1000 + len(code))
+    assert isinstance(unit.error, avxexec.Unsupported) and "--cpu v3 does not have (invalid opcode)" in str(unit.error)
+
+
+def test_a_misaligned_legacy_sha_operand_is_refused_as_the_cpus_gp():
+    from emu.engine import avx, avxexec
+    from emu.core import cpulevel
+    from unicorn import UC_HOOK_INTR
+    code = _asm("sha256msg1 xmm1, xmmword ptr [rbx]")
+    for rbx, ok in ((0x2010, True), (0x2018, False)):
+        uc = Uc(UC_ARCH_X86, UC_MODE_64)
+        uc.mem_map(0x1000, 0x2000)
+        uc.mem_write(0x1000, code + b"\x90")
+        uc.reg_write(X.UC_X86_REG_RBX, rbx)
+        unit = avx.VectorUnit(uc, cpulevel.level("v4"))
+        unit.patch([(0x1000, code)])
+        uc.hook_add(UC_HOOK_INTR, lambda uc, n, _: unit.trap() and unit.error is None or uc.emu_stop())
+        uc.emu_start(0x1000, 0x1000 + len(code))
+        if ok:
+            assert unit.error is None
+        else:
+            assert isinstance(unit.error, avxexec.Unsupported) and "misaligned sha256msg1" in str(unit.error)
 
 
 def test_an_instruction_the_host_lacks_is_refused_naming_the_feature(monkeypatch):

@@ -21,7 +21,7 @@ Refused (Unsupported, naming the instruction): VMASKMOVDQU (its implicit [RDI]),
 routine runs on the host's stack), VSIB addressing (gathers/scatters), 32-bit addressing (0x67), stores that
 write only some elements (masked EVEX stores other than the moves avxexec.py executes itself, VMASKMOV/VPMASKMOV
 stores, compress stores), a guest MXCSR with an exception unmasked (the host would trap), VLDMXCSR of reserved
-bits, and VMOVDQA/VMOVAPS/VMOVNT* of a misaligned address (#GP). Left out: the fault suppression of masked-off
+bits, and VMOVDQA/VMOVAPS/VMOVNT* or a legacy-encoded (SHA-NI) m128 of a misaligned address (#GP). Left out: the fault suppression of masked-off
 elements of a masked load other than the EVEX moves (EVEX {k} sources, VMASKMOV/VPMASKMOV loads: the whole
 operand is read and checked; no Go binary measured has one).
 Mirrors no Go source: the CPU's side.
@@ -217,7 +217,7 @@ def _finish(p: Plan, d, insn, code: bytes, kind: str, at: int, mems, host) -> Pl
         raise Refused("a store of selected elements only, which preemu does not execute")
     if not 0 < p.size <= 64:
         raise Refused(f"a {p.size}-byte memory operand, which preemu does not execute")
-    p.align = p.size if insn.mnemonic in _ALIGNED else 0
+    p.align = p.size if insn.mnemonic in _ALIGNED or (kind == "" and p.size == 16) else 0   # legacy SSE m128: #GP
     new, disp_at = _rewrite(insn, code, kind, at)
     p.fn = host.routine(new, disp_at)
     return p

@@ -2,7 +2,8 @@
 // sha512 and AES-GCM, hash/crc32, encoding/base64, math (Exp, Pow, Log, Sqrt, FMA), slices.Sort,
 // strings/bytes search, hash/maphash and maps with int keys (the runtime's AES hash). It prints digests and
 // values, so a run under preemu can be compared byte for byte with the native run (tests/test_cpu_exact.py).
-// Child processes at the level: the binary runs itself (os/exec: vfork and execve) to hash and compute there,
+// Collections of many small pointer-holding objects: at v4 (an Ice Lake-SP CPUID) the runtime's Green Tea collector
+// scans their spans with its AVX-512 packed scanner (GFNI, VBMI, BITALG). Child processes at the level: the binary runs itself (os/exec: vfork and execve) to hash and compute there,
 // and forks (a raw fork: the child runs the parent's text, AVX sites included) to hash in the child.
 package main
 
@@ -20,6 +21,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -54,6 +56,30 @@ func childMain() {
 	}
 	fmt.Printf("child sha256 %x sha512 %x crc32 %08x math %.17g\n", sha256.Sum256(buf), sha512.Sum512(buf[:999]),
 		crc32.ChecksumIEEE(buf), x)
+}
+
+type node struct {
+	next *node
+	val  int
+}
+
+func gcwork() {
+	var keep []*node
+	for r := 0; r < 3; r++ {
+		var head *node
+		for i := 0; i < 50000; i++ {
+			head = &node{next: head, val: i}
+		}
+		keep = append(keep, head)
+		runtime.GC()
+	}
+	sum := 0
+	for _, h := range keep {
+		for n := h; n != nil; n = n.next {
+			sum += n.val
+		}
+	}
+	fmt.Println("gc    ", sum)
 }
 
 func children() {
@@ -164,5 +190,6 @@ func main() {
 		n++
 	}
 	fmt.Println("map   ", n, sum, m[7919], len(sm), sm["k5"])
+	gcwork()
 	children()
 }
