@@ -287,40 +287,37 @@ def test_the_v4_cpu_is_an_ice_lake_sp_and_v3_a_haswell():
         assert cpuid.cpuid(7, 0, lv)[0] == 0                        # no sub-leaf 1 (AVX-VNNI came later)
 
 
-@pytest.mark.parametrize("text", ["adcx rax, rbx", "sha256rnds2 xmm1, xmm2"])
-def test_adx_and_sha_at_v3_are_the_invalid_opcode_haswell_raises(text):
-    from emu.engine import avx, avxexec
+def _site_run(text: str, level: str, **regs):
+    """`text` armed as a site at 0x1000 (memory mapped to 0x3000) and run once with `regs` ({"RBX": v}): the
+    VectorUnit (its `error` says why it was refused)."""
+    from emu.engine import avx
     from emu.core import cpulevel
     from unicorn import UC_HOOK_INTR
     code = _asm(text)
     uc = Uc(UC_ARCH_X86, UC_MODE_64)
-    uc.mem_map(0x1000, 0x1000)
+    uc.mem_map(0x1000, 0x2000)
     uc.mem_write(0x1000, code + b"\x90")
-    unit = avx.VectorUnit(uc, cpulevel.level("v3"))
-    assert unit.patch([(0x1000, code)]) == 1                  # a site at every AVX level
+    for r, v in regs.items():
+        uc.reg_write(getattr(X, f"UC_X86_REG_{r}"), v)
+    unit = avx.VectorUnit(uc, cpulevel.level(level))
+    assert unit.patch([(0x1000, code)]) == 1
     uc.hook_add(UC_HOOK_INTR, lambda uc, n, _: unit.trap() and unit.error is None or uc.emu_stop())
     uc.emu_start(0x1000, 0x1000 + len(code))
+    return unit
+
+
+@pytest.mark.parametrize("text", ["adcx rax, rbx", "sha256rnds2 xmm1, xmm2"])
+def test_adx_and_sha_at_v3_are_the_invalid_opcode_haswell_raises(text):
+    from emu.engine import avxexec
+    unit = _site_run(text, "v3")                             # a site at every AVX level
     assert isinstance(unit.error, avxexec.Unsupported) and "--cpu v3 does not have (invalid opcode)" in str(unit.error)
 
 
 def test_a_misaligned_legacy_sha_operand_is_refused_as_the_cpus_gp():
-    from emu.engine import avx, avxexec
-    from emu.core import cpulevel
-    from unicorn import UC_HOOK_INTR
-    code = _asm("sha256msg1 xmm1, xmmword ptr [rbx]")
-    for rbx, ok in ((0x2010, True), (0x2018, False)):
-        uc = Uc(UC_ARCH_X86, UC_MODE_64)
-        uc.mem_map(0x1000, 0x2000)
-        uc.mem_write(0x1000, code + b"\x90")
-        uc.reg_write(X.UC_X86_REG_RBX, rbx)
-        unit = avx.VectorUnit(uc, cpulevel.level("v4"))
-        unit.patch([(0x1000, code)])
-        uc.hook_add(UC_HOOK_INTR, lambda uc, n, _: unit.trap() and unit.error is None or uc.emu_stop())
-        uc.emu_start(0x1000, 0x1000 + len(code))
-        if ok:
-            assert unit.error is None
-        else:
-            assert isinstance(unit.error, avxexec.Unsupported) and "misaligned sha256msg1" in str(unit.error)
+    from emu.engine import avxexec
+    assert _site_run("sha256msg1 xmm1, xmmword ptr [rbx]", "v4", RBX=0x2010).error is None
+    unit = _site_run("sha256msg1 xmm1, xmmword ptr [rbx]", "v4", RBX=0x2018)
+    assert isinstance(unit.error, avxexec.Unsupported) and "misaligned sha256msg1 of 0x2018 (#GP)" in str(unit.error)
 
 
 def test_an_instruction_the_host_lacks_is_refused_naming_the_feature(monkeypatch):
