@@ -208,11 +208,16 @@ def test_the_differential_harness_on_a_fixed_sample(nat):
 
 
 # --- whole programs: output byte-identical to the native run ----------------------------------------------------
-@pytest.mark.parametrize("build,cpu", [("v3", "v3"), ("v4", "v4"), ("v1", "v3")])
-def test_stdlib_vector_code_runs_as_natively(build, cpu):
+@pytest.mark.parametrize("build,cpu,simd", [("v3", "v3", None), ("v4", "v4", None), ("v1", "v3", None),
+                                            ("v3", "v4", False)])
+def test_stdlib_vector_code_runs_as_natively(build, cpu, simd):
+    """cpuexact (crypto/sha256, sha1, sha512, AES-GCM, crc32, base64, math, slices.Sort, strings/bytes search,
+    maphash, maps, a Green Tea GC workload, a child by exec and one by fork) prints what it prints natively:
+    preemu's builds at v3/v4 (GOEXPERIMENT=simd, simd None), a v1 build on the v3 CPU, and a plain
+    `GOAMD64=v3 go build` on the v4 CPU (which takes the AVX-512 and SHA paths at run time)."""
     from emu.core import cpulevel
     from emu.engine import hostcpu
-    binary = gobuild.build(DATA / "go" / "cpuexact", goamd64=build).binary
+    binary = gobuild.build(DATA / "go" / "cpuexact", goamd64=build, simd=simd).binary
     out = []
     p = process.Process(elfimage.load(str(binary)), process.Options(argv=["cpuexact"], cpu=cpu,
                         passthrough=lambda _s, b: out.append(b)))
