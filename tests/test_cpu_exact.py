@@ -179,6 +179,12 @@ def test_unicorn_alone_gets_bzhi_and_blsi_wrong():
     ("adox r8, r9", "v4"), ("sha256rnds2 xmm1, xmm2", "v4"), ("sha256rnds2 xmm1, xmmword ptr [rdi]", "v4"),
     ("sha1rnds4 xmm1, xmm2, 3", "v4"), ("sha1nexte xmm3, xmmword ptr [rsi]", "v4"), ("sha1msg1 xmm1, xmm2", "v4"),
     ("sha1msg2 xmm9, xmm12", "v4"), ("sha256msg1 xmm1, xmm2", "v4"), ("sha256msg2 xmm1, xmm2", "v4"),
+    # stores of selected elements (archsimd's masked and compress stores)
+    ("vpmaskmovd xmmword ptr [rax], xmm1, xmm0", "v3"), ("vpmaskmovq ymmword ptr [rcx], ymm1, ymm0", "v3"),
+    ("vmaskmovps ymmword ptr [rbx], ymm2, ymm3", "v3"), ("vmaskmovpd xmmword ptr [rbx + 8], xmm2, xmm3", "v3"),
+    ("vpcompressd zmmword ptr [rdi] {k1}, zmm2", "v4"), ("vpcompressq zmmword ptr [rdi] {k3}, zmm2", "v4"),
+    ("vcompressps zmmword ptr [rsi + 4] {k2}, zmm5", "v4"), ("vpmovqd ymmword ptr [rdi] {k1}, zmm3", "v4"),
+    ("vextracti32x4 xmmword ptr [rdi] {k1}, zmm3, 2", "v4"), ("vmovups zmmword ptr [rdi] {k5}, zmm1", "v4"),
 ])
 def test_instruction_matches_the_host(nat, text, level):
     states = [_state(level, seed) for seed in range(200)]
@@ -323,6 +329,38 @@ def test_a_misaligned_legacy_sha_operand_is_refused_as_the_cpus_gp():
     assert _site_run("sha256msg1 xmm1, xmmword ptr [rbx]", "v4", RBX=0x2010).error is None
     unit = _site_run("sha256msg1 xmm1, xmmword ptr [rbx]", "v4", RBX=0x2018)
     assert isinstance(unit.error, avxexec.Unsupported) and "misaligned sha256msg1 of 0x2018 (#GP)" in str(unit.error)
+
+
+@pytest.mark.parametrize("mask,faults", [(0x000000FF, False), (0xFF000000, True)])
+def test_a_masked_store_touches_and_faults_on_its_selected_elements_only(mask, faults):
+    """vpmaskmovd [0x2FF0], ymm1 (mask), ymm0: the upper 16 bytes lie on a read-only page. Only the elements the
+    mask's sign bits select are checked and written: the low ones store, a selected upper one faults (no byte
+    written, as the CPU's #PF leaves memory)."""
+    from emu.engine import avx
+    from emu.core import cpulevel
+    from unicorn import UC_HOOK_INTR, UC_HOOK_MEM_WRITE, UC_PROT_READ
+    code = _asm("vpmaskmovd ymmword ptr [rax], ymm1, ymm0")
+    uc = Uc(UC_ARCH_X86, UC_MODE_64)
+    uc.mem_map(0x1000, 0x2000)
+    uc.mem_map(0x3000, 0x1000, UC_PROT_READ)
+    uc.mem_write(0x1000, code + b"\x90")
+    uc.reg_write(X.UC_X86_REG_RAX, 0x2FF0)
+    uc.reg_write(X.UC_X86_REG_YMM1, int.from_bytes(b"".join((0x80 if mask >> (4 * i) & 1 else 0).to_bytes(4, "big")
+                                                             for i in range(8)), "little"))
+    uc.reg_write(X.UC_X86_REG_YMM0, int.from_bytes(bytes(range(1, 33)), "little"))
+    unit = avx.VectorUnit(uc, cpulevel.level("v3"))
+    unit.patch([(0x1000, code)])
+    writes = []
+    unit.mem.hook_add(UC_HOOK_MEM_WRITE, lambda *a: writes.append(a))
+    uc.hook_add(UC_HOOK_INTR, lambda uc, n, _: unit.trap() and unit.error is None and unit.fault is None
+                or uc.emu_stop())
+    uc.emu_start(0x1000, 0x1000 + len(code))
+    assert unit.error is None
+    if faults:
+        assert unit.fault is not None and unit.fault.addr >= 0x3000 and bytes(uc.mem_read(0x2FF0, 16)) == bytes(16)
+    else:
+        assert unit.fault is None and bytes(uc.mem_read(0x2FF0, 16)) == bytes(range(1, 9)) + bytes(8)
+        assert len(writes) == 1
 
 
 def test_an_instruction_the_host_lacks_is_refused_naming_the_feature(monkeypatch):
