@@ -275,3 +275,15 @@ def test_an_xstate_bv_bit_xcr0_lacks_is_xrstors_gp_and_a_sigsegv(level, bv):
     _sigreturn(p, t)
     assert 11 in t.pending and t.pending[11].forced and "XCR0" in t.pending[11].fault
     assert p.avx.vf.zmm(2) == 0 and p.uc.reg_read(X.UC_X86_REG_MXCSR) == 0x1F80
+
+
+def test_mxcsr_reserved_bits_in_the_frame_are_a_sigsegv_and_a_valid_mxcsr_loads():
+    """XRSTOR loads MXCSR when SSE or AVX is requested and raises #GP for its reserved bits (bits 16-31)."""
+    p, t, fp = _signalled("v3", {}, mxcsr=0x1F80)
+    p.write(fp + 24, (0x9FC0 | 1 << 16).to_bytes(4, "little"))
+    _sigreturn(p, t)
+    assert 11 in t.pending and "MXCSR" in t.pending[11].fault and p.uc.reg_read(X.UC_X86_REG_MXCSR) == 0x1F80
+    p, t, fp = _signalled("v3", {}, mxcsr=0x1F80)
+    p.write(fp + 24, (0x9FC0).to_bytes(4, "little"))
+    _sigreturn(p, t)
+    assert 11 not in t.pending and p.uc.reg_read(X.UC_X86_REG_MXCSR) == 0x9FC0

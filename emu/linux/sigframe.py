@@ -232,7 +232,7 @@ def _restore_xstate(uc, fx: bytes, fpstate: int, xcr0: int, r: Restored) -> Rest
         rfbm = xfeatures & xcr0
         area = mem_read(uc, fpstate + FXSAVE_SIZE, xstate.size(xcr0) - FXSAVE_SIZE)
         r.bad = xstate.bad_header(area, xcr0, rfbm)
-        if not r.bad and rfbm & 2 and mxcsr >> 16:
+        if not r.bad and rfbm & 6 and mxcsr >> 16:         # loaded when SSE or AVX is requested
             r.bad = f"MXCSR {mxcsr:#x} in the frame has reserved bits set (XRSTOR #GP)"
         if r.bad:
             init_handler_fpu(uc, xcr0)
