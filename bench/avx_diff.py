@@ -3,7 +3,7 @@ executor and natively on this host from random states, compared bit for bit.
 
 `.venv/bin/python bench/avx_diff.py [--samples N] [--readme]` builds (once, into /tmp/avxdiff) the test binaries
 of the runtime and a dozen stdlib packages at GOAMD64=v3 and v4, with and without GOEXPERIMENT=simd (`go test
--c`), collects each distinct form
+-c`), and those of simd and archsimd's tests with it (SIMD_PACKAGES), collects each distinct form
 (mnemonic, VEX or EVEX, operand kinds: `vpaddd zmm, zmm, m32bcst {k}`), and runs each on N random states
 (default 200): GPRs (special values mixed in), CF/PF/AF/ZF/SF/OF, MXCSR (rounding modes, FTZ/DAZ, sticky
 flags), ZMM0-31 (random bytes and special floats per lane), K0-7, and the 4 KiB its memory operand is in.
@@ -47,6 +47,8 @@ from emu.engine.hostcpu import ARITH, FLAGS, GPR, GPR_NAMES, HOST_MXCSR, KREG, M
 GO = "/work/main/.venv/lib/python3.11/site-packages/go/bin/go"
 PACKAGES = ("runtime", "crypto/sha256", "crypto/sha1", "crypto/sha512", "crypto/aes", "crypto/cipher", "hash/crc32",
             "encoding/base64", "math", "slices", "strings", "bytes", "hash/maphash")
+#: packages that build only with GOEXPERIMENT=simd (the archsimd API's tests: masked stores, compress, ...)
+SIMD_PACKAGES = ("simd", "simd/archsimd/internal/simd_test")
 BUILD = Path("/tmp/avxdiff")
 SSE_BINARIES = ("runtime_v3.test", "math_v3.test", "strings_v3.test", "crypto_aes_v3.test", "crypto_sha256_v3.test",
                 "hash_crc32_v3.test", "slices_v3.test", "crypto_cipher_v3.test")
@@ -287,7 +289,7 @@ def binaries():
     out = []
     for level in ("v3", "v4"):
         for simd in ("", "simd"):
-            for pkg in PACKAGES:
+            for pkg in PACKAGES + (SIMD_PACKAGES if simd else ()):
                 path = BUILD / f"{pkg.replace('/', '_')}_{level}{simd}.test"
                 if not path.exists():
                     env = {**os.environ, "GOAMD64": level, "CGO_ENABLED": "0"}
