@@ -3,7 +3,7 @@ executor and natively on this host from random states, compared bit for bit.
 
 `.venv/bin/python bench/avx_diff.py [--samples N] [--docs]` builds (once, into /tmp/avxdiff) the test binaries
 of the runtime and a dozen stdlib packages at GOAMD64=v3 and v4, with and without GOEXPERIMENT=simd (`go test
--c`), collects each distinct form
+-c`), and those of simd and archsimd's tests with it (SIMD_PACKAGES), collects each distinct form
 (mnemonic, VEX or EVEX, operand kinds: `vpaddd zmm, zmm, m32bcst {k}`), and runs each on N random states
 (default 200): GPRs (special values mixed in), CF/PF/AF/ZF/SF/OF, MXCSR (rounding modes, FTZ/DAZ, sticky
 flags), ZMM0-31 (random bytes and special floats per lane), K0-7, and the 4 KiB its memory operand is in.
@@ -51,6 +51,8 @@ from emu.engine.hostcpu import ARITH, FLAGS, GPR, GPR_NAMES, HOST_MXCSR, KREG, M
 GO = "/work/main/.venv/lib/python3.11/site-packages/go/bin/go"
 PACKAGES = ("runtime", "crypto/sha256", "crypto/sha1", "crypto/sha512", "crypto/aes", "crypto/cipher", "hash/crc32",
             "encoding/base64", "math", "slices", "strings", "bytes", "hash/maphash")
+#: packages that build only with GOEXPERIMENT=simd (the archsimd API's tests: masked stores, compress, ...)
+SIMD_PACKAGES = ("simd", "simd/archsimd/internal/simd_test")
 BUILD = Path("/tmp/avxdiff")
 SSE_BINARIES = ("runtime_v3.test", "math_v3.test", "strings_v3.test", "crypto_aes_v3.test", "crypto_sha256_v3.test",
                 "hash_crc32_v3.test", "slices_v3.test", "crypto_cipher_v3.test")
@@ -214,7 +216,7 @@ def form_of(insn, sse: bool = False) -> str | None:
     if sse:
         if kind or not {insn.group_name(g) for g in insn.groups} & _SSE_GROUPS:
             return None
-    elif not kind and insn.mnemonic not in ("adcx", "adox"):
+    elif not kind and insn.mnemonic not in avx.LEGACY:       # ADX and SHA-NI: sites too
         return None
     kinds = []
     for o in insn.operands:
@@ -261,14 +263,13 @@ def collect(binaries, sse: bool = False) -> dict[str, tuple[bytes, str, int]]:
     forms: dict[str, list] = {}
     for path, level in binaries:
         for start, code in elfimage.load(str(path)).functions():
-            if not sse and not any(b in code for b in (b"\xc4", b"\xc5", b"\x62", b"\x0f\x38\xf6")):
+            if not sse and not any(b in code for b in avx._SCAN_BYTES):
                 continue
             for insn in (_sse_candidates(code, start) if sse else _md.disasm(code, start)):
                 f = form_of(insn, sse)
                 if f is None:
                     continue
-                need = "v4" if any(x.startswith("AVX512") for x in
-                                   hostexec.features_of(insn, f.split(" ", 2)[1] == "evex:")) else "v3"
+                need = level_of(hostexec.features_of(insn, f.split(" ", 2)[1] == "evex:"))
                 got = forms.get(f)
                 if got is None:
                     forms[f] = [bytes(insn.bytes), need, 1, _usable(insn)]
@@ -279,6 +280,11 @@ def collect(binaries, sse: bool = False) -> dict[str, tuple[bytes, str, int]]:
     return {f: (v[0], v[1], v[2]) for f, v in forms.items()}
 
 
+def level_of(features) -> str:
+    """The lowest AVX level whose CPU (core/cpuid.py) has `features` (v4 when none has: refused there, naming it)."""
+    return next((lv for lv in ("v3", "v4") if features <= hostcpu.guest_features(cpulevel.level(lv))), "v4")
+
+
 def binaries():
     """The test binaries, built once: each package at v3 and v4, as the toolchain builds them by default and with
     GOEXPERIMENT=simd (what preemu's own builds at v3/v4 set: gobuild.LEVEL_ENV; the runtime's AES hash is VEX
@@ -287,7 +293,7 @@ def binaries():
     out = []
     for level in ("v3", "v4"):
         for simd in ("", "simd"):
-            for pkg in PACKAGES:
+            for pkg in PACKAGES + (SIMD_PACKAGES if simd else ()):
                 path = BUILD / f"{pkg.replace('/', '_')}_{level}{simd}.test"
                 if not path.exists():
                     env = {**os.environ, "GOAMD64": level, "CGO_ENABLED": "0"}
@@ -319,7 +325,7 @@ def synthetic(forms: dict) -> dict[str, tuple[bytes, str, int]]:
         f = form_of(insn)
         if f is None or f in forms:
             continue
-        need = "v4" if any(x.startswith("AVX512") for x in hostexec.features_of(insn, "evex:" in f)) else "v3"
+        need = level_of(hostexec.features_of(insn, "evex:" in f))
         out[f + " (synthetic)"] = (bytes(insn.bytes), need, 0)
     return out
 

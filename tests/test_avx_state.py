@@ -164,3 +164,126 @@ def test_an_avx_load_of_freed_memory_is_a_use_after_free():
     uaf = [v for v in j["violations"] if v["kind"] == "use-after-free"]
     assert code == 1 and uaf, j["violations"]
     assert all(v["insn"].startswith("vmovdqu ymm") and v["where"].endswith("indexbyte_amd64.s:131") for v in uaf)
+
+
+# --- the signal frame's XSTATE_BV and the handler's FPU state, as Linux has them (issue #48) -------------------
+SIGUSR1 = 10
+_SA = 0x04000000 | 4                       # SA_RESTORER | SA_SIGINFO
+
+
+def _signalled(level: str, zmm: dict, kregs=(), mxcsr=0x1F80):
+    """A process at `level` (loaded, not run) whose main thread, with `zmm` ({i: 512-bit value}), K0-K7 `kregs`
+    and `mxcsr` loaded, has just been delivered SIGUSR1: (process, thread, the frame's fpstate address)."""
+    from guestkernel import image
+    p = process.Process(image(), process.Options(argv=["prog"], cpu=level), oracle=None)
+    t = p.threads[p.pid]
+    p.cur = t
+    p.uc.context_restore(t.ctx)
+    for i, v in zmm.items():
+        p.avx.vf.set_zmm(i, v)
+    p.avx.set_kregs(kregs or (0,) * 8)
+    p.uc.reg_write(X.UC_X86_REG_MXCSR, mxcsr)
+    p.sigactions[SIGUSR1] = (0x401100, _SA, 0x401200, 0)
+    assert p.send_signal(t, t.tid, SIGUSR1) == 0
+    p._deliver(t, SIGUSR1)
+    return p, t, t.frames[-1].fpstate
+
+
+def _xstate_bv(p, fpstate: int) -> int:
+    return int.from_bytes(p.read(fpstate + 512, 8), "little")
+
+
+def _sigreturn(p, t):
+    p.uc.reg_write(X.UC_X86_REG_RSP, t.frames[-1].frame + 8)        # the handler returned to the restorer
+    p._finish_sigreturn(t)
+
+
+def _zmms(p, n=32):
+    return [p.avx.vf.zmm(i) for i in range(n)]
+
+
+@pytest.mark.parametrize("level", ["v3", "v4"])
+def test_xstate_bv_is_xinuse_with_x87_and_sse_always_set(level):
+    """copy_fpstate_to_sigframe: XSAVE writes XINUSE (0 only for a component in its initial configuration,
+    here exactly then), save_xstate_epilog sets the x87 and SSE bits whatever they are."""
+    xcr0 = cpulevel.level(level).xcr0
+    p, _, fp = _signalled(level, {})
+    assert _xstate_bv(p, fp) == 0x3                               # nothing above the XMM halves in use
+    p, _, fp = _signalled(level, {3: 5})
+    assert _xstate_bv(p, fp) == 0x3                               # an XMM register alone: SSE
+    p, _, fp = _signalled(level, {3: 5 << 128})
+    assert _xstate_bv(p, fp) == 0x7                               # a Y upper half: AVX
+    if level == "v4":
+        assert _xstate_bv(_signalled(level, {7: 1 << 300})[0], _signalled(level, {7: 1 << 300})[2]) == 0x43
+        p, _, fp = _signalled(level, {20: 1}, kregs=(0, 0, 9, 0, 0, 0, 0, 0))
+        assert _xstate_bv(p, fp) == 0x3 | 0x20 | 0x80 and xcr0 == 0xE7
+    else:
+        assert xcr0 == 0x7
+
+
+@pytest.mark.parametrize("level", ["v3", "v4"])
+def test_the_handler_starts_from_linuxs_init_fpu_state(level):
+    """handle_signal's fpu__clear_user_states: the handler sees every vector and mask register zero, MXCSR
+    0x1F80 and FCW 0x37F, not the interrupted state (which the frame keeps, and rt_sigreturn puts back)."""
+    z = {0: (1 << 511 if level == "v4" else 1 << 255) | 3, 9: 7 << 130, 15: 1 << 200}
+    if level == "v4":
+        z[31] = 1 << 77
+    k = (0, 1, 2, 3, 4, 5, 6, 7) if level == "v4" else ()
+    p, t, _ = _signalled(level, z, kregs=k, mxcsr=0x9FC0)
+    assert _zmms(p) == [0] * 32 and p.avx.kregs() == (0,) * 8
+    assert p.uc.reg_read(X.UC_X86_REG_MXCSR) == 0x1F80 and p.uc.reg_read(X.UC_X86_REG_FPCW) == 0x37F
+    _sigreturn(p, t)
+    assert _zmms(p) == [z.get(i, 0) for i in range(32)] and p.uc.reg_read(X.UC_X86_REG_MXCSR) == 0x9FC0
+    assert p.avx.kregs() == (k or (0,) * 8) and not p.watch.violations and 11 not in t.pending
+
+
+def test_rt_sigreturn_honours_xstate_bv_and_the_features_the_frame_names():
+    """XRSTOR from the frame (restore_fpregs_from_user): a component whose XSTATE_BV bit the handler cleared comes
+    back in its initial configuration, so does one the software bytes' xfeatures leave out; the rest loads."""
+    z = {1: (1 << 400) | (1 << 200) | 1, 2: 1 << 140, 18: 5}
+    p, t, fp = _signalled("v4", z, kregs=(0, 0, 0, 9, 0, 0, 0, 0))
+    assert _xstate_bv(p, fp) == 0xE7
+    p.write(fp + 512, (0xE7 & ~(1 << 6)).to_bytes(8, "little"))   # ZMM_Hi256 initialised: bits 256-511 of Z0-15
+    _sigreturn(p, t)
+    assert _zmms(p)[:3] == [0, (1 << 200) | 1, 1 << 140] and p.avx.vf.zmm(18) == 5 and p.avx.kregs()[3] == 9
+    p, t, fp = _signalled("v4", z, kregs=(0, 0, 0, 9, 0, 0, 0, 0))
+    p.write(fp + 512, (0xE7 & ~(1 << 1) & ~(1 << 5)).to_bytes(8, "little"))   # the XMM halves and K0-K7
+    p.write(fp + 464 + 8, (0xE7 & ~(1 << 7)).to_bytes(8, "little"))          # fx_sw.xfeatures without Hi16_ZMM
+    _sigreturn(p, t)
+    assert _zmms(p)[:3] == [0, (1 << 400) | (1 << 200), 1 << 140] and p.avx.vf.zmm(18) == 0
+    assert p.avx.kregs() == (0,) * 8 and not p.watch.violations
+
+
+def test_a_frame_whose_software_bytes_do_not_check_out_restores_the_fxsave_image_alone():
+    """check_xstate_in_sigframe: a wrong FP_XSTATE_MAGIC2 makes it fx_only; FXRSTOR loads the XMM halves and
+    MXCSR and every extended component is initialised."""
+    z = {4: (3 << 300) | (2 << 130) | 1, 20: 9}
+    p, t, fp = _signalled("v4", z, kregs=(1,) * 8, mxcsr=0x1FC0)
+    size = int.from_bytes(p.read(fp + 464 + 16, 4), "little")
+    p.write(fp + size, b"\0\0\0\0")
+    _sigreturn(p, t)
+    assert p.avx.vf.zmm(4) == 1 and p.avx.vf.zmm(20) == 0 and p.avx.kregs() == (0,) * 8
+    assert p.uc.reg_read(X.UC_X86_REG_MXCSR) == 0x1FC0 and 11 not in t.pending
+
+
+@pytest.mark.parametrize("level,bv", [("v3", 0x23), ("v4", 0xE7 | 1 << 9)])
+def test_an_xstate_bv_bit_xcr0_lacks_is_xrstors_gp_and_a_sigsegv(level, bv):
+    """XRSTOR raises #GP for an XSTATE_BV bit XCR0 does not enable (the opmask at v3, bit 9 anywhere); the
+    restore fails, the FPU is reset (fpu__clear_user_states) and rt_sigreturn's badframe forces SIGSEGV."""
+    p, t, fp = _signalled(level, {2: 1 << 140}, mxcsr=0x9FC0)
+    p.write(fp + 512, bv.to_bytes(8, "little"))
+    _sigreturn(p, t)
+    assert 11 in t.pending and t.pending[11].forced and "XCR0" in t.pending[11].fault
+    assert p.avx.vf.zmm(2) == 0 and p.uc.reg_read(X.UC_X86_REG_MXCSR) == 0x1F80
+
+
+def test_mxcsr_reserved_bits_in_the_frame_are_a_sigsegv_and_a_valid_mxcsr_loads():
+    """XRSTOR loads MXCSR when SSE or AVX is requested and raises #GP for its reserved bits (bits 16-31)."""
+    p, t, fp = _signalled("v3", {}, mxcsr=0x1F80)
+    p.write(fp + 24, (0x9FC0 | 1 << 16).to_bytes(4, "little"))
+    _sigreturn(p, t)
+    assert 11 in t.pending and "MXCSR" in t.pending[11].fault and p.uc.reg_read(X.UC_X86_REG_MXCSR) == 0x1F80
+    p, t, fp = _signalled("v3", {}, mxcsr=0x1F80)
+    p.write(fp + 24, (0x9FC0).to_bytes(4, "little"))
+    _sigreturn(p, t)
+    assert 11 not in t.pending and p.uc.reg_read(X.UC_X86_REG_MXCSR) == 0x9FC0

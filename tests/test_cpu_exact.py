@@ -174,6 +174,17 @@ def test_unicorn_alone_gets_bzhi_and_blsi_wrong():
     ("vcomisd xmm1, qword ptr [rcx]", "v3"), ("vroundsd xmm0, xmm1, xmm2, 9", "v3"),
     ("sarx rax, qword ptr [rbx + 8], rcx", "v3"), ("rorx eax, ebx, 7", "v3"), ("pext rax, rbx, rcx", "v3"),
     ("vpcmpistrm xmm1, xmmword ptr [rbx], 0x44", "v3"), ("vpcmpestri xmm1, xmm2, 0x0c", "v3"),
+    # ADX and SHA-NI: legacy encodings Unicorn lacks, sites at v4 (the Ice Lake-SP CPUID has them)
+    ("adcx rax, rbx", "v4"), ("adox rcx, qword ptr [rdi]", "v4"), ("adcx r10d, dword ptr [rsi + 4]", "v4"),
+    ("adox r8, r9", "v4"), ("sha256rnds2 xmm1, xmm2", "v4"), ("sha256rnds2 xmm1, xmmword ptr [rdi]", "v4"),
+    ("sha1rnds4 xmm1, xmm2, 3", "v4"), ("sha1nexte xmm3, xmmword ptr [rsi]", "v4"), ("sha1msg1 xmm1, xmm2", "v4"),
+    ("sha1msg2 xmm9, xmm12", "v4"), ("sha256msg1 xmm1, xmm2", "v4"), ("sha256msg2 xmm1, xmm2", "v4"),
+    # stores of selected elements (archsimd's masked and compress stores)
+    ("vpmaskmovd xmmword ptr [rax], xmm1, xmm0", "v3"), ("vpmaskmovq ymmword ptr [rcx], ymm1, ymm0", "v3"),
+    ("vmaskmovps ymmword ptr [rbx], ymm2, ymm3", "v3"), ("vmaskmovpd xmmword ptr [rbx + 8], xmm2, xmm3", "v3"),
+    ("vpcompressd zmmword ptr [rdi] {k1}, zmm2", "v4"), ("vpcompressq zmmword ptr [rdi] {k3}, zmm2", "v4"),
+    ("vcompressps zmmword ptr [rsi + 4] {k2}, zmm5", "v4"), ("vpmovqd ymmword ptr [rdi] {k1}, zmm3", "v4"),
+    ("vextracti32x4 xmmword ptr [rdi] {k1}, zmm3, 2", "v4"), ("vmovups zmmword ptr [rdi] {k5}, zmm1", "v4"),
 ])
 def test_instruction_matches_the_host(nat, text, level):
     states = [_state(level, seed) for seed in range(200)]
@@ -203,21 +214,43 @@ def test_the_differential_harness_on_a_fixed_sample(nat):
 
 
 # --- whole programs: output byte-identical to the native run ----------------------------------------------------
-@pytest.mark.parametrize("build,cpu", [("v3", "v3"), ("v4", "v4"), ("v1", "v3")])
-def test_stdlib_vector_code_runs_as_natively(build, cpu):
+@pytest.mark.parametrize("build,cpu,simd", [("v3", "v3", None), ("v4", "v4", None), ("v1", "v3", None),
+                                            ("v3", "v4", False)])
+def test_stdlib_vector_code_runs_as_natively(build, cpu, simd):
+    """cpuexact (crypto/sha256, sha1, sha512, AES-GCM, crc32, base64, math, slices.Sort, strings/bytes search,
+    maphash, maps, a Green Tea GC workload, a child by exec and one by fork) prints what it prints natively:
+    preemu's builds at v3/v4 (GOEXPERIMENT=simd, simd None), a v1 build on the v3 CPU, and a plain
+    `GOAMD64=v3 go build` on the v4 CPU (which takes the AVX-512 and SHA paths at run time)."""
+    from emu.core import cpulevel
     from emu.engine import hostcpu
-    if cpu == "v4" and not hostcpu.get().wide:
-        pytest.skip("--cpu v4 runs AVX-512 on the host")
-    binary = gobuild.build(DATA / "go" / "cpuexact", goamd64=build).binary
-    native = subprocess.run([str(binary)], capture_output=True, timeout=120).stdout
+    binary = gobuild.build(DATA / "go" / "cpuexact", goamd64=build, simd=simd).binary
     out = []
     p = process.Process(elfimage.load(str(binary)), process.Options(argv=["cpuexact"], cpu=cpu,
                         passthrough=lambda _s, b: out.append(b)))
     p.run()
+    lacking = hostcpu.guest_features(cpulevel.level(cpu)) - hostcpu.get().features
+    if lacking:                 # a host without the level's features: the run stops at the first such instruction,
+        assert p.error is not None and "which the host CPU lacks" in str(p.error)     # naming it, never wrong
+        assert any(f in str(p.error) for f in lacking)
+        return
+    native = subprocess.run([str(binary)], capture_output=True, timeout=120).stdout
     assert p.error is None and p.exit_code == 0, p.error
     assert b"".join(out) == native and b"gcm open true" in native
+    assert b"exec   \"child sha256 " in native and b"exited=true status=3 err=<nil>" in native
     if build != "v1":
         assert p.avx.executed > 10_000
+    ran = {d.mnemonic for d in p.avx._decoded.values()}
+    if cpu == "v4":             # the Ice Lake-SP CPUID's paths: SHA-NI, Green Tea's packed span scanner, AVX-512 CRC
+        assert {"sha256rnds2", "sha1rnds4", "vgf2p8affineqb", "vpermb", "vpopcntb", "vpcompressq"} <= ran
+    else:                       # Haswell's: no SHA, no AVX-512
+        assert not {m for m in ran if m.startswith("sha")} and not any(d.evex for d in p.avx._decoded.values())
+    # the children (an exec of the binary, a raw fork) ran vector instructions at the level too: sha256 takes
+    # its AVX2 path from CPUID at run time whatever the build
+    kids = {tuple(r.argv): r for pid, r in p.kernel.records.items() if pid != p.pid}
+    execd = [r for a, r in kids.items() if a[-1:] == ("child",)]
+    forked = [r for a, r in kids.items() if a == ("cpuexact",) and r.status == 3 << 8]
+    assert len(execd) == 1 and execd[0].vector > 100 and execd[0].status == 0
+    assert len(forked) == 1 and forked[0].vector > 10
 
 
 def test_a_misaligned_vmovdqa_is_refused_as_the_cpus_gp_and_an_aligned_one_runs():
@@ -239,6 +272,95 @@ def test_a_misaligned_vmovdqa_is_refused_as_the_cpus_gp_and_an_aligned_one_runs(
             assert unit.error is None
         else:
             assert isinstance(unit.error, avxexec.Unsupported) and "a misaligned vmovdqa of 0x10008 (#GP)" in str(unit.error)
+
+
+def test_the_v4_cpu_is_an_ice_lake_sp_and_v3_a_haswell():
+    """core/cpuid.py: at v4 the signature, brand string and leaf-7 extensions of a Xeon Platinum 8380 (family 6,
+    model 0x6A, stepping 6), so internal/cpu sets what it sets on that part; at v3 the Haswell it was, without
+    SHA, ADX or AVX-512; nothing preemu does not execute (RDRAND, RDSEED) at either."""
+    from emu.core import cpuid, cpulevel
+    from emu.engine import hostcpu
+    v3, v4 = cpulevel.level("v3"), cpulevel.level("v4")
+    sig = cpuid.cpuid(1, 0, v4)[0]
+    assert (sig >> 8 & 0xF, (sig >> 16 & 0xF) << 4 | sig >> 4 & 0xF, sig & 0xF) == (6, 0x6A, 6)
+    assert cpuid.cpuid(1, 0, v3)[0] == 0x306C3 and cpuid.cpuid(0x80000000, 0, v3)[0] == 0x80000001
+    assert cpuid.cpuid(0x80000000, 0, v4)[0] == 0x80000004
+    brand = b"".join(struct.pack("<4I", *cpuid.cpuid(0x80000002 + i, 0, v4)) for i in range(3))
+    assert brand.rstrip(b"\0") == b"Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz"
+    f4 = hostcpu.guest_features(v4)
+    # what Green Tea's packed scanner needs (internal/runtime/gc/scan/scan_amd64.go:37-43), SHA-NI, ADX, ...
+    assert {"AVX512VL", "AVX512BW", "GFNI", "AVX512BITALG", "AVX512DQ", "AVX512VBMI", "SHA", "ADX", "VAES",
+            "VPCLMULQDQ", "AVX512VNNI", "AVX512IFMA", "AVX512VBMI2", "AVX512VPOPCNTDQ"} <= f4
+    assert cpuid.cpuid(1, 0, v4)[2] & (1 << 23) and cpuid.cpuid(7, 0, v4)[3] & (1 << 4)          # POPCNT, FSRM
+    assert not {"SHA", "ADX", "AVX512F", "GFNI"} & hostcpu.guest_features(v3)
+    for lv in (v3, v4):
+        assert not cpuid.cpuid(1, 0, lv)[2] & (1 << 30) and not cpuid.cpuid(7, 0, lv)[1] & (1 << 18)
+        assert cpuid.cpuid(7, 0, lv)[0] == 0                        # no sub-leaf 1 (AVX-VNNI came later)
+
+
+def _site_run(text: str, level: str, **regs):
+    """`text` armed as a site at 0x1000 (memory mapped to 0x3000) and run once with `regs` ({"RBX": v}): the
+    VectorUnit (its `error` says why it was refused)."""
+    from emu.engine import avx
+    from emu.core import cpulevel
+    from unicorn import UC_HOOK_INTR
+    code = _asm(text)
+    uc = Uc(UC_ARCH_X86, UC_MODE_64)
+    uc.mem_map(0x1000, 0x2000)
+    uc.mem_write(0x1000, code + b"\x90")
+    for r, v in regs.items():
+        uc.reg_write(getattr(X, f"UC_X86_REG_{r}"), v)
+    unit = avx.VectorUnit(uc, cpulevel.level(level))
+    assert unit.patch([(0x1000, code)]) == 1
+    uc.hook_add(UC_HOOK_INTR, lambda uc, n, _: unit.trap() and unit.error is None or uc.emu_stop())
+    uc.emu_start(0x1000, 0x1000 + len(code))
+    return unit
+
+
+@pytest.mark.parametrize("text", ["adcx rax, rbx", "sha256rnds2 xmm1, xmm2"])
+def test_adx_and_sha_at_v3_are_the_invalid_opcode_haswell_raises(text):
+    from emu.engine import avxexec
+    unit = _site_run(text, "v3")                             # a site at every AVX level
+    assert isinstance(unit.error, avxexec.Unsupported) and "--cpu v3 does not have (invalid opcode)" in str(unit.error)
+
+
+def test_a_misaligned_legacy_sha_operand_is_refused_as_the_cpus_gp():
+    from emu.engine import avxexec
+    assert _site_run("sha256msg1 xmm1, xmmword ptr [rbx]", "v4", RBX=0x2010).error is None
+    unit = _site_run("sha256msg1 xmm1, xmmword ptr [rbx]", "v4", RBX=0x2018)
+    assert isinstance(unit.error, avxexec.Unsupported) and "misaligned sha256msg1 of 0x2018 (#GP)" in str(unit.error)
+
+
+@pytest.mark.parametrize("mask,faults", [(0x000000FF, False), (0xFF000000, True)])
+def test_a_masked_store_touches_and_faults_on_its_selected_elements_only(mask, faults):
+    """vpmaskmovd [0x2FF0], ymm1 (mask), ymm0: the upper 16 bytes lie on a read-only page. Only the elements the
+    mask's sign bits select are checked and written: the low ones store, a selected upper one faults (no byte
+    written, as the CPU's #PF leaves memory)."""
+    from emu.engine import avx
+    from emu.core import cpulevel
+    from unicorn import UC_HOOK_INTR, UC_HOOK_MEM_WRITE, UC_PROT_READ
+    code = _asm("vpmaskmovd ymmword ptr [rax], ymm1, ymm0")
+    uc = Uc(UC_ARCH_X86, UC_MODE_64)
+    uc.mem_map(0x1000, 0x2000)
+    uc.mem_map(0x3000, 0x1000, UC_PROT_READ)
+    uc.mem_write(0x1000, code + b"\x90")
+    uc.reg_write(X.UC_X86_REG_RAX, 0x2FF0)
+    uc.reg_write(X.UC_X86_REG_YMM1, int.from_bytes(b"".join((0x80 if mask >> (4 * i) & 1 else 0).to_bytes(4, "big")
+                                                             for i in range(8)), "little"))
+    uc.reg_write(X.UC_X86_REG_YMM0, int.from_bytes(bytes(range(1, 33)), "little"))
+    unit = avx.VectorUnit(uc, cpulevel.level("v3"))
+    unit.patch([(0x1000, code)])
+    writes = []
+    unit.mem.hook_add(UC_HOOK_MEM_WRITE, lambda *a: writes.append(a))
+    uc.hook_add(UC_HOOK_INTR, lambda uc, n, _: unit.trap() and unit.error is None and unit.fault is None
+                or uc.emu_stop())
+    uc.emu_start(0x1000, 0x1000 + len(code))
+    assert unit.error is None
+    if faults:
+        assert unit.fault is not None and unit.fault.addr >= 0x3000 and bytes(uc.mem_read(0x2FF0, 16)) == bytes(16)
+    else:
+        assert unit.fault is None and bytes(uc.mem_read(0x2FF0, 16)) == bytes(range(1, 9)) + bytes(8)
+        assert len(writes) == 1
 
 
 def test_an_instruction_the_host_lacks_is_refused_naming_the_feature(monkeypatch):

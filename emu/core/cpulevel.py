@@ -12,8 +12,9 @@ asyncPreempt saves X0-15 at every level.
 v1 and v2 are the same CPU: the pinned feature set preemu has always had (SSE up to SSE4.2, POPCNT, MOVBE,
 BMI1/BMI2, LZCNT, no XSAVE/AVX), which satisfies x86-64-v2 and leaves every result at v1 as it was. v3 adds
 AVX, AVX2, FMA, F16C, XSAVE and OSXSAVE with XCR0 = x87|SSE|AVX; v4 adds AVX512F/DQ/CD/BW/VL and XCR0's
-opmask, ZMM_Hi256 and Hi16_ZMM bits. Left out: AVX-512 extensions beyond v4 (VBMI, GFNI, BITALG,
-VPOPCNTDQ, VAES: the runtime's AVX-512 GC scanner needs them, so it stays off), AMX, APX.
+opmask, ZMM_Hi256 and Hi16_ZMM bits. These are the level's bits; the CPU at v4 is a real part whose CPUID
+adds its own extensions beyond the level (core/cpuid.py ICELAKE_SP: VBMI, GFNI, BITALG, VPOPCNTDQ, VAES, SHA,
+ADX, ..., so the runtime's AVX-512 GC scanner runs). Left out: AMX, APX.
 """
 from __future__ import annotations
 

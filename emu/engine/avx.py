@@ -48,14 +48,23 @@ BMI = frozenset(("andn", "bextr", "blsi", "blsmsk", "blsr", "bzhi", "mulx", "pde
 #: the source unchanged) and sets CF one index early, BLSI sets CF inverted; BEXTR, BLSR and BLSMSK leave the
 #: flags the SDM calls undefined (PF, AF) unlike the host. These are sites too: the host runs them (hostexec.py).
 BMI_WRONG = frozenset(("bzhi", "blsi", "bextr", "blsr", "blsmsk"))
+#: legacy-encoded (no VEX) instructions Unicorn 2.1.4 does not have: ADX (ADCX/ADOX: an invalid opcode, measured by
+#: bench/avx_diff.py) and SHA-NI ("no SHA-NI", avx_diff --sse). The v4 CPU (core/cpuid.py ICELAKE_SP) has both,
+#: so they are sites too and run on the host; at a level whose CPUID lacks them hostexec refuses them (#UD).
+LEGACY = frozenset(("adcx", "adox", "sha1rnds4", "sha1nexte", "sha1msg1", "sha1msg2", "sha256rnds2", "sha256msg1",
+                    "sha256msg2"))
 _XGETBV = b"\x0f\x01\xd0"
+#: a function holds no site unless it holds one of these: VEX/EVEX's first bytes, XGETBV, LEGACY's opcodes
+_SCAN_BYTES = (b"\xc4", b"\xc5", b"\x62", _XGETBV, b"\x0f\x38\xf6", b"\x0f\x3a\xcc",
+               *(bytes((0x0F, 0x38, op)) for op in range(0xC8, 0xCE)))
 _md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
 
 
 def is_site(code: bytes, mnemonic: str) -> bool:
     """An instruction preemu executes itself at v3/v4: VEX/EVEX-encoded and not a BMI instruction Unicorn runs
-    correctly, or XGETBV."""
-    return (prefix_kind(code)[0] != "" and (mnemonic not in BMI or mnemonic in BMI_WRONG)) or code == _XGETBV
+    correctly, XGETBV, or one of LEGACY."""
+    return (prefix_kind(code)[0] != "" and (mnemonic not in BMI or mnemonic in BMI_WRONG)) or code == _XGETBV \
+        or mnemonic in LEGACY
 
 
 _SCANNED: dict[str, list] = {}        # text digest -> sites (a sweep builds many processes of one binary)
@@ -66,7 +75,7 @@ def scan_cached(funcs, cache: Path | None = None) -> list[tuple[int, bytes]]:
     (diskmemo.py): Capstone takes ~0.4 s over a Go binary's text, which every process of a sweep would
     otherwise pay."""
     funcs = list(funcs)
-    h = hashlib.sha256(repr(sorted(BMI_WRONG)).encode())     # the rule is part of the key: a changed rule rescans
+    h = hashlib.sha256(repr((sorted(BMI_WRONG), sorted(LEGACY))).encode())   # the rule is part of the key
     for start, code in funcs:
         h.update(start.to_bytes(8, "little") + len(code).to_bytes(8, "little") + code)
     key = h.hexdigest()[:32]
@@ -84,7 +93,7 @@ def scan(funcs) -> list[tuple[int, bytes]]:
     """(address, bytes) of every site in `funcs`, an iterable of (start address, code bytes)."""
     found = []
     for start, code in funcs:
-        if not any(b in code for b in (b"\xc4", b"\xc5", b"\x62", _XGETBV)):
+        if not any(b in code for b in _SCAN_BYTES):
             continue
         for a, n, mn, _ in _md.disasm_lite(code, start):
             raw = code[a - start:a - start + n]

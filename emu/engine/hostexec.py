@@ -17,11 +17,12 @@ For an instruction at a site (avx.py), `plan` decodes it once (Capstone) and pre
 `run` then loads the registers into the routine's buffer, the guest's MXCSR and arithmetic flags too, calls
 the routine, and stores back the registers, CF/PF/AF/ZF/SF/OF and MXCSR (its exception flags included).
 
+A store of selected elements only (masked EVEX stores other than the moves avxexec.py executes itself,
+VMASKMOV/VPMASKMOV stores, compress stores: GOEXPERIMENT=simd's archsimd emits them) runs twice over two scratch
+fillings to learn which bytes it writes; only those are checked and written (`_partial_store`).
 Refused (Unsupported, naming the instruction): VMASKMOVDQU (its implicit [RDI]), RSP as a register operand (the
-routine runs on the host's stack), VSIB addressing (gathers/scatters), 32-bit addressing (0x67), stores that
-write only some elements (masked EVEX stores other than the moves avxexec.py executes itself, VMASKMOV/VPMASKMOV
-stores, compress stores), a guest MXCSR with an exception unmasked (the host would trap), VLDMXCSR of reserved
-bits, and VMOVDQA/VMOVAPS/VMOVNT* of a misaligned address (#GP). Left out: the fault suppression of masked-off
+routine runs on the host's stack), VSIB addressing (gathers/scatters), 32-bit addressing (0x67), a guest MXCSR with an exception unmasked (the host would trap), VLDMXCSR of reserved
+bits, and VMOVDQA/VMOVAPS/VMOVNT* or a legacy-encoded (SHA-NI) m128 of a misaligned address (#GP). Left out: the fault suppression of masked-off
 elements of a masked load other than the EVEX moves (EVEX {k} sources, VMASKMOV/VPMASKMOV loads: the whole
 operand is read and checked; no Go binary measured has one).
 Mirrors no Go source: the CPU's side.
@@ -85,6 +86,7 @@ class Plan:
     read: bool = False
     write: bool = False
     align: int = 0                 # the alignment the instruction demands of its address (0: none)
+    partial: bool = False          # a store of selected elements only (masked, VMASKMOV/VPMASKMOV, compress)
     addr: tuple | None = None      # (base slot or -1 for RIP or None, index slot or None, scale, disp); None: FS/GS
     loads: tuple = ()              # (Unicorn id, pointer to its slot) of every register moved, GPRs and vectors
     mm: object = None              # the routine buffer (hostcpu's arena)
@@ -213,11 +215,10 @@ def _finish(p: Plan, d, insn, code: bytes, kind: str, at: int, mems, host) -> Pl
     # (Capstone's access bits are not used: for some EVEX forms they are garbage, e.g. vmovsd xmm{k}{z}, m64's)
     p.write = insn.operands[0].type == capstone.x86.X86_OP_MEM
     p.read = not p.write
-    if p.write and (d.mask or _PARTIAL_STORES.match(insn.mnemonic)):
-        raise Refused("a store of selected elements only, which preemu does not execute")
+    p.partial = p.write and bool(d.mask or _PARTIAL_STORES.match(insn.mnemonic))
     if not 0 < p.size <= 64:
         raise Refused(f"a {p.size}-byte memory operand, which preemu does not execute")
-    p.align = p.size if insn.mnemonic in _ALIGNED else 0
+    p.align = p.size if insn.mnemonic in _ALIGNED or (kind == "" and p.size == 16) else 0   # legacy SSE m128: #GP
     new, disp_at = _rewrite(insn, code, kind, at)
     p.fn = host.routine(new, disp_at)
     return p
@@ -260,12 +261,49 @@ def run(ex, d, p: Plan) -> None:
                 from .vexcommon import Unsupported
                 raise Unsupported(d.pc, d.text, vf.level.name, f"VLDMXCSR of reserved bits ({data.hex()}: #GP)")
             mm[0:p.size] = data
+        if p.partial:
+            _partial_store(ex, p, mm, addr)
+            return _after(ex, p, mm, vf, flags, mx)
         if p.write:
             ex.mem.check_write(addr, p.size)
         before = mm[0:p.size]
     p.fn(p.p_base)
     if p.mem is not None and (p.write or mm[0:p.size] != before):
         ex.mem.write(addr, mm[0:p.size])
+    _after(ex, p, mm, vf, flags, mx)
+
+
+def _partial_store(ex, p: Plan, mm, addr: int) -> None:
+    """A store of selected elements: which bytes it writes is found by running it twice, over a scratch of zeros
+    and one of 0xFF bytes (a byte it writes differs from one of the two; it changes no register, flag or MXCSR).
+    Only those bytes are checked writable (a masked-off element neither faults nor is touched, SDM vol. 1
+    15.6.5, vol. 2 VMASKMOV/VPMASKMOV), then written, run by run, through avxmem."""
+    n = p.size
+    mm[0:n] = bytes(n)
+    p.fn(p.p_base)
+    zeros = bytes(mm[0:n])
+    mm[0:n] = b"\xff" * n
+    p.fn(p.p_base)
+    ones = bytes(mm[0:n])
+    runs, i = [], 0
+    while i < n:
+        if zeros[i] != 0 or ones[i] != 0xFF:
+            j = i
+            while j < n and (zeros[j] != 0 or ones[j] != 0xFF):
+                j += 1
+            runs.append((i, j))
+            i = j
+        else:
+            i += 1
+    for a, b in runs:
+        ex.mem.check_write(addr + a, b - a)
+    for a, b in runs:
+        ex.mem.write(addr + a, zeros[a:b])
+
+
+def _after(ex, p: Plan, mm, vf, flags: int, mx: int) -> None:
+    """run's second half: the registers, K0-K7, flags and MXCSR back from the routine's buffer."""
+    uch = ex.uc._uch
     for rid, ptr in p.loads:
         _reg_write(uch, rid, ptr)
     for k in p.kregs:

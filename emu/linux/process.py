@@ -223,10 +223,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
             self.tasks = 1
             self._load()
         else:                                   # a process fork or execve made (proctable.py): what it inherits
-            if self.level.avx:
-                raise EmuError(f"--cpu {opts.cpu}: a child process (fork, execve) at an AVX level is not supported "
-                               "yet (preemu's vector unit patches one process's text): run at --cpu v1 or v2")
-            origin.load(self)
+            origin.load(self)         # at v3/v4 a fork's child takes the parent's sites, an execve scans its image
         self.oracle_note = ""
         if oracle == "auto":
             from . import oracle as oracle_mod

@@ -65,6 +65,7 @@ class ProcRecord:
     violations: list = field(default_factory=list)   # the watch's violations in the images that ran before
     insns: int = 0                      # instructions of the images that ran before (execve) and, at the end, all
     cpu_ns: int = 0                     # user CPU time, at the end
+    vector: int = 0                     # instructions preemu's vector unit ran (--cpu v3/v4; engine/avx.py)
     gen: int = 0                        # pidfd wakeups (EPOLLET): bumped when the process ends
 
     def describe(self) -> str:
@@ -114,6 +115,11 @@ class ForkOrigin:
         child.sigactions = dict(p.sigactions)
         child.prctl = {k: v for k, v in p.prctl.items() if k != PR_SET_PDEATHSIG}   # fork clears it
         p.mem.fork_into(child.mem)
+        if p.avx is not None:           # --cpu v3/v4: the copied text holds the parent's INT3 sites (engine/avx.py)
+            from ..engine.avx import VectorUnit
+            child.avx = VectorUnit(child.uc, child.level, child.mem.is_writable)
+            child.avx.sites = dict(p.avx.sites)
+            child.avx._decoded = dict(p.avx._decoded)
         if p.opts.vdso:
             child._map_vvar()
         child._add_hooks()
@@ -125,6 +131,8 @@ class ForkOrigin:
         if self.tls is not None:
             ctx.reg_write(X.UC_X86_REG_FS_BASE, self.tls)
         main = Thread(self.pid, ctx, sigmask=t.sigmask, altstack=t.altstack, name=t.name)
+        if p.avx is not None:
+            main.kregs = p.avx.kregs()  # the calling thread's K0-K7 (not in Unicorn's context): copied as the rest
         child.threads[main.tid] = main
         child.runq.append(main)
 
@@ -311,6 +319,7 @@ class ProcessTable:
         """What the report needs of an image that ends (execve or exit): its instructions, what it asked for that
         preemu does not model, and the watch's violations."""
         rec.insns += q.insns
+        rec.vector += q.avx.executed if q.avx is not None else 0
         rec.notes += [f"not modelled: {u}" for u in q.unmodelled]
         rec.violations += q.watch.violations
 

@@ -27,7 +27,7 @@ from .regbatch import read_reg
 from ..engine.faultaddr import failed_address
 from .sigframe import (PF_INSTR, PF_PROT, PF_USER, PF_WRITE, SEGV_ACCERR, SEGV_MAPERR, SI_KERNEL, SI_TKILL, X86_TRAP_BP,
                        X86_TRAP_PF, SigInfo,
-                       restore_rt_frame, setup_rt_frame)
+                       init_handler_fpu, restore_rt_frame, setup_rt_frame)
 from .sys_signal import UNBLOCKABLE
 from .sysabi import EINTR, ESRCH
 from .threads import BLOCKED, EXITED, Thread
@@ -126,6 +126,9 @@ class SignalDelivery:
         info = ev.info or _tkill_info(sig, self.pid, self.uid)
         xsave = (self.level.xcr0, self.avx.kregs()) if self.avx is not None else None
         frame = setup_rt_frame(self.uc, info, handler, restorer, t.sigmask, alt, on_alt, xsave)
+        if self.avx is not None:            # the handler starts from Linux's init FPU state (sigframe.py)
+            init_handler_fpu(self.uc, self.level.xcr0)
+            self.avx.set_kregs(())
         t.sigmask |= mask | (0 if flags & SA_NODEFER else 1 << (sig - 1))
         t.frames.append(frame)
         self.watch.delivered(ev, t, frame)
@@ -139,8 +142,14 @@ class SignalDelivery:
         frame = t.frames.pop() if t.frames and t.frames[-1].ucontext == rsp else None
         restored = restore_rt_frame(self.uc, self.level.xcr0 if self.avx is not None else 0)
         if self.avx is not None:
-            self.avx.set_kregs(restored.kregs)
+            self.avx.set_kregs(restored.kregs)      # () after a bad frame: the FPU's init state
         t.sigmask = restored.sigmask & ~UNBLOCKABLE
+        if restored.bad:                    # badframe: signal_fault -> force_sig(SIGSEGV) (signal_64.c)
+            ev = self.watch.sent(11, t.tid, t.tid)
+            ev.info = SigInfo(11, SI_KERNEL)
+            ev.fault = f"rt_sigreturn: {restored.bad}"
+            t.pending[11] = ev
+            self._force_sig(t, 11)
         if frame is None:
             self.watch.violation("sigreturn-frame", f"rt_sigreturn in thread {t.tid} with ucontext {rsp:#x}, "
                                  "which is not the frame preemu delivered last")

@@ -209,6 +209,60 @@ class Restored:
     fpstate: int
     kregs: tuple = ()       # K0-K7 from an XSAVE area with the opmask component (the caller keeps them)
     vals: tuple = ()        # `regs`' values in GREGS[:18]'s order
+    bad: str = ""           # why the FPU state could not be restored (XRSTOR's #GP): rt_sigreturn's SIGSEGV
+
+
+def _restore_xstate(uc, fx: bytes, fpstate: int, xcr0: int, r: Restored) -> Restored:
+    """The FPU part of rt_sigreturn at --cpu v3/v4, as __fpu_restore_sig does it (arch/x86/kernel/fpu/signal.c):
+    the software bytes checked (xstate.check_sw_bytes; uc_flags is not looked at), then XRSTOR with the features
+    they name (& XCR0) and the rest initialised; a frame that fails the check gets FXRSTOR of its FXSAVE image
+    and every extended component initialised. XRSTOR's or FXRSTOR's #GP sets `bad`, and the FPU is initialised
+    (fpu__restore_sig: fpu__clear_user_states when the restore fails)."""
+    xfeatures = xstate.check_sw_bytes(fx, xcr0, lambda off: struct.unpack("<I", mem_read(uc, fpstate + off, 4))[0])
+    mxcsr = struct.unpack_from("<I", fx, 24)[0]
+    xmm = fx[160:160 + 16 * len(XMM)]
+    fcw, fsw = struct.unpack_from("<HH", fx, 0)
+    area = None
+    if xfeatures is None:                             # fx_only: FXRSTOR
+        if mxcsr >> 16:
+            r.bad = f"MXCSR {mxcsr:#x} in the frame has reserved bits set (FXRSTOR #GP)"
+            init_handler_fpu(uc, xcr0)
+            return r
+    else:
+        rfbm = xfeatures & xcr0
+        area = mem_read(uc, fpstate + FXSAVE_SIZE, xstate.size(xcr0) - FXSAVE_SIZE)
+        r.bad = xstate.bad_header(area, xcr0, rfbm)
+        if not r.bad and rfbm & 6 and mxcsr >> 16:         # loaded when SSE or AVX is requested
+            r.bad = f"MXCSR {mxcsr:#x} in the frame has reserved bits set (XRSTOR #GP)"
+        if r.bad:
+            init_handler_fpu(uc, xcr0)
+            return r
+        bv = struct.unpack_from("<Q", area, 0)[0] & rfbm
+        if not bv & 1:                                # x87 in its initial configuration
+            fcw, fsw = 0x37F, 0
+        if not bv & 2:                                # XMM0-15 zero
+            xmm = bytes(len(xmm))
+        if not rfbm & 2:                              # MXCSR from init_fpstate (os_xrstor of init_bv)
+            mxcsr = 0x1F80
+        _FX_RESTORE.write_raw(uc, _FX_RESTORE_HEAD.pack(fcw, fsw, mxcsr) + xmm)
+        r.kregs = xstate.restore(uc, xcr0, area, rfbm)
+        return r
+    _FX_RESTORE.write_raw(uc, _FX_RESTORE_HEAD.pack(fcw, fsw, mxcsr) + xmm)
+    r.kregs = xstate.restore(uc, xcr0, None, 0)
+    return r
+
+
+def init_handler_fpu(uc, xcr0: int) -> None:
+    """The FPU state a signal handler starts with at --cpu v3/v4: handle_signal's fpu__clear_user_states
+    (arch/x86/kernel/signal.c, fpu/core.c) loads init_fpstate: x87 initialised (FCW 0x37F), MXCSR 0x1F80,
+    every XMM/YMM/ZMM register zero (K0-K7: the caller's)."""
+    from ..engine.avxexec import ZMM, write_reg
+    uc.reg_write(X.UC_X86_REG_FPCW, 0x37F)
+    uc.reg_write(X.UC_X86_REG_FPSW, 0)
+    uc.reg_write(X.UC_X86_REG_FPTAG, 0xFFFF)
+    uc.reg_write(X.UC_X86_REG_MXCSR, 0x1F80)
+    for r in ZMM[:32 if xcr0 >> 7 & 1 else 16]:
+        write_reg(uc, r, 0, 64)
 
 
 def restore_rt_frame(uc, xcr0: int = 0) -> Restored:
@@ -230,14 +284,11 @@ def restore_rt_frame(uc, xcr0: int = 0) -> Restored:
     _GREGS.write(uc, vals)
     if fpstate:
         fx = mem_read(uc, fpstate, FXSAVE_SIZE)
+        if xcr0:
+            return _restore_xstate(uc, fx, fpstate, xcr0, Restored(regs, sigmask, fpstate, vals=vals))
         fcw, fsw = struct.unpack_from("<HH", fx, 0)
         mxcsr = struct.unpack_from("<I", fx, 24)[0]
         _FX_RESTORE.write_raw(uc, _FX_RESTORE_HEAD.pack(fcw, fsw, mxcsr) + fx[160:160 + 16 * len(XMM)])
-        flags = struct.unpack_from("<Q", b, UC_FLAGS)[0]
-        if xcr0 and flags & xstate.UC_FP_XSTATE and struct.unpack_from("<I", fx, xstate.SW_BYTES)[0] == \
-                xstate.FP_XSTATE_MAGIC1:
-            ext = mem_read(uc, fpstate + FXSAVE_SIZE, xstate.size(xcr0) - FXSAVE_SIZE)
-            return Restored(regs, sigmask, fpstate, xstate.restore(uc, xcr0, ext), vals)
     else:                                   # NULL fpstate: the FPU is reset to its init state
         uc.reg_write(X.UC_X86_REG_FPCW, 0x37F)
         uc.reg_write(X.UC_X86_REG_MXCSR, 0x1F80)

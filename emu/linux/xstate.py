@@ -7,14 +7,27 @@ standard (non-compacted) XSAVE layout of the SDM (vol. 1 13.4-13.5, the offsets 
 512-byte FXSAVE image, the 64-byte header (XSTATE_BV at +512), then YMM_Hi128 (component 2) at 576, the
 opmask registers (5) at 1088, ZMM_Hi256 (6) at 1152, Hi16_ZMM (7) at 1664; FP_XSTATE_MAGIC1 and the sizes
 in the FXSAVE image's software-reserved bytes (464), FP_XSTATE_MAGIC2 after the area; UC_FP_XSTATE in
-uc_flags. Which components exist is the level's XCR0 (core/cpulevel.py). Left out: the compacted format,
-XSTATE_BV bits for components in their init state (every enabled component is written).
+uc_flags. Which components exist is the level's XCR0 (core/cpulevel.py).
+
+XSTATE_BV (XINUSE): Linux clears the header and executes XSAVE (arch/x86/kernel/fpu/xstate.h
+xsave_to_user_sigframe), which writes every enabled component and sets XSTATE_BV[i] to XINUSE[i]; then
+save_xstate_epilog sets the x87 and SSE bits whatever they were (signal.c: "for legacy compatible, we always
+set FP/SSE bits"). The SDM (vol. 1 13.6, 13.7) lets XINUSE[i] be 0 or 1 for a component in its initial
+configuration and requires 1 otherwise; preemu's CPU clears it exactly when the component is in its initial
+configuration (all zeros: the Y upper halves, K0-K7, the Z upper halves, Z16-31). rt_sigreturn honours it as
+XRSTOR does (`restore`): a component is loaded only when the frame's software bytes name it (fx_sw.xfeatures,
+restore_fpregs_from_user) and its XSTATE_BV bit is set; every other one is put in its initial configuration.
+A frame whose software bytes do not check out (magics, sizes: check_xstate_in_sigframe) restores the FXSAVE
+image alone and the rest goes to its initial configuration. XRSTOR's #GP (an XSTATE_BV bit XCR0 lacks, a
+nonzero XCOMP_BV or reserved header bytes, MXCSR reserved bits) makes rt_sigreturn fail: `bad_header`.
+Left out: the compacted format, the x87 registers' contents (Go uses no x87).
 """
 from __future__ import annotations
 
 import struct
 
 FXSAVE_SIZE, HEADER = 512, 64
+XFEATURE_MASK_FPSSE = 0x3               # x87 and SSE: always set in a frame Linux writes
 SW_BYTES = 464                          # struct _fpx_sw_bytes inside the FXSAVE image
 FP_XSTATE_MAGIC1, FP_XSTATE_MAGIC2 = 0x46505853, 0x46505845
 UC_FP_XSTATE = 0x1
@@ -34,8 +47,8 @@ def extended(uc, xcr0: int, kregs) -> bytes:
     and `kregs` (K0-K7, which the engine does not keep)."""
     from ..engine.avxexec import ZMM, read_reg       # only at v3/v4: a v1 process never imports the vector unit
     out = bytearray(size(xcr0) - FXSAVE_SIZE)
-    struct.pack_into("<Q", out, 0, xcr0)                                    # XSTATE_BV
     zmm = [read_reg(uc, r, 64) for r in ZMM[:32 if xcr0 >> 7 & 1 else 16]]
+    struct.pack_into("<Q", out, 0, xstate_bv(xcr0, zmm, kregs))
     for c, (off, n) in COMPONENTS.items():
         if not xcr0 >> c & 1:
             continue
@@ -51,21 +64,74 @@ def extended(uc, xcr0: int, kregs) -> bytes:
     return bytes(out)
 
 
+def xinuse(xcr0: int, zmm, kregs) -> int:
+    """XINUSE's bits of the extended components `xcr0` enables: set for one not in its initial configuration
+    (zmm: the registers' 512-bit values, 16 or 32 of them; kregs: K0-K7 or ())."""
+    hi128 = ((1 << 128) - 1) << 128
+    bits = 0
+    if xcr0 >> 2 & 1 and any(z & hi128 for z in zmm[:16]):
+        bits |= 1 << 2
+    if xcr0 >> 5 & 1 and any(kregs or ()):
+        bits |= 1 << 5
+    if xcr0 >> 6 & 1 and any(z >> 256 for z in zmm[:16]):
+        bits |= 1 << 6
+    if xcr0 >> 7 & 1 and any(zmm[16:32]):
+        bits |= 1 << 7
+    return bits
+
+
+def xstate_bv(xcr0: int, zmm, kregs) -> int:
+    """The header's XSTATE_BV as Linux's signal frame has it: XINUSE, x87 and SSE always set."""
+    return XFEATURE_MASK_FPSSE | xinuse(xcr0, zmm, kregs)
+
+
 def sw_bytes(xcr0: int) -> bytes:
     """The 48 software-reserved bytes of the FXSAVE image that tell a reader the XSAVE area follows."""
     n = size(xcr0)
     return struct.pack("<IIQI", FP_XSTATE_MAGIC1, n + 4, xcr0, n).ljust(48, b"\0")
 
 
-def restore(uc, xcr0: int, area: bytes) -> tuple[int, ...]:
-    """Load the enabled components of `area` (the part past the FXSAVE image; XMM0-15 already restored from
-    it) into the engine's ZMM registers; return K0-K7 for the caller to keep."""
+def check_sw_bytes(fx: bytes, xcr0: int, magic2_at) -> int | None:
+    """check_xstate_in_sigframe (arch/x86/kernel/fpu/signal.c): the features the frame's software bytes
+    name (fx_sw.xfeatures) when they check out -- MAGIC1, min <= xstate_size <= the XSAVE area's size and
+    <= extended_size, MAGIC2 right after xstate_size bytes (`magic2_at(offset)` reads that u32) -- else None
+    (the FXSAVE image alone is restored)."""
+    magic1, extended_size, xfeatures, xsize = struct.unpack_from("<IIQI", fx, SW_BYTES)
+    if magic1 != FP_XSTATE_MAGIC1 or not FXSAVE_SIZE + HEADER <= xsize <= size(xcr0) or xsize > extended_size:
+        return None
+    return xfeatures if magic2_at(xsize) == FP_XSTATE_MAGIC2 else None
+
+
+def bad_header(area: bytes, xcr0: int, rfbm: int) -> str:
+    """Why XRSTOR (standard form) with requested features `rfbm` would raise #GP on this area's header, or ""
+    (SDM vol. 1 13.8.1: an XSTATE_BV bit XCR0 lacks, bytes 23:8 of the header not zero)."""
+    bv = struct.unpack_from("<Q", area, 0)[0]
+    if bv & ~xcr0:
+        return f"XSTATE_BV {bv:#x} has bits XCR0 ({xcr0:#x}) lacks"
+    if any(area[8:24]):
+        return "XCOMP_BV or the reserved header bytes are not zero"
+    return ""
+
+
+def restore(uc, xcr0: int, area: bytes | None, rfbm: int) -> tuple[int, ...]:
+    """The extended components after rt_sigreturn, from `area` (the part past the FXSAVE image; XMM0-15
+    already loaded as the caller's XRSTOR decided): component i is loaded when rfbm[i] (the features the frame
+    names, & XCR0) and XSTATE_BV[i] are set, else put in its initial configuration (zeros), as XRSTOR and
+    os_xrstor(&init_fpstate, init_bv) leave it; area None: every one initialised (FXRSTOR only). Returns K0-K7
+    for the caller to keep."""
     from ..engine.avxexec import ZMM, read_reg, write_reg
+    bv = struct.unpack_from("<Q", area, 0)[0] & rfbm if area is not None else 0
     xmm = b"".join(read_reg(uc, r, 16).to_bytes(16, "little") for r in ZMM[:16])
     nz, width = (32, 64) if xcr0 >> 7 & 1 else (16, 32)
-    for i, v in enumerate(registers(xmm, area, xcr0, nz, width)):
+    if area is None:
+        area = bytes(size(xcr0) - FXSAVE_SIZE)
+    masked = bytearray(area)
+    for c, (off, n) in COMPONENTS.items():
+        if xcr0 >> c & 1 and not bv >> c & 1:
+            masked[off - FXSAVE_SIZE:off - FXSAVE_SIZE + n] = bytes(n)
+    for i, v in enumerate(registers(xmm, bytes(masked), xcr0, nz, width)):
         write_reg(uc, ZMM[i], v, 64)
-    return kregs(area, xcr0)
+    return kregs(bytes(masked), xcr0)
 
 
 def registers(xmm: bytes, area: bytes, xcr0: int, nvec: int, width: int) -> list[int]:

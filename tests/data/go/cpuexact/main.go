@@ -2,6 +2,9 @@
 // sha512 and AES-GCM, hash/crc32, encoding/base64, math (Exp, Pow, Log, Sqrt, FMA), slices.Sort,
 // strings/bytes search, hash/maphash and maps with int keys (the runtime's AES hash). It prints digests and
 // values, so a run under preemu can be compared byte for byte with the native run (tests/test_cpu_exact.py).
+// Collections of many small pointer-holding objects: at v4 (an Ice Lake-SP CPUID) the runtime's Green Tea collector
+// scans their spans with its AVX-512 packed scanner (GFNI, VBMI, BITALG). Child processes at the level: the binary runs itself (os/exec: vfork and execve) to hash and compute there,
+// and forks (a raw fork: the child runs the parent's text, AVX sites included) to hash in the child.
 package main
 
 import (
@@ -16,9 +19,90 @@ import (
 	"hash/crc32"
 	"hash/maphash"
 	"math"
+	"os"
+	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
+	"syscall"
+	"unsafe"
 )
+
+// what the forked child hashes and writes (no allocation after the fork: only the calling thread is copied)
+var (
+	forkIn  [4096]byte
+	forkOut [2*sha256.Size + 1]byte
+)
+
+// forked runs in the child of a raw fork: sha256 (AVX2/SHA-NI at v3/v4) and a write, then exit_group.
+//
+//go:nosplit
+func forkedHash() {
+	sum := sha256.Sum256(forkIn[:])
+	const hexd = "0123456789abcdef"
+	for i, b := range sum {
+		forkOut[2*i], forkOut[2*i+1] = hexd[b>>4], hexd[b&15]
+	}
+	forkOut[len(forkOut)-1] = '\n'
+	syscall.RawSyscall(syscall.SYS_WRITE, 1, uintptr(unsafe.Pointer(&forkOut[0])), uintptr(len(forkOut)))
+	syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 3, 0, 0)
+}
+
+func childMain() {
+	buf := data(20_000, 11)
+	x := 0.0
+	for i := 1; i <= 300; i++ {
+		x += math.Exp(float64(i)/100) + math.Pow(float64(i), 0.7) + math.Log(float64(i)) + math.Sqrt(float64(i))
+	}
+	fmt.Printf("child sha256 %x sha512 %x crc32 %08x math %.17g\n", sha256.Sum256(buf), sha512.Sum512(buf[:999]),
+		crc32.ChecksumIEEE(buf), x)
+}
+
+type node struct {
+	next *node
+	val  int
+}
+
+func gcwork() {
+	var keep []*node
+	for r := 0; r < 3; r++ {
+		var head *node
+		for i := 0; i < 50000; i++ {
+			head = &node{next: head, val: i}
+		}
+		keep = append(keep, head)
+		runtime.GC()
+	}
+	sum := 0
+	for _, h := range keep {
+		for n := h; n != nil; n = n.next {
+			sum += n.val
+		}
+	}
+	fmt.Println("gc    ", sum)
+}
+
+func children() {
+	exe, err := os.Executable()
+	if err != nil {
+		panic(err)
+	}
+	out, err := exec.Command(exe, "child").Output()
+	fmt.Printf("exec   %q %v\n", out, err)
+
+	copy(forkIn[:], data(len(forkIn), 5))
+	os.Stdout.Sync()
+	pid, _, e := syscall.RawSyscall(syscall.SYS_FORK, 0, 0, 0)
+	if e != 0 {
+		panic(e)
+	}
+	if pid == 0 {
+		forkedHash()
+	}
+	var ws syscall.WaitStatus
+	_, err = syscall.Wait4(int(pid), &ws, 0, nil)
+	fmt.Printf("fork   parent %x exited=%v status=%d err=%v\n", sha256.Sum256(forkIn[:]), ws.Exited(), ws.ExitStatus(), err)
+}
 
 func data(n int, seed uint32) []byte {
 	b := make([]byte, n)
@@ -30,6 +114,10 @@ func data(n int, seed uint32) []byte {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "child" {
+		childMain()
+		return
+	}
 	buf := data(100_000, 7)
 	fmt.Printf("sha256 %x\n", sha256.Sum256(buf))
 	fmt.Printf("sha1   %x\n", sha1.Sum(buf))
@@ -102,4 +190,6 @@ func main() {
 		n++
 	}
 	fmt.Println("map   ", n, sum, m[7919], len(sm), sm["k5"])
+	gcwork()
+	children()
 }
