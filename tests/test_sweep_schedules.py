@@ -91,7 +91,7 @@ def test_the_text_report_says_what_ran_and_what_failed():
     code, out, _ = cli_run(*ARGS, "--schedules", 3, "--depth", 2, "--jobs", "1")
     assert code == 0
     assert ("  schedules                  3   of 3 PCT schedules of depth 2 (seeds 1..3; k = 95 steps): the first "
-            "chain's 974 points again, every thread under the schedule") in out
+            "chain's 974 points\n" + " " * 33 + "again, every thread under the schedule") in out    # wrapped at 120
     assert "the program ended as uninterrupted every time" in out and "\nOK: " in out
 
 

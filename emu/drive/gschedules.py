@@ -24,7 +24,9 @@ sysmon are threads like the others: their priorities and the change points (at t
 at G's and its peers') decide how far the workers get while G runs, for example G moving a pointer after its
 own stack was scanned and before the workers reach the object. What is judged is the program's ending (the
 runtime's own "found bad pointer in Go heap" or a checkmark failure, a test's FAIL, a panic); the realgc
-watch's use-after-free reports of the schedule runs are not collected (the sweep's own runs report them).
+watch's use-after-free reports of the schedule runs are not collected (the sweep's own runs report them), and
+the quarantine (quarantine.py) is off in them, so a freed slot is reused as natively and the runtime's own
+checks can fire.
 Measured: tests/data/go/gcnowb's moveNoWB (an assembly move without a write barrier) fails under schedule 1
 (the runtime finds the freed node: "found bad pointer in Go heap"; with a Go 1.24 build too), its moveWB twin
 passes 10 of 10, tests/data/go/gccorrect's maps and chans 5 of 5, its pooled and finals and gcverdicts'
@@ -153,6 +155,17 @@ def explore(sw, ref, points, seeds: list[int], depth: int, budget: int, replay) 
     """The first chain at `points` under each schedule of `seeds` (module docstring); `replay(seed)` is the
     command that replays one."""
     c0 = time.process_time()
+    quarantine = sw.gc.quarantine if sw.gc is not None else None
+    if quarantine is not None:      # what a schedule run judges is the runtime's own ending: a freed slot reused
+        sw.gc.quarantine = None     # as natively, so its checks ("found bad pointer in Go heap") can fire
+    try:
+        return _explore(sw, ref, points, seeds, depth, budget, replay, c0)
+    finally:
+        if quarantine is not None:
+            sw.gc.quarantine = quarantine
+
+
+def _explore(sw, ref, points, seeds: list[int], depth: int, budget: int, replay, c0: float) -> SweepSchedules:
     pcs = step_pcs(sw.image, sw.package or "main")
     cal, _, cal_reached = _run(sw, pcs, CALIBRATION_SEED, 1, 1, points, budget)
     # a --gc chain's points are every step-th boundary until F returns (realsweep.py: an open range): count the

@@ -41,7 +41,7 @@ def _registers(regs: dict[str, str], flags: str) -> list[str]:
             out.append("    " + "  ".join(f"{n:>6} {regs[n]}" for n in names[k:k + per]))
     out[(len(gp) - 1) // 4] += f"  [{flags}]"
     wide = [n for n in regs if n not in REG_ORDER]          # --cpu v3/v4: Y0-15, or Z0-31 and K0-7
-    for names, per in (([n for n in wide if n[0] == "Y"], 2), ([n for n in wide if n[0] == "Z"], 1),
+    for names, per in (([n for n in wide if n[0] == "Y"], 1), ([n for n in wide if n[0] == "Z"], 1),
                        ([n for n in wide if n[0] == "K"], 4)):
         for k in range(0, len(names), per):
             out.append("    " + "  ".join(f"{n:>6} {regs[n]}" for n in names[k:k + per]))
