@@ -14,7 +14,7 @@ did (bench/bench_exec.py). The engine cares too: Unicorn checks every write that
 against the translated code of an executable page (notdirty_write in its cputlb.c), and a Go heap
 holds no code. Left out: file mappings, MAP_SHARED semantics, MAP_GROWSDOWN, mremap, brk.
 
-The run's cgroup (Cgroup, below): The run's cgroup: one memory limit and one task limit for everything the program makes preemu hold.
+The run's cgroup (Cgroup, below): one memory limit and one task limit for everything the program makes preemu hold.
 
 Mirrors two cgroup v2 controllers, in brief. mm/memcontrol.c (memory.max): every charge of the group's memory
 is checked against one limit (try_charge_memcg), whatever its kind: a process's accessible pages (memory.py,
