@@ -33,7 +33,10 @@ every in-use span in mheap_.allspans, slot i is allocated iff i < freeindex or a
 (at startTheWorldWithSema, after gcSweep and numgc++: mgc.go:1400-1530), and slots of spans the cycle
 released, were freed by it. From then on preemu watches them (memory hooks over the spans' freed ranges):
 an access to one that is still free (spanOf -> state, freeindex, allocBits, as the runtime would answer)
-is a use of freed memory; one that has been reallocated stops being watched. At --cpu v3/v4 the same hooks
+is a use of freed memory; one that has been reallocated stops being watched (in the concurrent mode freed
+objects are quarantined instead, kept out of reuse: quarantine.py). Not uses: the runtime setting up a reused
+span (SPAN_SETUP), a vector load that only runs into the object from a live neighbour (_over_read), the
+collector scanning a quarantined object (GC_SCAN). At --cpu v3/v4 the same hooks
 are on the accesses of the AVX instructions preemu executes itself (engine/avxmem.py). The watch is off while a
 cycle runs (the collector reads only marked objects; free slots are skipped by isFreeOrNewlyAllocated).
 
@@ -66,7 +69,7 @@ from unicorn import x86_const as X
 
 from ..core.errors import EmuError
 from ..engine.faultaddr import accesses, insn_at_rip
-from .quarantine import Quarantine
+from .quarantine import MALLOC_HEADER_MIN, Quarantine
 from .regbatch import read_reg
 
 GODEBUG = "gcstoptheworld=2"           # --gc=scan's setting (the concurrent mode runs with the default GODEBUG)
@@ -79,7 +82,6 @@ PAGE_SHIFT = 13                          # _PageShift
 PAGES_PER_ARENA = 8192                   # heapArenaBytes (64 MiB) / pageSize
 ARENA_SHIFT = 26                         # logHeapArenaBytes on linux/amd64
 ARENA_BASE_OFFSET = 0xffff800000000000   # arenaBaseOffset (malloc.go:314)
-MALLOC_HEADER_MIN = 512                  # minSizeForMallocHeader: larger scan objects start with *_type
 G_STATUS = {1: "_Grunnable", 2: "_Grunning", 3: "_Gsyscall", 4: "_Gwaiting", 9: "_Gpreempted"}
 GC_OFF, GC_MARK, GC_MARKTERMINATION = 0, 1, 2            # runtime/mgc.go gcphase
 #: the runtime's functions that set up memory it hands to a new span (or takes back from one): their accesses to a
