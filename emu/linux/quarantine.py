@@ -81,8 +81,8 @@ class Quarantine:
             s = self.gc.span_fields(sp)
             spans[sp] = (s, self._special_offsets(s) if specials else set())
         s, offs = spans[sp]
-        i = (addr - s["startAddr"]) // s["elemsize"] if s["elemsize"] else -1
-        return (s, i, offs) if 0 <= i < s["nelems"] and s["gcmarkBits"] else None
+        i = self.gc.slot_index(s, addr)
+        return (s, i, offs) if i is not None and s["gcmarkBits"] else None
 
     def _mark(self, s: dict, i: int) -> None:
         at = s["gcmarkBits"] + i // 8

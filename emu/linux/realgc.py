@@ -331,6 +331,12 @@ class RealGC:
         names, st, size = self._span_fmt
         return dict(zip(names, st.unpack(self.p.read(sp, size))))
 
+    @staticmethod
+    def slot_index(s: dict, addr: int) -> int | None:
+        """The slot of span s (span_fields) that addr lies in, or None outside its slots."""
+        i = (addr - s["startAddr"]) // s["elemsize"] if s["elemsize"] else -1
+        return i if 0 <= i < s["nelems"] else None
+
     def _allocated(self, s: dict) -> int:
         """Bit i set: slot i of span s is allocated (heap computes the same for every span at once)."""
         n = s["nelems"]
@@ -403,8 +409,8 @@ class RealGC:
             return False                    # the runtime's own memory now (stacks, workbufs)
         if s["state"] != M_SPAN_IN_USE:
             return True
-        i = (addr - s["startAddr"]) // s["elemsize"] if s["elemsize"] else -1
-        if not 0 <= i < s["nelems"]:
+        i = self.slot_index(s, addr)
+        if i is None:
             return False                    # no slot of the span: its own metadata (Green Tea's inline mark bits
             #                                 at a small-object span's end, mgcmark_greenteagc.go:139-141)
         if self.concurrent:           # the lazy sweep: a span not swept since the last cycle frees its unmarked slots
@@ -677,9 +683,9 @@ class RealGC:
         if not sp or self.p.read(sp + self._state_at, 1)[0] != M_SPAN_IN_USE:
             return None
         s = self.span_fields(sp)
-        if not s["elemsize"] or not s["startAddr"] <= addr < s["startAddr"] + s["elemsize"] * s["nelems"]:
+        i = self.slot_index(s, addr)
+        if i is None:
             return None
-        i = (addr - s["startAddr"]) // s["elemsize"]
         return s["startAddr"] + i * s["elemsize"] if (self._allocated(s) >> i) & 1 else None
 
     def _survived(self, o: Freed) -> None:
