@@ -11,7 +11,12 @@ natively* when the exit status and the last line of stdout (`PASS`/`FAIL`) are t
 
 `--testprog`: every entry that runtime/testdata/testprog registers (Go's runtime tests run it as
 `testprog NAME`, runtime/crash_test.go runTestProg), natively (twice) and under preemu, both in
-GOROOT/src/runtime as runtime's tests run it (20 s of virtual time, 3 G instructions at most). An entry ends
+GOROOT/src/runtime as runtime's tests run it (20 s of virtual time, 3 G instructions at most), each with the
+environment runtime's own tests start it with, read from their source (testprog_env.py: runTestProg,
+runBuiltTestProg and cmd.Env of the runtime's *_test.go; RUNTIME_TEST_SHORT=1 as under -short): one row per
+distinct environment, named by the entry and its variables (`LockOSThreadAvoidsStatePropagation
+GOMAXPROCS=1`); an entry no test starts by a literal name runs with the base environment alone. Naming an
+entry on the command line runs all its rows. An entry ends
 as natively when the exit status (or the killing signal) and the first line of stdout and of stderr are the
 same; where the two native runs already differ on a line (a temporary file's name, an address), that line is
 not compared.
@@ -37,8 +42,10 @@ alone 24 min; 50 s natively); the testprog entries 11 min.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -49,6 +56,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from emu.front import gobuild  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+import testprog_env  # noqa: E402
 
 PACKAGES = ("archive/tar archive/zip bufio bytes cmp compress/bzip2 compress/flate compress/gzip compress/lzw "
             "compress/zlib container/heap container/list container/ring context crypto/aes crypto/cipher "
@@ -73,10 +83,21 @@ MOUNTS = [a for d in (str(gobuild.goroot()), "/usr/share/zoneinfo") if os.path.i
 
 
 def testprog_entries() -> list[str]:
-    """The names testprog registers (runtime/testdata/testprog/main.go:12 register), in file order."""
+    """The names testprog registers (runtime/testdata/testprog/main.go:12 register, :18 registerInit), in file
+    order."""
     import re
     src = gobuild.goroot() / "src" / TESTPROG
-    return [m for f in sorted(src.glob("*.go")) for m in re.findall(r'register\("(\w+)"', f.read_text())]
+    return list(dict.fromkeys(m for f in sorted(src.glob("*.go"))
+                              for m in re.findall(r'register(?:Init)?\("(\w+)"', f.read_text())))
+
+
+@functools.lru_cache(maxsize=1)
+def testprog_runs() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Row name -> (entry, environment): each entry once per environment runtime's own tests start it with,
+    read from their source (testprog_env.py); the name is the entry followed by its variables beyond the base."""
+    found = testprog_env.read(gobuild.goroot() / "src" / "runtime")
+    return {" ".join((name, *env[len(testprog_env.BASE_ENV):])): (name, env)
+            for name, env, _ in testprog_env.runs(testprog_entries(), found)}
 
 
 def _status(code: int | None, signal: int = 0) -> str:
@@ -90,24 +111,35 @@ def _line(text: str, last: bool) -> str:
     return lines[-1 if last else 0][:60]
 
 
-def native(binary: Path, args: list[str], cwd: Path) -> dict:
+def native(binary: Path, args: list[str], cwd: Path, env: tuple[str, ...] = ()) -> dict:
     t0 = time.perf_counter()
     try:
         r = subprocess.run([str(binary), *args], capture_output=True, text=True, errors="replace", timeout=120,
-                           cwd=cwd, env={})
+                           cwd=cwd, env=dict(kv.split("=", 1) for kv in env))
     except subprocess.TimeoutExpired:
         return {"status": "timeout", "stdout": "", "stderr": "", "wall": 120.0}
     return {"status": _status(r.returncode), "stdout": r.stdout, "stderr": r.stderr,
             "wall": round(time.perf_counter() - t0, 2)}
 
 
-def emulated(binary: Path, args: list[str], cwd: Path, max_ms: int, budget: int, cpu: str = "v1") -> dict:
-    """One `preemu exec` in a process of its own (a leak or a crash of one run cannot touch the next)."""
+def emulated(binary: Path, args: list[str], cwd: Path, max_ms: int, budget: int, cpu: str = "v1",
+             env: tuple[str, ...] = (), wall_s: float | None = None) -> dict:
+    """One `preemu exec` in a process of its own (a leak or a crash of one run cannot touch the next); with
+    `wall_s`, killed after that many seconds of wall time (status `not finished in N s`: a measurement's
+    limit, not a verdict on preemu's semantics)."""
     t0 = time.perf_counter()
     cmd = [sys.executable, "-m", "emu", "exec", str(binary), "--json", "--quiet", "--max-virtual-ms", str(max_ms),
-           "--budget", str(budget), "--cpu", cpu, *MOUNTS, "--", *args]
-    r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", cwd=cwd,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+           "--budget", str(budget), "--cpu", cpu, *MOUNTS, *(a for kv in env for a in ("--env", kv)), "--", *args]
+    pr = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", cwd=cwd,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+    try:
+        out, err = pr.communicate(timeout=wall_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(pr.pid, signal.SIGKILL)
+        pr.communicate()
+        return {"status": f"not finished in {wall_s:g} s", "how": "wall-time limit of the measurement",
+                "stdout": "", "stderr": "", "wall": wall_s, "virtual_ms": 0, "minsns": 0}
+    r = subprocess.CompletedProcess(cmd, pr.returncode, out, err)
     wall = round(time.perf_counter() - t0, 1)
     try:
         j = json.loads(r.stdout)
@@ -121,7 +153,7 @@ def emulated(binary: Path, args: list[str], cwd: Path, max_ms: int, budget: int,
             "minsns": j["instructions"] / 1e6, "unmodelled": j.get("unmodelled", {})}
 
 
-def package_row(pkg: str, tmp: Path, level: str = "v1") -> dict:
+def package_row(pkg: str, tmp: Path, level: str = "v1", wall_s: float | None = None) -> dict:
     """`pkg`'s test binary built at GOAMD64=`level` (no GOEXPERIMENT: a plain `GOAMD64=v3 go test -c`), run
     natively and under `preemu exec --cpu level`."""
     env = gobuild.go_env(gobuild.cache_dir(), False, goamd64=level, simd=False)
@@ -132,7 +164,7 @@ def package_row(pkg: str, tmp: Path, level: str = "v1") -> dict:
         return {"kind": "package", "name": pkg, "level": level, "build": r.stderr.strip()[:300]}
     src = gobuild.goroot() / "src" / pkg          # where `go test` runs a package's tests: its testdata is there
     n = native(binary, ["-test.short"], src)
-    e = emulated(binary, ["-test.short"], src, 60_000, 10_000_000_000, level)
+    e = emulated(binary, ["-test.short"], src, 60_000, 10_000_000_000, level, wall_s=wall_s)
     same = n["status"] == e["status"] and _line(n["stdout"], True) == _line(e["stdout"], True)
     binary.unlink()
     return {"kind": "package", "name": pkg, "level": level, "native": _short(n), "preemu": _short(e), "same": same}
@@ -149,15 +181,18 @@ def _short(run: dict) -> dict:
     return keep
 
 
-def testprog_row(name: str, binary: Path) -> dict:
+def testprog_row(name: str, binary: Path, wall_s: float | None = None) -> dict:
+    """The row `name` of testprog_runs(): its entry run with its environment."""
+    entry, env = testprog_runs()[name]
     cwd = gobuild.goroot() / "src" / "runtime"   # where runtime's tests run it (runtime/crash_test.go)
-    n1, n2 = native(binary, [name], cwd), native(binary, [name], cwd)
-    e = emulated(binary, [name], cwd, 20_000, 3_000_000_000)
+    n1, n2 = native(binary, [entry], cwd, env), native(binary, [entry], cwd, env)
+    e = emulated(binary, [entry], cwd, 20_000, 3_000_000_000, env=env, wall_s=wall_s)
     same = n1["status"] == e["status"]
     for what in ("stdout", "stderr"):
         if _line(n1[what], False) == _line(n2[what], False):       # a line the native runs agree on
             same = same and _line(n1[what], False) == _line(e[what], False)
-    return {"kind": "testprog", "name": name, "native": _short(n1), "preemu": _short(e), "same": same}
+    return {"kind": "testprog", "name": name, "env": list(env), "native": _short(n1), "preemu": _short(e),
+            "same": same}
 
 
 def load(path: str | None) -> dict:
@@ -220,10 +255,15 @@ def main() -> None:
     ap.add_argument("--shard", default="0/1", help="I/N: run every N-th name from the I-th")
     ap.add_argument("--testprog", action="store_true", help="runtime/testdata/testprog's entries, not packages")
     ap.add_argument("--cpu", default="v1", help="levels, comma-separated (packages only): a column each")
+    ap.add_argument("--wall", type=float, help="seconds of wall time a preemu run may take (then: not finished)")
     ap.add_argument("names", nargs="*")
     a = ap.parse_args()
     kind = "testprog" if a.testprog else "package"
-    names = a.names or (testprog_entries() if a.testprog else PACKAGES)
+    names = a.names or (list(testprog_runs()) if a.testprog else PACKAGES)
+    if a.testprog and a.names:                   # an entry's name picks its every environment's row
+        names = [r for r, (entry, _) in testprog_runs().items() if entry in a.names or r in a.names]
+        if not names:
+            ap.exit(2, f"bench_gotest: no testprog entry named {' '.join(a.names)}\n")
     levels = ["v1"] if a.testprog else a.cpu.split(",")
     i, n = (int(x) for x in a.shard.split("/"))
     done = load(a.results)
@@ -233,7 +273,7 @@ def main() -> None:
             for lv in levels:
                 if (kind, name, lv) in done:
                     continue
-                r = testprog_row(name, binary) if a.testprog else package_row(name, Path(d), lv)
+                r = testprog_row(name, binary, a.wall) if a.testprog else package_row(name, Path(d), lv, a.wall)
                 done[(kind, name, lv)] = r
                 if a.results:
                     with open(a.results, "a") as f:

@@ -7,7 +7,7 @@ import json
 
 import keystone
 import pytest
-from unicorn import UC_ARCH_X86, UC_MODE_64, Uc, UcError
+from unicorn import UC_ARCH_X86, UC_HOOK_INSN, UC_MODE_64, Uc, UcError
 from unicorn import x86_const as X
 
 from emu import cli
@@ -403,6 +403,25 @@ def test_vdso_functions_answer_what_the_syscalls_answer(executed, base):
     rax, mem = call("__vdso_time", data + 8)
     assert (rax, bytes(mem[8:16])) == (real // 10**9, struct.pack("<q", real // 10**9))
     assert call("__vdso_time", 0)[0] == real // 10**9
+    # #50: every other clock (the CPU-time ones, a pid-encoded one, an alarm clock, a bad id) was answered with
+    # monotonic time; it makes the clock_gettime syscall with the caller's arguments, as Linux's vDSO falls
+    # back, and returns what the syscall gave, ts written by the syscall only
+    calls = []
+
+    def kernel(uc, _):
+        calls.append(tuple(uc.reg_read(r) for r in (X.UC_X86_REG_RAX, X.UC_X86_REG_RDI, X.UC_X86_REG_RSI)))
+        if uc.reg_read(X.UC_X86_REG_RDI) == 99:
+            uc.reg_write(X.UC_X86_REG_RAX, -22 & (2**64 - 1))
+        else:
+            uc.mem_write(uc.reg_read(X.UC_X86_REG_RSI), struct.pack("<qq", 3, 456))
+            uc.reg_write(X.UC_X86_REG_RAX, 0)
+    uc.hook_add(UC_HOOK_INSN, kernel, None, 1, 0, X.UC_X86_INS_SYSCALL)
+    for clk in (2, 3, -2 & (2**64 - 1), 9):
+        assert call("__vdso_clock_gettime", clk, data) == (0, struct.pack("<qq", 3, 456) + b"\xaa" * 16)
+        assert calls.pop() == (228, clk, data)
+    assert call("__vdso_clock_gettime", 99, data) == (-22 & (2**64 - 1), b"\xaa" * 32)
+    assert call("__vdso_clock_gettime", 1, data)[1][:16] == struct.pack("<qq", mono // 10**9, mono % 10**9)
+    assert calls == [(228, 99, data)]
 
 
 def test_directories_have_a_size():

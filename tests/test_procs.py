@@ -30,12 +30,18 @@ F_GETFD, O_CLOEXEC = 1, 0o2000000
 
 
 # --- the whole program ---------------------------------------------------------------------------------------
-def test_a_program_that_runs_itself_reads_its_childs_output_and_exit_status_as_natively():
-    binary = gobuild.build(DATA / "go" / "selfexec").binary
+def _native_and_preemu(prog: str):
+    """tests/data/go/`prog` run natively (empty environment) and under `preemu exec --json`: the native
+    run, preemu's exit code and its JSON report."""
+    binary = gobuild.build(DATA / "go" / prog).binary
     native = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60, env={})
     out = io.StringIO()
     code = cli.main(["exec", str(binary), "--json"], out)
-    j = json.loads(out.getvalue())
+    return native, code, json.loads(out.getvalue())
+
+
+def test_a_program_that_runs_itself_reads_its_childs_output_and_exit_status_as_natively():
+    native, code, j = _native_and_preemu("selfexec")
     assert (code, j["stdout"], j["error"]) == (0, native.stdout, None)
     assert "child args [\\\"a\\\" \\\"b c\\\"]" in j["stdout"] and "signal: terminated" in j["stdout"]
     procs = j["processes"]
@@ -45,6 +51,14 @@ def test_a_program_that_runs_itself_reads_its_childs_output_and_exit_status_as_n
     assert by_end == [(0, None), (7, None), (0, None), (None, SIGTERM), (253, None)]
     assert all(p["ppid"] == 1000 for p in procs[1:]) and procs[2]["argv"][1:] == ["a", "b c"]
     assert any("execve /nonexistent/prog failed: ENOENT" in n for n in procs[5]["notes"])
+
+
+def test_process_groups_and_sessions_are_kept_as_natively():
+    """#50: syscall's test binary ended at getpgid (no such syscall). tests/data/go/pgrp: getpgid/getpgrp/getsid,
+    SysProcAttr Setpgid, Pgid and Setsid, setpgid's EACCES/EINVAL/ESRCH/EPERM, kill and wait4 on -pgid."""
+    native, code, j = _native_and_preemu("pgrp")
+    assert (code, j["stdout"], j["error"]) == (0, native.stdout, None)
+    assert "reaps both, killed by SIGTERM: 2" in native.stdout and native.stdout.count("true") == 9
 
 
 def test_the_text_report_lists_every_process():

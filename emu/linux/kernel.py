@@ -3,6 +3,7 @@ over the syscall families (as gVisor's sentry and Qiling's os/linux/syscall spli
 
   sys_proc.py    process and threads: clone, exit, ids, affinity, rlimits, uname, getrandom
   sys_fork.py    other processes: fork, vfork, execve, wait4, waitid, pidfds (the table: proctable.py)
+  sys_pgrp.py    process groups and sessions: getpgid, setpgid, getsid, setsid
   sys_mem.py     memory: mmap, munmap, mprotect, madvise
   sys_signal.py  signals: rt_sigaction, rt_sigprocmask, sigaltstack, kill/tkill/tgkill, rt_sigreturn
   sys_time.py    time and waiting: clock_gettime, nanosleep, futex
@@ -18,9 +19,10 @@ conventions and errnos: sysabi.py.
 """
 from __future__ import annotations
 
-from . import sys_file, sys_fork, sys_io, sys_mem, sys_msg, sys_proc, sys_signal, sys_socket, sys_time, sys_timer
+from . import (sys_file, sys_fork, sys_io, sys_mem, sys_msg, sys_pgrp, sys_proc, sys_signal, sys_socket, sys_time,
+               sys_timer)
 
-FAMILIES = (sys_proc, sys_fork, sys_mem, sys_signal, sys_time, sys_timer, sys_io, sys_file, sys_socket, sys_msg)
+FAMILIES = (sys_proc, sys_fork, sys_pgrp, sys_mem, sys_signal, sys_time, sys_timer, sys_io, sys_file, sys_socket, sys_msg)
 
 
 def _table() -> dict:

@@ -21,8 +21,8 @@ Left out: CLONE_VM without CLONE_VFORK (two running processes on one memory); wi
 runs on a copy of the parent's memory taken at the clone (the parent's calling thread waits until the child
 execs or exits, as Linux has it, but the child's stores before execve are not seen by the parent: Go's
 forkAndExecInChild1 writes only its own frame, which the parent does not read after the clone returns,
-syscall/exec_linux.go:345-353); execve in the first process (syscall.Exec); process groups and sessions
-beyond one group for all; stopped and continued children (WSTOPPED, WCONTINUED); resource use other than
+syscall/exec_linux.go:345-353); execve in the first process (syscall.Exec); controlling terminals and
+foreground groups (no tty); stopped and continued children (WSTOPPED, WCONTINUED); resource use other than
 user CPU time in rusage; core dumps. A process whose run fails (an unsupported syscall, a fault preemu
 cannot model) fails the whole run with its pid in the message.
 """
@@ -67,6 +67,9 @@ class ProcRecord:
     cpu_ns: int = 0                     # user CPU time, at the end
     vector: int = 0                     # instructions preemu's vector unit ran (--cpu v3/v4; engine/avx.py)
     gen: int = 0                        # pidfd wakeups (EPOLLET): bumped when the process ends
+    pgid: int = 0                       # process group and session (sys_pgrp.py): the parent's at fork
+    sid: int = 0
+    execed: bool = False                # it called execve since its fork (setpgid then answers EACCES)
 
     def describe(self) -> str:
         return f"process {self.pid} ({shlex.join(self.argv)[:80]})"
@@ -179,6 +182,7 @@ class ProcessTable:
         self.next_id = max([root.pid, *root.threads]) + 1
         self.records: dict[int, ProcRecord] = {root.pid: ProcRecord(root.pid, root.ppid, list(root.opts.argv),
                                                                       root.image.path, root)}
+        self.records[root.pid].pgid = self.records[root.pid].sid = root.pid   # a shell's job: leads both
         self.last = root.pid              # the process that ran the last slice
         self.images = 0                   # images started so far (each seeds its own random numbers)
         root.kernel = self
@@ -222,7 +226,8 @@ class ProcessTable:
         opts = dataclasses.replace(p.opts, signal_at_pc=None, signal_delay=0)
         child = type(p)(p.image, opts, oracle=None, origin=ForkOrigin(self, p, t, pid, stack, tls))
         child.tasks = 1
-        rec = ProcRecord(pid, p.pid, list(self.record_of(p).argv), self.record_of(p).binary, child, exit_signal)
+        mine = self.record_of(p)
+        rec = ProcRecord(pid, p.pid, list(mine.argv), mine.binary, child, exit_signal, pgid=mine.pgid, sid=mine.sid)
         if vfork:
             rec.vfork = (p, t)
         self.records[pid] = rec
@@ -327,7 +332,7 @@ class ProcessTable:
         new = old.exec_into
         self._keep(rec, old)
         old.release()
-        rec.proc, rec.argv, rec.binary = new, list(new.opts.argv), new.image.path
+        rec.proc, rec.argv, rec.binary, rec.execed = new, list(new.opts.argv), new.image.path, True
         self._release_vfork(rec)
 
     def _release_vfork(self, rec: ProcRecord) -> None:
@@ -382,13 +387,15 @@ class ProcessTable:
         return q.send_signal(t, q.signal_target(sig).tid, sig, SI_USER, info=SigInfo(sig, SI_USER, p.pid, p.uid))
 
     def kill(self, p, t: Thread, pid: int, sig: int) -> int:
-        """kill(2) beyond the caller itself: pid > 0 one process, 0 or -pgid the group (one group holds every
-        process here: the first one's), -1 every process but the caller (kill_something_info)."""
+        """kill(2) beyond the caller itself: pid > 0 one process, 0 the caller's process group, -pgid that group,
+        -1 every process but the caller (kill_something_info, __kill_pgrp_info)."""
         if pid > 0:
             rec = self.records.get(pid)
             return -ESRCH if rec is None else self.signal(p, t, rec, sig)
-        if pid in (0, -self.root.pid) or pid == -1:
-            targets = [r for r in self.records.values() if r.state != REAPED and not (pid == -1 and r.pid == p.pid)]
+        if pid <= 0:
+            pgid = self.record_of(p).pgid if pid == 0 else -pid
+            targets = [r for r in self.records.values() if r.state != REAPED
+                       and (r.pid != p.pid if pid == -1 else r.pgid == pgid)]
             if not targets:
                 return -ESRCH
             for r in targets:

@@ -248,8 +248,10 @@ def sys_wait4(p, t, pid, status_p, options, rusage, *_):
         return -ESRCH
     if pid > 0:
         match = lambda r: r.pid == pid                 # noqa: E731
-    else:
-        match = lambda r: True                          # noqa: E731  (one process group: -1, 0 and -pgid alike)
+    elif pid == -1:
+        match = lambda r: True                          # noqa: E731
+    else:                                               # 0: the caller's process group, < -1: group -pid
+        match = lambda r: r.pgid == (p.kernel.record_of(p).pgid if pid == 0 else -pid)    # noqa: E731
 
     def report(r) -> int:
         if status_p:
@@ -282,7 +284,8 @@ def sys_waitid(p, t, idtype, ident, infop, options, rusage, *_):
     elif idtype == P_PGID:
         if ident < 0:
             return -EINVAL
-        match = lambda r: True                          # noqa: E731  (one process group)
+        # 0: the caller's group (kernel/exit.c kernel_waitid, Linux 5.4+); only asked once there is a table
+        match = lambda r: r.pgid == (ident or p.kernel.record_of(p).pgid)                 # noqa: E731
     elif idtype == P_PIDFD:
         obj = p.fds.get(ident) if ident >= 0 else None
         if not isinstance(obj, PidFd):

@@ -16,7 +16,10 @@ returned at that instruction: virtual time = the slice's start + instructions ex
 counts the blocks before the function's first one, plus its two instructions up to the read) times
 ns-per-instruction, CLOCK_REALTIME adding the epoch offset, as sys_time.py does (seconds, and microseconds,
 by a multiply and shift, as compilers divide by constants: the emulated DIV is a slow helper call).
-Left out: getrandom (Go falls back to the syscall, which sys_mem answers) and clock_getres.
+clock_gettime keeps CLOCK_REALTIME and CLOCK_MONOTONIC; every other clock id makes the clock_gettime syscall
+from inside the vDSO, as Linux's does for the clocks its data page does not hold (the CPU-time clocks count
+the thread's or process's CPU time there, sys_time.clock_ns). Left out: getrandom (Go falls back to the
+syscall, which sys_mem answers) and clock_getres.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ VVAR = VDSO_BASE + 0x2000               # the counter's page (icount._Counter), 
 PAGE = 0x1000
 CODE_OFF = 0x400                        # the first function; each takes FUNC_ALIGN bytes
 FUNC_ALIGN = 0x80
+SYS_CLOCK_GETTIME = 228                 # arch/x86/entry/syscalls/syscall_64.tbl
 # the _Counter fields the code reads: one layout, icount's
 EXECUTED, CLOCK_BASE, NS_PER_INSN, REALTIME_OFFSET = (
     getattr(_Counter, f).offset for f in ("executed", "clock_base", "ns_per_insn", "realtime_offset"))
@@ -57,16 +61,33 @@ _SPLIT = """
 # name -> code; the System V arguments: clock_gettime(clk=rdi, ts=rsi), gettimeofday(tv=rdi, tz=rsi), time(tloc=rdi)
 _FUNCS = {
     # one translated block (no branch): the counter's per-block callback is most of a call's cost
+    # CLOCK_REALTIME (0) and CLOCK_MONOTONIC (1) here; any other clock (the CPU-time ones, negative ids, the
+    # alarm and coarse clocks, a bad id) makes the syscall, as Linux's vDSO falls back to it for what it does
+    # not keep (lib/vdso/gettimeofday.c __cvdso_clock_gettime_common). Still one block on the fast path: the
+    # choice is made with cmov (a fallback's stores go to the red zone, the syscall writes ts itself) and an
+    # indirect jump to the caller or to the fallback, which returns through r10 (SysV: r8-r11 are scratch)
     "__vdso_clock_gettime": _NOW + f"""
     xor edx, edx
     test edi, edi
     cmove rdx, qword ptr [r8 + {REALTIME_OFFSET}]
     add rax, rdx
-""" + _SPLIT + """
-    mov qword ptr [rsi], rdx
-    mov qword ptr [rsi + 8], rcx
+""" + _SPLIT + f"""
+    mov r9, rsi
+    lea r10, [rsp - 16]
+    cmp edi, 1
+    cmova r9, r10
+    mov qword ptr [r9], rdx
+    mov qword ptr [r9 + 8], rcx
+    pop r10
+    mov rcx, r10
+    lea r11, [rip + fallback]
+    cmova rcx, r11
     xor eax, eax
-    ret
+    jmp rcx
+fallback:
+    mov eax, {SYS_CLOCK_GETTIME}
+    syscall
+    jmp r10
 """,
     "__vdso_gettimeofday": _NOW + _REALTIME + _SPLIT + """
     test rdi, rdi
