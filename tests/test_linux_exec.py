@@ -432,6 +432,19 @@ def test_gettimeofday_and_time_read_the_same_virtual_realtime_clock(tmp_path):
     assert without.syscall_counts["gettimeofday"] == 2 and without.syscall_counts["time"] == 1
 
 
+def test_file_times_and_hard_links_as_natively():
+    """#50: os's test binary ended at utimensat (unsupported), and TestHardLink failed (tmpfs made no hard
+    links). tests/data/go/filetimes: atime and mtime apart, UTIME_OMIT/UTIME_NOW, EINVAL for a bad tv_nsec or
+    flag, a link's own times, futimens; a second name of one file, EPERM/EEXIST/ENOENT, rename onto it."""
+    import subprocess
+    binary = gobuild.build(DATA / "go" / "filetimes").binary
+    native = subprocess.run([str(binary)], capture_output=True, text=True, check=True, timeout=60).stdout
+    p = run(binary)
+    assert p.exit_code == 0 and bytes(p.fds.stdout.data).decode() == native
+    assert native.count("true") == 10 and "one file, two names: true 2" in native
+    assert "tv_nsec 1e9: invalid argument" in native and "link a directory: link DIR DIR/d: operation not permitted" in native
+
+
 def test_statx_answers_what_fstatat_answers(tmp_path):
     """statx(2) (include/uapi/linux/stat.h's struct statx) against os.Stat (fstatat) for a /tmp file and a
     file of the working directory: the same size, mode and inode, as natively."""

@@ -100,3 +100,18 @@ def test_unix_seqpacket_keeps_records_as_natively():
     code, j = _exec_json(prog)
     assert code == 0 and j["stdout"] == native
     assert 'read 5: "third" <nil>' in native and 'pair read: "ab"' in native
+
+
+def test_unix_socket_files_in_tmp_as_natively():
+    """#50: bind of an AF_UNIX path made no file, so log/syslog's TestFlap could not remove it (ENOENT) and rebind.
+    tests/data/go/unixfile: the socket file's type and mode, ENXIO, EADDRINUSE, ECONNREFUSED after close and
+    for a regular file, ENOENT after unlink and for sendto, a rename that keeps the socket reachable."""
+    prog = DATA / "go" / "unixfile"
+    native = subprocess.run([str(gobuild.build(prog).binary)], capture_output=True, text=True, check=True,
+                            timeout=60).stdout
+    code, j = _exec_json(prog)
+    assert code == 0 and j["stdout"] == native
+    for line in ("lstat: <nil> true -rwxr-xr-x", "dial after remove: dial unix DIR/sock: connect: no such file or "
+                 "directory", "datagram through the renamed file: hi <nil>", "sendto a path with no file: no such "
+                 "file or directory"):
+        assert line in native.splitlines()

@@ -14,9 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import fds as F
+from .sysabi import ENXIO
 from .threads import Wait
-
-ENXIO = 6
 
 
 @dataclass(eq=False)

@@ -10,6 +10,7 @@ over the syscall families (as gVisor's sentry and Qiling's os/linux/syscall spli
   sys_timer.py   CPU-time timers: setitimer(ITIMER_PROF), timer_create on the CPU clocks (SIGPROF)
   sys_io.py      descriptors that are not files: read/write/close/fcntl, pipes, eventfd, epoll
   sys_file.py    files: the mounts (mounts.py), /tmp in memory, /dev, chdir/getcwd, symbolic links
+  sys_fattr.py   file times: utimensat, utimes, futimesat, utime
   sys_socket.py  sockets inside the process: socketpair, AF_UNIX, loopback TCP/UDP (tcp.py: FIN, RST)
   sys_msg.py     sendmsg/recvmsg, SCM_RIGHTS
 
@@ -19,10 +20,11 @@ conventions and errnos: sysabi.py.
 """
 from __future__ import annotations
 
-from . import (sys_file, sys_fork, sys_io, sys_mem, sys_msg, sys_pgrp, sys_proc, sys_signal, sys_socket, sys_time,
+from . import (sys_fattr, sys_file, sys_fork, sys_io, sys_mem, sys_msg, sys_pgrp, sys_proc, sys_signal, sys_socket, sys_time,
                sys_timer)
 
-FAMILIES = (sys_proc, sys_fork, sys_pgrp, sys_mem, sys_signal, sys_time, sys_timer, sys_io, sys_file, sys_socket, sys_msg)
+FAMILIES = (sys_proc, sys_fork, sys_pgrp, sys_mem, sys_signal, sys_time, sys_timer, sys_io, sys_file, sys_fattr,
+            sys_socket, sys_msg)
 
 
 def _table() -> dict:

@@ -16,9 +16,9 @@ listing only what leads to a mount (_synthetic). A file of a :rw mount is opened
 through; nothing else on the host is ever written. /dev/urandom (and /dev/random) read the process's
 seeded generator; readlink of /proc/self/exe names the binary (which need not be visible). Left out: symbolic
 links on the host side of a mount (seen through, never made), the rest of /proc,
-file-backed mmap, O_APPEND on /dev/null beyond discarding. Hard links and links on a :rw mount's host side are
-not made (EPERM) where Linux would make them; where Linux refuses one (linkat: EXDEV across mounts, EROFS,
-EEXIST, ENOENT) the answer is Linux's.
+file-backed mmap, O_APPEND on /dev/null beyond discarding. Hard links in /tmp are tmpfs's; on a :rw mount's
+host side links are not made (EPERM) where Linux would make them; where Linux refuses one (linkat: EXDEV
+across mounts, EROFS, EEXIST, ENOENT) the answer is Linux's. File times: sys_fattr.py.
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ import struct
 from dataclasses import dataclass
 
 from . import fds
+from .sys_time import realtime
 from .tmpfs import DirHandle, MemFile, TmpFile, TmpFs
 
 AT_FDCWD = -100
@@ -259,7 +260,7 @@ def _openat(p, dirfd, path_addr, flags, mode):
         if node is not None and node.fifo is not None and not (flags & O_CREAT and flags & O_EXCL):
             from .fifo import open_fifo
             return open_fifo(p, p.cur, node.fifo, flags)
-        obj = p.tmpfs.open(guest, flags, mode, p.now())
+        obj = p.tmpfs.open(guest, flags, mode, realtime(p))
         return obj if isinstance(obj, int) else p.fds.install(obj)
     found = _host(p, guest)
     if isinstance(found, int):
@@ -350,7 +351,7 @@ def _change(p, dirfd, path_addr, in_tmp, on_host, follow: bool, exists: int = 0)
 
 
 def sys_mkdirat(p, t, dirfd, path_addr, mode, *_):
-    return _change(p, dirfd, path_addr, lambda g: p.tmpfs.mkdir(g, mode, p.now()),
+    return _change(p, dirfd, path_addr, lambda g: p.tmpfs.mkdir(g, mode, realtime(p)),
                    lambda h: os.mkdir(h, mode & 0o7777), follow=False, exists=-EEXIST)
 
 
@@ -378,7 +379,7 @@ def sys_mknodat(p, t, dirfd, path_addr, mode, dev=0, *_):
         if kind != S.S_IFIFO:
             return -EPERM
         from .fifo import FifoState
-        node = p.tmpfs._new(g, False, mode & 0o7777, p.now())
+        node = p.tmpfs._new(g, False, mode & 0o7777, realtime(p))
         node.mode, node.fifo = S.S_IFIFO | (mode & 0o7777), FifoState()
         return 0
 
@@ -441,7 +442,7 @@ def sys_symlinkat(p, t, target_addr, dirfd, path_addr, *_):
     if isinstance(guest, int):
         return guest
     if _tmp(p, guest) is not None:
-        return p.tmpfs.symlink(guest, target, p.now())
+        return p.tmpfs.symlink(guest, target, realtime(p))
     return _on_host(p, guest, lambda h: -EPERM, follow=False, exists=-EEXIST)
 
 
@@ -449,8 +450,8 @@ AT_SYMLINK_FOLLOW = 0x400
 
 
 def sys_linkat(p, t, olddirfd, old_addr, newdirfd, new_addr, flags=0, *_):
-    """link(2): hard links are not made (EPERM), but where Linux refuses one the answer is its: ENOENT for a
-    missing file, EXDEV across mounts (do_linkat: a link never leaves its mount, so nothing outside a :rw
+    """link(2): in /tmp a second name of the file (tmpfs.link); on the host hard links are not made (EPERM),
+    but where Linux refuses one the answer is its: ENOENT for a missing file, EXDEV across mounts (do_linkat: a link never leaves its mount, so nothing outside a :rw
     mount can be linked into it), EEXIST for a name already there, EROFS in a read-only mount."""
     old = _paths(p, olddirfd, old_addr, bool(flags & AT_SYMLINK_FOLLOW))
     new = _paths(p, newdirfd, new_addr, False)
@@ -460,7 +461,7 @@ def sys_linkat(p, t, olddirfd, old_addr, newdirfd, new_addr, flags=0, *_):
     if to is not None or tn is not None:
         if to is None or tn is None:
             return -EXDEV
-        return -ENOENT if to not in p.tmpfs.nodes else -EEXIST if tn in p.tmpfs.nodes else -EPERM
+        return p.tmpfs.link(to, tn)
     src, dst = _host(p, old, bool(flags & AT_SYMLINK_FOLLOW)), _host(p, new, False)
     if isinstance(src, int):
         return src

@@ -100,7 +100,7 @@ def sys_sendmsg(p, t, fd, msg, flags, *_):
         dest = S.to_local_host(dest)
     data = b"".join(bytes(p.read(base, ln)) for base, ln in vecs if ln)
     r = S.send(p, s, data, dest, flags)
-    peer = _receiver(s, dest) if r >= 0 and s.family == S.AF_UNIX else None
+    peer = _receiver(p, s, dest) if r >= 0 and s.family == S.AF_UNIX else None
     if peer is not None:
         if creds is None and (_passcred(s) or _passcred(peer)):
             creds = (p.pid, p.uid, p.gid)           # unix_maybe_add_creds: the sender's own
@@ -122,12 +122,13 @@ def _passcred(s) -> bool:
     return len(raw) >= 4 and struct.unpack("<i", raw[:4])[0] != 0
 
 
-def _receiver(s, dest):
-    """The socket a stream's (or a datagram's) ancillary data reaches."""
+def _receiver(p, s, dest):
+    """The socket a stream's (or a datagram's) ancillary data reaches (send found it: not an errno here)."""
     if s.other is not None and dest is None:
         return s.other
     to = dest or s.remote
-    return s.net.find(to) if to else None
+    found = S.find(p, s, to) if to else None
+    return None if isinstance(found, int) else found
 
 
 def sys_recvmsg(p, t, fd, msg, flags, *_):

@@ -20,9 +20,9 @@ shutdown(2), socketpair(2), recvfrom(2)/sendto(2) and unix(7)/tcp(7)/udp(7):
   EPOLLRDHUP/EPOLLHUP as tcp_poll gives them.
 Options are accepted and kept (SO_ERROR, SO_TYPE, SO_DOMAIN and SO_ACCEPTCONN answer from the socket).
 splice, sendfile and copy_file_range are sys_io.py's (Go falls back to read and write); sendmsg/recvmsg
-sys_msg.py's. Left out: AF_INET6 (EAFNOSUPPORT: Go then uses IPv4 only), out-of-band data, socket files in /tmp
-for AF_UNIX paths (the path is a key of the namespace, gone when the listener closes), buffer limits (writes
-never block) and a bounded accept queue.
+sys_msg.py's. An AF_UNIX path in /tmp is a socket file there (unixfile.py); elsewhere the path is a key of
+the namespace, gone when the socket closes. Left out: AF_INET6 (EAFNOSUPPORT: Go then uses IPv4 only),
+out-of-band data, buffer limits (writes never block) and a bounded accept queue.
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from . import fds as F
-from . import tcp
+from . import tcp, unixfile
 from .sysabi import (
     BLOCK, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, EAGAIN, EBADF, ECONNREFUSED, EDESTADDRREQ, EINPROGRESS, EINVAL,
     EISCONN, ENOPROTOOPT, ENOTCONN, ENOTSOCK, EOPNOTSUPP, EPROTONOSUPPORT, EPROTOTYPE)
@@ -94,6 +94,7 @@ class Socket:
     other: "Socket | None" = None      # a connected stream's other end (AF_UNIX too)
     rights: deque = field(default_factory=deque)   # ancillary data received, not yet taken (sys_msg.py):
                                                    # (objects passed by SCM_RIGHTS, SCM_CREDENTIALS or None)
+    node: object = None               # bound to a socket file in /tmp (unixfile.py): its tmpfs.Node
 
     @property
     def tcp(self) -> bool:
@@ -138,6 +139,7 @@ class Socket:
     def on_close(self) -> None:
         if self.local is not None and self.net.bound.get(self.local) is self:
             del self.net.bound[self.local]                  # the address is free again
+        unixfile.closed(self)                               # a socket file stays, refusing connections
         while self.backlog:                                 # connections never accepted are reset
             c = self.backlog.popleft()                      # (inet_csk_listen_stop, unix_release_sock)
             tcp.forget(c) if c.tcp else c.on_close()
@@ -214,6 +216,16 @@ def _sock(p, fd: int) -> Socket | int:
     return obj if isinstance(obj, Socket) else -ENOTSOCK
 
 
+def find(p, s: Socket, key: tuple):
+    """The socket at a destination key: an AF_UNIX path in /tmp through its file (unixfile.lookup: -ENOENT,
+    -ECONNREFUSED), else the namespace's (Net.find); None when no one is bound there."""
+    if key[0] == "unix" and not key[1].startswith("@"):
+        found = unixfile.lookup(p, key[1])
+        if found is not None:
+            return found
+    return s.net.find(key)
+
+
 def _autobind(p, s: Socket) -> None:
     if s.local is None and s.family == AF_INET:
         s.local = ("inet", LOOPBACK, s.net.ephemeral(LOOPBACK, s.type), s.type)
@@ -264,6 +276,12 @@ def sys_bind(p, t, fd, addr, alen, *_):
     s, key = r
     if s.local is not None:
         return -EINVAL
+    if key[0] == "unix" and not key[1].startswith("@"):
+        made = unixfile.bind(p, s, key[1])          # a socket file in /tmp; None: elsewhere, a key only
+        if made is not None:
+            if made == 0:
+                s.local = key
+            return made
     if key[0] == "inet" and key[1] not in (ANY, LOOPBACK) and key[1][0] != 127:
         return -EADDRNOTAVAIL                           # the only interface is loopback
     if key[0] == "inet" and key[2] == 0:
@@ -298,7 +316,9 @@ def sys_connect(p, t, fd, addr, alen, *_):
         return 0
     if s.rx is not None:
         return -EISCONN
-    server = s.net.find(key)
+    server = find(p, s, key)
+    if isinstance(server, int):
+        return server
     if server is None or not server.listening:
         return -ECONNREFUSED
     _autobind(p, s)
@@ -421,7 +441,9 @@ def send(p, s: Socket, data: bytes, dest: tuple | None, flags: int = 0) -> int:
         if dest is None:
             return -EDESTADDRREQ
         _autobind(p, s)
-        target = s.other if s.other is not None and dest == s.remote else s.net.find(dest)
+        target = s.other if s.other is not None and dest == s.remote else find(p, s, dest)
+        if isinstance(target, int):
+            return target                           # unix_dgram_sendmsg: ENOENT, ECONNREFUSED for the path
         if target is not None and target.type == SOCK_DGRAM:
             target.dgrams.append((data, s.local))
             target.bump()

@@ -27,7 +27,7 @@ def clock_ns(p, t, clk: int) -> int | None:
     clk &= 0xFFFFFFFF                                  # a clockid_t, an int
     clk = clk - (1 << 32) if clk & 0x80000000 else clk
     if clk in REALTIME_CLOCKS:
-        return _realtime(p)
+        return realtime(p)
     if clk in MONOTONIC_CLOCKS:
         return p.now()
     if clk == CLOCK_PROCESS_CPUTIME_ID:
@@ -68,13 +68,13 @@ def sys_clock_getres(p, t, clk, res, *_):
     return 0
 
 
-def _realtime(p) -> int:
+def realtime(p) -> int:
     return p.now() + REALTIME_EPOCH_NS - p.boot_ns
 
 
 def sys_gettimeofday(p, t, tv, tz, *_):
     """gettimeofday(2): CLOCK_REALTIME in microseconds; the timezone argument is obsolete (zeros)."""
-    now = _realtime(p)
+    now = realtime(p)
     if tv:
         p.write(tv, struct.pack("<qq", now // 10**9, now % 10**9 // 1000))
     if tz:
@@ -84,7 +84,7 @@ def sys_gettimeofday(p, t, tv, tz, *_):
 
 def sys_time(p, t, tloc, *_):
     """time(2): CLOCK_REALTIME in seconds, also stored at tloc if given."""
-    sec = _realtime(p) // 10**9
+    sec = realtime(p) // 10**9
     if tloc:
         p.write(tloc, struct.pack("<q", sec))
     return sec

@@ -16,13 +16,16 @@ import stat as S
 import struct
 from dataclasses import dataclass, field
 
+from .sys_time import realtime
+from .sysabi import ENXIO, EPERM
+
 BOGO_DIRENT_SIZE = 20             # mm/shmem.c: what a directory entry adds to its directory's size
 ROOT = "/tmp"
 O_ACCMODE, O_CREAT, O_EXCL, O_TRUNC, O_APPEND, O_DIRECTORY = 3, 0o100, 0o200, 0o1000, 0o2000, 0o200000
 AT_REMOVEDIR = 0x200
 ENOENT, EEXIST, ENOTDIR, EISDIR, EINVAL, ENOTEMPTY, EBADF, ELOOP = 2, 17, 20, 21, 22, 39, 9, 40
 ENOSPC, EFBIG = 28, 27
-DT_DIR, DT_REG, DT_LNK = 4, 8, 10
+DT_DIR, DT_REG, DT_LNK, DT_SOCK = 4, 8, 10, 12
 
 
 @dataclass(eq=False)
@@ -30,13 +33,17 @@ class Node:
     ino: int
     is_dir: bool
     mode: int
-    mtime: int
+    mtime: int                         # CLOCK_REALTIME ns (sys_time.realtime)
     data: bytearray = field(default_factory=bytearray)
     target: str | None = None          # a symbolic link: what it points to (the node is neither file nor dir)
     fifo: object = None                # a named pipe (mknod S_IFIFO): its fifo.FifoState
+    sock: object = None                # an AF_UNIX socket's file (unixfile.py): the socket bound to it, while open
+    atime: int | None = None           # set apart from mtime by utimensat (sys_fattr.py); None: mtime's
 
     @property
     def d_type(self) -> int:
+        if S.S_ISSOCK(self.mode):
+            return DT_SOCK
         return DT_DIR if self.is_dir else DT_LNK if self.target is not None else 1 if self.fifo is not None else DT_REG
 
 
@@ -87,7 +94,7 @@ class TmpFile(MemFile):
             d.extend(bytes(self.pos - len(d)))
         d[self.pos:self.pos + len(data)] = data
         self.pos += len(data)
-        self.node.mtime = p.now()
+        self.node.mtime = realtime(p)
         return len(data)
 
 
@@ -143,6 +150,16 @@ class TmpFs:
         """A node leaves the tree: its bytes leave the cgroup (at once; Linux waits for the last close)."""
         self.grown(len(node.data), 0)
 
+    def _remove(self, path: str) -> None:
+        """A name leaves the tree; the node with it when that was its last link (_drop)."""
+        node = self.nodes.pop(path)
+        if self.links(node) == 0:
+            self._drop(node)
+
+    def links(self, node: Node) -> int:
+        """How many names the node has (a hard link is a second name of one Node)."""
+        return sum(n is node for n in self.nodes.values())
+
     @staticmethod
     def owns(path: str) -> bool:
         return path == ROOT or path.startswith(ROOT + "/")
@@ -177,6 +194,8 @@ class TmpFs:
             return -EEXIST
         if node.target is not None:
             return -ELOOP                   # the walk followed every link it was allowed to: O_NOFOLLOW
+        if S.S_ISSOCK(node.mode):
+            return -ENXIO                   # a socket's file cannot be opened (fs/open.c: no f_op for S_IFSOCK)
         if node.is_dir:
             if flags & O_ACCMODE:
                 return -EISDIR
@@ -214,8 +233,7 @@ class TmpFs:
                 return -ENOTEMPTY
         elif flags & AT_REMOVEDIR:
             return -ENOTDIR
-        self._drop(node)
-        del self.nodes[path]
+        self._remove(path)
         return 0
 
     def rename(self, old: str, new: str) -> int:
@@ -232,6 +250,8 @@ class TmpFs:
         if isinstance(parent, int):
             return parent
         there = self.nodes.get(new)
+        if there is node:
+            return 0                            # two names of one file: rename does nothing (do_renameat2)
         if there is not None:
             if node.is_dir and not there.is_dir:
                 return -ENOTDIR
@@ -239,13 +259,28 @@ class TmpFs:
                 return -EISDIR
             if there.is_dir and self.children(new):
                 return -ENOTEMPTY
-            self._drop(there)
-            del self.nodes[new]
+            self._remove(new)
         moved = {q: n for q, n in self.nodes.items() if q == old or q.startswith(old + "/")}
         for q in moved:
             del self.nodes[q]
         for q, n in moved.items():
             self.nodes[new + q[len(old):]] = n
+        return 0
+
+    def link(self, old: str, new: str) -> int:
+        """link(2) (fs/namei.c do_linkat, shmem_link): a second name of the file; ENOENT without one, EPERM for a
+        directory, EEXIST for a name already there, ENOENT/ENOTDIR without a directory above the new name."""
+        node = self.nodes.get(old)
+        if node is None:
+            return -ENOENT
+        if new in self.nodes:
+            return -EEXIST
+        parent = self._parent(new)
+        if isinstance(parent, int):
+            return parent
+        if node.is_dir:
+            return -EPERM
+        self.nodes[new] = node
         return 0
 
     def symlink(self, path: str, target: str, now: int) -> int:
@@ -263,10 +298,11 @@ class TmpFs:
         return 0
 
     def stat_bytes(self, node: Node) -> bytes:
-        t = struct.pack("<qq", node.mtime // 10**9, node.mtime % 10**9) * 3
+        atime = node.mtime if node.atime is None else node.atime
+        t = b"".join(struct.pack("<qq", x // 10**9, x % 10**9) for x in (atime, node.mtime, node.mtime))
         size = len(node.data) if node.target is None else len(node.target.encode())
         if node.is_dir:               # mm/shmem.c: 2 * BOGO_DIRENT_SIZE (20), and 20 more for every entry
             path = next(k for k, v in self.nodes.items() if v is node)
             size = BOGO_DIRENT_SIZE * (2 + len(self.children(path)))
-        return (struct.pack("<QQQIIIIQqqq", 0x2A, node.ino, 2 if node.is_dir else 1, node.mode, self.uid, self.gid, 0, 0,
+        return (struct.pack("<QQQIIIIQqqq", 0x2A, node.ino, 2 if node.is_dir else self.links(node), node.mode, self.uid, self.gid, 0, 0,
                             size, 4096, (size + 511) // 512) + t + bytes(24))

@@ -1,0 +1,123 @@
+"""File times: utimensat(2), utimes(2), futimesat(2) and utime(2), as fs/utimes.c sets them. In /tmp a node's
+atime and mtime (tmpfs.Node; ctime reads as mtime), on a :rw mount the host file's (os.utime), in a read-only
+mount EROFS after the lookup; "now" is CLOCK_REALTIME (sys_time.realtime), what /tmp's writes stamp too.
+
+utimensat: times NULL sets both to now; UTIME_NOW and UTIME_OMIT per field; both UTIME_OMIT returns 0 without
+looking at the path; a tv_nsec outside 0..999999999 otherwise is EINVAL; a NULL path with a descriptor sets that
+descriptor's file (futimens; flags must be 0), a NULL path with AT_FDCWD is EFAULT; AT_SYMLINK_NOFOLLOW sets a
+/tmp link's own times; other flags EINVAL. utimes and futimesat take timevals (tv_usec 0..999999), utime a
+utimbuf of seconds. Go's side: syscall.UtimesNano (utimensat), os.Chtimes, syscall.Utimes. Left out: the
+owner and permission checks (EPERM/EACCES: the caller owns every file it can write here) and ctime.
+"""
+from __future__ import annotations
+
+import os
+import struct
+
+from .sys_file import AT_FDCWD, HostFd, HostFile, _fd, _guest, _on_host, _tmp
+from .sys_time import realtime
+from .sysabi import EBADF, EFAULT, EINVAL, ENOENT, EROFS
+from .tmpfs import DirHandle, TmpFile
+
+UTIME_NOW, UTIME_OMIT = (1 << 30) - 1, (1 << 30) - 2
+AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH = 0x100, 0x1000
+NOW, OMIT = "now", "omit"
+
+
+def _set(p, dirfd: int, path_addr: int, times, flags: int) -> int:
+    """Set (atime, mtime), each ns, NOW or OMIT, on what dirfd/path names (fs/utimes.c do_utimes)."""
+    if times == (OMIT, OMIT):
+        return 0
+    stamp = [realtime(p) if x == NOW else x for x in times]
+    dirfd = _fd(dirfd)
+    if not path_addr:
+        if dirfd == AT_FDCWD:
+            return -EFAULT
+        if flags:
+            return -EINVAL
+        return _set_fd(p, dirfd, stamp)
+    if flags & ~(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH):
+        return -EINVAL
+    path = p.read_cstr(path_addr)
+    if not path and flags & AT_EMPTY_PATH:
+        return _set_fd(p, dirfd, stamp)
+    follow = not flags & AT_SYMLINK_NOFOLLOW
+    guest = _guest(p, dirfd, path, follow)
+    if isinstance(guest, int):
+        return guest
+    if _tmp(p, guest) is not None:
+        node = p.tmpfs.nodes.get(guest)
+        return -ENOENT if node is None else _set_node(node, stamp)
+    return _on_host(p, guest, lambda h: _set_host(h, stamp, follow), follow, exists=-ENOENT)
+
+
+def _set_node(node, stamp) -> int:
+    atime = node.mtime if node.atime is None else node.atime
+    node.atime = atime if stamp[0] == OMIT else stamp[0]
+    node.mtime = node.mtime if stamp[1] == OMIT else stamp[1]
+    return 0
+
+
+def _set_host(host: str, stamp, follow: bool):
+    st = os.stat(host, follow_symlinks=follow)
+    old = (st.st_atime_ns, st.st_mtime_ns)
+    os.utime(host, ns=tuple(o if x == OMIT else x for x, o in zip(stamp, old)), follow_symlinks=follow)
+
+
+def _set_fd(p, fd: int, stamp) -> int:
+    obj = p.fds.get(fd)
+    if obj is None:
+        return -EBADF
+    if isinstance(obj, TmpFile):
+        return _set_node(obj.node, stamp)
+    if isinstance(obj, DirHandle) and obj.in_tmp:
+        node = p.tmpfs.nodes.get(obj.path)
+        return -ENOENT if node is None else _set_node(node, stamp)
+    if isinstance(obj, DirHandle):                  # a mount's directory (or one preemu made up): by its path
+        return _on_host(p, obj.path, lambda h: _set_host(h, stamp, True), True, exists=-ENOENT)
+    if isinstance(obj, HostFd):
+        try:
+            _set_host(obj.path, stamp, True)
+        except OSError as e:
+            return -(e.errno or EINVAL)
+        return 0
+    if isinstance(obj, HostFile):
+        return -EROFS                               # a read-only mount's file
+    return 0                                        # stdio, pipes, sockets: their inode's times are not kept
+
+
+def _spec(p, addr: int, unit: int, limit: int):
+    """Two (seconds, fraction) pairs at addr -> (atime, mtime) for _set, or -EINVAL; unit: ns per fraction."""
+    out = []
+    for sec, frac in struct.iter_unpack("<qq", p.read(addr, 32)):
+        if unit == 1 and frac in (UTIME_NOW, UTIME_OMIT):
+            out.append(NOW if frac == UTIME_NOW else OMIT)
+        elif not 0 <= frac < limit:
+            return -EINVAL
+        else:
+            out.append(sec * 10**9 + frac * unit)
+    return tuple(out)
+
+
+def sys_utimensat(p, t, dirfd, path_addr, times_addr, flags, *_):
+    times = _spec(p, times_addr, 1, 10**9) if times_addr else (NOW, NOW)
+    return times if isinstance(times, int) else _set(p, dirfd, path_addr, times, flags & 0xFFFFFFFF)
+
+
+def sys_futimesat(p, t, dirfd, path_addr, times_addr, *_):
+    times = _spec(p, times_addr, 1000, 10**6) if times_addr else (NOW, NOW)
+    return times if isinstance(times, int) else _set(p, dirfd, path_addr, times, 0)
+
+
+def sys_utime(p, t, path_addr, buf, *_):
+    if buf:
+        a, m = struct.unpack("<qq", p.read(buf, 16))
+        return _set(p, AT_FDCWD, path_addr, (a * 10**9, m * 10**9), 0)
+    return _set(p, AT_FDCWD, path_addr, (NOW, NOW), 0)
+
+
+#: syscall number -> (name, handler); numbers from arch/x86/entry/syscalls/syscall_64.tbl
+TABLE = {
+    280: ("utimensat", sys_utimensat), 261: ("futimesat", sys_futimesat), 132: ("utime", sys_utime),
+    235: ("utimes", lambda p, t, path, tv, *_: sys_futimesat(p, t, AT_FDCWD, path, tv)),
+}
