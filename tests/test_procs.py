@@ -61,6 +61,15 @@ def test_process_groups_and_sessions_are_kept_as_natively():
     assert "reaps both, killed by SIGTERM: 2" in native.stdout and native.stdout.count("true") == 9
 
 
+def test_credentials_and_fchmodat2_as_natively():
+    """#50: os/exec's test binary ended at setgid, syscall's at fchmodat2 (452). tests/data/go/creds: set*id to
+    the ids the process has, getres*id, setgroups, a child with SysProcAttr.Credential, Fchmodat NOFOLLOW."""
+    native, code, j = _native_and_preemu("creds")
+    assert (code, j["stdout"], j["error"]) == (0, native.stdout, None)
+    assert "child: uid, gid kept: true true" in native.stdout and "mode: -rw-r-----" in native.stdout
+    assert "fchmodat nofollow, link: operation not supported" in native.stdout
+
+
 def test_the_text_report_lists_every_process():
     binary = gobuild.build(DATA / "go" / "selfexec").binary
     from conftest import cli_run

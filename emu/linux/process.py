@@ -233,15 +233,19 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         self.watch = Watch(self, image.symbol("runtime.asyncPreempt.abi0"), oracle)
 
     @property
-    def cwd(self) -> str:
-        """The working directory of the thread making the syscall (its own after unshare(CLONE_FS))."""
+    def fsstate(self) -> FsState:
+        """The fs state of the thread making the syscall (its own after unshare(CLONE_FS)): cwd, umask."""
         t = self.cur
-        return (t.fs if t is not None and t.fs is not None else self.fs).cwd
+        return t.fs if t is not None and t.fs is not None else self.fs
+
+    @property
+    def cwd(self) -> str:
+        """The working directory of the thread making the syscall."""
+        return self.fsstate.cwd
 
     @cwd.setter
     def cwd(self, path: str) -> None:
-        t = self.cur
-        (t.fs if t is not None and t.fs is not None else self.fs).cwd = path
+        self.fsstate.cwd = path
 
     # --- the cgroup (memory.Cgroup) ---------------------------------------------------------------
     def release(self) -> None:

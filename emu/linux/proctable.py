@@ -167,6 +167,7 @@ def _inherit(p, parent, kernel: "ProcessTable", pid: int, fds) -> None:
     p.kernel, p.pid, p.fds = kernel, pid, fds
     p.ppid = parent.ppid if parent.pid == pid else parent.pid
     p.tmpfs, p.net, p.ns, p.cwd, p.exe_alias = parent.tmpfs, parent.net, parent.ns, parent.cwd, parent.exe_alias
+    p.fs.umask = parent.fsstate.umask
     p.uid, p.gid, p.rlimits = parent.uid, parent.gid, dict(parent.rlimits)
     p.rng = random.Random(f"{p.opts.seed}/{pid}/{kernel.images}")
     p.boot_ns, p.clock = parent.boot_ns, parent.clock

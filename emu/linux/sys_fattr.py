@@ -1,4 +1,5 @@
-"""File times: utimensat(2), utimes(2), futimesat(2) and utime(2), as fs/utimes.c sets them. In /tmp a node's
+"""File times, fchmodat2 and the umask: umask(2) (kernel/sys.c: the caller's fs_struct's, threads.FsState; what
+sys_file's creations in /tmp mask their mode with), utimensat(2), utimes(2), futimesat(2) and utime(2), as fs/utimes.c sets them. In /tmp a node's
 atime and mtime (tmpfs.Node; ctime reads as mtime), on a :rw mount the host file's (os.utime), in a read-only
 mount EROFS after the lookup; "now" is CLOCK_REALTIME (sys_time.realtime), what /tmp's writes stamp too.
 
@@ -14,9 +15,9 @@ from __future__ import annotations
 import os
 import struct
 
-from .sys_file import AT_FDCWD, HostFd, HostFile, _fd, _guest, _on_host, _tmp
+from .sys_file import AT_FDCWD, HostFd, HostFile, _fd, _guest, _host, _on_host, _tmp, sys_fchmod, sys_fchmodat
 from .sys_time import realtime
-from .sysabi import EBADF, EFAULT, EINVAL, ENOENT, EROFS
+from .sysabi import EBADF, EFAULT, EINVAL, ENOENT, EOPNOTSUPP, EROFS
 from .tmpfs import DirHandle, TmpFile
 
 UTIME_NOW, UTIME_OMIT = (1 << 30) - 1, (1 << 30) - 2
@@ -116,8 +117,38 @@ def sys_utime(p, t, path_addr, buf, *_):
     return _set(p, AT_FDCWD, path_addr, (NOW, NOW), 0)
 
 
+def sys_fchmodat2(p, t, dirfd, path_addr, mode, flags, *_):
+    """fchmodat2(2) (Linux 6.6, fs/open.c do_fchmodat): fchmodat with flags; AT_SYMLINK_NOFOLLOW on a symbolic
+    link is EOPNOTSUPP (links have no mode of their own to set), on anything else the plain chmod; AT_EMPTY_PATH
+    with "" is fchmod of dirfd; other flags EINVAL."""
+    flags &= 0xFFFFFFFF
+    if flags & ~(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH):
+        return -EINVAL
+    path = p.read_cstr(path_addr)
+    if not path and flags & AT_EMPTY_PATH:
+        return sys_fchmod(p, t, _fd(dirfd), mode)
+    if flags & AT_SYMLINK_NOFOLLOW:
+        guest = _guest(p, dirfd, path, follow=False)
+        if isinstance(guest, int):
+            return guest
+        if _tmp(p, guest) is not None:
+            node = p.tmpfs.nodes.get(guest)
+            link = node is not None and node.target is not None
+        else:
+            found = _host(p, guest, False)
+            link = not isinstance(found, int) and os.path.islink(found[1])
+        if link:
+            return -EOPNOTSUPP
+    return sys_fchmodat(p, t, dirfd, path_addr, mode)
+
+
+def sys_umask(p, t, mask, *_):
+    old, p.fsstate.umask = p.fsstate.umask, mask & 0o777
+    return old
+
+
 #: syscall number -> (name, handler); numbers from arch/x86/entry/syscalls/syscall_64.tbl
 TABLE = {
-    280: ("utimensat", sys_utimensat), 261: ("futimesat", sys_futimesat), 132: ("utime", sys_utime),
+    95: ("umask", sys_umask), 452: ("fchmodat2", sys_fchmodat2), 280: ("utimensat", sys_utimensat), 261: ("futimesat", sys_futimesat), 132: ("utime", sys_utime),
     235: ("utimes", lambda p, t, path, tv, *_: sys_futimesat(p, t, AT_FDCWD, path, tv)),
 }

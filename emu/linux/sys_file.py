@@ -35,7 +35,7 @@ from .tmpfs import DirHandle, MemFile, TmpFile, TmpFs
 AT_FDCWD = -100
 AT_EMPTY_PATH, AT_REMOVEDIR, AT_SYMLINK_NOFOLLOW = 0x1000, 0x200, 0x100
 O_NOFOLLOW, ELOOP = 0o400000, 40
-from .sysabi import BLOCK  # noqa: E402  (an open that waits: a FIFO's, fifo.py)
+from .sysabi import BLOCK, ENAMETOOLONG  # noqa: E402  (BLOCK: an open that waits, a FIFO's: fifo.py)
 O_ACCMODE, O_CREAT, O_EXCL, O_TRUNC, O_DIRECTORY = 3, 0o100, 0o200, 0o1000, 0o200000
 ENOENT, EBADF, ENOTDIR, EISDIR, EINVAL, ESPIPE, EROFS, ERANGE, EXDEV, EPERM, EIO, EBUSY, EEXIST, EACCES = \
     2, 9, 20, 21, 22, 29, 30, 34, 18, 1, 5, 16, 17, 13
@@ -128,8 +128,8 @@ def _guest(p, dirfd: int, path: str, follow: bool = True) -> str | int:
     """The guest path `path` names, absolute and resolved (_walk): as it is, or relative to the working
     directory or to the directory descriptor dirfd (ENOTDIR/EBADF for a descriptor that is no directory)."""
     dirfd = _fd(dirfd)
-    if not path:
-        return -ENOENT                              # "" names nothing (AT_EMPTY_PATH is the caller's)
+    if not path or len(path.encode()) >= PATH_MAX:  # "" names nothing (AT_EMPTY_PATH is the caller's); getname:
+        return -ENOENT if not path else -ENAMETOOLONG  # no NUL in PATH_MAX bytes (read_cstr reads 4096 at most)
     if path.startswith("/"):
         base = "/"
     elif dirfd == AT_FDCWD:
@@ -144,7 +144,7 @@ def _guest(p, dirfd: int, path: str, follow: bool = True) -> str | int:
     return _walk(p, posixpath.join(base, path), follow)
 
 
-MAXSYMLINKS = 40                                    # include/linux/namei.h: then ELOOP
+MAXSYMLINKS, PATH_MAX, NAME_MAX = 40, 4096, 255    # include/linux/namei.h (then ELOOP), limits.h
 
 
 def _walk(p, path: str, follow: bool) -> str | int:
@@ -158,6 +158,8 @@ def _walk(p, path: str, follow: bool) -> str | int:
     done, links = "/", 0
     while todo:
         name = todo.pop()
+        if len(name.encode()) > NAME_MAX:
+            return -ENAMETOOLONG
         if name == "..":
             done = posixpath.dirname(done)
             continue
@@ -260,7 +262,7 @@ def _openat(p, dirfd, path_addr, flags, mode):
         if node is not None and node.fifo is not None and not (flags & O_CREAT and flags & O_EXCL):
             from .fifo import open_fifo
             return open_fifo(p, p.cur, node.fifo, flags)
-        obj = p.tmpfs.open(guest, flags, mode, realtime(p))
+        obj = p.tmpfs.open(guest, flags, mode & ~p.fsstate.umask, realtime(p))
         return obj if isinstance(obj, int) else p.fds.install(obj)
     found = _host(p, guest)
     if isinstance(found, int):
@@ -351,7 +353,7 @@ def _change(p, dirfd, path_addr, in_tmp, on_host, follow: bool, exists: int = 0)
 
 
 def sys_mkdirat(p, t, dirfd, path_addr, mode, *_):
-    return _change(p, dirfd, path_addr, lambda g: p.tmpfs.mkdir(g, mode, realtime(p)),
+    return _change(p, dirfd, path_addr, lambda g: p.tmpfs.mkdir(g, mode & ~p.fsstate.umask, realtime(p)),
                    lambda h: os.mkdir(h, mode & 0o7777), follow=False, exists=-EEXIST)
 
 
@@ -379,8 +381,8 @@ def sys_mknodat(p, t, dirfd, path_addr, mode, dev=0, *_):
         if kind != S.S_IFIFO:
             return -EPERM
         from .fifo import FifoState
-        node = p.tmpfs._new(g, False, mode & 0o7777, realtime(p))
-        node.mode, node.fifo = S.S_IFIFO | (mode & 0o7777), FifoState()
+        node = p.tmpfs._new(g, False, mode & 0o7777 & ~p.fsstate.umask, realtime(p))
+        node.mode, node.fifo = S.S_IFIFO | node.mode & 0o7777, FifoState()
         return 0
 
     def on_host(h: str):
@@ -508,7 +510,7 @@ def sys_pread64(p, t, fd, buf, n, off, *_):
         return at
     obj, off = at
     if isinstance(obj, MemFile):
-        data = obj.pread(off, n)
+        data = obj.pread(off, n) if obj.flags & O_ACCMODE != 1 else -EBADF     # O_WRONLY: vfs_read's EBADF
         if isinstance(data, int):
             return data
     elif isinstance(obj, HostFd):

@@ -3,7 +3,8 @@ uname, getrandom, arch_prctl, getppid and the user and group ids (the host's own
 for root decides as it does natively; the parent is pid 1). Semantics from clone(2), exit_group(2), sched_getaffinity(2), prlimit(2),
 uname(2), getrandom(2), arch_prctl(2) and kernel/fork.c (CLONE_* flags); the runtime's side is
 runtime/os_linux.go (newosproc, getproccount) and runtime/sys_linux_amd64.s. The clone syscall itself is
-sys_fork.py's, which passes a thread's (CLONE_THREAD) to clone_thread here. Left out: real user and group ids beyond root's.
+sys_fork.py's, which passes a thread's (CLONE_THREAD) to clone_thread here; the effective and saved ids and
+their setters are sys_cred.py's.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ CLONE_VM, CLONE_FS, CLONE_FILES, CLONE_SIGHAND, CLONE_THREAD, CLONE_SETTLS = \
 CLONE_PARENT_SETTID, CLONE_CHILD_CLEARTID, CLONE_CHILD_SETTID = 0x100000, 0x200000, 0x1000000
 ARCH_SET_FS, ARCH_GET_FS = 0x1002, 0x1003
 RLIMIT_NOFILE = 7
+RELEASE = "6.1.0"                         # the Linux release preemu's syscalls are (uname; kernel.LAST_SYSCALL)
 
 
 def sys_arch_prctl(p, t, code, addr, *_):
@@ -165,7 +167,7 @@ def sys_unshare(p, t, flags, *_):
     if flags & ~(CLONE_FS | CLONE_FILES | CLONE_SYSVSEM):
         return -EPERM
     if flags & CLONE_FS:
-        t.fs = FsState(p.cwd)             # (a copy also when no one shares it: the same thing then)
+        t.fs = FsState(p.cwd, p.fsstate.umask)   # (a copy also when no one shares it: the same thing then)
     return 0
 
 
@@ -199,7 +201,7 @@ def sys_getrusage(p, t, who, buf, *_):
 
 
 def sys_uname(p, t, buf, *_):
-    fields = [b"Linux", b"preemu", b"6.1.0", b"#1 SMP preemu", b"x86_64", b"(none)"]
+    fields = [b"Linux", b"preemu", RELEASE.encode(), b"#1 SMP preemu", b"x86_64", b"(none)"]
     p.write(buf, b"".join(f.ljust(65, b"\0") for f in fields))
     return 0
 
@@ -211,8 +213,7 @@ def sys_getrandom(p, t, buf, n, flags, *_):
 
 #: syscall number -> (name, handler); numbers from arch/x86/entry/syscalls/syscall_64.tbl
 TABLE = {
-    110: ("getppid", sys_getppid), 102: ("getuid", sys_getuid), 107: ("geteuid", sys_getuid),
-    104: ("getgid", sys_getgid), 108: ("getegid", sys_getgid),
+    110: ("getppid", sys_getppid), 102: ("getuid", sys_getuid), 104: ("getgid", sys_getgid),
     24: ("sched_yield", sys_sched_yield), 39: ("getpid", sys_getpid),
     60: ("exit", sys_exit), 63: ("uname", sys_uname), 97: ("getrlimit", sys_getrlimit), 157: ("prctl", sys_prctl),
     158: ("arch_prctl", sys_arch_prctl), 160: ("setrlimit", sys_setrlimit), 186: ("gettid", sys_gettid),

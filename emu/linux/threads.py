@@ -15,8 +15,10 @@ RUNNABLE, BLOCKED, EXITED = "runnable", "blocked", "exited"
 class FsState:
     """What CLONE_FS shares (include/linux/fs_struct.h struct fs_struct): the working directory. Every thread
     shares its process's until it calls unshare(CLONE_FS) (kernel/fork.c unshare_fs: a copy of its own),
-    and a thread it clones shares that copy. Left out: the root directory (chroot) and the umask."""
+    and a thread it clones shares that copy; the umask (sys_fattr.sys_umask) travels with it. Left out: the
+    root directory (chroot)."""
     cwd: str
+    umask: int = 0o022                             # a login shell's; what new files' modes are masked with
 
 
 @dataclass

@@ -57,7 +57,9 @@ class MemFile:
     def size(self) -> int:
         return len(self.data)
 
-    def read_bytes(self, p, n: int) -> bytes:
+    def read_bytes(self, p, n: int) -> bytes | int:
+        if self.flags & O_ACCMODE == 1:
+            return -EBADF                   # fs/read_write.c vfs_read: opened O_WRONLY, no FMODE_READ
         out = self.pread(self.pos, n)
         self.pos += len(out)
         return out

@@ -5,7 +5,7 @@ ECONNREFUSED for a file that is no socket or whose socket is closed). The file o
 unlinked, so a second bind to the path is EADDRINUSE until then, and an unlinked path can be bound anew
 while the old socket stays bound (log/syslog's TestFlap); a rename moves the name.
 
-The node's mode is S_IFSOCK | 0755 (0777 less the default umask 022; the umask is not modelled). Left out:
+The node's mode is S_IFSOCK | 0777 less the umask (unix_bind_bsd). Left out:
 paths outside /tmp (there the path stays a key of the process's socket namespace, sys_socket.Net, as before:
 preemu makes no socket file on the host) and abstract names, which have no file in Linux either.
 """
@@ -17,9 +17,6 @@ import stat as S
 from .sys_file import AT_FDCWD, _guest, _tmp
 from .sys_time import realtime
 from .sysabi import EADDRINUSE, ECONNREFUSED, ENOENT, ENOTDIR
-
-MODE = S.S_IFSOCK | 0o755
-
 
 def bind(p, s, path: str) -> int | None:
     """Bind socket s to the /tmp path `path`: 0 or -errno; None when the path is not /tmp's."""
@@ -33,8 +30,8 @@ def bind(p, s, path: str) -> int | None:
     parent = p.tmpfs.nodes.get(posixpath.dirname(guest))
     if parent is None or not parent.is_dir:
         return -ENOENT if parent is None else -ENOTDIR
-    node = p.tmpfs._new(guest, False, 0o755, realtime(p))
-    node.mode, node.sock = MODE, s
+    node = p.tmpfs._new(guest, False, 0o777 & ~p.fsstate.umask, realtime(p))
+    node.mode, node.sock = S.S_IFSOCK | node.mode & 0o777, s
     s.node = node
     return 0
 

@@ -2,8 +2,8 @@
 // mtime apart, a zero time left alone (UTIME_OMIT), a bad tv_nsec EINVAL, a symbolic link's own times
 // (AT_SYMLINK_NOFOLLOW), futimens on a descriptor, a write stamping the wall-clock time; os.Link's second name
 // of one file (nlink, the same inode, data through either), EPERM for a directory, EEXIST, a rename onto
-// the file's other name doing nothing. os's TestChtimes* and TestHardLink need them (tests/test_linux_exec.py
-// compares with a native run).
+// the file's other name doing nothing; the umask on new files; ENAMETOOLONG for a long name or path. os's
+// TestChtimes*, TestHardLink and TestGetwdDeep need them (tests/test_linux_exec.py compares with a native run).
 package main
 
 import (
@@ -98,4 +98,15 @@ func main() {
 	os.WriteFile(f, nil, 0o644)
 	say("link onto a name:", os.Link(g, f))
 	say("link a missing file:", os.Link(filepath.Join(dir, "none"), filepath.Join(dir, "x")))
+
+	syscall.Umask(0o027)
+	os.WriteFile(filepath.Join(dir, "masked"), nil, 0o666)
+	os.Mkdir(filepath.Join(dir, "maskeddir"), 0o777)
+	mi, _ := os.Stat(filepath.Join(dir, "masked"))
+	di, _ := os.Stat(filepath.Join(dir, "maskeddir"))
+	say("umask 027: a file 0666 is", mi.Mode().Perm(), "a directory 0777 is", di.Mode().Perm(), "old umask:", syscall.Umask(0o022) == 0o027)
+	_, err := os.Stat(filepath.Join(dir, strings.Repeat("a", 256)))
+	say("a 256-byte name:", err != nil && err.(*os.PathError).Err == syscall.ENAMETOOLONG)
+	_, err = os.Stat(strings.Repeat("/x", 2100))
+	say("a 4200-byte path:", err != nil && err.(*os.PathError).Err == syscall.ENAMETOOLONG)
 }

@@ -1,0 +1,127 @@
+"""Credentials: the effective and saved user and group ids and the supplementary groups, and the calls that
+change them, as kernel/sys.c and kernel/groups.c have them for one process: setuid, setgid, setreuid,
+setregid, setresuid, setresgid, getresuid, getresgid, geteuid, getegid, setfsuid, setfsgid, getgroups,
+setgroups. The real ids are Process.uid and .gid (the host's own at start, sys_proc.py getuid/getgid); the
+effective and saved ones start equal to them (Process.creds, made here on first use), the groups the host
+process's. Go's side: syscall/exec_linux.go forkAndExecInChild1 (SysProcAttr.Credential: setgroups, setgid,
+setuid in the child), syscall.Setuid and friends (all threads, through runtime's AllThreadsSyscall).
+
+Without CAP_SETUID (euid not 0) an id may only be set to one of the real, effective or saved ids (EPERM
+otherwise); setgroups needs CAP_SETGID (EPERM). An id of -1 leaves that id as it is. Left out: capabilities
+beyond "euid 0 has them all", the fs ids beyond reading as the effective ones, and file access checks by
+the changed ids (the host checks files as the user preemu runs as).
+"""
+from __future__ import annotations
+
+import os
+import struct
+
+from .sysabi import EINVAL, EPERM
+
+NGROUPS_MAX = 65536
+KEEP = 0xFFFFFFFF                                   # (uid_t)-1
+
+
+def _creds(p) -> dict:
+    c = getattr(p, "creds", None)
+    if c is None:
+        c = p.creds = {"u": [p.uid, p.uid, p.uid], "g": [p.gid, p.gid, p.gid], "groups": list(os.getgroups())}
+    c["u"][0], c["g"][0] = p.uid, p.gid
+    return c
+
+
+def _privileged(p) -> bool:
+    return _creds(p)["u"][1] == 0
+
+
+def _setres(p, kind: str, new) -> int:
+    """setresuid/setresgid: each id not -1 becomes the new value; unprivileged, only to a current id."""
+    c = _creds(p)
+    ids = c[kind]
+    new = [v & 0xFFFFFFFF for v in new]
+    if not _privileged(p) and any(v != KEEP and v not in ids for v in new):
+        return -EPERM
+    for i, v in enumerate(new):
+        if v != KEEP:
+            ids[i] = v
+    if kind == "u":
+        p.uid = ids[0]
+    else:
+        p.gid = ids[0]
+    return 0
+
+
+def _set_id(p, kind: str, v: int) -> int:
+    """setuid/setgid (kernel/sys.c __sys_setuid): privileged, all three; else the effective one, if it is the
+    real or saved id."""
+    v &= 0xFFFFFFFF
+    if v == KEEP:
+        return -EINVAL
+    if _privileged(p):
+        return _setres(p, kind, (v, v, v))
+    ids = _creds(p)[kind]
+    if v not in (ids[0], ids[2]):
+        return -EPERM
+    return _setres(p, kind, (KEEP, v, KEEP))
+
+
+def _set_re(p, kind: str, r: int, e: int) -> int:
+    """setreuid/setregid: the saved id follows the effective one when the real one is set or the effective
+    one changes to other than the real one."""
+    ids = _creds(p)[kind]
+    r, e = r & 0xFFFFFFFF, e & 0xFFFFFFFF
+    if not _privileged(p) and (r != KEEP and r not in ids[:2] or e != KEEP and e not in ids):
+        return -EPERM
+    s = e if r != KEEP or (e != KEEP and e != ids[0]) else KEEP
+    s = ids[1] if s == KEEP and r != KEEP and e == KEEP else s
+    return _setres(p, kind, (r, e, s))
+
+
+def _get_res(p, kind: str, a: int, b: int, c: int) -> int:
+    for addr, v in zip((a, b, c), _creds(p)[kind]):
+        p.write(addr, struct.pack("<I", v))
+    return 0
+
+
+def sys_getgroups(p, t, size, buf, *_):
+    groups = _creds(p)["groups"]
+    size &= 0xFFFFFFFF
+    if size == 0:
+        return len(groups)
+    if size < len(groups) or size > 0x7FFFFFFF:
+        return -EINVAL
+    p.write(buf, struct.pack(f"<{len(groups)}I", *groups))
+    return len(groups)
+
+
+def sys_setgroups(p, t, size, buf, *_):
+    size &= 0xFFFFFFFF
+    if size > NGROUPS_MAX:
+        return -EINVAL
+    if not _privileged(p):
+        return -EPERM
+    _creds(p)["groups"] = sorted(struct.unpack(f"<{size}I", p.read(buf, 4 * size))) if size else []
+    return 0
+
+
+def _fs_id(p, kind: str, v: int) -> int:
+    """setfsuid/setfsgid: the old fs id (the effective one here); the new one is not kept apart."""
+    return _creds(p)[kind][1]
+
+
+#: syscall number -> (name, handler); numbers from arch/x86/entry/syscalls/syscall_64.tbl
+TABLE = {
+    105: ("setuid", lambda p, t, v, *_: _set_id(p, "u", v)),
+    106: ("setgid", lambda p, t, v, *_: _set_id(p, "g", v)),
+    107: ("geteuid", lambda p, t, *_: _creds(p)["u"][1]),
+    108: ("getegid", lambda p, t, *_: _creds(p)["g"][1]),
+    113: ("setreuid", lambda p, t, r, e, *_: _set_re(p, "u", r, e)),
+    114: ("setregid", lambda p, t, r, e, *_: _set_re(p, "g", r, e)),
+    115: ("getgroups", sys_getgroups), 116: ("setgroups", sys_setgroups),
+    117: ("setresuid", lambda p, t, r, e, s, *_: _setres(p, "u", (r, e, s))),
+    118: ("getresuid", lambda p, t, a, b, c, *_: _get_res(p, "u", a, b, c)),
+    119: ("setresgid", lambda p, t, r, e, s, *_: _setres(p, "g", (r, e, s))),
+    120: ("getresgid", lambda p, t, a, b, c, *_: _get_res(p, "g", a, b, c)),
+    122: ("setfsuid", lambda p, t, v, *_: _fs_id(p, "u", v)),
+    123: ("setfsgid", lambda p, t, v, *_: _fs_id(p, "g", v)),
+}
