@@ -77,7 +77,9 @@ def packages() -> list[str]:
 TESTPROG = "runtime/testdata/testprog"
 
 #: what `go test` lets a test see besides its package directory, read-only at the same paths: the GOROOT
-#: (time's tests load ../../lib/time/zoneinfo.zip, path/filepath's glob ../*) and the host's time zones
+#: (time's tests load ../../lib/time/zoneinfo.zip, path/filepath's glob ../*) and the host's time zones; and
+#: (emulated) the test binary's own directory, where `go test` leaves it (net/http/cgi's handler runs the
+#: binary as its CGI script from there)
 MOUNTS = [a for d in (str(gobuild.goroot()), "/usr/share/zoneinfo") if os.path.isdir(d)
           for a in ("--mount", f"{d}:{d}")]
 
@@ -129,7 +131,8 @@ def emulated(binary: Path, args: list[str], cwd: Path, max_ms: int, budget: int,
     limit, not a verdict on preemu's semantics)."""
     t0 = time.perf_counter()
     cmd = [sys.executable, "-m", "emu", "exec", str(binary), "--json", "--quiet", "--max-virtual-ms", str(max_ms),
-           "--budget", str(budget), "--cpu", cpu, *MOUNTS, *(a for kv in env for a in ("--env", kv)), "--", *args]
+           "--budget", str(budget), "--cpu", cpu, *MOUNTS, "--mount", f"{binary.parent}:{binary.parent}",
+           *(a for kv in env for a in ("--env", kv)), "--", *args]
     pr = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", cwd=cwd,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
     try:

@@ -28,6 +28,18 @@ def test_a_pipe_reads_to_end_of_file_and_a_raw_read_waits_for_its_writer():
     assert native.splitlines() == ['"line 0\\nline 1\\nline 2\\n" <nil>', '"late" <nil> 0 <nil>']
 
 
+def test_a_pipe_holds_64_kib_as_natively():
+    """#50: a pipe had no limit, so a write never waited: os's TestClosedPipeRaceWrite (a write larger than the
+    pipe, its end closed meanwhile) succeeded and the test binary panicked. tests/data/go/pipefull: 16 page
+    buffers, partial non-blocking writes and EAGAIN, PIPE_BUF whole or not at all, a blocking child writer."""
+    binary = gobuild.build(DATA / "pipefull").binary
+    native = subprocess.run([str(binary)], capture_output=True, text=True, check=True, env={}).stdout
+    code, j = exec_json(binary)
+    assert code == 0 and j["exit_code"] == 0 and j["stdout"] == native
+    assert "non-blocking write of 100000: 65536 <nil>" in native and "cuts short: true" in native
+    assert "300000 <nil>" in native and "PIPE_BUF fits whole: 4096 <nil>" in native
+
+
 def test_a_go_test_binary_with_an_example_passes(tmp_path):
     out = tmp_path / "hello.test"
     r = subprocess.run([str(gobuild.goroot() / "bin" / "go"), "test", "-c", "-o", str(out), "."],

@@ -1,9 +1,10 @@
 """The file-descriptor table: stdio, eventfd, pipes and epoll, as far as the Go runtime uses them.
 
 Mirrors fs/eventfd.c (a 64-bit counter; write adds, read returns and clears it, EAGAIN when zero
-in non-blocking mode), fs/pipe.c (a byte queue shared by its two ends: a read of an empty pipe whose
-write end is closed is end of file, one whose write end is open waits, or answers EAGAIN when
-O_NONBLOCK; a write with no reader left is EPIPE and SIGPIPE; pipe_poll's EPOLLIN/EPOLLHUP/EPOLLERR) and
+in non-blocking mode), fs/pipe.c (a byte queue shared by its two ends, in at most 16 page-sized buffers: a read of an empty pipe
+whose write end is closed is end of file, one whose write end is open waits, or answers EAGAIN when
+O_NONBLOCK; a write waits for a free buffer, or takes what fits with O_NONBLOCK; a write with no reader left
+is EPIPE and SIGPIPE; pipe_poll's EPOLLIN/EPOLLOUT/EPOLLHUP/EPOLLERR) and
 fs/eventpoll.c (an interest list of
 (fd, events, data); epoll_pwait reports ready entries, level-triggered, or with EPOLLET once per wakeup:
 every object counts its wakeups in `gen`, which data arriving, room freed, a close or a connection
@@ -21,6 +22,7 @@ closes those descriptors (fs/exec.c do_close_on_exec), dup2/dup3 without O_CLOEX
 """
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 
 from .sysabi import BLOCK, EAGAIN, EPIPE
@@ -30,6 +32,7 @@ EPOLLIN, EPOLLOUT, EPOLLERR, EPOLLHUP, EPOLLRDHUP, EPOLLET = 0x1, 0x4, 0x8, 0x10
 EPOLL_CTL_ADD, EPOLL_CTL_DEL, EPOLL_CTL_MOD = 1, 2, 3
 O_RDONLY, O_WRONLY, O_RDWR, O_LARGEFILE, O_NONBLOCK = 0, 1, 2, 0o100000, 0o4000
 O_CLOEXEC = 0o2000000             # also EFD_CLOEXEC, EPOLL_CLOEXEC and SOCK_CLOEXEC
+PIPE_BUF, PIPE_SIZE = 4096, 65536   # include/uapi/linux/limits.h; fs/pipe.c: PIPE_DEF_BUFFERS (16) pages
 
 
 def wakeups(events: int, in_gen: int, out_gen: int) -> int:
@@ -80,6 +83,28 @@ class PipeState:
     in_gen: int = 0                   # wakeups keyed EPOLLIN so far: bytes written, the last writer gone
     out_gen: int = 0                  # wakeups keyed EPOLLOUT: bytes read, the last reader gone
     records: object = None            # a SOCK_SEQPACKET stream: a deque of the writes' lengths, else None
+    capacity: int | None = None       # a pipe's (PIPE_SIZE): writes wait for room; None: no limit (sockets)
+    slots: deque = field(default_factory=deque)   # a pipe's buffers, [offset, length] in their page each
+
+    def writable(self) -> bool:
+        """pipe_poll's EPOLLOUT: a buffer slot is free (always, without a capacity)."""
+        return self.capacity is None or len(self.slots) < self.capacity // PIPE_BUF
+
+    def put_pipe(self, data: bytes) -> int:
+        """pipe_write's copy into a pipe with a capacity: the length modulo a page merges into the last buffer
+        when its page has room for it, then one buffer a page while a slot is free; what went in."""
+        n, done = len(data), 0
+        chars = n & (PIPE_BUF - 1)
+        if chars and self.slots and sum(self.slots[-1]) + chars <= PIPE_BUF:
+            self.slots[-1][1] += chars
+            done = chars
+        while done < n and self.writable():
+            k = min(PIPE_BUF, n - done)
+            self.slots.append([0, k])
+            done += k
+        if done:
+            self.put(data[:done])
+        return done
 
     def put(self, data: bytes) -> None:
         self.buf.extend(data)
@@ -93,6 +118,14 @@ class PipeState:
         size = self.records.popleft() if self.records else len(self.buf)
         data = bytes(self.buf[:min(n, size)])
         del self.buf[:size if self.records is not None else len(data)]
+        left = len(data)
+        while left and self.slots:                  # pipe_read: a buffer emptied is freed
+            c = min(left, self.slots[0][1])
+            self.slots[0][0] += c
+            self.slots[0][1] -= c
+            left -= c
+            if not self.slots[0][1]:
+                self.slots.popleft()
         self.out_gen += 1
         return data
 
@@ -107,6 +140,9 @@ def read_stream(p, t, end, buf: int, n: int):
     SHUT_RD) or every writer is gone; an empty stream answers EAGAIN with O_NONBLOCK, else the thread waits
     (Process.wake_pipe_readers finishes the read)."""
     r = read_now(p, end, buf, n)
+    if r:
+        p.wake_pipe_readers()         # room for a writer that waits for it (Wait "pipewrite")
+        p.wake_pollers()
     if r is not None:
         return r
     if end.flags & O_NONBLOCK:
@@ -134,21 +170,66 @@ def pipe_read_now(p, st: "PipeState", buf: int, n: int) -> int | None:
 SIGPIPE = 13
 
 
-def write_stream(p, st: PipeState, data: bytes, sigpipe: bool = True) -> int:
+
+def write_stream(p, st: PipeState, data: bytes, sigpipe: bool = True, nonblock: bool = False):
     """write(2) into a byte stream (pipe_write): EPIPE once no one reads or writing was shut, and SIGPIPE to
     the writing thread as fs/pipe.c and net/unix/af_unix.c send it (send_sig(SIGPIPE, current, 0): SI_USER,
-    unless `sigpipe` is False, a send with MSG_NOSIGNAL); else queued (the buffer has no limit, so a write
-    never waits) and the waiting readers and pollers woken. (The Go runtime's handler ignores a SIGPIPE for
-    a descriptor other than 1 and 2, or passes it to signal.Notify.)"""
+    unless `sigpipe` is False, a send with MSG_NOSIGNAL); else queued and the waiting readers and pollers
+    woken. A pipe holds PIPE_SIZE bytes: a write of at most PIPE_BUF goes in whole or not at all, a longer
+    one as far as it fits; what does not fit waits for a reader (BLOCK; the write returns once all is in,
+    or the count so far when the last reader goes), or with O_NONBLOCK the write returns what went in
+    (EAGAIN for nothing). A socket's stream has no limit (a write never waits). (The Go runtime's handler
+    ignores a SIGPIPE for a descriptor other than 1 and 2, or passes it to signal.Notify.)"""
+    done = _write_some(p, st, data, sigpipe)
+    if done is not None and (done < 0 or done == len(data)):
+        return done
+    if nonblock:
+        return done or -EAGAIN
+    return _wait_room(p, st, data, done or 0, sigpipe)
+
+
+def _write_some(p, st: PipeState, data: bytes, sigpipe: bool, t=None) -> int | None:
+    """What goes in now: the bytes written, -EPIPE, or None when a write of at most PIPE_BUF must wait;
+    SIGPIPE goes to the writing thread t (the current one by default)."""
     if not st.readers or not st.writers:
         if sigpipe:
             from .sigframe import SI_USER
-            p.send_signal(p.cur, p.cur.tid, SIGPIPE, SI_USER)
+            t = t or p.cur
+            p.send_signal(t, t.tid, SIGPIPE, SI_USER)
         return -EPIPE
-    st.put(data)
+    if st.capacity is None:
+        st.put(data)
+        n = len(data)
+    else:
+        n = st.put_pipe(data)
+    if n == 0 and data:
+        return None
     p.wake_pipe_readers()
     p.wake_pollers()
-    return len(data)
+    return n
+
+
+def _wait_room(p, st: PipeState, data: bytes, done: int, sigpipe: bool):
+    """The rest of a blocking write waits for room (pipe_write's wait_event on pipe->wr_wait); the reader's
+    take wakes it (Process.wake_pipe_readers calls `retry`)."""
+    t, sent, busy = p.cur, [done], [False]
+
+    def retry():
+        if busy[0]:                   # the wakeups of its own write call back here: one write at a time
+            return None
+        if not st.readers:
+            return sent[0] or _write_some(p, st, b"", sigpipe, t)
+        busy[0] = True
+        try:
+            more = _write_some(p, st, data[sent[0]:], sigpipe, t)
+        finally:
+            busy[0] = False
+        if more is None:
+            return None
+        sent[0] += more
+        return sent[0] if sent[0] == len(data) else None
+    p.block(t, Wait("pipewrite", None, 0, restart=True, retry=retry))
+    return BLOCK
 
 
 @dataclass(eq=False)
@@ -171,8 +252,8 @@ class Pipe:
 
     def readiness(self) -> int:
         st = self.state
-        if self.write_end:
-            return EPOLLOUT | (EPOLLERR if not st.readers else 0)
+        if self.write_end:               # pipe_poll: writable while a buffer slot is free
+            return (EPOLLOUT if st.writable() else 0) | (EPOLLERR if not st.readers else 0)
         # pipe_poll: EPOLLIN only with data, EPOLLHUP once every writer is gone (no EPOLLRDHUP: that is a socket's)
         return (EPOLLIN if st.buf else 0) | (EPOLLHUP if not st.writers else 0)
 

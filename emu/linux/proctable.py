@@ -313,6 +313,9 @@ class ProcessTable:
             if other is not q:                # sleepers whose time has come run next
                 self.wake_io(other)
                 other._wake_due(other.clock)
+        if q.exit_code is None and q.exec_into is None:
+            self.wake_io(q)                   # what they did when woken (a writer waiting for room, fds.py) may
+                                              # let q go on: its reads and polls of what they wrote
 
     @staticmethod
     def wake_io(q) -> None:

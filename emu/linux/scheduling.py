@@ -166,7 +166,8 @@ class ThreadScheduling:
                 r = read_now(self, t.wait.pipe, t.wait.buf, t.wait.count)
                 if r is not None:
                     self.wake(t, r)
-            elif t.state == BLOCKED and t.wait.kind == "fifo":   # an open waiting for its partner (fifo.py)
+            elif t.state == BLOCKED and t.wait.kind in ("fifo", "pipewrite"):   # an open waiting for its
+                                                          # partner (fifo.py), a write for room (fds.py)
                 r = t.wait.retry()
                 if r is not None:
                     self.wake(t, r)

@@ -42,7 +42,7 @@ def sys_write(p, t, fd, buf, n, *_):
         p.wake_pollers()
         return 8
     if isinstance(obj, F.Pipe) and obj.write_end:
-        return F.write_stream(p, obj.state, p.read(buf, n))
+        return F.write_stream(p, obj.state, p.read(buf, n), nonblock=bool(obj.flags & F.O_NONBLOCK))
     return -EBADF
 
 
@@ -155,7 +155,7 @@ def sys_eventfd2(p, t, initval, flags, *_):
 
 
 def sys_pipe2(p, t, fdsp, flags, *_):
-    st = F.PipeState()
+    st = F.PipeState(capacity=F.PIPE_SIZE)
     cloexec = bool(flags & O_CLOEXEC)
     r = p.fds.install(F.Pipe(st, False, F.O_RDONLY | (flags & F.O_NONBLOCK)), cloexec=cloexec)
     w = p.fds.install(F.Pipe(st, True, F.O_WRONLY | (flags & F.O_NONBLOCK)), cloexec=cloexec)
