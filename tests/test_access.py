@@ -17,6 +17,7 @@ def test_lookpath_and_access_modes_as_natively(monkeypatch):
     assert code == 0, err
     assert out == native
     assert "lookpath tool true <nil>" in out and "X main.go permission denied" in out
+    assert "bad flag invalid argument AT_EACCESS <nil>" in out      # syscall's TestFaccessat (faccessat2's flags)
 
 
 def test_getrusage_as_natively():

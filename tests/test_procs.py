@@ -68,6 +68,7 @@ def test_credentials_and_fchmodat2_as_natively():
     assert (code, j["stdout"], j["error"]) == (0, native.stdout, None)
     assert "child: uid, gid kept: true true" in native.stdout and "mode: -rw-r-----" in native.stdout
     assert "fchmodat nofollow, link: operation not supported" in native.stdout
+    assert "the kernel's written back: 0x20080522" in native.stdout and "capset the same sets: true" in native.stdout
 
 
 def test_the_text_report_lists_every_process():

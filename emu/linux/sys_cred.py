@@ -1,7 +1,7 @@
 """Credentials: the effective and saved user and group ids and the supplementary groups, and the calls that
 change them, as kernel/sys.c and kernel/groups.c have them for one process: setuid, setgid, setreuid,
 setregid, setresuid, setresgid, getresuid, getresgid, geteuid, getegid, setfsuid, setfsgid, getgroups,
-setgroups. The real ids are Process.uid and .gid (the host's own at start, sys_proc.py getuid/getgid); the
+setgroups, and the capability sets (capget, capset: kernel/capability.c). The real ids are Process.uid and .gid (the host's own at start, sys_proc.py getuid/getgid); the
 effective and saved ones start equal to them (Process.creds, made here on first use), the groups the host
 process's. Go's side: syscall/exec_linux.go forkAndExecInChild1 (SysProcAttr.Credential: setgroups, setgid,
 setuid in the child), syscall.Setuid and friends (all threads, through runtime's AllThreadsSyscall).
@@ -16,7 +16,9 @@ from __future__ import annotations
 import os
 import struct
 
-from .sysabi import EINVAL, EPERM
+from unicorn import UcError
+
+from .sysabi import EFAULT, EINVAL, EPERM
 
 NGROUPS_MAX = 65536
 KEEP = 0xFFFFFFFF                                   # (uid_t)-1
@@ -104,6 +106,69 @@ def sys_setgroups(p, t, size, buf, *_):
     return 0
 
 
+#: capget/capset's header versions (include/uapi/linux/capability.h): v1 has one data struct, v2 and v3 two
+CAP_V1, CAP_V2, CAP_V3 = 0x19980330, 0x20071026, 0x20080522
+CAP_LAST_CAP = 40                                   # sys_proc's: CAP_CHECKPOINT_RESTORE
+
+
+def _caps(p) -> list:
+    """[effective, permitted, inheritable] as 64-bit sets: all of them for euid 0 at first, none otherwise."""
+    c = _creds(p)
+    if "caps" not in c:
+        full = (1 << (CAP_LAST_CAP + 1)) - 1 if c["u"][1] == 0 else 0
+        c["caps"] = [full, full, 0]
+    return c["caps"]
+
+
+def _efault(handler):
+    """A bad header or data pointer is EFAULT (copy_from_user/copy_to_user), as syscall's
+    TestAllThreadsSyscallError checks with capget(NULL, NULL)."""
+    def checked(p, t, hdr, data, *_):
+        try:
+            return handler(p, t, hdr, data)
+        except UcError:
+            return -EFAULT
+    return checked
+
+
+@_efault
+def sys_capget(p, t, hdr, data, *_):
+    """capget(2) (kernel/capability.c): an unknown version is EINVAL with v3 written back (0 when data is
+    NULL: the caller asks for the version); pid 0 or the caller's own; the sets as 32-bit halves."""
+    version, pid = struct.unpack("<Ii", p.read(hdr, 8))
+    if version not in (CAP_V1, CAP_V2, CAP_V3):
+        p.write(hdr, struct.pack("<I", CAP_V3))
+        return 0 if not data else -EINVAL
+    if pid < 0:
+        return -EINVAL
+    if not data:
+        return 0
+    n = 1 if version == CAP_V1 else 2
+    sets = _caps(p)
+    p.write(data, b"".join(struct.pack("<III", *((x >> (32 * i)) & 0xFFFFFFFF for x in sets)) for i in range(n)))
+    return 0
+
+
+@_efault
+def sys_capset(p, t, hdr, data, *_):
+    """capset(2) for the caller: the new permitted set within the old, effective and inheritable within it
+    (EPERM otherwise; inheritable's CAP_SETPCAP rule is not modelled)."""
+    version, pid = struct.unpack("<Ii", p.read(hdr, 8))
+    if version not in (CAP_V1, CAP_V2, CAP_V3):
+        p.write(hdr, struct.pack("<I", CAP_V3))
+        return -EINVAL
+    if pid not in (0, p.pid):
+        return -EPERM
+    n = 1 if version == CAP_V1 else 2
+    words = struct.unpack(f"<{3 * n}I", p.read(data, 12 * n))
+    new = [sum(words[3 * i + k] << (32 * i) for i in range(n)) for k in range(3)]
+    old = _caps(p)
+    if new[1] & ~old[1] or new[0] & ~new[1]:
+        return -EPERM
+    old[:] = new
+    return 0
+
+
 def _fs_id(p, kind: str, v: int) -> int:
     """setfsuid/setfsgid: the old fs id (the effective one here); the new one is not kept apart."""
     return _creds(p)[kind][1]
@@ -124,4 +189,5 @@ TABLE = {
     120: ("getresgid", lambda p, t, a, b, c, *_: _get_res(p, "g", a, b, c)),
     122: ("setfsuid", lambda p, t, v, *_: _fs_id(p, "u", v)),
     123: ("setfsgid", lambda p, t, v, *_: _fs_id(p, "g", v)),
+    125: ("capget", sys_capget), 126: ("capset", sys_capset),
 }

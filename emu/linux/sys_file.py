@@ -617,9 +617,9 @@ def sys_faccessat2(p, t, dirfd, path_addr, mode, flags, *_):
     granted and execute needs an x bit (or a directory), as generic_permission decides; otherwise the owner's,
     group's or others' bits. Writing is refused with EROFS in a read-only mount and preemu's own directories
     (fs/open.c: after the permission checks, `__mnt_is_readonly`)."""
-    if mode & ~7:
+    if mode & ~7 or flags & ~(0x200 | AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH):     # AT_EACCESS, and EINVAL else
         return -EINVAL
-    st = _stat_at(p, dirfd, path_addr, flags & AT_SYMLINK_NOFOLLOW)
+    st = _stat_at(p, dirfd, path_addr, flags & (AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH))
     if isinstance(st, int):
         return st
     st_mode, uid, gid = struct.unpack_from("<III", st, 24)

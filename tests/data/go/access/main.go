@@ -23,5 +23,6 @@ func main() {
 	fmt.Println("F missing", syscall.Access("nope", 0))
 	fmt.Println("W tmp", syscall.Access(dir, 2))
 	fmt.Println("bad mode", syscall.Faccessat(0, "main.go", 8, 0))
+	fmt.Println("bad flag", syscall.Faccessat(-100, "main.go", 4, 2), "AT_EACCESS", syscall.Faccessat(-100, "main.go", 4, 0x200))
 	os.RemoveAll(dir)
 }

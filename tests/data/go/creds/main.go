@@ -1,5 +1,5 @@
 // creds: user and group ids as Linux keeps them for one process: getres*id, set*id to ids the process has,
-// setgroups, a child started with SysProcAttr.Credential (setgroups, setgid, setuid in the child, as os/exec's
+// setgroups, capget/capset, a child started with SysProcAttr.Credential (setgroups, setgid, setuid in the child, as os/exec's
 // tests start one); and syscall.Fchmodat with AT_SYMLINK_NOFOLLOW (fchmodat2, Linux 6.6: a file's mode set,
 // a link's EOPNOTSUPP). Only relations and errors are printed, so a run as any user prints the same
 // (tests/test_procs.py compares).
@@ -39,6 +39,17 @@ func main() {
 	cmd.Stdout = os.Stdout
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())}}
 	fmt.Println("child with Credential:", cmd.Run())
+
+	hdr := [2]uint32{0x20080522, 0}
+	var data [6]uint32
+	_, _, e0 := syscall.RawSyscall(syscall.SYS_CAPGET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data)), 0)
+	fmt.Println("capget v3:", e0 == 0, "effective is permitted:", data[0] == data[1] && data[3] == data[4])
+	hdr = [2]uint32{1, 0}
+	_, _, e0 = syscall.RawSyscall(syscall.SYS_CAPGET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data)), 0)
+	fmt.Printf("capget bad version: %v, the kernel's written back: %#x\n", e0, hdr[0])
+	hdr = [2]uint32{0x20080522, 0}
+	_, _, e0 = syscall.RawSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data)), 0)
+	fmt.Println("capset the same sets:", e0 == 0)
 
 	dir, _ := os.MkdirTemp("", "cr")
 	defer os.RemoveAll(dir)
