@@ -71,6 +71,15 @@ def test_credentials_and_fchmodat2_as_natively():
     assert "the kernel's written back: 0x20080522" in native.stdout and "capset the same sets: true" in native.stdout
 
 
+def test_a_stopped_child_goes_on_after_sigcont_as_natively():
+    """#50: SIGSTOP killed the child (os/exec's TestWaitid: "signal: stopped"). tests/data/go/jobctl: a stopped
+    child answers nothing until SIGCONT, then resumes its read; SIGCONT to a running child and a caught
+    SIGTSTP change nothing."""
+    native, code, j = _native_and_preemu("jobctl")
+    assert (code, j["stdout"], j["error"]) == (0, native.stdout, None)
+    assert "a stopped child answers nothing: true" in native.stdout and "then it goes on: got three" in native.stdout
+
+
 def test_the_text_report_lists_every_process():
     binary = gobuild.build(DATA / "go" / "selfexec").binary
     from conftest import cli_run
@@ -183,6 +192,8 @@ def test_a_blocked_wait_finishes_when_the_child_ends(g):
 
 
 def test_the_parent_gets_sigchld_with_cld_exited_and_an_ignoring_parent_reaps_at_once(g):
+    act = g.put(struct.pack("<QQQQ", 0x1234, 0, 0, 0))      # a handler (with SIG_DFL the kernel drops SIGCHLD:
+    assert g.call("rt_sigaction", SIGCHLD, act, 0, 8) == 0   # its default action is to ignore it, sig_ignored)
     pid, child, _, _ = fork(g)
     end(g, child, code=4)
     ev = g.p.threads[g.p.pid].pending[SIGCHLD]

@@ -216,6 +216,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         #: (guest path, host path): argv[0] where the program started names its binary, for execve (sys_fork.py)
         self.exe_alias = (posixpath.normpath(posixpath.join(self.cwd, opts.argv[0])), image.path) if opts.argv else None
         self.killed_by = 0                      # the signal whose default action ended the process, or 0
+        self.job_stopped = False                # stopped by SIGSTOP and the like until SIGCONT (sigdeliver.py)
         self.exec_into: Process | None = None   # the process an execve replaced this one with (proctable.py)
         if origin is None:
             self.cgroup.charge("kernel", PROCESS_COST)     # the first process exists whatever the limits

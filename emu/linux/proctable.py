@@ -22,7 +22,8 @@ runs on a copy of the parent's memory taken at the clone (the parent's calling t
 execs or exits, as Linux has it, but the child's stores before execve are not seen by the parent: Go's
 forkAndExecInChild1 writes only its own frame, which the parent does not read after the clone returns,
 syscall/exec_linux.go:345-353); execve in the first process (syscall.Exec); controlling terminals and
-foreground groups (no tty); stopped and continued children (WSTOPPED, WCONTINUED); resource use other than
+foreground groups (no tty); reports of stopped and continued children (WSTOPPED, WCONTINUED: a stopped
+process simply runs no thread, sigdeliver.py); resource use other than
 user CPU time in rusage; core dumps. A process whose run fails (an unsupported syscall, a fault preemu
 cannot model) fails the whole run with its pid in the message.
 """
@@ -290,7 +291,7 @@ class ProcessTable:
         procs = sorted(self.live(), key=lambda q: q.pid)
         after = [q for q in procs if q.pid > self.last] + [q for q in procs if q.pid <= self.last]
         for q in after:
-            while q.runq:
+            while q.runq and not q.job_stopped:
                 t = q.runq.popleft()
                 if t.tid in q.held or t.state != RUNNABLE:
                     continue                  # unhold puts a held thread back

@@ -9,8 +9,14 @@ arch/x86/mm/fault.c (a fault on an unmapped address: SEGV_MAPERR with si_addr, t
 instruction fetch from a page mapped without PROT_EXEC: SEGV_ACCERR) and arch/x86/kernel/traps.c (an int3 in
 user mode: do_int3_user's do_trap(X86_TRAP_BP, SIGTRAP) forces SIGTRAP with SI_KERNEL, RIP past the int3).
 When a pending signal is taken (at the start of a slice, or at --signal-at's PC) is process.py's run
-loop; the frame's bytes are sigframe.py's. Left out: real-time signal queues (a standard signal
-pending twice is merged), stopping and continuing, core dumps.
+loop; the frame's bytes are sigframe.py's. Job control as kernel/signal.c prepare_signal has it for a
+process: a stop signal with its default action (SIGSTOP always; SIGTSTP, SIGTTIN, SIGTTOU while SIG_DFL)
+stops the whole process at once (Process.job_stopped: the process table runs none of its threads; a thread
+waiting in a syscall goes on waiting, as the kernel restarts the call after SIGCONT) and drops a pending
+SIGCONT; SIGCONT resumes it whatever its action and drops pending stop signals; a signal whose action is to
+ignore it and that the thread does not block is dropped when sent (sig_ignored), interrupting nothing.
+Left out: real-time signal queues (a standard signal pending twice is merged), the parent's
+CLD_STOPPED/CLD_CONTINUED notice and WSTOPPED/WCONTINUED reports, orphaned groups' stop signals, core dumps.
 """
 from __future__ import annotations
 
@@ -35,6 +41,7 @@ from .threads import BLOCKED, EXITED, Thread
 SA_ONSTACK, SA_RESTART, SA_NODEFER = 0x08000000, 0x10000000, 0x40000000
 SIG_DFL, SIG_IGN = 0, 1
 DEFAULT_IGNORED = {17, 18, 23, 28}     # SIGCHLD, SIGCONT, SIGURG, SIGWINCH: default action is ignore
+SIGCONT, STOP_SIGNALS = 18, (19, 20, 21, 22)    # SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU
 SIGNAL_NAMES = {23: "SIGURG", 11: "SIGSEGV", 5: "SIGTRAP", 6: "SIGABRT", 2: "SIGINT", 9: "SIGKILL", 13: "SIGPIPE", 15: "SIGTERM"}
 
 
@@ -65,6 +72,10 @@ class SignalDelivery:
         if sig == 0:
             return 0
         ev = self.watch.sent(sig, sender.tid, tid)
+        done = self._job_control(sig, t)
+        if done:
+            ev.outcome = done
+            return 0
         if info is not None:
             ev.info = info
         elif code != SI_TKILL:
@@ -79,6 +90,28 @@ class SignalDelivery:
         elif t.state == BLOCKED and not t.sigmask & (1 << (sig - 1)):
             self._interrupt(t, sig)
         return 0
+
+    def _job_control(self, sig: int, t: Thread) -> str | None:
+        """prepare_signal's part before queueing: SIGCONT resumes and drops pending stops, a stop signal drops a
+        pending SIGCONT and, with its default action, stops the process (not queued: "stopped"); a signal the
+        thread does not block and whose action is to ignore it is dropped ("ignored"); None: queue it."""
+        handler = self.sigactions.get(sig, (SIG_DFL, 0, 0, 0))[0]
+        if sig == SIGCONT:
+            self.job_stopped = False
+            for x in self.threads.values():
+                for s in STOP_SIGNALS:
+                    x.pending.pop(s, None)
+        elif sig in STOP_SIGNALS:
+            for x in self.threads.values():
+                x.pending.pop(SIGCONT, None)
+            if handler == SIG_DFL or sig == STOP_SIGNALS[0]:
+                self.job_stopped = True
+                self._stop_slice = True
+                return "stopped"
+        blocked = t.sigmask & (1 << (sig - 1))
+        if not blocked and (handler == SIG_IGN or handler == SIG_DFL and sig in DEFAULT_IGNORED):
+            return "ignored"
+        return None
 
     def _interrupt(self, t: Thread, sig: int) -> None:
         """A signal arrives while t waits: restart the call (SA_RESTART futex wait) or fail it with EINTR."""
