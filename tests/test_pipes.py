@@ -40,6 +40,16 @@ def test_a_pipe_holds_64_kib_as_natively():
     assert "300000 <nil>" in native and "PIPE_BUF fits whole: 4096 <nil>" in native
 
 
+def test_writev_and_readv_as_natively():
+    """#50: net's test binary ended at writev (net.Buffers). tests/data/go/writev: a TCP writev, a pipe's, readv,
+    EINVAL past UIO_MAXIOV."""
+    binary = gobuild.build(DATA / "writev").binary
+    native = subprocess.run([str(binary)], capture_output=True, text=True, check=True, env={}).stdout
+    code, j = exec_json(binary)
+    assert code == 0 and j["exit_code"] == 0 and j["stdout"] == native
+    assert 'server read "alpha beta gamma"' in native and "1025 iovecs: invalid argument" in native
+
+
 def test_a_go_test_binary_with_an_example_passes(tmp_path):
     out = tmp_path / "hello.test"
     r = subprocess.run([str(gobuild.goroot() / "bin" / "go"), "test", "-c", "-o", str(out), "."],

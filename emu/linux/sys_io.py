@@ -10,6 +10,7 @@ import struct
 
 from . import fds as F
 from . import sys_file, sys_socket
+from .sys_msg import iovecs
 from .sys_proc import RLIMIT_NOFILE
 from .sysabi import BLOCK, EAGAIN, EBADF, EEXIST, EINVAL, ENOENT, ENOSYS
 from .threads import Wait
@@ -21,29 +22,52 @@ EFD_NONBLOCK = 0o4000
 
 
 def sys_write(p, t, fd, buf, n, *_):
+    return write_data(p, fd, lambda: p.read(buf, n), n)
+
+
+def write_data(p, fd: int, data, n: int):
+    """write(2) of n bytes that data() reads from the guest (not read for /dev/null)."""
     obj = p.fds.get(fd)
     if isinstance(obj, sys_socket.Socket):
-        return sys_socket.send(p, obj, p.read(buf, n), None)
+        return sys_socket.send(p, obj, data(), None)
     if isinstance(obj, sys_file.Device):
         return n                              # /dev/null and /dev/zero discard; so does /dev/urandom
     if hasattr(obj, "write_bytes"):          # a /tmp file (tmpfs.py)
-        return obj.write_bytes(p, p.read(buf, n))
+        return obj.write_bytes(p, data())
     if isinstance(obj, (sys_file.HostFile, sys_file.HostDir)):
         return -EBADF                         # opened read-only (the view is read-only)
     if isinstance(obj, F.Output):
-        data = p.read(buf, n)
-        p.output(obj, data)
+        p.output(obj, data())
         return n
     if isinstance(obj, F.EventFd):
         if n < 8:
             return -EINVAL
-        obj.counter += struct.unpack("<Q", p.read(buf, 8))[0]
+        obj.counter += struct.unpack_from("<Q", data())[0]
         obj.gen += 1
         p.wake_pollers()
         return 8
     if isinstance(obj, F.Pipe) and obj.write_end:
-        return F.write_stream(p, obj.state, p.read(buf, n), nonblock=bool(obj.flags & F.O_NONBLOCK))
+        return F.write_stream(p, obj.state, data(), nonblock=bool(obj.flags & F.O_NONBLOCK))
     return -EBADF
+
+
+def sys_writev(p, t, fd, iov, iovcnt, *_):
+    """writev(2) (fs/read_write.c do_writev): the iovecs' bytes in order as one write (net.Buffers' WriteTo;
+    a pipe or stream takes them as write takes one buffer); EINVAL for more than UIO_MAXIOV."""
+    vecs = iovecs(p, iov, iovcnt & 0xFFFFFFFF)
+    if isinstance(vecs, int):
+        return -EINVAL
+    n = sum(ln for _b, ln in vecs)
+    return write_data(p, fd, lambda: b"".join(bytes(p.read(b, ln)) for b, ln in vecs if ln), n)
+
+
+def sys_readv(p, t, fd, iov, iovcnt, *_):
+    """readv(2) into the first non-empty iovec (a short read, which readv may return, as recvmsg does here)."""
+    vecs = iovecs(p, iov, iovcnt & 0xFFFFFFFF)
+    if isinstance(vecs, int):
+        return -EINVAL
+    base, ln = next(((b, ln) for b, ln in vecs if ln), (0, 0))
+    return sys_read(p, t, fd, base, ln)
 
 
 def sys_read(p, t, fd, buf, n, *_):
@@ -205,7 +229,7 @@ TABLE = {
     32: ("dup", sys_dup), 33: ("dup2", sys_dup2), 292: ("dup3", sys_dup3),
     275: ("splice", sys_splice), 40: ("sendfile", sys_splice), 326: ("copy_file_range", sys_copy_file_range),
     74: ("fsync", sys_fsync), 75: ("fdatasync", sys_fsync),
-    0: ("read", sys_read), 1: ("write", sys_write), 3: ("close", sys_close), 72: ("fcntl", sys_fcntl),
+    0: ("read", sys_read), 1: ("write", sys_write), 19: ("readv", sys_readv), 20: ("writev", sys_writev), 3: ("close", sys_close), 72: ("fcntl", sys_fcntl),
     233: ("epoll_ctl", sys_epoll_ctl), 281: ("epoll_pwait", sys_epoll_pwait), 290: ("eventfd2", sys_eventfd2),
     291: ("epoll_create1", sys_epoll_create1), 293: ("pipe2", sys_pipe2),
 }

@@ -35,7 +35,9 @@ def _msghdr(p, msg: int) -> tuple:
     return struct.unpack("<QI4xQQQQi4x", p.read(msg, 56))
 
 
-def _iovecs(p, iov: int, n: int) -> list[tuple[int, int]] | int:
+def iovecs(p, iov: int, n: int) -> list[tuple[int, int]] | int:
+    """An iovec array's (base, length) pairs (lib/iov_iter.c import_iovec): EMSGSIZE past UIO_MAXIOV (readv and
+    writev answer EINVAL there), EINVAL for a negative length, the lengths cut to MAX_RW_COUNT in all."""
     if n > UIO_MAXIOV:
         return -EMSGSIZE
     raw = p.read(iov, 16 * n) if n else b""
@@ -67,7 +69,7 @@ def sys_sendmsg(p, t, fd, msg, flags, *_):
     if isinstance(s, int):
         return s
     name, namelen, iov, iovlen, control, controllen, _f = _msghdr(p, msg)
-    vecs = _iovecs(p, iov, iovlen)
+    vecs = iovecs(p, iov, iovlen)
     if isinstance(vecs, int):
         return vecs
     passed, creds = [], None
@@ -136,7 +138,7 @@ def sys_recvmsg(p, t, fd, msg, flags, *_):
     if isinstance(s, int):
         return s
     name, namelen, iov, iovlen, control, controllen, _f = _msghdr(p, msg)
-    vecs = _iovecs(p, iov, iovlen)
+    vecs = iovecs(p, iov, iovlen)
     if isinstance(vecs, int):
         return vecs
     buf, n = next(((b, ln) for b, ln in vecs if ln), (vecs[0][0] if vecs else 0, 0))
