@@ -1,7 +1,8 @@
 """Standard-library `go test` binaries and Go's runtime/testdata/testprog under `preemu exec`: which end as they
 do natively (issues #21, #37 item 7).
 
-  .venv/bin/python bench/bench_gotest.py [--results FILE.jsonl] [--shard I/N] [--testprog] [--cpu v1,v3] [NAME ...]
+  .venv/bin/python bench/bench_gotest.py [--results FILE.jsonl] [--shard I/N] [--testprog] [--cpu v1,v3] [--wall S]
+                                         [NAME ...]
 
 Packages (the default): builds each package's test binary with the project's toolchain (`go test -c`,
 CGO_ENABLED=0), runs it natively and under `preemu exec` with `-test.short`, both in the package's source
@@ -16,10 +17,9 @@ environment runtime's own tests start it with, read from their source (testprog_
 runBuiltTestProg and cmd.Env of the runtime's *_test.go; RUNTIME_TEST_SHORT=1 as under -short): one row per
 distinct environment, named by the entry and its variables (`LockOSThreadAvoidsStatePropagation
 GOMAXPROCS=1`); an entry no test starts by a literal name runs with the base environment alone. Naming an
-entry on the command line runs all its rows. An entry ends
-as natively when the exit status (or the killing signal) and the first line of stdout and of stderr are the
-same; where the two native runs already differ on a line (a temporary file's name, an address), that line is
-not compared.
+entry on the command line runs all its rows. An entry ends as natively when the exit status (or the killing
+signal) and the first line of stdout and of stderr are the same; where the two native runs already differ on
+a line (a temporary file's name, an address), that line is not compared.
 
 `--cpu v1,v3` (packages only; default v1): one column per level. A level's row builds the test binary with
 GOAMD64=that level (a plain `GOAMD64=v3 go test -c`, no GOEXPERIMENT, as a user builds it) and runs it
@@ -32,12 +32,16 @@ tests (573 M instructions, ~5 % AVX2) took 1,192 s of wall time at v3 against 2.
 `--shard I/N` runs every N-th name from the I-th (two shards for two cores, one results file). The tables
 are printed at the end from all rows the file holds.
 
-Chosen packages: those whose native `go test -short` takes a few seconds at most. Left out on purpose: the
-ones that need the network or the host (net, net/http, crypto/tls, os/exec, os/signal, syscall), the go
-command or the compiler (go/build, go/types, go/importer, cmd/...), cgo (runtime/cgo), and the ones slow
-natively (`go test -short` measured here: runtime 230 s, math/big 23 s, crypto/rsa 9.7 s).
-Long: the 106 packages took 50 min in two shards on two busy cores (60 min of preemu wall time in all, `time`
-alone 24 min; 50 s natively); the testprog entries 11 min.
+Packages: every standard-library package that has tests (`go list std`: TestGoFiles or XTestGoFiles), not
+internal, vendored or a command, less those that need cgo (EXCLUDED, with its reason: plugin); none needs
+the network beyond loopback under -test.short (testenv.MustHaveExternalNetwork skips under -short). That is
+169 with go1.27.3; `packages()` reads them from the toolchain, so the set is the toolchain's, not a list here.
+The base environment is empty, as before (no PATH: syscall's and os's tests that run `cat`, `sleep` or `pwd`
+fail natively too). `--wall S` kills a preemu run after S seconds of wall time and records it as
+`not finished in S s`: a limit of the measurement on shared cores, not a verdict on preemu's semantics; a
+run stopped by the 10 G-instruction or 60 s virtual budget is `starved` with that reason.
+Long: the 169 packages with --wall 60 took about 50 min on two cores shared with four other jobs (load 10);
+the testprog entries about 15 min.
 """
 from __future__ import annotations
 

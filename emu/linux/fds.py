@@ -1,9 +1,9 @@
 """The file-descriptor table: stdio, eventfd, pipes and epoll, as far as the Go runtime uses them.
 
 Mirrors fs/eventfd.c (a 64-bit counter; write adds, read returns and clears it, EAGAIN when zero
-in non-blocking mode), fs/pipe.c (a byte queue shared by its two ends, in at most 16 page-sized buffers: a read of an empty pipe
-whose write end is closed is end of file, one whose write end is open waits, or answers EAGAIN when
-O_NONBLOCK; a write waits for a free buffer, or takes what fits with O_NONBLOCK; a write with no reader left
+in non-blocking mode), fs/pipe.c (a byte queue shared by its two ends, in at most 16 page-sized buffers: a
+read of an empty pipe whose write end is closed is end of file, one whose write end is open waits, or
+answers EAGAIN when O_NONBLOCK; a write waits for a free buffer, or takes what fits with O_NONBLOCK; a write with no reader left
 is EPIPE and SIGPIPE; pipe_poll's EPOLLIN/EPOLLOUT/EPOLLHUP/EPOLLERR) and
 fs/eventpoll.c (an interest list of
 (fd, events, data); epoll_pwait reports ready entries, level-triggered, or with EPOLLET once per wakeup:

@@ -11,7 +11,7 @@ over the syscall families (as gVisor's sentry and Qiling's os/linux/syscall spli
   sys_timer.py   CPU-time timers: setitimer(ITIMER_PROF), timer_create on the CPU clocks (SIGPROF)
   sys_io.py      descriptors that are not files: read/write/close/fcntl, pipes, eventfd, epoll
   sys_file.py    files: the mounts (mounts.py), /tmp in memory, /dev, chdir/getcwd, symbolic links
-  sys_fattr.py   file times: utimensat, utimes, futimesat, utime
+  sys_fattr.py   file attributes: access/faccessat2, umask, fchmodat2, utimensat and the other time setters
   sys_socket.py  sockets inside the process: socketpair, AF_UNIX, loopback TCP/UDP (tcp.py: FIN, RST)
   sys_msg.py     sendmsg/recvmsg, SCM_RIGHTS
 
@@ -21,12 +21,12 @@ conventions and errnos: sysabi.py.
 """
 from __future__ import annotations
 
-from . import (sys_cred, sys_fattr, sys_file, sys_fork, sys_io, sys_mem, sys_msg, sys_pgrp, sys_proc, sys_signal, sys_socket, sys_time,
-               sys_timer)
+from . import (sys_cred, sys_fattr, sys_file, sys_fork, sys_io, sys_mem, sys_msg, sys_pgrp, sys_proc, sys_signal,
+               sys_socket, sys_time, sys_timer)
 from .sysabi import ENOSYS
 
-FAMILIES = (sys_proc, sys_cred, sys_fork, sys_pgrp, sys_mem, sys_signal, sys_time, sys_timer, sys_io, sys_file, sys_fattr,
-            sys_socket, sys_msg)
+FAMILIES = (sys_proc, sys_cred, sys_fork, sys_pgrp, sys_mem, sys_signal, sys_time, sys_timer, sys_io, sys_file,
+            sys_fattr, sys_socket, sys_msg)
 
 
 def _table() -> dict:

@@ -1,7 +1,9 @@
-"""File times, fchmodat2 and the umask: umask(2) (kernel/sys.c: the caller's fs_struct's, threads.FsState; what
-sys_file's creations in /tmp mask their mode with), utimensat(2), utimes(2), futimesat(2) and utime(2), as fs/utimes.c sets them. In /tmp a node's
-atime and mtime (tmpfs.Node; ctime reads as mtime), on a :rw mount the host file's (os.utime), in a read-only
-mount EROFS after the lookup; "now" is CLOCK_REALTIME (sys_time.realtime), what /tmp's writes stamp too.
+"""File attributes: access checks (faccessat2, faccessat, access: fs/open.c do_faccessat), the umask (umask(2),
+kernel/sys.c: the caller's fs_struct's, threads.FsState, what sys_file's creations in /tmp mask their mode
+with), fchmodat2 (fs/open.c do_fchmodat), and file times: utimensat(2), utimes(2), futimesat(2) and utime(2),
+as fs/utimes.c sets them. In /tmp a node's atime and mtime (tmpfs.Node; ctime reads as mtime), on a :rw mount
+the host file's (os.utime), in a read-only mount EROFS after the lookup; "now" is CLOCK_REALTIME
+(sys_time.realtime), what /tmp's writes stamp too.
 
 utimensat: times NULL sets both to now; UTIME_NOW and UTIME_OMIT per field; both UTIME_OMIT returns 0 without
 looking at the path; a tv_nsec outside 0..999999999 otherwise is EINVAL; a NULL path with a descriptor sets that
@@ -13,15 +15,16 @@ owner and permission checks (EPERM/EACCES: the caller owns every file it can wri
 from __future__ import annotations
 
 import os
+import stat as S
 import struct
 
-from .sys_file import AT_FDCWD, HostFd, HostFile, _fd, _guest, _host, _on_host, _tmp, sys_fchmod, sys_fchmodat
+from .sys_file import (AT_EMPTY_PATH, AT_FDCWD, AT_SYMLINK_NOFOLLOW, DEVICES, HostFd, HostFile, _fd, _guest, _host,
+                       _on_host, _stat_at, _tmp, sys_fchmod, sys_fchmodat)
 from .sys_time import realtime
-from .sysabi import EBADF, EFAULT, EINVAL, ENOENT, EOPNOTSUPP, EROFS
+from .sysabi import EACCES, EBADF, EFAULT, EINVAL, ENOENT, EOPNOTSUPP, EROFS
 from .tmpfs import DirHandle, TmpFile
 
 UTIME_NOW, UTIME_OMIT = (1 << 30) - 1, (1 << 30) - 2
-AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH = 0x100, 0x1000
 NOW, OMIT = "now", "omit"
 
 
@@ -142,6 +145,37 @@ def sys_fchmodat2(p, t, dirfd, path_addr, mode, flags, *_):
     return sys_fchmodat(p, t, dirfd, path_addr, mode)
 
 
+R_OK, W_OK, X_OK = 4, 2, 1
+
+
+def sys_faccessat2(p, t, dirfd, path_addr, mode, flags, *_):
+    """faccessat2(2) (and faccessat, access): whether the caller may read, write or execute what a path names
+    (fs/open.c do_faccessat). The guest runs with the host's ids (sys_proc.py): as root, read and write are
+    granted and execute needs an x bit (or a directory), as generic_permission decides; otherwise the owner's,
+    group's or others' bits. Writing is refused with EROFS in a read-only mount and preemu's own directories
+    (fs/open.c: after the permission checks, `__mnt_is_readonly`)."""
+    if mode & ~7 or flags & ~(0x200 | AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH):     # AT_EACCESS, and EINVAL else
+        return -EINVAL
+    st = _stat_at(p, dirfd, path_addr, flags & (AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH))
+    if isinstance(st, int):
+        return st
+    st_mode, uid, gid = struct.unpack_from("<III", st, 24)
+    if p.uid == 0:
+        if mode & X_OK and not (st_mode & 0o111 or S.S_ISDIR(st_mode)):
+            return -EACCES
+    else:
+        bits = (st_mode >> 6) & 7 if uid == p.uid else (st_mode >> 3) & 7 if gid == p.gid else st_mode & 7
+        if mode & ~bits & 7:
+            return -EACCES
+    if mode & W_OK:
+        guest = _guest(p, dirfd, p.read_cstr(path_addr), follow=not flags & AT_SYMLINK_NOFOLLOW)
+        if isinstance(guest, str) and _tmp(p, guest) is None and guest not in DEVICES:
+            found = _host(p, guest)
+            if isinstance(found, int) or not found[0].rw:
+                return -EROFS
+    return 0
+
+
 def sys_umask(p, t, mask, *_):
     old, p.fsstate.umask = p.fsstate.umask, mask & 0o777
     return old
@@ -149,6 +183,8 @@ def sys_umask(p, t, mask, *_):
 
 #: syscall number -> (name, handler); numbers from arch/x86/entry/syscalls/syscall_64.tbl
 TABLE = {
-    95: ("umask", sys_umask), 452: ("fchmodat2", sys_fchmodat2), 280: ("utimensat", sys_utimensat), 261: ("futimesat", sys_futimesat), 132: ("utime", sys_utime),
+    95: ("umask", sys_umask), 452: ("fchmodat2", sys_fchmodat2),
+    439: ("faccessat2", sys_faccessat2), 269: ("faccessat", lambda p, t, d, a, m, *_: sys_faccessat2(p, t, d, a, m, 0)),
+    21: ("access", lambda p, t, a, m, *_: sys_faccessat2(p, t, AT_FDCWD, a, m, 0)), 280: ("utimensat", sys_utimensat), 261: ("futimesat", sys_futimesat), 132: ("utime", sys_utime),
     235: ("utimes", lambda p, t, path, tv, *_: sys_futimesat(p, t, AT_FDCWD, path, tv)),
 }

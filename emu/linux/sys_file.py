@@ -608,37 +608,6 @@ def _stat_at(p, dirfd, path_addr, flags) -> bytes | int:
         return _oserr(e)
 
 
-R_OK, W_OK, X_OK = 4, 2, 1
-
-
-def sys_faccessat2(p, t, dirfd, path_addr, mode, flags, *_):
-    """faccessat2(2) (and faccessat, access): whether the caller may read, write or execute what a path names
-    (fs/open.c do_faccessat). The guest runs with the host's ids (sys_proc.py): as root, read and write are
-    granted and execute needs an x bit (or a directory), as generic_permission decides; otherwise the owner's,
-    group's or others' bits. Writing is refused with EROFS in a read-only mount and preemu's own directories
-    (fs/open.c: after the permission checks, `__mnt_is_readonly`)."""
-    if mode & ~7 or flags & ~(0x200 | AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH):     # AT_EACCESS, and EINVAL else
-        return -EINVAL
-    st = _stat_at(p, dirfd, path_addr, flags & (AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH))
-    if isinstance(st, int):
-        return st
-    st_mode, uid, gid = struct.unpack_from("<III", st, 24)
-    if p.uid == 0:
-        if mode & X_OK and not (st_mode & 0o111 or S.S_ISDIR(st_mode)):
-            return -EACCES
-    else:
-        bits = (st_mode >> 6) & 7 if uid == p.uid else (st_mode >> 3) & 7 if gid == p.gid else st_mode & 7
-        if mode & ~bits & 7:
-            return -EACCES
-    if mode & W_OK:
-        guest = _guest(p, dirfd, p.read_cstr(path_addr), follow=not flags & AT_SYMLINK_NOFOLLOW)
-        if isinstance(guest, str) and _tmp(p, guest) is None and guest not in DEVICES:
-            found = _host(p, guest)
-            if isinstance(found, int) or not found[0].rw:
-                return -EROFS
-    return 0
-
-
 def sys_newfstatat(p, t, dirfd, path_addr, buf, flags, *_):
     st = _stat_at(p, dirfd, path_addr, flags)
     if isinstance(st, int):
@@ -787,7 +756,5 @@ TABLE = {
     263: ("unlinkat", sys_unlinkat),
     264: ("renameat", sys_renameat), 316: ("renameat2", sys_renameat2), 18: ("pwrite64", sys_pwrite64),
     266: ("symlinkat", sys_symlinkat), 265: ("linkat", sys_linkat),
-    439: ("faccessat2", sys_faccessat2), 269: ("faccessat", lambda p, t, d, a, m, *_: sys_faccessat2(p, t, d, a, m, 0)),
-    21: ("access", lambda p, t, a, m, *_: sys_faccessat2(p, t, AT_FDCWD, a, m, 0)),
     88: ("symlink", lambda p, t, a, b, *_: sys_symlinkat(p, t, a, AT_FDCWD, b)), 267: ("readlinkat", sys_readlinkat),
 }
