@@ -24,7 +24,7 @@ NGROUPS_MAX = 65536
 KEEP = 0xFFFFFFFF                                   # (uid_t)-1
 
 
-def _creds(p) -> dict:
+def creds(p) -> dict:
     c = getattr(p, "creds", None)
     if c is None:
         c = p.creds = {"u": [p.uid, p.uid, p.uid], "g": [p.gid, p.gid, p.gid], "groups": list(os.getgroups())}
@@ -33,12 +33,12 @@ def _creds(p) -> dict:
 
 
 def _privileged(p) -> bool:
-    return _creds(p)["u"][1] == 0
+    return creds(p)["u"][1] == 0
 
 
 def _setres(p, kind: str, new) -> int:
     """setresuid/setresgid: each id not -1 becomes the new value; unprivileged, only to a current id."""
-    c = _creds(p)
+    c = creds(p)
     ids = c[kind]
     new = [v & 0xFFFFFFFF for v in new]
     if not _privileged(p) and any(v != KEEP and v not in ids for v in new):
@@ -61,7 +61,7 @@ def _set_id(p, kind: str, v: int) -> int:
         return -EINVAL
     if _privileged(p):
         return _setres(p, kind, (v, v, v))
-    ids = _creds(p)[kind]
+    ids = creds(p)[kind]
     if v not in (ids[0], ids[2]):
         return -EPERM
     return _setres(p, kind, (KEEP, v, KEEP))
@@ -70,7 +70,7 @@ def _set_id(p, kind: str, v: int) -> int:
 def _set_re(p, kind: str, r: int, e: int) -> int:
     """setreuid/setregid: the saved id follows the effective one when the real one is set or the effective
     one changes to other than the real one."""
-    ids = _creds(p)[kind]
+    ids = creds(p)[kind]
     r, e = r & 0xFFFFFFFF, e & 0xFFFFFFFF
     if not _privileged(p) and (r != KEEP and r not in ids[:2] or e != KEEP and e not in ids):
         return -EPERM
@@ -80,13 +80,13 @@ def _set_re(p, kind: str, r: int, e: int) -> int:
 
 
 def _get_res(p, kind: str, a: int, b: int, c: int) -> int:
-    for addr, v in zip((a, b, c), _creds(p)[kind]):
+    for addr, v in zip((a, b, c), creds(p)[kind]):
         p.write(addr, struct.pack("<I", v))
     return 0
 
 
 def sys_getgroups(p, t, size, buf, *_):
-    groups = _creds(p)["groups"]
+    groups = creds(p)["groups"]
     size &= 0xFFFFFFFF
     if size == 0:
         return len(groups)
@@ -102,7 +102,7 @@ def sys_setgroups(p, t, size, buf, *_):
         return -EINVAL
     if not _privileged(p):
         return -EPERM
-    _creds(p)["groups"] = sorted(struct.unpack(f"<{size}I", p.read(buf, 4 * size))) if size else []
+    creds(p)["groups"] = sorted(struct.unpack(f"<{size}I", p.read(buf, 4 * size))) if size else []
     return 0
 
 
@@ -113,7 +113,7 @@ CAP_LAST_CAP = 40                                   # sys_proc's: CAP_CHECKPOINT
 
 def _caps(p) -> list:
     """[effective, permitted, inheritable] as 64-bit sets: all of them for euid 0 at first, none otherwise."""
-    c = _creds(p)
+    c = creds(p)
     if "caps" not in c:
         full = (1 << (CAP_LAST_CAP + 1)) - 1 if c["u"][1] == 0 else 0
         c["caps"] = [full, full, 0]
@@ -171,15 +171,15 @@ def sys_capset(p, t, hdr, data, *_):
 
 def _fs_id(p, kind: str, v: int) -> int:
     """setfsuid/setfsgid: the old fs id (the effective one here); the new one is not kept apart."""
-    return _creds(p)[kind][1]
+    return creds(p)[kind][1]
 
 
 #: syscall number -> (name, handler); numbers from arch/x86/entry/syscalls/syscall_64.tbl
 TABLE = {
     105: ("setuid", lambda p, t, v, *_: _set_id(p, "u", v)),
     106: ("setgid", lambda p, t, v, *_: _set_id(p, "g", v)),
-    107: ("geteuid", lambda p, t, *_: _creds(p)["u"][1]),
-    108: ("getegid", lambda p, t, *_: _creds(p)["g"][1]),
+    107: ("geteuid", lambda p, t, *_: creds(p)["u"][1]),
+    108: ("getegid", lambda p, t, *_: creds(p)["g"][1]),
     113: ("setreuid", lambda p, t, r, e, *_: _set_re(p, "u", r, e)),
     114: ("setregid", lambda p, t, r, e, *_: _set_re(p, "g", r, e)),
     115: ("getgroups", sys_getgroups), 116: ("setgroups", sys_setgroups),

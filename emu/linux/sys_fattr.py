@@ -1,6 +1,7 @@
 """File attributes: access checks (faccessat2, faccessat, access: fs/open.c do_faccessat), the umask (umask(2),
 kernel/sys.c: the caller's fs_struct's, threads.FsState, what sys_file's creations in /tmp mask their mode
-with), fchmodat2 (fs/open.c do_fchmodat), and file times: utimensat(2), utimes(2), futimesat(2) and utime(2),
+with), fchmodat2 (fs/open.c do_fchmodat), owners (fchownat, fchown, chown, lchown: fs/open.c chown_common),
+and file times: utimensat(2), utimes(2), futimesat(2) and utime(2),
 as fs/utimes.c sets them. In /tmp a node's atime and mtime (tmpfs.Node; ctime reads as mtime), on a :rw mount
 the host file's (os.utime), in a read-only mount EROFS after the lookup; "now" is CLOCK_REALTIME
 (sys_time.realtime), what /tmp's writes stamp too.
@@ -18,13 +19,15 @@ import os
 import stat as S
 import struct
 
+from .sys_cred import creds
 from .sys_file import (AT_EMPTY_PATH, AT_FDCWD, AT_SYMLINK_NOFOLLOW, DEVICES, HostFd, HostFile, _fd, _guest, _host,
                        _on_host, _stat_at, _tmp, sys_fchmod, sys_fchmodat)
 from .sys_time import realtime
-from .sysabi import EACCES, EBADF, EFAULT, EINVAL, ENOENT, EOPNOTSUPP, EROFS
+from .sysabi import EACCES, EBADF, EFAULT, EINVAL, ENOENT, EOPNOTSUPP, EPERM, EROFS
 from .tmpfs import DirHandle, TmpFile
 
 UTIME_NOW, UTIME_OMIT = (1 << 30) - 1, (1 << 30) - 2
+KEEP = 0xFFFFFFFF                                   # chown's (uid_t)-1
 NOW, OMIT = "now", "omit"
 
 
@@ -176,6 +179,63 @@ def sys_faccessat2(p, t, dirfd, path_addr, mode, flags, *_):
     return 0
 
 
+def _chown(p, node_or_host, uid: int, gid: int, follow: bool = True) -> int:
+    """fs/open.c chown_common: -1 keeps an id; without CAP_CHOWN (euid not 0) the owner may only set its own uid
+    and a group it is in (EPERM); a /tmp node keeps the pair, a :rw mount's file is chowned on the host."""
+    c = creds(p)
+    uid, gid = uid & 0xFFFFFFFF, gid & 0xFFFFFFFF
+    if c["u"][1] != 0 and (uid not in (KEEP, c["u"][1]) or gid not in (KEEP, c["g"][1], *c["groups"])):
+        return -EPERM
+    if isinstance(node_or_host, str):
+        return _os_call(lambda: os.chown(node_or_host, -1 if uid == KEEP else uid, -1 if gid == KEEP else gid,
+                                         follow_symlinks=follow))
+    old = node_or_host.owner or (p.tmpfs.uid, p.tmpfs.gid)
+    node_or_host.owner = (old[0] if uid == KEEP else uid, old[1] if gid == KEEP else gid)
+    return 0
+
+
+def _os_call(fn) -> int:
+    try:
+        fn()
+    except OSError as e:
+        return -(e.errno or EINVAL)
+    return 0
+
+
+def sys_fchownat(p, t, dirfd, path_addr, uid, gid, flags, *_):
+    """fchownat(2) (and chown, lchown): AT_SYMLINK_NOFOLLOW changes a link itself, AT_EMPTY_PATH dirfd's file."""
+    flags &= 0xFFFFFFFF
+    if flags & ~(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH):
+        return -EINVAL
+    path = p.read_cstr(path_addr)
+    if not path and flags & AT_EMPTY_PATH:
+        return sys_fchown(p, t, _fd(dirfd), uid, gid)
+    follow = not flags & AT_SYMLINK_NOFOLLOW
+    guest = _guest(p, dirfd, path, follow)
+    if isinstance(guest, int):
+        return guest
+    if _tmp(p, guest) is not None:
+        node = p.tmpfs.nodes.get(guest)
+        return -ENOENT if node is None else _chown(p, node, uid, gid)
+    return _on_host(p, guest, lambda h: _chown(p, h, uid, gid, follow), follow, exists=-ENOENT)
+
+
+def sys_fchown(p, t, fd, uid, gid, *_):
+    obj = p.fds.get(fd)
+    if obj is None:
+        return -EBADF
+    if isinstance(obj, TmpFile):
+        return _chown(p, obj.node, uid, gid)
+    if isinstance(obj, DirHandle) and obj.in_tmp:
+        node = p.tmpfs.nodes.get(obj.path)
+        return -ENOENT if node is None else _chown(p, node, uid, gid)
+    if isinstance(obj, HostFd):
+        return _chown(p, obj.path, uid, gid)
+    if isinstance(obj, (HostFile, DirHandle)):
+        return -EROFS
+    return 0                                        # pipes, sockets: an inode of their own (not kept)
+
+
 def sys_umask(p, t, mask, *_):
     old, p.fsstate.umask = p.fsstate.umask, mask & 0o777
     return old
@@ -183,7 +243,9 @@ def sys_umask(p, t, mask, *_):
 
 #: syscall number -> (name, handler); numbers from arch/x86/entry/syscalls/syscall_64.tbl
 TABLE = {
-    95: ("umask", sys_umask), 452: ("fchmodat2", sys_fchmodat2),
+    95: ("umask", sys_umask), 452: ("fchmodat2", sys_fchmodat2), 260: ("fchownat", sys_fchownat),
+    93: ("fchown", sys_fchown), 92: ("chown", lambda p, t, a, u, g, *_: sys_fchownat(p, t, AT_FDCWD, a, u, g, 0)),
+    94: ("lchown", lambda p, t, a, u, g, *_: sys_fchownat(p, t, AT_FDCWD, a, u, g, AT_SYMLINK_NOFOLLOW)),
     439: ("faccessat2", sys_faccessat2), 269: ("faccessat", lambda p, t, d, a, m, *_: sys_faccessat2(p, t, d, a, m, 0)),
     21: ("access", lambda p, t, a, m, *_: sys_faccessat2(p, t, AT_FDCWD, a, m, 0)), 280: ("utimensat", sys_utimensat), 261: ("futimesat", sys_futimesat), 132: ("utime", sys_utime),
     235: ("utimes", lambda p, t, path, tv, *_: sys_futimesat(p, t, AT_FDCWD, path, tv)),

@@ -39,6 +39,7 @@ class Node:
     fifo: object = None                # a named pipe (mknod S_IFIFO): its fifo.FifoState
     sock: object = None                # an AF_UNIX socket's file (unixfile.py): the socket bound to it, while open
     atime: int | None = None           # set apart from mtime by utimensat (sys_fattr.py); None: mtime's
+    owner: tuple | None = None         # (uid, gid) set by chown (sys_fattr.py); None: the file system's
 
     @property
     def d_type(self) -> int:
@@ -306,5 +307,6 @@ class TmpFs:
         if node.is_dir:               # mm/shmem.c: 2 * BOGO_DIRENT_SIZE (20), and 20 more for every entry
             path = next(k for k, v in self.nodes.items() if v is node)
             size = BOGO_DIRENT_SIZE * (2 + len(self.children(path)))
-        return (struct.pack("<QQQIIIIQqqq", 0x2A, node.ino, 2 if node.is_dir else self.links(node), node.mode, self.uid, self.gid, 0, 0,
+        uid, gid = node.owner or (self.uid, self.gid)
+        return (struct.pack("<QQQIIIIQqqq", 0x2A, node.ino, 2 if node.is_dir else self.links(node), node.mode, uid, gid, 0, 0,
                             size, 4096, (size + 511) // 512) + t + bytes(24))

@@ -2,8 +2,9 @@
 // mtime apart, a zero time left alone (UTIME_OMIT), a bad tv_nsec EINVAL, a symbolic link's own times
 // (AT_SYMLINK_NOFOLLOW), futimens on a descriptor, a write stamping the wall-clock time; os.Link's second name
 // of one file (nlink, the same inode, data through either), EPERM for a directory, EEXIST, a rename onto
-// the file's other name doing nothing; the umask on new files; ENAMETOOLONG for a long name or path. os's
-// TestChtimes*, TestHardLink and TestGetwdDeep need them (tests/test_linux_exec.py compares with a native run).
+// the file's other name doing nothing; chown and lchown; the umask on new files; ENAMETOOLONG for a long
+// name or path. os's TestChtimes*, TestHardLink, TestGetwdDeep and TestChown* need them (tests/test_linux_exec.py
+// compares with a native run).
 package main
 
 import (
@@ -105,6 +106,12 @@ func main() {
 	mi, _ := os.Stat(filepath.Join(dir, "masked"))
 	di, _ := os.Stat(filepath.Join(dir, "maskeddir"))
 	say("umask 027: a file 0666 is", mi.Mode().Perm(), "a directory 0777 is", di.Mode().Perm(), "old umask:", syscall.Umask(0o022) == 0o027)
+	fmt.Println("chown -1 1:", os.Chown(g, -1, 1), "lchown of a link:", os.Lchown(l, -1, 2))
+	gi, _ = os.Stat(g)
+	li, _ := os.Lstat(l)
+	st, lt := gi.Sys().(*syscall.Stat_t), li.Sys().(*syscall.Stat_t)
+	fmt.Println("gid 1, the link's 2, uids kept:", st.Gid, lt.Gid, st.Uid == uint32(os.Getuid()), lt.Uid == uint32(os.Getuid()))
+	say("chown of no file:", os.Chown(filepath.Join(dir, "none"), -1, -1))
 	_, err := os.Stat(filepath.Join(dir, strings.Repeat("a", 256)))
 	say("a 256-byte name:", err != nil && err.(*os.PathError).Err == syscall.ENAMETOOLONG)
 	_, err = os.Stat(strings.Repeat("/x", 2100))
