@@ -42,20 +42,48 @@ def _set(p, dirfd: int, path_addr: int, times, flags: int) -> int:
             return -EFAULT
         if flags:
             return -EINVAL
-        return _set_fd(p, dirfd, stamp)
+        return _attr_fd(p, dirfd, lambda node: _set_node(node, stamp), lambda h, follow: _set_host(h, stamp, follow))
+    return _attr_at(p, dirfd, path_addr, flags, lambda node: _set_node(node, stamp),
+                    lambda h, follow: _set_host(h, stamp, follow))
+
+
+def _attr_at(p, dirfd, path_addr: int, flags: int, on_node, on_host) -> int:
+    """A change to what dirfd/path names: on_node(its /tmp node) or on_host(host path, follow) in a :rw mount
+    (EROFS in a read-only one, ENOENT outside); AT_SYMLINK_NOFOLLOW for the link itself, AT_EMPTY_PATH with ""
+    for dirfd's own file (_attr_fd); other flags EINVAL."""
     if flags & ~(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH):
         return -EINVAL
     path = p.read_cstr(path_addr)
     if not path and flags & AT_EMPTY_PATH:
-        return _set_fd(p, dirfd, stamp)
+        return _attr_fd(p, _fd(dirfd), on_node, on_host)
     follow = not flags & AT_SYMLINK_NOFOLLOW
     guest = _guest(p, dirfd, path, follow)
     if isinstance(guest, int):
         return guest
     if _tmp(p, guest) is not None:
         node = p.tmpfs.nodes.get(guest)
-        return -ENOENT if node is None else _set_node(node, stamp)
-    return _on_host(p, guest, lambda h: _set_host(h, stamp, follow), follow, exists=-ENOENT)
+        return -ENOENT if node is None else on_node(node)
+    return _on_host(p, guest, lambda h: on_host(h, follow), follow, exists=-ENOENT)
+
+
+def _attr_fd(p, fd: int, on_node, on_host) -> int:
+    """The same change to an open file's: a /tmp file or directory's node, a :rw mount's file or a mount's
+    directory on the host (EROFS for a read-only mount's); nothing for stdio, pipes and sockets."""
+    obj = p.fds.get(fd)
+    if obj is None:
+        return -EBADF
+    if isinstance(obj, TmpFile):
+        return on_node(obj.node)
+    if isinstance(obj, DirHandle) and obj.in_tmp:
+        node = p.tmpfs.nodes.get(obj.path)
+        return -ENOENT if node is None else on_node(node)
+    if isinstance(obj, DirHandle):                  # a mount's directory (or one preemu made up): by its path
+        return _on_host(p, obj.path, lambda h: on_host(h, True), True, exists=-ENOENT)
+    if isinstance(obj, HostFd):
+        return _os_call(lambda: on_host(obj.path, True))
+    if isinstance(obj, HostFile):
+        return -EROFS                               # a read-only mount's file
+    return 0                                        # stdio, pipes, sockets: their inode's are not kept
 
 
 def _set_node(node, stamp) -> int:
@@ -69,28 +97,6 @@ def _set_host(host: str, stamp, follow: bool):
     st = os.stat(host, follow_symlinks=follow)
     old = (st.st_atime_ns, st.st_mtime_ns)
     os.utime(host, ns=tuple(o if x == OMIT else x for x, o in zip(stamp, old)), follow_symlinks=follow)
-
-
-def _set_fd(p, fd: int, stamp) -> int:
-    obj = p.fds.get(fd)
-    if obj is None:
-        return -EBADF
-    if isinstance(obj, TmpFile):
-        return _set_node(obj.node, stamp)
-    if isinstance(obj, DirHandle) and obj.in_tmp:
-        node = p.tmpfs.nodes.get(obj.path)
-        return -ENOENT if node is None else _set_node(node, stamp)
-    if isinstance(obj, DirHandle):                  # a mount's directory (or one preemu made up): by its path
-        return _on_host(p, obj.path, lambda h: _set_host(h, stamp, True), True, exists=-ENOENT)
-    if isinstance(obj, HostFd):
-        try:
-            _set_host(obj.path, stamp, True)
-        except OSError as e:
-            return -(e.errno or EINVAL)
-        return 0
-    if isinstance(obj, HostFile):
-        return -EROFS                               # a read-only mount's file
-    return 0                                        # stdio, pipes, sockets: their inode's times are not kept
 
 
 def _spec(p, addr: int, unit: int, limit: int):
@@ -195,45 +201,22 @@ def _chown(p, node_or_host, uid: int, gid: int, follow: bool = True) -> int:
 
 
 def _os_call(fn) -> int:
+    """fn's own result when it is an errno, 0 when it returns else, or the errno of the OSError it raised."""
     try:
-        fn()
+        r = fn()
     except OSError as e:
         return -(e.errno or EINVAL)
-    return 0
+    return r if isinstance(r, int) else 0
 
 
 def sys_fchownat(p, t, dirfd, path_addr, uid, gid, flags, *_):
     """fchownat(2) (and chown, lchown): AT_SYMLINK_NOFOLLOW changes a link itself, AT_EMPTY_PATH dirfd's file."""
-    flags &= 0xFFFFFFFF
-    if flags & ~(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH):
-        return -EINVAL
-    path = p.read_cstr(path_addr)
-    if not path and flags & AT_EMPTY_PATH:
-        return sys_fchown(p, t, _fd(dirfd), uid, gid)
-    follow = not flags & AT_SYMLINK_NOFOLLOW
-    guest = _guest(p, dirfd, path, follow)
-    if isinstance(guest, int):
-        return guest
-    if _tmp(p, guest) is not None:
-        node = p.tmpfs.nodes.get(guest)
-        return -ENOENT if node is None else _chown(p, node, uid, gid)
-    return _on_host(p, guest, lambda h: _chown(p, h, uid, gid, follow), follow, exists=-ENOENT)
+    return _attr_at(p, dirfd, path_addr, flags & 0xFFFFFFFF, lambda node: _chown(p, node, uid, gid),
+                    lambda h, follow: _chown(p, h, uid, gid, follow))
 
 
 def sys_fchown(p, t, fd, uid, gid, *_):
-    obj = p.fds.get(fd)
-    if obj is None:
-        return -EBADF
-    if isinstance(obj, TmpFile):
-        return _chown(p, obj.node, uid, gid)
-    if isinstance(obj, DirHandle) and obj.in_tmp:
-        node = p.tmpfs.nodes.get(obj.path)
-        return -ENOENT if node is None else _chown(p, node, uid, gid)
-    if isinstance(obj, HostFd):
-        return _chown(p, obj.path, uid, gid)
-    if isinstance(obj, (HostFile, DirHandle)):
-        return -EROFS
-    return 0                                        # pipes, sockets: an inode of their own (not kept)
+    return _attr_fd(p, fd, lambda node: _chown(p, node, uid, gid), lambda h, follow: _chown(p, h, uid, gid, follow))
 
 
 def sys_umask(p, t, mask, *_):
