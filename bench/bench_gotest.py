@@ -40,8 +40,8 @@ The base environment is empty, as before (no PATH: syscall's and os's tests that
 fail natively too). `--wall S` kills a preemu run after S seconds of wall time and records it as
 `not finished in S s`: a limit of the measurement on shared cores, not a verdict on preemu's semantics; a
 run stopped by the 10 G-instruction or 60 s virtual budget is `starved` with that reason.
-Long: the 169 packages with --wall 60 took about 50 min on two cores shared with four other jobs (load 10);
-the testprog entries about 15 min.
+Long: the 169 packages with --wall 60 took about 50 min on two cores shared with four other agents (load 10);
+the 139 testprog rows 4 min.
 """
 from __future__ import annotations
 
