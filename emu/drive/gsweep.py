@@ -44,7 +44,7 @@ from unicorn import x86_const as X
 
 from ..core.errors import EmuError
 from ..check.verify import Violation
-from ..linux import snapshot
+from ..linux import crashtext, snapshot
 from ..linux.gclock import GoroutineClock
 from ..linux.geffects import Effects
 from ..linux.regbatch import read_reg
@@ -301,7 +301,7 @@ class RealSweep(RequestMixin):
             if self.p.error is None and reseed is not None:     # another legitimate run: the program's ending
                 return Reference(-1, {}, {}, ended, label=f"a run with the runtime's random state drawn anew "
                                  f"(reference seed {reseed})", returned=False)
-            said = next((ln for ln in ended.stderr.decode(errors="replace").splitlines() if ln.strip()), "")
+            said = crashtext.first_said(ended)
             msg = (f"{self.func} never returned: the program ended first ({ended.reason}, exit status "
                    f"{ended.exit_code}{': ' + said if said else ''}) after {clock.count:,} of its instructions")
             raise (ReferenceEnded(msg, ended) if self.p.error is None else EmuError(msg))

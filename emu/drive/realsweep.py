@@ -574,8 +574,7 @@ def _failed_uninterrupted(spec: RealSpec, sw: RealSweep, source: str, ending: En
     """The result of a sweep whose uninterrupted run ended the program before F returned (a crash, an exit):
     a schedule finding (the program fails under the one schedule preemu ran it in, with no injection) and no
     point swept."""
-    said = next((ln for ln in (ending.stderr + ending.stdout).decode(errors="replace").splitlines()
-                 if ln.strip() and not ln.startswith("=== ")), "")
+    said = crashtext.first_said(ending)
     v = sw.make_violation("schedule", "program exit status", f"{sw.func} returns, as natively it may",
                           f"exit status {ending.exit_code}" + (f": {said[:100]!r}" if said else ""), 0, sw.entry,
                           f"in the uninterrupted run, without any injection, the program ended before {sw.func} "
@@ -601,16 +600,14 @@ def schedule_findings(sw: RealSweep, ref: Reference, test: str | None = None) ->
     u = ref.unstable
     codes = ", ".join(str(c) for c in sorted(u.endings, key=str))
     for label, e in references.failing_schedules(u):
-        said = next((ln for ln in (e.stdout + e.stderr).decode(errors="replace").splitlines()
-                     if ln.strip() and not ln.startswith("=== ")), "")
+        said = crashtext.first_said(e)
         out.append(sw.make_violation("schedule", "program exit status", f"one ending in every legitimate run "
                                      f"(they ended with statuses {codes})", f"exit status {e.exit_code}"
                                      + (f": {said[:100]!r}" if said else ""), 0, sw.entry,
                                      f"in {label}, without any injection: the program fails under that schedule"))
     e = ref.ending
     if test and not out and e is not None and e.exit_code not in (0, None):
-        said = next((ln.strip() for ln in (e.stdout + e.stderr).decode(errors="replace").splitlines()
-                     if ln.strip() and not ln.startswith(("=== ", "--- FAIL"))), "")
+        said = crashtext.first_said(e)
         out.append(sw.make_violation("schedule", "program exit status", f"{test} passes",
                                      f"exit status {e.exit_code}" + (f": {said[:100]!r}" if said else ""), 0,
                                      sw.entry, f"in every legitimate run, without any injection, {test} failed: "
