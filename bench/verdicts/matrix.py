@@ -85,7 +85,8 @@ def main() -> int:
     ap.add_argument("--bugs", action="store_true", help="the bug programs only")
     a = ap.parse_args()
     modes = a.modes.split(",")
-    entries = [e for e in (corpus.BUGS if a.bugs else corpus.CORRECT + corpus.BUGS) if a.only is None or e.name in a.only]
+    pool = corpus.BUGS if a.bugs else corpus.CORRECT + corpus.BUGS
+    entries = [e for e in pool if a.only is None or e.name in a.only]
     tasks = [(e, m) for m in modes for e in entries]
     # Each sweep in a fresh process, also with --jobs 1: in one process the sweeps' memory added up (20 GB
     # RSS, killed by the kernel's OOM killer, over the whole corpus in default and --gc).
