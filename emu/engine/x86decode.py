@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
+import threading
 from typing import Iterator
 
 CS_ARCH_X86, CS_MODE_64 = 3, 1 << 3
@@ -58,15 +59,17 @@ class _Library:
         self._one = lib.cs_malloc(self.handle) if major.value == CS_MAJOR else None
         self._code, self._size, self._addr = ctypes.c_char_p(), ctypes.c_size_t(), ctypes.c_uint64()
         self._args = (ctypes.byref(self._code), ctypes.byref(self._size), ctypes.byref(self._addr))
+        self._lock = threading.Lock()       # the one cs_insn and its arguments: ctypes lets go of the GIL in the call
 
     def first(self, code: bytes, address: int) -> tuple[int, int, str, str] | None:
         """The first instruction of `code` at `address`, or None (cs_disasm_iter into the one cs_insn)."""
         code = bytes(code)
-        self._code.value, self._size.value, self._addr.value = code, len(code), address
-        if not self.lib.cs_disasm_iter(self.handle, *self._args, self._one):
-            return None
-        insn = self._one.contents
-        return insn.address, insn.size, insn.mnemonic.decode("ascii"), insn.op_str.decode("ascii")
+        with self._lock:
+            self._code.value, self._size.value, self._addr.value = code, len(code), address
+            if not self.lib.cs_disasm_iter(self.handle, *self._args, self._one):
+                return None
+            insn = self._one.contents
+            return insn.address, insn.size, insn.mnemonic.decode("ascii"), insn.op_str.decode("ascii")
 
     def disasm_lite(self, code: bytes, address: int, count: int = 0) -> Iterator[tuple[int, int, str, str]]:
         insns = ctypes.POINTER(_Insn)()
