@@ -214,7 +214,6 @@ class RealSweep(RequestMixin):
         p.uc.context_restore(t.ctx)
         self.tid = t.tid
         self.g = p.read_u64(p.fs_base() - 8)
-        self._g_reader = None
         self.entry_sp = read_reg(p.uc, X.UC_X86_REG_RSP)
         self.ret_addr = p.read_u64(self.entry_sp)
         self.entry_depth = self._stack_hi() - self.entry_sp
