@@ -32,6 +32,11 @@ class ProgramEnded(Exception):
     ended it): no point there; the run's ending says what happened."""
 
 
+class NoCycle(EmuError):
+    """The runtime never asked to stop G for the cycle made due at a point (GOGC=off, or the program holds its
+    cycles up): an error in a chain, where every point needs its cycle; the end of a --gc reference's cycles."""
+
+
 @dataclass
 class Point:
     boundary: int
@@ -163,7 +168,7 @@ class RequestMixin:
                 gc.waiting = None
             self._stopped_or_raise(k, "waited")
             if SIGURG not in t.pending:
-                raise EmuError(f"no GC cycle came for {self.func}'s goroutine at boundary {k} within "
+                raise NoCycle(f"no GC cycle came for {self.func}'s goroutine at boundary {k} within "
                                f"{GC_WAIT_NS / 1e9:g} s of virtual time: the runtime never stopped it "
                                "(GOGC=off, or debug.SetGCPercent(-1)?)")
         if t in p.runq:

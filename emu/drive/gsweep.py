@@ -384,6 +384,7 @@ class RealSweep(RequestMixin):
         listener = _Listener(self, clock)   # holds G's clock through the injection window; its checks unread
         self.p.watch.listener = listener
         ks = sorted(k) if isinstance(k, list) else [k]
+        came, missed = 0, None
         for first in ks:
             if clock.count > first:
                 continue                    # an earlier cycle's run went past it
@@ -401,6 +402,12 @@ class RealSweep(RequestMixin):
                     self._wait_out_cycle(clock, cycles)     # whose points keep stopping G)
             except grequest.ProgramEnded:
                 break                       # the runtime crashed in the cycle: below, the run's evidence
+            except grequest.NoCycle as e:
+                missed = missed or e        # the runtime made no cycle here (as a chain's point it would be
+                continue                    # counted): the next boundary's may come
+            came += 1
+        if missed and not came:
+            raise missed                    # not one came: the program makes no cycles (GOGC=off?)
         clock.stop_at = budget
         self.p.run_until(lambda: self.returned is not None or clock.ready is not None)
         if self.returned is None:
