@@ -1,5 +1,5 @@
 """--cpu v3/v4 (issue #46 item 3): a resume is compared on the vector state the binary's own asyncPreempt saves
-(linux/stubsaves.py), and the AVX instructions preemu executes itself reach memory through the engine's page
+(goruntime/stubsaves.py), and the AVX instructions preemu executes itself reach memory through the engine's page
 protections and memory hooks (engine/avxmem.py)."""
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from emu import cli
 from emu.core import cpulevel, stubgen
 from emu.engine import avx, avxmem
 from emu.front import gobuild
-from emu.linux import elfimage, process, stubsaves
+from emu.linux import elfimage, process
+from emu.goruntime import stubsaves
 
 from conftest import DATA, ROOT
 

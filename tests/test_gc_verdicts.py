@@ -51,7 +51,7 @@ def test_a_stale_pointer_read_after_the_slot_would_be_reused_is_a_use_after_free
     in_reference = [v for v in j["violations"] if v["kind"] == "use-after-free" and "no injection" in v["detail"]]
     assert in_reference and "~r0" not in j["nondeterministic"]["results"], j["violations"]
     assert all(v["actual"].startswith("a read of") for v in in_reference), in_reference   # reuse's own read
-    from emu.linux import quarantine
+    from emu.goruntime import quarantine
     monkeypatch.setattr(quarantine, "LIMIT", 0)
     monkeypatch.setattr(quarantine.Quarantine.__init__, "__defaults__", (0,))
     code, j = sweep("tests/data/go/gcreuse", "reuse", "--gc", "--max-points", "100")

@@ -1,4 +1,4 @@
-"""Results and globals compared through the heap (emu/linux/heapgraph.py, emu/linux/geffects.py): F's results and
+"""Results and globals compared through the heap (emu/goruntime/heapgraph.py, emu/goruntime/geffects.py): F's results and
 the program's globals are walked by the binary's DWARF types at F's return, as {path: token} with no address in
 it. tests/data/go/heapres's build returns the same graph on its first two calls (allocated in another order,
 its maps filled in another order) and, on its third, a graph that differs in one deep field."""
@@ -6,7 +6,7 @@ from unicorn import x86_const as X
 
 from emu.drive.realsweep import RealSpec
 from emu.front import gobuild
-from emu.linux import geffects, heapgraph
+from emu.goruntime import geffects, heapgraph
 
 PROG = "tests/data/go/heapres"
 

@@ -1,5 +1,5 @@
 """`preemu sweep --gc` on Go input: the runtime's own GC runs a full cycle at every injection inside the real
-program (emu/linux/realgc.py), and preemu reports every use of an object that cycle freed."""
+program (emu/goruntime/realgc.py), and preemu reports every use of an object that cycle freed."""
 import io
 import json
 from pathlib import Path
@@ -8,7 +8,8 @@ import pytest
 
 from emu import cli
 from emu.front import gobuild
-from emu.linux import elfimage, process, realgc
+from emu.linux import elfimage, process
+from emu.goruntime import realgc
 from emu.drive import gsweep
 
 GCREAL = "tests/data/go/gcreal"

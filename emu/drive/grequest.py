@@ -20,8 +20,8 @@ from unicorn import x86_const as X
 from ..core import gostructs as gs
 from ..core.errors import EmuError
 from ..core.structref import StructRef
-from ..linux import realgc
-from ..linux.gclock import GoroutineClock
+from ..goruntime import realgc
+from ..goruntime.gclock import GoroutineClock
 from ..linux.regbatch import context_reg
 
 SIGURG = gs.SIG_PREEMPT

@@ -72,7 +72,7 @@ from ..engine.capi import restore_context, save_context
 from ..engine.native import hook_intr, hook_syscall
 from .regbatch import RegBatch, read_reg, remove_cache
 from .threads import BLOCKED, EXITED, RUNNABLE, FsState, Thread
-from .watch import Watch
+from ..goruntime.watch import Watch
 
 if TYPE_CHECKING:
     from ..engine.avx import VectorUnit
@@ -193,7 +193,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         self.syscall_log: list[tuple] = []          # (time_ns, tid, name, args, result) when tracing
         self._stop_slice = False
         self._after_stop = None
-        #: an observer of slices (emu/linux/gclock.GoroutineClock): slice_start(t) -> an instruction limit
+        #: an observer of slices (emu/goruntime/gclock.GoroutineClock): slice_start(t) -> an instruction limit
         #: or None, slice_end(t, n); it may also lower the counter's limit from its own hooks
         self.probe = None
         #: a schedule steering every choice (schedule.PctSchedule, `exec --schedules`), attached before the run;
@@ -226,7 +226,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
             origin.load(self)         # at v3/v4 a fork's child takes the parent's sites, an execve scans its image
         self.oracle_note = ""
         if oracle == "auto":
-            from . import oracle as oracle_mod
+            from ..goruntime import oracle as oracle_mod
             oracle, self.oracle_note = oracle_mod.make(self, image.path)
         #: g/m/p as this binary lays them out (the oracle's, from its DWARF), else the typed Go 1.27.3 ones
         self.structs: gs.StructTables = getattr(oracle, "structs", None) or gs.typed_tables()

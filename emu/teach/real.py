@@ -101,7 +101,7 @@ class _Recorder:
         else:
             self.stub_insns = [i for i in sw.prog.get_func("runtime.asyncPreempt").insns] if sw.prog else []
         self.ran: list[tuple[int, int]] = []           # (thread, g) made current while G was away
-        from ..linux.gclock import g_store_sites
+        from ..goruntime.gclock import g_store_sites
         self._sites = {a: (reg, imm) for a, reg, imm in g_store_sites(p.image)}
         for a in self._sites:
             self._hooks.append(p.uc.hook_add(UC_HOOK_CODE, self._on_g_store, None, a, a))

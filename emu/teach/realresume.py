@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from . import story as E
 from ..linux import xstate
 from ..check.verify import Check
-from ..linux.watch import FLAGS_MASK, PATHS
+from ..goruntime.watch import FLAGS_MASK, PATHS
 
 if TYPE_CHECKING:
     from .real import _Recorder
@@ -101,7 +101,7 @@ class _ResumeSteps:
         """--cpu v3/v4: a row for each whole vector register and mask the stub saves (Y0-15; Z0-31, K0-7),
         interrupted (the signal frame's XSAVE area) against the RET; the number that differ."""
         p = self.sw.p
-        st = p.watch.saved                  # what the stub saves at the level (linux/stubsaves.py)
+        st = p.watch.saved                  # what the stub saves at the level (goruntime/stubsaves.py)
         if p.avx is None or st.vector == "X":
             return 0
         xcr0 = p.level.xcr0

@@ -70,7 +70,7 @@ from unicorn import x86_const as X
 from ..core.errors import EmuError
 from ..engine.faultaddr import accesses, insn_at_rip
 from .quarantine import MALLOC_HEADER_MIN, Quarantine
-from .regbatch import read_reg
+from ..linux.regbatch import read_reg
 
 GODEBUG = "gcstoptheworld=2"           # --gc=scan's setting (the concurrent mode runs with the default GODEBUG)
 MODES = ("scan", "concurrent")
