@@ -632,6 +632,7 @@ def _run_with_progress_and_ctrl_c(p, a) -> None:
 def cmd_exec(a, out) -> int:
     from .front import gobuild
     from .linux import elfimage, process
+    from .goruntime.goprocess import GoProcess
     from .output import exec_report as xreport
     from .drive import exec_scenario as xscenario
 
@@ -670,7 +671,7 @@ def cmd_exec(a, out) -> int:
                                         ctrl=lambda q: _run_with_progress_and_ctrl_c(q, a))
         p = sched_run.proc
     else:
-        p = process.Process(image, opts)
+        p = GoProcess(image, opts)
         _run_with_progress_and_ctrl_c(p, a)
     if p.interrupted:
         text = xreport.render_text(p, a.target)

@@ -22,6 +22,7 @@ from emu.check import verify
 from emu.drive.gsweep import Ending
 from emu.front import gobuild
 from emu.linux import elfimage, process
+from emu.goruntime.goprocess import GoProcess
 from emu.goruntime import crashtext
 
 KINDS = "tests/data/go/kinds"
@@ -128,7 +129,7 @@ def crashed():
 
     def get(mode: str, *env: str) -> Ending:
         if (mode, env) not in cache:
-            p = process.Process(image, process.Options(argv=["prog", mode], env=list(env), budget=2_000_000)).run()
+            p = GoProcess(image, process.Options(argv=["prog", mode], env=list(env), budget=2_000_000)).run()
             cache[mode, env] = Ending.of(p)
         return cache[mode, env]
     return get
@@ -190,7 +191,7 @@ def test_a_death_by_a_signal_with_and_without_the_runtimes_words(crashed):
 
 
 def test_a_blocked_fault_kills_with_the_kernels_reason():
-    p = process.Process(elfimage.load(str(gobuild.build("tests/data/go/blockedsegv").binary)),
+    p = GoProcess(elfimage.load(str(gobuild.build("tests/data/go/blockedsegv").binary)),
                         process.Options(argv=["prog"])).run()
     c = crashtext.describe(Ending.of(p))
     assert c.kind == "killed" and c.signal == 11 and c.summary().startswith(
@@ -225,7 +226,7 @@ def test_the_runtimes_last_words_before_an_abort():
 
 
 def test_an_unexpected_fault_address_is_context_of_its_fatal_error():
-    p = process.Process(elfimage.load(str(gobuild.build("tests/data/go/nxjump").binary)),
+    p = GoProcess(elfimage.load(str(gobuild.build("tests/data/go/nxjump").binary)),
                         process.Options(argv=["prog"])).run()
     c = crashtext.describe(Ending.of(p))
     assert c.message == "fatal error: fault" and c.context[0].startswith("unexpected fault address 0x")

@@ -514,8 +514,9 @@ def new_process(image, opts, source_path=None, stub_code=None):
     """A process of the program, not yet run, with --stub's code loaded over runtime.asyncPreempt (stub_code:
     (name, bytes)); `stub_name` says which stub it runs."""
     from ..linux import process
+    from ..goruntime.goprocess import GoProcess
     # the sweep steers the scheduler (hold G's thread, run it next): the one-CPU turn order (cpus.py)
-    p = process.Process(image, replace(opts, steered=True))
+    p = GoProcess(image, replace(opts, steered=True))
     if p.watch.oracle is not None and source_path is not None:
         p.watch.oracle.prog.binary.source_path = source_path
     ver = p.watch.oracle.prog.binary.version if p.watch.oracle is not None else ""

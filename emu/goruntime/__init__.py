@@ -1,6 +1,7 @@
 """The Go runtime inside a real program, read and checked from outside: preemu's introspection of the guest's
 runtime, through the emulated Linux process (emu/linux) it runs in.
 
+  goprocess  the process preemu runs: the kernel's Process with the oracle and the watch attached
   watch      each signal's fate, each injection's path, the register check at asyncPreempt's RET
   stubsaves  the vector state that check compares: what the stub's own HasAVX512/HasAVX2 dispatch saves
   oracle     preemu's safe-point oracle (emu/check/safepoint.py) asked with the binary's own g/m/p offsets
