@@ -35,7 +35,7 @@ def test_correct_code_is_clean_under_the_concurrent_gc(func, more):
 def test_the_runtime_setting_up_a_reused_span_is_not_a_use_after_free():
     """timeFormat under --gc=scan: a 64 KiB object the cycle at boundary 0 freed is reused at once for small-object
     spans, whose inline mark bits (mgcmark_greenteagc.go:139) initSpan writes while the memory still reads as free.
-    Was 5 use-after-free violations; realgc.SPAN_SETUP names the runtime's span set-up."""
+    Was 5 use-after-free violations; freeduse.SPAN_SETUP names the runtime's span set-up."""
     code, j = sweep("bench/data/libcorpus", "timeFormat", "--gc=scan", "--max-points", "120")
     assert code == 0 and j["ok"], j and j["violations"][:3]
     assert j["gc"]["freed"] > 0 and j["gc"]["uses_after_free"] == 0

@@ -149,7 +149,7 @@ def test_a_chain_after_one_that_changed_the_address_space_starts_from_the_snapsh
     ("mov rbx, qword ptr [rax]", 0x2000 - 8, False),         # does not touch it at all: not an over-read of it
 ])
 def test_a_vector_load_that_only_runs_into_a_freed_object_is_not_a_use(insn, rax, over):
-    """realgc._over_read: a load whose operand starts or ends outside the freed 16-byte object at 0x2000 read its
+    """freeduse.over_read: a load whose operand starts or ends outside the freed 16-byte object at 0x2000 read its
     bytes only in passing (jsonMarshal under --gc was a false use-after-free through memHashAES's over-read)."""
     from keystone import KS_ARCH_X86, KS_MODE_64, Ks
     from unicorn import UC_ARCH_X86, UC_MODE_64, Uc
@@ -160,4 +160,5 @@ def test_a_vector_load_that_only_runs_into_a_freed_object_is_not_a_use(insn, rax
     uc.mem_write(0x1000, code)
     uc.reg_write(X.UC_X86_REG_RIP, 0x1000)
     uc.reg_write(X.UC_X86_REG_RAX, rax)
-    assert realgc.RealGC._over_read(uc, 0x2000, 16) is over
+    from emu.goruntime import freeduse
+    assert freeduse.over_read(uc, 0x2000, 16) is over

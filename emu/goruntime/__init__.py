@@ -9,6 +9,8 @@ runtime, through the emulated Linux process (emu/linux) it runs in.
   geffects   what a Go function leaves behind (results, globals), read with the binary's ABI and DWARF
   heapgraph  a value's object graph through the heap (DWARF-typed, address-free), for geffects
   realgc     the runtime's own GC cycle, triggered and read back (numgc, spans, freed objects)
+  heapspans  the heap as the runtime's metadata says: spans, slots, allocation and mark bits
+  freeduse   which access to a freed object is the program's use of it (the watch's rules)
   quarantine freed objects kept out of reuse under --gc, as AddressSanitizer does
   rngstate   the runtime's per-M random state, found and drawn again
   crashtext  how a run ended badly, in the runtime's own words
