@@ -1,6 +1,7 @@
 """The `preemu` command: sweep, run, preempt, explain, check-stub, gen-stub, disasm, exec.
 
 Exit codes: 0 all checks hold, 1 a check failed, 2 bad input (one line on stderr, no traceback).
+May import: every layer below (api and what the commands run).
 """
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import json
 import os
 import sys
 
-from . import __version__
-from .core import layout as L
-from .core.errors import EmuError
+from .. import __version__
+from ..core import layout as L
+from ..core.errors import EmuError
 
 # Commands import what they use when they run: `preemu --help` and a small sweep pay for no module
 # they do not need (bench/bench_sweep.py reports the fixed startup cost).
@@ -141,7 +142,7 @@ def _regs(items: list[str]) -> dict[str, str]:
 
 def _emit(a, rep, out, text: str) -> int:
     """Write the --junit-xml and --sarif files if asked, then the JSON or the text; return the exit code."""
-    from .output import junit, sarif
+    from ..output import junit, sarif
     code = 0 if rep.ok else 1
     if getattr(a, "junit_xml", None):
         _write_file("--junit-xml", a.junit_xml, lambda: junit.write(a.junit_xml, junit.from_report(rep)), code)
@@ -167,7 +168,7 @@ def _shard_options(a) -> dict:
 
 def _check_regs(given: dict[str, str], world) -> None:
     """Say what happens with entry registers that compiled Go code would never see."""
-    from .core import regs
+    from ..core import regs
     names = {regs.lookup(k).name for k in given}       # build_world has validated them
     start = world.start_regs
     if "R14" in names:
@@ -189,14 +190,14 @@ def _check_regs(given: dict[str, str], world) -> None:
 
 def _model_world(a) -> list[str]:
     """The sweep flags given that only preemu's model world (.s input) has."""
-    from . import api
+    from .. import api
     return [flag for _, flag in api.model_world_options(a.force_unsafe, a.nested_signals, a.layout, a.gc_scanner)]
 
 
 def cmd_sweep(a, out) -> int:
-    from . import api
-    from .front import gobuild
-    from .drive import sweeper
+    from .. import api
+    from ..front import gobuild
+    from ..drive import sweeper
     if a.call < 1:
         raise UsageError(f"--call {a.call}: calls are counted from 1")
     if a.to_exit is not None and a.to_exit < 0:
@@ -243,9 +244,9 @@ def cmd_sweep(a, out) -> int:
 
 
 def cmd_run(a, out) -> int:
-    from . import api
-    from .drive import scenario
-    from .output import timeline
+    from .. import api
+    from ..drive import scenario
+    from ..output import timeline
     asyncp = None if a.async_preemption is None else a.async_preemption == "on"
     sc = scenario.load(a.scenario)
     if isinstance(sc, scenario.SchedScenario):
@@ -276,14 +277,14 @@ def cmd_run(a, out) -> int:
 
 
 def cmd_preempt(a, out) -> int:
-    from .drive import episode, loader
-    from .output import report
+    from ..drive import episode, loader
+    from ..output import report
     program = loader.load_program(a.file)
     given = _regs(a.reg)
     world = loader.build_world(program, a.func, a.layout, a.stub, a.seed, given)
     _check_regs(given, world)
     if loader.is_go(program):
-        from .drive import modelcheck, sweeper
+        from ..drive import modelcheck, sweeper
         modelcheck.check(a.file, world, sweeper.DEFAULT_BUDGET)
     try:
         at = episode.resolve_at(world, a.at)
@@ -302,7 +303,7 @@ def cmd_preempt(a, out) -> int:
 
 def _explain_real(a, path: str, func, regs_, gc: bool, asyncp):
     """Go input: the story of one preemption in the real program (emu/teach/real.py)."""
-    from .teach import real as gexplain
+    from ..teach import real as gexplain
     model = [flag for flag, on in (("--layout", a.layout), ("--force-unsafe", a.force_unsafe),
                                    ("--signal-delay", a.signal_delay), ("--seed", a.seed is not None),
                                    ("--gc-during-preemption", a.gc_during_preemption)) if on]
@@ -319,7 +320,7 @@ def _explain_real(a, path: str, func, regs_, gc: bool, asyncp):
             raise UsageError(f"--env {kv!r}: write KEY=VALUE")
     stub = a.stub
     if stub == "generated":
-        from .core import stubgen
+        from ..core import stubgen
         stub = str(stubgen.stub_path("go1.27", simd=a.cpu in ("v3", "v4")))
     elif stub is not None and not os.path.isfile(stub):
         raise UsageError(f"--stub {stub}: no such file")
@@ -330,9 +331,9 @@ def _explain_real(a, path: str, func, regs_, gc: bool, asyncp):
 def cmd_explain(a, out) -> int:
     if a.schedule is not None:
         return _explain_schedule(a, out)
-    from .drive import episode, loader, scenario
-    from .teach import story as explain, html as explain_html, text as explain_text
-    from .core import memmap
+    from ..drive import episode, loader, scenario
+    from ..teach import story as explain, html as explain_html, text as explain_text
+    from ..core import memmap
     func, regs_, layout, gc, seed, path = a.func, _regs(a.reg), a.layout, a.gc, a.seed, a.file
     stub, asyncp = a.stub, a.async_preemption
     if a.html and not os.path.isdir(os.path.dirname(os.path.abspath(a.html))):
@@ -352,7 +353,7 @@ def cmd_explain(a, out) -> int:
             stub = stub or (str(sc.stub) if sc.stub else None)
             asyncp = asyncp or ("on" if sc.async_preemption else "off")
             stack_size, scanner = sc.stack_size, sc.gc_scanner
-    from .front import gobuild
+    from ..front import gobuild
     if story is None and gobuild.is_go_input(path):
         story = _explain_real(a, path, func, regs_, gc, asyncp)
     if story is None and a.cpu not in ("v1", "v2"):
@@ -391,10 +392,10 @@ def cmd_explain(a, out) -> int:
 def _explain_schedule(a, out) -> int:
     """`explain PROGRAM --schedule SEED`: one PCT schedule's run told thread by thread (teach/schedstory.py);
     exit 1 when the run fails, as `exec --schedule SEED` does."""
-    from .drive import realsweep, schedules
-    from .front import gobuild
-    from .linux import elfimage, process
-    from .teach import schedhtml, schedstory
+    from ..drive import realsweep, schedules
+    from ..front import gobuild
+    from ..linux import elfimage, process
+    from ..teach import schedhtml, schedstory
     test = _test_of(a)
     built = gobuild.build(a.file, test=bool(test), goamd64=a.cpu)
     image = elfimage.load(str(built.binary))
@@ -422,7 +423,7 @@ def _explain_schedule(a, out) -> int:
 
 def _check_explain_schedule(a) -> None:
     """explain --schedule / --depth: a Go program's (or package test's) run only; bad values exit 2."""
-    from .front import gobuild
+    from ..front import gobuild
     if a.schedule is None:
         if a.depth is not None:
             raise UsageError("--depth is a PCT schedule's depth: give it with --schedule SEED")
@@ -446,7 +447,7 @@ def _check_explain_schedule(a) -> None:
         raise UsageError(f"{', '.join(given)}: one preemption's options; --schedule tells a whole run under a "
                          "PCT schedule (drop them, or drop --schedule)")
     if a.depth is None:
-        from .drive.schedules import DEFAULT_DEPTH
+        from ..drive.schedules import DEFAULT_DEPTH
         a.depth = DEFAULT_DEPTH
 
 
@@ -454,7 +455,7 @@ def _explain_sched(a, sc):
     """explain of a scheduler scenario: the N-th signal of its run (explain_sched)."""
     import dataclasses
 
-    from .teach import sched as explain_sched
+    from ..teach import sched as explain_sched
     for opt in ("func", "reg", "layout", "gc", "force_unsafe", "gc_during_preemption", "stub", "signal_delay"):
         if getattr(a, opt) not in (None, False, 0, []):
             raise UsageError(f"--{opt.replace('_', '-')} does not apply to a scheduler scenario (its goroutines, "
@@ -472,9 +473,9 @@ def _explain_sched(a, sc):
 
 
 def cmd_check_stub(a, out) -> int:
-    from . import api
-    from .drive import checkstub
-    from .output import report
+    from .. import api
+    from ..drive import checkstub
+    from ..output import report
     if a.mutants:
         if a.junit_xml or a.sarif:
             raise EmuError("--junit-xml and --sarif apply to a stub check, not to --mutants")
@@ -501,7 +502,7 @@ def cmd_check_stub(a, out) -> int:
 
 
 def cmd_gen_stub(a, out) -> int:
-    from .core import stubgen
+    from ..core import stubgen
     stale = []
     for path, text in stubgen.all_stubs():
         current = path.read_text() if path.exists() else None
@@ -514,8 +515,8 @@ def cmd_gen_stub(a, out) -> int:
 
 
 def cmd_disasm(a, out) -> int:
-    from .drive import disasm, loader
-    from .output import report
+    from ..drive import disasm, loader
+    from ..output import report
     program = loader.load_program(a.file)
     if a.func:
         try:
@@ -556,7 +557,7 @@ def _argv0(target: str, binary, argv0: str) -> str:
 
 
 def _exec_options(a, passthrough):
-    from .linux import process
+    from ..linux import process
     env = []
     for kv in a.env or []:
         if "=" not in kv:
@@ -569,7 +570,7 @@ def _exec_options(a, passthrough):
         delay = int(a.signal_at[5:])
     elif a.signal_at:
         at_pc = a.signal_at                  # FUNC+OFF, resolved against the binary's symbols later
-    from .linux.mounts import parse_mount
+    from ..linux.mounts import parse_mount
     mounts = tuple(parse_mount(m) for m in getattr(a, "mount", None) or ())
     at: dict[str, str] = {}
     for spec, m in zip(getattr(a, "mount", None) or (), mounts):   # Linux would stack them: the last one wins
@@ -579,7 +580,7 @@ def _exec_options(a, passthrough):
         at[m.guest] = spec
     test = _test_of(a)
     if test:                             # go test runs PKG.test in the package directory
-        from .drive import realsweep
+        from ..drive import realsweep
         argv = realsweep.test_argv(a.target, *test) + list(a.args)
     else:
         argv = [os.path.basename(a.target), *a.args]
@@ -592,7 +593,7 @@ def _exec_options(a, passthrough):
 
 def _test_of(a) -> tuple:
     """--test / --bench of a command: ("test", NAME), ("bench", NAME) or ()."""
-    from .front.gobuild import test_selection
+    from ..front.gobuild import test_selection
     return test_selection(getattr(a, "test", None), getattr(a, "bench", None))
 
 
@@ -630,11 +631,11 @@ def _run_with_progress_and_ctrl_c(p, a) -> None:
 
 
 def cmd_exec(a, out) -> int:
-    from .front import gobuild
-    from .linux import elfimage, process
-    from .goruntime.goprocess import GoProcess
-    from .output import exec_report as xreport
-    from .drive import exec_scenario as xscenario
+    from ..front import gobuild
+    from ..linux import elfimage, process
+    from ..goruntime.goprocess import GoProcess
+    from ..output import exec_report as xreport
+    from ..drive import exec_scenario as xscenario
 
     def passthrough(stream: str, data: bytes) -> None:
         if stream == "stdout":
@@ -663,7 +664,7 @@ def cmd_exec(a, out) -> int:
     sched_run = None
     if getattr(a, "schedules", None) is not None or getattr(a, "schedule", None) is not None:
         from dataclasses import replace
-        from .drive import schedules
+        from ..drive import schedules
         opts = replace(opts, seed=schedules.PROGRAM_SEED)   # the schedule's seed alone replays it
         if a.schedules is not None:
             return _exec_schedules(a, out, image, opts, built.package)
@@ -713,7 +714,7 @@ def cmd_exec(a, out) -> int:
 
 
 def _schedule_json(run, k: int, binary: str) -> dict:
-    from .drive import schedules
+    from ..drive import schedules
     j = run.schedule.summary()
     for d, dj in zip(run.schedule.decisions, j["decisions"]):
         dj["where"] = schedules.where(binary, d)
@@ -723,7 +724,7 @@ def _schedule_json(run, k: int, binary: str) -> dict:
 
 def _schedule_text(run, k: int, binary: str, limit: int = 20) -> str:
     """The schedule's decisions (change points, fairness demotions), at most `limit` of them."""
-    from .drive import schedules
+    from ..drive import schedules
     s = run.schedule
     ds = s.decisions
     text = (f"schedule {s.seed} (depth {s.depth}, change points at steps "
@@ -754,7 +755,7 @@ def _sweep_schedules(a):
     if a.each_pc:                    # its one chain finds its points as it goes: there is no first chain to re-run
         raise UsageError("--schedules/--schedule and --each-pc: a schedule re-runs the sweep's first chain of "
                          "injections; give one of them")
-    from .drive.schedules import DEFAULT_DEPTH
+    from ..drive.schedules import DEFAULT_DEPTH
     depth = DEFAULT_DEPTH if a.depth is None else a.depth
     seeds = [a.schedule] if a.schedule is not None else list(range(1, a.schedules + 1))
     return seeds, depth, lambda seed: _replay_command(a, seed, depth, drop=("--schedules", "--schedule", "--depth"),
@@ -786,7 +787,7 @@ def _replay_command(a, seed: int, depth: int, drop=("--schedules", "--seed", "--
 def _exec_schedules(a, out, image, opts, package) -> int:
     """`exec --schedules N`: explore (drive/schedules.py); exit 0 when all pass, 1 at the first failing one."""
     import time
-    from .drive import schedules
+    from ..drive import schedules
     c0 = time.process_time()
     last = []
 
@@ -807,8 +808,8 @@ def _exec_schedules(a, out, image, opts, package) -> int:
             f"{ex.pcs} step PCs; {cpu:.2f} s CPU)")
     replay = _replay_command(a, bad.seed, a.depth) if bad else None
     if a.json:
-        from . import __version__
-        from .output.report import SCHEMAS
+        from .. import __version__
+        from ..output.report import SCHEMAS
         j = {"tool": "preemu", "version": __version__, "schema": SCHEMAS["exec-schedules"], "command": "exec",
              "binary": a.target, "argv": opts.argv,
              "schedules": {"requested": a.schedules, "ran": len(ex.runs), "depth": a.depth, "first_seed": a.seed,
@@ -840,7 +841,7 @@ def _exec_schedules(a, out, image, opts, package) -> int:
 
 def _fit(lines: list[str]) -> list[str]:
     """exec's summary lines on stderr, each fitted to the terminal's 120 columns (the program's output is not)."""
-    from .output.fit import fit
+    from ..output.fit import fit
     return fit(lines)
 
 
@@ -1064,7 +1065,7 @@ def _pids(text: str) -> int:
 
 
 def _cpu_option(p) -> None:
-    from .core.cpulevel import DEFAULT, LEVELS
+    from ..core.cpulevel import DEFAULT, LEVELS
     p.add_argument("--cpu", default=DEFAULT, choices=list(LEVELS), metavar="LEVEL",
                    help="the CPU's x86-64 level, as GOAMD64 names them: v1 (default) and v2 have no AVX; v3 adds "
                    "AVX2 and FMA, v4 AVX-512 (preemu executes those instructions itself). CPUID and XGETBV say so, "
@@ -1219,7 +1220,7 @@ def _check_values(a) -> None:
         _check_explain_schedule(a)
     if a.cmd == "exec":
         import math
-        from .drive.exec_scenario import MAX_CPUS, MAX_NS_PER_INSN, POSITIVE_RUN_KEYS
+        from ..drive.exec_scenario import MAX_CPUS, MAX_NS_PER_INSN, POSITIVE_RUN_KEYS
         for opt in POSITIVE_RUN_KEYS:
             v = getattr(a, opt)
             if v is not None and (not math.isfinite(v) or v <= 0):
@@ -1232,13 +1233,13 @@ def _check_values(a) -> None:
         _check_schedules(a)
         _writable(a.trace, "--trace")
         if a.budget is None:
-            from .linux.process import EXEC_BUDGET
+            from ..linux.process import EXEC_BUDGET
             a.budget = EXEC_BUDGET
         if a.max_memory is None:
-            from .linux.process import DEFAULT_MAX_MEMORY
+            from ..linux.process import DEFAULT_MAX_MEMORY
             a.max_memory = DEFAULT_MAX_MEMORY
         if a.max_pids is None:
-            from .linux.process import DEFAULT_MAX_PIDS
+            from ..linux.process import DEFAULT_MAX_PIDS
             a.max_pids = DEFAULT_MAX_PIDS
 
 
@@ -1265,7 +1266,7 @@ def _check_schedules(a) -> None:
     if a.seed is None:
         a.seed = 1
     if exploring and a.depth is None:
-        from .drive.schedules import DEFAULT_DEPTH
+        from ..drive.schedules import DEFAULT_DEPTH
         a.depth = DEFAULT_DEPTH
 
 
@@ -1436,6 +1437,3 @@ def _main(argv: list[str] | None, out, command: bool = False) -> int:
               file=sys.stderr)
         return 2
 
-
-if __name__ == "__main__":
-    sys.exit(main())
