@@ -461,7 +461,7 @@ MUTATIONS = {
                                          "    if False:\n",
                                          [X47 + "test_the_text_tells_the_decisions_with_their_source_lines_the_threads_and_the_failure"]),
     # ... a failing run exits 1, as exec --schedule does
-    "explain-schedule-exits-0": ("emu/cli/__init__.py", "    code = 0 if story.ok else 1\n", "    code = 0\n",
+    "explain-schedule-exits-0": ("emu/cli/explain.py", "    code = 0 if story.ok else 1\n", "    code = 0\n",
                                  [X47 + "test_the_text_tells_the_decisions_with_their_source_lines_the_threads_and_the_failure"]),
     # ... and the page draws a change point on the lane of the thread it stopped
     "explain-schedule-page-markers-on-first-lane": (
