@@ -18,7 +18,7 @@ from ..core.structref import read_field, write_field
 from .gmp import request_preempt, signal_m
 
 if TYPE_CHECKING:
-    from .sched import G, M
+    from .schedrecords import G, M
 
 SUSPEND_RESEND_NS = 5_000            # preempt.go:115,232: suspendG's preemptM at most every yieldDelay/2
 

@@ -37,71 +37,14 @@ from .faults import Fault
 from .machine import Machine
 from ..core.program import Program
 from ..check.safepoint import async_preempt_stack, rules_for
+from .schedrecords import G, GoSpec, M, P
 from .schedtrap import TrapMixin
 from .steal import StealMixin
-from ..core.structref import StructRef, write_field
+from ..core.structref import write_field
 from .sysmon import SYSMON_MIN_US, SysmonMixin
 
 GLOBAL_QUEUE_EVERY = 61              # schedule(): check the global run queue every 61 schedticks
 RUNQ_SIZE = 256
-
-
-@dataclass
-class GoSpec:
-    name: str
-    entry: str
-    registers: dict = field(default_factory=dict)
-
-
-@dataclass(eq=False)
-class G:
-    idx: int
-    name: str
-    addr: int
-    slot: int
-    stack_lo: int
-    stack_hi: int
-    status: str = "runnable"          # runnable | running | waiting | dead
-    ctx: object = None
-    cpu_insns: int = 0
-    preempt_async: int = 0
-    preempt_coop: int = 0
-    wake_deadline: int | None = None  # ns; set when a timer readies the G
-    runnable_since: int | None = 0    # ns; None while running or sleeping
-    max_wait: int = 0
-    xregs_saved: bool = False
-    xreg_block: int = 0
-    latencies: list = field(default_factory=list)
-    ref: StructRef | None = field(default=None, repr=False)      # its runtime.g in emulated memory
-
-
-@dataclass
-class P:
-    idx: int
-    addr: int
-    runq: deque = field(default_factory=deque)
-    runnext: G | None = None
-    schedtick: int = 0
-    sysmon_tick: int = 0
-    sysmon_when: int = 0
-    timers: list = field(default_factory=list)   # [(deadline ns, G)]
-    m: "M | None" = None
-    ref: StructRef | None = field(default=None, repr=False)      # its runtime.p
-
-
-@dataclass
-class M:
-    idx: int
-    addr: int
-    g0: int
-    fs_base: int
-    p: P
-    curg: G | None = None
-    signal_at: int | None = None      # instruction offset in the current round where SIGURG lands
-    slice_start: int = 0
-    acked_at: float = -1.0            # when doSigPreempt last acknowledged (m.preemptGen += 1)
-    ref: StructRef | None = field(default=None, repr=False)      # its runtime.m
-    tls: StructRef | None = field(default=None, repr=False)      # its TLS block (FS:-8 = current g)
 
 
 @dataclass

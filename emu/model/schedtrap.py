@@ -23,7 +23,7 @@ from .stack import copystack
 
 if TYPE_CHECKING:
     from .machine import Machine
-    from .sched import G, M
+    from .schedrecords import G, M
 
 
 class TrapMixin:

@@ -16,7 +16,7 @@ from ..core import gostructs as gs
 from ..core.structref import read_field
 
 if TYPE_CHECKING:
-    from .sched import G, P
+    from .schedrecords import G, P
 
 STEAL_TRIES = 4                      # proc.go:3848 stealTries
 

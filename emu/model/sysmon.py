@@ -16,7 +16,7 @@ from ..check import inject
 from .gmp import ack_sigurg, preempt_m, read_sched_state, request_preempt
 
 if TYPE_CHECKING:
-    from .sched import G, M, P
+    from .schedrecords import G, M, P
 
 FORCE_PREEMPT_NS = 10_000_000        # proc.go forcePreemptNS
 SYSMON_MIN_US, SYSMON_MAX_US = 20, 10_000
