@@ -6,7 +6,7 @@ from unicorn import x86_const as X
 
 from emu.drive.realsweep import RealSpec
 from emu.front import gobuild
-from emu.goruntime import geffects, heapgraph
+from emu.goruntime import geffects, heapgraph, heapmaps
 
 PROG = "tests/data/go/heapres"
 
@@ -31,14 +31,14 @@ def at_return(call: int, monkeypatch, also=None):
 def slot_order(monkeypatch):
     """Record the key order of every swiss map the walks meet, as their slots lie in memory."""
     orders = []
-    slots = heapgraph.Walk._swiss_slots
+    slots = heapmaps.MapReader.slots
 
     def spy(self, hb, lay):
         out = slots(self, hb, lay)
         kt = self.cat.ty(lay["key"])
         orders.append([self.key_text(kt, ka, None, 0)[1] for ka, _ in out])
         return out
-    monkeypatch.setattr(heapgraph.Walk, "_swiss_slots", spy)
+    monkeypatch.setattr(heapmaps.MapReader, "slots", spy)
     return orders
 
 

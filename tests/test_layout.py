@@ -23,9 +23,6 @@ ALLOWED = {
     "emu/drive/gsweep.py::RealSweep": "the real-program sweep's state across chains and references; being edited by "
                                       "the lead while this test was written",
     "emu/drive/realsweep.py": "the real-program sweep's specs, shards and merge; the lead is editing it",
-    "emu/goruntime/heapgraph.py": "one walk of a Go value's graph over every kind of Go type (DWARF); not split yet",
-    "emu/goruntime/heapgraph.py::Walk": "the walk dispatches on every Go type kind (struct, slice, map: swiss "
-                                        "groups, interface, func, chan); not split yet",
     "emu/linux/process.py::Process": "the kernel's process: its state for the mixins beside it (cpuhooks, services, "
                                      "scheduling, sigdeliver) is set up in __init__; issue #50 edits it",
     "emu/linux/sys_file.py": "the file syscalls (openat .. getdents64, truncate) over mounts and tmpfs; issue #50 "

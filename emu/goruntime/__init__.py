@@ -8,6 +8,7 @@ runtime, through the emulated Linux process (emu/linux) it runs in.
   gclock     one goroutine's instructions, counted exactly
   geffects   what a Go function leaves behind (results, globals), read with the binary's ABI and DWARF
   heapgraph  a value's object graph through the heap (DWARF-typed, address-free), for geffects
+  heapmaps   its swiss maps: their layout from DWARF, their full slots, a key's canonical text
   realgc     the runtime's own GC cycle, triggered and read back (numgc, spans, freed objects)
   heapspans  the heap as the runtime's metadata says: spans, slots, allocation and mark bits
   freeduse   which access to a freed object is the program's use of it (the watch's rules)
