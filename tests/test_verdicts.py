@@ -365,3 +365,15 @@ def test_a_gc_crash_at_a_point_is_told_in_the_runtimes_words():
     assert (crash["kind"], crash["message"], crash["exit_code"]) == ("fatal error", "fatal error: found pointer to "
                                                                       "free object", 2)
     assert crash["context"][0].startswith("runtime: marked free object in span")
+
+
+def test_first_said_is_what_the_program_said_about_its_ending_not_the_testing_framing():
+    """One rule for the line a finding quotes (schedule findings, a failed uninterrupted run, a reference that
+    ended before F returned): stderr before stdout, "=== " framing skipped, a failed test's header with its
+    first reason."""
+    said = crashtext.first_said
+    assert said(Ending(2, b"ok line\n", b"\npanic: boom\n\ngoroutine 1 [running]:\n", "exit")) == "panic: boom"
+    test_out = b"=== RUN   TestUse\n--- FAIL: TestUse (0.00s)\n    use_test.go:12: got 3, want 4\nFAIL\n"
+    assert said(Ending(1, test_out, b"", "exit")) == "--- FAIL: TestUse: use_test.go:12: got 3, want 4"
+    assert said(Ending(1, b"=== RUN   T\n--- FAIL: T (0.01s)\n--- FAIL: U (0.00s)\n", b"", "exit")) == "--- FAIL: T"
+    assert said(Ending(0, b"  \n=== RUN   T\n", b"", "exit")) == ""

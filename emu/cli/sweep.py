@@ -127,7 +127,8 @@ def _add_sweep(sub) -> None:
     _cpu_option(s)
     s.add_argument("--each-pc", action="store_true",
                    help="Go input: decide every distinct PC of the goroutine once, at its first occurrence (one "
-                   "point a PC instead of one a boundary; --max-points still caps them)")
+                   "point a PC instead of one a boundary; every PC of the uninterrupted run is decided, those only "
+                   "injections lead to are counted apart; --max-points still caps them)")
     s.add_argument("--schedules", type=int, default=None, metavar="N",
                    help="Go input: after the sweep, run its first chain again under PCT schedules 1..N (every thread "
                    "steered by the schedule, with --gc the GC's workers too, the function's points the sweep's); a "

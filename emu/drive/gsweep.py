@@ -45,6 +45,7 @@ from unicorn import x86_const as X
 from ..core.errors import EmuError
 from ..check.verify import Violation
 from ..linux import snapshot
+from ..goruntime import crashtext
 from ..goruntime.gclock import GoroutineClock
 from ..goruntime.geffects import Effects
 from ..linux.regbatch import read_reg
@@ -214,7 +215,6 @@ class RealSweep(RequestMixin):
         p.uc.context_restore(t.ctx)
         self.tid = t.tid
         self.g = p.read_u64(p.fs_base() - 8)
-        self._g_reader = None
         self.entry_sp = read_reg(p.uc, X.UC_X86_REG_RSP)
         self.ret_addr = p.read_u64(self.entry_sp)
         self.entry_depth = self._stack_hi() - self.entry_sp
@@ -301,7 +301,7 @@ class RealSweep(RequestMixin):
             if self.p.error is None and reseed is not None:     # another legitimate run: the program's ending
                 return Reference(-1, {}, {}, ended, label=f"a run with the runtime's random state drawn anew "
                                  f"(reference seed {reseed})", returned=False)
-            said = next((ln for ln in ended.stderr.decode(errors="replace").splitlines() if ln.strip()), "")
+            said = crashtext.first_said(ended)
             msg = (f"{self.func} never returned: the program ended first ({ended.reason}, exit status "
                    f"{ended.exit_code}{': ' + said if said else ''}) after {clock.count:,} of its instructions")
             raise (ReferenceEnded(msg, ended) if self.p.error is None else EmuError(msg))

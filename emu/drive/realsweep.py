@@ -248,8 +248,10 @@ def run_shard(sw: RealSweep, ref: Reference, index: int, points, opts: S.ChainOp
     `each_pc` (a cap), the chain decides each PC of G at its first occurrence instead (eachpc.py). SYNC_CHAIN:
     --gc's call sites (gsync.py), in chains from the snapshot until every site G reached has had its cycle (a
     site reached while a cycle was running waits for the next chain: the concurrent mode's cycles are long)."""
+    if each_pc is not None:
+        return _each_pc_shard(sw, ref, index, opts, each_pc)
     if points != SYNC_CHAIN:
-        return _chain_shard(sw, ref, index, points, opts, each_pc)
+        return _chain_shard(sw, ref, index, points, opts)
     out = _chain_shard(sw, ref, index, points, opts)
     for _ in range(SYNC_ROUNDS - 1):
         before = len(sw.sync.done)
@@ -265,6 +267,34 @@ def run_shard(sw: RealSweep, ref: Reference, index: int, points, opts: S.ChainOp
 
 #: most chains a --gc sweep runs for its call sites (each serves at least one site no chain before it did)
 SYNC_ROUNDS = 32
+#: most passes --each-pc runs after its first for the reference run's PCs not decided yet (each decides one or more)
+EACH_PC_ROUNDS = 32
+
+
+def _each_pc_shard(sw: RealSweep, ref: Reference, index: int, opts: S.ChainOptions, cap: int) -> S.ShardResult:
+    """--each-pc: the pass deciding each PC of G at its first occurrence (eachpc.chain), then, while PCs of the
+    reference run's goroutine are not decided and `cap` allows, passes that leave out the PCs decided so far (each
+    decides one or more). extra["each_pc"]: distinct (PCs G executed in a pass or the reference run), decided,
+    reference (the reference run's PCs), reference_decided, beyond (PCs decided that the reference run does not
+    execute: only injections led G there), rounds (the passes after the first), capped (`cap` was reached)."""
+    from . import eachpc
+    ref_pcs = eachpc.reference_pcs(sw)
+    out = _chain_shard(sw, ref, index, (), opts, cap)
+    seen, decided = out.extra.pop("each_pc")
+    rounds = 0
+    while ref_pcs - decided and len(decided) < cap and rounds < EACH_PC_ROUNDS:
+        nxt = _chain_shard(sw, ref, index, (), opts, cap, decided)
+        more_seen, more = nxt.extra.pop("each_pc")
+        _add_shard(out, nxt)
+        rounds += 1
+        seen |= more_seen
+        if not more - decided:
+            break                           # no progress: the PCs left are reported as not decided
+        decided |= more
+    out.extra["each_pc"] = {"distinct": len(seen | ref_pcs), "decided": len(decided),
+                            "reference": len(ref_pcs), "reference_decided": len(ref_pcs & decided),
+                            "beyond": len(decided - ref_pcs), "rounds": rounds, "capped": len(decided) >= cap}
+    return out
 
 
 def _add_shard(out: S.ShardResult, more: S.ShardResult) -> None:
@@ -286,14 +316,16 @@ def _add_shard(out: S.ShardResult, more: S.ShardResult) -> None:
 
 
 def _chain_shard(sw: RealSweep, ref: Reference, index: int, points, opts: S.ChainOptions,
-                 each_pc: int | None = None) -> S.ShardResult:
+                 each_pc: int | None = None, decided: set | None = None) -> S.ShardResult:
+    """One chain: at `points`; with `each_pc` (a cap), a pass of --each-pc deciding the PCs not in `decided`
+    (extra["each_pc"]: the PCs it saw and the PCs decided, `decided` included)."""
     c0 = time.process_time()
     stats: dict = {}
     pcs = None
     if each_pc is not None:
         from . import eachpc
-        listener, reached, ending, seen, decided = eachpc.chain(sw, each_pc, stats)
-        points, pcs = range(reached), {"distinct": len(seen), "decided": len(decided & seen)}
+        listener, reached, ending, seen, now = eachpc.chain(sw, each_pc, stats, decided)
+        points, pcs = range(reached), (seen, now & (seen | (decided or set())))
     elif points == SYNC_CHAIN:                   # --gc: the call sites' cycles, one chain (gsync.py)
         listener, reached, ending = sw.chain((), stats, sync_only=True)
     else:
@@ -323,7 +355,7 @@ def _chain_shard(sw: RealSweep, ref: Reference, index: int, points, opts: S.Chai
                          {"reached": reached, "other_preemptions": listener.other_injections,
                           "paths": dict(listener.paths),
                           "swept_boundaries": sw.returned[0] if sw.returned is not None else None,
-                          **({"gc": gc} if gc is not None else {}), **({"each_pc": pcs} if pcs else {})})
+                          **({"gc": gc} if gc is not None else {}), **({"each_pc": pcs} if pcs is not None else {})})
 
 
 def gc_violations(sw: RealSweep, uaf=None) -> list[Violation]:
@@ -574,8 +606,7 @@ def _failed_uninterrupted(spec: RealSpec, sw: RealSweep, source: str, ending: En
     """The result of a sweep whose uninterrupted run ended the program before F returned (a crash, an exit):
     a schedule finding (the program fails under the one schedule preemu ran it in, with no injection) and no
     point swept."""
-    said = next((ln for ln in (ending.stderr + ending.stdout).decode(errors="replace").splitlines()
-                 if ln.strip() and not ln.startswith("=== ")), "")
+    said = crashtext.first_said(ending)
     v = sw.make_violation("schedule", "program exit status", f"{sw.func} returns, as natively it may",
                           f"exit status {ending.exit_code}" + (f": {said[:100]!r}" if said else ""), 0, sw.entry,
                           f"in the uninterrupted run, without any injection, the program ended before {sw.func} "
@@ -601,16 +632,14 @@ def schedule_findings(sw: RealSweep, ref: Reference, test: str | None = None) ->
     u = ref.unstable
     codes = ", ".join(str(c) for c in sorted(u.endings, key=str))
     for label, e in references.failing_schedules(u):
-        said = next((ln for ln in (e.stdout + e.stderr).decode(errors="replace").splitlines()
-                     if ln.strip() and not ln.startswith("=== ")), "")
+        said = crashtext.first_said(e)
         out.append(sw.make_violation("schedule", "program exit status", f"one ending in every legitimate run "
                                      f"(they ended with statuses {codes})", f"exit status {e.exit_code}"
                                      + (f": {said[:100]!r}" if said else ""), 0, sw.entry,
                                      f"in {label}, without any injection: the program fails under that schedule"))
     e = ref.ending
     if test and not out and e is not None and e.exit_code not in (0, None):
-        said = next((ln.strip() for ln in (e.stdout + e.stderr).decode(errors="replace").splitlines()
-                     if ln.strip() and not ln.startswith(("=== ", "--- FAIL"))), "")
+        said = crashtext.first_said(e)
         out.append(sw.make_violation("schedule", "program exit status", f"{test} passes",
                                      f"exit status {e.exit_code}" + (f": {said[:100]!r}" if said else ""), 0,
                                      sw.entry, f"in every legitimate run, without any injection, {test} failed: "

@@ -58,6 +58,7 @@ every other injection (the report counts both).
 from __future__ import annotations
 
 import bisect
+import contextlib
 import struct
 from dataclasses import dataclass, field
 
@@ -220,6 +221,16 @@ class RealGC:
         self.kept, self.survivors = {}, []
         self.unasked = 0                          # points whose cycle never asked to stop G (grequest.py)
         self._zero_counts()
+
+    @contextlib.contextmanager
+    def quarantine_off(self):
+        """Freed slots reused as natively for the runs inside (schedule runs: what they judge is the runtime's own
+        ending, and its checks, "found bad pointer in Go heap", must be able to fire)."""
+        held, self.quarantine = self.quarantine, None
+        try:
+            yield
+        finally:
+            self.quarantine = held
 
     # --- reading the runtime's state --------------------------------------------------------------------
     def _numgc(self) -> int:
