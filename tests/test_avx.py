@@ -14,6 +14,7 @@ from emu.engine import avx, avxexec
 from emu.front import gobuild
 from emu.core import cpuid
 from emu.linux import elfimage, process
+from emu.goruntime.goprocess import GoProcess
 
 from conftest import DATA, cli_run
 
@@ -169,7 +170,7 @@ def test_xgetbv_and_cpuid_at_each_level():
 # --- real programs ---------------------------------------------------------------------------------------
 def _exec(binary, level: str) -> tuple[process.Process, bytes]:
     out = []
-    p = process.Process(elfimage.load(str(binary)), process.Options(argv=["avx"], cpu=level,
+    p = GoProcess(elfimage.load(str(binary)), process.Options(argv=["avx"], cpu=level,
                         passthrough=lambda _s, b: out.append(b)))
     p.run()
     return p, b"".join(out)

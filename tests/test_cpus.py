@@ -10,6 +10,7 @@ from conftest import DATA
 
 from emu.front import gobuild
 from emu.linux import cpus as cpus_mod, elfimage, process
+from emu.goruntime.goprocess import GoProcess
 from emu.linux.cpus import Cpus, enqueue
 from emu.linux.threads import Thread
 
@@ -28,7 +29,7 @@ def testprog():
 
 
 def _run(image, argv, seed=None, **kw) -> process.Process:
-    p = process.Process(image, process.Options(argv=argv, **kw))
+    p = GoProcess(image, process.Options(argv=argv, **kw))
     if seed is not None:                      # the scheduler's seed alone: AT_RANDOM and getrandom stay as they are
         p.cpus = Cpus(p.opts.ncpu, p.boot_ns, seed)
     return p.run()

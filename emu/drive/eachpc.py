@@ -52,7 +52,7 @@ from unicorn.unicorn_py3.unicorn import uclib
 
 from ..engine.nativehook import add_hook
 from ..engine.x86decode import decoder
-from ..linux.gclock import g_store_sites
+from ..goruntime.gclock import g_store_sites
 from ..linux.regbatch import read_reg
 from .gsweep import _Listener
 

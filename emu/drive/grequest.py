@@ -19,8 +19,8 @@ from unicorn import x86_const as X
 
 from ..core import gostructs as gs
 from ..core.errors import EmuError
-from ..linux import realgc
-from ..linux.gclock import GoroutineClock
+from ..goruntime import realgc
+from ..goruntime.gclock import GoroutineClock
 from ..linux.regbatch import context_reg, field_spec, mem_write, read_fields, read_u64
 
 SIGURG = gs.SIG_PREEMPT

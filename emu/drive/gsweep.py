@@ -44,9 +44,10 @@ from unicorn import x86_const as X
 
 from ..core.errors import EmuError
 from ..check.verify import Violation
-from ..linux import crashtext, snapshot
-from ..linux.gclock import GoroutineClock
-from ..linux.geffects import Effects
+from ..linux import snapshot
+from ..goruntime import crashtext
+from ..goruntime.gclock import GoroutineClock
+from ..goruntime.geffects import Effects
 from ..linux.regbatch import read_reg
 from . import grequest
 from .grequest import Point, RequestMixin
@@ -147,7 +148,7 @@ class RealSweep(RequestMixin):
         self.prog = self.p.watch.oracle.prog if self.p.watch.oracle is not None else None
         self._start()
         if self._gc:
-            from ..linux.realgc import RealGC, mode_of
+            from ..goruntime.realgc import RealGC, mode_of
             self.gc = RealGC(self.p, self.g, mode_of(self._gc))
             self.gc.returned_at = lambda: self.returned[0] if self.returned is not None else None
             if self.gc_points != "async":       # the call sites' chain (realsweep.py runs it: sync_only)
@@ -279,7 +280,7 @@ class RealSweep(RequestMixin):
         the snapshot on (a slower or faster CPU): other legitimate runs (references.py)."""
         clock = self._arm()
         if reseed is not None:
-            from ..linux import rngstate
+            from ..goruntime import rngstate
             if self._rng_layout is None:
                 self._rng_layout = rngstate.layout(self.image.path)
             rngstate.reseed(self.p, self._rng_layout, random.Random(reseed))
@@ -520,8 +521,9 @@ def new_process(image, opts, source_path=None, stub_code=None):
     """A process of the program, not yet run, with --stub's code loaded over runtime.asyncPreempt (stub_code:
     (name, bytes)); `stub_name` says which stub it runs."""
     from ..linux import process
+    from ..goruntime.goprocess import GoProcess
     # the sweep steers the scheduler (hold G's thread, run it next): the one-CPU turn order (cpus.py)
-    p = process.Process(image, replace(opts, steered=True))
+    p = GoProcess(image, replace(opts, steered=True))
     if p.watch.oracle is not None and source_path is not None:
         p.watch.oracle.prog.binary.source_path = source_path
     ver = p.watch.oracle.prog.binary.version if p.watch.oracle is not None else ""

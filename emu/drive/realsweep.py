@@ -21,7 +21,7 @@ from . import references, shards
 from . import sweeper as S
 from ..core.errors import EmuError
 from ..check.verify import Violation
-from ..linux import crashtext, realgc
+from ..goruntime import crashtext, realgc
 from .gsweep import Ending, RealSweep, Reference, ReferenceEnded
 
 #: points per shard: fixed, so the plan depends on the points only (never on --jobs or the executor)
@@ -552,7 +552,7 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
 
 def vector_state(p) -> str:
     """What the resume check compared beyond the GPRs and RFLAGS in process `p`: XMM0-15, Y0-15, or Z0-31 and
-    K0-7, the state its stub saves at the CPU level (linux/stubsaves.py: a default build's, XMM0-15 at any level),
+    K0-7, the state its stub saves at the CPU level (goruntime/stubsaves.py: a default build's, XMM0-15 at any level),
     and vector_note's reason when that is less than the level has."""
     return p.watch.saved.describe()
 

@@ -1,7 +1,7 @@
 """x86-64 instructions' addresses, lengths, mnemonics and operands from Capstone's own C library (cs_disasm,
 detail off), bound through ctypes without the capstone package's Python layer: importing that package
 loads every architecture's module, ~14 ms of the ~0.2 s a trivial `preemu exec` costs, and start-up needs
-only instruction boundaries (the block counter's tails, linux/icount.py; asyncPreempt's RETs, linux/watch.py;
+only instruction boundaries (the block counter's tails, linux/icount.py; asyncPreempt's RETs, goruntime/watch.py;
 the RDTSC sites, linux/elfimage.py).
 
 `disasm_lite(code, address)` yields what `capstone.Cs(CS_ARCH_X86, CS_MODE_64).disasm_lite` yields for the same

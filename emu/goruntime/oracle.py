@@ -20,7 +20,7 @@ from ..front import golayout, goreleases
 from ..check import safepoint
 from ..core import gostructs as gs
 from ..core.errors import EmuError
-from .regbatch import field_spec, read_fields
+from ..linux.regbatch import field_spec, read_fields
 
 SIGURG = gs.SIG_PREEMPT
 

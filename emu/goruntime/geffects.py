@@ -27,7 +27,7 @@ from unicorn import x86_const as X
 
 from ..core.errors import EmuError
 from . import heapgraph
-from .regbatch import changed_pages, mem_read_into, read_reg
+from ..linux.regbatch import changed_pages, mem_read_into, read_reg
 
 #: Globals whose changes are the runtime's own bookkeeping, not F's effect: runtime packages, the internal/
 #: tree, sync's pool registry, os/syscall/time state and the linker's symbols.

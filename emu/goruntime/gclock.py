@@ -20,8 +20,8 @@ import capstone
 from ..engine.native import hook_g_store
 from unicorn import x86_const as X
 
-from .threads import RUNNABLE
-from .regbatch import RegBatch, read_reg
+from ..linux.threads import RUNNABLE
+from ..linux.regbatch import RegBatch, read_reg
 
 _TLS_G_STORE = re.compile(rb"\x64[\x48\x4c]\x89[\x04\x0c\x14\x1c\x24\x2c\x34\x3c]\x25\xf8\xff\xff\xff|"
                           rb"\x64\x48\xc7\x04\x25\xf8\xff\xff\xff")
