@@ -159,8 +159,8 @@ def test_a_steered_process_takes_turns_on_one_cpu_with_woken_threads_at_the_back
 
 
 def test_the_real_program_sweep_runs_steered(cpus_image):
-    from emu.drive import gsweep
-    p = gsweep.new_process(cpus_image, process.Options(argv=["cpus", "parallel"], ncpu=4))
+    from emu.drive import gstart
+    p = gstart.new_process(cpus_image, process.Options(argv=["cpus", "parallel"], ncpu=4))
     assert p.cpus.steered and len(p.cpus.clocks) == 1 and p.ncpu == 4
 
 

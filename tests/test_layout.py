@@ -19,10 +19,9 @@ ALLOWED = {
                             "ran out of time; the lead edits the sweeps)",
     "emu/drive/sweeper.py::Sweeper._inject_points": "the hot loop of the model-world sweep: one function so that its "
                                                     "locals stay locals (measured by bench/bench_sweep.py); not split",
-    "emu/drive/gsweep.py": "the real-program sweep (RealSweep); the lead is editing it (issue #52 item 4 left it)",
-    "emu/drive/gsweep.py::RealSweep": "the real-program sweep's state across chains and references; being edited by "
-                                      "the lead while this test was written",
-    "emu/drive/realsweep.py": "the real-program sweep's specs, shards and merge; the lead is editing it",
+    "emu/drive/gsweep.py::RealSweep": "its runs (the uninterrupted, held and GC references, the chain, a point "
+                                      "alone) share one process, the clock's arming and the listener: apart, "
+                                      "they would be functions reaching into its private state",
     "emu/linux/process.py::Process": "the kernel's process: its state for the mixins beside it (cpuhooks, services, "
                                      "scheduling, sigdeliver) is set up in __init__; issue #50 edits it",
     "emu/linux/sys_file.py": "the file syscalls (openat .. getdents64, truncate) over mounts and tmpfs; issue #50 "
