@@ -2,7 +2,7 @@
 executor and natively on this host from random states, compared bit for bit.
 
 `.venv/bin/python bench/avx_diff.py [--samples N] [--docs]` builds (once, into /tmp/avxdiff) the test binaries
-of the runtime and a dozen stdlib packages at GOAMD64=v3 and v4, with and without GOEXPERIMENT=simd (`go test
+of the runtime and 36 stdlib packages (PACKAGES) at GOAMD64=v3 and v4, with and without GOEXPERIMENT=simd (`go test
 -c`), and those of simd and archsimd's tests with it (SIMD_PACKAGES), collects each distinct form
 (mnemonic, VEX or EVEX, operand kinds: `vpaddd zmm, zmm, m32bcst {k}`), and runs each on N random states
 (default 200): GPRs (special values mixed in), CF/PF/AF/ZF/SF/OF, MXCSR (rounding modes, FTZ/DAZ, sticky
@@ -50,7 +50,15 @@ from emu.engine.hostcpu import ARITH, FLAGS, GPR, GPR_NAMES, HOST_MXCSR, KREG, M
 
 GO = "/work/main/.venv/lib/python3.11/site-packages/go/bin/go"
 PACKAGES = ("runtime", "crypto/sha256", "crypto/sha1", "crypto/sha512", "crypto/aes", "crypto/cipher", "hash/crc32",
-            "encoding/base64", "math", "slices", "strings", "bytes", "hash/maphash")
+            "encoding/base64", "math", "slices", "strings", "bytes", "hash/maphash",
+            # with amd64 assembly of their own (MULX/ADX, AES-GCM, ChaCha8, MD5)
+            "crypto/md5", "crypto/internal/fips140/bigmod", "crypto/internal/fips140/nistec",
+            "crypto/internal/fips140/edwards25519/field", "crypto/internal/fips140/aes/gcm", "internal/chacha8rand",
+            "math/big",
+            # Go code the compiler vectorises or that calls the runtime's and bytealg's AVX paths
+            "crypto/sha3", "crypto/hmac", "crypto/ecdh", "crypto/ed25519", "crypto/subtle", "crypto/mlkem", "math/bits",
+            "hash/crc64", "hash/adler32", "hash/fnv", "encoding/hex", "encoding/json", "strconv", "unicode/utf8", "sort",
+            "regexp", "compress/flate")
 #: packages that build only with GOEXPERIMENT=simd (the archsimd API's tests: masked stores, compress, ...)
 SIMD_PACKAGES = ("simd", "simd/archsimd/internal/simd_test")
 BUILD = Path("/tmp/avxdiff")

@@ -18,12 +18,13 @@ sys.path.insert(0, str(ROOT))
 
 from emu.front import gobuild  # noqa: E402
 from emu.linux import elfimage, process  # noqa: E402
+from emu.goruntime.goprocess import GoProcess  # noqa: E402
 
 
 def run(src: Path, build_level: str, cpu: str, args=()) -> tuple:
     image = elfimage.load(str(gobuild.build(src, goamd64=build_level).binary))
     c0 = time.process_time()
-    p = process.Process(image, process.Options(argv=[src.name, *args], cpu=cpu)).run()
+    p = GoProcess(image, process.Options(argv=[src.name, *args], cpu=cpu)).run()
     cpu_s = time.process_time() - c0
     assert p.exit_code == 0, p.error
     return p.insns, p.avx.executed if p.avx else 0, cpu_s

@@ -19,6 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 from emu.front import gobuild  # noqa: E402
 from emu.linux import elfimage, process  # noqa: E402
+from emu.goruntime.goprocess import GoProcess  # noqa: E402
 
 GO = ROOT / "scenarios" / "go"
 
@@ -26,14 +27,14 @@ GO = ROOT / "scenarios" / "go"
 def run(prog, **kw):
     image = elfimage.load(str(gobuild.build(GO / prog).binary))
     w0, c0 = time.perf_counter(), time.process_time()
-    p = process.Process(image, process.Options(argv=[Path(prog).name], **kw)).run()
+    p = GoProcess(image, process.Options(argv=[Path(prog).name], **kw)).run()
     return p, time.perf_counter() - w0, time.process_time() - c0
 
 
 def process_cpu(prog, args, **kw) -> float:
     image = elfimage.load(str(gobuild.build(prog).binary))
     c0 = time.process_time()
-    process.Process(image, process.Options(argv=["clock", *args], **kw)).run()
+    GoProcess(image, process.Options(argv=["clock", *args], **kw)).run()
     return time.process_time() - c0
 
 
@@ -47,7 +48,7 @@ def engine_ratio(rounds: int = 3) -> tuple[float, float]:
     n_counted = 0
     for _ in range(rounds):
         for mode in best:
-            p = process.Process(image, process.Options(argv=["sort"], budget=60_000_000)).run()
+            p = GoProcess(image, process.Options(argv=["sort"], budget=60_000_000)).run()
             uc = p.uc
             uc.context_restore(p.cur.ctx)
             uc.ctl_flush_tb()                 # both modes translate the code afresh

@@ -13,7 +13,11 @@ oracle's reasons, per PC) and the same violations: a speed-up may change nothing
 
 The functions: `spin` (a call-free loop, entered with RAX=1000: every point injected), `mixed` (fmt,
 interfaces and allocation: most points declined), `digest` (sha256 and hex) and `spawn` (a goroutine and
-a channel).
+a channel), of tests/data/go/kinds, and the library-heavy `ledger` of tests/data/go/ledger (maps, fmt, errors,
+a channel, sha256; bench_eachpc.py's function, here with its default argument).
+
+An old tree that has the compiled module's sources (emu/engine/_native*.c) gets it built by its own setup.py
+(bench_startup.old_tree), so that both trees run as installed.
 """
 from __future__ import annotations
 
@@ -67,8 +71,13 @@ print(json.dumps({"us": cpu / max(1, reached) * 1e6, "reached": reached,
 """
 
 
+#: the package each function is in (default: tests/data/go/kinds)
+PACKAGES = {"ledger": "tests/data/go/ledger"}
+
+
 def run(py: str, tree: Path, func: str, points: int, cwd: Path, whole: bool = False) -> dict:
-    r = subprocess.run([py, "-c", WHOLE if whole else CHILD, func, str(points), str(ROOT / "tests/data/go/kinds")],
+    package = str(ROOT / PACKAGES.get(func, "tests/data/go/kinds"))
+    r = subprocess.run([py, "-c", WHOLE if whole else CHILD, func, str(points), package],
                        env=tree_env(tree), cwd=cwd, capture_output=True, text=True, check=False)
     if r.returncode != 0:
         raise SystemExit(f"{tree}: {func}: exit status {r.returncode}\n{r.stderr[-3000:]}")
@@ -80,7 +89,7 @@ def main() -> None:
     ap.add_argument("--old", default="main", help="the git revision to compare with (default: main)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--points", type=int, default=4000, help="boundaries swept per function (default 4000)")
-    ap.add_argument("--funcs", default="spin,mixed,digest,spawn")
+    ap.add_argument("--funcs", default="spin,mixed,digest,spawn,ledger")
     ap.add_argument("--whole", action="store_true",
                     help="whole sweeps instead (emu.sweep of each function: every boundary, start-up, references "
                          "and to-exit runs included, user + system CPU of the child per point)")
@@ -104,7 +113,8 @@ def main() -> None:
                     seen[name, f] = got
     what = "a whole sweep (all boundaries, everything included)" if a.whole else \
         f"one chain (first {a.points:,} boundaries)"
-    print(f"CPU per point of {what}, tests/data/go/kinds, best of {a.rounds} rounds, old = {a.old}:")
+    print(f"CPU per point of {what}, tests/data/go/kinds (ledger: tests/data/go/ledger), best of {a.rounds} "
+          f"rounds, old = {a.old}:")
     same = True
     for f in funcs:
         o, n = seen["old", f], seen["new", f]

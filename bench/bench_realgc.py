@@ -33,7 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from emu.front import gobuild  # noqa: E402
-from emu.linux import elfimage, process, realgc
+from emu.linux import elfimage, process
+from emu.goruntime import realgc
 from emu.drive import gsweep  # noqa: E402
 
 GROUPS = {

@@ -45,11 +45,19 @@ def tree_env(tree: Path) -> dict:
 
 
 def old_tree(rev: str, into: Path) -> Path:
-    """`emu/` as it was at `rev`, unpacked under `into`."""
+    """`emu/` as it was at `rev`, unpacked under `into`, with its compiled module (emu/engine/_native*.c, issue
+    #49) built by that revision's setup.py when it has one: the old tree runs as an install of it would."""
     archive = subprocess.run(["git", "archive", rev, "emu"], cwd=ROOT, capture_output=True, check=False)
     if archive.returncode != 0:
         raise SystemExit(f"git archive {rev}: {archive.stderr.decode(errors='replace').strip()}")
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    if (into / "emu" / "engine" / "_native.c").exists():
+        setup = subprocess.run(["git", "show", f"{rev}:setup.py"], cwd=ROOT, capture_output=True, check=True).stdout
+        (into / "setup.py").write_bytes(setup)
+        built = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=into, capture_output=True,
+                               text=True, check=False)
+        if built.returncode != 0:
+            raise SystemExit(f"{rev}: building its compiled module failed:\n{built.stderr[-2000:]}")
     return into
 
 

@@ -10,6 +10,7 @@ included). Each subpackage's docstring says what it owns.
   3 engine   Unicorn below both engines: native callbacks, the TLB fill, a page fault's address
   4 model    engine for `.s` input: the model world (machine, g/m/p, preemu's GC and scheduler)
   4 linux    engine for Go input: the real process under an emulated Linux (beside model, not above it)
+  5 goruntime the Go runtime inside a real process, read and checked through the kernel: the watch, GC, effects
   5 output   text, JSON, JUnit, SARIF, timelines
   6 drive    drivers: sweeps (model world and real program), scenarios, check-stub, episodes, disasm
   7 teach    `preemu explain`: one preemption told step by step, as text and as a page
@@ -54,7 +55,8 @@ __all__ = ["sweep", "run_scenario", "check_stub", "corpus_loops", "SweepReport",
            "Violation", "EmuError", "__version__"]
 
 #: subpackage (or top-level module) -> layer; imports go to the same subpackage or a lower layer
-LAYERS = {"core": 1, "front": 2, "check": 3, "engine": 3, "model": 4, "linux": 4, "output": 5, "drive": 6, "teach": 7,
+LAYERS = {"core": 1, "front": 2, "check": 3, "engine": 3, "model": 4, "linux": 4, "goruntime": 5,
+          "output": 5, "drive": 6, "teach": 7,
           "api": 8, "cli": 9, "pytest_plugin": 10, "__main__": 10}
 
 #: old module path (under emu) -> where it lives now; the old path works for one release, with a warning

@@ -182,7 +182,7 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     sweep_report.RealSweepReport): the program runs from its entry with `args` and `env` (KEY=VALUE) to
     the `call`-th call of `func` (with `registers`: to main.main's, where `func` is entered instead with
     those ABIInternal registers), and `to_exit` points each also run on to the program's exit; `gc` runs the
-    runtime's own GC cycle at injections (emu/linux/realgc.py): "scan" (or True) a cycle at every safe injection
+    runtime's own GC cycle at injections (emu/goruntime/realgc.py): "scan" (or True) a cycle at every safe injection
     with the goroutine parked through it (GODEBUG=gcstoptheworld=2), "concurrent" the runtime's default cycle, the
     goroutine scanned at the injection by a mark worker and running on during mark; `gc_points` says where the cycles
     run: "all" (the default), "async" (at injections only) or "sync" (at the call sites of the function's package
@@ -215,7 +215,7 @@ def sweep(path: PathLike, func: str, *, registers: Mapping[str, int | str] | Non
     _positive("budget", budget)
     src = display_path(_readable(path, "the program"))
     from .front import gobuild
-    from .linux import realgc
+    from .goruntime import realgc
     go_input = gobuild.is_go_input(src)
     gc = (realgc.mode_of(gc) if go_input or gc is not True else True) or False   # .s input: gc=True is the model
     if gc_points not in GC_POINTS:

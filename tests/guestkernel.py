@@ -10,6 +10,7 @@ from conftest import ROOT
 
 from emu.front import gobuild
 from emu.linux import elfimage, kernel, process
+from emu.goruntime.goprocess import GoProcess
 from emu.linux.threads import Thread
 
 AT_FDCWD = -100
@@ -29,7 +30,7 @@ class Guest:
     memory (their addresses passed) and returns its result; `t` is the thread making the calls."""
 
     def __init__(self, cwd: str | None = None, mounts=()) -> None:
-        self.p = process.Process(image(), process.Options(argv=["prog"], cwd=cwd, mounts=tuple(mounts)),
+        self.p = GoProcess(image(), process.Options(argv=["prog"], cwd=cwd, mounts=tuple(mounts)),
                                  oracle=None)
         self.t = self.p.threads[self.p.pid]
         self.p.cur = self.t

@@ -14,6 +14,7 @@ from emu.engine import avx, avxexec
 from emu.front import gobuild
 from emu.core import cpuid
 from emu.linux import elfimage, process
+from emu.goruntime.goprocess import GoProcess
 
 from conftest import DATA, cli_run
 
@@ -169,7 +170,7 @@ def test_xgetbv_and_cpuid_at_each_level():
 # --- real programs ---------------------------------------------------------------------------------------
 def _exec(binary, level: str) -> tuple[process.Process, bytes]:
     out = []
-    p = process.Process(elfimage.load(str(binary)), process.Options(argv=["avx"], cpu=level,
+    p = GoProcess(elfimage.load(str(binary)), process.Options(argv=["avx"], cpu=level,
                         passthrough=lambda _s, b: out.append(b)))
     p.run()
     return p, b"".join(out)
@@ -311,14 +312,14 @@ def test_simd_stub_passes_the_real_corpus_at_v4():
 
 def test_an_unsupported_instruction_in_a_real_program_stops_it_naming_pc_instruction_level(tmp_path):
     from emu.core import layout, stubgen
-    from emu.drive import gsweep, realsweep
+    from emu.drive import gstart, realsweep
     text = stubgen.generate(layout.get_layout("go1.27"), simd=True).replace(
         "vmovdqu ymmword ptr [rax + 64], ymm1", ".byte 0xc4, 0xe2, 0x7d, 0xdc, 0xc1", 1)  # vaesenc ymm0, ymm0,
     # ymm1 (VAES, which Keystone lacks): 5 bytes each, it fits
     stub = tmp_path / "shuf.s"
     stub.write_text(text)
     image = elfimage.load(str(gobuild.build(DATA / "go" / "simdspin", goamd64="v3").binary))
-    p = gsweep.new_process(image, process.Options(argv=["simdspin"], cpu="v3"), None,
+    p = gstart.new_process(image, process.Options(argv=["simdspin"], cpu="v3"), None,
                            ("shuf.s", realsweep.stub_code(str(stub), image)))
     p.run()
     msg = str(p.error)

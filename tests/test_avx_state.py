@@ -1,5 +1,5 @@
 """--cpu v3/v4 (issue #46 item 3): a resume is compared on the vector state the binary's own asyncPreempt saves
-(linux/stubsaves.py), and the AVX instructions preemu executes itself reach memory through the engine's page
+(goruntime/stubsaves.py), and the AVX instructions preemu executes itself reach memory through the engine's page
 protections and memory hooks (engine/avxmem.py)."""
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ from emu import cli
 from emu.core import cpulevel, stubgen
 from emu.engine import avx, avxmem
 from emu.front import gobuild
-from emu.linux import elfimage, process, stubsaves
+from emu.linux import elfimage, process
+from emu.goruntime.goprocess import GoProcess
+from emu.goruntime import stubsaves
 
 from conftest import DATA, ROOT
 
@@ -86,7 +88,7 @@ def test_avx_stores_and_loads_fault_as_natively(level):
     binary = gobuild.build(DATA / "go" / "avxfault", goamd64=level).binary
     native = subprocess.run([str(binary)], capture_output=True, timeout=60).stdout
     out = []
-    p = process.Process(elfimage.load(str(binary)), process.Options(argv=["avxfault"], cpu=level,
+    p = GoProcess(elfimage.load(str(binary)), process.Options(argv=["avxfault"], cpu=level,
                         passthrough=lambda _s, b: out.append(b)))
     p.run()
     assert p.error is None and p.exit_code == 0
@@ -175,7 +177,7 @@ def _signalled(level: str, zmm: dict, kregs=(), mxcsr=0x1F80):
     """A process at `level` (loaded, not run) whose main thread, with `zmm` ({i: 512-bit value}), K0-K7 `kregs`
     and `mxcsr` loaded, has just been delivered SIGUSR1: (process, thread, the frame's fpstate address)."""
     from guestkernel import image
-    p = process.Process(image(), process.Options(argv=["prog"], cpu=level), oracle=None)
+    p = GoProcess(image(), process.Options(argv=["prog"], cpu=level), oracle=None)
     t = p.threads[p.pid]
     p.cur = t
     p.uc.context_restore(t.ctx)

@@ -15,6 +15,7 @@ from unicorn import x86_const as X
 
 from emu.front import gobuild
 from emu.linux import elfimage, process
+from emu.goruntime.goprocess import GoProcess
 
 from conftest import DATA, ROOT
 
@@ -225,7 +226,7 @@ def test_stdlib_vector_code_runs_as_natively(build, cpu, simd):
     from emu.engine import hostcpu
     binary = gobuild.build(DATA / "go" / "cpuexact", goamd64=build, simd=simd).binary
     out = []
-    p = process.Process(elfimage.load(str(binary)), process.Options(argv=["cpuexact"], cpu=cpu,
+    p = GoProcess(elfimage.load(str(binary)), process.Options(argv=["cpuexact"], cpu=cpu,
                         passthrough=lambda _s, b: out.append(b)))
     p.run()
     lacking = hostcpu.guest_features(cpulevel.level(cpu)) - hostcpu.get().features

@@ -10,6 +10,7 @@ from conftest import DATA
 
 from emu.front import gobuild
 from emu.linux import cpus as cpus_mod, elfimage, process
+from emu.goruntime.goprocess import GoProcess
 from emu.linux.cpus import Cpus, enqueue
 from emu.linux.threads import Thread
 
@@ -28,7 +29,7 @@ def testprog():
 
 
 def _run(image, argv, seed=None, **kw) -> process.Process:
-    p = process.Process(image, process.Options(argv=argv, **kw))
+    p = GoProcess(image, process.Options(argv=argv, **kw))
     if seed is not None:                      # the scheduler's seed alone: AT_RANDOM and getrandom stay as they are
         p.cpus = Cpus(p.opts.ncpu, p.boot_ns, seed)
     return p.run()
@@ -158,8 +159,8 @@ def test_a_steered_process_takes_turns_on_one_cpu_with_woken_threads_at_the_back
 
 
 def test_the_real_program_sweep_runs_steered(cpus_image):
-    from emu.drive import gsweep
-    p = gsweep.new_process(cpus_image, process.Options(argv=["cpus", "parallel"], ncpu=4))
+    from emu.drive import gstart
+    p = gstart.new_process(cpus_image, process.Options(argv=["cpus", "parallel"], ncpu=4))
     assert p.cpus.steered and len(p.cpus.clocks) == 1 and p.ncpu == 4
 
 

@@ -311,14 +311,14 @@ def test_a_ctrl_c_python_wrapped_in_another_error_is_130(monkeypatch):
     """A KeyboardInterrupt during a lazy import's class creation reaches preemu as a RuntimeError (Python 3.11's
     __set_name__ wrapping): still a Ctrl-C, not an internal error."""
     from conftest import cli_run
-    from emu import cli
+    from emu.cli import stubs
 
     def interrupted_import(a, out):
         try:
             raise KeyboardInterrupt
         except KeyboardInterrupt as e:
             raise RuntimeError("Error calling __set_name__ on 'Field' instance") from e
-    monkeypatch.setattr(cli, "cmd_disasm", interrupted_import)
+    monkeypatch.setattr(stubs, "cmd_disasm", interrupted_import)
     code, out, err = cli_run("disasm", "asm/sum_loop.s")
     assert code == 130 and "interrupted (Ctrl-C)" in err and "internal error" not in err
 

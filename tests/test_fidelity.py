@@ -334,14 +334,14 @@ def test_runnext_is_stolen_only_when_the_queue_is_empty_on_the_last_round():
 
 def test_sysmon_retakes_first_after_its_first_20us_sleep():
     s = _sched(1, 1)
-    assert s.sysmon_next == 20_000 and s.sysmon_delay == 20
+    assert s.sysmon.next_ns == 20_000 and s.sysmon.delay_us == 20
 
 
 def test_retake_keeps_the_schedtick_bookkeeping_of_a_p_without_a_g():
     s = _sched(1, 1)
     p = s.ps[0]
     p.schedtick = 5
-    s._sysmon(1_000_000)                             # no G on the P: the tick is still recorded
+    s.sysmon.tick(1_000_000)                             # no G on the P: the tick is still recorded
     assert (p.sysmon_tick, p.sysmon_when) == (5, 1_000_000)
 
 
@@ -349,22 +349,22 @@ def test_suspendg_does_not_set_pp_preempt_and_resends_per_acknowledgement_at_mos
     s = _sched(1, 1)
     m, g = s.ms[0], s.gs[0]
     s._execute(m, g, False, 0)
-    s._gc_cycle(0)
+    s.suspender.cycle(0)
     assert structref.read_field(s.machine, g.addr, gs.G_FIELDS, "preempt") == 1
     assert s.machine.read(m.p.addr + gs.P_FIELDS["preempt"].offset, 1) == b"\0"
     assert s.signals_sent == 1
-    s._resend_suspend(g, 10_000)                     # no acknowledgement yet: no new signal
+    s.suspender.resend(g, 10_000)                     # no acknowledgement yet: no new signal
     assert s.signals_sent == 1
     gmp.ack_sigurg(m.ref, s.rules)                   # the M acknowledged (preemptGen moved)
-    s._resend_suspend(g, 10_000)
+    s.suspender.resend(g, 10_000)
     assert s.signals_sent == 2
     gmp.ack_sigurg(m.ref, s.rules)
-    s._resend_suspend(g, 12_000)                     # acknowledged, but within 5 us of the last send:
+    s.suspender.resend(g, 12_000)                     # acknowledged, but within 5 us of the last send:
     assert s.signals_sent == 2                       # the pair is consumed unsent (preempt.go:211-232)
-    s._resend_suspend(g, 15_000)
+    s.suspender.resend(g, 15_000)
     assert s.signals_sent == 2                       # ... and is not sent later either (N2)
     gmp.ack_sigurg(m.ref, s.rules)                   # a later acknowledgement: a new pair
-    s._resend_suspend(g, 16_000)
+    s.suspender.resend(g, 16_000)
     assert s.signals_sent == 3
 
 
@@ -373,14 +373,14 @@ def test_resumeg_readies_the_g_on_the_gc_workers_p():
     m0, m1 = s.ms
     g = s.gs[0]
     s._execute(m0, g, False, 0)
-    s._gc_cycle(0)
-    s._preempt_park(m0, g, 1000)
+    s.suspender.cycle(0)
+    s.suspender.preempt_park(m0, g, 1000)
     assert s.ps[1].runnext is g and s.ps[0].runnext is None
 
 
 def test_a_sigurg_landing_on_g0_fails_want_async_preempt():
     s = _sched(1, 1)
-    s._deliver(s.ms[0], 0)                           # no current G: the M runs g0, which is _Gidle
+    s.sysmon.deliver(s.ms[0], 0)                           # no current G: the M runs g0, which is _Gidle
     assert s.refused == {"no-request": 1}
 
 

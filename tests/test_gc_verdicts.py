@@ -35,7 +35,7 @@ def test_correct_code_is_clean_under_the_concurrent_gc(func, more):
 def test_the_runtime_setting_up_a_reused_span_is_not_a_use_after_free():
     """timeFormat under --gc=scan: a 64 KiB object the cycle at boundary 0 freed is reused at once for small-object
     spans, whose inline mark bits (mgcmark_greenteagc.go:139) initSpan writes while the memory still reads as free.
-    Was 5 use-after-free violations; realgc.SPAN_SETUP names the runtime's span set-up."""
+    Was 5 use-after-free violations; freeduse.SPAN_SETUP names the runtime's span set-up."""
     code, j = sweep("bench/data/libcorpus", "timeFormat", "--gc=scan", "--max-points", "120")
     assert code == 0 and j["ok"], j and j["violations"][:3]
     assert j["gc"]["freed"] > 0 and j["gc"]["uses_after_free"] == 0
@@ -51,7 +51,7 @@ def test_a_stale_pointer_read_after_the_slot_would_be_reused_is_a_use_after_free
     in_reference = [v for v in j["violations"] if v["kind"] == "use-after-free" and "no injection" in v["detail"]]
     assert in_reference and "~r0" not in j["nondeterministic"]["results"], j["violations"]
     assert all(v["actual"].startswith("a read of") for v in in_reference), in_reference   # reuse's own read
-    from emu.linux import quarantine
+    from emu.goruntime import quarantine
     monkeypatch.setattr(quarantine, "LIMIT", 0)
     monkeypatch.setattr(quarantine.Quarantine.__init__, "__defaults__", (0,))
     code, j = sweep("tests/data/go/gcreuse", "reuse", "--gc", "--max-points", "100")

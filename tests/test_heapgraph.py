@@ -1,4 +1,4 @@
-"""Results and globals compared through the heap (emu/linux/heapgraph.py, emu/linux/geffects.py): F's results and
+"""Results and globals compared through the heap (emu/goruntime/heapgraph.py, emu/goruntime/geffects.py): F's results and
 the program's globals are walked by the binary's DWARF types at F's return, as {path: token} with no address in
 it. tests/data/go/heapres's build returns the same graph on its first two calls (allocated in another order,
 its maps filled in another order) and, on its third, a graph that differs in one deep field."""
@@ -6,7 +6,7 @@ from unicorn import x86_const as X
 
 from emu.drive.realsweep import RealSpec
 from emu.front import gobuild
-from emu.linux import geffects, heapgraph
+from emu.goruntime import geffects, heapgraph, heapmaps
 
 PROG = "tests/data/go/heapres"
 
@@ -31,14 +31,14 @@ def at_return(call: int, monkeypatch, also=None):
 def slot_order(monkeypatch):
     """Record the key order of every swiss map the walks meet, as their slots lie in memory."""
     orders = []
-    slots = heapgraph.Walk._swiss_slots
+    slots = heapmaps.MapReader.slots
 
     def spy(self, hb, lay):
         out = slots(self, hb, lay)
         kt = self.cat.ty(lay["key"])
         orders.append([self.key_text(kt, ka, None, 0)[1] for ka, _ in out])
         return out
-    monkeypatch.setattr(heapgraph.Walk, "_swiss_slots", spy)
+    monkeypatch.setattr(heapmaps.MapReader, "slots", spy)
     return orders
 
 

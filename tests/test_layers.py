@@ -18,13 +18,16 @@ def _module(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(type_only: bool = False) -> dict[str, set[str]]:
+    """module -> the emu modules it imports (lazy imports included; those under `if TYPE_CHECKING:` too if
+    `type_only`)."""
     mods = {_module(p): p for p in ROOT.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in mods.items():
         tree = ast.parse(path.read_text())
-        typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
-                       and getattr(node.test, "id", "") == "TYPE_CHECKING" for n in ast.walk(node)}
+        typing_only = set() if type_only else {
+            id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+            and getattr(node.test, "id", "") == "TYPE_CHECKING" for n in ast.walk(node)}
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         deps = set()
         for node in ast.walk(tree):

@@ -15,6 +15,7 @@ from emu.core import cpulevel
 from emu.core.errors import EmuError
 from emu.front import gobuild
 from emu.linux import elfimage, process, sigdeliver, sigframe
+from emu.goruntime.goprocess import GoProcess
 
 from conftest import DATA, ROOT
 
@@ -28,7 +29,7 @@ def binaries():
 
 def run(path, env=(), **kw) -> process.Process:
     opts = process.Options(argv=["prog"], env=list(env), trace=True, **kw)
-    return process.Process(elfimage.load(str(path)), opts).run()
+    return GoProcess(elfimage.load(str(path)), opts).run()
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +131,7 @@ def test_goamd64_v3_is_refused(binaries, tmp_path):
     bad.write_bytes(raw.replace(b"GOAMD64=v1", b"GOAMD64=v3"))
     img = elfimage.load(str(bad))
     with pytest.raises(EmuError, match="GOAMD64=v3, which needs --cpu v3"):
-        process.Process(img, process.Options(argv=["v3"]))
+        GoProcess(img, process.Options(argv=["v3"]))
     img.check_level(cpulevel.level("v3"))           # a v3 CPU takes it
 
 
@@ -144,7 +145,7 @@ def test_not_an_elf_is_refused(tmp_path):
 # --- the checks bite ---------------------------------------------------------------------------
 def _with_hook(path, addr_of, fn, **kw):
     image = elfimage.load(str(path))
-    p = process.Process(image, process.Options(argv=["prog"], trace=True, **kw))
+    p = GoProcess(image, process.Options(argv=["prog"], trace=True, **kw))
     a = addr_of(image)
     p.uc.hook_add(UC_HOOK_CODE, lambda uc, addr, size, _: fn(p, uc), None, a, a)
     return p.run()
@@ -172,7 +173,7 @@ def test_context_check_catches_an_edited_ucontext(binaries):
 
 def test_oracle_disagreement_is_a_violation(binaries):
     image = elfimage.load(str(binaries["starve"]))
-    p = process.Process(image, process.Options(argv=["prog"]), oracle=lambda t, frame, g=None: "unsafe-point").run()
+    p = GoProcess(image, process.Options(argv=["prog"]), oracle=lambda t, frame, g=None: "unsafe-point").run()
     assert [v["kind"] for v in p.watch.violations] == ["oracle-disagrees"]
 
 
@@ -244,7 +245,7 @@ def test_oracle_agrees_with_the_runtime_on_every_sigurg(binaries, starve):
 def test_signal_at_a_chosen_pc(binaries, capsys):
     image = elfimage.load(str(binaries["starve"]))
     for pc in (image.resolve(f"main.main.gowrap1+{off}", "x") for off in ("0x18", "0x1a")):
-        p = process.Process(image, process.Options(argv=["prog"], signal_at_pc=pc)).run()
+        p = GoProcess(image, process.Options(argv=["prog"], signal_at_pc=pc)).run()
         assert [r.pc for r in p.watch.preemptions] == [pc] and p.watch.preemptions[0].resume_ok
         assert all(e.pc == pc for e in p.watch.signals if e.pc is not None)
     with pytest.raises(EmuError, match="not an instruction boundary"):
@@ -315,7 +316,7 @@ def test_a_fault_with_its_signal_already_pending_and_blocked_kills():
     """The thread tgkills itself a SIGSEGV while blocking it, then faults: the kernel does not queue the
     fault's SIGSEGV twice but forces the pending one, which kills (natively: exit 139 as well)."""
     binary = gobuild.build(DATA / "go" / "blockedsegv").binary
-    p = process.Process(elfimage.load(str(binary)), process.Options(argv=["prog", "pending"])).run()
+    p = GoProcess(elfimage.load(str(binary)), process.Options(argv=["prog", "pending"])).run()
     assert (p.exit_code, p.error, bytes(p.fds.stdout.data)) == (128 + 11, None, b"blocked\n")
     [segv] = [e for e in p.watch.signals if e.sig == 11]
     assert segv.info is None and segv.outcome == "fatal" and p.stop_reason == "killed by signal 11 (SIGSEGV)"
@@ -342,7 +343,7 @@ def test_a_signal_interrupts_a_wait(binaries):
     SYSCALL, RAX = the syscall number again); other waits fail with EINTR (kernel/signal.c)."""
     from emu.linux import sysabi
     from emu.linux.threads import Thread, Wait
-    p = process.Process(elfimage.load(str(binaries["hello"])), process.Options(argv=["prog"]))
+    p = GoProcess(elfimage.load(str(binaries["hello"])), process.Options(argv=["prog"]))
     sender = p.threads[p.pid]
     p.sigactions[23] = (0x1234, sigdeliver.SA_RESTART | sigdeliver.SA_ONSTACK, 0x5678, 0)
     for wait, rip_back, rax in [(Wait("futex", None, 0, restart=True, futex=0x1000, nr=202), 2, 202),
@@ -361,7 +362,7 @@ def test_a_signal_interrupts_a_wait(binaries):
 
 def test_oracle_disagreement_on_a_declined_signal(binaries):
     image = elfimage.load(str(binaries["starve"]))
-    p = process.Process(image, process.Options(argv=["prog"]), oracle=lambda t, frame, g=None: "safe").run()
+    p = GoProcess(image, process.Options(argv=["prog"]), oracle=lambda t, frame, g=None: "safe").run()
     declined = [e for e in p.watch.signals if e.outcome == "declined"]
     assert declined and [v["kind"] for v in p.watch.violations] == ["oracle-disagrees"] * len(declined)
     assert "declined" in p.watch.violations[0]["message"]
@@ -497,7 +498,7 @@ func main() {
 """)
     binary = gobuild.build(src).binary
     native = subprocess.run([str(binary)], capture_output=True, text=True, check=True, cwd=tmp_path).stdout
-    p = process.Process(elfimage.load(str(binary)), process.Options(argv=["t"], cwd=str(tmp_path))).run()
+    p = GoProcess(elfimage.load(str(binary)), process.Options(argv=["t"], cwd=str(tmp_path))).run()
     assert bytes(p.fds.stdout.data).decode() == native == "true true true true\n" * 2
     assert p.syscall_counts["statx"] == 2
 
@@ -518,7 +519,7 @@ def test_a_program_reads_its_working_directory_as_natively():
     src = DATA / "go" / "files"
     binary = gobuild.build(src).binary
     native = subprocess.run([str(binary)], cwd=src, capture_output=True, text=True, check=True).stdout
-    p = process.Process(elfimage.load(str(binary)), process.Options(argv=["files"], cwd=str(src))).run()
+    p = GoProcess(elfimage.load(str(binary)), process.Options(argv=["files"], cwd=str(src))).run()
     assert p.exit_code == 0 and bytes(p.fds.stdout.data).decode() == native
     assert "readdir [main.go] true" in native
 
@@ -533,7 +534,7 @@ def test_the_view_is_read_only_and_ends_at_the_working_directory(tmp_path):
         '\t_, err = os.ReadFile("up/etc")\n\tfmt.Println("escape:", os.IsNotExist(err))\n'
         '\tb, err := os.ReadFile("in.txt")\n\tfmt.Print("inside: ", string(b))\n}\n')
     binary = gobuild.build(tmp_path / "main.go").binary
-    p = process.Process(elfimage.load(str(binary)), process.Options(argv=["t"], cwd=str(tmp_path))).run()
+    p = GoProcess(elfimage.load(str(binary)), process.Options(argv=["t"], cwd=str(tmp_path))).run()
     out = bytes(p.fds.stdout.data).decode()
     assert "create: open new.txt: read-only file system" in out
     assert "outside: true" in out and "escape: true" in out and "inside: inside" in out
@@ -547,7 +548,7 @@ def test_gc_with_spinners_on_every_p_finishes_as_natively(procs):
     it ran one instruction of asyncPreempt. Linux returns from rt_sigreturn to user mode on the same CPU
     (arch/x86/kernel/signal.c): the thread goes on."""
     binary = gobuild.build(DATA / "go" / "preemptgc").binary
-    p = process.Process(elfimage.load(str(binary)), process.Options(argv=["preemptgc", str(procs)], ncpu=procs,
+    p = GoProcess(elfimage.load(str(binary)), process.Options(argv=["preemptgc", str(procs)], ncpu=procs,
                                                                    max_virtual_ms=500)).run()
     assert not p.starved and p.exit_code == 0, p.stop_reason
     assert bytes(p.fds.stdout.data) == f"ok 20 GCs with {procs - 1} spinners\n".encode()

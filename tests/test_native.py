@@ -273,3 +273,75 @@ def test_an_engine_with_hooks_is_collected_when_nothing_else_holds_it():
     del o
     gc.collect()
     assert w() is None
+
+
+def test_struct_fields_are_read_as_the_python_reference_reads_them():
+    """regbatch.read_fields (the oracle's g, m and p): the same values in the spec's order, in one span or field
+    by field (a span over a page, a span whose read fails over a hole the fields skip); the same UcError when a
+    field's own bytes are unmapped."""
+    from emu.linux import regbatch
+    assert regbatch.read_fields is native.lib.read_fields
+    uc = _machine(5)
+    uc.mem_map(BASE + SIZE + 4096, 4096)                        # a page beyond a one-page hole
+    uc.mem_write(BASE + SIZE + 4096, random.Random(5).randbytes(4096))
+    specs = [[(0, 8), (8, 8), (144, 4), (177, 1), (48, 8)],     # out of offset order
+             [(4, 4), (13776, 1)],                              # a span over a page: field by field
+             [(2, 2)], []]
+    for spec in specs:
+        for base in (BASE, BASE + 4091, BASE + SIZE - 14000):
+            b = regbatch.field_spec(spec)
+            assert regbatch.read_fields(uc, base, b) == regbatch.PY["read_fields"](uc, base, b), (spec, base)
+    assert regbatch.read_fields(uc, BASE, regbatch.field_spec([(8, 8), (0, 8)])) == \
+        (regbatch.read_u64(uc, BASE + 8), regbatch.read_u64(uc, BASE))
+    hole = regbatch.field_spec([(0, 8), (8192, 4)])             # both fields mapped, the page between them not
+    near = BASE + SIZE - 8
+    assert regbatch.read_fields(uc, near, hole) == regbatch.PY["read_fields"](uc, near, hole) == \
+        (regbatch.read_u64(uc, near), regbatch.read_u64(uc, near + 8192) & 0xFFFFFFFF)
+    unmapped = regbatch.field_spec([(0, 8), (4096, 8)])         # the second field falls in the hole
+    errs = []
+    for fn in (regbatch.read_fields, regbatch.PY["read_fields"]):
+        with pytest.raises(UcError) as e:
+            fn(uc, near, unmapped)
+        errs.append(e.value.errno)
+    assert errs[0] == errs[1]
+    for bad in ([(0, 3)], [(0, 8), (4, 4)], [(1 << 16, 8)]):    # a size read_fields has no code for, an overlap
+        with pytest.raises(ValueError, match="read_fields reads fields of 1, 2, 4 or 8 bytes"):
+            regbatch.field_spec(bad)
+    with pytest.raises(ValueError, match="regbatch.field_spec"):
+        native.lib.read_fields(uc, BASE, b"\0" * 7)
+
+
+def test_the_g_store_hook_calls_on_store_exactly_when_it_would_act():
+    """native.hook_g_store (gclock's hook on each store to the TLS g slot): the C callback skips the stores
+    GoroutineClock._on_store leaves alone (G not counted on this thread, and the stored g not G, or G stored
+    inside an injection window or a signal handler) and calls it for every other; without the module every store
+    calls it."""
+    from types import SimpleNamespace
+    G = 0xC000001000
+    code = bytes.fromhex("48b8") + G.to_bytes(8, "little") + bytes.fromhex("90" "90")   # movabs rax, G; nop; nop
+    nop = BASE + 10
+    for reg, imm, stored in ((X.UC_X86_REG_RAX, None, G), (None, G, G), (None, G + 8, G + 8)):
+        for tid in (None, 7):
+            for held in (False, True):
+                for frames in ([], ["frame"]):
+                    clock = SimpleNamespace(tid=tid, g=G, held=held)
+                    proc = SimpleNamespace(cur=SimpleNamespace(frames=frames))
+                    for lib in (native.lib, None):
+                        uc = Uc(UC_ARCH_X86, UC_MODE_64)
+                        uc.mem_map(BASE, 4096)
+                        uc.mem_write(BASE, code)
+                        calls = []
+                        saved = native.lib
+                        native.lib = lib
+                        try:
+                            native.hook_g_store(uc, lambda u, a, s, d: calls.append((a, s, d)), nop, reg, imm,
+                                                clock, proc)
+                        finally:
+                            native.lib = saved
+                        uc.emu_start(BASE, BASE + len(code))
+                        acts = lib is None or tid is not None or (stored == G and not held and not frames)
+                        assert calls == ([(nop, 1, None)] if acts else []), (reg, imm, tid, held, frames, lib)
+    uc = Uc(UC_ARCH_X86, UC_MODE_64)
+    for kind, extra in ((3, ()), (0, (clock, proc, -1, 0))):        # the clock and proc go with kind 3 only
+        with pytest.raises(TypeError, match="a g-store hook"):
+            native.lib.hook_add(uc, kind, print, None, 1, 0, *extra)

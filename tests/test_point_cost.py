@@ -54,6 +54,10 @@ def test_the_first_instruction_alone_is_what_the_package_decodes_first():
         assert x86decode.first(code, 0x4000) == next(md.disasm_lite(code, 0x4000, 1))
     assert x86decode.first(b"\xff\xff", 0) is None
     assert x86decode.first(b"", 0) is None
+    rng = random.Random(7)                  # cs_disasm_iter into one cs_insn (x86decode._Library.first): the same
+    for _ in range(3000):                   # instruction as the package's cs_disasm, or None, on any bytes
+        code, at = rng.randbytes(rng.randrange(1, 17)), rng.getrandbits(47)
+        assert x86decode.first(code, at) == next(md.disasm_lite(code, at, 1), None), code.hex()
 
 
 @pytest.mark.parametrize("fault", [False, True])

@@ -10,6 +10,7 @@ from unicorn import UC_PROT_EXEC, UC_PROT_READ, UC_PROT_WRITE
 from emu import cli
 from emu.front import gobuild
 from emu.linux import elfimage, memory, process
+from emu.goruntime.goprocess import GoProcess
 
 PROG = "tests/data/go/readonly"
 
@@ -43,7 +44,7 @@ def test_the_runtimes_report_names_segv_accerr_and_the_address():
 
 def test_the_engine_regions_carry_each_ranges_permissions():
     image = elfimage.load(str(gobuild.build(PROG).binary))
-    p = process.Process(image, process.Options(argv=["prog"]))
+    p = GoProcess(image, process.Options(argv=["prog"]))
 
     def perms(addr):
         return next(pr for b, e, pr in p.uc.mem_regions() if b <= addr <= e)
@@ -93,7 +94,7 @@ def test_kill_arrives_as_si_user_and_tkill_as_si_tkill():
     tgkill as SI_TKILL: read back from the frames the signals program's handlers got."""
     from emu.linux import sigframe
     image = elfimage.load(str(gobuild.build("tests/data/go/signals").binary))
-    p = process.Process(image, process.Options(argv=["prog"]))
+    p = GoProcess(image, process.Options(argv=["prog"]))
     p.run()
     codes = {}
     for ev in p.watch.signals:

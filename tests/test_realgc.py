@@ -1,5 +1,5 @@
 """`preemu sweep --gc` on Go input: the runtime's own GC runs a full cycle at every injection inside the real
-program (emu/linux/realgc.py), and preemu reports every use of an object that cycle freed."""
+program (emu/goruntime/realgc.py), and preemu reports every use of an object that cycle freed."""
 import io
 import json
 from pathlib import Path
@@ -8,7 +8,8 @@ import pytest
 
 from emu import cli
 from emu.front import gobuild
-from emu.linux import elfimage, process, realgc
+from emu.linux import elfimage, process
+from emu.goruntime import realgc
 from emu.drive import gsweep
 
 GCREAL = "tests/data/go/gcreal"
@@ -148,7 +149,7 @@ def test_a_chain_after_one_that_changed_the_address_space_starts_from_the_snapsh
     ("mov rbx, qword ptr [rax]", 0x2000 - 8, False),         # does not touch it at all: not an over-read of it
 ])
 def test_a_vector_load_that_only_runs_into_a_freed_object_is_not_a_use(insn, rax, over):
-    """realgc._over_read: a load whose operand starts or ends outside the freed 16-byte object at 0x2000 read its
+    """freeduse.over_read: a load whose operand starts or ends outside the freed 16-byte object at 0x2000 read its
     bytes only in passing (jsonMarshal under --gc was a false use-after-free through memHashAES's over-read)."""
     from keystone import KS_ARCH_X86, KS_MODE_64, Ks
     from unicorn import UC_ARCH_X86, UC_MODE_64, Uc
@@ -159,4 +160,5 @@ def test_a_vector_load_that_only_runs_into_a_freed_object_is_not_a_use(insn, rax
     uc.mem_write(0x1000, code)
     uc.reg_write(X.UC_X86_REG_RIP, 0x1000)
     uc.reg_write(X.UC_X86_REG_RAX, rax)
-    assert realgc.RealGC._over_read(uc, 0x2000, 16) is over
+    from emu.goruntime import freeduse
+    assert freeduse.over_read(uc, 0x2000, 16) is over

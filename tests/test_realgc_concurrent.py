@@ -1,6 +1,6 @@
 """`preemu sweep --gc=concurrent` on Go input: the runtime's default (concurrent) cycle, G's stack scanned at
 the chosen boundary by a mark worker's suspendG (preemptPark -> _Gpreempted), G running on during mark
-(emu/linux/realgc.py, emu/drive/grequest.py)."""
+(emu/goruntime/realgc.py, emu/drive/grequest.py)."""
 import io
 import json
 import subprocess

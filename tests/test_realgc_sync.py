@@ -66,7 +66,8 @@ def test_the_rebuilt_slice_is_a_real_bug_natively(slices):
 
 def test_every_frame_is_precise_at_a_call_and_newstack_parks_the_goroutine():
     from emu.drive import gsweep
-    from emu.linux import elfimage, process, realgc
+    from emu.linux import elfimage, process
+    from emu.goruntime import realgc
     res = gobuild.build(GCSLICE)
     sw = gsweep.RealSweep(elfimage.load(str(res.binary)),
                           process.Options(argv=["prog"], env=[f"GODEBUG={realgc.GODEBUG}"]), "rebuild", gc="scan",

@@ -1,4 +1,4 @@
-"""More than one reference run (emu/drive/references.py, emu/linux/rngstate.py): what differs between two
+"""More than one reference run (emu/drive/references.py, emu/goruntime/rngstate.py): what differs between two
 legitimate uninterrupted runs is not a violation; what differs only in the swept run still is."""
 import io
 import json
@@ -68,7 +68,7 @@ def test_a_difference_no_reference_shows_is_confirmed_by_more_reseeded_runs(monk
 
 def test_the_reseed_draws_every_m_anew_and_is_the_seeds_alone():
     from emu.drive import realsweep
-    from emu.linux import rngstate
+    from emu.goruntime import rngstate
     spec = realsweep.RealSpec(NONDET, "syncMap", argv=("prog",))
     sw = spec.build()
     lay = rngstate.layout(sw.image.path)

@@ -220,7 +220,7 @@ def test_go114_steals_the_run_queue_before_the_timers():
         q.runnext = b                                          # q: nothing running, b in runnext
         sl.status = "waiting"
         q.timers = [(100.0, sl)]                               # and the sleeper's timer, due
-        g, _ = s._steal_work(p, 200.0)
+        g, _ = s.stealing.work(p, 200.0)
         assert g.name == first, lay
 
 

@@ -16,6 +16,7 @@ from emu.engine import diskmemo, nativehook, x86decode
 from emu.front import gobuild
 from emu.front.elfheaders import ElfFormatError, ElfHeaders, NotElfError
 from emu.linux import elfimage, process
+from emu.goruntime.goprocess import GoProcess
 
 from conftest import ROOT
 
@@ -140,7 +141,7 @@ def test_damaged_elf_headers_are_named(hello):
 
 # --- the oracle's tables, read at first need ------------------------------------------------------------------
 def test_a_trivial_program_never_reads_the_pclntab_and_damaged_tables_end_the_oracle_there(hello, tmp_path):
-    p = process.Process(elfimage.load(hello), process.Options(argv=["hello"])).run()
+    p = GoProcess(elfimage.load(hello), process.Options(argv=["hello"])).run()
     o = p.watch.oracle
     assert p.exit_code == 0 and o is not None and o._prog is None      # its SIGURGs found no request
     assert [ev.oracle for ev in p.watch.signals] and all(ev.oracle == "no-request" for ev in p.watch.signals)

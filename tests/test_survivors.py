@@ -16,6 +16,7 @@ from emu import cli
 from emu.front import gobuild
 from emu.drive import sweeper as sweep
 from emu.linux import elfimage, process, sigframe
+from emu.goruntime.goprocess import GoProcess
 from emu.linux.sigdeliver import SA_NODEFER, SA_RESTART
 from emu.linux.threads import BLOCKED, RUNNABLE, Thread
 
@@ -76,7 +77,7 @@ def test_timed_futex_waits_are_relative():
     """FUTEX_WAIT's timeout is relative (futex(2)); taken as an absolute CLOCK_MONOTONIC deadline every timed
     wait would expire at once, and the sleepers program would spin through thousands of them."""
     binary = gobuild.build(ROOT / "scenarios" / "go" / "sleepers").binary
-    p = process.Process(elfimage.load(str(binary)), process.Options(argv=["prog"], vdso=False)).run()
+    p = GoProcess(elfimage.load(str(binary)), process.Options(argv=["prog"], vdso=False)).run()
     assert p.exit_code == 0 and b"all done after 4 ms" in bytes(p.fds.stdout.data)
     assert p.insns == 376_502 and p.syscall_counts["futex"] == 31      # 375,774 and 26 on one CPU (issue #37)
 
@@ -153,7 +154,7 @@ def test_a_blocked_signal_waits_for_sig_unblock_and_then_kills():
     """The death by SIGTERM of the signals program is a death by the signal (its default action when the
     runtime's dieFromSignal has unblocked it and raised it again), not an exit(2) of the runtime."""
     binary = gobuild.build(ROOT / "tests" / "data" / "go" / "signals").binary
-    p = process.Process(elfimage.load(str(binary)), process.Options(argv=["prog"])).run()
+    p = GoProcess(elfimage.load(str(binary)), process.Options(argv=["prog"])).run()
     assert p.exit_code == 128 + SIGTERM and p.stop_reason == "killed by signal 15 (SIGTERM)"
     assert [ev.outcome for ev in p.watch.signals if ev.sig == SIGTERM][-1] == "fatal"
 
@@ -198,7 +199,7 @@ def test_a_write_no_one_reads_is_epipe_and_sigpipe():
 def test_a_program_gets_sigpipe_as_natively():
     binary = gobuild.build(ROOT / "tests" / "data" / "go" / "brokenpipe").binary
     native = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60)
-    p = process.Process(elfimage.load(str(binary)), process.Options(argv=["prog"])).run()
+    p = GoProcess(elfimage.load(str(binary)), process.Options(argv=["prog"])).run()
     assert p.exit_code == native.returncode == 0 and bytes(p.fds.stdout.data).decode() == native.stdout
     assert "pipe signal: broken pipe" in native.stdout and "MSG_NOSIGNAL no signal" in native.stdout
 

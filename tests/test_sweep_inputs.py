@@ -39,7 +39,7 @@ def test_a_generic_function_and_closures_are_suggested_by_their_names(tmp_path):
     assert code == 0
     code, text = run("sweep", str(src), "--func", "mainx")
     assert code == 2 and "did you mean" not in text
-    from emu.drive.gsweep import similar
+    from emu.drive.gstart import similar
     syms = {"main.main": (1, 10), "main.main.func1": (2, 10), "main.main.gowrap1": (3, 5), "main.mainly": (4, 5),
             "main.main.func1.abi0": (5, 5)}
     assert similar(syms, "main") == ["main.main", "main.main.func1", "main.main.gowrap1"]

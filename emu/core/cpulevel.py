@@ -6,7 +6,7 @@ internal/cpu reads them (internal/cpu/cpu_x86.go:95-200 doinit: HasAVX needs the
 XCR0 bits 1-2; HasAVX512F needs XCR0 bits 5-7). One row per level: the CPUID bits the level adds to
 preemu's pinned CPU (core/cpuid.py builds the leaves from it), XCR0 as XGETBV reports it, and the register
 state that exists at the level (X0-15; Y0-15; Z0-31 and K0-7: `state`, a VectorState). What a resume is
-compared on is the part of it the running stub saves (linux/stubsaves.py): a default Go 1.27 build's
+compared on is the part of it the running stub saves (goruntime/stubsaves.py): a default Go 1.27 build's
 asyncPreempt saves X0-15 at every level.
 
 v1 and v2 are the same CPU: the pinned feature set preemu has always had (SSE up to SSE4.2, POPCNT, MOVBE,

@@ -23,6 +23,15 @@ fires after the block hook). Measured (bench/bench_eachpc.py, main.ledger of tes
 replaces and 15.2 s for the full sweep (14.4 %; 22.4 s and 11.7 % before the point's own cost was cut), the same
 points decided.
 
+What it promises: every PC G executes in the uninterrupted run from the snapshot up to F's return (the reference
+run's goroutine) is decided, once. The one pass decides most of them, but its injections can move G off the
+reference's path (a scheduler decision, another goroutine running first: even a stop alone cuts a slice and
+changes how G's thread and the others interleave), so the PCs of the reference run are also recorded, in a run
+that stops and injects nothing (reference_pcs: the same gate); while some of them are not decided, another pass
+from the snapshot runs with the PCs decided so far left out. Up to its first stop that pass is the reference
+run, and the first PC of the reference it stops at is one not decided yet, so every pass decides at least one.
+The report gives the reference's PCs and, apart, the PCs decided beyond them: those only injections led G to.
+
 What it leaves out: the second and later occurrences of a PC (other register values, other stack depths,
 other callers), which a full sweep also checks, and PCs that only other chains' injections lead to: the full
 sweep's chains (2,000 points each) inject at every boundary of their window, and that density moves G to
@@ -43,7 +52,7 @@ from unicorn.unicorn_py3.unicorn import uclib
 
 from ..engine.nativehook import add_hook
 from ..engine.x86decode import decoder
-from ..linux.gclock import g_store_sites
+from ..goruntime.gclock import g_store_sites
 from ..linux.regbatch import read_reg
 from .gsweep import _Listener
 
@@ -72,10 +81,10 @@ class FirstOccurrences:
     """G's first occurrence of each PC, found at block speed (the module docstring): the gate's block hook, the
     tails' code hooks and asyncPreempt's RETs while one chain runs; `stop` is the boundary G is being stopped at."""
 
-    def __init__(self, sw, clock, max_points: int):
+    def __init__(self, sw, clock, max_points: int, decided: set[int] | None = None):
         self.sw, self.clock, self.p, self.max_points = sw, clock, sw.p, max_points
         self.seen: set[int] = set()
-        self.decided: set[int] = set()
+        self.decided: set[int] = set(decided or ())    # (decided already: by an earlier chain)
         self.stop: int | None = None
         self.error: BaseException | None = None
         self._rets = set(self.p.watch.ret_addrs)        # asyncPreempt's RETs: the injection's window, not G's code
@@ -193,14 +202,15 @@ class FirstOccurrences:
         return out
 
 
-def chain(sw, max_points: int, stats: dict) -> tuple:
-    """One chain of RealSweep `sw` deciding each PC of G at its first occurrence; returns (listener, points
-    reached, ending, the PCs G executed up to F's return, the PCs decided)."""
+def chain(sw, max_points: int, stats: dict, decided: set[int] | None = None) -> tuple:
+    """One chain of RealSweep `sw` deciding each PC of G at its first occurrence (but those in `decided`);
+    returns (listener, points reached, ending, the PCs G executed up to F's return, the PCs decided, `decided`'s
+    included)."""
     clock = sw._arm()
     p = sw.p
     listener = _Listener(sw, clock)
     p.watch.listener = listener
-    first = FirstOccurrences(sw, clock, max_points)
+    first = FirstOccurrences(sw, clock, max_points, decided)
     first.attach()
     reached = 0
     try:
@@ -217,8 +227,28 @@ def chain(sw, max_points: int, stats: dict) -> tuple:
     finally:
         first.detach()
     ending = sw._finish(clock)
+    _count(listener, stats)
+    return listener, reached, ending, first.seen, first.decided
+
+
+def _count(listener, stats: dict) -> None:
     for pt in listener.points:
         ev = pt.event
         verdict = "injected" if ev.outcome == "injected" else (ev.oracle or ev.outcome)
         stats.setdefault(pt.pc, Counter())[verdict] += 1
-    return listener, reached, ending, first.seen, first.decided
+
+
+def reference_pcs(sw) -> set[int]:
+    """Every PC G executes in the uninterrupted run from the snapshot, up to F's return: the pass's gate and tails
+    in a run that decides none (no stop, no request, nothing injected: the reference run's slices exactly)."""
+    clock = sw._arm()
+    first = FirstOccurrences(sw, clock, 0)
+    first.attach()
+    try:
+        sw.p.run_until(lambda: sw.returned is not None or clock.ready is not None or first.error is not None)
+        if first.error is not None:
+            raise first.error
+    finally:
+        first.detach()
+        sw._disarm(clock)
+    return first.seen

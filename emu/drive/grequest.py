@@ -19,10 +19,9 @@ from unicorn import x86_const as X
 
 from ..core import gostructs as gs
 from ..core.errors import EmuError
-from ..core.structref import StructRef
-from ..linux import realgc
-from ..linux.gclock import GoroutineClock
-from ..linux.regbatch import context_reg
+from ..goruntime import realgc
+from ..goruntime.gclock import GoroutineClock
+from ..linux.regbatch import context_reg, field_spec, mem_write, read_fields, read_u64
 
 SIGURG = gs.SIG_PREEMPT
 GC_WAIT_NS = 5_000_000_000          # virtual time G's thread is held waiting for the runtime's stop request
@@ -31,6 +30,11 @@ GC_WAIT_NS = 5_000_000_000          # virtual time G's thread is held waiting fo
 class ProgramEnded(Exception):
     """The program exited while G waited at a point for a GC cycle (the runtime crashed, or another goroutine
     ended it): no point there; the run's ending says what happened."""
+
+
+class NoCycle(EmuError):
+    """The runtime never asked to stop G for the cycle made due at a point (GOGC=off, or the program holds its
+    cycles up): an error in a chain, where every point needs its cycle; the end of a --gc reference's cycles."""
 
 
 @dataclass
@@ -58,6 +62,10 @@ class _RequestOffsets:
         self.g_one, self.p_one, self.sig_one = ((1).to_bytes(f.size, "little") for f in (g["preempt"], p["preempt"],
                                                                                          m["signalPending"]))
         self.stack_preempt = gs.STACK_PREEMPT.to_bytes(g["stackguard0"].size, "little")
+        #: read_fields' specs: G's stackguard0, m and preempt (_g_request's order); p.preempt; m.signalPending
+        self.g_spec = field_spec((g[n].offset, g[n].size) for n in ("stackguard0", "m", "preempt"))
+        self.p_preempt_spec = field_spec([(p["preempt"].offset, p["preempt"].size)])
+        self.m_signal_spec = field_spec([(m["signalPending"].offset, m["signalPending"].size)])
 
 
 class RequestMixin:
@@ -71,17 +79,13 @@ class RequestMixin:
         return self._offsets
 
     def _g_request(self) -> tuple[int, int, int]:
-        """G's stackguard0, m and preempt (_G_REQUEST's order), in one read."""
-        if self._g_reader is None:
-            self._g_reader = StructRef(self.p, self.g, self.p.structs.g).reader(self._G_REQUEST)
-        return self._g_reader()
-
-    _G_REQUEST = ("stackguard0", "m", "preempt")          # in offset order (runtime2.go's g)
+        """G's stackguard0, m and preempt, in one read (regbatch.read_fields)."""
+        return read_fields(self.p.uc, self.g, self._request_offsets().g_spec)
 
     def _m_and_p(self) -> tuple[int, int]:
         """G's M and that M's P (0 when G has none)."""
         m = self._g_request()[1]
-        return m, self.p.read_u64(m + self._request_offsets().m_p) if m else 0
+        return m, read_u64(self.p.uc, m + self._request_offsets().m_p) if m else 0
 
     def _deliver(self, clock: GoroutineClock, k: int) -> Point:
         """The request at boundary k, as preemptone makes it, and SIGURG pending for G's thread (with --gc:
@@ -94,16 +98,17 @@ class RequestMixin:
         t = p.threads[clock.ready]
         pc = context_reg(t.ctx, X.UC_X86_REG_RIP)
         o = self._request_offsets()
+        uc = p.uc
         sg, m, gpre = self._g_request()
-        pp = p.read_u64(m + o.m_p) if m else 0
-        saved = (gpre, sg, int.from_bytes(p.read(pp + o.p_preempt, o.p_size), "little") if pp else None,
-                 int.from_bytes(p.read(m + o.m_signal_pending, o.sig_size), "little") if m else None)
-        p.write(self.g + o.g_preempt, o.g_one)
-        p.write(self.g + o.g_stackguard0, o.stack_preempt)
+        pp = read_u64(uc, m + o.m_p) if m else 0
+        saved = (gpre, sg, read_fields(uc, pp, o.p_preempt_spec)[0] if pp else None,
+                 read_fields(uc, m, o.m_signal_spec)[0] if m else None)
+        mem_write(uc, self.g + o.g_preempt, o.g_one)
+        mem_write(uc, self.g + o.g_stackguard0, o.stack_preempt)
         if pp:
-            p.write(pp + o.p_preempt, o.p_one)
+            mem_write(uc, pp + o.p_preempt, o.p_one)
         if m:
-            p.write(m + o.m_signal_pending, o.sig_one)
+            mem_write(uc, m + o.m_signal_pending, o.sig_one)
         ev = p.watch.sent(SIGURG, 0, t.tid)
         if SIGURG in t.pending:
             ev.outcome = "merged"
@@ -163,7 +168,7 @@ class RequestMixin:
                 gc.waiting = None
             self._stopped_or_raise(k, "waited")
             if SIGURG not in t.pending:
-                raise EmuError(f"no GC cycle came for {self.func}'s goroutine at boundary {k} within "
+                raise NoCycle(f"no GC cycle came for {self.func}'s goroutine at boundary {k} within "
                                f"{GC_WAIT_NS / 1e9:g} s of virtual time: the runtime never stopped it "
                                "(GOGC=off, or debug.SetGCPercent(-1)?)")
         if t in p.runq:
@@ -276,10 +281,11 @@ class RequestMixin:
     def withdraw(self, pt: Point) -> None:
         """The runtime declined: undo the request (the ack, preemptGen and signalPending, is the runtime's)."""
         gpre, sg, ppre, _ = pt.saved
-        p, o = self.p, self._request_offsets()
-        p.write(self.g + o.g_preempt, gpre.to_bytes(o.g_preempt_size, "little"))
-        if self._g_request()[0] == gs.STACK_PREEMPT:
-            p.write(self.g + o.g_stackguard0, sg.to_bytes(o.sg_size, "little"))
-        _, pp = self._m_and_p()
+        uc, o = self.p.uc, self._request_offsets()
+        mem_write(uc, self.g + o.g_preempt, gpre.to_bytes(o.g_preempt_size, "little"))
+        now_sg, m, _ = self._g_request()
+        if now_sg == gs.STACK_PREEMPT:
+            mem_write(uc, self.g + o.g_stackguard0, sg.to_bytes(o.sg_size, "little"))
+        pp = read_u64(uc, m + o.m_p) if m else 0
         if pp and ppre is not None:
-            p.write(pp + o.p_preempt, ppre.to_bytes(o.p_size, "little"))
+            mem_write(uc, pp + o.p_preempt, ppre.to_bytes(o.p_size, "little"))

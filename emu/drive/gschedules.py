@@ -41,6 +41,8 @@ point.
 """
 from __future__ import annotations
 
+import contextlib
+
 import time
 from dataclasses import dataclass, field
 
@@ -155,14 +157,8 @@ def explore(sw, ref, points, seeds: list[int], depth: int, budget: int, replay) 
     """The first chain at `points` under each schedule of `seeds` (module docstring); `replay(seed)` is the
     command that replays one."""
     c0 = time.process_time()
-    quarantine = sw.gc.quarantine if sw.gc is not None else None
-    if quarantine is not None:      # what a schedule run judges is the runtime's own ending: a freed slot reused
-        sw.gc.quarantine = None     # as natively, so its checks ("found bad pointer in Go heap") can fire
-    try:
+    with sw.gc.quarantine_off() if sw.gc is not None else contextlib.nullcontext():
         return _explore(sw, ref, points, seeds, depth, budget, replay, c0)
-    finally:
-        if quarantine is not None:
-            sw.gc.quarantine = quarantine
 
 
 def _explore(sw, ref, points, seeds: list[int], depth: int, budget: int, replay, c0: float) -> SweepSchedules:

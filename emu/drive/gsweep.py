@@ -37,7 +37,7 @@ from __future__ import annotations
 import gc
 import random
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from unicorn import UC_HOOK_CODE
 from unicorn import x86_const as X
@@ -45,11 +45,13 @@ from unicorn import x86_const as X
 from ..core.errors import EmuError
 from ..check.verify import Violation
 from ..linux import snapshot
-from ..linux.gclock import GoroutineClock
-from ..linux.geffects import Effects
+from ..goruntime import crashtext
+from ..goruntime.gclock import GoroutineClock
+from ..goruntime.geffects import Effects
 from ..linux.regbatch import read_reg
 from . import grequest
 from .grequest import Point, RequestMixin
+from .gstart import Readiness, new_process, similar
 
 SIGURG = grequest.SIGURG            # gsweep's name too (teach/real.py)
 #: a held reference (RealSweep.held_reference): G's thread descheduled at this many boundaries of F (by
@@ -147,7 +149,7 @@ class RealSweep(RequestMixin):
         self.prog = self.p.watch.oracle.prog if self.p.watch.oracle is not None else None
         self._start()
         if self._gc:
-            from ..linux.realgc import RealGC, mode_of
+            from ..goruntime.realgc import RealGC, mode_of
             self.gc = RealGC(self.p, self.g, mode_of(self._gc))
             self.gc.returned_at = lambda: self.returned[0] if self.returned is not None else None
             if self.gc_points != "async":       # the call sites' chain (realsweep.py runs it: sync_only)
@@ -214,7 +216,6 @@ class RealSweep(RequestMixin):
         p.uc.context_restore(t.ctx)
         self.tid = t.tid
         self.g = p.read_u64(p.fs_base() - 8)
-        self._g_reader = None
         self.entry_sp = read_reg(p.uc, X.UC_X86_REG_RSP)
         self.ret_addr = p.read_u64(self.entry_sp)
         self.entry_depth = self._stack_hi() - self.entry_sp
@@ -280,7 +281,7 @@ class RealSweep(RequestMixin):
         the snapshot on (a slower or faster CPU): other legitimate runs (references.py)."""
         clock = self._arm()
         if reseed is not None:
-            from ..linux import rngstate
+            from ..goruntime import rngstate
             if self._rng_layout is None:
                 self._rng_layout = rngstate.layout(self.image.path)
             rngstate.reseed(self.p, self._rng_layout, random.Random(reseed))
@@ -301,7 +302,7 @@ class RealSweep(RequestMixin):
             if self.p.error is None and reseed is not None:     # another legitimate run: the program's ending
                 return Reference(-1, {}, {}, ended, label=f"a run with the runtime's random state drawn anew "
                                  f"(reference seed {reseed})", returned=False)
-            said = next((ln for ln in ended.stderr.decode(errors="replace").splitlines() if ln.strip()), "")
+            said = crashtext.first_said(ended)
             msg = (f"{self.func} never returned: the program ended first ({ended.reason}, exit status "
                    f"{ended.exit_code}{': ' + said if said else ''}) after {clock.count:,} of its instructions")
             raise (ReferenceEnded(msg, ended) if self.p.error is None else EmuError(msg))
@@ -385,6 +386,7 @@ class RealSweep(RequestMixin):
         listener = _Listener(self, clock)   # holds G's clock through the injection window; its checks unread
         self.p.watch.listener = listener
         ks = sorted(k) if isinstance(k, list) else [k]
+        came, missed = 0, None
         for first in ks:
             if clock.count > first:
                 continue                    # an earlier cycle's run went past it
@@ -402,6 +404,12 @@ class RealSweep(RequestMixin):
                     self._wait_out_cycle(clock, cycles)     # whose points keep stopping G)
             except grequest.ProgramEnded:
                 break                       # the runtime crashed in the cycle: below, the run's evidence
+            except grequest.NoCycle as e:
+                missed = missed or e        # the runtime made no cycle here (as a chain's point it would be
+                continue                    # counted): the next boundary's may come
+            came += 1
+        if missed and not came:
+            raise missed                    # not one came: the program makes no cycles (GOGC=off?)
         clock.stop_at = budget
         self.p.run_until(lambda: self.returned is not None or clock.ready is not None)
         if self.returned is None:
@@ -508,102 +516,6 @@ class RealSweep(RequestMixin):
             if i is not None:
                 insn, where = i.text, i.where
         return Violation(kind, what, expected, actual, boundary, pc, insn, where, detail)
-
-
-def new_process(image, opts, source_path=None, stub_code=None):
-    """A process of the program, not yet run, with --stub's code loaded over runtime.asyncPreempt (stub_code:
-    (name, bytes)); `stub_name` says which stub it runs."""
-    from ..linux import process
-    # the sweep steers the scheduler (hold G's thread, run it next): the one-CPU turn order (cpus.py)
-    p = process.Process(image, replace(opts, steered=True))
-    if p.watch.oracle is not None and source_path is not None:
-        p.watch.oracle.prog.binary.source_path = source_path
-    ver = p.watch.oracle.prog.binary.version if p.watch.oracle is not None else ""
-    p.stub_name = f"runtime.asyncPreempt from the binary ({ver + ', ' if ver else ''}real)"
-    if stub_code is not None:
-        name, code = stub_code
-        size = image.symbols["runtime.asyncPreempt.abi0"][1]
-        if len(code) > size:
-            raise EmuError(f"{name}: the stub is {len(code)} bytes; it must fit in the binary's runtime.asyncPreempt "
-                           f"({size} bytes), over which it is loaded")
-        p.write(p.watch.async_preempt, code)
-        if p.avx is not None:                    # --cpu v3/v4: its AVX instructions run in preemu's vector unit
-            p.avx.rearm(p.watch.async_preempt, code)
-        p.watch.replace_stub(code)
-        p.stub_name = f"{name} (loaded over runtime.asyncPreempt)"
-    return p
-
-
-class Readiness:
-    """Whether the runtime could preempt the calling goroutine asynchronously now: SIGURG's handler installed
-    (initsig, runtime/signal_unix.go:115, from mstart1 on m0, proc.go:1972), runtime.main started
-    (mainStarted, proc.go:175), and the caller a goroutine of its M, not its g0 or gsignal (the system
-    stacks, which the runtime never preempts: wantAsyncPreempt wants gp == mp.curg, preempt.go). Calls of F
-    that fail this (runtime.memmove and mallocgc are called during start-up and on g0) are not counted by
-    --call."""
-
-    def __init__(self, p):
-        self.p, self.ready = p, False
-        self.started = p.image.symbols.get("runtime.mainStarted")
-
-    def __call__(self) -> bool:
-        p = self.p
-        if not self.ready:
-            if p.sigactions.get(SIGURG, (0,))[0] in (0, 1):       # SIG_DFL, SIG_IGN
-                return False
-            if self.started is not None and p.read(self.started[0], 1) == b"\0":
-                return False
-            self.ready = True
-        g = p.read_u64(p.fs_base() - 8)
-        m = p.read_u64(g + p.structs.g["m"].offset) if g else 0
-        mt = p.structs.m
-        return bool(m) and g not in (p.read_u64(m + mt["g0"].offset), p.read_u64(m + mt["gsignal"].offset))
-
-
-def next_first_call(p, entries: dict) -> str | None:
-    """Run process `p` on to the first call, counted as --call counts (Readiness), of any function of
-    `entries` (name -> entry address), stopped before it runs; None when the program ends first. A sweep of
-    that function can then start from here (RealSweep(process=p)): the stop changes nothing the program does
-    (a run stopped and resumed runs as one that was not), so every function gets the snapshot a start-up of
-    its own would give, for one start-up in all (manysweep.py)."""
-    ready, hit = Readiness(p), []
-
-    def on_entry(uc, addr, size, name):
-        if hit or p.counter.stopping(addr) or not ready():
-            return
-        hit.append(name)
-        p.counter.stop_here(False)              # stopped before it runs: not executed
-    hooks = [p.uc.hook_add(UC_HOOK_CODE, on_entry, name, a, a) for name, a in entries.items()]
-    for a in entries.values():                  # a block translated before its hook would not call it
-        p.uc.ctl_remove_cache(a, a + 1)
-    try:
-        p.run_until(lambda: bool(hit))
-    finally:
-        for h in hooks:
-            p.uc.hook_del(h)
-    if hit:
-        t = p.cur
-        t.ctx = p.uc.context_save()
-        if t in p.runq:
-            p.runq.remove(t)
-        p.runq.appendleft(t)
-    return hit[0] if hit else None
-
-
-def similar(syms: dict, func: str, most: int = 6, package: str | None = None) -> list[str]:
-    """Functions of the program a user naming `func` may mean: the same name in another package, a generic
-    function's instances (`main.Max[go.shape.int]`: the compiler's shape-stenciled copies) and the closures
-    inside it (`main.main.func1`, `main.run.gowrap1`); with `package` (a test binary's), its functions too."""
-    base = [func] if "." in func else [func, f"main.{func}"] + ([f"{package}.{func}"] if package else [])
-    out = set()
-    for n, (_, size) in syms.items():
-        if size <= 0 or n.endswith(".abi0"):
-            continue
-        stem = n.split("[", 1)[0]
-        if n.endswith("." + func) or any(stem == b or stem.startswith(b + ".func") or stem.startswith(b + ".gowrap")
-                                         for b in base):
-            out.add(n)
-    return sorted(out, key=lambda n: (len(n), n))[:most]
 
 
 class _Listener:

@@ -42,7 +42,7 @@ from unicorn import UC_HOOK_CODE
 from unicorn import x86_const as X
 
 from ..core import gostructs as gs
-from ..linux.realgc import GC_OFF
+from ..goruntime.realgc import GC_OFF
 from ..linux.regbatch import read_reg
 
 #: the runtime's allocation entries a compiled Go function calls (runtime/malloc.go, slice.go, map*.go,

@@ -131,18 +131,18 @@ def sweep_all(src: str, pattern: str, packages: tuple[str, ...], image, sweep_on
 
 def _shared(image, names: list[str], spec, sweep, done: dict) -> None:
     """One start-up for all: a process run on from one matched function's first call to the next
-    (gsweep.next_first_call), each function swept from the process stopped at its call, which is then put
+    (gstart.next_first_call), each function swept from the process stopped at its call, which is then put
     back there (its snapshot) to run on. A run stopped and resumed runs as one that was not, so each function
     gets the snapshot a start-up of its own would give and shards rebuilt elsewhere from the spec agree
     (tests/test_pattern_sweep.py compares the two). A sweep that could not use the shared process (an
     error, a process built again) leaves the functions after it to start-ups of their own."""
     from ..linux import snapshot
-    from . import gsweep
+    from . import gstart
     img, opts, _, stub, res = spec.parts()
-    p = gsweep.new_process(img, opts, res.source_path, stub)
+    p = gstart.new_process(img, opts, res.source_path, stub)
     remaining = {n: image.symbols[n][0] for n in names}
     while remaining:
-        hit = gsweep.next_first_call(p, remaining)
+        hit = gstart.next_first_call(p, remaining)
         if hit is None:                         # the program ended: the rest are never called
             for name in remaining:
                 done[name] = FunctionResult(name, None, "not called", f"{name} was never called during the run")

@@ -34,7 +34,7 @@ def check(path: str, world, budget: int) -> None:
     """Raise EmuError unless the model world's uninterrupted run of world's goroutine returns what the real
     program's does (see the module docstring)."""
     from . import sweeper
-    from ..linux import geffects
+    from ..goruntime import geffects
     from . import realsweep
     func = world.program.func_for(world.entry).name
     regs = tuple((n, world.start_regs[n]) for n in realsweep.ABI_INT_REGS if n in world.start_regs)

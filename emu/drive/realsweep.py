@@ -19,9 +19,11 @@ from dataclasses import dataclass, field
 
 from . import references, shards
 from . import sweeper as S
+from .findings import confirm, gc_violations, global_name, reference_findings, schedule_findings
+from .gcstats import gc_stats, merge_gc
 from ..core.errors import EmuError
 from ..check.verify import Violation
-from ..linux import crashtext, realgc
+from ..goruntime import crashtext, realgc
 from .gsweep import Ending, RealSweep, Reference, ReferenceEnded
 
 #: points per shard: fixed, so the plan depends on the points only (never on --jobs or the executor)
@@ -185,7 +187,7 @@ class RealSweepResult:
     oracle_note: str = ""
     shards: int = 1
     entry: str = field(default="")    # = func (the name reports of every sweep use)
-    gc: dict | None = None            # with --gc: the runtime's cycles (realsweep.gc_stats, summed over shards)
+    gc: dict | None = None            # with --gc: the runtime's cycles (gcstats.gc_stats, summed over shards)
     nondeterministic: dict | None = None   # what differed between uninterrupted runs (references.Unstable.describe)
     paths: Counter | None = None      # injections at the points by the path watch.py saw them take (watch.PATHS)
     test: tuple = ()                  # ("test" | "bench", NAME): F was called by that test of its package
@@ -209,10 +211,6 @@ class RealSweepResult:
         return self.points > 0 and self.injected == 0 and not synced and self.violation_count == 0
 
 
-def _global_name(eff, key) -> str:
-    return key if isinstance(key, str) else (eff.symbol_of(key) or f"{key:#x}")
-
-
 def _finals(sw: RealSweep, ref: Reference, ending: Ending, last) -> list[Violation]:
     """The chain's F-return and exit checks against the reference, at the keys the references agreed on
     (references.py)."""
@@ -233,7 +231,7 @@ def _finals(sw: RealSweep, ref: Reference, ending: Ending, last) -> list[Violati
         a = ref.globals.get(addr) or eff.start_token(addr)
         b = globs.get(addr) or eff.start_token(addr)
         if a != b and addr not in u.globals and not u.is_shared(eff, addr):
-            out.append(sw.make_violation("final-state", _global_name(eff, addr), a, b, k, pc,
+            out.append(sw.make_violation("final-state", global_name(eff, addr), a, b, k, pc,
                                          f"a global {sw.func} changed differs from the uninterrupted run"))
             break
     for what, a, b in references.ending_diff(ref, ending):
@@ -248,8 +246,10 @@ def run_shard(sw: RealSweep, ref: Reference, index: int, points, opts: S.ChainOp
     `each_pc` (a cap), the chain decides each PC of G at its first occurrence instead (eachpc.py). SYNC_CHAIN:
     --gc's call sites (gsync.py), in chains from the snapshot until every site G reached has had its cycle (a
     site reached while a cycle was running waits for the next chain: the concurrent mode's cycles are long)."""
+    if each_pc is not None:
+        return _each_pc_shard(sw, ref, index, opts, each_pc)
     if points != SYNC_CHAIN:
-        return _chain_shard(sw, ref, index, points, opts, each_pc)
+        return _chain_shard(sw, ref, index, points, opts)
     out = _chain_shard(sw, ref, index, points, opts)
     for _ in range(SYNC_ROUNDS - 1):
         before = len(sw.sync.done)
@@ -265,6 +265,34 @@ def run_shard(sw: RealSweep, ref: Reference, index: int, points, opts: S.ChainOp
 
 #: most chains a --gc sweep runs for its call sites (each serves at least one site no chain before it did)
 SYNC_ROUNDS = 32
+#: most passes --each-pc runs after its first for the reference run's PCs not decided yet (each decides one or more)
+EACH_PC_ROUNDS = 32
+
+
+def _each_pc_shard(sw: RealSweep, ref: Reference, index: int, opts: S.ChainOptions, cap: int) -> S.ShardResult:
+    """--each-pc: the pass deciding each PC of G at its first occurrence (eachpc.chain), then, while PCs of the
+    reference run's goroutine are not decided and `cap` allows, passes that leave out the PCs decided so far (each
+    decides one or more). extra["each_pc"]: distinct (PCs G executed in a pass or the reference run), decided,
+    reference (the reference run's PCs), reference_decided, beyond (PCs decided that the reference run does not
+    execute: only injections led G there), rounds (the passes after the first), capped (`cap` was reached)."""
+    from . import eachpc
+    ref_pcs = eachpc.reference_pcs(sw)
+    out = _chain_shard(sw, ref, index, (), opts, cap)
+    seen, decided = out.extra.pop("each_pc")
+    rounds = 0
+    while ref_pcs - decided and len(decided) < cap and rounds < EACH_PC_ROUNDS:
+        nxt = _chain_shard(sw, ref, index, (), opts, cap, decided)
+        more_seen, more = nxt.extra.pop("each_pc")
+        _add_shard(out, nxt)
+        rounds += 1
+        seen |= more_seen
+        if not more - decided:
+            break                           # no progress: the PCs left are reported as not decided
+        decided |= more
+    out.extra["each_pc"] = {"distinct": len(seen | ref_pcs), "decided": len(decided),
+                            "reference": len(ref_pcs), "reference_decided": len(ref_pcs & decided),
+                            "beyond": len(decided - ref_pcs), "rounds": rounds, "capped": len(decided) >= cap}
+    return out
 
 
 def _add_shard(out: S.ShardResult, more: S.ShardResult) -> None:
@@ -286,14 +314,16 @@ def _add_shard(out: S.ShardResult, more: S.ShardResult) -> None:
 
 
 def _chain_shard(sw: RealSweep, ref: Reference, index: int, points, opts: S.ChainOptions,
-                 each_pc: int | None = None) -> S.ShardResult:
+                 each_pc: int | None = None, decided: set | None = None) -> S.ShardResult:
+    """One chain: at `points`; with `each_pc` (a cap), a pass of --each-pc deciding the PCs not in `decided`
+    (extra["each_pc"]: the PCs it saw and the PCs decided, `decided` included)."""
     c0 = time.process_time()
     stats: dict = {}
     pcs = None
     if each_pc is not None:
         from . import eachpc
-        listener, reached, ending, seen, decided = eachpc.chain(sw, each_pc, stats)
-        points, pcs = range(reached), {"distinct": len(seen), "decided": len(decided & seen)}
+        listener, reached, ending, seen, now = eachpc.chain(sw, each_pc, stats, decided)
+        points, pcs = range(reached), (seen, now & (seen | (decided or set())))
     elif points == SYNC_CHAIN:                   # --gc: the call sites' cycles, one chain (gsync.py)
         listener, reached, ending = sw.chain((), stats, sync_only=True)
     else:
@@ -323,93 +353,11 @@ def _chain_shard(sw: RealSweep, ref: Reference, index: int, points, opts: S.Chai
                          {"reached": reached, "other_preemptions": listener.other_injections,
                           "paths": dict(listener.paths),
                           "swept_boundaries": sw.returned[0] if sw.returned is not None else None,
-                          **({"gc": gc} if gc is not None else {}), **({"each_pc": pcs} if pcs else {})})
+                          **({"gc": gc} if gc is not None else {}), **({"each_pc": pcs} if pcs is not None else {})})
 
-
-def gc_violations(sw: RealSweep, uaf=None) -> list[Violation]:
-    """Each use of an object the cycle at an injection freed (realgc.UseAfterFree; `uaf`: those of another run
-    than the last) as a Violation."""
-    out = []
-    kept = {sv.obj.addr: sv for sv in sw.gc.survivors}
-    for u in sw.gc.uaf if uaf is None else uaf:
-        o = u.obj
-        what = f"object {o.addr:#x} ({o.size} bytes{', ' + o.type if o.type else ''})"
-        sv = kept.get(o.addr)
-        earlier = (f"; at boundary {sv.kept_at} a conservatively scanned word ({sv.word}) had pointed to it, and "
-                   "that cycle kept it" if sv is not None and sv.obj is o else "")
-        out.append(sw.make_violation("use-after-free", what, f"untouched: the GC at boundary {o.boundary} freed it",
-                                     f"a {u.access} of {u.addr:#x} (offset {u.addr - o.addr})", o.boundary, u.pc,
-                                     f"the runtime's GC at the point at boundary {o.boundary} found no pointer "
-                                     f"to it and freed it; the program then used it (thread {u.tid}){earlier}"))
-    return out
-
-
-def gc_stats(sw: RealSweep, listener) -> dict:
-    """What the cycles of one run did (JSON-ready: shards carry it across processes)."""
-    g = sw.gc
-    injected = [pt.boundary for pt in listener.points if pt.event.outcome == "injected"]
-    # parked at the injection: gopreempt_m left G _Grunnable, or preemptPark _Gpreempted (suspendG then claims it
-    # as _Gwaiting before scanstack)
-    parked = [s for s in g.scans if s.status in ("_Grunnable", "_Gwaiting") and s.async_safe_point]
-    at_injection = [s for s in g.scans if s.async_safe_point]
-    sample = at_injection[len(at_injection) // 2] if at_injection else (g.scans[0] if g.scans else None)
-    phases = {0: "_GCoff", 1: "_GCmark", 2: "_GCmarktermination"}
-    return {"mode": g.mode, "injections": len(injected), "cycles": g.cycles, "freed": g.freed_total,
-            "scans_at_injection": len(parked), "uses_after_free": len(g.uaf),
-            "stopped_by": dict(Counter(s.path or "not at an injection" for s in g.scans if s.kind == "async")),
-            "sync_stopped_by": dict(Counter(s.path or "not at the call" for s in g.scans if s.kind != "async")),
-            "scan_phases": dict(Counter(phases.get(s.phase, str(s.phase)) for s in g.scans)),
-            "stw_at_point": sum(1 for pt in listener.points if getattr(pt, "stw", None) is not None),
-            "sync_points": sum(1 for pt in listener.points if pt.kind != "async"),
-            "sync_sites": len(sw.sync.sites) if sw.sync is not None else 0,
-            "cycles_by_kind": dict(g.cycle_kinds),
-            "scans_by_kind": dict(Counter(s.kind for s in g.scans)),
-            "points": sw.gc_points,
-            "kept_by_stale_words": len(g.survivors),
-            "quarantined": len(g.quarantine.held) if g.quarantine is not None else 0,
-            "unasked": getattr(g, "unasked", 0),
-            "survivors": [{"object": f"{sv.obj.addr:#x}", "size": sv.obj.size, "type": sv.obj.type,
-                           "kept_at": sv.kept_at, "word": sv.word, "freed_at": sv.obj.boundary}
-                          for sv in g.survivors[:SURVIVORS_SHOWN]],
-            "mark_instructions": g.mark_insns, "write_barriers": g.barriers["wb"],
-            "bulk_barriers": g.barriers["bulk"], "assists": g.barriers["assist"],
-            "sample": None if sample is None else {"boundary": sample.boundary, "status": sample.status,
-                                                   "path": sample.path, "frames": [list(f) for f in sample.frames]}}
-
-
-def merge_gc(acc: dict | None, g: dict) -> dict:
-    """gc_stats of two chains as one: counts added, the first chain's sample and settings kept."""
-    if acc is None:
-        acc = {key: 0 for key in _GC_SUMS} | {"mode": g.get("mode", "scan"), "sample": g["sample"],
-                                              "points": g.get("points", "all"), "sync_sites": g.get("sync_sites", 0),
-                                              "survivors": []}
-        acc |= {key: {} for key in _GC_COUNTERS}
-    acc = dict(acc)
-    for key in _GC_SUMS:
-        acc[key] = acc.get(key, 0) + g.get(key, 0)
-    for key in _GC_COUNTERS:
-        acc[key] = dict(Counter(acc.get(key, {})) + Counter(g.get(key, {})))
-    for key in ("sync_sites", "sync_reached", "sync_waiting"):      # set by the one call-site shard
-        acc[key] = max(acc.get(key, 0), g.get(key, 0))
-    if acc.get("sample") is None:
-        acc["sample"] = g.get("sample")
-    acc["survivors"] = (acc.get("survivors", []) + g.get("survivors", []))[:SURVIVORS_SHOWN]
-    return acc
-
-
-#: conservative survivors listed in a report (all are counted)
-SURVIVORS_SHOWN = 10
-
-#: gc_stats' tallies by name, added key by key
-_GC_COUNTERS = ("stopped_by", "sync_stopped_by", "scan_phases", "cycles_by_kind", "scans_by_kind")
 
 #: the task of --gc's call-site chain (gsync.py), in place of its points
 SYNC_CHAIN = ("sync",)
-
-#: gc_stats' counts, summed over shards
-_GC_SUMS = ("injections", "cycles", "freed", "scans_at_injection", "uses_after_free", "stw_at_point", "unasked",
-            "mark_instructions", "write_barriers", "bulk_barriers", "assists", "sync_points", "kept_by_stale_words",
-            "quarantined")
 
 
 def spread(points: list[int], k: int) -> list[int]:
@@ -512,7 +460,7 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
                            ref.boundaries, tried, injected, refused, log.kept, log.count, log.groups,
                            time.perf_counter() - t0, time.process_time() - c0, per_pc, ref.ending, ref.results,
                            reached, checks, other, sw.p.oracle_note, len(plan), sw.func, gc,
-                           ref.unstable.describe(lambda g: _global_name(sw.effects, g)), paths, spec.test,
+                           ref.unstable.describe(lambda g: global_name(sw.effects, g)), paths, spec.test,
                            (results[0].extra or {}).get("each_pc") if each_pc else None, vector_state(sw.p),
                            vector_note(sw.p), alone=sum(1 for r in results if r.points) + len(ends),
                            schedules=pct)
@@ -520,7 +468,7 @@ def sweep(spec: RealSpec, sw: RealSweep, source: str, max_points: int = 100_000,
 
 def vector_state(p) -> str:
     """What the resume check compared beyond the GPRs and RFLAGS in process `p`: XMM0-15, Y0-15, or Z0-31 and
-    K0-7, the state its stub saves at the CPU level (linux/stubsaves.py: a default build's, XMM0-15 at any level),
+    K0-7, the state its stub saves at the CPU level (goruntime/stubsaves.py: a default build's, XMM0-15 at any level),
     and vector_note's reason when that is less than the level has."""
     return p.watch.saved.describe()
 
@@ -535,47 +483,12 @@ def vector_note(p) -> str:
             "built without GOEXPERIMENT=simd).")
 
 
-def confirm(sw: RealSweep, ref: Reference, budget: int, seed: int, log: S.ViolationLog) -> None:
-    """A chain differed at a key the references agreed on: run up to references.CONFIRM more legitimate runs
-    (reseeded and held in turns; with --gc, twice as many, a third of them with a cycle at a seeded boundary), and
-    drop the final-state violations at keys one of them varies at too (then listed as nondeterministic) or at
-    globals other goroutines wrote while F ran (listed as shared)."""
-    u = ref.unstable
-    keys = {references.key_of(what) for kind, what in log.groups if kind == "final-state"} - {None}
-    if not keys:
-        return
-
-    def names():
-        return {_global_name(sw.effects, g) for g in u.globals}
-
-    def settled(key) -> bool:
-        return references.is_unstable(u, key, names()) or (key[0] == "global" and u.is_shared(sw.effects, key[1]))
-    kinds = 3 if sw.gc is not None else 2
-    for i in range(references.CONFIRM * (kinds - 1)):
-        if all(settled(k) for k in keys):
-            break
-        kind, j = i % kinds, i // kinds
-        if kind == 0:
-            references.add_run(u, ref, references.other_run(sw, budget, seed, references.REFERENCES + j))
-        elif kind == 1:
-            references.add_run(u, ref, references.held_run(sw, budget, seed, references.HELD_REFERENCES + j,
-                                                           ref.boundaries))
-            u.held_runs += 1
-        else:
-            references.add_gc_run(ref, references.gc_run(sw, budget, seed, references.GC_REFERENCES + j,
-                                                         ref.boundaries))
-    gone = names()
-    log.drop(lambda v: v.kind == "final-state" and (k := references.key_of(v.what)) is not None
-             and (references.is_unstable(u, k, gone) or (k[0] == "global" and u.is_shared(sw.effects, k[1]))))
-
-
 def _failed_uninterrupted(spec: RealSpec, sw: RealSweep, source: str, ending: Ending, t0: float,
                           c0: float) -> RealSweepResult:
     """The result of a sweep whose uninterrupted run ended the program before F returned (a crash, an exit):
     a schedule finding (the program fails under the one schedule preemu ran it in, with no injection) and no
     point swept."""
-    said = next((ln for ln in (ending.stderr + ending.stdout).decode(errors="replace").splitlines()
-                 if ln.strip() and not ln.startswith("=== ")), "")
+    said = crashtext.first_said(ending)
     v = sw.make_violation("schedule", "program exit status", f"{sw.func} returns, as natively it may",
                           f"exit status {ending.exit_code}" + (f": {said[:100]!r}" if said else ""), 0, sw.entry,
                           f"in the uninterrupted run, without any injection, the program ended before {sw.func} "
@@ -591,49 +504,6 @@ def _failed_uninterrupted(spec: RealSpec, sw: RealSweep, source: str, ending: En
                            Counter(), log.kept, log.count, log.groups, time.perf_counter() - t0,
                            time.process_time() - c0, {}, ending, {}, 0, [], vector=vector_state(sw.p),
                            vector_note=vector_note(sw.p), test=spec.test)
-
-
-def schedule_findings(sw: RealSweep, ref: Reference, test: str | None = None) -> list[Violation]:
-    """The legitimate runs (no injection) that ended with a failing status where another ended otherwise:
-    the program fails under some schedule (references.failing_schedules). Under `--test`, a test that failed in
-    every legitimate run is a finding too: the program fails by itself, before preemption changes anything."""
-    out = []
-    u = ref.unstable
-    codes = ", ".join(str(c) for c in sorted(u.endings, key=str))
-    for label, e in references.failing_schedules(u):
-        said = next((ln for ln in (e.stdout + e.stderr).decode(errors="replace").splitlines()
-                     if ln.strip() and not ln.startswith("=== ")), "")
-        out.append(sw.make_violation("schedule", "program exit status", f"one ending in every legitimate run "
-                                     f"(they ended with statuses {codes})", f"exit status {e.exit_code}"
-                                     + (f": {said[:100]!r}" if said else ""), 0, sw.entry,
-                                     f"in {label}, without any injection: the program fails under that schedule"))
-    e = ref.ending
-    if test and not out and e is not None and e.exit_code not in (0, None):
-        said = next((ln.strip() for ln in (e.stdout + e.stderr).decode(errors="replace").splitlines()
-                     if ln.strip() and not ln.startswith(("=== ", "--- FAIL"))), "")
-        out.append(sw.make_violation("schedule", "program exit status", f"{test} passes",
-                                     f"exit status {e.exit_code}" + (f": {said[:100]!r}" if said else ""), 0,
-                                     sw.entry, f"in every legitimate run, without any injection, {test} failed: "
-                                     "the test fails by itself"))
-    return out
-
-
-def reference_findings(sw: RealSweep, ref: Reference) -> list[Violation]:
-    """The GC bugs --gc's reference runs found with one of the runtime's cycles and no injection at all
-    (Reference.gc_evidence): each use of freed memory, and the runtime's crash with its own message."""
-    out = []
-    for k, uaf, crashed in ref.findings:
-        for v in gc_violations(sw, uaf):
-            v.detail += f" (in a run with the runtime's own cycle at boundary {k:,} and no injection)"
-            out.append(v)
-        if crashed is not None:
-            v = crashtext.crash_violation(sw, crashed, k, sw.entry, f"a run with the runtime's own GC cycle at "
-                                          f"boundary {k:,} and no injection: the program crashed")
-            out.append(v or sw.make_violation("final-state", "control flow", f"{sw.func} returns",
-                                              "the program ended first", k, sw.entry,
-                                              f"a run with the runtime's own GC cycle at boundary {k:,}: "
-                                              f"{crashed.reason}, exit status {crashed.exit_code}"))
-    return out
 
 
 def test_argv(path: str, kind: str, name: str) -> list[str]:

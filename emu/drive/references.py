@@ -26,7 +26,8 @@ a difference there is no violation. The rule:
   and exit status, which every legitimate schedule must agree on), never at F's return.
 - Legitimate runs whose exit statuses differ, one of them failing (a test's FAIL, a panic), show a
   schedule-dependent failure of the program: reported as such (failing_schedules), never merely listed.
-- With --gc, GC_REFERENCES more runs each get one of the runtime's own cycles during F (gsweep.gc_reference):
+- With --gc, GC_REFERENCES more runs get the runtime's own cycles during F (gsweep.gc_reference: one at F's
+  entry, then 4 at seeded boundaries; a finalizer whose object F stopped using too early runs before F's end there):
   a key a cycle changes without any bug (a finalizer's count, a sync.Pool New count, a cleared weak pointer) is
   unstable too. A GC bug is still found by its own evidence: the use of freed memory, the runtime's crash.
 Left out: the AES hash keys fixed at start-up (rngstate.py says why). Elapsed time is varied by the clock
@@ -40,8 +41,10 @@ from dataclasses import dataclass, field, replace
 
 #: uninterrupted runs from the snapshot: the primary and REFERENCES - 1 reseeded ones
 REFERENCES = 3
-#: --gc: references with one GC cycle made due during F (at its entry and half-way): a cycle legitimately
-#: changes what finalizers, sync.Pool's New or weak pointers leave behind, so those keys are not compared
+#: --gc: references with the runtime's cycles made due during F (one at its entry; then gc_run's, from the seed:
+#: 4 cycles, so that a later cycle's sweep finishes what an earlier one freed and its finalizers run while F is
+#: still running, as a busy heap's back-to-back cycles do): a cycle legitimately changes what finalizers,
+#: sync.Pool's New or weak pointers leave behind, so those keys are not compared
 GC_REFERENCES = 2
 #: runs with G's thread descheduled at seeded boundaries of F while the others run (gsweep.held_reference)
 HELD_REFERENCES = 2
@@ -114,7 +117,7 @@ def gc_run(sw, budget: int, seed: int, i: int, boundaries: int):
 
 def establish(sw, budget: int, seed: int):
     """The primary reference of RealSweep `sw` with its `unstable` keys from REFERENCES - 1 other runs and
-    HELD_REFERENCES held ones (with --gc, GC_REFERENCES more, each with one of the runtime's own cycles during F:
+    HELD_REFERENCES held ones (with --gc, GC_REFERENCES more with the runtime's own cycles during F:
     gsweep.gc_reference)."""
     ref = sw.reference(budget)
     ref.unstable = Unstable()
@@ -124,8 +127,8 @@ def establish(sw, budget: int, seed: int):
         add_run(ref.unstable, ref, held_run(sw, budget, seed, i, ref.boundaries))
         ref.unstable.held_runs += 1
     if sw.gc is not None:
-        for i in range(1, GC_REFERENCES + 1):
-            add_gc_run(ref, sw.gc_reference(budget, ref.boundaries * (i - 1) // GC_REFERENCES))
+        for i in range(GC_REFERENCES):      # a cycle at F's entry, then gc_run's seeded cycles
+            add_gc_run(ref, gc_run(sw, budget, seed, i, ref.boundaries) if i else sw.gc_reference(budget, 0))
     return ref
 
 

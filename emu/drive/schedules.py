@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 
 from ..core.errors import EmuError
 from ..linux import process
+from ..goruntime.goprocess import GoProcess
 from ..linux.schedule import PctSchedule, hook_steps, step_pcs
 
 #: the calibration run's schedule seed (fixed, so a replay computes the same k)
@@ -117,7 +118,7 @@ class Runner:
 
     def _boot(self) -> None:
         from ..linux import snapshot
-        self.p = process.Process(self.image, replace(self.opts, passthrough=None))
+        self.p = GoProcess(self.image, replace(self.opts, passthrough=None))
         hook_steps(self.p, self.pcs)
         self.snap = snapshot.take(self.p)
         self.used = False

@@ -1,9 +1,11 @@
 /* emu.engine._native: the real-program sweep's per-point path in C (issue #49). emu/engine/native.py loads it
  * (PREEMU_NATIVE=0: not at all) and binds its functions where the Python ones were; each mirrors one:
  *
- *   this file             regbatch.py's read_reg, read_u64, mem_read, mem_write and RegBatch's four calls
+ *   this file             regbatch.py's read_reg, read_u64, mem_read, mem_write, read_fields and RegBatch's
+ *                         four calls
  *   _native_sigframe.c    sigframe.py's setup_rt_frame and restore_rt_frame (no XSAVE area)
- *   _native_hooks.c       the binding's hook_add (code, SYSCALL, interrupt) and emu_start; icount's stopping, at
+ *   _native_hooks.c       the binding's hook_add (code, SYSCALL, interrupt) and emu_start; icount's stopping, at;
+ *                         gclock's store hook's first test (the stores it need not see)
  *
  * Unicorn is not linked: init() receives the addresses of the libunicorn functions the Python binding has
  * already loaded, so this module calls the same library instance as everything else; unicorn.h gives the types
@@ -19,6 +21,7 @@ hook_add_fn p_hook_add;
 emu_start_fn p_emu_start;
 emu_stop_fn p_emu_stop;
 PyObject *UcError, *s_hook_exception, *s_uch, *s_value;
+PyObject *s_tid, *s_g, *s_held, *s_cur, *s_frames;
 
 int ready(void) {
     if (!p_reg_read_batch) {
@@ -112,6 +115,8 @@ static PyObject *n_read_reg(PyObject *self, PyObject *const *a, Py_ssize_t n) {
     return PyLong_FromUnsignedLongLong(buf[0]);
 }
 
+#define MAXFIELDS 32
+
 static PyObject *n_read_u64(PyObject *self, PyObject *const *a, Py_ssize_t n) {
     if (!nargs(n, 2, "read_u64"))
         return NULL;
@@ -161,6 +166,51 @@ static PyObject *n_mem_write(PyObject *self, PyObject *const *a, Py_ssize_t n) {
         return uc_error(e);
     Py_RETURN_NONE;
 }
+/* read_fields(uc, base, spec) -> tuple: regbatch.read_fields. spec: (uint32 offset, uint8 size, 3 pad bytes) per
+ * field, in the order wanted; the fields' span is read at once (a struct's fields share its pages), field by
+ * field only when that read fails, so that UcError means what the Python reference's means: a field's own
+ * bytes are not mapped. */
+static PyObject *n_read_fields(PyObject *self, PyObject *const *a, Py_ssize_t n) {
+    if (!nargs(n, 3, "read_fields"))
+        return NULL;
+    uc_engine *uc = handle(a[0]);
+    uint64_t base = PyLong_AsUnsignedLongLongMask(a[1]);
+    if (!uc || PyErr_Occurred())
+        return NULL;
+    if (!PyBytes_Check(a[2]) || PyBytes_GET_SIZE(a[2]) % 8 || PyBytes_GET_SIZE(a[2]) > 8 * MAXFIELDS) {
+        PyErr_SetString(PyExc_ValueError, "read_fields: a spec of up to 32 8-byte fields (regbatch.field_spec)");
+        return NULL;
+    }
+    const uint8_t *spec = (const uint8_t *)PyBytes_AS_STRING(a[2]);
+    int nf = (int)(PyBytes_GET_SIZE(a[2]) / 8);
+    uint32_t lo = UINT32_MAX, hi = 0;
+    for (int i = 0; i < nf; i++) {
+        uint32_t off = get32(spec, 8 * (size_t)i), size = spec[8 * i + 4];
+        if (size != 1 && size != 2 && size != 4 && size != 8)
+            return PyErr_Format(PyExc_ValueError, "read_fields: a field of %u bytes", size);
+        if (off < lo)
+            lo = off;
+        if (off + size > hi)
+            hi = off + size;
+    }
+    uint64_t vals[MAXFIELDS];
+    uint8_t span[4096];                     /* a larger span is read field by field */
+    int whole = nf > 0 && hi - lo <= sizeof span && !p_mem_read(uc, base + lo, span, hi - lo);
+    for (int i = 0; i < nf; i++) {
+        uint32_t off = get32(spec, 8 * (size_t)i), size = spec[8 * i + 4];
+        uint64_t v = 0;
+        if (whole) {
+            memcpy(&v, span + (off - lo), size);
+        } else {
+            uc_err e = p_mem_read(uc, base + off, &v, size);
+            if (e)
+                return uc_error(e);
+        }
+        vals[i] = v;
+    }
+    return u64_tuple(vals, nf);
+}
+
 /* --- regbatch.RegBatch's calls (mirrors __call__, raw, write, write_raw) ---------------------------------
  * ids: the registers' int32 ids as bytes; wide: one byte per register, 1 for a 128-bit (XMM) one. Each register
  * has a 16-byte slot, zeroed before a read (a 16- or 32-bit register fills only its bytes). */
@@ -315,6 +365,7 @@ static PyMethodDef methods[] = {
     {"emu_start", (PyCFunction)(void (*)(void))n_emu_start, METH_FASTCALL, "Uc.emu_start"},
     {"read_reg", (PyCFunction)(void (*)(void))n_read_reg, METH_FASTCALL, "regbatch.read_reg"},
     {"read_u64", (PyCFunction)(void (*)(void))n_read_u64, METH_FASTCALL, "regbatch.read_u64"},
+    {"read_fields", (PyCFunction)(void (*)(void))n_read_fields, METH_FASTCALL, "regbatch.read_fields"},
     {"mem_read", (PyCFunction)(void (*)(void))n_mem_read, METH_FASTCALL, "regbatch.mem_read"},
     {"mem_write", (PyCFunction)(void (*)(void))n_mem_write, METH_FASTCALL, "regbatch.mem_write"},
     {"init", n_init, METH_VARARGS,
@@ -331,7 +382,12 @@ PyMODINIT_FUNC PyInit__native(void) {
     s_uch = PyUnicode_InternFromString("_uch");
     s_value = PyUnicode_InternFromString("value");
     s_hook_exception = PyUnicode_InternFromString("_hook_exception");
-    if (!s_uch || !s_value || !s_hook_exception)
+    s_tid = PyUnicode_InternFromString("tid");
+    s_g = PyUnicode_InternFromString("g");
+    s_held = PyUnicode_InternFromString("held");
+    s_cur = PyUnicode_InternFromString("cur");
+    s_frames = PyUnicode_InternFromString("frames");
+    if (!s_uch || !s_value || !s_hook_exception || !s_tid || !s_g || !s_held || !s_cur || !s_frames)
         return NULL;
     sigframe_init();
     if (hooks_init() < 0)

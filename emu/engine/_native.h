@@ -25,6 +25,7 @@ extern emu_stop_fn p_emu_stop;
 extern PyObject *UcError;                 /* the binding's exception class, raised as its calls raise it */
 extern PyObject *s_hook_exception;        /* "_hook_exception", where the binding keeps a callback's exception */
 extern PyObject *s_uch, *s_value;         /* "_uch", "value": a Uc's handle is uc._uch.value */
+extern PyObject *s_tid, *s_g, *s_held, *s_cur, *s_frames;   /* the attributes g_store_cb reads */
 
 static inline void *slots(uint8_t *buf, void **ptrs, int n) {
     for (int i = 0; i < n; i++)

@@ -1,7 +1,8 @@
 /* emu.engine._native, part: hooks, engine runs and the instruction counter (issue #49).
  *
- * Mirrors the Python binding's hook_add/uccallback and Uc.emu_start (unicorn/unicorn_py3/unicorn.py) and
- * emu/linux/icount.py's InsnCounter._index, stopping and at. emu/engine/native.py selects these or the binding's
+ * Mirrors the Python binding's hook_add/uccallback and Uc.emu_start (unicorn/unicorn_py3/unicorn.py),
+ * emu/linux/icount.py's InsnCounter._index, stopping and at, and the first test of emu/linux/gclock.py's
+ * GoroutineClock._on_store (which stores to the TLS g slot it need not see). emu/engine/native.py selects these or the binding's
  * own (PREEMU_NATIVE=0); tests/test_native.py runs both.
  */
 #include "_native.h"
@@ -16,12 +17,17 @@
 typedef struct {
     PyObject_HEAD
     PyObject *uc, *cb, *data;
+    PyObject *clock, *proc;             /* a g-store hook's GoroutineClock and Process (else NULL) */
+    int reg;                            /* a g-store hook's source register, or -1: the immediate */
+    uint64_t imm;
 } HookRec;
 
 static int hookrec_traverse(HookRec *h, visitproc visit, void *arg) {
     Py_VISIT(h->uc);
     Py_VISIT(h->cb);
     Py_VISIT(h->data);
+    Py_VISIT(h->clock);
+    Py_VISIT(h->proc);
     return 0;
 }
 
@@ -29,6 +35,8 @@ static int hookrec_clear(HookRec *h) {
     Py_CLEAR(h->uc);
     Py_CLEAR(h->cb);
     Py_CLEAR(h->data);
+    Py_CLEAR(h->clock);
+    Py_CLEAR(h->proc);
     return 0;
 }
 
@@ -113,18 +121,79 @@ static void intr_cb(uc_engine *uc, uint32_t intno, void *user) {
     PyGILState_Release(g);
 }
 
-enum { HOOK_CODE = 0, HOOK_SYSCALL = 1, HOOK_INTR = 2 };
+/* --- the goroutine clock's hook on a store to the TLS g slot (mirrors gclock.GoroutineClock._on_store's
+ * first test) ------------------------------------------------------------------------------------------
+ * _on_store acts only when G's instructions are being counted on this thread (clock.tid is not None: inside a
+ * slice it is the current thread's or None) or when the store makes G current outside an injection window
+ * and a signal handler (new == clock.g, not clock.held, not proc.cur.frames). Every other store leaves
+ * everything as it was, so this callback returns at once for them; the others call _on_store, which decides
+ * (PREEMU_NATIVE=0: every store calls it). A failed attribute read calls it too: it raises the same way. */
+static int g_store_ignored(HookRec *h, uc_engine *uc) {
+    uint64_t v = h->imm, buf[8] = {0};
+    if (h->reg >= 0) {
+        if (p_reg_read(uc, h->reg, buf))
+            return 0;
+        v = buf[0];
+    }
+    PyObject *tid = PyObject_GetAttr(h->clock, s_tid);
+    if (!tid)
+        goto fail;
+    Py_DECREF(tid);
+    if (tid != Py_None)
+        return 0;                           /* counting on this thread: _on_store decides */
+    PyObject *g = PyObject_GetAttr(h->clock, s_g);
+    if (!g)
+        goto fail;
+    uint64_t gv = PyLong_AsUnsignedLongLongMask(g);
+    Py_DECREF(g);
+    if (PyErr_Occurred())
+        goto fail;
+    if (v != gv)
+        return 1;                           /* another g becomes current: nothing to count */
+    PyObject *held = PyObject_GetAttr(h->clock, s_held);
+    int hv = held ? PyObject_IsTrue(held) : -1;
+    Py_XDECREF(held);
+    if (hv < 0)
+        goto fail;
+    if (hv)
+        return 1;                           /* inside an injection's asyncPreempt window */
+    PyObject *cur = PyObject_GetAttr(h->proc, s_cur);
+    PyObject *frames = cur ? PyObject_GetAttr(cur, s_frames) : NULL;
+    Py_XDECREF(cur);
+    int fv = frames ? PyObject_IsTrue(frames) : -1;
+    Py_XDECREF(frames);
+    if (fv < 0)
+        goto fail;
+    return fv;                              /* a signal handler's setg: not G's own code */
+fail:
+    PyErr_Clear();                          /* _on_store reads the same attributes and raises */
+    return 0;
+}
 
-/* hook_add(uc, kind, callback, user_data, begin, end) -> handle (uc.hook_del deletes it); kind: 0 a code hook,
- * 1 the SYSCALL instruction's hook, 2 the interrupt hook */
+static void g_store_cb(uc_engine *uc, uint64_t addr, uint32_t size, void *user) {
+    HookRec *h = (HookRec *)user;
+    PyGILState_STATE g = PyGILState_Ensure();
+    if (!h->cb || !g_store_ignored(h, uc))
+        call_back(h, uc, PyLong_FromUnsignedLongLong(addr), PyLong_FromUnsignedLong(size), 2);
+    PyGILState_Release(g);
+}
+
+enum { HOOK_CODE = 0, HOOK_SYSCALL = 1, HOOK_INTR = 2, HOOK_G_STORE = 3 };
+
+/* hook_add(uc, kind, callback, user_data, begin, end[, clock, proc, reg, imm]) -> handle (uc.hook_del deletes
+ * it); kind: 0 a code hook, 1 the SYSCALL instruction's hook, 2 the interrupt hook, 3 a code hook on a store to
+ * the TLS g slot (g_store_cb: clock, proc, the source register or -1 and the immediate) */
 PyObject *n_hook_add(PyObject *self, PyObject *args) {
-    PyObject *ucobj, *cb, *data;
-    int kind;
-    unsigned long long begin, end;
-    if (!PyArg_ParseTuple(args, "OiOOKK", &ucobj, &kind, &cb, &data, &begin, &end) || !ready())
+    PyObject *ucobj, *cb, *data, *clock = NULL, *proc = NULL;
+    int kind, reg = -1;
+    unsigned long long begin, end, imm = 0;
+    if (!PyArg_ParseTuple(args, "OiOOKK|OOiK", &ucobj, &kind, &cb, &data, &begin, &end, &clock, &proc, &reg, &imm)
+        || !ready())
         return NULL;
-    if (kind < HOOK_CODE || kind > HOOK_INTR)
+    if (kind < HOOK_CODE || kind > HOOK_G_STORE)
         return PyErr_Format(PyExc_ValueError, "hook kind %d", kind);
+    if ((kind == HOOK_G_STORE) != (clock != NULL && proc != NULL))
+        return PyErr_Format(PyExc_TypeError, "a g-store hook (kind 3), and only it, takes clock and proc");
     uc_engine *uc = handle(ucobj);
     if (!uc)
         return NULL;
@@ -142,12 +211,20 @@ PyObject *n_hook_add(PyObject *self, PyObject *args) {
     h->uc = ucobj;
     h->cb = cb;
     h->data = data;
+    Py_XINCREF(clock);
+    Py_XINCREF(proc);
+    h->clock = clock;
+    h->proc = proc;
+    h->reg = reg;
+    h->imm = imm;
     PyObject_GC_Track(h);
     PyObject *rec = (PyObject *)h;
     uc_hook hh = 0;
     uc_err e;
     if (kind == HOOK_CODE)
         e = p_hook_add(uc, &hh, UC_HOOK_CODE, (void *)code_cb, h, begin, end);
+    else if (kind == HOOK_G_STORE)
+        e = p_hook_add(uc, &hh, UC_HOOK_CODE, (void *)g_store_cb, h, begin, end);
     else if (kind == HOOK_SYSCALL)
         e = p_hook_add(uc, &hh, UC_HOOK_INSN, (void *)syscall_cb, h, begin, end, UC_X86_INS_SYSCALL);
     else

@@ -13,7 +13,7 @@ whose range holds the access's address. So every access of an instruction preemu
 - the memory hooks registered here (hook_add, mirroring Unicorn's: kinds, callback(uc, access, address,
   size, value, user), an inclusive range, begin > end for all memory) are called for each 8-byte piece of the
   access, as QEMU splits a vector access into 64-bit ones, reads after the load succeeded and writes before
-  the store. Whoever hooks the engine's memory registers the same hook here too (linux/realgc.py's watch).
+  the store. Whoever hooks the engine's memory registers the same hook here too (goruntime/realgc.py's watch).
 - EVEX masked moves touch only the elements their mask selects (read_parts/write_parts): the others are
   neither read, written, checked nor hooked (the SDM's memory fault suppression of masked-off elements).
 Which pages are writable comes from `writable(page) -> bool` (the process's address space,

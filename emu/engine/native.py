@@ -49,6 +49,17 @@ def hook_code(uc, callback, user_data, begin: int, end: int) -> int:
     return lib.hook_add(uc, 0, callback, user_data, begin, end)
 
 
+def hook_g_store(uc, callback, addr: int, reg: int | None, imm: int | None, clock, proc) -> int:
+    """A code hook at `addr`, a store to the TLS g slot of `reg` (a register id) or of `imm`, for gclock's
+    GoroutineClock `clock` in process `proc`: hook_code(uc, callback, None, addr, addr), but with the compiled
+    module the stores callback(...) would leave everything as it was (G not counted on this thread, and the
+    store not making G current outside an injection window and a signal handler) return in C without
+    calling it (_native_hooks.c g_store_cb)."""
+    if lib is None:
+        return uc.hook_add(UC_HOOK_CODE, callback, None, addr, addr)
+    return lib.hook_add(uc, 3, callback, None, addr, addr, clock, proc, -1 if reg is None else reg, imm or 0)
+
+
 def hook_syscall(uc, callback, user_data=None) -> int:
     """uc.hook_add(UC_HOOK_INSN, callback, user_data, 1, 0, UC_X86_INS_SYSCALL), as hook_code."""
     if lib is None:

@@ -1,7 +1,7 @@
 """x86-64 instructions' addresses, lengths, mnemonics and operands from Capstone's own C library (cs_disasm,
 detail off), bound through ctypes without the capstone package's Python layer: importing that package
 loads every architecture's module, ~14 ms of the ~0.2 s a trivial `preemu exec` costs, and start-up needs
-only instruction boundaries (the block counter's tails, linux/icount.py; asyncPreempt's RETs, linux/watch.py;
+only instruction boundaries (the block counter's tails, linux/icount.py; asyncPreempt's RETs, goruntime/watch.py;
 the RDTSC sites, linux/elfimage.py).
 
 `disasm_lite(code, address)` yields what `capstone.Cs(CS_ARCH_X86, CS_MODE_64).disasm_lite` yields for the same
@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
+import threading
 from typing import Iterator
 
 CS_ARCH_X86, CS_MODE_64 = 3, 1 << 3
@@ -47,6 +48,28 @@ class _Library:
         self.handle = ctypes.c_size_t()
         if major.value == CS_MAJOR and lib.cs_open(CS_ARCH_X86, CS_MODE_64, ctypes.byref(self.handle)) != 0:
             raise OSError(f"cs_open failed in {path}")
+        # one instruction at a time into one cs_insn made once (cs_disasm_iter): cs_disasm allocates and frees
+        # an array each call, ~9 us for a single instruction (the sweep asks once per single-step target)
+        lib.cs_malloc.restype = ctypes.POINTER(_Insn)
+        lib.cs_malloc.argtypes = [ctypes.c_size_t]
+        lib.cs_disasm_iter.restype = ctypes.c_bool
+        lib.cs_disasm_iter.argtypes = [ctypes.c_size_t, ctypes.POINTER(ctypes.c_char_p),
+                                       ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_uint64),
+                                       ctypes.POINTER(_Insn)]
+        self._one = lib.cs_malloc(self.handle) if major.value == CS_MAJOR else None
+        self._code, self._size, self._addr = ctypes.c_char_p(), ctypes.c_size_t(), ctypes.c_uint64()
+        self._args = (ctypes.byref(self._code), ctypes.byref(self._size), ctypes.byref(self._addr))
+        self._lock = threading.Lock()       # the one cs_insn and its arguments: ctypes lets go of the GIL in the call
+
+    def first(self, code: bytes, address: int) -> tuple[int, int, str, str] | None:
+        """The first instruction of `code` at `address`, or None (cs_disasm_iter into the one cs_insn)."""
+        code = bytes(code)
+        with self._lock:
+            self._code.value, self._size.value, self._addr.value = code, len(code), address
+            if not self.lib.cs_disasm_iter(self.handle, *self._args, self._one):
+                return None
+            insn = self._one.contents
+            return insn.address, insn.size, insn.mnemonic.decode("ascii"), insn.op_str.decode("ascii")
 
     def disasm_lite(self, code: bytes, address: int, count: int = 0) -> Iterator[tuple[int, int, str, str]]:
         insns = ctypes.POINTER(_Insn)()
@@ -109,4 +132,7 @@ def disasm_lite(code: bytes, address: int) -> Iterator[tuple[int, int, str, str]
 
 def first(code: bytes, address: int) -> tuple[int, int, str, str] | None:
     """The first instruction of `code` (at `address`), decoded alone, or None when the bytes start no instruction."""
-    return next(iter(decoder().disasm_lite(code, address, 1)), None)
+    d = decoder()
+    if isinstance(d, _Library):
+        return d.first(code, address)
+    return next(iter(d.disasm_lite(code, address, 1)), None)

@@ -254,7 +254,7 @@ class GoDwarf:
     # ---- the type catalogue (heapgraph.py) -------------------------------------------------------------
     def type_catalog(self) -> dict:
         """Every type DIE, global variable and function result of the binary in one pass over all units, as
-        plain JSON-ready data for emu/linux/heapgraph.py (which caches it per binary):
+        plain JSON-ready data for emu/goruntime/heapgraph.py (which caches it per binary):
           types:   {offset: record} for each DW_TAG_*_type / typedef: "t" tag (base, struct, ptr, typedef, array,
                    func, other), "n" name, "s" DW_AT_byte_size, "k" DW_AT_go_kind, "ty" DW_AT_type, "key" and
                    "el" DW_AT_go_key / DW_AT_go_elem, "rt" DW_AT_go_runtime_type (an offset from

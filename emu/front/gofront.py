@@ -297,12 +297,17 @@ def build_func(b, gf, symbol: str | None = None) -> Func:
     tree = b.inline_tree(gf) if b.funcdata_addr(gf, FUNCDATA_InlTree) is not None else []
     inl_index = b.pcdata(gf, PCDATA_InlTreeIndex) if tree else []
     insns = []
-    for addr, size, mn, ops in _cs().disasm_lite(code, gf.entry):
+    paths: dict[str, tuple[str, str]] = {}     # a line table's file name -> (the file here, its short name): once
+    for addr, size, mn, ops in _cs().disasm_lite(code, gf.entry):      # a function, not once an instruction
         delta = value_at(sp, addr, 0)
         i = bisect.bisect_right(files, addr, key=lambda r: r.start) - 1
-        file, line = ("", 0)
+        file, short, line = "", "?", 0
         if i >= 0 and addr < files[i].end:
-            file, line = b.source_path(files[i].file), files[i].line
+            got = paths.get(files[i].file)
+            if got is None:
+                full = b.source_path(files[i].file)
+                got = paths[files[i].file] = (full, _rel(full))
+            (file, short), line = got, files[i].line
         src = ""
         if line > 0:
             lines = _source_lines(file)
@@ -315,7 +320,7 @@ def build_func(b, gf, symbol: str | None = None) -> Func:
             ptr_slots = tuple(sorted(b.live_pointer_slots(gf, addr + size, 0)))
         k = value_at(inl_index, addr) if tree else -1
         inline = tree[k].name if 0 <= k < len(tree) else None
-        insns.append(Insn(addr, size, mn, ops, _rel(file), line, src, gf.name, delta,
+        insns.append(Insn(addr, size, mn, ops, short, line, src, gf.name, delta,
                           value_at(unsafe, addr) == gostructs.UNSAFE_POINT_UNSAFE, inline, ptr_slots))
     if not insns:
         raise EmuError(f"{gf.name}: no instructions could be decoded at {gf.entry:#x}")

@@ -18,20 +18,20 @@ doSigPreempt, pushCall, asyncPreempt); this package plays the Linux kernel under
   threads    the kernel's threads (FsState: the working directory CLONE_FS shares) and what they wait on;
              fds the open files, pipes and epoll; fifo the named pipes of /tmp;
              mounts and tmpfs the file namespace (the mounts, /tmp in memory)
-  watch      records each SIGURG's fate and checks registers when asyncPreempt returns
   process    the run loop: one Unicorn, threads multiplexed in exact instruction quanta; its parts:
              scheduling (threads blocked and woken), sigdeliver (signals sent, delivered, returned
              from), services (what syscall handlers ask of it), cpuhooks (RDTSC, CPUID, single steps)
   snapshot   a whole-process snapshot (the host pages' copy-on-write + the kernel's Python state)
-  gclock     one goroutine's instructions, counted exactly
-  geffects   what a Go function leaves behind (results, globals), read with the binary's ABI and DWARF
-  heapgraph  a value's object graph through the heap (DWARF-typed, address-free), for geffects
-  realgc     the runtime's own GC cycle, triggered and read back (numgc, spans, freed objects)
-  oracle     preemu's safe-point oracle asked at a real signal, with the binary's own g/m/p offsets
+  schedule   a PCT schedule the scheduler consults under --schedules (priorities, change points)
+
+What preemu reads and checks of the Go runtime inside the process (the watch each signal is reported to, the
+oracle, the GC, a function's effects) is emu/goruntime's, above this package: the kernel never imports it.
 
 The drivers that use this engine are in emu/drive (realsweep, gsweep, exec_scenario), its reports in
-emu/output (exec_report, realsweep_report), `explain` of Go input in emu/teach/real.py.
-May import: core, front, check, engine (layer 4, beside emu/model, the other engine, which it does not import).
+emu/output (exec_report, realsweep_report), `explain` of Go input in emu/teach/real.py; the process they
+run is emu/goruntime/goprocess.py's GoProcess (this package's Process with the Go runtime watched).
+May import: core, front, check, engine (layer 4, beside emu/model, the other engine, which it does not import;
+below emu/goruntime).
 
 Facts it rests on (measured in a feasibility run of Go 1.27.3 under Unicorn 2.1.4): the runtime needs
 only AT_PAGESZ, AT_RANDOM and AT_NULL in auxv; without a vDSO every clock read is a clock_gettime

@@ -93,6 +93,11 @@ class Image:
             return self._func_names[i], pc - self._func_starts[i]
         return None
 
+    def func_name(self, pc: int) -> str:
+        """The name of the .symtab function containing pc, without an assembly function's ".abi0", or ""."""
+        f = self.func_at(pc)
+        return f[0].removesuffix(".abi0") if f else ""
+
     def describe(self, pc: int) -> str:
         f = self.func_at(pc)
         return f"{f[0]}+{f[1]:#x}" if f else f"{pc:#x}"

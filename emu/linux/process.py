@@ -72,7 +72,6 @@ from ..engine.capi import restore_context, save_context
 from ..engine.native import hook_intr, hook_syscall
 from .regbatch import RegBatch, read_reg, remove_cache
 from .threads import BLOCKED, EXITED, RUNNABLE, FsState, Thread
-from .watch import Watch
 
 if TYPE_CHECKING:
     from ..engine.avx import VectorUnit
@@ -144,7 +143,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
     syscalls call (services.py), thread lifecycle and wakeups (scheduling.py) and signal delivery
     (sigdeliver.py) are mixins; their state lives here, set up in __init__."""
 
-    def __init__(self, image: Image, opts: Options, oracle="auto", origin=None) -> None:
+    def __init__(self, image: Image, opts: Options, origin=None) -> None:
         if not image.is_go:
             raise EmuError(f"{image.path}: not a Go program (no .go.buildinfo section, no runtime symbols); "
                            "whole-program mode runs static linux/amd64 Go binaries")
@@ -193,7 +192,7 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
         self.syscall_log: list[tuple] = []          # (time_ns, tid, name, args, result) when tracing
         self._stop_slice = False
         self._after_stop = None
-        #: an observer of slices (emu/linux/gclock.GoroutineClock): slice_start(t) -> an instruction limit
+        #: an observer of slices (emu/goruntime/gclock.GoroutineClock): slice_start(t) -> an instruction limit
         #: or None, slice_end(t, n); it may also lower the counter's limit from its own hooks
         self.probe = None
         #: a schedule steering every choice (schedule.PctSchedule, `exec --schedules`), attached before the run;
@@ -225,13 +224,12 @@ class Process(CpuHooks, SyscallServices, ThreadScheduling, SignalDelivery):
             self._load()
         else:                                   # a process fork or execve made (proctable.py): what it inherits
             origin.load(self)         # at v3/v4 a fork's child takes the parent's sites, an execve scans its image
-        self.oracle_note = ""
-        if oracle == "auto":
-            from . import oracle as oracle_mod
-            oracle, self.oracle_note = oracle_mod.make(self, image.path)
-        #: g/m/p as this binary lays them out (the oracle's, from its DWARF), else the typed Go 1.27.3 ones
-        self.structs: gs.StructTables = getattr(oracle, "structs", None) or gs.typed_tables()
-        self.watch = Watch(self, image.symbol("runtime.asyncPreempt.abi0"), oracle)
+        #: g/m/p as the typed Go 1.27.3 runtime lays them out (a subclass that read the binary's DWARF sets its own)
+        self.structs: gs.StructTables = gs.typed_tables()
+        #: what signal delivery reports each signal to (sent, delivered, sigreturn, violation) and what a snapshot
+        #: keeps of it (snapshot.WATCH_STATE): the Go runtime's watch, which the kernel does not know;
+        #: emu/goruntime/goprocess.py's GoProcess, the process preemu runs, attaches it
+        self.watch = None
 
     @property
     def fsstate(self) -> FsState:

@@ -226,7 +226,7 @@ class ProcessTable:
         p.cgroup.uncharge("kernel", p.mem.committed_bytes())   # the copy charges its pages as "anon" itself
         pid = self.alloc_id()
         opts = dataclasses.replace(p.opts, signal_at_pc=None, signal_delay=0)
-        child = type(p)(p.image, opts, oracle=None, origin=ForkOrigin(self, p, t, pid, stack, tls))
+        child = type(p)(p.image, opts, origin=ForkOrigin(self, p, t, pid, stack, tls))
         child.tasks = 1
         mine = self.record_of(p)
         rec = ProcRecord(pid, p.pid, list(mine.argv), mine.binary, child, exit_signal, pgid=mine.pgid, sid=mine.sid)
@@ -238,7 +238,7 @@ class ProcessTable:
     def execve(self, p, t: Thread, image, argv: list, env: list) -> None:
         """Replace p's image (the slice ends; the run loop swaps the new Process in when it does)."""
         opts = dataclasses.replace(p.opts, argv=list(argv), env=list(env), signal_at_pc=None, signal_delay=0)
-        p.exec_into = type(p)(image, opts, oracle=None, origin=ExecOrigin(self, p, t))
+        p.exec_into = type(p)(image, opts, origin=ExecOrigin(self, p, t))
         for x in p.threads.values():      # de_thread and the old image: every thread of the old image ends
             x.state = "exited"
         p._stop_slice = True

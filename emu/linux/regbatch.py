@@ -109,6 +109,59 @@ def read_u64(uc, addr: int) -> int:
     return _one.value
 
 
+_FIELD = struct.Struct("<IB3x")          # one field of a read_fields spec: its offset and size (1, 2, 4 or 8)
+_CODES = {1: "B", 2: "H", 4: "I", 8: "Q"}
+
+
+def field_spec(fields) -> bytes:
+    """The spec read_fields takes for `fields`, (offset, size) pairs in the order the values are wanted (fields
+    that do not overlap)."""
+    fields = list(fields)
+    end = -1
+    for off, size in sorted(fields):
+        if size not in _CODES or not 0 <= off < 1 << 16 or off < end:
+            raise ValueError(f"a field of {size} bytes at offset {off}: read_fields reads fields of 1, 2, 4 or 8 "
+                             "bytes within 64 KiB of the base that do not overlap")
+        end = off + size
+    return b"".join(_FIELD.pack(off, size) for off, size in fields)
+
+
+_LAYOUTS: dict[bytes, tuple] = {}       # spec -> (first offset, span, its Struct or None, the spec's order, fields)
+
+
+def _layout(spec: bytes) -> tuple:
+    fields = list(_FIELD.iter_unpack(spec))
+    by_off = sorted(range(len(fields)), key=lambda i: fields[i][0])
+    lo = fields[by_off[0]][0] if fields else 0
+    hi = max((off + size for off, size in fields), default=0)
+    st, at = None, lo
+    if fields and hi - lo <= 4096:
+        fmt = "<"
+        for i in by_off:
+            off, size = fields[i]
+            fmt += f"{off - at}x{_CODES[size]}"
+            at = off + size
+        st = struct.Struct(fmt)
+    order = [by_off.index(i) for i in range(len(fields))]       # the spec's i-th field in st's values
+    r = _LAYOUTS[spec] = (lo, hi - lo, st, order, fields)
+    return r
+
+
+def read_fields(uc, base: int, spec: bytes) -> tuple[int, ...]:
+    """The unsigned little-endian fields of `spec` (field_spec) of the struct at `base`, in the spec's order;
+    UcError when a field's bytes are not mapped. The fields' span is read at once when it is at most a page (a
+    struct's fields share its pages), field by field when it is longer or that read fails."""
+    lo, n, st, order, fields = _LAYOUTS.get(spec) or _layout(spec)
+    if st is not None:
+        try:
+            v = st.unpack(mem_read(uc, base + lo, n))
+        except UcError:
+            pass
+        else:
+            return tuple([v[i] for i in order])
+    return tuple([int.from_bytes(mem_read(uc, base + off, size), "little") for off, size in fields])
+
+
 def mem_write(uc, addr: int, data: bytes) -> None:
     err = _mem_write(uc._uch, ctypes.c_uint64(addr), data, ctypes.c_size_t(len(data)))
     if err:
@@ -235,9 +288,12 @@ def remove_cache(uc, begin: int, end: int) -> None:
         raise UcError(err)
 
 
-# The compiled path (emu/engine/_native.c, issue #49): the same four calls with no Python frame and no ctypes
+# The compiled path (emu/engine/_native.c, issue #49): the same calls with no Python frame and no ctypes
 # call between the caller and Unicorn (about 20 register reads and 10 memory reads a point of a real-program
-# sweep). The Python functions above stay the reference (PY) and the path under PREEMU_NATIVE=0.
-PY = {"read_reg": read_reg, "read_u64": read_u64, "mem_read": mem_read, "mem_write": mem_write}
+# sweep; read_fields: the oracle's g, m and p, one read of each struct's span). The Python functions above stay
+# the reference (PY) and the path under PREEMU_NATIVE=0.
+PY = {"read_reg": read_reg, "read_u64": read_u64, "mem_read": mem_read, "mem_write": mem_write,
+      "read_fields": read_fields}
 if _native is not None:
     read_reg, read_u64, mem_read, mem_write = _native.read_reg, _native.read_u64, _native.mem_read, _native.mem_write
+    read_fields = _native.read_fields

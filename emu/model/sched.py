@@ -30,78 +30,21 @@ from dataclasses import dataclass, field
 from ..core import gostructs as gs
 from ..core import memmap
 from ..core.errors import EmuError
-from .gcsuspend import SuspendMixin
+from .gcsuspend import GcSuspend
 from .gmp import MachineSigContext, clear_preempt, drop_curg, initial_registers, set_curg, xreg_restore
 from ..core.layout import StubLayout
 from .faults import Fault
 from .machine import Machine
 from ..core.program import Program
 from ..check.safepoint import async_preempt_stack, rules_for
-from .schedtrap import TrapMixin
-from .steal import StealMixin
-from ..core.structref import StructRef, write_field
-from .sysmon import SYSMON_MIN_US, SysmonMixin
+from .schedrecords import G, GoSpec, M, P
+from .schedtrap import Traps
+from .steal import Stealing
+from ..core.structref import write_field
+from .sysmon import Sysmon
 
 GLOBAL_QUEUE_EVERY = 61              # schedule(): check the global run queue every 61 schedticks
 RUNQ_SIZE = 256
-
-
-@dataclass
-class GoSpec:
-    name: str
-    entry: str
-    registers: dict = field(default_factory=dict)
-
-
-@dataclass(eq=False)
-class G:
-    idx: int
-    name: str
-    addr: int
-    slot: int
-    stack_lo: int
-    stack_hi: int
-    status: str = "runnable"          # runnable | running | waiting | dead
-    ctx: object = None
-    cpu_insns: int = 0
-    preempt_async: int = 0
-    preempt_coop: int = 0
-    wake_deadline: int | None = None  # ns; set when a timer readies the G
-    runnable_since: int | None = 0    # ns; None while running or sleeping
-    max_wait: int = 0
-    xregs_saved: bool = False
-    xreg_block: int = 0
-    latencies: list = field(default_factory=list)
-    ref: StructRef | None = field(default=None, repr=False)      # its runtime.g in emulated memory
-
-
-@dataclass
-class P:
-    idx: int
-    addr: int
-    runq: deque = field(default_factory=deque)
-    runnext: G | None = None
-    schedtick: int = 0
-    sysmon_tick: int = 0
-    sysmon_when: int = 0
-    timers: list = field(default_factory=list)   # [(deadline ns, G)]
-    m: "M | None" = None
-    ref: StructRef | None = field(default=None, repr=False)      # its runtime.p
-
-
-@dataclass
-class M:
-    idx: int
-    addr: int
-    g0: int
-    fs_base: int
-    p: P
-    curg: G | None = None
-    signal_at: int | None = None      # instruction offset in the current round where SIGURG lands
-    slice_start: int = 0
-    acked_at: float = -1.0            # when doSigPreempt last acknowledged (m.preemptGen += 1)
-    ref: StructRef | None = field(default=None, repr=False)      # its runtime.m
-    tls: StructRef | None = field(default=None, repr=False)      # its TLS block (FS:-8 = current g)
 
 
 @dataclass
@@ -146,13 +89,14 @@ class SchedResult:
         return g.cpu_insns * self.ns_per_insn / total if total else 0.0
 
 
-class Scheduler(StealMixin, TrapMixin, SuspendMixin, SysmonMixin):
+class Scheduler:
     """GOMAXPROCS Ps, one M per P, sysmon, and the goroutines of one program.
 
     Here: setup (newproc), the run queues and timers, findRunnable's own-P half, execute, and the
-    loop that steps every M one round at a time. The mixins hold the rest: steal.py (work stealing),
-    schedtrap.py (what a G's trap does), gcsuspend.py (the GC's suspendG/resumeG), sysmon.py (sysmon,
-    retake and the preemption signal)."""
+    loop that steps every M one round at a time. Collaborators, each an object with its own state that works on
+    this one's Ps, Ms and Gs, hold the rest: `stealing` (steal.py: work stealing), `traps` (schedtrap.py: what a
+    G's trap does), `suspender` (gcsuspend.py: the GC's suspendG/resumeG, its cycles' state) and `sysmon`
+    (sysmon.py: sysmon's sleep, retake and the preemption signal)."""
 
     def __init__(self, program: Program, stub: Program, layout: StubLayout, specs: list[GoSpec],
                  gomaxprocs: int = 1, async_preemption: bool = True, ns_per_insn: float = 1.0, seed: int = 1,
@@ -171,7 +115,11 @@ class Scheduler(StealMixin, TrapMixin, SuspendMixin, SysmonMixin):
         self.quantum_ns = self.quantum_insns * ns_per_insn
         self.rnd = random.Random(seed)
         self.machine = Machine(program, stub, layout.name, stub_ret_hooks=False)
-        self.machine.trap_handler = self._trap
+        self.stealing = Stealing(self)          # findRunnable's stealing half (steal.py)
+        self.sysmon = Sysmon(self)              # sysmon, retake and the preemption signal (sysmon.py)
+        self.traps = Traps(self)                # what a G's trap does (schedtrap.py)
+        self.suspender = GcSuspend(self)        # the GC's suspendG/resumeG (gcsuspend.py)
+        self.machine.trap_handler = self.traps.on_trap
         self.sigctx = MachineSigContext(self.machine)
         #: an onlooker (explain): deliver(m, g, t, st, sigctx) -> sigctx, delivered(m, g, t, verdict),
         #: trapped(m, g, name, t) and executed(m, g, t); it may set stop_requested to end the run
@@ -207,16 +155,6 @@ class Scheduler(StealMixin, TrapMixin, SuspendMixin, SysmonMixin):
         self.on_round = None                 # callable(scheduler) after every round (progress), or None
         self._trap_time = 0
         self.now = 0
-        self.sysmon_next = SYSMON_MIN_US * 1000          # sysmon sleeps usleep(20) before its first retake
-        self.sysmon_delay = SYSMON_MIN_US
-        self.sysmon_idle = 0
-        self.gc_every_ns = 0
-        self.gc_next = 0
-        self.gc_cycles = 0
-        self.gc_waits: list[int] = []
-        self.suspending: dict[G, float] = {}
-        self.suspend_sent: dict[G, tuple] = {}               # suspendG's (asyncM, asyncGen, nextPreemptM)
-        self.gc_worker_p: dict[G, P] = {}                    # the P whose GC worker suspends the G
 
     # --- setup ------------------------------------------------------------------------------
     def _setup_m(self, m: M) -> None:
@@ -324,7 +262,7 @@ class Scheduler(StealMixin, TrapMixin, SuspendMixin, SysmonMixin):
         g = self._globrunqget(p, 0)
         if g is not None:
             return g, False
-        return self._steal_work(p, t)
+        return self.stealing.work(p, t)
 
     # --- execute: a G on an M, and off it again -------------------------------------------
     def _execute(self, m: M, g: G, inherit: bool, t: float) -> None:
@@ -385,7 +323,7 @@ class Scheduler(StealMixin, TrapMixin, SuspendMixin, SysmonMixin):
             g = m.curg
             self._load(m, g)
             if m.signal_at is not None and m.signal_at <= off:
-                self._deliver(m, t)
+                self.sysmon.deliver(m, t)
                 continue
             stop = budget if m.signal_at is None else min(budget, m.signal_at)
             self._running, self._running_m = g, m
@@ -398,10 +336,10 @@ class Scheduler(StealMixin, TrapMixin, SuspendMixin, SysmonMixin):
             g.cpu_insns += n
             off += n
             if parked is not None:
-                self._after_trap(m, g, parked[0], parked[1], start + off * self.ns)
+                self.traps.after(m, g, parked[0], parked[1], start + off * self.ns)
                 self._loaded = None
         if m.signal_at is not None and m.curg is None:
-            self._deliver(m, start + min(m.signal_at, budget) * self.ns)
+            self.sysmon.deliver(m, start + min(m.signal_at, budget) * self.ns)
 
     def run(self, duration_ns: int, starvation_ns: int = 50_000_000, gc_every_ns: int = 0) -> SchedResult:
         """Run until `duration_ns` of virtual time has passed or every goroutine has exited.
@@ -414,18 +352,19 @@ class Scheduler(StealMixin, TrapMixin, SuspendMixin, SysmonMixin):
         preemu plays Go's scheduler (G, M, P), there the binary's own scheduler runs inside the guest and
         preemu plays only the kernel's threads.
         """
-        self.gc_every_ns = gc_every_ns
-        self.gc_next = gc_every_ns
+        self.suspender.every_ns = gc_every_ns
+        self.suspender.next_ns = gc_every_ns
         finished = False
         while self.now < duration_ns and not self.stop_requested:
             end = self.now + self.quantum_ns
-            while self.sysmon_next <= self.now:
-                self._sysmon(self.sysmon_next)
-            if self.gc_every_ns and self.gc_next <= self.now:
-                self._gc_cycle(self.now)
-                self.gc_next = self.now + self.gc_every_ns
-            for g in list(self.suspending):
-                self._resend_suspend(g, self.now)
+            while self.sysmon.next_ns <= self.now:
+                self.sysmon.tick(self.sysmon.next_ns)
+            gc = self.suspender
+            if gc.every_ns and gc.next_ns <= self.now:
+                gc.cycle(self.now)
+                gc.next_ns = self.now + gc.every_ns
+            for g in list(gc.suspending):
+                gc.resend(g, self.now)
             for m in self.ms:
                 self._run_m(m, self.now)
             self.now = end
@@ -434,7 +373,7 @@ class Scheduler(StealMixin, TrapMixin, SuspendMixin, SysmonMixin):
             if all(g.status == "dead" for g in self.gs):
                 finished = True
                 break
-            if self._all_idle():
+            if self.sysmon.all_idle():
                 nxt = min((d for p in self.ps for d, _ in p.timers), default=None)
                 if nxt is None:
                     raise EmuError("deadlock: every goroutine is asleep and no timer is pending")
@@ -451,7 +390,7 @@ class Scheduler(StealMixin, TrapMixin, SuspendMixin, SysmonMixin):
                 since = since if since is not None and since <= end else None
             if since is not None and g.status != "running":
                 g.max_wait = max(g.max_wait, int(end - since))
-        blocked = {g.name: int(end - t0) for g, t0 in self.suspending.items()}
+        blocked = {g.name: int(end - t0) for g, t0 in self.suspender.suspending.items()}
         return SchedResult(int(end), len(self.ps), self.async_preemption, self.ns, self.gs, self.signals_sent,
                            self.refused, self.signals_injected, self.events, starvation_ns, finished,
-                           self.gc_cycles, sorted(self.gc_waits), blocked)
+                           self.suspender.cycles, sorted(self.suspender.waits), blocked)

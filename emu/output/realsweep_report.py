@@ -86,9 +86,16 @@ class RealSweepReport:
         elif getattr(r, "each_pc", None):
             e = r.each_pc
             L.append(f"  points tried       {r.points:>9,}   the first boundary of each distinct PC (--each-pc"
-                     + (", capped by --max-points)" if r.points < e["distinct"] else ")"))
+                     + (", capped by --max-points)" if e.get("capped", r.points < e["distinct"]) else ")"))
             L.append(f"  distinct PCs       {e['distinct']:>9,}   executed by {r.func}'s goroutine; {e['decided']:,} "
-                     "decided at a point (a chain's injections may move the goroutine off the reference's path)")
+                     "decided at a point")
+            if "reference" in e:
+                left = e["reference"] - e["reference_decided"]
+                L.append(f"  reference PCs      {e['reference']:>9,}   those of the uninterrupted run (the promise: each "
+                         "decided once): " + ("every one decided" if not left else f"{left:,} NOT decided")
+                         + (f"; {e['rounds']:,} more pass(es) for those the first did not reach" if e["rounds"] else ""))
+                L.append(f"  beyond them        {e['beyond']:>9,}   PCs decided that the uninterrupted run does not "
+                         "execute: only injections led the goroutine there")
         else:
             L.append(f"  points tried       {r.points:>9,}" + ("   (capped by --max-points)" if r.points < r.boundaries
                                                                  else ""))

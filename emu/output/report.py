@@ -174,7 +174,7 @@ def _expected_actual(v) -> list[str]:
 
 
 def crash_lines(crash: dict | None) -> list[str]:
-    """A crash's facts (emu/linux/crashtext.py Crash.to_json): the runtime's message, the top frames of the
+    """A crash's facts (emu/goruntime/crashtext.py Crash.to_json): the runtime's message, the top frames of the
     goroutine it names, and how the process ended."""
     if not crash:
         return []

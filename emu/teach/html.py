@@ -16,11 +16,15 @@ from .text import to_json
 
 def render(story) -> str:
     """Return the page for `story` (an explain.Story)."""
-    data = json.dumps(to_json(story), separators=(",", ":"))
-    data = data.replace("</", "<\\/").replace("<!--", "<\\!--")     # safe inside <script>
-    title = f"preemu explain: {story.func} at {story.unit} {story.at}"
-    return (_PAGE.replace("@@TITLE@@", html.escape(title)).replace("@@DATA@@", data)
-            .replace("@@CSS@@", _CSS).replace("@@JS@@", _JS))
+    return page(_PAGE, f"preemu explain: {story.func} at {story.unit} {story.at}", to_json(story), _CSS, _JS)
+
+
+def page(template: str, title: str, data, css: str, js: str) -> str:
+    """A self-contained page: `template`'s @@TITLE@@, @@DATA@@ (`data` as JSON, made safe inside <script>),
+    @@CSS@@ and @@JS@@ filled in (this module's page and schedhtml's)."""
+    text = json.dumps(data, separators=(",", ":")).replace("</", "<\\/").replace("<!--", "<\\!--")
+    return (template.replace("@@TITLE@@", html.escape(title)).replace("@@DATA@@", text)
+            .replace("@@CSS@@", css).replace("@@JS@@", js))
 
 
 _PAGE = """<!DOCTYPE html>

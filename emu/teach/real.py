@@ -17,7 +17,7 @@ realgc.py). preemu then watches, without changing anything, what the real runtim
 The steps are explain.Step records in an explain.Story, so the text, JSON and HTML front ends render them
 as they render the model world's stories; the story adds the signal stack as a second window. Here: the
 recorder, the run to boundary k, the request and the end; the signal path is told by realsignal.py and
-the resume by realresume.py (mixins of the teller).
+the resume by realresume.py (mixins of the teller), from what realrecord.py captured.
 `--at FILE:LINE` and `FUNC+OFF` name a boundary as realat.py finds it; each word of G's stack is labelled from
 the step at which it takes its role (story.label_steps: no pushCall word before pushCall).
 Left out: --force-unsafe and --nested-signals (the runtime decides here), scheduler details of what ran while
@@ -27,121 +27,17 @@ from __future__ import annotations
 
 import os
 
-from unicorn import UC_HOOK_CODE
 from unicorn import x86_const as X
 
 from . import realat, story as E
+from .realrecord import ALL, NAMES, Recorder, regs
 from .realresume import _ResumeSteps
 from .realsignal import _SignalSteps
-from ..core import regs as R
 from ..core.errors import EmuError
 from ..check.verify import Check
 from ..drive import gsweep, realsweep, references
-from ..linux import sigframe
-from ..linux.regbatch import RegBatch
 
-_ALL = RegBatch([r.uc_id for r in R.GP_REGS] + [X.UC_X86_REG_RBP, X.UC_X86_REG_RSP, X.UC_X86_REG_RIP,
-                                                X.UC_X86_REG_EFLAGS] + [r.uc_id for r in R.XMM_REGS],
-                wide=[r.uc_id for r in R.XMM_REGS])
-_NAMES = [r.name for r in R.GP_REGS] + ["RBP", "RSP", "RIP", "RFLAGS"] + [r.name for r in R.XMM_REGS]
 WINDOW_ABOVE = 10                # words of G's stack shown above the interrupted RSP
-
-
-def _regs(values, p=None) -> dict[str, str]:
-    """The registers, formatted, in REG_ORDER; at --cpu v3/v4 (`p`, the process, has a vector unit) whose stub
-    saves more than X0-15 (watch.saved) followed by those whole vector registers and masks (Y0-15; Z0-31 and
-    K0-7), the state its stub must keep."""
-    d = dict(zip(_NAMES, values))
-    out = {n: E.fmt_reg(n, d[n]) for n in E.REG_ORDER}
-    if p is not None and p.avx is not None and p.watch.saved.vector != "X":
-        lvl = p.watch.saved
-        for i, name in enumerate(lvl.vector_names()):
-            out[name] = f"{p.avx.vf.zmm(i) & ((1 << (8 * lvl.vector_bytes)) - 1):#0{2 + 2 * lvl.vector_bytes}x}"
-        for name, k in zip(lvl.mask_names(), p.avx.kregs()):
-            out[name] = f"{k:#018x}"
-    return out
-
-
-class _Recorder:
-    """What happens to one signal, captured from hooks and the watch (nothing is changed)."""
-
-    def __init__(self, sw: gsweep.RealSweep, window):
-        self.sw, self.p, self.window = sw, sw.p, window     # window(): G's stack window's words now
-        self.delivered = self.handler_regs = self.dsp = self.sigret = self.stub_frame = self.resumed = None
-        self.at_ret: dict | None = None
-        self.done = False                               # G has resumed: stop recording
-        p = sw.p
-        w = p.watch
-        real_delivered, real_sigreturn = w.delivered, w.sigreturn
-
-        def delivered(ev, t, frame):
-            real_delivered(ev, t, frame)
-            if self.delivered is None and ev is not None and ev.sig == gsweep.SIGURG:
-                self.delivered = (t.tid, frame, ev)
-                self.handler_regs = _regs(_ALL(p.uc), p)
-                self.sig_bytes = p.read(frame.frame, sigframe.FRAME_SIZE)
-                self.win_delivered = self.window()
-
-        def sigreturn(t, frame, restored):
-            if self.delivered is not None and frame is self.delivered[1] and self.sigret is None:
-                self.sigret = (restored, p.read(frame.frame, sigframe.FRAME_SIZE), _regs(_ALL(p.uc), p), self.window())
-            real_sigreturn(t, frame, restored)
-        w.delivered, w.sigreturn = delivered, sigreturn
-        dsp = p.image.symbols.get("runtime.doSigPreempt", (None, 0))[0]
-        self._hooks = []
-        if dsp is not None:
-            self._hooks.append(p.uc.hook_add(UC_HOOK_CODE, self._on_dsp, None, dsp, dsp))
-            p.uc.ctl_remove_cache(dsp, dsp + 1)
-        if sw._stub_code is not None:            # a --stub loaded over the binary's: its own instructions
-            import capstone
-            ap = p.image.symbol("runtime.asyncPreempt.abi0")
-            md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
-            self.stub_insns = [_Loaded(a, f"{mn} {ops}".strip(), mn, ops)
-                               for a, _, mn, ops in md.disasm_lite(sw._stub_code[1], ap)]
-        else:
-            self.stub_insns = [i for i in sw.prog.get_func("runtime.asyncPreempt").insns] if sw.prog else []
-        self.ran: list[tuple[int, int]] = []           # (thread, g) made current while G was away
-        from ..linux.gclock import g_store_sites
-        self._sites = {a: (reg, imm) for a, reg, imm in g_store_sites(p.image)}
-        for a in self._sites:
-            self._hooks.append(p.uc.hook_add(UC_HOOK_CODE, self._on_g_store, None, a, a))
-            p.uc.ctl_remove_cache(a, a + 1)
-        call = next((i.addr for i in self.stub_insns if i.mnemonic == "call"), None)
-        if call is not None:
-            self._hooks.append(p.uc.hook_add(UC_HOOK_CODE, self._on_stub_call, None, call, call))
-            p.uc.ctl_remove_cache(call, call + 1)
-
-    def _on_g_store(self, uc, addr, size, _):
-        if self.sigret is None or self.done or self.p.counter.stopping(addr):
-            return
-        reg, imm = self._sites[addr]
-        g = imm if reg is None else uc.reg_read(reg)
-        t = self.p.cur
-        if g and (not self.ran or self.ran[-1] != (t.tid, g)):
-            self.ran.append((t.tid, g))
-
-    def _on_dsp(self, uc, addr, size, _):
-        if self.dsp is None and self.delivered is not None and not self.p.counter.stopping(addr):
-            gp = uc.reg_read(X.UC_X86_REG_RAX)          # doSigPreempt(gp, ctxt): ABIInternal's first argument
-            o = self.p.watch.oracle
-            state = None if o is None else (o.sched_state(gp), self.p.read_u64(o.headroom_addr))
-            self.dsp = (_regs(_ALL(uc), self.p), gp, state, self.window())
-
-    def _on_stub_call(self, uc, addr, size, _):
-        if self.stub_frame is None and self.sigret is not None and not self.p.counter.stopping(addr):
-            rsp = uc.reg_read(X.UC_X86_REG_RSP)
-            self.stub_frame = (_regs(_ALL(uc), self.p), rsp, addr, self.window())
-
-    def close(self):
-        for h in self._hooks:
-            self.p.uc.hook_del(h)
-
-
-class _Loaded:
-    """An instruction of a --stub loaded over runtime.asyncPreempt (no pclntab entry: no SP delta)."""
-
-    def __init__(self, addr, text, mnemonic, op_str):
-        self.addr, self.text, self.mnemonic, self.op_str, self.sp_delta = addr, text, mnemonic, op_str, None
 
 
 def explain(path: str, func: str, at: str, *, call: int = 1, registers=None, args=(), env=(), gc: bool = False,
@@ -202,7 +98,7 @@ class _Teller(_SignalSteps, _ResumeSteps):
         """Run to boundary k, make the request, watch the signal and the resume, run on to the end."""
         sw = self.sw
         clock = sw._arm()
-        rec = _Recorder(sw, self._g_window)
+        rec = Recorder(sw, self._g_window)
         resumed = self._watch_resume(rec, clock)
         regs0 = self._to_boundary(clock)
         pc, rsp = int(regs0["RIP"], 16), int(regs0["RSP"], 16)
@@ -216,7 +112,7 @@ class _Teller(_SignalSteps, _ResumeSteps):
         self._end_step(sw._finish(clock))
         return self._story(pt, pc)
 
-    def _watch_resume(self, rec: _Recorder, clock) -> list:
+    def _watch_resume(self, rec: Recorder, clock) -> list:
         """Listen as the sweep listens; the list gets (resume, registers, window, time) when G first resumes."""
         sw = self.sw
         listener = gsweep._Listener(sw, clock)
@@ -228,7 +124,7 @@ class _Teller(_SignalSteps, _ResumeSteps):
             claimed = real_resumed(r)
             if r.g == sw.g and not resumed:
                 rec.done = True
-                resumed.append((r, _regs(_ALL(sw.p.uc), sw.p), self._g_window(), sw.p.now()))
+                resumed.append((r, regs(ALL(sw.p.uc), sw.p), self._g_window(), sw.p.now()))
             return claimed
         listener.on_resumed = on_resumed
         return resumed
@@ -242,8 +138,8 @@ class _Teller(_SignalSteps, _ResumeSteps):
             raise EmuError(f"{sw.func} returned before boundary {k} in this run")
         t = sw.p.threads[clock.ready]
         ctx_vals = [t.ctx.reg_read(getattr(X, f"UC_X86_REG_{n}") if n != "RFLAGS" else X.UC_X86_REG_EFLAGS)
-                    for n in _NAMES]
-        regs0 = _regs(ctx_vals, sw.p)           # the engine still holds t's vector state (its slice just ended)
+                    for n in NAMES]
+        regs0 = regs(ctx_vals, sw.p)           # the engine still holds t's vector state (its slice just ended)
         pc, rsp = int(regs0["RIP"], 16), int(regs0["RSP"], 16)
         self.stack = (sw._g("stack.lo"), sw._g("stack.hi"))
         self.top = min(self.stack[1] - 8, rsp + 8 * WINDOW_ABOVE)

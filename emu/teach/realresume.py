@@ -1,6 +1,6 @@
 """The resume of a real-program story: asyncPreempt's frame, the trip through schedule, the GC's scan, the RET.
 
-A mixin of real._Teller, told from what real._Recorder captured (nothing is changed): asyncPreempt's
+A mixin of real._Teller, told from what realrecord.Recorder captured (nothing is changed): asyncPreempt's
 frame at its CALL to asyncPreempt2 (the real bytes, each slot named after the instruction that stored
 it), the path the injection was seen to take (watch.py's Preemption.path: asyncPreempt2 -> gopreempt_m's
 goschedImpl or preemptPark -> schedule, with how long G was away, on which thread it came back, which
@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 from . import story as E
 from ..linux import xstate
 from ..check.verify import Check
-from ..linux.watch import FLAGS_MASK, PATHS
+from ..goruntime.watch import FLAGS_MASK, PATHS
 
 if TYPE_CHECKING:
-    from .real import _Recorder
+    from .realrecord import Recorder
 
 _STORE = re.compile(r"^(?:mov|movups|movdqu|movaps) (?:qword|xmmword) ptr \[rsp(?: \+ (0x[0-9a-f]+|\d+))?\], (\w+)$")
 
@@ -49,7 +49,7 @@ class _ResumeSteps:
     """The steps after rt_sigreturn; uses the teller's sweep (sw), boundary (k), window (top, nwords),
     gc flag, steps and _add()."""
 
-    def _resume_steps(self, rec: _Recorder, pt, resumed, pc: int, rsp: int) -> None:
+    def _resume_steps(self, rec: Recorder, pt, resumed, pc: int, rsp: int) -> None:
         sw = self.sw
         r, rregs, rwin, now = resumed
         if rec.stub_frame is not None:
@@ -101,7 +101,7 @@ class _ResumeSteps:
         """--cpu v3/v4: a row for each whole vector register and mask the stub saves (Y0-15; Z0-31, K0-7),
         interrupted (the signal frame's XSAVE area) against the RET; the number that differ."""
         p = self.sw.p
-        st = p.watch.saved                  # what the stub saves at the level (linux/stubsaves.py)
+        st = p.watch.saved                  # what the stub saves at the level (goruntime/stubsaves.py)
         if p.avx is None or st.vector == "X":
             return 0
         xcr0 = p.level.xcr0
@@ -115,7 +115,7 @@ class _ResumeSteps:
             rows.append([n, f"{a:#0{int(len(rregs[n]))}x}", rregs[n], "same" if a == v else "DIFFERS"])
         return diffs
 
-    def _path_step(self, r, pt, rec: _Recorder, rregs, rwin, away_ns: int) -> None:
+    def _path_step(self, r, pt, rec: Recorder, rregs, rwin, away_ns: int) -> None:
         """What the injection was seen to do between the stub's entry and its RET (watch.py's hooks on
         asyncPreempt2, goschedImpl and preemptPark: r.path), told as observed."""
         ok = r.path == "descheduled"
@@ -144,7 +144,7 @@ class _ResumeSteps:
                   checks=[Check("the goroutine went through asyncPreempt2 and off the CPU", ok, PATHS[r.path])],
                   window=rwin)
 
-    def _who_ran(self, rec: _Recorder) -> str:
+    def _who_ran(self, rec: Recorder) -> str:
         """The goroutines made current while G was away, named: G, an M's g0 (the scheduler), goroutine N."""
         p, sw = self.sw.p, self.sw
         gf, mf = p.structs.g, p.structs.m

@@ -1,6 +1,6 @@
 """The signal path of a real-program story: the delivery, the runtime's decision, pushCall and rt_sigreturn.
 
-A mixin of real._Teller, told from what real._Recorder captured (nothing is changed): the rt_sigframe the
+A mixin of real._Teller, told from what realrecord.Recorder captured (nothing is changed): the rt_sigframe the
 kernel model built on the M's signal stack, part by part (sigframe.py: pretcode, ucontext with uc_stack
 and uc_mcontext, the FP state pointer, siginfo), and the signal stack as the story's second window;
 sighandler -> doSigPreempt with the g/m/p state it read and preemu's oracle beside it; pushCall's edit of
@@ -20,7 +20,7 @@ from ..core.errors import EmuError
 from ..linux import sigframe
 
 if TYPE_CHECKING:
-    from .real import _Recorder
+    from .realrecord import Recorder
 
 SIG_WORDS = sigframe.FRAME_SIZE // 8
 
@@ -28,7 +28,7 @@ SIG_WORDS = sigframe.FRAME_SIZE // 8
 class _SignalSteps:
     """The signal's steps; uses the teller's sweep (sw), boundary (k) and _add()."""
 
-    def _signal_steps(self, rec: _Recorder, pt, pc: int, rsp: int) -> None:
+    def _signal_steps(self, rec: Recorder, pt, pc: int, rsp: int) -> None:
         if rec.delivered is None:
             raise EmuError(f"the signal for boundary {self.k} was never delivered (the program ended first)")
         tid, frame, ev = rec.delivered
@@ -39,7 +39,7 @@ class _SignalSteps:
             return
         self._context_steps(rec, pt, tid)
 
-    def _delivery_step(self, rec: _Recorder, tid: int, F: int) -> None:
+    def _delivery_step(self, rec: Recorder, tid: int, F: int) -> None:
         """The rt_sigframe at F, part by part, and the handler's entry registers."""
         sw = self.sw
         b = rec.sig_bytes
@@ -73,7 +73,7 @@ class _SignalSteps:
                   {"title": "rt_sigframe", "columns": ["part", "address", "value"], "rows": rows}, sig=sig_before,
                   mp=f"thread {tid}", window=rec.win_delivered)
 
-    def _handler_step(self, rec: _Recorder, pt, pc: int, rsp: int, tid: int) -> None:
+    def _handler_step(self, rec: Recorder, pt, pc: int, rsp: int, tid: int) -> None:
         """sighandler -> doSigPreempt: isAsyncSafePoint's checks with the state read at its entry."""
         sw = self.sw
         dregs, gp, (st, headroom), win = rec.dsp
@@ -92,7 +92,7 @@ class _SignalSteps:
                   [Check("the runtime and preemu's oracle agree", agree,
                          f"oracle {reason}, runtime {decided}")], mp=f"thread {tid}", window=win)
 
-    def _context_steps(self, rec: _Recorder, pt, tid: int) -> None:
+    def _context_steps(self, rec: Recorder, pt, tid: int) -> None:
         """The ucontext before and after the handler (pushCall's edit, if it injected), then rt_sigreturn."""
         sw = self.sw
         mc = lambda n: struct.unpack_from("<Q", rec.sig_bytes, sigframe.greg_offset(n))[0]   # noqa: E731

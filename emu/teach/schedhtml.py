@@ -13,19 +13,15 @@ thread by thread, how the run ended, the command that replays it. Left out: zoom
 """
 from __future__ import annotations
 
-import html
-import json
-
+from .html import page
 from .schedstory import to_json
 
 
 def render(story) -> str:
-    data = json.dumps(to_json(story), separators=(",", ":"))
-    data = data.replace("</", "<\\/").replace("<!--", "<\\!--")     # safe inside <script>
+    """Return the page for `story` (a schedstory.Story)."""
     test = f" --{story.test[0]} {story.test[1]}" if story.test else ""
     title = f"preemu explain: {story.target}{test} --schedule {story.seed} --depth {story.depth}"
-    return (_PAGE.replace("@@TITLE@@", html.escape(title)).replace("@@DATA@@", data)
-            .replace("@@CSS@@", _CSS).replace("@@JS@@", _JS))
+    return page(_PAGE, title, to_json(story), _CSS, _JS)
 
 
 _PAGE = """<!DOCTYPE html>

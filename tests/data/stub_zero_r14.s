@@ -1,6 +1,6 @@
 ; A BROKEN asyncPreempt for tests: the generated go1.14-layout stub with R14 (the goroutine's g in
 ; ABIInternal) zeroed instead of restored. The goroutine runs on with g = 0 and the program dies in the
-; runtime: a sweep tells the crash in the runtime's words (emu/linux/crashtext.py).
+; runtime: a sweep tells the crash in the runtime's words (emu/goruntime/crashtext.py).
 ; asyncPreempt, go1.14 layout: saves every register, calls asyncPreempt2, restores them.
 ; Frame: resume PC at S-8, RBP at S-16, RFLAGS at S-24, 368-byte save area below.
 ;@asm

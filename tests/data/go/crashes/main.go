@@ -1,4 +1,4 @@
-// Ways a Go program ends badly, one per argument, for emu/linux/crashtext.py (tests/test_verdicts.py):
+// Ways a Go program ends badly, one per argument, for emu/goruntime/crashtext.py (tests/test_verdicts.py):
 // the runtime's own words on stderr (panic.go printpanics, throw/fatal, dopanic_m's [signal ...] line,
 // traceback.go's goroutine header and frames) or a death by a signal with nothing said.
 package main

@@ -1,4 +1,4 @@
-// Results and globals compared through the heap (emu/linux/heapgraph.py, tests/test_heapgraph.py): build
+// Results and globals compared through the heap (emu/goruntime/heapgraph.py, tests/test_heapgraph.py): build
 // returns the same object graph on its first two calls, allocated in a different order and with its maps
 // filled in a different order, so only the addresses (and the maps' bucket placement) differ; its third
 // call differs from the first in one deep field only. Every kind the walker reads is in T.

@@ -14,15 +14,13 @@ layout runs without the oracle (verdicts None, the reason in the report).
 """
 from __future__ import annotations
 
-import operator
-
 from unicorn import UcError
 
 from ..front import golayout, goreleases
 from ..check import safepoint
 from ..core import gostructs as gs
 from ..core.errors import EmuError
-from ..core.structref import StructRef
+from ..linux.regbatch import field_spec, read_fields
 
 SIGURG = gs.SIG_PREEMPT
 
@@ -38,15 +36,12 @@ class Oracle:
         self.structs = golayout.struct_tables(binary_path)           # g/m/p as this binary lays them out
         self._prog = None                                              # the pclntab's GoProgram, on first use
         self.headroom_addr = proc.image.symbol("runtime.asyncPreemptStack")
-        self._refs: dict[tuple[int, int], StructRef] = {}     # (address, table id): its StructRef keeps its readers
-        by_offset = lambda table, names: tuple(sorted(names, key=lambda n: table[n].offset))   # noqa: E731
-        self._g_names = by_offset(self.structs.g, safepoint.G_SCHED + ("m",))
-        self._m_names = by_offset(self.structs.m, safepoint.M_SCHED)
-        self._p_names = by_offset(self.structs.p, safepoint.P_SCHED)
-        pick = lambda names, want: operator.itemgetter(*(names.index(n) for n in want))   # noqa: E731
-        self._g_pick, self._m_pick, self._p_pick = (pick(self._g_names, safepoint.G_SCHED), pick(self._m_names, safepoint.M_SCHED),
-                                                    pick(self._p_names, safepoint.P_SCHED))     # each to read_sched_state's order
-        self._g_m, self._m_p = self._g_names.index("m"), self._m_names.index("p")
+        # one read_fields call a struct (the compiled module's with it: one engine read of each struct's span)
+        spec = lambda table, names: field_spec((table[n].offset, table[n].size) for n in names)   # noqa: E731
+        self._g_spec = spec(self.structs.g, safepoint.G_SCHED + ("m",))
+        self._m_spec = spec(self.structs.m, safepoint.M_SCHED)
+        self._p_spec = spec(self.structs.p, safepoint.P_SCHED)
+        self._m_p = safepoint.M_SCHED.index("p")
 
     @property
     def prog(self):
@@ -58,24 +53,15 @@ class Oracle:
             self._prog = gofront.GoProgram(gobinary.GoBinary.open(self.path), self.path)
         return self._prog
 
-    def _ref(self, addr: int, table: dict) -> StructRef:
-        r = self._refs.get((addr, id(table)))
-        if r is None:
-            if len(self._refs) > 4096:
-                self._refs.clear()
-            r = self._refs[(addr, id(table))] = StructRef(self.proc, addr, table)
-        return r
-
     def sched_state(self, g: int) -> safepoint.SchedState:
         """The SchedState of goroutine g, its M and the M's P, as gmp.read_sched_state reads it (the emulated
         runtime's reader), the structs laid out as this binary's DWARF says: one read of each struct."""
-        t = self.structs
-        gv = self._ref(g, t.g).reader(self._g_names)()
-        mv = self._ref(gv[self._g_m], t.m).reader(self._m_names)()     # m == 0: UcError, no verdict
+        uc = self.proc.uc
+        gv = read_fields(uc, g, self._g_spec)                  # G_SCHED, then g.m
+        mv = read_fields(uc, gv[-1], self._m_spec)             # m == 0: UcError, no verdict
         pp = mv[self._m_p]
-        pv = self._ref(pp, t.p).reader(self._p_names)() if pp else None
-        return safepoint.sched_state_of(g, self._g_pick(gv) + self._m_pick(mv) + (self._p_pick(pv) if pp else (0, 0)),
-                                  self.rules)
+        pv = read_fields(uc, pp, self._p_spec) if pp else (0, 0)
+        return safepoint.sched_state_of(g, gv[:-1] + mv + pv, self.rules)
 
     def __call__(self, t, frame, g: int | None = None) -> str | None:
         """The verdict for the signal delivered in `frame`, from the g/m/p state as it is now; `g` is the

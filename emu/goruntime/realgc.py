@@ -27,16 +27,16 @@ scheduler may):
 preemu hooks runtime.scanstack and runtime.scanframeworker to show the scan of G and how each frame was
 scanned.
 
-What the cycle freed comes from the runtime's own metadata (the binary's DWARF gives the offsets): for
+What the cycle freed comes from the runtime's own metadata (heapspans.py; the binary's DWARF gives the offsets): for
 every in-use span in mheap_.allspans, slot i is allocated iff i < freeindex or allocBits[i] is set
 (mspan.isFree, mbitmap.go:1174). Slots allocated when G reached k and free once the cycle has swept
 (at startTheWorldWithSema, after gcSweep and numgc++: mgc.go:1400-1530), and slots of spans the cycle
 released, were freed by it. From then on preemu watches them (memory hooks over the spans' freed ranges):
 an access to one that is still free (spanOf -> state, freeindex, allocBits, as the runtime would answer)
 is a use of freed memory; one that has been reallocated stops being watched (in the concurrent mode freed
-objects are quarantined instead, kept out of reuse: quarantine.py). Not uses: the runtime setting up a reused
-span (SPAN_SETUP), a vector load that only runs into the object from a live neighbour (_over_read), the
-collector scanning a quarantined object (GC_SCAN). At --cpu v3/v4 the same hooks
+objects are quarantined instead, kept out of reuse: quarantine.py). Which access is a use is freeduse.py's
+(not: the runtime setting up a reused span, a vector load that only runs into the object from a live neighbour,
+the collector scanning a quarantined object). At --cpu v3/v4 the same hooks
 are on the accesses of the AVX instructions preemu executes itself (engine/avxmem.py). The watch is off while a
 cycle runs (the collector reads only marked objects; free slots are skipped by isFreeOrNewlyAllocated).
 
@@ -45,10 +45,10 @@ SIGURG lands at k (gopreempt_m), G runs again back at k in _GCmark, and its thre
 worker's suspendG asks to stop G (gp.preemptStop and SIGURG: stop_asked); that signal lands at k: preemptPark
 -> _Gpreempted -> scanned -> resumeG, and G runs on during mark (its write barriers, bulk barriers and mark
 assists are counted by hooks on gcWriteBarrier1-8, bulkBarrierPreWrite and gcAssistAlloc). What the cycle
-frees is read at gcSweep from the mark bits (_freed_by_marks: isFreeOrNewlyAllocated's allocated slots that
-are not marked in gcmarkBits or Green Tea's inline marks), and the watch stays on through the lazy sweep and
-later cycles (still_free: a span not swept since the cycle frees its unmarked slots). The translation cache
-is flushed when the watch is set (blocks G keeps running through would read without the memory hook).
+frees is read at gcSweep from the mark bits (HeapSpans.freed_by_marks: isFreeOrNewlyAllocated's allocated
+slots that are not marked in gcmarkBits or Green Tea's inline marks), and the watch stays on through the lazy
+sweep and later cycles (HeapSpans.still_free: a span not swept since the cycle frees its unmarked slots). The
+translation cache is flushed when the watch is set (blocks G keeps running through would read without the memory hook).
 
 Left out: objects allocated between boundary k and gcStart's stop-the-world (not tracked: a missed
 report, never a false one); clobberfree poisoning; user arena chunks; GOGC=off (no cycle can start: a
@@ -58,68 +58,27 @@ every other injection (the report counts both).
 from __future__ import annotations
 
 import bisect
-import hashlib
-import json
+import contextlib
 import struct
 from dataclasses import dataclass, field
 
-from unicorn import UC_HOOK_CODE, UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE, UC_MEM_WRITE, UcError
+from unicorn import UC_HOOK_CODE, UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE, UC_MEM_WRITE
 from unicorn import unicorn_const as UCC
 from unicorn import x86_const as X
 
 from ..core.errors import EmuError
-from ..engine.faultaddr import accesses, insn_at_rip
-from .quarantine import MALLOC_HEADER_MIN, Quarantine
-from .regbatch import read_reg
+from ..linux.regbatch import read_reg
+from .freeduse import USE, WATCHED, FreedUse
+from .heapspans import PAGE_SHIFT, Freed, HeapSpans
+from .quarantine import Quarantine
 
 GODEBUG = "gcstoptheworld=2"           # --gc=scan's setting (the concurrent mode runs with the default GODEBUG)
 MODES = ("scan", "concurrent")
 DEFAULT_MODE = "concurrent"              # what --gc alone runs on Go input
 SIGURG = 23                              # _SIGURG on linux/amd64 (gostructs.SIG_PREEMPT)
 WAIT_FORCEGCPERIOD_NS = 1_000_000        # forcegcperiod while a cycle is awaited (sysmon then sleeps <= 0.5 ms)
-M_SPAN_DEAD, M_SPAN_IN_USE, M_SPAN_MANUAL = 0, 1, 2    # runtime/mheap.go:387
-PAGE_SHIFT = 13                          # _PageShift
-PAGES_PER_ARENA = 8192                   # heapArenaBytes (64 MiB) / pageSize
-ARENA_SHIFT = 26                         # logHeapArenaBytes on linux/amd64
-ARENA_BASE_OFFSET = 0xffff800000000000   # arenaBaseOffset (malloc.go:314)
 G_STATUS = {1: "_Grunnable", 2: "_Grunning", 3: "_Gsyscall", 4: "_Gwaiting", 9: "_Gpreempted"}
 GC_OFF, GC_MARK, GC_MARKTERMINATION = 0, 1, 2            # runtime/mgc.go gcphase
-#: the runtime's functions that set up memory it hands to a new span (or takes back from one): their accesses to a
-#: freed object's memory are the allocator's, not the program's (runtime/mheap.go:1215 allocSpan, :1430 initSpan;
-#: mbitmap.go:505 initHeapBits; mgcmark_greenteagc.go:120-141 the inline mark bits; mgcsweep.go sweep)
-SPAN_SETUP = frozenset({
-    "runtime.(*mheap).allocSpan", "runtime.(*mheap).initSpan", "runtime.(*mheap).allocNeedsZero",
-    "runtime.(*mheap).freeSpanLocked", "runtime.(*mspan).init", "runtime.(*mspan).initHeapBits",
-    "runtime.(*mspan).initInlineMarkBits", "runtime.(*spanInlineMarkBits).init", "runtime.(*mspan).moveInlineMarks",
-    "runtime.(*sweepLocked).sweep",
-})
-#: the collector's own reads of an object it reached (a quarantined one, through a stale conservative word):
-#: marking, not the program's use (mgcmark.go scanobject/scanblock/scanConservative, mgcmark_greenteagc.go scanSpan)
-GC_SCAN = frozenset({
-    "runtime.scanobject", "runtime.scanObject", "runtime.scanblock", "runtime.scanConservative",
-    "runtime.greyobject", "runtime.scanSpan", "runtime.scanObjectsSmall", "runtime.scanObjectSmall",
-    "runtime.gcDrain", "runtime.gcDrainN", "runtime.findObject", "runtime.tryDeferToSpanScan",
-})
-INLINE_MARK_MAX = 512                    # gcUsesSpanInlineMarkBits: heapBitsInSpan(size) && size >= 16
-
-#: (struct, field path) preemu reads, as the binary's DWARF lays them out
-FIELDS = {
-    "span": ("runtime.mspan", ("startAddr", "npages", "freeindex", "nelems", "allocBits", "sweepgen",
-                               "spanclass", "state", "elemsize", "largeType", "freeIndexForScan", "gcmarkBits",
-                               "specials")),
-    "special": ("runtime.special", ("next", "offset")),
-    "mheap": ("runtime.mheap", ("allspans", "arenas", "sweepgen")),
-    "arena": ("runtime.heapArena", ("spans",)),
-    "mstats": ("runtime.mstats", ("numgc", "last_gc_nanotime")),
-    "frame": ("runtime.stkframe", ("pc", "sp", "varp")),
-    "scan": ("runtime.stackScanState", ("conservative",)),
-    "g": ("runtime.g", ("atomicstatus", "asyncSafePoint", "preemptStop")),
-    "sched": ("runtime.schedt", ("npidle", "gcwaiting")),
-    "forcegc": ("runtime.forcegcstate", ("idle",)),
-}
-#: read when the binary has them (Green Tea GC, Go 1.25+ with the experiment, 1.26+ by default): a small-object
-#: span's mark bits at the end of its first page (mgcmark_greenteagc.go spanInlineMarkBits)
-OPTIONAL = {"inline": ("runtime.spanInlineMarkBits", ("marks",))}
 
 
 def mode_of(gc) -> str | None:
@@ -137,45 +96,6 @@ def mode_of(gc) -> str | None:
 def godebug(mode: str | None) -> str | None:
     """The GODEBUG setting a mode runs the program with (the reference run has it too)."""
     return GODEBUG if mode == "scan" else None
-
-
-def layout(binary_path: str, raw: bytes) -> dict[str, dict[str, tuple[int, int]]]:
-    """{kind: {field: (offset, size)}} for FIELDS, from the binary's DWARF (cached like golayout.struct_tables)."""
-    from ..front import gobuild, godwarf
-    digest = hashlib.sha256(raw + repr((FIELDS, OPTIONAL)).encode()).hexdigest()
-    cache = gobuild.cache_dir() / "layout" / f"heap-{digest}.json"
-    if cache.exists():
-        return {k: {n: tuple(v) for n, v in d.items()} for k, d in json.loads(cache.read_text()).items()}
-    try:
-        dw = godwarf.GoDwarf.open(binary_path)
-    except godwarf.DwarfError as e:
-        raise EmuError(f"--gc reads the heap's spans at the binary's own offsets: {e}") from None
-    out: dict = {}
-    with dw:
-        for kind, (type_name, names) in FIELDS.items():
-            out[kind] = {}
-            for n in names:
-                m = dw.field(type_name, n)
-                out[kind][n] = (m.offset, m.size)
-        for kind, (type_name, names) in OPTIONAL.items():
-            try:
-                st = dw.struct(type_name)
-                out[kind] = {n: (dw.field(type_name, n).offset, dw.field(type_name, n).size) for n in names}
-                out[kind]["__size__"] = (st.size, 0)
-            except godwarf.DwarfError:
-                out[kind] = {}
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps(out))
-    return out
-
-
-@dataclass
-class Freed:
-    """An object the cycle at an injection freed."""
-    addr: int
-    size: int
-    boundary: int                 # the injection point whose cycle freed it
-    type: str = ""
 
 
 @dataclass
@@ -233,12 +153,6 @@ def _word_name(func: str, off: int) -> str:
     return f"{func}'s frame at SP+{off:#x}"
 
 
-def allocated_slots(alloc_bits: int, freeindex: int, nelems: int) -> int:
-    """Bit i set: slot i of a span is allocated, as mspan.isFree answers (mbitmap.go:1174): i < freeindex,
-    or its allocBits bit (allocations since the last sweep advance freeindex, not allocBits)."""
-    return (alloc_bits | ((1 << freeindex) - 1)) & ((1 << nelems) - 1)
-
-
 class RealGC:
     """Runs the binary's GC at injections of goroutine `g` and watches what it freed (see the module doc)."""
 
@@ -246,29 +160,17 @@ class RealGC:
         self.p, self.g, self.mode = p, g, mode_of(mode)
         self.concurrent = self.mode == "concurrent"
         im = p.image
-        self.L = layout(im.path, open(im.path, "rb").read())
-        self.mheap = im.symbol("runtime.mheap_")
+        self.spans = HeapSpans(p, self.concurrent)      # the heap as the runtime's metadata says (heapspans.py)
+        self.rules = FreedUse(p, self.spans.still_free)  # which access to a freed object is a use (freeduse.py)
         self.memstats = im.symbol("runtime.memstats")
         self.forcegcperiod = im.symbol("runtime.forcegcperiod")
         self.sched = im.symbol("runtime.sched")
         self.forcegc = im.symbol("runtime.forcegc")
         self.gcphase = im.symbol("runtime.gcphase")
-        self.greentea = "runtime.(*spanInlineMarkBits).init" in im.symbols and bool(self.L.get("inline"))
         self._watch_hooks: list = []
         self._avx_watch_hooks: list = []        # the same hooks on the vector unit's accesses (engine/avxmem.py)
-        self._binary = None
-        fields = sorted(self.L["span"].items(), key=lambda kv: kv[1][0])       # one unpack of an mspan
-        fmt, pos = "<", 0
-        for _, (off, size) in fields:
-            fmt += f"{off - pos}x" + {1: "B", 2: "H", 4: "I", 8: "Q"}[size]
-            pos = off + size
-        self._span_fmt = (tuple(n for n, _ in fields), struct.Struct(fmt), pos)
-        self._span_keys = tuple(self._span_fmt[0].index(n) for n in ("elemsize", "startAddr", "nelems", "allocBits",
-                                                                       "freeindex", "spanclass", "largeType"))
-        self._state_at, size = self.L["span"]["state"]  # mSpanStateBox's uint8 (mheap.go), tested before the unpack
-        assert size == 1, f"runtime.mspan.state is {size} bytes in this binary's DWARF, not 1"
         self.cycle: _Cycle | None = None
-        self.quarantine = Quarantine(self) if self.concurrent else None     # freed slots kept out of reuse
+        self.quarantine = Quarantine(self.spans) if self.concurrent else None     # freed slots kept out of reuse
         self.waiting = None                       # G's thread while it is held for the runtime's stop request
         self.cycles = 0                           # cycles preemu started that ended (numgc read back)
         self.cycle_kinds: dict[str, int] = {}     # those cycles by the kind of point ("async", "call", "allocation")
@@ -312,7 +214,7 @@ class RealGC:
         self.cycle, self._scan = None, None
         self.freed, self._starts = {}, []
         if self.quarantine is not None:           # the snapshot's heap never had those slots held
-            self.quarantine = Quarantine(self, self.quarantine.limit)
+            self.quarantine = Quarantine(self.spans, self.quarantine.limit)
         self.uaf, self.scans = [], []
         self.cycles = self.freed_total = 0
         self.cycle_kinds = {}
@@ -320,142 +222,33 @@ class RealGC:
         self.unasked = 0                          # points whose cycle never asked to stop G (grequest.py)
         self._zero_counts()
 
-    # --- reading the runtime's state --------------------------------------------------------------------
-    def _f(self, kind: str, name: str) -> int:
-        return self.L[kind][name][0]
-
-    def _numgc(self) -> int:
-        return int.from_bytes(self.p.read(self.memstats + self._f("mstats", "numgc"), 4), "little")
-
-    def span_fields(self, sp: int) -> dict:
-        names, st, size = self._span_fmt
-        return dict(zip(names, st.unpack(self.p.read(sp, size))))
-
-    @staticmethod
-    def slot_index(s: dict, addr: int) -> int | None:
-        """The slot of span s (span_fields) that addr lies in, or None outside its slots."""
-        i = (addr - s["startAddr"]) // s["elemsize"] if s["elemsize"] else -1
-        return i if 0 <= i < s["nelems"] else None
-
-    def _allocated(self, s: dict) -> int:
-        """Bit i set: slot i of span s is allocated (heap computes the same for every span at once)."""
-        n = s["nelems"]
-        bits = int.from_bytes(self.p.read(s["allocBits"], (n + 7) // 8), "little") if n else 0
-        return allocated_slots(bits, s["freeindex"], n)
-
-    def _windowed(self, windows: dict, addr: int, n: int, extra: int) -> tuple[bytes, int]:
-        """(buf, base): buf holds [addr, addr + n) at offset addr - base. Read as addr's page plus `extra`
-        bytes, once per page (kept in `windows`), when n <= extra; alone when it is larger, or when the
-        page's window cannot be read (the next page is not mapped)."""
-        page = addr & ~0xFFF
-        buf = windows.get(page)
-        if buf is None and n <= extra:
-            try:
-                buf = windows[page] = self.p.read(page, 0x1000 + extra)
-            except UcError:
-                pass
-        if buf is None or n > extra:
-            return self.p.read(addr, n), addr
-        return buf, page
-
-    def heap(self) -> dict[int, tuple]:
-        """Every in-use span: start address -> (elemsize, nelems, allocated slots, span, spanclass, largeType).
-
-        Read twice at every --gc point, over every span the heap ever had, through page windows: the mspans
-        come from one fixalloc (runtime/mheap.go spanalloc), so they lie a few dozen to a page, and the
-        gcBits arenas hold many spans' allocBits to a page."""
-        off, _ = self.L["mheap"]["allspans"]
-        arr, n = struct.unpack("<QQ", self.p.read(self.mheap + off, 16))
-        _, st, size = self._span_fmt
-        i_elemsize, i_start, i_nelems, i_bits, i_free, i_class, i_large = self._span_keys
-        state_at = self._state_at
-        out = {}
-        spans: dict[int, bytes] = {}
-        bitmaps: dict[int, bytes] = {}
-        for sp in struct.unpack(f"<{n}Q", self.p.read(arr, 8 * n)) if n else ():
-            buf, base = self._windowed(spans, sp, size, size)
-            if buf[sp - base + state_at] != M_SPAN_IN_USE:
-                continue                      # most spans: free, or the runtime's own (manual)
-            v = st.unpack_from(buf, sp - base)
-            es = v[i_elemsize]
-            if not es:
-                continue
-            ne, ab = v[i_nelems], v[i_bits]
-            nb = (ne + 7) // 8
-            buf, base = self._windowed(bitmaps, ab, nb, 128)    # 128 bytes: 1,024 slots, a small-object span's most
-            bits = int.from_bytes(buf[ab - base:ab - base + nb], "little")
-            out[v[i_start]] = (es, ne, allocated_slots(bits, v[i_free], ne), sp, v[i_class], v[i_large])
-        return out
-
-    def span_of(self, addr: int) -> int:
-        """runtime.spanOf (mheap.go:687): the span covering addr, or 0."""
-        ri = ((addr - ARENA_BASE_OFFSET) & (1 << 64) - 1) >> ARENA_SHIFT
-        l2 = self.p.read_u64(self.mheap + self._f("mheap", "arenas"))
-        if not l2 or ri >= 1 << 22:
-            return 0
-        ha = self.p.read_u64(l2 + 8 * ri)
-        if not ha:
-            return 0
-        return self.p.read_u64(ha + self._f("arena", "spans") + 8 * ((addr >> PAGE_SHIFT) % PAGES_PER_ARENA))
-
-    def still_free(self, addr: int) -> bool:
-        """Whether the runtime would answer that addr lies in free memory (no span in use, or a free slot of one);
-        an address of a span in use outside its slots is the runtime's own (span metadata), never free."""
-        sp = self.span_of(addr)
-        if not sp:
-            return True
-        s = self.span_fields(sp)
-        if s["state"] == M_SPAN_MANUAL:
-            return False                    # the runtime's own memory now (stacks, workbufs)
-        if s["state"] != M_SPAN_IN_USE:
-            return True
-        i = self.slot_index(s, addr)
-        if i is None:
-            return False                    # no slot of the span: its own metadata (Green Tea's inline mark bits
-            #                                 at a small-object span's end, mgcmark_greenteagc.go:139-141)
-        if self.concurrent:           # the lazy sweep: a span not swept since the last cycle frees its unmarked slots
-            hsg = int.from_bytes(self.p.read(self.mheap + self._f("mheap", "sweepgen"), 4), "little")
-            d = (s["sweepgen"] - hsg) & 0xFFFFFFFF
-            if d in (0xFFFFFFFE, 1):                  # sweepgen == h-2 (needs sweeping) or h+1 (cached, needs it)
-                return not (self._marks(s) >> i) & 1
-            if d == 0xFFFFFFFF:                       # h-1: being swept
-                return not ((self._allocated(s) | self._marks(s)) >> i) & 1
-        return not (self._allocated(s) >> i) & 1
-
-    def _type_of(self, addr: int, span: tuple) -> str:
-        elemsize, _, _, _, spanclass, large = span
-        noscan = spanclass & 1
+    @contextlib.contextmanager
+    def quarantine_off(self):
+        """Freed slots reused as natively for the runs inside (schedule runs: what they judge is the runtime's own
+        ending, and its checks, "found bad pointer in Go heap", must be able to fire)."""
+        held, self.quarantine = self.quarantine, None
         try:
-            if large:
-                tp = large
-            elif not noscan and elemsize > MALLOC_HEADER_MIN:
-                tp = self.p.read_u64(addr)
-            else:
-                return ""
-            if self._binary is None:           # the oracle's, already open; else read the binary once
-                o = self.p.watch.oracle
-                if o is not None:
-                    self._binary = o.prog.binary
-                else:
-                    from ..front.gobinary import GoBinary
-                    self._binary = GoBinary.open(self.p.image.path)
-            return self._binary.go_type(tp).name
-        except Exception:                   # a header that no longer names a type: say nothing
-            return ""
+            yield
+        finally:
+            self.quarantine = held
+
+    # --- reading the runtime's state --------------------------------------------------------------------
+    def _numgc(self) -> int:
+        return int.from_bytes(self.p.read(self.memstats + self.spans.f("mstats", "numgc"), 4), "little")
 
     # --- the cycle ------------------------------------------------------------------------------------
     def stop_requested(self) -> bool:
         """The runtime is stopping G for this cycle: the world is being stopped, or sysmon has woken
         forcegchelper (it was parked since the cycle was made due) with no idle P to run it, so that sysmon's
         retake is what frees G's P. Called before every slice while G's thread is held."""
-        if self.p.read(self.sched + self._f("sched", "gcwaiting"), 1)[0]:
+        if self.p.read(self.sched + self.spans.f("sched", "gcwaiting"), 1)[0]:
             return True
-        idle = self.p.read(self.forcegc + self._f("forcegc", "idle"), 1)[0]
+        idle = self.p.read(self.forcegc + self.spans.f("forcegc", "idle"), 1)[0]
         c = self.cycle
         if idle:
             c.forcegc_parked = True
             return False
-        npidle = int.from_bytes(self.p.read(self.sched + self._f("sched", "npidle"), 4), "little")
+        npidle = int.from_bytes(self.p.read(self.sched + self.spans.f("sched", "npidle"), 4), "little")
         if npidle:
             return False
         # No P is idle: forcegchelper, woken, waits for G's. Or it has not parked since the last cycle (it waits
@@ -476,7 +269,7 @@ class RealGC:
     def stop_asked(self, t) -> bool:
         """The concurrent cycle's mark worker asks to stop G (suspendG, preempt.go:193-206): gp.preemptStop set
         and SIGURG pending for G's thread t."""
-        return bool(self.p.read(self.g + self._f("g", "preemptStop"), 1)[0]) and SIGURG in t.pending
+        return bool(self.p.read(self.g + self.spans.f("g", "preemptStop"), 1)[0]) and SIGURG in t.pending
 
     def injected(self, boundary: int) -> None:
         """G was injected at `boundary` while this cycle was coming: the cycle is that injection's (the
@@ -489,9 +282,9 @@ class RealGC:
         if not self.concurrent:
             self._unwatch()
         now = self.p.clock
-        ms = self.memstats + self._f("mstats", "last_gc_nanotime")
+        ms = self.memstats + self.spans.f("mstats", "last_gc_nanotime")
         period = self.p.read(self.forcegcperiod, 8)
-        self.cycle = _Cycle(boundary, self._numgc(), None if self.concurrent else self.heap(), period)
+        self.cycle = _Cycle(boundary, self._numgc(), None if self.concurrent else self.spans.heap(), period)
         self.p.write(self.forcegcperiod, WAIT_FORCEGCPERIOD_NS.to_bytes(8, "little"))
         self.p.write(ms, ((now - 2 * WAIT_FORCEGCPERIOD_NS) & (1 << 64) - 1 or 1).to_bytes(8, "little"))
 
@@ -529,7 +322,7 @@ class RealGC:
         if self.quarantine is not None:
             self.quarantine.keep()          # every cycle's sweep, preemu's or the runtime's own
         if self.concurrent and self.cycle is not None:
-            freed = self._freed_by_marks(self.cycle.boundary)
+            freed = self.spans.freed_by_marks(self.cycle.boundary)
             self.cycle.freed = freed if self.quarantine is None else self.quarantine.hold(freed)
 
     def _on_barrier(self, uc, addr, size, kind) -> None:
@@ -549,7 +342,7 @@ class RealGC:
                 self._survived(o)
             self.freed_total += len(c.freed)
         else:
-            after = self.heap()
+            after = self.spans.heap()
             for base, span in c.before.items():
                 es, n, was, *_ = span
                 now = after.get(base)
@@ -558,7 +351,7 @@ class RealGC:
                 while gone:
                     if gone & 1:
                         a = base + i * es
-                        self.freed[a] = Freed(a, es, c.boundary, self._type_of(a, span))
+                        self.freed[a] = Freed(a, es, c.boundary, self.spans.type_of(a, span))
                         self._survived(self.freed[a])
                         self.freed_total += 1
                     gone >>= 1
@@ -570,67 +363,6 @@ class RealGC:
         self._watch()
 
     # --- the concurrent mode: what a cycle frees, from its mark bits ------------------------------------
-    def _inline_marks(self, start: int, elemsize: int, nbytes: int, windows: dict | None = None) -> int:
-        """Green Tea's inline mark bits of a small-object span (mgcmark_greenteagc.go:180, :258), or 0."""
-        if not self.greentea or not 16 <= elemsize <= INLINE_MARK_MAX:
-            return 0
-        inl = self.L["inline"]
-        at = start + (1 << PAGE_SHIFT) - inl["__size__"][0] + inl["marks"][0]
-        if windows is None:
-            return int.from_bytes(self.p.read(at, nbytes), "little")
-        buf, base = self._windowed(windows, at, nbytes, 128)
-        return int.from_bytes(buf[at - base:at - base + nbytes], "little")
-
-    def _marks(self, s: dict) -> int:
-        n = s["nelems"]
-        nb = (n + 7) // 8
-        bits = int.from_bytes(self.p.read(s["gcmarkBits"], nb), "little") if n and s["gcmarkBits"] else 0
-        return bits | self._inline_marks(s["startAddr"], s["elemsize"], nb)
-
-    def _freed_by_marks(self, boundary: int) -> list[Freed]:
-        """Objects this cycle frees, with marking complete (at gcSweep): in every in-use span, a slot that is
-        neither free nor newly allocated (isFreeOrNewlyAllocated, mbitmap.go:1195: below freeIndexForScan, or
-        its allocBits bit) and is not marked (gcmarkBits, or Green Tea's inline marks)."""
-        off, _ = self.L["mheap"]["allspans"]
-        arr, n = struct.unpack("<QQ", self.p.read(self.mheap + off, 16))
-        names, st, size = self._span_fmt
-        ix = {k: names.index(k) for k in ("elemsize", "startAddr", "nelems", "allocBits", "freeIndexForScan",
-                                           "gcmarkBits", "spanclass", "largeType")}
-        out: list[Freed] = []
-        spans: dict[int, bytes] = {}
-        bitmaps: dict[int, bytes] = {}
-        inline: dict[int, bytes] = {}
-        for sp in struct.unpack(f"<{n}Q", self.p.read(arr, 8 * n)) if n else ():
-            buf, base = self._windowed(spans, sp, size, size)
-            if buf[sp - base + self._state_at] != M_SPAN_IN_USE:
-                continue
-            v = st.unpack_from(buf, sp - base)
-            es, ne = v[ix["elemsize"]], v[ix["nelems"]]
-            if not es or not ne:
-                continue
-            nb = (ne + 7) // 8
-            buf, base = self._windowed(bitmaps, v[ix["allocBits"]], nb, 128)
-            ab = v[ix["allocBits"]] - base
-            alloc = allocated_slots(int.from_bytes(buf[ab:ab + nb], "little"), v[ix["freeIndexForScan"]], ne)
-            if not alloc:
-                continue
-            marks = 0
-            if v[ix["gcmarkBits"]]:
-                buf, base = self._windowed(bitmaps, v[ix["gcmarkBits"]], nb, 128)
-                mb = v[ix["gcmarkBits"]] - base
-                marks = int.from_bytes(buf[mb:mb + nb], "little")
-            start = v[ix["startAddr"]]
-            gone = alloc & ~(marks | self._inline_marks(start, es, nb, inline))
-            span = (es, ne, alloc, sp, v[ix["spanclass"]], v[ix["largeType"]])
-            i = 0
-            while gone:
-                if gone & 1:
-                    a = start + i * es
-                    out.append(Freed(a, es, boundary, self._type_of(a, span)))
-                gone >>= 1
-                i += 1
-        return out
-
     def _on_scanstack(self, uc, addr, size, _) -> None:
         self._scan = None
         if self.p.counter.stopping(addr) or read_reg(uc, X.UC_X86_REG_RAX) != self.g:
@@ -639,8 +371,8 @@ class RealGC:
         if self.cycle is None:
             return
         g = self.g
-        st = int.from_bytes(self.p.read(g + self._f("g", "atomicstatus"), 4), "little") & ~0x1000   # _Gscan
-        asp = self.p.read(g + self._f("g", "asyncSafePoint"), 1)[0]
+        st = int.from_bytes(self.p.read(g + self.spans.f("g", "atomicstatus"), 4), "little") & ~0x1000   # _Gscan
+        asp = self.p.read(g + self.spans.f("g", "asyncSafePoint"), 1)[0]
         rec = self.p.watch._awaiting.get(g) if asp else None
         path = (rec.descheduled or "").removeprefix("runtime.") if rec is not None else ""
         status, kind = G_STATUS.get(st, str(st)), self.cycle.kind
@@ -654,9 +386,9 @@ class RealGC:
         if self._scan is None or self.p.counter.stopping(addr):
             return
         frame, state = read_reg(uc, X.UC_X86_REG_RAX), read_reg(uc, X.UC_X86_REG_RBX)
-        pc = self.p.read_u64(frame + self._f("frame", "pc"))
-        cons = self.p.read(state + self._f("scan", "conservative"), 1)[0]
-        name = (self.p.image.func_at(pc) or ("?", 0))[0].removesuffix(".abi0")
+        pc = self.p.read_u64(frame + self.spans.f("frame", "pc"))
+        cons = self.p.read(state + self.spans.f("scan", "conservative"), 1)[0]
+        name = self.p.image.func_name(pc) or "?"
         cons = bool(cons) or name == "runtime.asyncPreempt"
         self._scan.frames.append((name, "conservative" if cons else "precise"))
         if cons and self._scan.async_safe_point:
@@ -665,28 +397,17 @@ class RealGC:
     def _conservative_words(self, frame: int, name: str) -> None:
         """The words scanConservative reads in a frame (mgcmark.go scanframeworker: [sp, varp)) that point into
         an allocated heap object: kept[object] = (this scan's boundary, which word)."""
-        sp = self.p.read_u64(frame + self._f("frame", "sp"))
-        varp = self.p.read_u64(frame + self._f("frame", "varp"))
+        sp = self.p.read_u64(frame + self.spans.f("frame", "sp"))
+        varp = self.p.read_u64(frame + self.spans.f("frame", "varp"))
         if not 0 < varp - sp <= 1 << 16:
             return
         raw = self.p.read(sp, varp - sp)
         for i, v in enumerate(struct.unpack(f"<{len(raw) // 8}Q", raw[:len(raw) // 8 * 8])):
             if v < 0x1000:
                 continue
-            base = self.object_at(v)
+            base = self.spans.object_at(v)
             if base is not None:
                 self.kept[base] = (self._scan.boundary, _word_name(name, 8 * i))
-
-    def object_at(self, addr: int) -> int | None:
-        """The allocated heap object addr points into (its base), as findObject would answer, or None."""
-        sp = self.span_of(addr)
-        if not sp or self.p.read(sp + self._state_at, 1)[0] != M_SPAN_IN_USE:
-            return None
-        s = self.span_fields(sp)
-        i = self.slot_index(s, addr)
-        if i is None:
-            return None
-        return s["startAddr"] + i * s["elemsize"] if (self._allocated(s) >> i) & 1 else None
 
     def _survived(self, o: Freed) -> None:
         hit = self.kept.pop(o.addr, None)
@@ -743,50 +464,16 @@ class RealGC:
             return
         if self.cycle is not None and not self.concurrent:
             return
-        if access != UC_MEM_WRITE and self._over_read(uc, start, obj.size):
-            return                              # a vector load's bytes past a live neighbour's end: still watched
-        pc = read_reg(uc, X.UC_X86_REG_RIP)
         held = self.quarantine is not None and start in self.quarantine
-        if held and (self.p.image.func_at(pc) or ("", 0))[0] in GC_SCAN:
-            return                              # the collector reached it through a stale word: still watched
+        verdict = self.rules.judge(uc, access, start, obj.size, held)
+        if verdict == WATCHED:
+            return
         del self.freed[start]
         del self._starts[i]
-        if not held and not self.still_free(start):
-            return                              # reallocated: a new object lives there
-        if self._span_setup(pc, read_reg(uc, X.UC_X86_REG_RSP)):
-            return                              # the runtime reusing the memory for a new span, not the program
-        t = self.p.cur
-        self.uaf.append(UseAfterFree(pc, t.tid if t else 0,
-                                     "write" if access == UC_MEM_WRITE else "read", addr, obj))
-
-    @staticmethod
-    def _over_read(uc, start: int, size: int) -> bool:
-        """Whether the instruction reading [start, start + size) has an operand that only runs into it from outside:
-        the runtime's vectorised routines load whole 16- or 32-byte blocks around a short key and mask off the
-        rest (memhash_amd64.s:34-44 aes0to15 loads 16 bytes from a 2-byte string; indexbyte, memeqbody likewise),
-        so a live object's last bytes drag its freed neighbour's first bytes into a register, unused. A Go-level
-        access lies within one object; an operand inside the freed object is a use. The limit: a key shorter than
-        a block that itself lies in freed memory, read only by such a routine, is not reported (the object stays
-        watched: its next access within bounds is)."""
-        insn = insn_at_rip(uc)
-        if insn is None:
-            return False
-        ends = [(a, a + n) for a, n in accesses(uc, insn) if a < start + size and start < a + n]
-        return bool(ends) and all(a < start or b > start + size for a, b in ends)
-
-    def _span_setup(self, pc: int, rsp: int) -> bool:
-        """Whether the access at pc is the runtime's own set-up of memory it is handing to a new span or slot
-        (SPAN_SETUP), directly or through memclrNoHeapPointers called from one of them (the caller's return
-        address at [rsp]: memclr_amd64.s has no frame). Between such a write and the state that says so
-        (allocBits, freeindex, the span's state) the memory reads as free, so still_free cannot tell."""
-        im = self.p.image
-        name = (im.func_at(pc) or ("", 0))[0].removesuffix(".abi0")
-        if name == "runtime.memclrNoHeapPointers":
-            try:
-                name = (im.func_at(self.p.read_u64(rsp)) or ("", 0))[0]
-            except UcError:
-                return False
-        return name in SPAN_SETUP
+        if verdict == USE:
+            t = self.p.cur
+            self.uaf.append(UseAfterFree(read_reg(uc, X.UC_X86_REG_RIP), t.tid if t else 0,
+                                         "write" if access == UC_MEM_WRITE else "read", addr, obj))
 
     def close(self) -> None:
         self._unwatch()

@@ -26,9 +26,10 @@ from unicorn import x86_const as X
 
 from ..core import regs
 from ..engine.x86decode import disasm_lite
-from . import stubsaves, xstate
-from .regbatch import RegBatch, read_reg
-from .sigframe import _REG, GREGS, XMM
+from . import stubsaves
+from ..linux import xstate
+from ..linux.regbatch import RegBatch, read_reg
+from ..linux.sigframe import _REG, GREGS, XMM
 
 #: registers the resume check compares (RIP and RSP are checked separately)
 CHECKED = GREGS[:15]

@@ -11,7 +11,7 @@ the binary's own type information, and says what it finds without an address in 
   internal/abi/iface.go:17-22), whose name and TFlagDirectIface (internal/abi/type.go:124-127) gotypes.py
   reads, and whose DWARF type is the DIE with that DW_AT_go_runtime_type (an offset from moduledata.types,
   cmd/link/internal/ld/dwarf.go:711-713).
-- maps: Go 1.24+ swiss maps (internal/runtime/maps): the Map header (map.go:214-265: used, dirPtr, dirLen), a
+- maps (read by heapmaps.py): Go 1.24+ swiss maps (internal/runtime/maps): the Map header (map.go:214-265: used, dirPtr, dirLen), a
   small map's single group (dirLen == 0, map.go:233-243) or the directory of tables (map.go:364-366; a table
   may sit at several directory entries, table.go:34-72), each table's groups (groupsReference, group.go:313-
   344), a group's control word and slots (group.go:246-310; a slot is full iff its control byte's bit 7 is
@@ -54,25 +54,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .heapmaps import SCALARS, MAX_BYTES, TFLAG_DIRECT_IFACE, MapReader, map_layout, scalar_token
+
 MAX_DEPTH = 16           # indirections (pointer, slice, map entry, boxed interface value) from the root
 MAX_TOKENS = 20_000      # tokens one walk emits
 MAX_ELEMS = 1_000        # elements of one array or slice, entries of one map
-MAX_BYTES = 4_096        # bytes of one string, byte array or byte slice
-MAX_MAP_SLOTS = 1 << 14  # slots read from one map (8 per group): a bigger map is compared by its length
 CATALOG_VERSION = 2
-TFLAG_DIRECT_IFACE = 0x20    # internal/abi/type.go:127
 
 # reflect kinds (internal/abi/type.go:50-80) -> the walker's kinds
 _KINDS = {1: "bool", **{k: "int" for k in range(2, 7)}, **{k: "uint" for k in range(7, 13)}, 13: "float",
           14: "float", 15: "complex", 16: "complex", 17: "array", 18: "chan", 19: "func", 20: "iface", 21: "map",
           22: "ptr", 23: "slice", 24: "string", 25: "struct", 26: "uptr"}
 _ENCODINGS = {2: "bool", 3: "complex", 4: "float", 5: "int", 6: "int", 7: "uint", 8: "uint"}   # DW_ATE_*
-_SCALARS = ("bool", "int", "uint", "float", "complex")
 
 
 # ---- the type catalogue of one binary ------------------------------------------------------------------
@@ -145,7 +142,7 @@ class Ty:
     count: int = 0                 # array
     fields: list = field(default_factory=list)     # struct: (name, offset, DIE)
     eface: bool = False            # iface: interface{} (runtime.eface) or with methods (runtime.iface)
-    map: dict | None = None        # map: the swiss layout (_map_layout), or {"old": why}
+    map: dict | None = None        # map: the swiss layout (heapmaps.map_layout), or {"old": why}
     chan: dict | None = None       # chan: hchan offsets
 
     def resolve(self) -> None:
@@ -189,7 +186,7 @@ class Ty:
             self.size = 8
             hdr = self._struct_behind(r)          # the synthesized map<K,V> / hchan<T> struct
             if kind == "map":
-                self.map = _map_layout(self.cat, hdr, key, elem)
+                self.map = map_layout(self.cat, hdr, key, elem)
             else:
                 self.chan = {m[0]: m[1] for m in hdr.get("m", [])} if hdr else {}
                 self.chan["elem"] = (self.cat.recs.get(elem) or {}).get("n", "?")
@@ -209,50 +206,6 @@ class Ty:
         return next((f for f in self.fields if f[0] == name), None)
 
 
-def _deref(cat: Catalog, off: int | None, times: int = 1) -> Ty | None:
-    t = cat.ty(off)
-    for _ in range(times):
-        if t is None or t.kind != "ptr":
-            return None
-        t = cat.ty(t.elem)
-    return t
-
-
-def _map_layout(cat: Catalog, hdr: dict | None, key: int | None, elem: int | None) -> dict:
-    """Offsets of a swiss map's header, tables and groups from the DWARF structs the linker synthesizes for
-    map[K]V (map<K,V>, table<K,V>, groupReference<K,V>, the compiler's group struct)."""
-    if hdr is None:
-        return {"old": "the map's DWARF header type is missing"}
-    m = {f[0]: (f[1], f[2]) for f in hdr.get("m", [])}
-    if "dirPtr" not in m:
-        used = m.get("count", m.get("used", (0, None)))[0]
-        return {"old": "a pre-swiss map layout (Go 1.23 or earlier): entries not compared", "used": used}
-    try:
-        table = _deref(cat, m["dirPtr"][1], 2)
-        tf = {f[0]: (f[1], f[2]) for f in table.fields}
-        gref = cat.ty(tf["groups"][1])
-        gf = {f[0]: (f[1], f[2]) for f in gref.fields}
-        group = _deref(cat, gf["data"][1])
-        grp = {f[0]: (f[1], f[2]) for f in group.fields}
-        out = {"used": m["used"][0], "dirPtr": m["dirPtr"][0], "dirLen": m["dirLen"][0],
-               "tdata": tf["groups"][0] + gf["data"][0], "tmask": tf["groups"][0] + gf["lengthMask"][0],
-               "gsize": group.size, "ctrl": grp["ctrl"][0], "key": key, "elem": elem}
-        if "slots" in grp:                    # interleaved: slots [8]struct{key K; elem V}
-            arr = cat.ty(grp["slots"][1])
-            slot = cat.ty(arr.elem)
-            sf = {f[0]: (f[1], f[2]) for f in slot.fields}
-            out.update(koff=grp["slots"][0] + sf["key"][0], kstride=slot.size, kty=sf["key"][1],
-                       eoff=grp["slots"][0] + sf["elem"][0], estride=slot.size, ety=sf["elem"][1])
-        else:                                 # GOEXPERIMENT=mapsplitgroup: keys [8]K; elems [8]V
-            ka, ea = cat.ty(grp["keys"][1]), cat.ty(grp["elems"][1])
-            out.update(koff=grp["keys"][0], kstride=ka.size // 8, kty=ka.elem,
-                       eoff=grp["elems"][0], estride=ea.size // 8, ety=ea.elem)
-        return out
-    except (KeyError, AttributeError, TypeError, ZeroDivisionError):
-        return {"old": "the map's DWARF layout is not one preemu reads: entries not compared",
-                "used": m.get("used", (0, None))[0]}
-
-
 # ---- the walk ------------------------------------------------------------------------------------------
 class Walk:
     """One walk: roots added in order share the aliasing record and the bounds.
@@ -262,6 +215,7 @@ class Walk:
 
     def __init__(self, cat: Catalog, read, rtype, func_name):
         self.cat, self._read, self.rtype, self.func_name = cat, read, rtype, func_name
+        self.maps = MapReader(cat, self.read, rtype)     # a swiss map's slots and its keys' text (heapmaps.py)
         self.out: dict[str, str] = {}
         self.seen: dict[tuple, str] = {}
         self.left = MAX_TOKENS
@@ -312,7 +266,7 @@ class Walk:
         if b is None:
             self.emit(path, "unreadable")
             return
-        if k in _SCALARS:
+        if k in SCALARS:
             self.emit(path, scalar_token(k, b))
         elif k == "string":
             p, n = struct.unpack("<QQ", b[:16])
@@ -507,7 +461,7 @@ class Walk:
         if depth >= MAX_DEPTH:
             self.emit(f"{path}{{...}}", f"entries not compared: depth bound {MAX_DEPTH}")
             return
-        slots = self._swiss_slots(hb, lay)
+        slots = self.maps.slots(hb, lay)
         if isinstance(slots, str):
             self.emit(f"{path}{{...}}", slots)
             return
@@ -526,7 +480,7 @@ class Walk:
             if kind_e:
                 b = self.read(ea, 8)
                 ea = int.from_bytes(b, "little") if b else 0
-            sk, text = self.key_text(kt, ka, None, 0)
+            sk, text = self.maps.key_text(kt, ka, None, 0)
             entries.append((sk, text, ea))
         entries.sort(key=lambda x: (x[0], x[1]))
         prev, dup = None, 1
@@ -540,113 +494,3 @@ class Walk:
         if len(entries) > len(shown):
             self.emit(f"{path}{{...}}", f"{len(entries) - len(shown):,} more entries not compared "
                       f"(bound {MAX_ELEMS:,})")
-
-    def _swiss_slots(self, hb: bytes, lay: dict):
-        """(key address, elem address) of every full slot (internal/runtime/maps: see the module docstring),
-        or a token saying why the entries are not compared."""
-        dirptr = int.from_bytes(hb[lay["dirPtr"]:lay["dirPtr"] + 8], "little")
-        dirlen = int.from_bytes(hb[lay["dirLen"]:lay["dirLen"] + 8], "little", signed=True)
-        gsize = lay["gsize"]
-        groups: list[int] = []
-        if dirlen == 0:                                   # a small map: dirPtr is its one group
-            groups = [dirptr] if dirptr else []
-        else:
-            if dirlen < 0 or dirlen * 8 * 8 > MAX_MAP_SLOTS * 8:
-                return f"entries not compared: a directory of {dirlen} tables"
-            d = self.read(dirptr, 8 * dirlen)
-            if d is None:
-                return "entries not compared: its directory is unreadable"
-            tables = list(dict.fromkeys(struct.unpack(f"<{dirlen}Q", d)))
-            for tab in tables:
-                tb = self.read(tab, max(lay["tdata"], lay["tmask"]) + 8)
-                if tb is None:
-                    return "entries not compared: a table is unreadable"
-                data = int.from_bytes(tb[lay["tdata"]:lay["tdata"] + 8], "little")
-                n = int.from_bytes(tb[lay["tmask"]:lay["tmask"] + 8], "little") + 1
-                if (len(groups) + n) * 8 > MAX_MAP_SLOTS:
-                    return f"entries not compared: more than {MAX_MAP_SLOTS:,} slots"
-                groups += [data + i * gsize for i in range(n)]
-        out = []
-        c0 = lay["ctrl"]
-        for g in groups:
-            cb = self.read(g + c0, 8)
-            if cb is None:
-                return "entries not compared: a group is unreadable"
-            ctrl = int.from_bytes(cb, "little")
-            for i in range(8):
-                if not (ctrl >> (8 * i)) & 0x80:          # full: bit 7 clear (group.go:233-241)
-                    out.append((g + lay["koff"] + i * lay["kstride"], g + lay["eoff"] + i * lay["estride"]))
-        return out
-
-    # --- map keys
-    def key_text(self, t: Ty, addr: int | None, raw: bytes | None, depth: int) -> tuple[tuple, str]:
-        """(sort key, canonical text) of a map key's value."""
-        b = raw[:t.size] if raw is not None and len(raw) >= t.size else (
-            self.read(addr, t.size) if addr is not None else None)
-        if b is None:
-            return (2, 0), "?"
-        k = t.kind
-        if k in ("int", "uint"):
-            v = int.from_bytes(b, "little", signed=k == "int")
-            return (0, v), str(v)
-        if k == "float":
-            v = struct.unpack("<d" if t.size == 8 else "<f", b)[0]
-            return ((0, v) if math.isfinite(v) else (1, 0)), repr(v)
-        if k in _SCALARS:
-            return (1, 0), scalar_token(k, b)
-        if k == "string":
-            p, n = struct.unpack("<QQ", b[:16])
-            data = self.read(p, min(n, MAX_BYTES)) if n else b""
-            text = json.dumps((data or b"").decode(errors="replace"), ensure_ascii=False)
-            return (1, 0), text + ("..." if n > MAX_BYTES else "")
-        if k == "ptr":
-            p = int.from_bytes(b[:8], "little")
-            e = self.cat.ty(t.elem)
-            if p == 0:
-                return (1, 0), "nil"
-            if e is None or depth >= 3:
-                return (1, 0), f"&{e.name if e else '?'}"
-            return (1, 0), "&" + self.key_text(e, p, None, depth + 1)[1]
-        if k == "iface":
-            w0, data = struct.unpack("<QQ", b[:16])
-            if w0 == 0:
-                return (1, 0), "nil"
-            tp = w0 if t.eface else int.from_bytes(self.read(w0 + 8, 8) or bytes(8), "little")
-            info = self.rtype(tp) if tp else None
-            if info is None:
-                return (1, 0), "?"
-            name, tflag, die = info
-            dt = self.cat.ty(die)
-            if dt is None or depth >= 3:
-                return (1, 0), f"{name}(?)"
-            inner = (self.key_text(dt, None, data.to_bytes(8, "little"), depth + 1) if tflag & TFLAG_DIRECT_IFACE
-                     else self.key_text(dt, data, None, depth + 1))[1]
-            return (1, 0), f"{name}({inner})"
-        if k == "struct":
-            parts = [self.key_text(ft, None, b[off:off + ft.size], depth)[1]
-                     for _, off, toff in t.fields if (ft := self.cat.ty(toff)) is not None]
-            return (1, 0), "{" + ", ".join(parts) + "}"
-        if k == "array":
-            e = self.cat.ty(t.elem)
-            if e is None:
-                return (1, 0), b.hex()
-            parts = [self.key_text(e, None, b[i * e.size:(i + 1) * e.size], depth)[1] for i in range(t.count)]
-            return (1, 0), "[" + " ".join(parts) + "]"
-        if k == "uptr" or k == "chan":
-            return (1, 0), "nil" if not int.from_bytes(b[:8], "little") else f"non-nil {k}"
-        return (1, 0), b.hex()
-
-
-def scalar_token(kind: str, b: bytes) -> str:
-    """A bool, integer, float or complex value's token (geffects' tokens for results and globals)."""
-    if kind == "bool":
-        return "true" if b[0] else "false"
-    if kind in ("int", "uint"):
-        return str(int.from_bytes(b, "little", signed=kind == "int"))
-    if kind == "float":
-        return repr(struct.unpack("<d" if len(b) == 8 else "<f", b)[0])
-    if kind == "complex":
-        h = len(b) // 2
-        f = "<d" if h == 8 else "<f"
-        return repr(complex(struct.unpack(f, b[:h])[0], struct.unpack(f, b[h:])[0]))
-    return b.hex()

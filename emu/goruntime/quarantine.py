@@ -28,15 +28,16 @@ from __future__ import annotations
 
 import struct
 
+from .heapspans import MALLOC_HEADER_MIN
+
 LIMIT = 16 << 20                        # bytes held at most
-MALLOC_HEADER_MIN = 512                 # minSizeForMallocHeader (malloc.go): larger scan objects start with *_type
 
 
 class Quarantine:
     """The objects kept out of reuse, by address, and the bytes they hold."""
 
-    def __init__(self, gc, limit: int = LIMIT) -> None:
-        self.gc = gc                    # the RealGC whose cycles free what this holds (its span readers)
+    def __init__(self, heap, limit: int = LIMIT) -> None:
+        self.heap = heap                # the heap whose spans hold what this holds (heapspans.HeapSpans)
         self.limit = limit
         self.held: dict[int, object] = {}   # address -> the Freed record of the cycle that first freed it
         self.bytes = 0
@@ -74,34 +75,34 @@ class Quarantine:
 
     def _slot(self, addr: int, spans: dict, specials: bool = True) -> tuple[dict, int, set[int]] | None:
         """(span fields, slot index, its special offsets) of the object at addr, or None outside any span's slots."""
-        sp = self.gc.span_of(addr)
+        sp = self.heap.span_of(addr)
         if not sp:
             return None
         if sp not in spans:
-            s = self.gc.span_fields(sp)
+            s = self.heap.span_fields(sp)
             spans[sp] = (s, self._special_offsets(s) if specials else set())
         s, offs = spans[sp]
-        i = self.gc.slot_index(s, addr)
+        i = self.heap.slot_index(s, addr)
         return (s, i, offs) if i is not None and s["gcmarkBits"] else None
 
     def _mark(self, s: dict, i: int) -> None:
         at = s["gcmarkBits"] + i // 8
-        b = self.gc.p.read(at, 1)[0]
-        self.gc.p.write(at, bytes([b | 1 << (i % 8)]))
+        b = self.heap.p.read(at, 1)[0]
+        self.heap.p.write(at, bytes([b | 1 << (i % 8)]))
 
     def _clear(self, addr: int, size: int, s: dict) -> None:
         if s["spanclass"] & 1:          # noscan: nothing the collector would follow
             return
         skip = 8 if s["elemsize"] > MALLOC_HEADER_MIN and not s["largeType"] else 0
-        self.gc.p.write(addr + skip, bytes(size - skip))
+        self.heap.p.write(addr + skip, bytes(size - skip))
 
     def _special_offsets(self, s: dict) -> set[int]:
         """The span offsets its special records name (mheap.go:1965 special: next, offset, kind)."""
         out: set[int] = set()
-        at, lay = s.get("specials", 0), self.gc.L["special"]
+        at, lay = s.get("specials", 0), self.heap.L["special"]
         seen = 0
         while at and seen < 100_000:
-            out.add(struct.unpack("<Q", self.gc.p.read(at + lay["offset"][0], 8))[0])
-            at = struct.unpack("<Q", self.gc.p.read(at + lay["next"][0], 8))[0]
+            out.add(struct.unpack("<Q", self.heap.p.read(at + lay["offset"][0], 8))[0])
+            at = struct.unpack("<Q", self.heap.p.read(at + lay["next"][0], 8))[0]
             seen += 1
         return out

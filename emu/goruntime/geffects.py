@@ -27,7 +27,7 @@ from unicorn import x86_const as X
 
 from ..core.errors import EmuError
 from . import heapgraph
-from .regbatch import changed_pages, mem_read_into, read_reg
+from ..linux.regbatch import changed_pages, mem_read_into, read_reg
 
 #: Globals whose changes are the runtime's own bookkeeping, not F's effect: runtime packages, the internal/
 #: tree, sync's pool registry, os/syscall/time state and the linker's symbols.
@@ -132,6 +132,7 @@ class Effects:
         self.segments = [(s.vaddr, s.memsz) for s in self.image.segments if s.flags & 2]     # PF_W
         self.start: list[bytes] = []
         self._now: list[bytearray] = []     # the segments read again at F's return (changed_pages' buffers)
+        self._held_bufs: list[tuple[bytearray, bytearray]] = []   # written_meanwhile's (before, after) a segment
 
     def _result_slots(self, func: str):
         from ..front import goabi, godwarf
@@ -250,11 +251,13 @@ class Effects:
         """Call run() (G's thread held while the other threads run: gsweep.held_reference) and return the
         globals whose words changed meanwhile, by name (the runtime's bookkeeping left out, as in
         changed_globals): other goroutines wrote them while F was part-way."""
-        before = [mem_read_into(self.p.uc, a, bytearray(n)) for a, n in self.segments]
+        if len(self._held_bufs) != len(self.segments):     # two buffers a segment, kept: a reference makes a
+            self._held_bufs = [(bytearray(n), bytearray(n)) for _, n in self.segments]   # dozen held runs, and
+        for (a, _), (old, _) in zip(self.segments, self._held_bufs):      # fresh 34 MB buffers cost ~30 ms each
+            mem_read_into(self.p.uc, a, old)
         run()
         out = set()
-        for (a, n), old in zip(self.segments, before):
-            now = bytearray(n)
+        for (a, n), (old, now) in zip(self.segments, self._held_bufs):
             for page in changed_pages(self.p.uc, a, old, now):
                 for off in range(page, min(n, page + 4096) - 7, 8):
                     if old[off:off + 8] != now[off:off + 8] and (sym := self._symbol_start(a + off)) is not None \

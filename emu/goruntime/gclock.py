@@ -17,11 +17,11 @@ import re
 from functools import lru_cache
 
 import capstone
-from ..engine.native import hook_code
+from ..engine.native import hook_g_store
 from unicorn import x86_const as X
 
-from .threads import RUNNABLE
-from .regbatch import RegBatch, read_reg
+from ..linux.threads import RUNNABLE
+from ..linux.regbatch import RegBatch, read_reg
 
 _TLS_G_STORE = re.compile(rb"\x64[\x48\x4c]\x89[\x04\x0c\x14\x1c\x24\x2c\x34\x3c]\x25\xf8\xff\xff\xff|"
                           rb"\x64\x48\xc7\x04\x25\xf8\xff\xff\xff")
@@ -70,7 +70,8 @@ class GoroutineClock:
             from ..core.errors import EmuError
             raise EmuError(f"{p.image.path}: no store to the TLS g slot found: not a linux/amd64 Go binary?")
         self._src = {a: (reg, imm) for a, reg, imm in sites}
-        self._hooks = [hook_code(p.uc, self._on_store, None, a, a) for a in self._src]
+        # with the compiled module, the stores _on_store would ignore return in C (native.hook_g_store)
+        self._hooks = [hook_g_store(p.uc, self._on_store, a, reg, imm, self, p) for a, (reg, imm) in self._src.items()]
         for a in self._src:                 # blocks translated before the hook exist do not call it
             p.uc.ctl_remove_cache(a, a + 1)
         p.probe = self

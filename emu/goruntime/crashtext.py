@@ -108,6 +108,25 @@ class Crash:
                 "stderr_tail": list(self.stderr_tail)}
 
 
+#: a failed test's header in a test binary's output (testing.go: "--- FAIL: TestX (0.00s)")
+_TEST_FAILED = re.compile(r"--- FAIL: (\S+)")
+
+
+def first_said(ending) -> str:
+    """The first line the program said about how it ended, stripped: stderr first (the runtime's panic and
+    fatal messages go there), then stdout, skipping blank lines and the testing package's "=== " framing. A
+    failed test's header is joined with the line after it, its first reason: "--- FAIL: TestX: x_test.go:9: ...".
+    "" when it said nothing."""
+    lines = [ln.strip() for stream in (ending.stderr, ending.stdout)
+             for ln in stream.decode(errors="replace").splitlines() if ln.strip() and not ln.startswith("=== ")]
+    if not lines:
+        return ""
+    m = _TEST_FAILED.match(lines[0])
+    if m is None:
+        return lines[0]
+    return f"--- FAIL: {m[1]}" + (f": {lines[1]}" if len(lines) > 1 and not lines[1].startswith("---") else "")
+
+
 def describe(ending) -> Crash | None:
     """What the runtime said and how the run ended (the module docstring), or None for a run that ended by
     an exit with nothing of the runtime's on stderr (and for an interrupted run)."""
