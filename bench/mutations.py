@@ -232,7 +232,7 @@ MUTATIONS = {
                                       "    if False:\n        if sigpipe:",
                                       [S40 + "test_a_write_no_one_reads_is_epipe_and_sigpipe",
                                        S40 + "test_a_program_gets_sigpipe_as_natively"]),
-    "epipe-without-sigpipe": ("emu/linux/fds.py", "            p.send_signal(p.cur, p.cur.tid, SIGPIPE, SI_USER)",
+    "epipe-without-sigpipe": ("emu/linux/fds.py", "            p.send_signal(t, t.tid, SIGPIPE, SI_USER)",
                               "            pass", [S40 + "test_a_write_no_one_reads_is_epipe_and_sigpipe",
                                                      S40 + "test_a_program_gets_sigpipe_as_natively"]),
     "datagram-at-full-length": ("emu/linux/sys_socket.py",
