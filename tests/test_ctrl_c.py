@@ -355,3 +355,25 @@ def test_a_sigint_in_any_engines_callback_stops_that_engine_and_raises_when_the_
         with interrupt.ctrl_c(lambda: None) as g:
             idle._run_slice(g)
     assert idle.stops == []
+
+
+def test_a_ctrl_c_in_the_import_systems_own_code_is_delivered_again_not_dropped():
+    """A KeyboardInterrupt raised in importlib's code may be in a weakref callback (its module locks), which the
+    interpreter prints as "Exception ignored ... Traceback" and drops: the handler sends SIGINT again a moment
+    later instead; anywhere else it raises at once."""
+    from types import SimpleNamespace
+    from emu.cli import command
+    in_import = SimpleNamespace(f_code=SimpleNamespace(co_filename="<frozen importlib._bootstrap>"))
+    elsewhere = SimpleNamespace(f_code=SimpleNamespace(co_filename=command.__file__))
+    got = threading.Event()
+    old = signal.signal(signal.SIGINT, lambda *_: got.set())
+    try:
+        command._on_sigint(signal.SIGINT, in_import)            # no exception: deferred
+        deadline = time.monotonic() + 5
+        while not got.is_set() and time.monotonic() < deadline:
+            time.sleep(0.005)                                   # the main thread runs the handler between these
+        assert got.is_set(), "the deferred SIGINT never came"
+    finally:
+        signal.signal(signal.SIGINT, old)
+    with pytest.raises(KeyboardInterrupt):
+        command._on_sigint(signal.SIGINT, elsewhere)

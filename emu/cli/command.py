@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None, out=None) -> int:
     command = argv is None and out is None and _as_command()
     heard = None
     if command:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGINT, _on_sigint)
         heard = _hear_signals()
     stdout = _Stream(sys.stdout if out is None else out, "stdout")
     saved = sys.stdout, sys.stderr
@@ -95,6 +95,23 @@ def main(argv: list[str] | None = None, out=None) -> int:
             why += f"; it is lost (exit status {code} is the command's own)"
         _say(f"preemu: error: {why}")
     return code
+
+
+#: how long a Ctrl-C that landed in the import system's own code waits before it is delivered again
+SIGINT_RETRY_S = 0.01
+
+
+def _on_sigint(signum, frame) -> None:
+    """Ctrl-C as a KeyboardInterrupt (signal.default_int_handler), except in the import system's own code: an
+    exception raised there may be in a weakref callback (importlib's module locks), which the interpreter
+    prints as "Exception ignored ... Traceback" and drops, so the command would run on; there the signal is
+    sent again SIGINT_RETRY_S later, by which time the import has let go."""
+    if frame is not None and frame.f_code.co_filename.startswith("<frozen importlib"):
+        import signal
+        import threading
+        threading.Timer(SIGINT_RETRY_S, os.kill, (os.getpid(), signal.SIGINT)).start()
+        return
+    raise KeyboardInterrupt
 
 
 def _hear_signals():
