@@ -57,6 +57,9 @@ SIGURG = grequest.SIGURG            # gsweep's name too (teach/real.py)
 #: 10 ms), so that the holds do not make sysmon preempt G
 HOLDS = 3
 HOLD_NS = 5_000_000
+#: the uninterrupted run, from F's return to the program's end, may take this many times F's --budget of
+#: instructions (a test that spins after F returns would otherwise run to the process's own budget: minutes)
+TAIL_BUDGETS = 5
 #: stackguard0 at or above this holds one of the runtime's special values, not a stack bound: stackPoisonMin
 #: (runtime/stack.go:144, uintptrMask & -4096); stackPreempt (-1314) and stackFork (-1234) are above it
 STACK_SPECIAL = (1 << 64) - 4096
@@ -166,6 +169,9 @@ class RealSweep(RequestMixin):
         for name in (func, *short, f"{func}.abi0", *(f"{n}.abi0" for n in short)):
             if name in syms and syms[name][1] > 0:
                 return name, syms[name][0]
+        if (inlined := inlined_away(self.image.path, [func, *short])) is not None:
+            raise EmuError(f"--func {func!r}: {inlined} has no code of its own in the program: the compiler inlined "
+                           "it into every caller; sweep a caller, or put //go:noinline on the line above its func")
         raise EmuError(f"--func {func!r}: no such function in the program"
                        + (f" (did you mean {', '.join(near)}?)" if (near := similar(syms, func, package=self.package))
                           else ""))
@@ -268,10 +274,19 @@ class RealSweep(RequestMixin):
         n = clock.boundary_at(addr)
         self.returned = (n, self.effects.results(), self.effects.changed_globals())
 
-    def _finish(self, clock: GoroutineClock) -> Ending:
+    def _finish(self, clock: GoroutineClock, limit: int | None = None) -> Ending:
+        """Run on to the program's end; with `limit`, an EmuError if it has not ended after that many more
+        instructions (of every thread)."""
         clock.stop_at = None
-        self.p.run_until(None)
+        start = self.p.insns
+        stopped = self.p.run_until(None if limit is None else lambda: self.p.insns - start >= limit)
         self._disarm(clock)
+        if stopped:
+            rip = read_reg(self.p.uc, X.UC_X86_REG_RIP)
+            raise EmuError(f"{self.func} returned, but the program had not ended {limit:,} instructions later (at "
+                           f"{self.p.image.describe(rip)}): each run of a sweep is compared with the uninterrupted "
+                           f"run's ending, so the program must end; give arguments or a test that end, or a larger "
+                           f"--budget (the run after F gets {TAIL_BUDGETS} times F's)")
         return Ending.of(self.p)
 
     def reference(self, budget: int, reseed: int | None = None, ns_per_insn: int | None = None) -> Reference:
@@ -312,7 +327,7 @@ class RealSweep(RequestMixin):
             f"a run with the runtime's random state drawn anew (reference seed {reseed})"
             + (f", at {ns_per_insn} ns an instruction" if ns_per_insn is not None else ""))
         try:
-            return Reference(n, results, globs, self._finish(clock), label=label)
+            return Reference(n, results, globs, self._finish(clock, TAIL_BUDGETS * budget), label=label)
         finally:
             self.p.opts.ns_per_insn = rate
 
@@ -588,6 +603,16 @@ def next_first_call(p, entries: dict) -> str | None:
             p.runq.remove(t)
         p.runq.appendleft(t)
     return hit[0] if hit else None
+
+
+def inlined_away(binary: str, names: list[str]) -> str | None:
+    """Which of `names` the binary's DWARF says was inlined into every caller (None: none, or no DWARF)."""
+    from ..front.godwarf import DwarfError, GoDwarf
+    try:
+        with GoDwarf.open(binary) as dw:
+            return dw.inlined_away([n for n in names if "." in n])
+    except DwarfError:
+        return None
 
 
 def similar(syms: dict, func: str, most: int = 6, package: str | None = None) -> list[str]:

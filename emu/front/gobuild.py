@@ -99,19 +99,26 @@ def module_path(go_mod: Path) -> str | None:
 
 def is_elf(path: Path | str) -> bool:
     p = Path(path)
-    if not p.is_file():
+    try:
+        if not p.is_file():
+            return False
+        with p.open("rb") as f:
+            return f.read(4) == ELF_MAGIC
+    except OSError:          # a name too long, a file that cannot be read: not one; its reader says why
         return False
-    with p.open("rb") as f:
-        return f.read(4) == ELF_MAGIC
 
 
 def is_go_input(path: Path | str) -> bool:
-    """An ELF binary, a `.go` file, or a directory holding `.go` files."""
+    """An ELF binary, a `.go` file, or a directory holding `.go` files (a path that cannot be looked at, its
+    name too long for instance, is none of them: the reader of the input names the problem)."""
     p = Path(path)
-    if p.is_dir():
-        return any(q.suffix == ".go" for q in p.iterdir())
-    if p.suffix == ".go":
-        return p.is_file()
+    try:
+        if p.is_dir():
+            return any(q.suffix == ".go" for q in p.iterdir())
+        if p.suffix == ".go":
+            return p.is_file()
+    except OSError:
+        return False
     return is_elf(p)
 
 
@@ -276,8 +283,10 @@ def build(path: Path | str, gcflags: str | None = None, toolchain: str | None = 
     has one (the go.mod of the package or a parent, vendor/ used when it has modules.txt), else as a copy in
     GOPATH mode like any package. `simd`: see level_env (None: as the level builds)."""
     src = Path(path).resolve()
-    if not src.exists():
-        raise EmuError(f"{path}: no such file or directory")
+    try:
+        src.stat()
+    except OSError as e:         # no such file, a name too long, ...
+        raise EmuError(f"{path}: {(e.strerror or str(e)).lower()}") from None
     if src.is_file() and is_elf(src):
         if test:
             raise EmuError(f"{path}: a binary; --test needs the package's directory, whose tests preemu builds")
