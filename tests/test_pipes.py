@@ -86,3 +86,15 @@ def test_a_fifo_in_tmp_as_natively():
     assert cli.main(["exec", str(binary), "--json"], out) == 0
     assert json.loads(out.getvalue())["stdout"] == native
     assert 'reader got: "through the fifo" <nil>' in native and "no reader: true" in native
+
+
+def test_a_pipe_holds_what_linux_holds_and_its_writer_waits_as_natively():
+    """A pipe nobody reads could take the host's memory (issue #51): now its 16 page slots bound it as fs/pipe.c's
+    do. The program fills one with non-blocking writes, writes into the last page and past it, resizes it,
+    blocks a writer until the reader comes, carries 1 MiB through os.Pipe's netpoller and fills a socket pair:
+    its output equals the native run's line for line."""
+    binary = gobuild.build(DATA / "pipefull").binary
+    native = subprocess.run([str(binary)], capture_output=True, text=True, check=True).stdout
+    code, j = exec_json(binary)
+    assert code == 0 and j["stdout"] == native, j["stdout"]
+    assert "filled with 4096-byte writes 65536" in native and "a blocking write of 300000 waits" in native

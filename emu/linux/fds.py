@@ -3,7 +3,8 @@
 Mirrors fs/eventfd.c (a 64-bit counter; write adds, read returns and clears it, EAGAIN when zero
 in non-blocking mode), fs/pipe.c (a byte queue shared by its two ends: a read of an empty pipe whose
 write end is closed is end of file, one whose write end is open waits, or answers EAGAIN when
-O_NONBLOCK; a write with no reader left is EPIPE and SIGPIPE; pipe_poll's EPOLLIN/EPOLLHUP/EPOLLERR) and
+O_NONBLOCK; a write with no reader left is EPIPE and SIGPIPE; the ring's 16 page slots bound it, a writer
+waiting for room or, O_NONBLOCK, writing what fits; pipe_poll's EPOLLIN/EPOLLOUT/EPOLLHUP/EPOLLERR) and
 fs/eventpoll.c (an interest list of
 (fd, events, data); epoll_pwait reports ready entries, level-triggered, or with EPOLLET once per wakeup:
 every object counts its wakeups in `gen`, which data arriving, room freed, a close or a connection
@@ -21,6 +22,7 @@ closes those descriptors (fs/exec.c do_close_on_exec), dup2/dup3 without O_CLOEX
 """
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 
 from .sysabi import BLOCK, EAGAIN, EPIPE
@@ -71,18 +73,41 @@ class EventFd:
         return (EPOLLIN if self.counter else 0) | EPOLLOUT
 
 
+PAGE = 4096
+#: a pipe's capacity: PIPE_DEF_BUFFERS (16) slots of a page each (fs/pipe.c alloc_pipe_info; pipe(7): 65,536 bytes)
+PIPE_DEF_SIZE = 16 * PAGE
+#: a connected AF_UNIX stream's bytes in flight one way: net.core.wmem_default, the writer's sk_sndbuf
+#: (net/unix/af_unix.c unix_stream_sendmsg waits in sock_alloc_send_pskb while it is spent). Counted as data
+#: bytes, without the sk_buff overhead Linux charges too, so somewhat more fits than on Linux
+SOCK_STREAM_BUF = 212_992
+
+
 @dataclass(eq=False)
 class PipeState:
-    """What both ends of one pipe share: the bytes in flight and how many open ends of each kind."""
+    """What both ends of one pipe share: the bytes in flight and how many open ends of each kind. A pipe's
+    room is counted in slots as fs/pipe.c counts it (`slots`: the bytes each page in the ring holds, at most
+    capacity // PAGE of them); a stream socket's (slots None) in bytes, at most `capacity`."""
     buf: bytearray = field(default_factory=bytearray)
+    capacity: int = PIPE_DEF_SIZE
+    slots: deque | None = field(default_factory=deque)
     readers: int = 1
     writers: int = 1
     in_gen: int = 0                   # wakeups keyed EPOLLIN so far: bytes written, the last writer gone
     out_gen: int = 0                  # wakeups keyed EPOLLOUT: bytes read, the last reader gone
     records: object = None            # a SOCK_SEQPACKET stream: a deque of the writes' lengths, else None
 
-    def put(self, data: bytes) -> None:
+    def put(self, data: bytes, merge: bool = True) -> None:
+        """Queue `data` (what fits(len(data), merge) said goes in): in a pipe, the last page takes the write's
+        part past whole pages if it has room for all of it (`merge`: a write's first round), new pages the rest."""
         self.buf.extend(data)
+        if self.slots is not None:
+            n, chars = len(data), len(data) % PAGE
+            if merge and chars and self.slots and self.slots[-1] + chars <= PAGE:
+                self.slots[-1] += chars
+                n -= chars
+            while n > 0:
+                self.slots.append(min(PAGE, n))
+                n -= PAGE
         if self.records is not None:
             self.records.append(len(data))
         self.in_gen += 1
@@ -93,8 +118,32 @@ class PipeState:
         size = self.records.popleft() if self.records else len(self.buf)
         data = bytes(self.buf[:min(n, size)])
         del self.buf[:size if self.records is not None else len(data)]
+        if self.slots is not None:          # pipe_read: a page read to its end frees its slot
+            left = len(data)
+            while left and self.slots:
+                k = min(left, self.slots[0])
+                self.slots[0] -= k
+                left -= k
+                if not self.slots[0]:
+                    self.slots.popleft()
         self.out_gen += 1
         return data
+
+    def fits(self, n: int, merge: bool = True) -> int:
+        """How many of a write's n bytes go in now. A pipe (pipe_write): the part past whole pages into the
+        last page if it has room for all of that part (`merge`: only in a write's first round), then a page
+        at a time into free slots; so a write of at most PIPE_BUF (a page) goes in whole or not at all. A
+        stream socket: what the bytes left of `capacity` hold, a record (SOCK_SEQPACKET) whole or not at all."""
+        if self.slots is None:
+            room = max(0, self.capacity - len(self.buf))
+            return n if n <= room else 0 if self.records is not None else room
+        chars = n % PAGE
+        k = chars if merge and chars and self.slots and self.slots[-1] + chars <= PAGE else 0
+        return k + min(n - k, max(0, self.capacity // PAGE - len(self.slots)) * PAGE)
+
+    def writable(self) -> bool:
+        """Room for a write (pipe_poll's EPOLLOUT: a free slot; a socket: a free byte)."""
+        return len(self.slots) < self.capacity // PAGE if self.slots is not None else len(self.buf) < self.capacity
 
     def pending(self) -> bool:
         """Something to read: bytes, or a record (even an empty one)."""
@@ -108,6 +157,9 @@ def read_stream(p, t, end, buf: int, n: int):
     (Process.wake_pipe_readers finishes the read)."""
     r = read_now(p, end, buf, n)
     if r is not None:
+        if r > 0:                   # room freed: a writer waiting for it goes on, a poller for EPOLLOUT hears it
+            p.wake_pipe_readers()
+            p.wake_pollers()
         return r
     if end.flags & O_NONBLOCK:
         return -EAGAIN
@@ -134,21 +186,54 @@ def pipe_read_now(p, st: "PipeState", buf: int, n: int) -> int | None:
 SIGPIPE = 13
 
 
-def write_stream(p, st: PipeState, data: bytes, sigpipe: bool = True) -> int:
-    """write(2) into a byte stream (pipe_write): EPIPE once no one reads or writing was shut, and SIGPIPE to
-    the writing thread as fs/pipe.c and net/unix/af_unix.c send it (send_sig(SIGPIPE, current, 0): SI_USER,
-    unless `sigpipe` is False, a send with MSG_NOSIGNAL); else queued (the buffer has no limit, so a write
-    never waits) and the waiting readers and pollers woken. (The Go runtime's handler ignores a SIGPIPE for
-    a descriptor other than 1 and 2, or passes it to signal.Notify.)"""
+def write_stream(p, st: PipeState, data: bytes, sigpipe: bool = True, nonblock: bool = False) -> int:
+    """write(2) into a byte stream (fs/pipe.c pipe_write): EPIPE once no one reads or writing was shut, and
+    SIGPIPE to the writing thread as fs/pipe.c and net/unix/af_unix.c send it (send_sig(SIGPIPE, current, 0):
+    SI_USER, unless `sigpipe` is False, a send with MSG_NOSIGNAL). Else as much as the stream has room for is
+    queued (PipeState.fits: a write of at most PIPE_BUF bytes, or a record, all or nothing) and the waiting readers and pollers
+    woken; what is left waits for room (the thread blocks until all is written, Process.wake_pipe_readers
+    going on with it: write_more), or with `nonblock` the write returns what went in, EAGAIN if nothing did.
+    (The Go runtime's handler ignores a SIGPIPE for a descriptor other than 1 and 2, or passes it to
+    signal.Notify.)"""
     if not st.readers or not st.writers:
-        if sigpipe:
-            from .sigframe import SI_USER
-            p.send_signal(p.cur, p.cur.tid, SIGPIPE, SI_USER)
+        _sigpipe(p, p.cur, sigpipe)
         return -EPIPE
-    st.put(data)
-    p.wake_pipe_readers()
-    p.wake_pollers()
-    return len(data)
+    k = st.fits(len(data))
+    if k == len(data):
+        st.put(data)
+    elif k:
+        st.put(data[:k])
+    if k:
+        p.wake_pipe_readers()
+        p.wake_pollers()
+    if k == len(data):
+        return k
+    if nonblock:
+        return k or -EAGAIN
+    p.block(p.cur, Wait("pipe-write", None, 0, restart=not k, pipe=st, count=k, data=data[k:], sigpipe=sigpipe))
+    return BLOCK
+
+
+def write_more(p, t) -> int | None:
+    """A write waiting for room (write_stream) goes on: the bytes written in all once every one is in (or
+    EPIPE's, when no reader is left), None while some still wait."""
+    w = t.wait
+    st = w.pipe
+    if not st.readers or not st.writers:
+        _sigpipe(p, t, w.sigpipe)
+        return w.count or -EPIPE         # pipe_write: what went in before the last reader left, else EPIPE
+    k = st.fits(len(w.data), merge=False)
+    if k:
+        st.put(w.data[:k], merge=False)
+        w.data, w.count, w.restart = w.data[k:], w.count + k, False    # interrupted now, it returns the count
+        p.wake_pollers()
+    return None if w.data else w.count
+
+
+def _sigpipe(p, t, send: bool) -> None:
+    if send:
+        from .sigframe import SI_USER
+        p.send_signal(t, t.tid, SIGPIPE, SI_USER)
 
 
 @dataclass(eq=False)
@@ -171,8 +256,8 @@ class Pipe:
 
     def readiness(self) -> int:
         st = self.state
-        if self.write_end:
-            return EPOLLOUT | (EPOLLERR if not st.readers else 0)
+        if self.write_end:                   # pipe_poll: EPOLLOUT while the pipe is not full
+            return (EPOLLOUT if st.writable() else 0) | (EPOLLERR if not st.readers else 0)
         # pipe_poll: EPOLLIN only with data, EPOLLHUP once every writer is gone (no EPOLLRDHUP: that is a socket's)
         return (EPOLLIN if st.buf else 0) | (EPOLLHUP if not st.writers else 0)
 
