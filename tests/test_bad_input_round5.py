@@ -219,3 +219,20 @@ def test_a_pattern_sweep_whose_only_failures_are_functions_not_swept_says_so():
     text = ManySweepReport(r).render()
     assert text.rstrip().splitlines()[-1] == "FAIL: 1 matched function(s) could not be swept (each said why above)"
     assert "0 of" not in text and "--- main.f: not swept: --func 'main.f': something" in text
+
+
+def test_a_huge_assembly_file_is_refused_before_keystone_takes_gigabytes(tmp_path, monkeypatch, capsys):
+    """A 200,001-line .s held Keystone at 1.1 GB for half a minute in every worker: past MAX_INSNS instructions it
+    is one line; at the bound it assembles (checked with a bound of 5 on a 5-instruction loop, and the real bound
+    on a file one past it)."""
+    from emu.front import asmfront
+    big = "f:\n" + "    inc rax\n" * asmfront.MAX_INSNS + "    ret\n"
+    run_case(tmp_path, monkeypatch, capsys, {"big.s": big}, ["disasm", "big.s"], 2,
+             f"big.s: {asmfront.MAX_INSNS + 1:,} instructions, more than the {asmfront.MAX_INSNS:,} preemu assembles")
+    from test_bad_input_round4 import LOOP
+    monkeypatch.setattr(asmfront, "MAX_INSNS", 5)
+    run_case(tmp_path, monkeypatch, capsys, {"t.s": LOOP + "    nop\n"}, ["disasm", "t.s"], 2,
+             "t.s: 6 instructions, more than the 5 preemu assembles")
+    from emu import cli
+    (tmp_path / "t.s").write_text(LOOP)
+    assert cli.main(["disasm", str(tmp_path / "t.s")]) == 0
