@@ -91,10 +91,11 @@ def test_a_fifo_in_tmp_as_natively():
 def test_a_pipe_holds_what_linux_holds_and_its_writer_waits_as_natively():
     """A pipe nobody reads could take the host's memory (issue #51): now its 16 page slots bound it as fs/pipe.c's
     do. The program fills one with non-blocking writes, writes into the last page and past it, resizes it,
-    blocks a writer until the reader comes, carries 1 MiB through os.Pipe's netpoller and fills a socket pair:
-    its output equals the native run's line for line."""
+    blocks a writer until the reader comes, carries 1 MiB through os.Pipe's netpoller, fills a socket pair and a
+    loopback TCP connection and carries 4 MiB over it: its output equals the native run's line for line."""
     binary = gobuild.build(DATA / "pipefull").binary
     native = subprocess.run([str(binary)], capture_output=True, text=True, check=True).stdout
     code, j = exec_json(binary)
     assert code == 0 and j["stdout"] == native, j["stdout"]
     assert "filled with 4096-byte writes 65536" in native and "a blocking write of 300000 waits" in native
+    assert "a TCP writer meets a bound: true" in native and "a socket pair's writer meets a bound: true" in native

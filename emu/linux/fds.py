@@ -190,14 +190,21 @@ def write_stream(p, st: PipeState, data: bytes, sigpipe: bool = True, nonblock: 
     """write(2) into a byte stream (fs/pipe.c pipe_write): EPIPE once no one reads or writing was shut, and
     SIGPIPE to the writing thread as fs/pipe.c and net/unix/af_unix.c send it (send_sig(SIGPIPE, current, 0):
     SI_USER, unless `sigpipe` is False, a send with MSG_NOSIGNAL). Else as much as the stream has room for is
-    queued (PipeState.fits: a write of at most PIPE_BUF bytes, or a record, all or nothing) and the waiting readers and pollers
-    woken; what is left waits for room (the thread blocks until all is written, Process.wake_pipe_readers
+    queued (PipeState.fits: a write of at most PIPE_BUF bytes, or a record, all or nothing) and the waiting
+    readers and pollers woken; what is left waits for room (the thread blocks until all is written, Process.wake_pipe_readers
     going on with it: write_more), or with `nonblock` the write returns what went in, EAGAIN if nothing did.
     (The Go runtime's handler ignores a SIGPIPE for a descriptor other than 1 and 2, or passes it to
     signal.Notify.)"""
     if not st.readers or not st.writers:
         _sigpipe(p, p.cur, sigpipe)
         return -EPIPE
+    return queue_write(p, st, data, sigpipe, nonblock)
+
+
+def queue_write(p, st: PipeState, data: bytes, sigpipe: bool, nonblock: bool, broken=None) -> int:
+    """A write into a stream that can take it (write_stream, tcp.send): what fits queued, the rest waiting for
+    room or, `nonblock`, the count or EAGAIN. `broken(t)`: the stream's own test for a waiting write (the error
+    that ends it, or None), instead of a pipe's readers and writers."""
     k = st.fits(len(data))
     if k == len(data):
         st.put(data)
@@ -210,7 +217,8 @@ def write_stream(p, st: PipeState, data: bytes, sigpipe: bool = True, nonblock: 
         return k
     if nonblock:
         return k or -EAGAIN
-    p.block(p.cur, Wait("pipe-write", None, 0, restart=not k, pipe=st, count=k, data=data[k:], sigpipe=sigpipe))
+    p.block(p.cur, Wait("pipe-write", None, 0, restart=not k, pipe=st, count=k, data=data[k:], sigpipe=sigpipe,
+                        retry=broken))
     return BLOCK
 
 
@@ -219,7 +227,11 @@ def write_more(p, t) -> int | None:
     EPIPE's, when no reader is left), None while some still wait."""
     w = t.wait
     st = w.pipe
-    if not st.readers or not st.writers:
+    if w.retry is not None:              # a TCP connection's own test (tcp.py): an error ends the write
+        broken = w.retry(t)
+        if broken is not None:
+            return w.count or broken
+    elif not st.readers or not st.writers:
         _sigpipe(p, t, w.sigpipe)
         return w.count or -EPIPE         # pipe_write: what went in before the last reader left, else EPIPE
     k = st.fits(len(w.data), merge=False)

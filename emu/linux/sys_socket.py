@@ -436,11 +436,11 @@ def send(p, s: Socket, data: bytes, dest: tuple | None, flags: int = 0) -> int:
             p.wake_socket_waiters()
             p.wake_pollers()
         return len(data)
+    nonblock = bool(s.flags & F.O_NONBLOCK or flags & MSG_DONTWAIT)
     if s.tcp:
-        return tcp.send(p, s, data, not flags & MSG_NOSIGNAL)
+        return tcp.send(p, s, data, not flags & MSG_NOSIGNAL, nonblock)
     if s.tx is None:
         return -ENOTCONN
-    nonblock = bool(s.flags & F.O_NONBLOCK or flags & MSG_DONTWAIT)
     return F.write_stream(p, s.tx, data, not flags & MSG_NOSIGNAL, nonblock)
 
 

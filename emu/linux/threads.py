@@ -37,7 +37,8 @@ class Wait:
     addr: int = 0                  # "accept"/"dgram": where the peer's sockaddr goes, and its length word
     addrlen: int = 0
     flags: int = 0                 # "accept": accept4's flags; "dgram": recvfrom's (MSG_TRUNC)
-    retry: object = None           # "child" (wait4, waitid): a callable giving the result, or None to go on waiting
+    retry: object = None           # "child" (wait4, waitid): a callable giving the result, or None to go on waiting;
+    #                                "pipe-write" on TCP: retry(t) gives the error that ends the write (tcp.py)
     rem: int = 0                   # "sleep" (nanosleep): where the time left goes when a signal interrupts it
     data: bytes = b""              # "pipe-write": the bytes still to write (count: those written so far)
     sigpipe: bool = True           # "pipe-write": SIGPIPE if the last reader leaves (not with MSG_NOSIGNAL)

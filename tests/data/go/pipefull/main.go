@@ -1,12 +1,13 @@
 // A pipe's capacity as Linux gives it (fs/pipe.c, pipe(7)): 65,536 bytes by default, a non-blocking writer
 // gets what fits and then EAGAIN, a write of at most PIPE_BUF bytes goes in whole or not at all, a blocking
-// writer waits for the reader, F_GETPIPE_SZ/F_SETPIPE_SZ read and set it, and a socket pair's writer meets a
+// writer waits for the reader, F_GETPIPE_SZ/F_SETPIPE_SZ read and set it, and a socket pair's and a TCP writer meet a
 // bound too. Printed to be compared with the native run.
 package main
 
 import (
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"syscall"
 	"time"
@@ -124,4 +125,35 @@ func main() {
 	}
 	f := fill(s[0], 4096)
 	fmt.Println("a socket pair's writer meets a bound:", f > 0 && f < 8<<20)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // TCP over loopback: bounded too, and 4 MiB carried
+	if err != nil {
+		panic(err)
+	}
+	bounded := make(chan bool, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			panic(err)
+		}
+		c.Write(make([]byte, 4<<20))
+		raw, _ := c.(*net.TCPConn).SyscallConn()
+		raw.Write(func(fd uintptr) bool {
+			f := fill(int(fd), 4096)
+			bounded <- f > 0 && f < 64<<20
+			return true
+		})
+		c.Close()
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		panic(err)
+	}
+	time.Sleep(time.Millisecond)
+	carried, err := io.ReadFull(c, make([]byte, 4<<20))
+	fmt.Println("TCP carried", carried, err)
+	time.Sleep(10 * time.Millisecond)
+	rest, _ := io.Copy(io.Discard, c)
+	fmt.Println("and the filled rest after the writer closed:", rest > 0)
+	fmt.Println("a TCP writer meets a bound:", <-bounded)
 }
