@@ -52,6 +52,8 @@ CASES = [
      "sum_loop.toml: a scenario file, not assembly or a Go program: run it with `preemu run"),
     ("a scenario given to disasm", {}, ["disasm", "{sc}/go/hello.toml"], 2, "hello.toml: a scenario file"),
     ("a scenario given as --stub", {}, SUM + ["--stub", "{sc}/sum_loop.toml"], 2, "a scenario file"),
+    ("a directory without Go files", {}, ["sweep", "{root}/docs", "--func", "f"], 2,
+     "docs: a directory without .go files, so not a Go package: give a package directory"),
     ("a README given to disasm", {"README.md": "# Title\n\nSome prose.\n"}, ["disasm", "README.md"], 2,
      "(the file was read as assembly: a program is an Intel-syntax .s file, a Go binary"),
     ("a README given to check-stub", {"README.md": "# Title\n\nSome prose.\n"}, ["check-stub", "README.md"], 2,

@@ -4,6 +4,7 @@ The one place that decides where things load (memmap) and which symbols programs
 """
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -37,6 +38,9 @@ def _assemble(path: str | Path, base: int, externs: dict, data_base: int | None 
     (.toml) is refused with the command that runs it, and another file whose text does not assemble (a README,
     a listing) gets the inputs a command takes named, rather than a line of it read as an instruction."""
     suffix = Path(path).suffix
+    if os.path.isdir(path):             # (is_go_input said it holds no .go file)
+        raise EmuError(f"{path}: a directory without .go files, so not a Go package: give a package directory, "
+                       "a .go file, a Go binary or an Intel-syntax .s file")
     if suffix == ".toml":
         raise EmuError(f"{path}: a scenario file, not assembly or a Go program: run it with `preemu run {path}` (or `preemu exec "
                        f"{path}` for one that names a Go `program`)")
