@@ -33,6 +33,14 @@ def _hello_with_byte(offset: int, value: int):
     return make
 
 
+def _stripped() -> bytes:
+    """hello world without .symtab, as `go build -ldflags=-s` makes it (its section renamed out of the way)."""
+    from emu.front import gobuild
+    data = gobuild.build(SC / "go" / "hello").binary.read_bytes()
+    assert data.count(b".symtab\0") == 1
+    return data.replace(b".symtab\0", b".nosymt\0")
+
+
 CASES = [
     # --- internal errors ---------------------------------------------------------------------------------
     ("results file holding a JSON list", {"r.jsonl": "[1,2,3]\n"}, SUM + ["--results", "r.jsonl"], 2,
@@ -69,6 +77,10 @@ CASES = [
      "dynamically"),
     ("/bin/ls: sweep", {}, ["sweep", "/bin/ls", "--func", "main"], 2, "not a Go program"),
     ("/bin/ls: disasm", {}, ["disasm", "/bin/ls"], 2, "not a Go program (no .go.buildinfo section)"),
+    ("a stripped Go binary: exec", {"prog": _stripped}, ["exec", "prog"], 2,
+     "prog: a stripped Go binary (no .symtab: built with -ldflags=-s, or strip)"),
+    ("a stripped Go binary: sweep", {"prog": _stripped}, ["sweep", "prog", "--func", "main.main"], 2,
+     "a stripped Go binary"),
     ("an inlined function", {"inl.go": INLINED}, ["sweep", "inl.go", "--func", "add"], 2,
      "--func 'add': main.add has no code of its own in the program: the compiler inlined it into every caller"),
     # --- hangs: a bounded, named error -----------------------------------------------------------------------

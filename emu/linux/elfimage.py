@@ -218,6 +218,9 @@ def _load(raw: bytes, path: str) -> Image:
         if m:
             goamd64 = int(m.group(1))
         version = build_version(data)
+        if symtab is None:              # a Go program whose functions preemu cannot find by name
+            raise EmuError(f"{path}: a stripped Go binary (no .symtab: built with -ldflags=-s, or strip): preemu "
+                           "finds the runtime's and the program's functions by their symbols; rebuild without -s")
     img = Image(path, elf.entry, elf.phoff, elf.phnum, elf.phentsize, segs, syms, goamd64,
                 bi is not None or "runtime.main" in syms, version)
     funcs.sort()
