@@ -81,6 +81,9 @@ CASES = [
      "prog: a stripped Go binary (no .symtab: built with -ldflags=-s, or strip)"),
     ("a stripped Go binary: sweep", {"prog": _stripped}, ["sweep", "prog", "--func", "main.main"], 2,
      "a stripped Go binary"),
+    ("a package with tests given to exec", {}, ["exec", SPIN], 2, "not a main package, so nothing to run (preemu "
+     "needs a program: package main with func main); its tests make one: give --test TestEnds (it has TestEnds, "
+     "TestSpinAfter)"),
     ("an inlined function", {"inl.go": INLINED}, ["sweep", "inl.go", "--func", "add"], 2,
      "--func 'add': main.add has no code of its own in the program: the compiler inlined it into every caller"),
     # --- hangs: a bounded, named error -----------------------------------------------------------------------
@@ -250,3 +253,15 @@ def test_a_huge_assembly_file_is_refused_before_keystone_takes_gigabytes(tmp_pat
     from emu import cli
     (tmp_path / "t.s").write_text(LOOP)
     assert cli.main(["disasm", str(tmp_path / "t.s")]) == 0
+
+
+def test_a_packages_program_build_never_gets_its_test_binary_from_the_cache():
+    """Outside a module the test binary's sources are the program's: the two builds shared a cache key, so
+    `sweep PKG --func F` after `sweep PKG --test T` swept the test binary (and a library package seemed to build)."""
+    from emu.core.errors import EmuError
+    from emu.front import gobuild
+    pkg = GO / "spinafter"
+    assert gobuild.build_key(pkg, None, test=True) != gobuild.build_key(pkg, None)
+    assert gobuild.build(pkg, test=True).binary.is_file()
+    with pytest.raises(EmuError, match="not a main package"):
+        gobuild.build(pkg)
