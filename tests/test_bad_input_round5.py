@@ -86,6 +86,12 @@ CASES = [
      "TestSpinAfter)"),
     ("an inlined function", {"inl.go": INLINED}, ["sweep", "inl.go", "--func", "add"], 2,
      "--func 'add': main.add has no code of its own in the program: the compiler inlined it into every caller"),
+    ("a loop swept without --reg", {}, ["sweep", "{asm}/sum_loop.s", "--func", "sum_loop"], 2,
+     "no --reg was given, so every entry register holds a random 64-bit value from --seed"),
+    ("a loop with a huge bound given", {}, ["sweep", "{asm}/sum_loop.s", "--func", "sum_loop", "--reg",
+                                            "RCX=99999999999"], 2,
+     "did not finish within 20000000 instructions (stopped at 0x400004 sum_loop+0x4: mov r8, rdx  "
+     "({asm}/sum_loop.s:9)); raise the budget with --budget"),
     # --- hangs: a bounded, named error -----------------------------------------------------------------------
     ("a test that spins after F returns", {}, ["sweep", SPIN, "--test", "TestSpinAfter", "--func", "Sum",
                                                "--budget", "100000", "-j", "1"], 2,

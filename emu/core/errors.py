@@ -50,10 +50,10 @@ class GuestFault(EmuError):
 class BudgetExceeded(EmuError):
     """A run did not finish within its instruction budget (a runaway loop)."""
 
-    def __init__(self, what: str, budget: int, pc: int, where: str):
+    def __init__(self, what: str, budget: int, pc: int, where: str, hint: str = ""):
         self.budget, self.pc = budget, pc
         super().__init__(f"{what} did not finish within {budget} instructions (stopped at {pc:#x} {where}); "
-                         f"raise the budget with --budget if the loop is meant to run longer")
+                         + (hint or "raise the budget with --budget if the loop is meant to run longer"))
 
 
 
