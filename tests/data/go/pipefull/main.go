@@ -11,6 +11,7 @@ import (
 	"os"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 const (
@@ -45,6 +46,16 @@ func fill(fd, n int) int {
 	}
 }
 
+// ready: whether epoll reports an event now (epoll_pwait, as the runtime's netpoller calls it, timeout 0).
+func ready(ep int) bool {
+	var ev syscall.EpollEvent
+	n, _, e := syscall.Syscall6(syscall.SYS_EPOLL_PWAIT, uintptr(ep), uintptr(unsafe.Pointer(&ev)), 1, 0, 0, 0)
+	if e != 0 {
+		panic(e)
+	}
+	return n > 0
+}
+
 func main() {
 	var p [2]int
 	if err := syscall.Pipe2(p[:], syscall.O_NONBLOCK); err != nil {
@@ -75,6 +86,33 @@ func main() {
 	fmt.Println("filled", fill(p[1], 4096))
 	sz, err = fcntl(p[0], fSETPIPE_SZ, 0)
 	fmt.Println("set 0:", sz, err)
+	n, _ = syscall.Read(p[0], make([]byte, 4096)) // a page read to its end frees its slot
+	k, err = syscall.Write(p[1], make([]byte, 10000))
+	fmt.Println("10000 bytes into one free slot:", n, k, err)
+
+	var e [2]int // small writes share a page; epoll sees a full pipe unwritable; resizing to what it holds
+	if err := syscall.Pipe2(e[:], syscall.O_NONBLOCK); err != nil {
+		panic(err)
+	}
+	fmt.Println("filled with 100-byte writes", fill(e[1], 100))
+	ep, err := syscall.EpollCreate1(0)
+	if err != nil {
+		panic(err)
+	}
+	syscall.EpollCtl(ep, syscall.EPOLL_CTL_ADD, e[1], &syscall.EpollEvent{Events: syscall.EPOLLOUT, Fd: int32(e[1])})
+	fmt.Println("a full pipe's write end polls writable:", ready(ep))
+	for {
+		if n, _ := syscall.Read(e[0], make([]byte, 1<<16)); n <= 0 {
+			break
+		}
+	}
+	fmt.Println("an empty one's:", ready(ep))
+	syscall.Write(e[1], make([]byte, 5000)) // two slots
+	_, err = fcntl(e[1], fSETPIPE_SZ, 4096)
+	fmt.Println("one page for two slots in use:", err)
+	syscall.Read(e[0], make([]byte, 4096))
+	sz, err = fcntl(e[1], fSETPIPE_SZ, 4096)
+	fmt.Println("one page for one slot in use:", sz, err)
 
 	var q [2]int // blocking: the writer waits until the reader has taken enough
 	if err := syscall.Pipe(q[:]); err != nil {
