@@ -9,6 +9,14 @@ Result (2026-12-07, the branch `robust`): 25/25 killed. The first pass killed 22
 thread-exit-keeps-task and exit-keeps-process-tasks (no test saw tasks given back: now
 test_a_thread_that_exits_and_a_process_that_ends_give_their_tasks_back) and holder-only-current (the test's
 assertions sat after the raise a mutant makes: now checked after the block).
+
+Second part (branch `robust2`: item 4's fixes, bounded pipes and sockets), 26 more. The 9 pipe/socket
+mutations, each with the pipefull test: 6/9 killed at first (pipe-no-merge, pipe-epollout-always and
+pipe-ebusy-off-by-one survived: tests/data/go/pipefull now fills a pipe with 100-byte writes, polls a full one
+through epoll_pwait and resizes to exactly the slots in use), then 9/9. The 17 others: 16/16 killed
+(tail-unbounded not run: its mutant runs the spinning test to the process's own budget, a hang by
+construction). Those runs applied each mutation in the worktree itself with the same tests (the scratch-copy
+run below takes about two minutes a mutation on a loaded machine; pipe-slots-never-freed ran past ten there).
 """
 from __future__ import annotations
 
@@ -18,6 +26,8 @@ from mutations import run
 
 M = "tests/test_memory_limit.py::"
 C = "tests/test_ctrl_c.py::"
+R5 = "tests/test_bad_input_round5.py::"
+PIPE = "tests/test_pipes.py::test_a_pipe_holds_what_linux_holds_and_its_writer_waits_as_natively"
 
 MUTATIONS = {
     "cg-charge-unbounded": ("emu/linux/memory.py",
@@ -78,6 +88,64 @@ MUTATIONS = {
                             [C + "test_a_sigint_in_any_engines_callback_stops_that_engine_and_raises_when_the_commands_engine_use_ends"]),
     "unraised-dropped-at-exit": ("emu/engine/interrupt.py", "        if unraised and exc_type is None:", "        if False:",
                                  [C + "test_a_sigint_in_any_engines_callback_stops_that_engine_and_raises_when_the_commands_engine_use_ends"]),
+    # --- the second helper's part (branch robust2): item 4's fixes and bounded pipes and sockets ----------------
+    "pipe-no-merge": ("emu/linux/fds.py", "k = chars if merge and chars and self.slots and self.slots[-1] + chars <= PAGE else 0",
+                      "k = 0", [PIPE]),
+    "pipe-nonblock-partial-refused": ("emu/linux/fds.py", "        return k or -EAGAIN", "        return -EAGAIN", [PIPE]),
+    "pipe-slots-never-freed": ("emu/linux/fds.py", "                if not self.slots[0]:\n                    self.slots.popleft()",
+                               "                if False:\n                    self.slots.popleft()", [PIPE]),
+    "pipe-no-wake-after-read": ("emu/linux/fds.py", "        if r > 0:                   # room freed",
+                                "        if r > 10**9:               # room freed", [PIPE]),
+    "pipe-epollout-always": ("emu/linux/fds.py", "            return (EPOLLOUT if st.writable() else 0)",
+                             "            return (EPOLLOUT)", [PIPE]),
+    "pipe-ebusy-off-by-one": ("emu/linux/sys_io.py", "    if pages < len(st.slots):", "    if pages < len(st.slots) - 1:",
+                              [PIPE]),
+    "pipe-size-not-rounded": ("emu/linux/sys_io.py", "    pages = 1 << max(0, (-(-arg // F.PAGE) - 1).bit_length())",
+                              "    pages = -(-arg // F.PAGE)", [PIPE]),
+    "tcp-unbounded": ("emu/linux/tcp.py",
+                      "    return F.queue_write(p, peer.rx, data, sigpipe, nonblock, lambda t: _broken(p, t, s, sigpipe))",
+                      "    peer.rx.put(data); p.wake_pipe_readers(); p.wake_pollers(); return len(data)", [PIPE]),
+    "unix-stream-unbounded": ("emu/linux/sys_socket.py",
+                              "    ab, ba = (F.PipeState(capacity=F.SOCK_STREAM_BUF, slots=None) for _ in range(2))",
+                              "    ab, ba = (F.PipeState(capacity=1 << 40, slots=None) for _ in range(2))", [PIPE]),
+    "dask-probe-any-length": ("emu/drive/shards.py", 'struct.unpack("<Q", head)[0] > MAX_HANDSHAKE',
+                              'struct.unpack("<Q", head)[0] > 1 << 64', [R5 + "test_an_executor_that_is_not_a_dask_scheduler"]),
+    "results-any-json": ("emu/drive/shards.py", "                if not isinstance(rec, dict):", "                if False:",
+                         [R5 + "test_bad_input[results file holding a JSON list]"]),
+    "fifo-silence-is-eof": ("emu/core/errors.py", "            if not waiter.poll(PIPE_WAIT_S * 1000):\n                return None",
+                            "            if not waiter.poll(PIPE_WAIT_S * 1000):\n                break",
+                            [R5 + "test_a_fifo_nobody_writes_to_is_a_bounded_error"]),
+    "toml-recursion-uncaught": ("emu/drive/tomlfile.py", "    except RecursionError:", "    except ZeroDivisionError:",
+                                [R5 + "test_bad_input[TOML array 5,000 deep: run]"]),
+    "inlined-never-found": ("emu/front/godwarf.py", 'and "DW_AT_low_pc" not in die.attributes',
+                            'and "DW_AT_low_pc" in die.attributes', [R5 + "test_bad_input[an inlined function]"]),
+    "any-test-exists": ("emu/drive/realsweep.py", '    if any(f"{pkg}.{top}" in symbols for pkg in pkgs):', "    if True:",
+                        ["tests/test_gotest_sweep.py::test_bad_test_input_is_exit_2_with_what_happened"]),
+    "elfclass-ignored": ("emu/front/elfheaders.py", "        if self.elfclass != 64:", "        if False:",
+                         [R5 + "test_bad_input[ELFCLASS32 header: exec]"]),
+    "non-go-dynamic-told-to-rebuild": ("emu/linux/elfimage.py", "and elf.section(GO_BUILDINFO) is None and interp:",
+                                       "and False:", [R5 + "test_bad_input[/bin/ls: exec]"]),
+    "stripped-accepted": ("emu/linux/elfimage.py", "        if symtab is None:              #", "        if False:              #",
+                          [R5 + "test_bad_input[a stripped Go binary: sweep]"]),
+    "build-key-ignores-test": ("emu/front/gobuild.py",
+                               '                        + ([] if module is not None else ["go test -c" if test else "go build"])',
+                               "                        + []",
+                               [R5 + "test_a_packages_program_build_never_gets_its_test_binary_from_the_cache"]),
+    "no-tests-hint": ("emu/front/gobuild.py", '"with func main)" + _tests_hint(src))', '"with func main)")',
+                      [R5 + "test_bad_input[a package with tests given to exec]"]),
+    "max-insns-tenfold": ("emu/front/asmfront.py", "    if count > MAX_INSNS:", "    if count > MAX_INSNS * 10:",
+                          [R5 + "test_a_huge_assembly_file_is_refused_before_keystone_takes_gigabytes"]),
+    "scenario-key-wins": ("emu/cli.py", "            if not _given(a, k):", "            if True:",
+                          [R5 + "test_command_line_options_win_over_an_exec_scenarios_keys"]),
+    "directory-read-as-asm": ("emu/drive/loader.py", "    if os.path.isdir(path):", "    if False:",
+                              [R5 + "test_bad_input[a directory without Go files]"]),
+    "unset-registers-no-hint": ("emu/drive/sweeper.py", "    if world.given_regs:", "    if True:",
+                                [R5 + "test_bad_input[a loop swept without --reg]"]),
+    "pattern-fail-zero-of-n": ("emu/output/many_report.py", 'swept function(s) failed"] if bad else [])',
+                               'swept function(s) failed"] if True else [])',
+                               [R5 + "test_a_pattern_sweep_whose_only_failures_are_functions_not_swept_says_so"]),
+    "tail-unbounded": ("emu/drive/gsweep.py", "self._finish(clock, TAIL_BUDGETS * budget)", "self._finish(clock)",
+                       [R5 + "test_bad_input[a test that spins after F returns]"]),
 }
 
 

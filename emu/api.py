@@ -46,8 +46,11 @@ def _layout(name: str) -> str:
 
 def _readable(path: PathLike, what: str) -> str:
     p = os.fspath(path)
-    if not os.path.exists(p):
-        raise EmuError(f"{p}: cannot read {what}: no such file")
+    try:
+        os.stat(p)
+    except OSError as e:         # no such file, a name too long, a directory on the way that is not one
+        why = "no such file" if isinstance(e, FileNotFoundError) else (e.strerror or str(e)).lower()
+        raise EmuError(f"{p}: cannot read {what}: {why}") from None
     return p
 
 

@@ -28,7 +28,7 @@ def _stub_without(line: str) -> str:
 CASES = [
     # --- files that cannot be read --------------------------------------------------------------
     ("missing .s", {}, ["sweep", "nope.s", "--func", "f"], "nope.s: cannot read"),
-    ("directory as .s", {}, ["sweep", ".", "--func", "f"], "is a directory"),
+    ("directory as .s", {}, ["sweep", ".", "--func", "f"], "a directory without .go files, so not a Go package"),
     ("non-UTF-8 .s", {"t.s": b"f:\n    ret\n; caf\xe9\n"}, ["sweep", "t.s", "--func", "f"],
      "t.s:3: not UTF-8 text: byte 0xe9 at byte offset 16"),
     ("non-UTF-8 .toml", {"t.toml": b'name = "caf\xe9"\n'}, ["run", "t.toml"],

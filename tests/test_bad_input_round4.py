@@ -351,6 +351,11 @@ def _fmt(text: str) -> str:
 
 @pytest.mark.parametrize("files,argv,code,needle,stdout", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_bad_input(tmp_path, monkeypatch, capsys, files, argv, code, needle, stdout):
+    run_case(tmp_path, monkeypatch, capsys, files, argv, code, needle, stdout)
+
+
+def run_case(tmp_path, monkeypatch, capsys, files, argv, code, needle, stdout="ok") -> None:
+    """One case of the table (also test_bad_input_round5.py's): the files written, the command run in-process."""
     for name, content in files.items():
         data = content() if callable(content) else _fmt(content).encode()
         (tmp_path / name).write_bytes(data)

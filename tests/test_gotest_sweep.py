@@ -80,7 +80,8 @@ def test_exec_and_explain_take_the_test_too():
 @pytest.mark.parametrize("args, message", [
     (["--test", "TestSum", "--bench", "BenchmarkSum"], "not allowed with argument"),
     (["--test", "Test Sum"], "give the name of a test or example"),
-    (["--test", "TestNope"], "was never called"),
+    (["--test", "TestNope"], "the package has no test or example TestNope (it has ExampleMax, FuzzPush, TestSum)"),
+    (["--bench", "BenchmarkNope"], "the package has no benchmark BenchmarkNope (it has BenchmarkSum)"),
 ])
 def test_bad_test_input_is_exit_2_with_what_happened(args, message):
     code, text = run("sweep", PKG, "--func", "ring.(*Ring).Sum", *args)

@@ -30,9 +30,9 @@ def test_a_pipe_reads_to_end_of_file_and_a_raw_read_waits_for_its_writer():
 
 def test_a_pipe_holds_64_kib_as_natively():
     """#50: a pipe had no limit, so a write never waited: os's TestClosedPipeRaceWrite (a write larger than the
-    pipe, its end closed meanwhile) succeeded and the test binary panicked. tests/data/go/pipefull: 16 page
+    pipe, its end closed meanwhile) succeeded and the test binary panicked. tests/data/go/pipepages: 16 page
     buffers, partial non-blocking writes and EAGAIN, PIPE_BUF whole or not at all, a blocking child writer."""
-    binary = gobuild.build(DATA / "pipefull").binary
+    binary = gobuild.build(DATA / "pipepages").binary
     native = subprocess.run([str(binary)], capture_output=True, text=True, check=True, env={}).stdout
     code, j = exec_json(binary)
     assert code == 0 and j["exit_code"] == 0 and j["stdout"] == native
@@ -108,3 +108,16 @@ def test_a_fifo_in_tmp_as_natively():
     assert cli.main(["exec", str(binary), "--json"], out) == 0
     assert json.loads(out.getvalue())["stdout"] == native
     assert 'reader got: "through the fifo" <nil>' in native and "no reader: true" in native
+
+
+def test_a_pipe_holds_what_linux_holds_and_its_writer_waits_as_natively():
+    """A pipe nobody reads could take the host's memory (issue #51): now its 16 page slots bound it as fs/pipe.c's
+    do. The program fills one with non-blocking writes, writes into the last page and past it, resizes it,
+    blocks a writer until the reader comes, carries 1 MiB through os.Pipe's netpoller, fills a socket pair and a
+    loopback TCP connection and carries 4 MiB over it: its output equals the native run's line for line."""
+    binary = gobuild.build(DATA / "pipefull").binary
+    native = subprocess.run([str(binary)], capture_output=True, text=True, check=True).stdout
+    code, j = exec_json(binary)
+    assert code == 0 and j["stdout"] == native, j["stdout"]
+    assert "filled with 4096-byte writes 65536" in native and "a blocking write of 300000 waits" in native
+    assert "a TCP writer meets a bound: true" in native and "a socket pair's writer meets a bound: true" in native

@@ -77,7 +77,8 @@ def cmd_exec(a, out) -> int:
         sc = xscenario.load(a.target, a.variant)
         a.args, a.env = sc.args, sc.env
         for k, v in sc.run.items():
-            setattr(a, k, v)
+            if not _given(a, k):             # an option on the command line wins over the scenario's key
+                setattr(a, k, v)
         target = str(sc.program)
     elif a.variant:
         raise EmuError("--variant needs a scenario file (.toml)")
@@ -141,12 +142,18 @@ def cmd_exec(a, out) -> int:
     return code
 
 
+def _given(a, dest: str) -> bool:
+    """Whether option `dest` was on the command line (the parsers take no abbreviations: its full spelling)."""
+    flag = "--" + dest.replace("_", "-")
+    return any(x == flag or x.startswith(flag + "=") for x in a.raw_argv)
+
+
 def _add_exec(sub) -> None:
     """`preemu exec` and its options."""
     x = sub.add_parser("exec", help="run a whole static Go program (its own runtime, sysmon and signal handler) "
                        "and watch every preemption")
     x.add_argument("target", help="a static linux/amd64 Go binary, a .go file, a package directory, "
-                   "or a scenario (.toml, see scenarios/go)")
+                   "or a scenario (.toml, see scenarios/go; an option given here wins over its key)")
     x.add_argument("args", nargs="*", help="the program's arguments (after --)")
     x.add_argument("--env", action="append", metavar="KEY=VALUE", help="environment variable; repeatable")
     _add_test_options(x)

@@ -50,14 +50,17 @@ class GuestFault(EmuError):
 class BudgetExceeded(EmuError):
     """A run did not finish within its instruction budget (a runaway loop)."""
 
-    def __init__(self, what: str, budget: int, pc: int, where: str):
+    def __init__(self, what: str, budget: int, pc: int, where: str, hint: str = ""):
         self.budget, self.pc = budget, pc
         super().__init__(f"{what} did not finish within {budget} instructions (stopped at {pc:#x} {where}); "
-                         f"raise the budget with --budget if the loop is meant to run longer")
+                         + (hint or "raise the budget with --budget if the loop is meant to run longer"))
 
 
 
 MAX_TEXT_FILE = 64 << 20          # an assembly or scenario file larger than this is not one
+#: a pipe or FIFO given as an input file that brings nothing for this long is not going to: a bounded error,
+#: not a hang (a FIFO nobody writes to blocks open(2) and read(2) forever)
+PIPE_WAIT_S = 10.0
 
 
 def read_utf8(path) -> tuple[str | None, int, str]:
@@ -70,8 +73,14 @@ def read_utf8(path) -> tuple[str | None, int, str]:
             return None, 0, "cannot read: it is a directory"
         if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):   # /dev/zero: read_bytes would never end
             return None, 0, "cannot read: it is a device, not a file"
-        with open(path, "rb") as f:             # (a pipe, `/dev/stdin`, is read to its end, up to the cap)
-            data = f.read(MAX_TEXT_FILE + 1)
+        if stat.S_ISFIFO(st.st_mode):           # a FIFO, or `/dev/stdin` on a pipe: read to its end, up to the cap
+            data = _read_pipe(path, MAX_TEXT_FILE + 1)
+            if data is None:
+                return None, 0, (f"cannot read: it is a pipe (FIFO) and nothing came through it for "
+                                 f"{PIPE_WAIT_S:g} s; give the file itself")
+        else:
+            with open(path, "rb") as f:
+                data = f.read(MAX_TEXT_FILE + 1)
         if len(data) > MAX_TEXT_FILE:
             return None, 0, f"cannot read: more than {MAX_TEXT_FILE:,} bytes, too large for a source file"
     except IsADirectoryError:
@@ -83,3 +92,30 @@ def read_utf8(path) -> tuple[str | None, int, str]:
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         return None, line, f"not UTF-8 text: byte {data[e.start]:#04x} at byte offset {e.start}"
+
+
+def _read_pipe(path, limit: int) -> bytes | None:
+    """Up to `limit` bytes of the pipe or FIFO at `path`, read to its end; None when no byte (and no end) came
+    for PIPE_WAIT_S. Opened O_NONBLOCK: a FIFO's open(2) for reading waits for a writer (fs/pipe.c fifo_open),
+    and poll(2) reports neither data nor hang-up until one has come (pipe_poll)."""
+    import os
+    import select
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        waiter = select.poll()
+        waiter.register(fd, select.POLLIN)
+        chunks, n = [], 0
+        while n < limit:
+            if not waiter.poll(PIPE_WAIT_S * 1000):
+                return None
+            try:
+                chunk = os.read(fd, min(1 << 16, limit - n))
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break
+            chunks.append(chunk)
+            n += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

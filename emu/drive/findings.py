@@ -12,7 +12,8 @@ from . import references
 from . import sweeper as S
 from ..check.verify import Violation
 from ..goruntime import crashtext
-from .gsweep import RealSweep, Reference
+from .gsweep import RealSweep
+from .runrecords import Reference
 
 
 def global_name(eff, key) -> str:

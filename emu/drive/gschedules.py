@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from ..check.verify import Violation
 from ..linux.schedule import _NEVER, PctSchedule, hook_steps, step_pcs
 from . import schedules as X
-from .gsweep import Ending, ReferenceEnded
+from .runrecords import Ending, ReferenceEnded
 
 #: the calibration run's schedule (as exec's: drive/schedules.py)
 CALIBRATION_SEED = X.CALIBRATION_SEED

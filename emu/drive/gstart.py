@@ -96,6 +96,16 @@ def next_first_call(p, entries: dict) -> str | None:
     return hit[0] if hit else None
 
 
+def inlined_away(binary: str, names: list[str]) -> str | None:
+    """Which of `names` the binary's DWARF says was inlined into every caller (None: none, or no DWARF)."""
+    from ..front.godwarf import DwarfError, GoDwarf
+    try:
+        with GoDwarf.open(binary) as dw:
+            return dw.inlined_away([n for n in names if "." in n])
+    except DwarfError:
+        return None
+
+
 def similar(syms: dict, func: str, most: int = 6, package: str | None = None) -> list[str]:
     """Functions of the program a user naming `func` may mean: the same name in another package, a generic
     function's instances (`main.Max[go.shape.int]`: the compiler's shape-stenciled copies) and the closures

@@ -37,7 +37,6 @@ from __future__ import annotations
 import gc
 import random
 from collections import Counter
-from dataclasses import dataclass, field
 
 from unicorn import UC_HOOK_CODE
 from unicorn import x86_const as X
@@ -51,7 +50,8 @@ from ..goruntime.geffects import Effects
 from ..linux.regbatch import read_reg
 from . import grequest
 from .grequest import Point, RequestMixin
-from .gstart import Readiness, new_process, similar
+from .runrecords import Ending, Reference, ReferenceEnded
+from .gstart import Readiness, inlined_away, new_process, similar
 
 SIGURG = grequest.SIGURG            # gsweep's name too (teach/real.py)
 #: a held reference (RealSweep.held_reference): G's thread descheduled at this many boundaries of F (by
@@ -59,65 +59,12 @@ SIGURG = grequest.SIGURG            # gsweep's name too (teach/real.py)
 #: 10 ms), so that the holds do not make sysmon preempt G
 HOLDS = 3
 HOLD_NS = 5_000_000
+#: the uninterrupted run, from F's return to the program's end, may take this many times F's --budget of
+#: instructions (a test that spins after F returns would otherwise run to the process's own budget: minutes)
+TAIL_BUDGETS = 5
 #: stackguard0 at or above this holds one of the runtime's special values, not a stack bound: stackPoisonMin
 #: (runtime/stack.go:144, uintptrMask & -4096); stackPreempt (-1314) and stackFork (-1234) are above it
 STACK_SPECIAL = (1 << 64) - 4096
-
-
-@dataclass
-class Ending:
-    """How a run ended."""
-    exit_code: int | None
-    stdout: bytes
-    stderr: bytes
-    reason: str
-
-    @classmethod
-    def of(cls, p) -> "Ending":
-        reason = p.stop_reason if p.error is None else f"error: {p.error}"
-        return cls(p.exit_code, bytes(p.fds.stdout.data), bytes(p.fds.stderr.data), reason)
-
-    def diff(self, other: "Ending") -> list[tuple[str, str, str]]:
-        out = []
-        for what in ("exit_code", "stdout", "stderr"):
-            a, b = getattr(self, what), getattr(other, what)
-            if a != b:
-                out.append((what, _short(a), _short(b)))
-        return out
-
-
-def _short(v) -> str:
-    if isinstance(v, bytes):
-        s = v.decode(errors="replace")
-        return repr(s if len(s) <= 120 else s[:60] + " ... " + s[-55:])
-    return str(v)
-
-
-class ReferenceEnded(EmuError):
-    """The uninterrupted run from the snapshot ended the program before F returned (a crash, an exit): the
-    program fails without any injection; `ending` says how."""
-
-    def __init__(self, msg: str, ending: "Ending"):
-        super().__init__(msg)
-        self.ending = ending
-
-
-@dataclass
-class Reference:
-    """The uninterrupted run from the snapshot: F's boundaries and effects, and how the program ended; with
-    `unstable`, what differed between it and the other uninterrupted runs (references.py)."""
-    boundaries: int
-    results: dict
-    globals: dict
-    ending: Ending
-    unstable: object = None             # references.Unstable, once the other references ran
-    shared: set = frozenset()           # globals other goroutines wrote while G was held (held_reference)
-    #: gc_reference: (k, uses after free, the crash's Ending or None) when the run with a cycle at boundary k
-    #: found a GC bug without any injection; such a run is a finding, not a legitimate run (references.py)
-    gc_evidence: tuple | None = None
-    findings: list = field(default_factory=list)      # the primary's: those gc_evidence of its GC references
-    label: str = "the uninterrupted run"              # which legitimate run this is, as a report names it
-    returned: bool = True               # False: the program ended before F returned (no results or globals)
 
 
 class RealSweep(RequestMixin):
@@ -168,6 +115,9 @@ class RealSweep(RequestMixin):
         for name in (func, *short, f"{func}.abi0", *(f"{n}.abi0" for n in short)):
             if name in syms and syms[name][1] > 0:
                 return name, syms[name][0]
+        if (inlined := inlined_away(self.image.path, [func, *short])) is not None:
+            raise EmuError(f"--func {func!r}: {inlined} has no code of its own in the program: the compiler inlined "
+                           "it into every caller; sweep a caller, or put //go:noinline on the line above its func")
         raise EmuError(f"--func {func!r}: no such function in the program"
                        + (f" (did you mean {', '.join(near)}?)" if (near := similar(syms, func, package=self.package))
                           else ""))
@@ -269,10 +219,19 @@ class RealSweep(RequestMixin):
         n = clock.boundary_at(addr)
         self.returned = (n, self.effects.results(), self.effects.changed_globals())
 
-    def _finish(self, clock: GoroutineClock) -> Ending:
+    def _finish(self, clock: GoroutineClock, limit: int | None = None) -> Ending:
+        """Run on to the program's end; with `limit`, an EmuError if it has not ended after that many more
+        instructions (of every thread)."""
         clock.stop_at = None
-        self.p.run_until(None)
+        start = self.p.insns
+        stopped = self.p.run_until(None if limit is None else lambda: self.p.insns - start >= limit)
         self._disarm(clock)
+        if stopped:
+            rip = read_reg(self.p.uc, X.UC_X86_REG_RIP)
+            raise EmuError(f"{self.func} returned, but the program had not ended {limit:,} instructions later (at "
+                           f"{self.p.image.describe(rip)}): each run of a sweep is compared with the uninterrupted "
+                           f"run's ending, so the program must end; give arguments or a test that end, or a larger "
+                           f"--budget (the run after F gets {TAIL_BUDGETS} times F's)")
         return Ending.of(self.p)
 
     def reference(self, budget: int, reseed: int | None = None, ns_per_insn: int | None = None) -> Reference:
@@ -313,7 +272,7 @@ class RealSweep(RequestMixin):
             f"a run with the runtime's random state drawn anew (reference seed {reseed})"
             + (f", at {ns_per_insn} ns an instruction" if ns_per_insn is not None else ""))
         try:
-            return Reference(n, results, globs, self._finish(clock), label=label)
+            return Reference(n, results, globs, self._finish(clock, TAIL_BUDGETS * budget), label=label)
         finally:
             self.p.opts.ns_per_insn = rate
 

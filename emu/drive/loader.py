@@ -4,6 +4,7 @@ The one place that decides where things load (memmap) and which symbols programs
 """
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -23,9 +24,33 @@ def load_program(path: str | Path) -> Program:
     if gobuild.is_go_input(path):
         from ..front import gofront
         return gofront.load(path)
-    program = asmfront.assemble_file(path, memmap.TEXT_BASE, rtcode.runtime_externs(), memmap.DATA_BASE)
+    program = _assemble(path, memmap.TEXT_BASE, rtcode.runtime_externs(), memmap.DATA_BASE)
     guestcheck.check_program(program)
     return program
+
+
+#: the suffixes of assembly files; any other input that is not Go is still assembled, but a failure says so
+ASM_SUFFIXES = (".s", ".S", ".asm")
+
+
+def _assemble(path: str | Path, base: int, externs: dict, data_base: int | None = None, **kw) -> Program:
+    """asmfront.assemble_file, with what the file was taken for said when it is not an assembly file: a scenario
+    (.toml) is refused with the command that runs it, and another file whose text does not assemble (a README,
+    a listing) gets the inputs a command takes named, rather than a line of it read as an instruction."""
+    suffix = Path(path).suffix
+    if os.path.isdir(path):             # (is_go_input said it holds no .go file)
+        raise EmuError(f"{path}: a directory without .go files, so not a Go package: give a package directory, "
+                       "a .go file, a Go binary or an Intel-syntax .s file")
+    if suffix == ".toml":
+        raise EmuError(f"{path}: a scenario file, not assembly or a Go program: run it with `preemu run {path}` (or `preemu exec "
+                       f"{path}` for one that names a Go `program`)")
+    try:
+        return asmfront.assemble_file(path, base, externs, data_base, **kw)
+    except AsmError as e:
+        if suffix in ASM_SUFFIXES or not e.line:
+            raise
+        raise AsmError(e.file, e.line, f"{e.message} (the file was read as assembly: a program is an Intel-syntax "
+                       ".s file, a Go binary, a .go file or a package directory)") from None
 
 
 def is_go(program: Program) -> bool:
@@ -58,7 +83,7 @@ def load_stub(layout_name: str, path: str | Path | None = None) -> Program:
         from ..front import gofront
         return gofront.relocated_stub(path)
     src = Path(path) if path is not None else stubgen.stub_path(layout_name)
-    prog = asmfront.assemble_file(src, memmap.STUB_BASE, rtcode.runtime_externs(), package="runtime", asm=True)
+    prog = _assemble(src, memmap.STUB_BASE, rtcode.runtime_externs(), package="runtime", asm=True)
     if not prog.has_func("asyncPreempt"):
         raise AsmError(str(src), 1, "the stub must define the label `asyncPreempt` (its entry point)")
     guestcheck.check_stub(prog)

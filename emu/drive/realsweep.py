@@ -24,7 +24,8 @@ from .gcstats import gc_stats, merge_gc
 from ..core.errors import EmuError
 from ..check.verify import Violation
 from ..goruntime import crashtext, realgc
-from .gsweep import Ending, RealSweep, Reference, ReferenceEnded
+from .gsweep import RealSweep
+from .runrecords import Ending, Reference, ReferenceEnded
 
 #: points per shard: fixed, so the plan depends on the points only (never on --jobs or the executor)
 SHARD_POINTS = 2_000
@@ -69,6 +70,8 @@ class RealSpec:
             raise EmuError(f"--gc: {self.asm} was built by {version}; the heap watch reads spans as Go 1.22 and "
                            f"later lay them out (malloc headers, mspan.largeType)")
         image = elfimage.load(str(res.binary))
+        if self.test:
+            check_test_exists(image.symbols, res.package, *self.test)
         regs = {}
         for name, v in self.registers:
             regs[name] = v if isinstance(v, int) else image.resolve(str(v), f"--reg {name}", data=True)
@@ -519,6 +522,24 @@ def test_argv(path: str, kind: str, name: str) -> list[str]:
     if kind == "bench":
         return [base, "-test.run=^$", f"-test.bench={pattern}", "-test.benchtime=1x", *common]
     return [base, f"-test.run={pattern}", *common]
+
+
+def check_test_exists(symbols: dict, package: str, kind: str, name: str) -> None:
+    """An EmuError unless the test binary has the test, example or benchmark NAME (its top level, for A/B):
+    the generated test main lists each in a table by its function (cmd/go/internal/load/test.go, the
+    testmain template), so each is a function of the package or of its external _test package in the binary.
+    Without it -test.run matches nothing and the run never reaches F."""
+    top = name.split("/", 1)[0]
+    pkgs = (package, package + "_test")
+    if any(f"{pkg}.{top}" in symbols for pkg in pkgs):
+        return
+    prefixes = ("Benchmark",) if kind == "bench" else ("Test", "Example", "Fuzz")
+    have = sorted({rest for n in symbols for pkg in pkgs if n.startswith(pkg + ".")
+                   for rest in [n[len(pkg) + 1:]] if rest.startswith(prefixes) and "." not in rest})
+    what = "benchmark" if kind == "bench" else "test or example"
+    raise EmuError(f"--{kind} {name}: the package has no {what} {top}"
+                   + (f" (it has {', '.join(have[:8])}{', ...' if len(have) > 8 else ''})" if have else
+                      f" (it has no {what}s)"))
 
 
 def default_argv(path: str) -> list[str]:

@@ -159,7 +159,7 @@ def _lines(b: bytes) -> list[bytes]:
 
 
 def add_run(u: Unstable, primary, other, gc: bool = False) -> None:
-    """Widen u by the keys where reference `other` differs from `primary` (gsweep.Reference); `gc`: other ran
+    """Widen u by the keys where reference `other` differs from `primary` (runrecords.Reference); `gc`: other ran
     with the runtime's cycles made due (what only such runs vary is listed apart: Unstable.by_gc)."""
     _widen(u, primary, other)
     if getattr(other, "returned", True):
@@ -200,7 +200,7 @@ def ending_diff(ref, ending) -> list[tuple[str, str, str]]:
     """(what, expected, actual) where `ending` differs from the primary reference's at a stable key: `what` is
     `exit_code`, `stdout line N` (1-based; the streams have as many lines) or `stdout` / `stderr` (they do
     not)."""
-    from .gsweep import _short
+    from .runrecords import _short
     u: Unstable = ref.unstable or Unstable()
     out = []
     a, b = ref.ending, ending

@@ -222,8 +222,15 @@ def load_results(path: str, key: str) -> dict[int, sweeper.ShardResult]:
                     if f.read(1) == "":           # a line cut short by an interrupted write: ignore it
                         break
                     raise EmuError(f"{path}:{n}: not a preemu results line") from None
+                if not isinstance(rec, dict):           # JSON, but not one of the objects sweeps append
+                    raise EmuError(f"{path}:{n}: not a preemu results line (a JSON {type(rec).__name__}, not the "
+                                   "object a sweep appends for each shard)")
                 if rec.get("key") == key:
-                    r = shard_from_json(rec["result"])
+                    try:
+                        r = shard_from_json(rec["result"])
+                    except (KeyError, TypeError, ValueError, AttributeError):
+                        raise EmuError(f"{path}:{n}: a results line of this sweep whose shard cannot be read "
+                                       "back (edited by hand?); remove the line or the file") from None
                     out[r.index] = r
     except FileNotFoundError:
         pass
@@ -254,6 +261,45 @@ def _parse_executor(executor: str | None) -> str | None:
                                "(a Dask scheduler's address)")
             return f"tcp://{host}:{port}"
     raise EmuError(f"--executor {executor!r}: write dask://HOST:PORT (a Dask scheduler's address)")
+
+
+#: how long a Dask scheduler may take to accept a connection, and then to send its handshake
+DASK_WAIT_S = 10
+#: a Dask scheduler's handshake is a small msgpack map (about 60 bytes: compression, python, pickle-protocol);
+#: a first frame announced larger than this is another protocol's bytes read as a length
+MAX_HANDSHAKE = 1 << 20
+
+
+def probe_scheduler(address: str) -> None:
+    """An EmuError unless a Dask scheduler answers at `address` (tcp://HOST:PORT), checked before distributed's
+    Client is given it: a scheduler writes its handshake as soon as a client connects (distributed/comm/core.py,
+    on_connection: comm.write before comm.read), a frame that starts with its length as a little-endian uint64
+    (distributed/comm/tcp.py, TCP.read). Client trusts that length (an HTTP server's first bytes asked it for
+    exabytes: MemoryError) and waits for a handshake without a limit (a service that says nothing hung it)."""
+    import socket
+    import struct
+    host, _, port = address.removeprefix("tcp://").rpartition(":")
+    try:
+        conn = socket.create_connection((host.strip("[]"), int(port)), timeout=DASK_WAIT_S)
+    except OSError as e:
+        raise EmuError(f"--executor: cannot reach the Dask scheduler at {address}: {e.strerror or e}") from None
+    head = b""
+    try:
+        with conn:
+            while len(head) < 8:
+                chunk = conn.recv(8 - len(head))
+                if not chunk:
+                    break
+                head += chunk
+    except TimeoutError:
+        raise EmuError(f"--executor: {address} accepted the connection but sent nothing for {DASK_WAIT_S} s; a Dask "
+                       "scheduler sends its handshake at once: is it one?") from None
+    except OSError as e:
+        raise EmuError(f"--executor: {address}: the connection failed ({e.strerror or e}) before a Dask "
+                       "handshake came") from None
+    if len(head) < 8 or struct.unpack("<Q", head)[0] > MAX_HANDSHAKE:
+        got = f"its first bytes are {head!r}" if head else "it closed the connection without a word"
+        raise EmuError(f"--executor: {address} is not a Dask scheduler ({got}, not a Dask handshake)")
 
 
 class ShardRunner:
@@ -367,8 +413,9 @@ class ShardRunner:
         except ImportError:
             raise EmuError("--executor dask://...: the 'distributed' package is not installed "
                            "(pip install 'preemu[dask]')") from None
+        probe_scheduler(self.address)
         try:
-            client = Client(self.address, timeout=10)
+            client = Client(self.address, timeout=DASK_WAIT_S)
         except OSError as e:
             raise EmuError(f"--executor: cannot reach the Dask scheduler at {self.address}: {e}") from None
         try:

@@ -183,6 +183,15 @@ def _final_memory(world: World, rsp: int) -> list[tuple[int, bytes]]:
     return out
 
 
+def _unset_registers_hint(world) -> str:
+    """For a run that never ended with no --reg given: every entry register held a random value (--seed), a
+    loop's bound among them; say so rather than only 'raise the budget'."""
+    if world.given_regs:
+        return ""
+    return ("no --reg was given, so every entry register holds a random 64-bit value from --seed (a loop bound "
+            "among them would be huge): give the ones the function reads (e.g. --reg RCX=100), or raise --budget")
+
+
 def run_reference(world: World, budget: int = DEFAULT_BUDGET) -> Reference:
     """Run the goroutine uninterrupted from its entry to goexit; count its boundaries exactly.
 
@@ -210,7 +219,7 @@ def run_reference(world: World, budget: int = DEFAULT_BUDGET) -> Reference:
             if m.all.func_for(m.pc) is None:          # Unicorn may spin at an unmapped PC instead of faulting
                 raise GuestFault(m.pc, m.where(m.pc), "execution left the program's code")
             raise BudgetExceeded(f"goroutine {world.program.func_for(world.entry).name}", budget, m.pc,
-                                 m.all.describe_pc(m.pc))
+                                 m.all.describe_pc(m.pc), _unset_registers_hint(world))
         snap = snapshot()
         if run(step):
             restore(snap)

@@ -34,3 +34,6 @@ def read_toml(path: str | Path) -> dict:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(ps, "", f"not valid TOML: {e}") from None
+    except RecursionError:               # tomllib parses nested arrays and inline tables recursively
+        raise ScenarioError(ps, "", "arrays or inline tables nested more deeply than Python's TOML reader can follow; "
+                                    "not a scenario") from None

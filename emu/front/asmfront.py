@@ -26,6 +26,9 @@ _IDENT = r"(?<![\w.$@/]){}(?![\w$@/])"
 _RSP_IMM = re.compile(r"^rsp, (-?(?:0x[0-9a-f]+|\d+))$")
 
 _ks = keystone.Ks(keystone.KS_ARCH_X86, keystone.KS_MODE_64)   # never given a sym_resolver
+#: the most instructions one .s file may have: Keystone holds about 5 KB a line while it assembles (a
+#: 200,000-line file took 1.1 GB and half a minute, in each worker process of a sweep)
+MAX_INSNS = 50_000
 _cs = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
 _cs.detail = True
 
@@ -54,6 +57,11 @@ def assemble_text(text: str, file: str, base: int, externs: dict[str, int] | Non
     funcs, data = _parse(text, file, externs, data_base)
     if not funcs:
         raise AsmError(file, 1, "no function found: start a function with a label such as `myloop:`")
+    count = sum(1 for f in funcs for b in f.body if not isinstance(b, tuple))
+    if count > MAX_INSNS:
+        raise AsmError(file, 0, f"{count:,} instructions, more than the {MAX_INSNS:,} preemu assembles (Keystone "
+                       "takes about 5 KB of memory and 0.1 ms an instruction, in every worker of a sweep); sweep "
+                       "the function you mean, in a file of its own")
     for d in data:
         externs[d.name] = d.addr
     for f in funcs:

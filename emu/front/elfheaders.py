@@ -19,6 +19,8 @@ PHDR64 = struct.Struct("<IIQQQQQQ")           # p_type, p_flags, p_offset, p_vad
 SHDR64 = struct.Struct("<IIQQQQIIQQ")         # sh_name, sh_type, sh_flags, sh_addr, sh_offset, sh_size, sh_link, ...
 PT_LOAD, PT_INTERP, PT_PHDR = 1, 3, 6
 SHT_NOBITS = 8
+#: the section every Go binary's linker writes its build information in (debug/buildinfo/buildinfo.go:457)
+GO_BUILDINFO = ".go.buildinfo"
 EM_X86_64 = 62
 #: e_type names (as pyelftools and readelf spell them): the loader's messages name a file's type
 ET_NAMES = {0: "ET_NONE", 1: "ET_REL", 2: "ET_EXEC", 3: "ET_DYN", 4: "ET_CORE"}
@@ -71,6 +73,18 @@ class ElfHeaders:
         self.entry = self.phoff = self.phnum = self.phentsize = 0
         if self.elfclass == 64 and self.little_endian:
             self._read_tables()
+
+    def not_amd64(self) -> str | None:
+        """What makes the file something other than a 64-bit little-endian x86-64 ELF, said in words (None: it
+        is one): its class first (an ELF32 file's e_machine may still say EM_X86_64, for the x32 ABI), then its
+        byte order, then its machine."""
+        if self.elfclass != 64:
+            return "a 32-bit ELF file (ELFCLASS32); preemu runs 64-bit x86-64 (ELFCLASS64) executables"
+        if not self.little_endian:
+            return "a big-endian ELF file; preemu runs little-endian x86-64 executables"
+        if self.machine != EM_NAMES[EM_X86_64]:
+            return f"built for another machine ({self.machine}); preemu runs x86-64 (EM_X86_64) executables"
+        return None
 
     def _read_tables(self) -> None:
         raw = self.raw

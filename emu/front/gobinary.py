@@ -28,6 +28,7 @@ from elftools.elf.constants import SH_FLAGS
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
+from .elfheaders import GO_BUILDINFO, ElfHeaders
 from .elfsym import SHN_UNDEF, STT_FUNC, STT_NOTYPE, STT_OBJECT, iter_symbols
 from . import goreleases
 from ..core.errors import EmuError
@@ -106,9 +107,9 @@ class GoBinary(PclntabMixin, FuncdataMixin, TypesMixin):
     # ---- ELF -------------------------------------------------------------------------------------
     def _read_elf(self) -> None:
         import io
+        if (why := ElfHeaders(self.raw).not_amd64()) is not None:
+            raise EmuError(f"{self.path}: {why}")
         elf = ELFFile(io.BytesIO(self.raw))
-        if elf["e_machine"] != "EM_X86_64" or elf.elfclass != 64:
-            raise EmuError(f"{self.path}: not a linux/amd64 binary ({elf['e_machine']})")
         self.sections: dict[str, Section] = {}
         self._raw_sections: dict[str, tuple[int, int, int]] = {}  # name -> (file offset, size, link)
         names = []
@@ -175,8 +176,9 @@ class GoBinary(PclntabMixin, FuncdataMixin, TypesMixin):
         elif self.symbol("runtime.firstmoduledata"):
             base = self.symbol("runtime.firstmoduledata")[0]
         else:
-            raise EmuError(f"{self.path}: no .go.module section: not a Go 1.20+ binary")
-        info = self.sections.get(".go.buildinfo")
+            raise EmuError(f"{self.path}: no .go.module section: not a Go 1.20+ binary" if GO_BUILDINFO in
+                           self._raw_sections else f"{self.path}: not a Go program (no {GO_BUILDINFO} section)")
+        info = self.sections.get(GO_BUILDINFO)
         self.version = goreleases.build_version(info.data) if info is not None else ""
         #: the Go release that built the binary: its moduledata layout, GC metadata, stub and oracle rules
         self.release = goreleases.release_of(self.version, str(self.path))

@@ -99,19 +99,26 @@ def module_path(go_mod: Path) -> str | None:
 
 def is_elf(path: Path | str) -> bool:
     p = Path(path)
-    if not p.is_file():
+    try:
+        if not p.is_file():
+            return False
+        with p.open("rb") as f:
+            return f.read(4) == ELF_MAGIC
+    except OSError:          # a name too long, a file that cannot be read: not one; its reader says why
         return False
-    with p.open("rb") as f:
-        return f.read(4) == ELF_MAGIC
 
 
 def is_go_input(path: Path | str) -> bool:
-    """An ELF binary, a `.go` file, or a directory holding `.go` files."""
+    """An ELF binary, a `.go` file, or a directory holding `.go` files (a path that cannot be looked at, its
+    name too long for instance, is none of them: the reader of the input names the problem)."""
     p = Path(path)
-    if p.is_dir():
-        return any(q.suffix == ".go" for q in p.iterdir())
-    if p.suffix == ".go":
-        return p.is_file()
+    try:
+        if p.is_dir():
+            return any(q.suffix == ".go" for q in p.iterdir())
+        if p.suffix == ".go":
+            return p.is_file()
+    except OSError:
+        return False
     return is_elf(p)
 
 
@@ -204,13 +211,16 @@ def _sources(path: Path) -> list[Path]:
 
 
 def build_key(path: Path, gcflags: str | None, version: str | None = None, module: Path | None = None,
-              goamd64: str = "v1", simd: bool | None = None) -> str:
-    """Content hash of a build: toolchain, flags, every source file (not where they are: -trimpath). With
+              goamd64: str = "v1", simd: bool | None = None, test: bool = False) -> str:
+    """Content hash of a build: toolchain, flags, every source file (not where they are: -trimpath), and
+    whether it is the package's test binary (`test`: outside a module the sources are the same, and the key
+    once was too: a program's build after its test binary's got the test binary). With
     `module` (a test build inside a module), every source file of the module, named relative to its root,
     and the package's place in it: a change in a sibling package or in vendor/ is a new build."""
     h = hashlib.sha256()
     h.update(json.dumps([version or go_version(), gcflags, path.is_dir()]
                         + ([] if module is None else ["test", str(path.relative_to(module))])
+                        + ([] if module is not None else ["go test -c" if test else "go build"])
                         + ([] if goamd64 == "v1" and not simd else [f"GOAMD64={goamd64}", level_env(goamd64, simd)])
                         ).encode())
     files = _sources(path) if module is None else _module_sources(module)
@@ -261,6 +271,21 @@ def _announce(path, cache: Path, version: str) -> None:
           f"into {cache}: about 15 s, once)" if first else ""), file=sys.stderr, flush=True)
 
 
+_TEST_FUNC = re.compile(r"(?m)^func ((?:Test|Example|Benchmark)\w*)\(")
+
+
+def _tests_hint(src: Path) -> str:
+    """For a package that is not main: its tests, which --test runs (the test binary is a program)."""
+    names = sorted({m for f in (src.glob("*_test.go") if src.is_dir() else ()) for m in
+                    _TEST_FUNC.findall(f.read_text(errors="replace"))})
+    tests = sorted((n for n in names if not n.startswith("Benchmark")), key=lambda n: not n.startswith("Test"))
+    if not names:
+        return ""
+    return (f"; its tests make one: give --test {tests[0]}" if tests else
+            f"; its benchmarks make one: give --bench {names[0]}") + f" (it has {', '.join(names[:6])}" \
+        + (", ...)" if len(names) > 6 else ")")
+
+
 def test_selection(test: str | None, bench: str | None) -> tuple:
     """("test", NAME), ("bench", NAME) or (): which of a package's tests a command runs (one at most)."""
     if test is not None and bench is not None:
@@ -276,8 +301,10 @@ def build(path: Path | str, gcflags: str | None = None, toolchain: str | None = 
     has one (the go.mod of the package or a parent, vendor/ used when it has modules.txt), else as a copy in
     GOPATH mode like any package. `simd`: see level_env (None: as the level builds)."""
     src = Path(path).resolve()
-    if not src.exists():
-        raise EmuError(f"{path}: no such file or directory")
+    try:
+        src.stat()
+    except OSError as e:         # no such file, a name too long, ...
+        raise EmuError(f"{path}: {(e.strerror or str(e)).lower()}") from None
     if src.is_file() and is_elf(src):
         if test:
             raise EmuError(f"{path}: a binary; --test needs the package's directory, whose tests preemu builds")
@@ -294,7 +321,7 @@ def build(path: Path | str, gcflags: str | None = None, toolchain: str | None = 
         root, version = toolchains.ensure(toolchain, cache), f"go{toolchain}"
     mod_root = module_root(src) if test else (src if src.is_dir() and (src / "go.mod").is_file() else None)
     out_dir = cache / "builds" / build_key(src, gcflags, version, mod_root if test and mod_root else None, goamd64,
-                                            simd)
+                                            simd, test)
     binary, listing_file = out_dir / "prog", out_dir / "listing.txt"
     srcdir = src if src.is_dir() else src.parent
     module_mode = mod_root is not None
@@ -337,7 +364,7 @@ def build(path: Path | str, gcflags: str | None = None, toolchain: str | None = 
                               src if test else srcdir)
         if not is_elf(tmp / "prog"):
             raise EmuError(f"{path}: not a main package, so nothing to run (preemu needs a program: package main "
-                           "with func main)")
+                           "with func main)" + _tests_hint(src))
         (tmp / "listing.txt").write_text(proc.stderr)
         shutil.rmtree(tmp / "gopath", ignore_errors=True)
         try:

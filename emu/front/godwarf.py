@@ -190,6 +190,21 @@ class GoDwarf:
                 return args, results
         return None
 
+    def inlined_away(self, names) -> str | None:
+        """The first of `names` (full Go function names) that the compiler inlined into every caller: its
+        DW_TAG_subprogram is only the abstract one the inlined copies refer to (DW_AT_inline, no DW_AT_low_pc:
+        cmd/compile/internal/dwarfgen puts no code of its own there), so the binary has no such symbol."""
+        want = set(names)
+        for cu in self._dwarf.iter_CUs():
+            top = cu.get_top_DIE()
+            if _name(top) not in {package_of(n) for n in want}:
+                continue
+            for die in top.iter_children():
+                if die.tag == "DW_TAG_subprogram" and _name(die) in want and "DW_AT_inline" in die.attributes \
+                        and "DW_AT_low_pc" not in die.attributes:
+                    return _name(die)
+        return None
+
     # ---- structs ----------------------------------------------------------------------------------
     def struct(self, name: str) -> StructLayout:
         """The layout of struct `name` (package-qualified, e.g. 'runtime.g')."""

@@ -95,10 +95,10 @@ def binary_version(path) -> str:
 
 def elf_version(raw: bytes) -> str:
     """The build version in the `.go.buildinfo` section of an ELF image ("" if it has none or is no ELF)."""
-    from .elfheaders import ElfFormatError, ElfHeaders
+    from .elfheaders import GO_BUILDINFO, ElfFormatError, ElfHeaders
     try:
         elf = ElfHeaders(raw)
-        sec = elf.section(".go.buildinfo")
+        sec = elf.section(GO_BUILDINFO)
         return build_version(elf.section_data(sec)) if sec is not None else ""
     except ElfFormatError:
         return ""

@@ -1,6 +1,6 @@
 """How a real program's run ended badly, in the runtime's own words: describe(ending) -> Crash | None.
 
-A run (gsweep.Ending: exit status, stdout, stderr, the engine's stop reason) that ends in a runtime fatal
+A run (runrecords.Ending: exit status, stdout, stderr, the engine's stop reason) that ends in a runtime fatal
 error, a panic, a death by a signal or a hang is described by what the Go runtime printed and how the
 process ended, so a violation can say "fatal error: sync: unlock of unlocked mutex in
 internal/sync.(*Mutex).unlockSlow (goroutine 1 [running]); exit status 2" rather than only that stderr
@@ -66,7 +66,7 @@ class Crash:
     exit_code: int | None      # None: the run did not end (a hang, an error of the engine)
     signal: int | None         # the signal that killed the process
     signal_name: str
-    reason: str                # the engine's stop reason (gsweep.Ending.reason)
+    reason: str                # the engine's stop reason (runrecords.Ending.reason)
     message: str               # the runtime's headline: "fatal error: ...", "panic: ...", "SIGSEGV: ..."
     context: list[str] = field(default_factory=list)   # the message's other lines ([signal ...], nested panics)
     goroutine: str = ""        # "goroutine 1 [running]": the first goroutine the traceback shows

@@ -13,7 +13,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 
-from ..front.elfheaders import EM_NAMES, EM_X86_64, PT_INTERP, PT_LOAD, ElfFormatError, ElfHeaders, NotElfError
+from ..front.elfheaders import GO_BUILDINFO, PT_INTERP, PT_LOAD, ElfFormatError, ElfHeaders, NotElfError
 from ..front.elfsym import STT_FUNC, iter_symbols
 from ..front.goreleases import build_version
 from ..core.errors import EmuError
@@ -184,9 +184,12 @@ def _load(raw: bytes, path: str) -> Image:
         elf = ElfHeaders(raw)
     except NotElfError as e:
         raise EmuError(f"{path}: not an ELF file ({e})") from None
-    if elf.machine != EM_NAMES[EM_X86_64] or elf.elfclass != 64 or not elf.little_endian:
-        raise EmuError(f"{path}: not an x86-64 executable (machine {elf.machine})")
+    if (why := elf.not_amd64()) is not None:
+        raise EmuError(f"{path}: {why}")
     interp = [elf.interp(ph) for ph in elf.segments if ph.type == PT_INTERP]
+    if elf.type in ("ET_DYN", "ET_EXEC") and elf.section(GO_BUILDINFO) is None and interp:
+        raise EmuError(f"{path}: not a Go program (no {GO_BUILDINFO} section, and it is linked dynamically, "
+                       f"loaded by {interp[0]}); preemu runs static Go executables")
     if elf.type == "ET_DYN":          # a PIE: Go links one with an interpreter even with CGO_ENABLED=0
         raise EmuError(f"{path}: a position-independent executable (PIE, e_type ET_DYN"
                        f"{', loaded by ' + interp[0] if interp else ''}); preemu runs static executables at their "
@@ -213,13 +216,16 @@ def _load(raw: bytes, path: str) -> Image:
                 if info & 0xF == STT_FUNC:
                     funcs.append((value, size, name))
     goamd64, version = None, ""
-    bi = elf.section(".go.buildinfo")
+    bi = elf.section(GO_BUILDINFO)
     if bi is not None:
         data = elf.section_data(bi)
         m = _GOAMD64.search(data)
         if m:
             goamd64 = int(m.group(1))
         version = build_version(data)
+        if symtab is None:              # a Go program whose functions preemu cannot find by name
+            raise EmuError(f"{path}: a stripped Go binary (no .symtab: built with -ldflags=-s, or strip): preemu "
+                           "finds the runtime's and the program's functions by their symbols; rebuild without -s")
     img = Image(path, elf.entry, elf.phoff, elf.phnum, elf.phentsize, segs, syms, goamd64,
                 bi is not None or "runtime.main" in syms, version)
     funcs.sort()

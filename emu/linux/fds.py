@@ -1,10 +1,10 @@
 """The file-descriptor table: stdio, eventfd, pipes and epoll, as far as the Go runtime uses them.
 
 Mirrors fs/eventfd.c (a 64-bit counter; write adds, read returns and clears it, EAGAIN when zero
-in non-blocking mode), fs/pipe.c (a byte queue shared by its two ends, in at most 16 page-sized buffers: a
-read of an empty pipe whose write end is closed is end of file, one whose write end is open waits, or
-answers EAGAIN when O_NONBLOCK; a write waits for a free buffer, or takes what fits with O_NONBLOCK; a write with no reader left
-is EPIPE and SIGPIPE; pipe_poll's EPOLLIN/EPOLLOUT/EPOLLHUP/EPOLLERR) and
+in non-blocking mode), fs/pipe.c (a byte queue shared by its two ends: a read of an empty pipe whose
+write end is closed is end of file, one whose write end is open waits, or answers EAGAIN when
+O_NONBLOCK; a write with no reader left is EPIPE and SIGPIPE; the ring's 16 page slots bound it, a writer
+waiting for room or, O_NONBLOCK, writing what fits; pipe_poll's EPOLLIN/EPOLLOUT/EPOLLHUP/EPOLLERR) and
 fs/eventpoll.c (an interest list of
 (fd, events, data); epoll_pwait reports ready entries, level-triggered, or with EPOLLET once per wakeup:
 every object counts its wakeups in `gen`, which data arriving, room freed, a close or a connection
@@ -32,7 +32,6 @@ EPOLLIN, EPOLLOUT, EPOLLERR, EPOLLHUP, EPOLLRDHUP, EPOLLET = 0x1, 0x4, 0x8, 0x10
 EPOLL_CTL_ADD, EPOLL_CTL_DEL, EPOLL_CTL_MOD = 1, 2, 3
 O_RDONLY, O_WRONLY, O_RDWR, O_LARGEFILE, O_NONBLOCK = 0, 1, 2, 0o100000, 0o4000
 O_CLOEXEC = 0o2000000             # also EFD_CLOEXEC, EPOLL_CLOEXEC and SOCK_CLOEXEC
-PIPE_BUF, PIPE_SIZE = 4096, 65536   # include/uapi/linux/limits.h; fs/pipe.c: PIPE_DEF_BUFFERS (16) pages
 
 
 def wakeups(events: int, in_gen: int, out_gen: int) -> int:
@@ -74,40 +73,41 @@ class EventFd:
         return (EPOLLIN if self.counter else 0) | EPOLLOUT
 
 
+PAGE = 4096
+#: a pipe's capacity: PIPE_DEF_BUFFERS (16) slots of a page each (fs/pipe.c alloc_pipe_info; pipe(7): 65,536 bytes)
+PIPE_DEF_SIZE = 16 * PAGE
+#: a connected AF_UNIX stream's bytes in flight one way: net.core.wmem_default, the writer's sk_sndbuf
+#: (net/unix/af_unix.c unix_stream_sendmsg waits in sock_alloc_send_pskb while it is spent). Counted as data
+#: bytes, without the sk_buff overhead Linux charges too, so somewhat more fits than on Linux
+SOCK_STREAM_BUF = 212_992
+
+
 @dataclass(eq=False)
 class PipeState:
-    """What both ends of one pipe share: the bytes in flight and how many open ends of each kind."""
+    """What both ends of one pipe share: the bytes in flight and how many open ends of each kind. A pipe's
+    room is counted in slots as fs/pipe.c counts it (`slots`: the bytes each page in the ring holds, at most
+    capacity // PAGE of them); a stream socket's (slots None) in bytes, at most `capacity`."""
     buf: bytearray = field(default_factory=bytearray)
+    capacity: int = PIPE_DEF_SIZE
+    slots: deque | None = field(default_factory=deque)
     readers: int = 1
     writers: int = 1
     in_gen: int = 0                   # wakeups keyed EPOLLIN so far: bytes written, the last writer gone
     out_gen: int = 0                  # wakeups keyed EPOLLOUT: bytes read, the last reader gone
     records: object = None            # a SOCK_SEQPACKET stream: a deque of the writes' lengths, else None
-    capacity: int | None = None       # a pipe's (PIPE_SIZE): writes wait for room; None: no limit (sockets)
-    slots: deque = field(default_factory=deque)   # a pipe's buffers, [offset, length] in their page each
 
-    def writable(self) -> bool:
-        """pipe_poll's EPOLLOUT: a buffer slot is free (always, without a capacity)."""
-        return self.capacity is None or len(self.slots) < self.capacity // PIPE_BUF
-
-    def put_pipe(self, data: bytes) -> int:
-        """pipe_write's copy into a pipe with a capacity: the length modulo a page merges into the last buffer
-        when its page has room for it, then one buffer a page while a slot is free; what went in."""
-        n, done = len(data), 0
-        chars = n & (PIPE_BUF - 1)
-        if chars and self.slots and sum(self.slots[-1]) + chars <= PIPE_BUF:
-            self.slots[-1][1] += chars
-            done = chars
-        while done < n and self.writable():
-            k = min(PIPE_BUF, n - done)
-            self.slots.append([0, k])
-            done += k
-        if done:
-            self.put(data[:done])
-        return done
-
-    def put(self, data: bytes) -> None:
+    def put(self, data: bytes, merge: bool = True) -> None:
+        """Queue `data` (what fits(len(data), merge) said goes in): in a pipe, the last page takes the write's
+        part past whole pages if it has room for all of it (`merge`: a write's first round), new pages the rest."""
         self.buf.extend(data)
+        if self.slots is not None:
+            n, chars = len(data), len(data) % PAGE
+            if merge and chars and self.slots and self.slots[-1] + chars <= PAGE:
+                self.slots[-1] += chars
+                n -= chars
+            while n > 0:
+                self.slots.append(min(PAGE, n))
+                n -= PAGE
         if self.records is not None:
             self.records.append(len(data))
         self.in_gen += 1
@@ -118,16 +118,32 @@ class PipeState:
         size = self.records.popleft() if self.records else len(self.buf)
         data = bytes(self.buf[:min(n, size)])
         del self.buf[:size if self.records is not None else len(data)]
-        left = len(data)
-        while left and self.slots:                  # pipe_read: a buffer emptied is freed
-            c = min(left, self.slots[0][1])
-            self.slots[0][0] += c
-            self.slots[0][1] -= c
-            left -= c
-            if not self.slots[0][1]:
-                self.slots.popleft()
+        if self.slots is not None:          # pipe_read: a page read to its end frees its slot
+            left = len(data)
+            while left and self.slots:
+                k = min(left, self.slots[0])
+                self.slots[0] -= k
+                left -= k
+                if not self.slots[0]:
+                    self.slots.popleft()
         self.out_gen += 1
         return data
+
+    def fits(self, n: int, merge: bool = True) -> int:
+        """How many of a write's n bytes go in now. A pipe (pipe_write): the part past whole pages into the
+        last page if it has room for all of that part (`merge`: only in a write's first round), then a page
+        at a time into free slots; so a write of at most PIPE_BUF (a page) goes in whole or not at all. A
+        stream socket: what the bytes left of `capacity` hold, a record (SOCK_SEQPACKET) whole or not at all."""
+        if self.slots is None:
+            room = max(0, self.capacity - len(self.buf))
+            return n if n <= room else 0 if self.records is not None else room
+        chars = n % PAGE
+        k = chars if merge and chars and self.slots and self.slots[-1] + chars <= PAGE else 0
+        return k + min(n - k, max(0, self.capacity // PAGE - len(self.slots)) * PAGE)
+
+    def writable(self) -> bool:
+        """Room for a write (pipe_poll's EPOLLOUT: a free slot; a socket: a free byte)."""
+        return len(self.slots) < self.capacity // PAGE if self.slots is not None else len(self.buf) < self.capacity
 
     def pending(self) -> bool:
         """Something to read: bytes, or a record (even an empty one)."""
@@ -140,10 +156,10 @@ def read_stream(p, t, end, buf: int, n: int):
     SHUT_RD) or every writer is gone; an empty stream answers EAGAIN with O_NONBLOCK, else the thread waits
     (Process.wake_pipe_readers finishes the read)."""
     r = read_now(p, end, buf, n)
-    if r:
-        p.wake_pipe_readers()         # room for a writer that waits for it (Wait "pipewrite")
-        p.wake_pollers()
     if r is not None:
+        if r > 0:                   # room freed: a writer waiting for it goes on, a poller for EPOLLOUT hears it
+            p.wake_pipe_readers()
+            p.wake_pollers()
         return r
     if end.flags & O_NONBLOCK:
         return -EAGAIN
@@ -170,66 +186,66 @@ def pipe_read_now(p, st: "PipeState", buf: int, n: int) -> int | None:
 SIGPIPE = 13
 
 
-
-def write_stream(p, st: PipeState, data: bytes, sigpipe: bool = True, nonblock: bool = False):
-    """write(2) into a byte stream (pipe_write): EPIPE once no one reads or writing was shut, and SIGPIPE to
-    the writing thread as fs/pipe.c and net/unix/af_unix.c send it (send_sig(SIGPIPE, current, 0): SI_USER,
-    unless `sigpipe` is False, a send with MSG_NOSIGNAL); else queued and the waiting readers and pollers
-    woken. A pipe holds PIPE_SIZE bytes: a write of at most PIPE_BUF goes in whole or not at all, a longer
-    one as far as it fits; what does not fit waits for a reader (BLOCK; the write returns once all is in,
-    or the count so far when the last reader goes), or with O_NONBLOCK the write returns what went in
-    (EAGAIN for nothing). A socket's stream has no limit (a write never waits). (The Go runtime's handler
-    ignores a SIGPIPE for a descriptor other than 1 and 2, or passes it to signal.Notify.)"""
-    done = _write_some(p, st, data, sigpipe)
-    if done is not None and (done < 0 or done == len(data)):
-        return done
-    if nonblock:
-        return done or -EAGAIN
-    return _wait_room(p, st, data, done or 0, sigpipe)
-
-
-def _write_some(p, st: PipeState, data: bytes, sigpipe: bool, t=None) -> int | None:
-    """What goes in now: the bytes written, -EPIPE, or None when a write of at most PIPE_BUF must wait;
-    SIGPIPE goes to the writing thread t (the current one by default)."""
+def write_stream(p, st: PipeState, data: bytes, sigpipe: bool = True, nonblock: bool = False) -> int:
+    """write(2) into a byte stream (fs/pipe.c pipe_write): EPIPE once no one reads or writing was shut, and
+    SIGPIPE to the writing thread as fs/pipe.c and net/unix/af_unix.c send it (send_sig(SIGPIPE, current, 0):
+    SI_USER, unless `sigpipe` is False, a send with MSG_NOSIGNAL). Else as much as the stream has room for is
+    queued (PipeState.fits: a write of at most PIPE_BUF bytes, or a record, all or nothing) and the waiting
+    readers and pollers woken; what is left waits for room (the thread blocks until all is written, Process.wake_pipe_readers
+    going on with it: write_more), or with `nonblock` the write returns what went in, EAGAIN if nothing did.
+    (The Go runtime's handler ignores a SIGPIPE for a descriptor other than 1 and 2, or passes it to
+    signal.Notify.)"""
     if not st.readers or not st.writers:
-        if sigpipe:
-            from .sigframe import SI_USER
-            t = t or p.cur
-            p.send_signal(t, t.tid, SIGPIPE, SI_USER)
+        _sigpipe(p, p.cur, sigpipe)
         return -EPIPE
-    if st.capacity is None:
+    return queue_write(p, st, data, sigpipe, nonblock)
+
+
+def queue_write(p, st: PipeState, data: bytes, sigpipe: bool, nonblock: bool, broken=None) -> int:
+    """A write into a stream that can take it (write_stream, tcp.send): what fits queued, the rest waiting for
+    room or, `nonblock`, the count or EAGAIN. `broken(t)`: the stream's own test for a waiting write (the error
+    that ends it, or None), instead of a pipe's readers and writers."""
+    k = st.fits(len(data))
+    if k == len(data):
         st.put(data)
-        n = len(data)
-    else:
-        n = st.put_pipe(data)
-    if n == 0 and data:
-        return None
-    p.wake_pipe_readers()
-    p.wake_pollers()
-    return n
-
-
-def _wait_room(p, st: PipeState, data: bytes, done: int, sigpipe: bool):
-    """The rest of a blocking write waits for room (pipe_write's wait_event on pipe->wr_wait); the reader's
-    take wakes it (Process.wake_pipe_readers calls `retry`)."""
-    t, sent, busy = p.cur, [done], [False]
-
-    def retry():
-        if busy[0]:                   # the wakeups of its own write call back here: one write at a time
-            return None
-        if not st.readers:
-            return sent[0] or _write_some(p, st, b"", sigpipe, t)
-        busy[0] = True
-        try:
-            more = _write_some(p, st, data[sent[0]:], sigpipe, t)
-        finally:
-            busy[0] = False
-        if more is None:
-            return None
-        sent[0] += more
-        return sent[0] if sent[0] == len(data) else None
-    p.block(t, Wait("pipewrite", None, 0, restart=True, retry=retry))
+    elif k:
+        st.put(data[:k])
+    if k:
+        p.wake_pipe_readers()
+        p.wake_pollers()
+    if k == len(data):
+        return k
+    if nonblock:
+        return k or -EAGAIN
+    p.block(p.cur, Wait("pipe-write", None, 0, restart=not k, pipe=st, count=k, data=data[k:], sigpipe=sigpipe,
+                        retry=broken))
     return BLOCK
+
+
+def write_more(p, t) -> int | None:
+    """A write waiting for room (write_stream) goes on: the bytes written in all once every one is in (or
+    EPIPE's, when no reader is left), None while some still wait."""
+    w = t.wait
+    st = w.pipe
+    if w.retry is not None:              # a TCP connection's own test (tcp.py): an error ends the write
+        broken = w.retry(t)
+        if broken is not None:
+            return w.count or broken
+    elif not st.readers or not st.writers:
+        _sigpipe(p, t, w.sigpipe)
+        return w.count or -EPIPE         # pipe_write: what went in before the last reader left, else EPIPE
+    k = st.fits(len(w.data), merge=False)
+    if k:
+        st.put(w.data[:k], merge=False)
+        w.data, w.count, w.restart = w.data[k:], w.count + k, False    # interrupted now, it returns the count
+        p.wake_pollers()
+    return None if w.data else w.count
+
+
+def _sigpipe(p, t, send: bool) -> None:
+    if send:
+        from .sigframe import SI_USER
+        p.send_signal(t, t.tid, SIGPIPE, SI_USER)
 
 
 @dataclass(eq=False)
@@ -252,7 +268,7 @@ class Pipe:
 
     def readiness(self) -> int:
         st = self.state
-        if self.write_end:               # pipe_poll: writable while a buffer slot is free
+        if self.write_end:                   # pipe_poll: EPOLLOUT while the pipe is not full
             return (EPOLLOUT if st.writable() else 0) | (EPOLLERR if not st.readers else 0)
         # pipe_poll: EPOLLIN only with data, EPOLLHUP once every writer is gone (no EPOLLRDHUP: that is a socket's)
         return (EPOLLIN if st.buf else 0) | (EPOLLHUP if not st.writers else 0)

@@ -23,7 +23,6 @@ class FifoState(F.PipeState):
     """A FIFO's pipe: no ends until someone opens it; how many readers and writers ever opened (fifo_open's
     r_counter, w_counter: a waiting opener goes on once its partner's counter moved)."""
     readers: int = 0
-    capacity: int | None = F.PIPE_SIZE
     writers: int = 0
     r_counter: int = 0
     w_counter: int = 0

@@ -21,7 +21,7 @@ from unicorn import UcError
 from unicorn import x86_const as X
 
 from . import sys_socket
-from .fds import Epoll, read_now
+from .fds import Epoll, read_now, write_more
 from .regbatch import read_reg
 from .threads import BLOCKED, EXITED, RUNNABLE, Thread, Wait
 
@@ -160,17 +160,27 @@ class ThreadScheduling:
         return len(ready)
 
     def wake_pipe_readers(self) -> None:
-        """Finish the blocking reads of pipes that now have data or no writer (fs/pipe.c pipe_read)."""
-        for t in self.threads.values():
-            if t.state == BLOCKED and t.wait.kind == "pipe":
-                r = read_now(self, t.wait.pipe, t.wait.buf, t.wait.count)
-                if r is not None:
-                    self.wake(t, r)
-            elif t.state == BLOCKED and t.wait.kind in ("fifo", "pipewrite"):   # an open waiting for its
-                                                          # partner (fifo.py), a write for room (fds.py)
-                r = t.wait.retry()
-                if r is not None:
-                    self.wake(t, r)
+        """Finish the blocking reads of pipes that now have data or no writer (fs/pipe.c pipe_read), and go on
+        with the blocking writes that now have room or no reader (pipe_write), until neither moves."""
+        moved = True
+        while moved:
+            moved = False
+            for t in self.threads.values():
+                if t.state == BLOCKED and t.wait.kind == "pipe":
+                    r = read_now(self, t.wait.pipe, t.wait.buf, t.wait.count)
+                    if r is not None:
+                        self.wake(t, r)
+                        moved = moved or r > 0
+                elif t.state == BLOCKED and t.wait.kind == "pipe-write":
+                    before = t.wait.count
+                    r = write_more(self, t)
+                    if r is not None:
+                        self.wake(t, r)
+                    moved = moved or t.wait is None or t.wait.count != before
+                elif t.state == BLOCKED and t.wait.kind == "fifo":   # an open waiting for its partner (fifo.py)
+                    r = t.wait.retry()
+                    if r is not None:
+                        self.wake(t, r)
 
     def wake_socket_waiters(self) -> None:
         """Finish the blocking accepts and datagram reads that can go on now (sys_socket.py)."""

@@ -12,10 +12,13 @@ from . import fds as F
 from . import sys_file, sys_socket
 from .sys_msg import iovecs
 from .sys_proc import RLIMIT_NOFILE
-from .sysabi import BLOCK, EAGAIN, EBADF, EEXIST, EINVAL, ENOENT, ENOSYS
+from .sysabi import BLOCK, EAGAIN, EBADF, EBUSY, EEXIST, EINVAL, ENOENT, ENOSYS, EPERM
 from .threads import Wait
 
 F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD_CLOEXEC = 0, 1, 2, 3, 4, 1030
+F_SETPIPE_SZ, F_GETPIPE_SZ = 1031, 1032
+#: /proc/sys/fs/pipe-max-size's default (fs/pipe.c pipe_max_size): the largest F_SETPIPE_SZ without CAP_SYS_RESOURCE
+PIPE_MAX_SIZE = 1 << 20
 O_CLOEXEC = F.O_CLOEXEC
 FD_CLOEXEC = 1
 EFD_NONBLOCK = 0o4000
@@ -171,7 +174,33 @@ def sys_fcntl(p, t, fd, cmd, arg, *_):
     if cmd == F_SETFD:
         p.fds.set_cloexec(fd, bool(arg & FD_CLOEXEC))
         return 0
+    if cmd in (F_GETPIPE_SZ, F_SETPIPE_SZ):
+        return _pipe_size(p, obj, cmd, arg)
     return -EINVAL
+
+
+def _pipe_size(p, obj, cmd: int, arg: int) -> int:
+    """fs/pipe.c pipe_fcntl: a pipe's capacity, and setting it (round_pipe_size: a power of two of pages; more
+    than pipe-max-size is EPERM unless root, CAP_SYS_RESOURCE; less than what the pipe holds is EBUSY)."""
+    if not isinstance(obj, F.Pipe) or obj.state.slots is None:
+        return -EBADF
+    st = obj.state
+    if cmd == F_GETPIPE_SZ:
+        return st.capacity
+    arg &= 0xFFFFFFFF                          # an unsigned int
+    if arg > 1 << 31:                          # round_pipe_size gives 0: no slots
+        return -EINVAL
+    pages = 1 << max(0, (-(-arg // F.PAGE) - 1).bit_length())   # round_pipe_size (under a page, 0 too: one page)
+    size = pages * F.PAGE
+    if size > PIPE_MAX_SIZE and p.uid != 0:
+        return -EPERM
+    if pages < len(st.slots):                  # pipe_resize_ring: the slots in use must fit
+        return -EBUSY
+    st.capacity = size
+    st.out_gen += 1                            # room may have grown: a writer waiting for it goes on
+    p.wake_pipe_readers()
+    p.wake_pollers()
+    return size
 
 
 def sys_eventfd2(p, t, initval, flags, *_):
@@ -179,7 +208,7 @@ def sys_eventfd2(p, t, initval, flags, *_):
 
 
 def sys_pipe2(p, t, fdsp, flags, *_):
-    st = F.PipeState(capacity=F.PIPE_SIZE)
+    st = F.PipeState()
     cloexec = bool(flags & O_CLOEXEC)
     r = p.fds.install(F.Pipe(st, False, F.O_RDONLY | (flags & F.O_NONBLOCK)), cloexec=cloexec)
     w = p.fds.install(F.Pipe(st, True, F.O_WRONLY | (flags & F.O_NONBLOCK)), cloexec=cloexec)

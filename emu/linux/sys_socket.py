@@ -126,7 +126,7 @@ class Socket:
             return tcp.readiness(self)
         peer_done = not self.rx.writers or not self.rx.readers      # the peer is done, or we shut reading
         out = (F.EPOLLIN if self.rx.buf or peer_done else 0) | (F.EPOLLRDHUP if peer_done else 0)
-        if self.tx.readers and self.tx.writers:
+        if self.tx.readers and self.tx.writers and self.tx.writable():
             out |= F.EPOLLOUT
         if peer_done and not self.tx.writers:
             out |= F.EPOLLHUP
@@ -161,7 +161,7 @@ class Socket:
 def connect_pair(a: Socket, b: Socket) -> None:
     """Two stream sockets joined: each one's tx is the other's rx; a SOCK_SEQPACKET pair keeps each write's
     length, so a read takes one record (fds.PipeState.records)."""
-    ab, ba = F.PipeState(), F.PipeState()
+    ab, ba = (F.PipeState(capacity=F.SOCK_STREAM_BUF, slots=None) for _ in range(2))
     if a.type == SOCK_SEQPACKET:
         ab.records, ba.records = deque(), deque()
     a.tx, b.rx = ab, ab
@@ -430,7 +430,7 @@ def sys_shutdown(p, t, fd, how, *_):
     return 0
 
 
-MSG_TRUNC, MSG_NOSIGNAL = 0x20, 0x4000
+MSG_TRUNC, MSG_DONTWAIT, MSG_NOSIGNAL = 0x20, 0x40, 0x4000
 
 
 def send(p, s: Socket, data: bytes, dest: tuple | None, flags: int = 0) -> int:
@@ -458,9 +458,12 @@ def send(p, s: Socket, data: bytes, dest: tuple | None, flags: int = 0) -> int:
             p.wake_socket_waiters()
             p.wake_pollers()
         return len(data)
+    nonblock = bool(s.flags & F.O_NONBLOCK or flags & MSG_DONTWAIT)
     if s.tcp:
-        return tcp.send(p, s, data, not flags & MSG_NOSIGNAL)
-    return F.write_stream(p, s.tx, data, not flags & MSG_NOSIGNAL) if s.tx is not None else -ENOTCONN
+        return tcp.send(p, s, data, not flags & MSG_NOSIGNAL, nonblock)
+    if s.tx is None:
+        return -ENOTCONN
+    return F.write_stream(p, s.tx, data, not flags & MSG_NOSIGNAL, nonblock)
 
 
 def recv(p, t, s: Socket, buf: int, n: int, addr: int = 0, alen_p: int = 0, flags: int = 0):

@@ -12,15 +12,17 @@ Mirrored (net/ipv4/tcp.c, tcp_input.c, net/core/stream.c, af_inet.c):
 - read (tcp_recvmsg_locked): queued data first; then 0 once the peer's FIN arrived (SOCK_DONE), else the
   pending error once (sock_error clears it), then 0 once reading is shut; else wait (or EAGAIN);
 - write (tcp_sendmsg_locked, sk_stream_error): with an error pending, that error (cleared); with writing
-  shut, EPIPE and SIGPIPE unless MSG_NOSIGNAL; else queued at the peer (no buffer limit: never waits);
+  shut, EPIPE and SIGPIPE unless MSG_NOSIGNAL; else queued at the peer, as much as its receive queue has room
+  for (fds.SOCK_STREAM_BUF bytes: Linux's loopback autotunes its buffers to megabytes), the rest waiting for room
+  or, O_NONBLOCK, EAGAIN;
 - shutdown (inet_shutdown, tcp_shutdown): SHUT_WR sends FIN; SHUT_RD only marks reading shut (the peer's
   writes still succeed, queued data can still be read); on a closed (reset) socket ENOTCONN;
 - poll (tcp_poll): EPOLLHUP when both directions are shut or the socket is closed; EPOLLIN|EPOLLRDHUP once
-  reading is shut; EPOLLIN with data; EPOLLOUT always once connected (also with writing shut, as tcp_poll
-  says, and the buffer has no limit); EPOLLERR while an error is pending;
+  reading is shut; EPOLLIN with data; EPOLLOUT while the peer's queue has room (also with writing shut, as
+  tcp_poll says); EPOLLERR while an error is pending;
 - a listener closed with connections never accepted resets each (inet_csk_listen_stop -> tcp_disconnect).
 Left out: the state machine's timers (TIME_WAIT, FIN_WAIT2 timeout, keepalive probes, retransmission),
-window and buffer limits, urgent data, a full accept queue dropping SYNs (the backlog is unbounded).
+windows (the bound is one fixed size), urgent data, a full accept queue dropping SYNs (the backlog is unbounded).
 """
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ SOL_SOCKET, SO_LINGER = 1, 13
 
 def readiness(s) -> int:
     """tcp_poll for a connected socket."""
-    mask = F.EPOLLOUT
+    mask = F.EPOLLOUT if s.snd_shut or s.reset or s.peer.rx.writable() else 0
     if (s.rcv_shut and s.snd_shut) or s.reset:
         mask |= F.EPOLLHUP
     if s.rcv_shut:
@@ -62,15 +64,13 @@ def read_now(p, s, buf: int, n: int) -> int | None:
     return None
 
 
-def send(p, s, data: bytes, sigpipe: bool) -> int:
-    """write/send on a connected socket."""
-    if s.error or s.snd_shut:
-        e = s.error or EPIPE
-        s.error = 0
-        if e == EPIPE and sigpipe:
-            from .sigframe import SI_USER
-            p.send_signal(p.cur, p.cur.tid, F.SIGPIPE, SI_USER)
-        return -e
+def send(p, s, data: bytes, sigpipe: bool, nonblock: bool = False) -> int:
+    """write/send on a connected socket: as much as the peer's receive queue has room for (fds.SOCK_STREAM_BUF),
+    the rest waiting for room (sk_stream_wait_memory; a write already begun returns its count when the connection
+    breaks), or with `nonblock` what went in, EAGAIN if nothing did."""
+    e = _broken(p, p.cur, s, sigpipe)
+    if e is not None:
+        return e
     peer = s.peer
     if peer.orphan:                   # the data reaches a closed socket: it answers RST
         receive_rst(s)
@@ -78,10 +78,20 @@ def send(p, s, data: bytes, sigpipe: bool) -> int:
         p.wake_pipe_readers()
         p.wake_pollers()
         return len(data)
-    peer.rx.put(data)
-    p.wake_pipe_readers()
-    p.wake_pollers()
-    return len(data)
+    return F.queue_write(p, peer.rx, data, sigpipe, nonblock, lambda t: _broken(p, t, s, sigpipe))
+
+
+def _broken(p, t, s, sigpipe: bool) -> int | None:
+    """sk_stream_error for a write of s by thread t: the pending error (cleared), or EPIPE (and SIGPIPE unless
+    MSG_NOSIGNAL) once writing is shut or the connection reset; None while it can be written."""
+    if not (s.error or s.snd_shut):
+        return None
+    e = s.error or EPIPE
+    s.error = 0
+    if e == EPIPE and sigpipe:
+        from .sigframe import SI_USER
+        p.send_signal(t, t.tid, F.SIGPIPE, SI_USER)
+    return -e
 
 
 def receive_rst(s) -> None:

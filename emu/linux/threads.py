@@ -23,7 +23,7 @@ class FsState:
 
 @dataclass
 class Wait:
-    kind: str                      # "futex", "sleep", "epoll", "pipe", "vfork", "child", ...
+    kind: str                      # "futex", "sleep", "epoll", "pipe", "pipe-write", "vfork", "child", ...
     deadline: int | None           # virtual ns, or None = no timeout
     on_timeout: int                # the syscall's result when the deadline passes
     restart: bool = False          # SA_RESTART-able (futex wait without timeout, pipe read): restart, not EINTR
@@ -39,8 +39,11 @@ class Wait:
     addr: int = 0                  # "accept"/"dgram": where the peer's sockaddr goes, and its length word
     addrlen: int = 0
     flags: int = 0                 # "accept": accept4's flags; "dgram": recvfrom's (MSG_TRUNC)
-    retry: object = None           # "child" (wait4, waitid): a callable giving the result, or None to go on waiting
+    retry: object = None           # "child" (wait4, waitid): a callable giving the result, or None to go on waiting;
+    #                                "pipe-write" on TCP: retry(t) gives the error that ends the write (tcp.py)
     rem: int = 0                   # "sleep" (nanosleep): where the time left goes when a signal interrupts it
+    data: bytes = b""              # "pipe-write": the bytes still to write (count: those written so far)
+    sigpipe: bool = True           # "pipe-write": SIGPIPE if the last reader leaves (not with MSG_NOSIGNAL)
 
 
 @dataclass(eq=False)          # a thread is itself: `t in runq` asks identity, not equal fields

@@ -239,6 +239,7 @@ class World(WorldGC):
         self.start_sp = self.stack_hi - 8 - (arg_area + 15) // 16 * 16
         self.machine.write_u64(self.start_sp, memmap.GOEXIT)
         self.start_regs = initial_registers(seed, layout, reg_overrides or {})
+        self.given_regs = frozenset(regs.lookup(k).name for k in (reg_overrides or {}))    # --reg's, named
         self.start_regs["RSP"] = self.start_sp
         if "R14" not in {regs.lookup(k).name for k in (reg_overrides or {})}:
             self.start_regs["R14"] = self.gp

@@ -78,8 +78,9 @@ class ManySweepReport:
             L.append(f"OK: every one of the {len(self.reports)} function(s) the run called held at every injection "
                      "(results, globals and output equal the uninterrupted runs)")
         else:
-            L.append(f"FAIL: {len(bad)} of {len(self.reports)} swept function(s) failed"
-                     + (f"; {len(errors)} could not be swept" if errors else ""))
+            why = ([f"{len(bad)} of {len(self.reports)} swept function(s) failed"] if bad else []) + \
+                ([f"{len(errors)} matched function(s) could not be swept (each said why above)"] if errors else [])
+            L.append("FAIL: " + "; ".join(why))
         return "\n".join(fit(L)) + "\n"
 
     def summary(self) -> str:
