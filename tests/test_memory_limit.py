@@ -174,7 +174,7 @@ def test_mounted_files_are_read_on_demand(tmp_path):
 def _proc(limit):
     cg = memory.Cgroup(limit, None)
     fs = tmpfs.TmpFs(0, cgroup=cg)
-    return types.SimpleNamespace(cgroup=cg, tmpfs=fs, now=lambda: 0)
+    return types.SimpleNamespace(cgroup=cg, tmpfs=fs, now=lambda: 0, boot_ns=0)   # what tmpfs reads of a process
 
 
 def test_tmpfs_writes_are_charged_cut_short_then_enospc_and_unlink_gives_back():
