@@ -1,6 +1,7 @@
 """Shared fixtures: assemble snippets and build worlds without repeating setup in every test."""
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,12 @@ from emu.core import memmap
 from emu.model import rtcode
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# A suite started in the background by a shell without job control (`make test &`, `nohup`) inherits SIGINT
+# ignored, and so would every program the Ctrl-C tests start (an ignored signal stays ignored across exec):
+# the tests send SIGINT and need its default action in their children, as a terminal gives it.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 ASM = ROOT / "asm"
 DATA = Path(__file__).resolve().parent / "data"
 

@@ -23,7 +23,7 @@ def test_the_table_names_programs_that_exist_and_labels_every_bug_with_its_nativ
 
 
 @pytest.mark.parametrize("name,mode,kind", [
-    ("bugs.lostUpdate", "default", None), ("bugs.lazy", "default", None), ("bugs.memo", "default", None),
+    ("bugs.lostUpdate", "default", None), ("bugs.closeOnce", "default", None), ("bugs.memo", "default", None),
     ("bugs.countAll", "default", None), ("race.tally", "default", None), ("concur.atomics", "default", None),
     ("concur.pipeline", "default", None), ("gcverdicts.explicitGC", "gc", None),
     # bugs2: a pair torn only when an asynchronous preemption lands between its two stores (one P), a record
