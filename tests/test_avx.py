@@ -101,21 +101,42 @@ def _run(text, level: str = "v3", setup=None) -> Uc:
     return uc
 
 
-def test_vex_three_operand_and_upper_zeroing():
+@pytest.fixture(params=["host", "avx2-host"])
+def host(request, monkeypatch):
+    """The host CPU as it is, and as an AVX2-only one (its AVX-512 features hidden: the routines' frame then moves
+    YMM0-15 only, and bits 256-511 of what a VEX instruction writes are hostexec's to zero)."""
+    from emu.engine import hostcpu
+    if request.param == "avx2-host":
+        real = hostcpu.get()
+        monkeypatch.setattr(hostcpu, "_HOST", hostcpu.HostCpu(hide=frozenset(
+            f for f in real.features if f.startswith("AVX512"))))
+        assert not hostcpu.get().wide
+    return hostcpu.get()
+
+
+def test_vex_three_operand_and_upper_zeroing(host):
     def setup(uc, _):
         uc.reg_write(X.UC_X86_REG_ZMM0, (0xFF << 300) | 0xDEAD)
         uc.reg_write(X.UC_X86_REG_XMM1, 0x1111)
         uc.reg_write(X.UC_X86_REG_XMM2, 0x2222)
-    uc = _run("vpxor xmm0, xmm1, xmm2", setup=setup)
+        uc.reg_write(X.UC_X86_REG_ZMM3, (0xAB << 400) | 7)
+    uc = _run("vpxor xmm0, xmm1, xmm2; vptest ymm3, ymm3", setup=setup)
     assert uc.reg_read(X.UC_X86_REG_ZMM0) == 0x3333      # a VEX.128 write zeroes bits 128-511
+    assert uc.reg_read(X.UC_X86_REG_ZMM3) == (0xAB << 400) | 7      # a register only read keeps them
 
 
-def test_ymm_load_store_and_vzeroupper():
+def test_ymm_load_store_and_vzeroupper(host):
     def setup(uc, _):
         uc.mem_write(DATA_AT, bytes(range(32)))
-    uc = _run("vmovdqu ymm5, [rax]; vmovdqu [rax + 64], ymm5", setup=setup)
+        uc.reg_write(X.UC_X86_REG_ZMM6, 1 << 500)
+    uc = _run("vmovdqu ymm5, [rax]; vmovdqu [rax + 64], ymm5; vpaddq ymm6, ymm5, [rax]; vmovdqu [rax + 128], ymm6",
+              setup=setup)
+    assert uc.unit.executed == 4, f"the engine stopped at {uc.reg_read(X.UC_X86_REG_RIP) - CODE:#x}"
     assert uc.reg_read(X.UC_X86_REG_YMM5) == int.from_bytes(bytes(range(32)), "little")
-    assert bytes(uc.mem_read(DATA_AT + 64, 32)) == bytes(range(32))
+    assert bytes(uc.mem_read(DATA_AT + 64, 32)) == bytes(range(32))          # _mov's store
+    want = b"".join((2 * int.from_bytes(bytes(range(i, i + 8)), "little")).to_bytes(8, "little") for i in (0, 8, 16, 24))
+    assert uc.reg_read(X.UC_X86_REG_ZMM6) == int.from_bytes(want, "little")  # the host's, bits 256-511 zeroed
+    assert bytes(uc.mem_read(DATA_AT + 128, 32)) == want
     uc2 = _run("vzeroupper", setup=lambda uc, _: uc.reg_write(X.UC_X86_REG_YMM3, (7 << 200) | 9))
     assert uc2.reg_read(X.UC_X86_REG_YMM3) == 9
 

@@ -8,7 +8,8 @@ An arena (an anonymous RWX mapping, Python's mmap) holds a data page and the rou
     0x1C0  K0..K7 (8 bytes each)
     0x200  ZMM0..ZMM31 (64 bytes each)
 A routine (`routine(insn)`) is: save the callee-saved registers; keep the host's MXCSR; load ZMM0-31 and K0-7
-(vmovdqu64/kmovq: an AVX-512 host; YMM0-15 on an AVX2 host), the guest's MXCSR and arithmetic flags, and
+(vmovdqu64/kmovq: an AVX-512 host; YMM0-15 on an AVX2 host, where hostexec.py zeroes bits 256-511 of what
+a VEX instruction writes, as the CPU does up to its widest register), the guest's MXCSR and arithmetic flags, and
 every GPR but RSP from the buffer; the instruction; store them all back (PUSHFQ first, so nothing clobbers the
 flags); the host's MXCSR back; VZEROUPPER; return. The instruction bytes are the caller's (hostexec.py
 re-encodes the memory operand as RIP-relative to the scratch, whose displacement `routine` patches in).
@@ -87,7 +88,7 @@ def guest_features(level) -> frozenset[str]:
 class HostCpu:
     """The arena, the host's features and the routine cache (one per process: `get()`)."""
 
-    def __init__(self):
+    def __init__(self, hide: frozenset[str] = frozenset()):
         # private: Python's default is MAP_SHARED, which a fork (a sweep's worker processes) would share, and
         # processes running instructions at once would clobber each other's registers in the one buffer
         self.mm = mmap.mmap(-1, SIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
@@ -101,7 +102,7 @@ class HostCpu:
             "mov dword ptr [rsi + 12], edx; pop rbx; ret"))
         self._xgetbv = self._place(_asm("xor ecx, ecx; xgetbv; mov dword ptr [rdi], eax; "
                                         "mov dword ptr [rdi + 4], edx; ret"))
-        self.features = self._features()
+        self.features = self._features() - hide        # hide: what to treat as absent (tests: an AVX2-only host)
         self.wide = {"AVX512F", "AVX512BW"} <= self.features
         self._pro, self._epi = self._frame()
 

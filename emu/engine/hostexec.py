@@ -59,7 +59,8 @@ _EXTRA = {**{m: "GFNI" for m in ("vgf2p8affineinvqb", "vgf2p8affineqb", "vgf2p8m
 _WIDE_ONLY = {**{m: "VAES" for m in ("vaesenc", "vaesenclast", "vaesdec", "vaesdeclast")},
               "vpclmulqdq": "VPCLMULQDQ"}
 _V4 = frozenset(("AVX512F", "AVX512DQ", "AVX512CD", "AVX512BW", "AVX512VL"))
-_ALIGNED = frozenset(("vmovdqa", "vmovdqa32", "vmovdqa64", "vmovaps", "vmovapd", "vmovntdq", "vmovntdqa",
+#: the moves whose memory operand must be aligned to its size (#GP otherwise; avxexec._mov checks them too)
+ALIGNED = frozenset(("vmovdqa", "vmovdqa32", "vmovdqa64", "vmovaps", "vmovapd", "vmovntdq", "vmovntdqa",
                       "vmovntps", "vmovntpd"))
 _PARTIAL_STORES = re.compile(r"^(vp?maskmov|vp?compress|vp?scatter)")
 _LOW = {"rax": ("eax", "ax", "al", "ah"), "rcx": ("ecx", "cx", "cl", "ch"), "rdx": ("edx", "dx", "dl", "dh"),
@@ -89,6 +90,8 @@ class Plan:
     partial: bool = False          # a store of selected elements only (masked, VMASKMOV/VPMASKMOV, compress)
     addr: tuple | None = None      # (base slot or -1 for RIP or None, index slot or None, scale, disp); None: FS/GS
     loads: tuple = ()              # (Unicorn id, pointer to its slot) of every register moved, GPRs and vectors
+    upper: tuple = ()              # buffer offsets of bits 256-511 of the vectors a VEX instruction writes, zeroed
+                                   # after the routine on an AVX2 host (its frame moves YMM only: SDM vol. 1 15.5)
     mm: object = None              # the routine buffer (hostcpu's arena)
     p_base: object = None          # pointers: the buffer, its MXCSR slot, its spare slot
     p_mxcsr: object = None
@@ -195,6 +198,11 @@ def plan(code: bytes, pc: int, d, guest: frozenset[str], level: str) -> Plan:
     p.loads = tuple((rid, _ptr(hostcpu.GPR + 8 * i)) for i, rid in p.gprs) + \
         tuple((ZMM[i], _ptr(hostcpu.ZREG + 64 * i)) for i in p.vecs)
     p.mm, p.p_base, p.p_mxcsr, p.p_tmp = host.mm, _ptr(0), _ptr(hostcpu.MXCSR), _ptr(_TMP)
+    if not host.wide and kind == "vex":
+        out = {int(v.group(1)) for v in map(_VEC.match, (insn.reg_name(r) for r in written)) if v}
+        if insn.mnemonic in ("vpcmpistrm", "vpcmpestrm"):
+            out.add(0)
+        p.upper = tuple(hostcpu.ZREG + 64 * i + 32 for i in sorted(out))
     if mop is not None and not mop.seg:
         p.addr = (-1 if mop.base == "rip" else _GPR64.get(mop.base), _GPR64.get(mop.index), mop.scale, mop.disp)
     try:
@@ -218,7 +226,7 @@ def _finish(p: Plan, d, insn, code: bytes, kind: str, at: int, mems, host) -> Pl
     p.partial = p.write and bool(d.mask or _PARTIAL_STORES.match(insn.mnemonic))
     if not 0 < p.size <= 64:
         raise Refused(f"a {p.size}-byte memory operand, which preemu does not execute")
-    p.align = p.size if insn.mnemonic in _ALIGNED or (kind == "" and p.size == 16) else 0   # legacy SSE m128: #GP
+    p.align = p.size if insn.mnemonic in ALIGNED or (kind == "" and p.size == 16) else 0   # legacy SSE m128: #GP
     new, disp_at = _rewrite(insn, code, kind, at)
     p.fn = host.routine(new, disp_at)
     return p
@@ -268,6 +276,8 @@ def run(ex, d, p: Plan) -> None:
             ex.mem.check_write(addr, p.size)
         before = mm[0:p.size]
     p.fn(p.p_base)
+    for off in p.upper:
+        mm[off:off + 32] = bytes(32)
     if p.mem is not None and (p.write or mm[0:p.size] != before):
         ex.mem.write(addr, mm[0:p.size])
     _after(ex, p, mm, vf, flags, mx)
