@@ -17,6 +17,17 @@ through epoll_pwait and resizes to exactly the slots in use), then 9/9. The 17 o
 (tail-unbounded not run: its mutant runs the spinning test to the process's own budget, a hang by
 construction). Those runs applied each mutation in the worktree itself with the same tests (the scratch-copy
 run below takes about two minutes a mutation on a loaded machine; pipe-slots-never-freed ran past ten there).
+
+Third part (2026-12-08, main): the AVX executor of --cpu v3/v4 (hostexec, hostcpu, avxexec, avxmem), 16 more, and
+the two first-part entries the layout had moved (tmp-unlink-keeps-charge, scenario-key-wins: re-aimed, killed).
+The first pass killed 11 of 16 and showed: avx-flags-not-back survived (no test needed a flag the host *sets*:
+test_bytealg_instructions now runs a VPTEST that sets ZF and CF), avx-sib-disp32-kept (no operand without a base:
+test_a_host_executed_operand_is_read_from_its_address), avx-store-unchecked (equivalent: avxmem checks every page of
+a store before writing a byte and before the registers change, so hostexec's own check was double work and is
+gone, with the entry), avx-vex-xb-kept (equivalent: a RIP-relative operand has no SIB, so VEX/EVEX.X is ignored,
+and RIP-relative addressing ignores .B, SDM vol. 2 table 2-7). After: 15 of the 15 non-equivalent killed
+(avx-partial-all-bytes and avx-sib-disp32-kept by a crash of the test process: the mutant's routine reads past its
+scratch). In all: 67 mutations; 65 killed, 1 equivalent survivor (avx-vex-xb-kept), 1 not run (tail-unbounded).
 """
 from __future__ import annotations
 
@@ -54,8 +65,8 @@ MUTATIONS = {
                                   [M + "test_tmpfs_writes_are_charged_cut_short_then_enospc_and_unlink_gives_back"]),
     "tmp-short-write-is-enospc": ("emu/linux/tmpfs.py", "            if fit <= 0:", "            if True:",
                                   [M + "test_tmpfs_writes_are_charged_cut_short_then_enospc_and_unlink_gives_back"]),
-    "tmp-unlink-keeps-charge": ("emu/linux/tmpfs.py", "        self._drop(node)\n        del self.nodes[path]",
-                                "        del self.nodes[path]",
+    "tmp-unlink-keeps-charge": ("emu/linux/tmpfs.py", "        if self.links(node) == 0:\n            self._drop(node)",
+                                "        if False:\n            self._drop(node)",
                                 [M + "test_tmpfs_writes_are_charged_cut_short_then_enospc_and_unlink_gives_back"]),
     "tmp-truncate-unbounded": ("emu/linux/tmpfs.py", "        if room is not None and length - len(node.data) > room:",
                                "        if False:",
@@ -135,7 +146,7 @@ MUTATIONS = {
                       [R5 + "test_bad_input[a package with tests given to exec]"]),
     "max-insns-tenfold": ("emu/front/asmfront.py", "    if count > MAX_INSNS:", "    if count > MAX_INSNS * 10:",
                           [R5 + "test_a_huge_assembly_file_is_refused_before_keystone_takes_gigabytes"]),
-    "scenario-key-wins": ("emu/cli.py", "            if not _given(a, k):", "            if True:",
+    "scenario-key-wins": ("emu/cli/execute.py", "            if not _given(a, k):", "            if True:",
                           [R5 + "test_command_line_options_win_over_an_exec_scenarios_keys"]),
     "directory-read-as-asm": ("emu/drive/loader.py", "    if os.path.isdir(path):", "    if False:",
                               [R5 + "test_bad_input[a directory without Go files]"]),
@@ -147,6 +158,46 @@ MUTATIONS = {
     "tail-unbounded": ("emu/drive/gsweep.py", "self._finish(clock, TAIL_BUDGETS * budget)", "self._finish(clock)",
                        [R5 + "test_bad_input[a test that spins after F returns]"]),
 }
+
+
+# --- third part (2026-12-08): the AVX executor of --cpu v3/v4 (hostexec, hostcpu, avxexec, avxmem) -------------
+A = "tests/test_avx.py::"
+S = "tests/test_avx_state.py::"
+X = "tests/test_cpu_exact.py::"
+STORE_RO = S + "test_a_store_over_a_read_only_page_faults_on_the_instruction_with_nothing_written"
+MUTATIONS.update({
+    "avx-upper-not-zeroed": ("emu/engine/hostexec.py", "    for off in p.upper:", "    for off in ():",
+                             [A + "test_vex_three_operand_and_upper_zeroing"]),
+    "avx-upper-of-every-vector": ("emu/engine/hostexec.py",
+                                  "        out = {int(v.group(1)) for v in map(_VEC.match, (insn.reg_name(r) for r in written)) if v}",
+                                  "        out = set(vecs)", [A + "test_vex_three_operand_and_upper_zeroing"]),
+    "avx-flags-not-back": ("emu/engine/hostexec.py", "    if (out ^ flags) & hostcpu.ARITH:", "    if False:",
+                           [A + "test_bytealg_instructions"]),
+    "avx-mxcsr-not-back": ("emu/engine/hostexec.py", '    if int.from_bytes(mm[_M:_M + 4], "little") != mx:',
+                           "    if False:", [X + "test_instruction_matches_the_host"]),
+    "avx-partial-all-bytes": ("emu/engine/hostexec.py", "        if zeros[i] != 0 or ones[i] != 0xFF:",
+                              "        if True:", [X + "test_instruction_matches_the_host"]),
+    "avx-sib-disp32-kept": ("emu/engine/hostexec.py", "        if mod == 0 and sib & 7 == 5:\n            end += 4",
+                            "        if mod == 0 and sib & 7 == 5:\n            end += 0", [A + "test_a_host_executed_operand_is_read_from_its_address"]),
+    "avx-index-ignored": ("emu/engine/hostexec.py",
+                          '        a += int.from_bytes(mm[hostcpu.GPR + 8 * index:hostcpu.GPR + 8 * index + 8], "little") * scale',
+                          "        a += 0", [X + "test_instruction_matches_the_host"]),
+    "avx-vex-xb-kept": ("emu/engine/hostexec.py", "        out[at + 1] |= 0x60", "        out[at + 1] |= 0x00",
+                        [X + "test_instruction_matches_the_host"]),
+    "avx-hook-whole-access": ("emu/engine/avxmem.py", "_PIECE = 8 ", "_PIECE = 64 ",
+                              [X + "test_a_store_is_hooked_as_a_write_only_and_a_load_as_a_read_only"]),
+    "avx-write-before-check": ("emu/engine/avxmem.py",
+                               "        for a, data in parts:\n            self.check_write(a, len(data))\n",
+                               "", [S + "test_a_vector_store_to_a_read_only_page_faults_before_writing_anything"]),
+    "avx-mov-unaligned-ok": ("emu/engine/avxexec.py", "and ex.address(d, mem) % n:", "and False:",
+                             [X + "test_a_misaligned_vmovdqa_is_refused_as_the_cpus_gp_and_an_aligned_one_runs"]),
+    "avx-mov-merge-zeroes": ("emu/engine/avxexec.py", "    old = 0 if d.zeroing else ex.get(d, dst, n)",
+                             "    old = 0", [X + "test_masked_and_zeroing_evex_match_the_host"]),
+    "avx-vzeroupper-keeps": ("emu/engine/avxexec.py", "ex.vf.set_zmm(i, ex.vf.zmm(i) & ((1 << 128) - 1))",
+                             "ex.vf.set_zmm(i, ex.vf.zmm(i))", [A + "test_ymm_load_store_and_vzeroupper"]),
+    "avx-xcr0-ignored": ("emu/engine/hostcpu.py", "    if xcr0 & 0xE6 == 0xE6 and c1 >> 27 & 1:",
+                         "    if c1 >> 27 & 1:", [X + "test_an_avx_feature_counts_only_with_the_xcr0_state_the_os_enabled"]),
+})
 
 
 def main(names: list[str]) -> int:

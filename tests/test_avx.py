@@ -141,6 +141,25 @@ def test_ymm_load_store_and_vzeroupper(host):
     assert uc2.reg_read(X.UC_X86_REG_YMM3) == 9
 
 
+@pytest.mark.parametrize("operand,regs", [(f"[rcx*4 + {DATA_AT:#x}]", {"RCX": 16}),      # SIB, no base: disp32
+                                          ("[r9 + r10*2 + 8]", {"R9": DATA_AT + 40, "R10": 8}),   # VEX.X and .B
+                                          ("[rip + 0x10000 - 4]", {})], ids=["no-base", "r9-r10", "rip"])
+def test_a_host_executed_operand_is_read_from_its_address(operand, regs):
+    """hostexec re-encodes the memory operand against its scratch: every addressing form reads the guest's bytes
+    at the address the CPU computes (here DATA_AT + 64; the RIP-relative one from where the instruction sits)."""
+    code = _asm(f"vpaddq ymm6, ymm5, ymmword ptr {operand}")
+    if operand.startswith("[rip"):
+        code = _asm(f"vpaddq ymm6, ymm5, ymmword ptr [rip + {DATA_AT + 64 - CODE - len(code):#x}]")
+
+    def setup(uc, _):
+        uc.mem_write(DATA_AT + 64, bytes(range(32)))
+        uc.reg_write(X.UC_X86_REG_YMM5, 0)
+        for r, v in regs.items():
+            uc.reg_write(getattr(X, f"UC_X86_REG_{r}"), v)
+    uc = _run(code, setup=setup)
+    assert uc.reg_read(X.UC_X86_REG_YMM6) == int.from_bytes(bytes(range(32)), "little")
+
+
 def test_bytealg_instructions():
     def setup(uc, _):
         uc.mem_write(DATA_AT, b"x" * 31 + b"a")
@@ -149,6 +168,8 @@ def test_bytealg_instructions():
               setup=setup)
     assert uc.reg_read(X.UC_X86_REG_RCX) == 1 << 31
     assert not uc.reg_read(X.UC_X86_REG_EFLAGS) & 0x40            # ZF clear: a match
+    uc = _run("vptest ymm2, ymm2", setup=lambda uc, _: uc.reg_write(X.UC_X86_REG_EFLAGS, 0x2))
+    assert uc.reg_read(X.UC_X86_REG_EFLAGS) & 0x41 == 0x41           # ZF and CF set: no match (the host's flags)
 
 
 def test_fma_rounds_once():

@@ -8,6 +8,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import keystone
 import pytest
 from unicorn import (UC_ARCH_X86, UC_ERR_WRITE_PROT, UC_HOOK_INTR, UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE, UC_MODE_64,
                      UC_PROT_READ, Uc)
@@ -112,6 +113,24 @@ def test_a_vector_store_to_a_read_only_page_faults_before_writing_anything():
         mem.write(0x11000 - 16, b"\x55" * 32)           # crosses into the read-only page
     assert (e.value.errno, e.value.addr) == (UC_ERR_WRITE_PROT, 0x11000)
     assert bytes(uc.mem_read(0x11000 - 16, 16)) == bytes(16)          # its writable half untouched too
+
+
+@pytest.mark.parametrize("text,size", [("vmovsd qword ptr [rax], xmm3", 8),            # on the host (hostexec)
+                                       ("vpextrq qword ptr [rax], xmm3, 1", 8),
+                                       ("vmovdqu ymmword ptr [rax], ymm3", 32)])        # in Python (avxexec._mov)
+def test_a_store_over_a_read_only_page_faults_on_the_instruction_with_nothing_written(text, size):
+    code = bytes(keystone.Ks(keystone.KS_ARCH_X86, keystone.KS_MODE_64).asm(text, 0x1000)[0])
+    uc = _uc()
+    uc.mem_write(0x1000, code + b"\x90")
+    unit = avx.VectorUnit(uc, cpulevel.level("v3"))
+    unit.patch([(0x1000, code)])
+    uc.reg_write(X.UC_X86_REG_RAX, 0x11000 - size // 2)
+    uc.reg_write(X.UC_X86_REG_YMM3, (1 << 256) - 1)
+    uc.hook_add(UC_HOOK_INTR, lambda uc, n, _: unit.trap() and unit.fault is None or uc.emu_stop())
+    uc.emu_start(0x1000, 0x1000 + len(code))
+    assert unit.fault is not None and (unit.fault.errno, unit.fault.addr) == (UC_ERR_WRITE_PROT, 0x11000)
+    assert uc.reg_read(X.UC_X86_REG_RIP) == 0x1000                               # on the instruction
+    assert bytes(uc.mem_read(0x11000 - size // 2, size // 2)) == bytes(size // 2)   # its writable half untouched
 
 
 def test_a_masked_store_touches_only_its_elements_and_faults_only_for_them():

@@ -196,7 +196,9 @@ def test_instruction_matches_the_host(nat, text, level):
 @pytest.mark.parametrize("hexcode", ["62f16dc9fecb",                 # vpaddd zmm1 {k1}{z}, zmm2, zmm3
                                      "62f16d49fecb",                 # vpaddd zmm1 {k1}, zmm2, zmm3
                                      "62f1fe486f07",                 # vmovdqu64 zmm0, [rdi]
-                                     "62f17ec96f07"])                # vmovdqu32 zmm0 {k1}{z}, [rdi]
+                                     "62f17ec96f07",                 # vmovdqu32 zmm0 {k1}{z}, [rdi]
+                                     "62f17e496f07",                 # vmovdqu32 zmm0 {k1}, [rdi] (merging)
+                                     "62f1fe496fca"])                # vmovdqu64 zmm1 {k1}, zmm2
 def test_masked_and_zeroing_evex_match_the_host(nat, hexcode):
     states = [_state("v4", seed) for seed in range(200)]
     bad = [D.compare(w, g) if isinstance(g, dict) else g for w, g in _both(nat, bytes.fromhex(hexcode), "v4", states)]
@@ -273,6 +275,17 @@ def test_a_misaligned_vmovdqa_is_refused_as_the_cpus_gp_and_an_aligned_one_runs(
             assert unit.error is None
         else:
             assert isinstance(unit.error, avxexec.Unsupported) and "a misaligned vmovdqa of 0x10008 (#GP)" in str(unit.error)
+
+
+def test_an_avx_feature_counts_only_with_the_xcr0_state_the_os_enabled():
+    """Go's internal/cpu (cpu_x86.go: osSupportsAVX, osSupportsAVX512) and the host's features alike: CPUID's bit
+    without OSXSAVE and XCR0's SSE|AVX (and opmask|ZMM_Hi256|Hi16_ZMM for AVX-512) is no feature."""
+    from emu.engine import hostcpu
+    c1, b7 = 1 << 27 | 1 << 28, 1 << 5 | 1 << 16          # OSXSAVE, AVX; AVX2, AVX512F
+    assert {"AVX", "AVX2", "AVX512F"} <= hostcpu.feature_names(c1, b7, 0, 0xE7)
+    assert hostcpu.feature_names(c1, b7, 0, 0x07) == {"AVX", "AVX2"}
+    assert hostcpu.feature_names(c1, b7, 0, 0x03) == frozenset()
+    assert hostcpu.feature_names(1 << 28, b7, 0, 0xE7) == frozenset()       # no OSXSAVE
 
 
 def test_the_v4_cpu_is_an_ice_lake_sp_and_v3_a_haswell():

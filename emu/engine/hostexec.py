@@ -12,8 +12,9 @@ For an instruction at a site (avx.py), `plan` decodes it once (Capstone) and pre
   the routine's scratch operand, the SIB byte and displacement dropped, VEX/EVEX.X and .B (REX.X/.B) cleared,
   a segment prefix dropped (preemu computes the address, FS/GS base included); a source operand's bytes are
   read into the scratch through avxmem (protections, hooks, VectorFault before any effect); a destination
-  (the first operand, in Intel's order) is checked writable first and written back through it after (so is
-  a source the instruction changed, which none should).
+  (the first operand, in Intel's order) is written back through it after the routine, every page checked before
+  a byte is written and before the registers take the routine's results (so is a source the instruction
+  changed, which none should).
 `run` then loads the registers into the routine's buffer, the guest's MXCSR and arithmetic flags too, calls
 the routine, and stores back the registers, CF/PF/AF/ZF/SF/OF and MXCSR (its exception flags included).
 
@@ -272,8 +273,6 @@ def run(ex, d, p: Plan) -> None:
         if p.partial:
             _partial_store(ex, p, mm, addr)
             return _after(ex, p, mm, vf, flags, mx)
-        if p.write:
-            ex.mem.check_write(addr, p.size)
         before = mm[0:p.size]
     p.fn(p.p_base)
     for off in p.upper:
