@@ -32,7 +32,10 @@ def test_the_table_names_programs_that_exist_and_labels_every_bug_with_its_nativ
     ("fixed2.heldAsPointer", "gc", None),
     # a finalizer that closes a descriptor F still reads (no runtime.KeepAlive): found by --gc's reference with
     # several cycles (one cycle's sweep queues it only when a later cycle or a sweeper gets to the span); the fix
-    ("bugs2.readFile", "gc", "schedule"), ("fixed2.readFile", "gc", None)])
+    ("bugs2.readFile", "gc", "schedule"), ("fixed2.readFile", "gc", None),
+    # a check-then-act the default sweep's runs miss (its window needs the other goroutine mid-call), found under
+    # PCT schedules; its fix clean under the same 20 schedules
+    ("bugs2.lookup", "schedules", "pct-schedule"), ("fixed2.lookup", "schedules", None)])
 def test_the_fast_subset_gets_its_label(name, mode, kind):
     entry = next(e for e in corpus.CORRECT + corpus.BUGS if e.name == name)
     _, code, said, _ = matrix.sweep(entry, mode, 150)

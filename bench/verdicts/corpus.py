@@ -26,6 +26,7 @@ MODES = {
     "v3": ("--cpu", "v3"),
     "v4": ("--cpu", "v4"),
     "each-pc": ("--each-pc",),
+    "schedules": ("--schedules", "20"),       # the sweep, then its first chain under PCT schedules 1..20
 }
 ALL = frozenset(MODES)
 GC_MODES = frozenset({"gc", "gc-scan", "gc-sync"})

@@ -21,8 +21,10 @@ shutdown(2), socketpair(2), recvfrom(2)/sendto(2) and unix(7)/tcp(7)/udp(7):
 Options are accepted and kept (SO_ERROR, SO_TYPE, SO_DOMAIN and SO_ACCEPTCONN answer from the socket).
 splice, sendfile and copy_file_range are sys_io.py's (Go falls back to read and write); sendmsg/recvmsg
 sys_msg.py's. An AF_UNIX path in /tmp is a socket file there (unixfile.py); elsewhere the path is a key of
-the namespace, gone when the socket closes. Left out: AF_INET6 (EAFNOSUPPORT: Go then uses IPv4 only),
-out-of-band data, buffer limits (writes never block) and a bounded accept queue.
+the namespace, gone when the socket closes. A stream's bytes in flight are bounded (fds.SOCK_STREAM_BUF each way:
+a writer waits, or gets EAGAIN). Left out: AF_INET6 (EAFNOSUPPORT: Go then uses IPv4 only), out-of-band data, a
+datagram receive queue's limit (Linux drops UDP past sk_rcvbuf and makes an AF_UNIX sender wait) and a bounded
+accept queue.
 """
 from __future__ import annotations
 
