@@ -115,3 +115,22 @@ def test_unix_socket_files_in_tmp_as_natively():
                  "directory", "datagram through the renamed file: hi <nil>", "sendto a path with no file: no such "
                  "file or directory"):
         assert line in native.splitlines()
+
+
+def test_socket_addresses_and_option_defaults_are_linuxs():
+    """Autobind (a bind with only the family: "@" and five hex digits), a datagram from a sender with no address
+    arriving with none, a path that exists being EADDRINUSE, getsockopt's defaults and its errno for another
+    protocol's level, and a large write to a TCP peer that closed returning short then failing: as natively (the
+    cases of Go's TestUnixgramAutobind, TestReadUnixgramWithUnnamedSocket, TestProtocolListenError,
+    TestTCPConnKeepAliveConfig and TestWritevError)."""
+    prog = DATA / "go" / "sockaddrs"
+    native = subprocess.run([str(gobuild.build(prog).binary)], capture_output=True, text=True, check=True,
+                            timeout=60).stdout
+    code, j = _exec_json(prog)
+    assert code == 0 and j["stdout"] == native
+    for line in ("autobind unixgram: 6 bytes, starts with @: true", "autobind unix listener: 6 <nil>",
+                 'from an unbound sender: "hi" from <nil> (nil true), err <nil>', "listen unix //: EADDRINUSE true",
+                 "default TCP_KEEPIDLE: 7200 <nil>", "default IP_TTL: 64 <nil>",
+                 "default TCP_KEEPIDLE on UDP: 0 operation not supported",
+                 "64 MiB to a closed peer: all written false, error true"):
+        assert line in native.splitlines()

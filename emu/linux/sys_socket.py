@@ -43,10 +43,12 @@ AF_UNIX, AF_INET, AF_INET6 = 1, 2, 10
 SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET, SOCK_TYPE_MASK = 1, 2, 5, 0xF
 SOCK_NONBLOCK, SOCK_CLOEXEC = 0o4000, F.O_CLOEXEC
 SOL_SOCKET = 1
-SO_TYPE, SO_ERROR, SO_ACCEPTCONN, SO_DOMAIN = 3, 4, 30, 39
+SO_TYPE, SO_ERROR, SO_ACCEPTCONN, SO_DOMAIN, SO_SNDBUF, SO_RCVBUF = 3, 4, 30, 39, 7, 8
+IPPROTO_IP, IPPROTO_TCP, IPPROTO_UDP = 0, 6, 17
 SHUT_RD, SHUT_WR, SHUT_RDWR = 0, 1, 2
 EPHEMERAL_FIRST = 32768
 ANY, LOOPBACK = bytes(4), b"\x7f\x00\x00\x01"
+UNNAMED = ("unix", "")                # an AF_UNIX socket without an address (a socketpair's ends)
 
 
 @dataclass
@@ -55,6 +57,7 @@ class Net:
 
     bound: dict = field(default_factory=dict)       # ("inet", ip, port, type) | ("unix", path) -> Socket
     next_port: int = EPHEMERAL_FIRST
+    next_autobind: int = 0                          # unix_autobind's ordernum (Linux starts it at random)
 
     def find(self, key: tuple):
         """The socket bound at key, or at the wildcard address 0.0.0.0 of its port (__inet_lookup_listener)."""
@@ -62,6 +65,14 @@ class Net:
         if s is None and key[0] == "inet":
             s = self.bound.get(("inet", ANY, key[2], key[3]))
         return s
+
+    def autobind(self) -> tuple:
+        """unix_autobind (net/unix/af_unix.c): the next free abstract name of five hex digits, "@%05x"."""
+        while True:
+            self.next_autobind = (self.next_autobind + 1) & 0xFFFFF
+            key = ("unix", f"@{self.next_autobind:05x}")
+            if key not in self.bound:
+                return key
 
     def ephemeral(self, ip: bytes, typ: int) -> int:
         while ("inet", ip, self.next_port, typ) in self.bound:
@@ -205,6 +216,16 @@ def write_addr(p, key: tuple | None, family: int, addr: int, alen_p: int) -> Non
     p.write(alen_p, struct.pack("<I", len(raw)))
 
 
+def write_sender(p, key: tuple | None, family: int, addr: int, alen_p: int) -> None:
+    """recvfrom/recvmsg's source address: an AF_UNIX sender with no address (unbound, a socketpair's) gives none,
+    msg_namelen 0 (unix_copy_addr), which Go reads as a nil address; anything else as write_addr."""
+    if family == AF_UNIX and (key is None or key == UNNAMED):
+        if addr and alen_p:
+            p.write(alen_p, struct.pack("<I", 0))
+        return
+    write_addr(p, key, family, addr, alen_p)
+
+
 def to_local_host(key: tuple) -> tuple:
     """A destination 0.0.0.0 is the local host: ip_route_output_key_hash_rcu routes an unspecified daddr to
     the loopback (so Go's Dial(":PORT") connects to a local listener)."""
@@ -256,7 +277,7 @@ def sys_socketpair(p, t, family, typ, proto, sv, *_):
         connect_pair(a, b)
     else:
         a.other, b.other = b, a                     # each one's datagrams go to the other
-    a.local = a.remote = b.local = b.remote = ("unix", "")
+    a.local = a.remote = b.local = b.remote = UNNAMED
     cloexec = bool(typ & SOCK_CLOEXEC)
     p.write(sv, struct.pack("<ii", p.fds.install(a, cloexec=cloexec), p.fds.install(b, cloexec=cloexec)))
     return 0
@@ -278,6 +299,8 @@ def sys_bind(p, t, fd, addr, alen, *_):
     s, key = r
     if s.local is not None:
         return -EINVAL
+    if key == UNNAMED and alen == 2:                    # sizeof(sa_family_t) alone: unix_bind autobinds
+        key = s.net.autobind()
     if key[0] == "unix" and not key[1].startswith("@"):
         made = unixfile.bind(p, s, key[1])          # a socket file in /tmp; None: elsewhere, a key only
         if made is not None:
@@ -392,6 +415,42 @@ def sys_setsockopt(p, t, fd, level, name, val, vlen, *_):
     return 0
 
 
+#: what getsockopt answers for an option never set (include/uapi/asm-generic/socket.h, in.h, tcp.h numbers; values
+#: from sock_init_data, inet_create, tcp_init_sock and the sysctls' defaults: ip_default_ttl 64, tcp_keepalive_time
+#: 7200 s, _intvl 75 s, _probes 9, tcp_wmem/tcp_rmem 16384/131072, wmem/rmem_default 212992); (level, name) -> value
+_DEFAULTS = {(SOL_SOCKET, 2): 0, (SOL_SOCKET, 5): 0, (SOL_SOCKET, 6): 0, (SOL_SOCKET, 9): 0, (SOL_SOCKET, 10): 0,
+             (SOL_SOCKET, 12): 0, (SOL_SOCKET, 13): b"\0" * 8, (SOL_SOCKET, 15): 0, (SOL_SOCKET, 16): 0,
+             (SOL_SOCKET, 18): 1, (SOL_SOCKET, 19): 1}
+_INET_DEFAULTS = {(IPPROTO_IP, 1): 0, (IPPROTO_IP, 2): 64, (IPPROTO_IP, 33): 1, (IPPROTO_IP, 34): 1}
+_TCP_DEFAULTS = {(IPPROTO_TCP, 1): 0, (IPPROTO_TCP, 4): 7200, (IPPROTO_TCP, 5): 75, (IPPROTO_TCP, 6): 9,
+                 (IPPROTO_TCP, 18): 0}
+
+
+def default_opt(s: Socket, level: int, name: int) -> bytes | None:
+    """The value of an option s never had set, as Linux initialises it; None for an option preemu does not know
+    (ENOPROTOOPT, as for one the protocol lacks). IP options on AF_INET sockets only, TCP ones on TCP sockets."""
+    tcp = s.family == AF_INET and s.type == SOCK_STREAM
+    if (level, name) in ((SOL_SOCKET, SO_SNDBUF), (SOL_SOCKET, SO_RCVBUF)):
+        v = (16384 if name == SO_SNDBUF else 131072) if tcp else F.SOCK_STREAM_BUF
+    else:
+        v = _DEFAULTS.get((level, name))
+        if v is None and s.family == AF_INET:
+            v = _INET_DEFAULTS.get((level, name))
+        if v is None and tcp:
+            v = _TCP_DEFAULTS.get((level, name))
+    return None if v is None else v if isinstance(v, bytes) else struct.pack("<i", v)
+
+
+def _unknown_opt(s: Socket, level: int) -> int:
+    """The errno of an option preemu has no value for: ENOPROTOOPT at a level the socket's protocol has (sock_getsockopt,
+    ip_getsockopt, do_tcp_getsockopt, udp_lib_getsockopt), else EOPNOTSUPP (ip_getsockopt for a level not SOL_IP,
+    sock_no_getsockopt of AF_UNIX)."""
+    own = {SOL_SOCKET}
+    if s.family == AF_INET:
+        own |= {IPPROTO_IP, IPPROTO_TCP if s.type == SOCK_STREAM else IPPROTO_UDP}
+    return ENOPROTOOPT if level in own else EOPNOTSUPP
+
+
 def sys_getsockopt(p, t, fd, level, name, val, vlen_p, *_):
     s = _sock(p, fd)
     if isinstance(s, int):
@@ -403,8 +462,10 @@ def sys_getsockopt(p, t, fd, level, name, val, vlen_p, *_):
         raw = struct.pack("<i", v)
     elif (level, name) in s.opts:
         raw = s.opts[(level, name)]
+    elif (v := default_opt(s, level, name)) is not None:
+        raw = v
     else:
-        return -ENOPROTOOPT
+        return -_unknown_opt(s, level)
     room = struct.unpack("<I", p.read(vlen_p, 4))[0]
     p.write(val, raw[:room])
     p.write(vlen_p, struct.pack("<I", min(room, len(raw))))
@@ -487,7 +548,7 @@ def recv(p, t, s: Socket, buf: int, n: int, addr: int = 0, alen_p: int = 0, flag
     r = F.read_stream(p, t, s, buf, n)
     if r is not BLOCK and r > 0:
         if addr:
-            write_addr(p, s.remote, s.family, addr, alen_p)
+            write_sender(p, s.remote, s.family, addr, alen_p)
         p.wake_pollers()
     return r
 
@@ -496,7 +557,7 @@ def finish_recv(p, s: Socket, buf: int, n: int, addr: int, alen_p: int, flags: i
     data, sender = s.dgrams.popleft()
     s.bump()
     p.write(buf, data[:n])
-    write_addr(p, sender, s.family, addr, alen_p)
+    write_sender(p, sender, s.family, addr, alen_p)
     return len(data) if flags & MSG_TRUNC else min(n, len(data))
 
 

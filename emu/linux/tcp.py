@@ -72,12 +72,12 @@ def send(p, s, data: bytes, sigpipe: bool, nonblock: bool = False) -> int:
     if e is not None:
         return e
     peer = s.peer
-    if peer.orphan:                   # the data reaches a closed socket: it answers RST
-        receive_rst(s)
-        peer.reset = True
+    if peer.orphan:                   # the data reaches a closed socket: it answers RST, which ends the write once
+        receive_rst(s)                # the first segments went (tcp_sendmsg_locked: copied, then sk_err): at most
+        peer.reset = True             # a receive queue's worth, so a 1 GB writev returns short and the next fails
         p.wake_pipe_readers()
         p.wake_pollers()
-        return len(data)
+        return min(len(data), F.SOCK_STREAM_BUF)
     return F.queue_write(p, peer.rx, data, sigpipe, nonblock, lambda t: _broken(p, t, s, sigpipe))
 
 

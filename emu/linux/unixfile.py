@@ -5,16 +5,18 @@ ECONNREFUSED for a file that is no socket or whose socket is closed). The file o
 unlinked, so a second bind to the path is EADDRINUSE until then, and an unlinked path can be bound anew
 while the old socket stays bound (log/syslog's TestFlap); a rename moves the name.
 
-The node's mode is S_IFSOCK | 0777 less the umask (unix_bind_bsd). Left out:
-paths outside /tmp (there the path stays a key of the process's socket namespace, sys_socket.Net, as before:
-preemu makes no socket file on the host) and abstract names, which have no file in Linux either.
+The node's mode is S_IFSOCK | 0777 less the umask (unix_bind_bsd). Outside /tmp a path that names something
+(a mount's file or directory, a directory preemu made up such as `/`, a device) is EADDRINUSE as there (Go's
+TestProtocolListenError binds "//"); any other path stays a key of the process's socket namespace
+(sys_socket.Net), as before: preemu makes no socket file on the host. Abstract names have no file in Linux either.
 """
 from __future__ import annotations
 
+import os
 import posixpath
 import stat as S
 
-from .sys_file import AT_FDCWD, _guest, _tmp
+from .sys_file import AT_FDCWD, DEVICES, _guest, _host, _synthetic, _tmp
 from .sys_time import realtime
 from .sysabi import EADDRINUSE, ECONNREFUSED, ENOENT, ENOTDIR
 
@@ -24,7 +26,7 @@ def bind(p, s, path: str) -> int | None:
     if isinstance(guest, int):
         return guest
     if _tmp(p, guest) is None:
-        return None
+        return -EADDRINUSE if _exists_outside_tmp(p, guest) else None
     if guest in p.tmpfs.nodes:
         return -EADDRINUSE
     parent = p.tmpfs.nodes.get(posixpath.dirname(guest))
@@ -34,6 +36,14 @@ def bind(p, s, path: str) -> int | None:
     node.mode, node.sock = S.S_IFSOCK | node.mode & 0o777, s
     s.node = node
     return 0
+
+
+def _exists_outside_tmp(p, guest: str) -> bool:
+    """Whether the guest path (not /tmp's) names something: a device, a directory preemu made up, a mount's file."""
+    if guest in DEVICES or _synthetic(p, guest) is not None:
+        return True
+    found = _host(p, guest, False)
+    return not isinstance(found, int) and os.path.lexists(found[1])
 
 
 def lookup(p, path: str):
