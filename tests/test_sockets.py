@@ -119,7 +119,8 @@ def test_unix_socket_files_in_tmp_as_natively():
 
 def test_socket_addresses_and_option_defaults_are_linuxs():
     """Autobind (a bind with only the family: "@" and five hex digits), a datagram from a sender with no address
-    arriving with none, a path that exists being EADDRINUSE, getsockopt's defaults and its errno for another
+    arriving with none, a path that exists being EADDRINUSE, a connect or send to a name no socket has refused or
+    ENOENT as unix_find_other says, getsockopt's defaults and its errno for another
     protocol's level, and a large write to a TCP peer that closed returning short then failing: as natively (the
     cases of Go's TestUnixgramAutobind, TestReadUnixgramWithUnnamedSocket, TestProtocolListenError,
     TestTCPConnKeepAliveConfig and TestWritevError)."""
@@ -132,5 +133,7 @@ def test_socket_addresses_and_option_defaults_are_linuxs():
                  'from an unbound sender: "hi" from <nil> (nil true), err <nil>', "listen unix //: EADDRINUSE true",
                  "default TCP_KEEPIDLE: 7200 <nil>", "default IP_TTL: 64 <nil>",
                  "default TCP_KEEPIDLE on UDP: 0 operation not supported",
-                 "64 MiB to a closed peer: all written false, error true"):
+                 "64 MiB to a closed peer: all written false, error true",
+                 "dial unixgram //: ECONNREFUSED true ENOENT false", "dial unix /nonexistent/sock: ECONNREFUSED false ENOENT true",
+                 "sendto an abstract name no one has: connection refused"):
         assert line in native.splitlines()

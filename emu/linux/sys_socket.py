@@ -241,12 +241,14 @@ def _sock(p, fd: int) -> Socket | int:
 
 def find(p, s: Socket, key: tuple):
     """The socket at a destination key: an AF_UNIX path in /tmp through its file (unixfile.lookup: -ENOENT,
-    -ECONNREFUSED), else the namespace's (Net.find); None when no one is bound there."""
+    -ECONNREFUSED), else the namespace's (Net.find); None when no one is bound at an AF_INET key, and for an AF_UNIX
+    one the errno unix_find_other gives (unixfile.missing: ENOENT, ECONNREFUSED)."""
     if key[0] == "unix" and not key[1].startswith("@"):
         found = unixfile.lookup(p, key[1])
         if found is not None:
             return found
-    return s.net.find(key)
+    got = s.net.find(key)
+    return -unixfile.missing(p, key[1]) if got is None and key[0] == "unix" else got
 
 
 def _autobind(p, s: Socket) -> None:
@@ -336,6 +338,12 @@ def sys_connect(p, t, fd, addr, alen, *_):
     s, key = r
     key = to_local_host(key)
     if s.type == SOCK_DGRAM:
+        if s.family == AF_UNIX:                     # unix_dgram_connect: the peer must be there, of this type
+            other = find(p, s, key)
+            if isinstance(other, int):
+                return other
+            if other.type != s.type:
+                return -EPROTOTYPE
         _autobind(p, s)
         s.remote = key
         return 0

@@ -46,6 +46,18 @@ def _exists_outside_tmp(p, guest: str) -> bool:
     return not isinstance(found, int) and os.path.lexists(found[1])
 
 
+def missing(p, path: str) -> int:
+    """The errno of a connect or send to an AF_UNIX name no socket is bound at outside /tmp (unix_find_other): an
+    abstract name ECONNREFUSED (unix_find_abstract); a path ECONNREFUSED when it names something else
+    (unix_find_bsd: no socket inode), ENOENT when it names nothing (the path walk)."""
+    if path.startswith("@"):
+        return ECONNREFUSED
+    guest = _guest(p, AT_FDCWD, path, follow=True)
+    if isinstance(guest, int):
+        return -guest
+    return ECONNREFUSED if _exists_outside_tmp(p, guest) else ENOENT
+
+
 def lookup(p, path: str):
     """The socket the /tmp path `path` names, -errno, or None when the path is not /tmp's."""
     guest = _guest(p, AT_FDCWD, path, follow=True)

@@ -61,6 +61,19 @@ func existing() {
 		_, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 		fmt.Printf("listen unix %s: EADDRINUSE %v\n", path, errors.Is(err, syscall.EADDRINUSE))
 	}
+	// connect and send to a name no socket has: a path naming something else is refused, a path naming
+	// nothing is ENOENT, an abstract name is refused
+	for _, net_ := range []string{"unix", "unixgram"} {
+		for _, path := range []string{"//", "/nonexistent/sock", "@nobody-here"} {
+			_, err := net.DialUnix(net_, nil, &net.UnixAddr{Name: path, Net: net_})
+			fmt.Printf("dial %s %s: ECONNREFUSED %v ENOENT %v\n", net_, path, errors.Is(err, syscall.ECONNREFUSED),
+				errors.Is(err, syscall.ENOENT))
+		}
+	}
+	s, _ := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_DGRAM, 0)
+	err := syscall.Sendto(s, []byte("x"), 0, &syscall.SockaddrUnix{Name: "@nobody-here"})
+	fmt.Println("sendto an abstract name no one has:", err)
+	syscall.Close(s)
 }
 
 func defaults() {
