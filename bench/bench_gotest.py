@@ -2,13 +2,14 @@
 do natively (issues #21, #37 item 7).
 
   .venv/bin/python bench/bench_gotest.py [--results FILE.jsonl] [--shard I/N] [--testprog] [--cpu v1,v3] [--wall S]
-                                         [NAME ...]
+                                         [--virtual-ms MS] [--budget N] [NAME ...]
 
 Packages (the default): builds each package's test binary with the project's toolchain (`go test -c`,
 CGO_ENABLED=0), runs it natively and under `preemu exec` with `-test.short`, both in the package's source
 directory as `go test` does (its testdata is there; preemu shows it and the GOROOT read-only), both with an
-empty environment, under preemu with at most 60 s of virtual time and 10 G instructions. A package ends *as
-natively* when the exit status and the last line of stdout (`PASS`/`FAIL`) are the same.
+empty environment, under preemu with at most 60 s of virtual time and 10 G instructions (`--virtual-ms`,
+`--budget` change them). A package ends *as natively* when the exit status and the last line of stdout
+(`PASS`/`FAIL`) are the same.
 
 `--testprog`: every entry that runtime/testdata/testprog registers (Go's runtime tests run it as
 `testprog NAME`, runtime/crash_test.go runTestProg), natively (twice) and under preemu, both in
@@ -160,7 +161,12 @@ def emulated(binary: Path, args: list[str], cwd: Path, max_ms: int, budget: int,
             "minsns": j["instructions"] / 1e6, "unmodelled": j.get("unmodelled", {})}
 
 
-def package_row(pkg: str, tmp: Path, level: str = "v1", wall_s: float | None = None) -> dict:
+#: a package's run under preemu: at most this much virtual time (ms) and these many instructions (--virtual-ms, --budget)
+PACKAGE_MS, PACKAGE_BUDGET = 60_000, 10_000_000_000
+
+
+def package_row(pkg: str, tmp: Path, level: str = "v1", wall_s: float | None = None, max_ms: int = PACKAGE_MS,
+                budget: int = PACKAGE_BUDGET) -> dict:
     """`pkg`'s test binary built at GOAMD64=`level` (no GOEXPERIMENT: a plain `GOAMD64=v3 go test -c`), run
     natively and under `preemu exec --cpu level`."""
     env = gobuild.go_env(gobuild.cache_dir(), False, goamd64=level, simd=False)
@@ -171,7 +177,7 @@ def package_row(pkg: str, tmp: Path, level: str = "v1", wall_s: float | None = N
         return {"kind": "package", "name": pkg, "level": level, "build": r.stderr.strip()[:300]}
     src = gobuild.goroot() / "src" / pkg          # where `go test` runs a package's tests: its testdata is there
     n = native(binary, ["-test.short"], src)
-    e = emulated(binary, ["-test.short"], src, 60_000, 10_000_000_000, level, wall_s=wall_s)
+    e = emulated(binary, ["-test.short"], src, max_ms, budget, level, wall_s=wall_s)
     same = n["status"] == e["status"] and _line(n["stdout"], True) == _line(e["stdout"], True)
     binary.unlink()
     return {"kind": "package", "name": pkg, "level": level, "native": _short(n), "preemu": _short(e), "same": same}
@@ -263,6 +269,8 @@ def main() -> None:
     ap.add_argument("--testprog", action="store_true", help="runtime/testdata/testprog's entries, not packages")
     ap.add_argument("--cpu", default="v1", help="levels, comma-separated (packages only): a column each")
     ap.add_argument("--wall", type=float, help="seconds of wall time a preemu run may take (then: not finished)")
+    ap.add_argument("--virtual-ms", type=int, default=PACKAGE_MS, help="packages: virtual time a run may take")
+    ap.add_argument("--budget", type=float, default=PACKAGE_BUDGET, help="packages: instructions a run may take")
     ap.add_argument("names", nargs="*")
     a = ap.parse_args()
     kind = "testprog" if a.testprog else "package"
@@ -280,7 +288,8 @@ def main() -> None:
             for lv in levels:
                 if (kind, name, lv) in done:
                     continue
-                r = testprog_row(name, binary, a.wall) if a.testprog else package_row(name, Path(d), lv, a.wall)
+                r = (testprog_row(name, binary, a.wall) if a.testprog
+                     else package_row(name, Path(d), lv, a.wall, a.virtual_ms, int(a.budget)))
                 done[(kind, name, lv)] = r
                 if a.results:
                     with open(a.results, "a") as f:
