@@ -200,24 +200,24 @@ def ending_diff(ref, ending) -> list[tuple[str, str, str]]:
     """(what, expected, actual) where `ending` differs from the primary reference's at a stable key: `what` is
     `exit_code`, `stdout line N` (1-based; the streams have as many lines) or `stdout` / `stderr` (they do
     not)."""
-    from .runrecords import _short
+    from .runrecords import shown
     u: Unstable = ref.unstable or Unstable()
     out = []
     a, b = ref.ending, ending
     if a.exit_code != b.exit_code and not u.exit_code:
-        out.append(("exit_code", _short(a.exit_code), _short(b.exit_code)))
+        out.append(("exit_code", shown(a.exit_code), shown(b.exit_code)))
     for what in ("stdout", "stderr"):
         xa, xb = getattr(a, what), getattr(b, what)
         if xa == xb or u.stream_unstable(what):
             continue
         la, lb = _lines(xa), _lines(xb)
         if len(la) != len(lb):
-            out.append((what, _short(xa), _short(xb)))
+            out.append((what, shown(xa), shown(xb)))
             continue
         skip = u.lines.get(what, set())
         for i, (x, y) in enumerate(zip(la, lb)):
             if x != y and i not in skip:
-                out.append((f"{what} line {i + 1}", _short(x), _short(y)))
+                out.append((f"{what} line {i + 1}", shown(x), shown(y)))
     return out
 
 

@@ -28,11 +28,12 @@ class Ending:
         for what in ("exit_code", "stdout", "stderr"):
             a, b = getattr(self, what), getattr(other, what)
             if a != b:
-                out.append((what, _short(a), _short(b)))
+                out.append((what, shown(a), shown(b)))
         return out
 
 
-def _short(v) -> str:
+def shown(v) -> str:
+    """A value as a violation quotes it: bytes decoded, at most 120 characters (its middle cut), else str(v)."""
     if isinstance(v, bytes):
         s = v.decode(errors="replace")
         return repr(s if len(s) <= 120 else s[:60] + " ... " + s[-55:])
