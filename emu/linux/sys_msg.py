@@ -22,9 +22,10 @@ from __future__ import annotations
 import struct
 
 from . import sys_socket as S
+from .sockopt import SO_PASSCRED, SOL_SOCKET
 from .sysabi import EINVAL, EMSGSIZE, EPERM
 
-SOL_SOCKET, SCM_RIGHTS, SCM_CREDENTIALS, SO_PASSCRED, SCM_MAX_FD = 1, 1, 2, 16, 253
+SCM_RIGHTS, SCM_CREDENTIALS, SCM_MAX_FD = 1, 2, 253
 MSG_CTRUNC, MSG_TRUNC, MSG_CMSG_CLOEXEC = 0x8, 0x20, 0x40000000
 UIO_MAXIOV = 1024
 MAX_RW_COUNT = 0x7FFFF000           # include/linux/fs.h: INT_MAX rounded down to a page

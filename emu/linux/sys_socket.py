@@ -18,7 +18,8 @@ shutdown(2), socketpair(2), recvfrom(2)/sendto(2) and unix(7)/tcp(7)/udp(7):
   the sender's address, which an unbound sender gets from the ephemeral range (32768 upwards, in order);
 - readiness for epoll: EPOLLIN with data, a queued connection or a closed peer; EPOLLOUT once connected;
   EPOLLRDHUP/EPOLLHUP as tcp_poll gives them.
-Options are accepted and kept (SO_ERROR, SO_TYPE, SO_DOMAIN and SO_ACCEPTCONN answer from the socket).
+Options are accepted and kept (SO_ERROR, SO_TYPE, SO_DOMAIN and SO_ACCEPTCONN answer from the socket; one never
+set, Linux's initial value: sockopt.py).
 splice, sendfile and copy_file_range are sys_io.py's (Go falls back to read and write); sendmsg/recvmsg
 sys_msg.py's. An AF_UNIX path in /tmp is a socket file there (unixfile.py); elsewhere the path is a key of
 the namespace, gone when the socket closes. A stream's bytes in flight are bounded (fds.SOCK_STREAM_BUF each way:
@@ -33,18 +34,16 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from . import fds as F
-from . import tcp, unixfile
+from . import sockopt, tcp, unixfile
+from .sockopt import SO_ACCEPTCONN, SO_DOMAIN, SO_ERROR, SO_TYPE, SOL_SOCKET
 from .sysabi import (
     BLOCK, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, EAGAIN, EBADF, ECONNREFUSED, EDESTADDRREQ, EINPROGRESS, EINVAL,
-    EISCONN, ENOPROTOOPT, ENOTCONN, ENOTSOCK, EOPNOTSUPP, EPROTONOSUPPORT, EPROTOTYPE)
+    EISCONN, ENOTCONN, ENOTSOCK, EOPNOTSUPP, EPROTONOSUPPORT, EPROTOTYPE)
 from .threads import Wait
 
 AF_UNIX, AF_INET, AF_INET6 = 1, 2, 10
 SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET, SOCK_TYPE_MASK = 1, 2, 5, 0xF
 SOCK_NONBLOCK, SOCK_CLOEXEC = 0o4000, F.O_CLOEXEC
-SOL_SOCKET = 1
-SO_TYPE, SO_ERROR, SO_ACCEPTCONN, SO_DOMAIN, SO_SNDBUF, SO_RCVBUF = 3, 4, 30, 39, 7, 8
-IPPROTO_IP, IPPROTO_TCP, IPPROTO_UDP = 0, 6, 17
 SHUT_RD, SHUT_WR, SHUT_RDWR = 0, 1, 2
 EPHEMERAL_FIRST = 32768
 ANY, LOOPBACK = bytes(4), b"\x7f\x00\x00\x01"
@@ -423,40 +422,9 @@ def sys_setsockopt(p, t, fd, level, name, val, vlen, *_):
     return 0
 
 
-#: what getsockopt answers for an option never set (include/uapi/asm-generic/socket.h, in.h, tcp.h numbers; values
-#: from sock_init_data, inet_create, tcp_init_sock and the sysctls' defaults: ip_default_ttl 64, tcp_keepalive_time
-#: 7200 s, _intvl 75 s, _probes 9, tcp_wmem/tcp_rmem 16384/131072, wmem/rmem_default 212992); (level, name) -> value
-_DEFAULTS = {(SOL_SOCKET, 2): 0, (SOL_SOCKET, 5): 0, (SOL_SOCKET, 6): 0, (SOL_SOCKET, 9): 0, (SOL_SOCKET, 10): 0,
-             (SOL_SOCKET, 12): 0, (SOL_SOCKET, 13): b"\0" * 8, (SOL_SOCKET, 15): 0, (SOL_SOCKET, 16): 0,
-             (SOL_SOCKET, 18): 1, (SOL_SOCKET, 19): 1}
-_INET_DEFAULTS = {(IPPROTO_IP, 1): 0, (IPPROTO_IP, 2): 64, (IPPROTO_IP, 33): 1, (IPPROTO_IP, 34): 1}
-_TCP_DEFAULTS = {(IPPROTO_TCP, 1): 0, (IPPROTO_TCP, 4): 7200, (IPPROTO_TCP, 5): 75, (IPPROTO_TCP, 6): 9,
-                 (IPPROTO_TCP, 18): 0}
-
-
-def default_opt(s: Socket, level: int, name: int) -> bytes | None:
-    """The value of an option s never had set, as Linux initialises it; None for an option preemu does not know
-    (ENOPROTOOPT, as for one the protocol lacks). IP options on AF_INET sockets only, TCP ones on TCP sockets."""
-    tcp = s.family == AF_INET and s.type == SOCK_STREAM
-    if (level, name) in ((SOL_SOCKET, SO_SNDBUF), (SOL_SOCKET, SO_RCVBUF)):
-        v = (16384 if name == SO_SNDBUF else 131072) if tcp else F.SOCK_STREAM_BUF
-    else:
-        v = _DEFAULTS.get((level, name))
-        if v is None and s.family == AF_INET:
-            v = _INET_DEFAULTS.get((level, name))
-        if v is None and tcp:
-            v = _TCP_DEFAULTS.get((level, name))
-    return None if v is None else v if isinstance(v, bytes) else struct.pack("<i", v)
-
-
-def _unknown_opt(s: Socket, level: int) -> int:
-    """The errno of an option preemu has no value for: ENOPROTOOPT at a level the socket's protocol has (sock_getsockopt,
-    ip_getsockopt, do_tcp_getsockopt, udp_lib_getsockopt), else EOPNOTSUPP (ip_getsockopt for a level not SOL_IP,
-    sock_no_getsockopt of AF_UNIX)."""
-    own = {SOL_SOCKET}
-    if s.family == AF_INET:
-        own |= {IPPROTO_IP, IPPROTO_TCP if s.type == SOCK_STREAM else IPPROTO_UDP}
-    return ENOPROTOOPT if level in own else EOPNOTSUPP
+def _kinds(s: Socket) -> tuple[bool, bool]:
+    """(AF_INET, TCP): what decides the options a socket has (sockopt.py)."""
+    return s.family == AF_INET, s.family == AF_INET and s.type == SOCK_STREAM
 
 
 def sys_getsockopt(p, t, fd, level, name, val, vlen_p, *_):
@@ -470,10 +438,10 @@ def sys_getsockopt(p, t, fd, level, name, val, vlen_p, *_):
         raw = struct.pack("<i", v)
     elif (level, name) in s.opts:
         raw = s.opts[(level, name)]
-    elif (v := default_opt(s, level, name)) is not None:
+    elif (v := sockopt.default(level, name, *_kinds(s))) is not None:
         raw = v
     else:
-        return -_unknown_opt(s, level)
+        return -sockopt.unknown_errno(level, *_kinds(s))
     room = struct.unpack("<I", p.read(vlen_p, 4))[0]
     p.write(val, raw[:room])
     p.write(vlen_p, struct.pack("<I", min(room, len(raw))))

@@ -29,9 +29,8 @@ from __future__ import annotations
 import struct
 
 from . import fds as F
+from .sockopt import SO_LINGER, SOL_SOCKET
 from .sysabi import ECONNRESET, ENOTCONN, EPIPE
-
-SOL_SOCKET, SO_LINGER = 1, 13
 
 
 def readiness(s) -> int:
