@@ -62,7 +62,7 @@ _WIDE_ONLY = {**{m: "VAES" for m in ("vaesenc", "vaesenclast", "vaesdec", "vaesd
 _V4 = frozenset(("AVX512F", "AVX512DQ", "AVX512CD", "AVX512BW", "AVX512VL"))
 #: the moves whose memory operand must be aligned to its size (#GP otherwise; avxexec._mov checks them too)
 ALIGNED = frozenset(("vmovdqa", "vmovdqa32", "vmovdqa64", "vmovaps", "vmovapd", "vmovntdq", "vmovntdqa",
-                      "vmovntps", "vmovntpd"))
+                     "vmovntps", "vmovntpd"))
 _PARTIAL_STORES = re.compile(r"^(vp?maskmov|vp?compress|vp?scatter)")
 _LOW = {"rax": ("eax", "ax", "al", "ah"), "rcx": ("ecx", "cx", "cl", "ch"), "rdx": ("edx", "dx", "dl", "dh"),
         "rbx": ("ebx", "bx", "bl", "bh"), "rsp": ("esp", "sp", "spl"), "rbp": ("ebp", "bp", "bpl"),
