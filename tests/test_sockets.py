@@ -137,3 +137,19 @@ def test_socket_addresses_and_option_defaults_are_linuxs():
                  "dial unixgram //: ECONNREFUSED true ENOENT false", "dial unix /nonexistent/sock: ECONNREFUSED false ENOENT true",
                  "sendto an abstract name no one has: connection refused"):
         assert line in native.splitlines()
+
+
+def test_datagram_queues_nobody_reads_are_bounded_as_linux_bounds_them():
+    """dgram.py: an AF_UNIX receiver takes max_dgram_qlen + 1 datagrams, then a connected non-blocking sender gets
+    EAGAIN (Go's write deadline ends it) and is woken by the read that makes room, a blocking sender waits in sendto
+    until then; UDP drops what is past the receiver's buffer. As natively (before: every send succeeded, so the
+    program's write loop never ended and the host held every datagram)."""
+    prog = DATA / "go" / "dgramfull"
+    native = subprocess.run([str(gobuild.build(prog).binary)], capture_output=True, text=True, check=True,
+                            timeout=60).stdout
+    code, j = _exec_json(prog)
+    assert code == 0 and j["stdout"] == native
+    for line in ("unixgram: 11 datagrams queued, then timeout true", "after one read, a write: <nil>",
+                 "blocking sendto to a full queue waits", "after a read it went on: <nil>",
+                 "udp: 1000 sends succeeded; some arrived true, some were dropped true"):
+        assert line in native.splitlines()

@@ -197,6 +197,14 @@ class ThreadScheduling:
                 self.wake(t, -e)
             elif w.kind == "dgram" and w.pipe.dgrams:
                 self.wake(t, sys_socket.finish_recv(self, w.pipe, w.buf, w.count, w.addr, w.addrlen, w.flags))
+        sent = False
+        for t in self.threads.values():          # after the reads above: the senders they made room for (dgram.py)
+            if t.state == BLOCKED and t.wait.kind == "dgram-send" and (r := t.wait.retry()) is not None:
+                self.wake(t, r)
+                sent = True
+        if sent:                                 # what they queued, for the readers (each round wakes a sender)
+            self.wake_socket_waiters()
+            self.wake_pollers()
 
     def wake_pollers(self) -> None:
         for t in self.threads.values():

@@ -23,9 +23,10 @@ set, Linux's initial value: sockopt.py).
 splice, sendfile and copy_file_range are sys_io.py's (Go falls back to read and write); sendmsg/recvmsg
 sys_msg.py's. An AF_UNIX path in /tmp is a socket file there (unixfile.py); elsewhere the path is a key of
 the namespace, gone when the socket closes. A stream's bytes in flight are bounded (fds.SOCK_STREAM_BUF each way:
-a writer waits, or gets EAGAIN). Left out: AF_INET6 (EAFNOSUPPORT: Go then uses IPv4 only), out-of-band data, a
-datagram receive queue's limit (Linux drops UDP past sk_rcvbuf and makes an AF_UNIX sender wait) and a bounded
-accept queue.
+a writer waits, or gets EAGAIN).
+A datagram receiver's queue is bounded as Linux bounds it (dgram.py: UDP drops past the receive buffer, an AF_UNIX
+sender waits). Left out: AF_INET6 (EAFNOSUPPORT: Go then uses IPv4 only), out-of-band data and a bounded accept
+queue.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from . import fds as F
-from . import sockopt, tcp, unixfile
+from . import dgram, sockopt, tcp, unixfile
 from .sockopt import SO_ACCEPTCONN, SO_DOMAIN, SO_ERROR, SO_TYPE, SOL_SOCKET
 from .sysabi import (
     BLOCK, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, EAGAIN, EBADF, ECONNREFUSED, EDESTADDRREQ, EINPROGRESS, EINVAL,
@@ -93,6 +94,7 @@ class Socket:
     listening: bool = False
     backlog: deque = field(default_factory=deque)
     dgrams: deque = field(default_factory=deque)   # datagram: (bytes, sender key)
+    peer_waiters: list = field(default_factory=list)   # AF_UNIX datagram: connected senders EAGAIN'd (dgram.py)
     opts: dict = field(default_factory=dict)
     own_gen: int = 0
     error: int = 0                    # a pending error (SO_ERROR): ECONNREFUSED after a datagram found no one,
@@ -131,7 +133,8 @@ class Socket:
         if self.listening:
             return F.EPOLLIN if self.backlog else 0
         if self.type == SOCK_DGRAM:
-            return (F.EPOLLIN if self.dgrams else 0) | F.EPOLLOUT | (F.EPOLLERR if self.error else 0)
+            full = self.family == AF_UNIX and self.other is not None and dgram.unix_full(self.other, self)
+            return (F.EPOLLIN if self.dgrams else 0) | (0 if full else F.EPOLLOUT) | (F.EPOLLERR if self.error else 0)
         if self.rx is None:
             return F.EPOLLOUT | F.EPOLLHUP if self.remote is None and self.local is None else 0
         if self.tcp:
@@ -343,6 +346,7 @@ def sys_connect(p, t, fd, addr, alen, *_):
                 return other
             if other.type != s.type:
                 return -EPROTOTYPE
+            s.other = other                         # unix_peer(sk): where its datagrams go
         _autobind(p, s)
         s.remote = key
         return 0
@@ -484,8 +488,16 @@ def send(p, s: Socket, data: bytes, dest: tuple | None, flags: int = 0) -> int:
         if isinstance(target, int):
             return target                           # unix_dgram_sendmsg: ENOENT, ECONNREFUSED for the path
         if target is not None and target.type == SOCK_DGRAM:
-            target.dgrams.append((data, s.local))
-            target.bump()
+            if s.family == AF_UNIX and dgram.unix_full(target, s):
+                if s.flags & F.O_NONBLOCK or flags & MSG_DONTWAIT:
+                    dgram.wait_for_room(target, s)
+                    return -EAGAIN
+                p.block(p.cur, Wait("dgram-send", None, 0, restart=True, pipe=target,
+                                    retry=lambda: None if dgram.unix_full(target, s) else _queue(s, target, data)))
+                return BLOCK
+            if s.family == AF_INET and dgram.udp_drops(target):
+                return len(data)                    # the receive buffer is full: dropped, as UDP drops it
+            _queue(s, target, data)
             p.wake_socket_waiters()
             p.wake_pollers()
         elif target is None and s.family == AF_INET and dest == s.remote:
@@ -505,6 +517,13 @@ def send(p, s: Socket, data: bytes, dest: tuple | None, flags: int = 0) -> int:
     return F.write_stream(p, s.tx, data, not flags & MSG_NOSIGNAL, nonblock)
 
 
+def _queue(s: Socket, target: Socket, data: bytes) -> int:
+    """s's datagram into target's receive queue: its length."""
+    target.dgrams.append((data, s.local))
+    target.bump()
+    return len(data)
+
+
 def recv(p, t, s: Socket, buf: int, n: int, addr: int = 0, alen_p: int = 0, flags: int = 0):
     """read/recvfrom on a socket: a stream as a pipe's read end; a datagram whole, truncated to n bytes and
     the rest discarded, its length n, or with MSG_TRUNC its real length (udp(7), unix(7))."""
@@ -518,7 +537,10 @@ def recv(p, t, s: Socket, buf: int, n: int, addr: int = 0, alen_p: int = 0, flag
             p.block(t, Wait("dgram", None, 0, restart=True, pipe=s, buf=buf, count=n, addr=addr, addrlen=alen_p,
                             flags=flags))
             return BLOCK
-        return finish_recv(p, s, buf, n, addr, alen_p, flags)
+        r = finish_recv(p, s, buf, n, addr, alen_p, flags)
+        if s.family == AF_UNIX:
+            p.wake_socket_waiters()       # a sender waiting for room (dgram.py)
+        return r
     if s.rx is None:
         return -ENOTCONN
     r = F.read_stream(p, t, s, buf, n)
@@ -532,6 +554,8 @@ def recv(p, t, s: Socket, buf: int, n: int, addr: int = 0, alen_p: int = 0, flag
 def finish_recv(p, s: Socket, buf: int, n: int, addr: int, alen_p: int, flags: int = 0) -> int:
     data, sender = s.dgrams.popleft()
     s.bump()
+    if s.peer_waiters:
+        dgram.room_made(p, s)
     p.write(buf, data[:n])
     write_sender(p, sender, s.family, addr, alen_p)
     return len(data) if flags & MSG_TRUNC else min(n, len(data))
