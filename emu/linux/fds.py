@@ -174,13 +174,20 @@ def read_now(p, end, buf: int, n: int) -> int | None:
 
 
 def pipe_read_now(p, st: "PipeState", buf: int, n: int) -> int | None:
+    data = pipe_take_now(st, n)
+    if data:
+        p.write(buf, data)
+    return None if data is None else len(data)
+
+
+def pipe_take_now(st: "PipeState", n: int) -> bytes | None:
+    """What a read of up to n bytes of a pipe (or an AF_UNIX stream) takes now: bytes, b"" at end of data (no
+    writer left, or reading shut), None when it would wait."""
     if not st.readers:
-        return 0
+        return b""
     if not st.pending():
-        return 0 if not st.writers else None
-    data = st.take(n)
-    p.write(buf, data)
-    return len(data)
+        return b"" if not st.writers else None
+    return st.take(n)
 
 
 SIGPIPE = 13
@@ -196,7 +203,7 @@ def write_stream(p, st: PipeState, data: bytes, sigpipe: bool = True, nonblock: 
     (The Go runtime's handler ignores a SIGPIPE for a descriptor other than 1 and 2, or passes it to
     signal.Notify.)"""
     if not st.readers or not st.writers:
-        _sigpipe(p, p.cur, sigpipe)
+        send_sigpipe(p, p.cur, sigpipe)
         return -EPIPE
     return queue_write(p, st, data, sigpipe, nonblock)
 
@@ -232,7 +239,7 @@ def write_more(p, t) -> int | None:
         if broken is not None:
             return w.count or broken
     elif not st.readers or not st.writers:
-        _sigpipe(p, t, w.sigpipe)
+        send_sigpipe(p, t, w.sigpipe)
         return w.count or -EPIPE         # pipe_write: what went in before the last reader left, else EPIPE
     k = st.fits(len(w.data), merge=False)
     if k:
@@ -242,7 +249,7 @@ def write_more(p, t) -> int | None:
     return None if w.data else w.count
 
 
-def _sigpipe(p, t, send: bool) -> None:
+def send_sigpipe(p, t, send: bool = True) -> None:
     if send:
         from .sigframe import SI_USER
         p.send_signal(t, t.tid, SIGPIPE, SI_USER)

@@ -13,6 +13,7 @@ over the syscall families (as gVisor's sentry and Qiling's os/linux/syscall spli
   sys_file.py    files: the mounts (mounts.py), /tmp in memory, /dev, chdir/getcwd, symbolic links
   sys_fattr.py   file attributes: access/faccessat2, umask, fchmodat2, utimensat and the other time setters
   sys_socket.py  sockets inside the process: socketpair, AF_UNIX, loopback TCP/UDP (tcp.py: FIN, RST)
+  sys_splice.py  splice, sendfile: bytes between a file or socket and a pipe, a file to a socket
   sys_msg.py     sendmsg/recvmsg, SCM_RIGHTS
 
 Numbers from arch/x86/entry/syscalls/syscall_64.tbl; the runtime's side is runtime/sys_linux_amd64.s
@@ -22,11 +23,11 @@ conventions and errnos: sysabi.py.
 from __future__ import annotations
 
 from . import (sys_cred, sys_fattr, sys_file, sys_fork, sys_io, sys_mem, sys_msg, sys_pgrp, sys_proc, sys_signal,
-               sys_socket, sys_time, sys_timer)
+               sys_socket, sys_splice, sys_time, sys_timer)
 from .sysabi import ENOSYS
 
 FAMILIES = (sys_proc, sys_cred, sys_fork, sys_pgrp, sys_mem, sys_signal, sys_time, sys_timer, sys_io, sys_file,
-            sys_fattr, sys_socket, sys_msg)
+            sys_fattr, sys_socket, sys_splice, sys_msg)
 
 
 def _table() -> dict:

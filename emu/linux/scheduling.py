@@ -177,6 +177,12 @@ class ThreadScheduling:
                     if r is not None:
                         self.wake(t, r)
                     moved = moved or t.wait is None or t.wait.count != before
+                elif t.state == BLOCKED and t.wait.kind == "splice":   # splice/sendfile going on (sys_splice.py)
+                    before = t.wait.count
+                    r = t.wait.retry(t)
+                    if r is not None:
+                        self.wake(t, r)
+                    moved = moved or t.wait is None or t.wait.count != before
                 elif t.state == BLOCKED and t.wait.kind == "fifo":   # an open waiting for its partner (fifo.py)
                     r = t.wait.retry()
                     if r is not None:

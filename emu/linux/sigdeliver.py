@@ -128,7 +128,8 @@ class SignalDelivery:
             if w.kind == "sleep" and w.rem:   # kernel/time/hrtimer.c do_nanosleep: the time left, to *rem
                 left = max(0, w.deadline - self.now())
                 self.write(w.rem, struct.pack("<qq", left // 10**9, left % 10**9))
-            self.wake(t, w.count if w.kind == "pipe-write" and w.count else -EINTR)   # pipe_write: what went in
+            # pipe_write, splice, sendfile: what went in
+            self.wake(t, w.count if w.kind in ("pipe-write", "splice") and w.count else -EINTR)
 
     def _force_sig(self, t: Thread, sig: int) -> None:
         """force_sig_info_to_task (kernel/signal.c): a synchronous fault the thread blocks or ignores

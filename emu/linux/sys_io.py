@@ -12,7 +12,7 @@ from . import fds as F
 from . import sys_file, sys_socket
 from .sys_msg import iovecs
 from .sys_proc import RLIMIT_NOFILE
-from .sysabi import BLOCK, EAGAIN, EBADF, EBUSY, EEXIST, EINVAL, ENOENT, ENOSYS, EPERM
+from .sysabi import BLOCK, EAGAIN, EBADF, EBUSY, EEXIST, EINVAL, ENOENT, EPERM
 from .threads import Wait
 
 F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD_CLOEXEC = 0, 1, 2, 3, 4, 1030
@@ -113,18 +113,6 @@ def sys_fsync(p, t, fd, *_):
     if obj is None:
         return -EBADF
     return 0 if hasattr(obj, "read_bytes") else -EINVAL
-
-
-def sys_splice(p, t, *_):
-    """splice(2), sendfile(2) and copy_file_range(2) are not modelled. Their answers are the ones Go's
-    internal/poll takes as "not handled here" and copies with read and write instead: EINVAL for splice
-    and sendfile (splice_linux.go:46-57, sendfile_unix.go:111-113), ENOSYS for copy_file_range
-    (copy_file_range_linux.go:30)."""
-    return -EINVAL
-
-
-def sys_copy_file_range(p, t, *_):
-    return -ENOSYS
 
 
 def _fd_limit(p) -> int:
@@ -256,7 +244,6 @@ def sys_epoll_pwait(p, t, epfd, events, maxevents, timeout, sigmask, *_):
 #: syscall number -> (name, handler); numbers from arch/x86/entry/syscalls/syscall_64.tbl
 TABLE = {
     32: ("dup", sys_dup), 33: ("dup2", sys_dup2), 292: ("dup3", sys_dup3),
-    275: ("splice", sys_splice), 40: ("sendfile", sys_splice), 326: ("copy_file_range", sys_copy_file_range),
     74: ("fsync", sys_fsync), 75: ("fdatasync", sys_fsync),
     0: ("read", sys_read), 1: ("write", sys_write), 19: ("readv", sys_readv), 20: ("writev", sys_writev), 3: ("close", sys_close), 72: ("fcntl", sys_fcntl),
     233: ("epoll_ctl", sys_epoll_ctl), 281: ("epoll_pwait", sys_epoll_pwait), 290: ("eventfd2", sys_eventfd2),

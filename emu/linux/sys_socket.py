@@ -20,7 +20,7 @@ shutdown(2), socketpair(2), recvfrom(2)/sendto(2) and unix(7)/tcp(7)/udp(7):
   EPOLLRDHUP/EPOLLHUP as tcp_poll gives them.
 Options are accepted and kept (SO_ERROR, SO_TYPE, SO_DOMAIN and SO_ACCEPTCONN answer from the socket; one never
 set, Linux's initial value: sockopt.py).
-splice, sendfile and copy_file_range are sys_io.py's (Go falls back to read and write); sendmsg/recvmsg
+splice, sendfile and copy_file_range are sys_splice.py's; sendmsg/recvmsg
 sys_msg.py's. An AF_UNIX path in /tmp is a socket file there (unixfile.py); elsewhere the path is a key of
 the namespace, gone when the socket closes. A stream's bytes in flight are bounded (fds.SOCK_STREAM_BUF each way:
 a writer waits, or gets EAGAIN).

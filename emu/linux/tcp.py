@@ -49,17 +49,26 @@ def readiness(s) -> int:
 
 def read_now(p, s, buf: int, n: int) -> int | None:
     """What a read of s returns now (bytes read, 0, -errno), or None when it would wait."""
-    if s.rx.buf:
-        data = s.rx.take(n)
+    data = take_now(s, n)
+    if not isinstance(data, bytes):
+        return data
+    if data:
         p.write(buf, data)
-        return len(data)
+    return len(data)
+
+
+def take_now(s, n: int) -> bytes | int | None:
+    """What a read of up to n bytes of s takes now: bytes (b"" once the FIN came or reading is shut), the
+    pending error (-errno, cleared), or None when it would wait (a read and tcp_splice_read alike)."""
+    if s.rx.buf:
+        return s.rx.take(n)
     if s.fin:
-        return 0
+        return b""
     if s.error:
         e, s.error = s.error, 0
         return -e
     if s.rcv_shut:
-        return 0
+        return b""
     return None
 
 
