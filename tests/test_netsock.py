@@ -1,0 +1,137 @@
+"""Sockets net's test binary needs beyond TCP, UDP and AF_UNIX (#50): NETLINK_ROUTE's interface dumps
+(emu/linux/netlink.py), raw IPv4 sockets (emu/linux/rawip.py) and Multipath TCP (emu/linux/mptcp.py). Each Go
+program prints what it prints natively (run as root on a kernel with MPTCP, as this machine's is), and the
+netlink parser is fed broken requests."""
+import io
+import json
+import struct
+import subprocess
+
+from conftest import DATA
+
+from emu import cli
+from emu.front import gobuild
+from emu.linux import netlink as N
+from emu.linux import rawip
+from emu.linux.sysabi import EINVAL, EOPNOTSUPP, EPERM, EPROTONOSUPPORT
+
+
+def _native_and_emulated(name):
+    binary = str(gobuild.build(DATA / "go" / name).binary)
+    native = subprocess.run([binary], capture_output=True, text=True, check=True, timeout=60).stdout
+    out = io.StringIO()
+    code = cli.main(["exec", binary, "--json"], out)
+    return native, code, json.loads(out.getvalue())
+
+
+def test_interfaces_through_netlink_as_natively():
+    """net.Interfaces failed with "netlinkrib: address family not supported by protocol" (net's TestInterfaces,
+    TestInterfaceAddrs, TestInterfaceUnicastAddrs, TestInterfaceMulticastAddrs): lo, its flags, index, MTU and
+    127.0.0.1/8; the raw dumps' headers; the port id; EADDRINUSE, EINVAL, EOPNOTSUPP, ESOCKTNOSUPPORT."""
+    native, code, j = _native_and_emulated("netlink")
+    assert code == 0 and j["exit_code"] == 0
+    assert j["stdout"] == native
+    for line in ("lo: flags=up|loopback|running index=1 mtu=65536 hwaddr=\"\"", "lo addrs: [127.0.0.1/8] <nil>",
+                 "  link lo index 1 type 772 flags 0x10049 mtu 65536", "port id is the pid: true",
+                 "reply from port 0: type 2 seq 7 to us true error -95", "bind a taken port id: address already in use"):
+        assert line in native.splitlines()
+
+
+def test_raw_ip_sockets_as_natively():
+    """ListenIP("ip4:icmp") and DialIP("ip:tcp") were EPROTONOSUPPORT (net's TestIPConnLocalName,
+    TestIPConnRemoteName, TestIPConnSpecificMethods): names (the protocol as the local port, ENOTCONN for a peer
+    of port 0), options, File, EDESTADDRREQ, EADDRNOTAVAIL, EMSGSIZE, and socket(2)'s EPROTONOSUPPORT/EINVAL."""
+    native, code, j = _native_and_emulated("rawip")
+    assert code == 0 and j["exit_code"] == 0
+    assert j["stdout"] == native
+    for line in ("dial ip:tcp -> 127.0.0.1 127.0.0.1", "  names: local 127.0.0.1:1 peer: transport endpoint is not "
+                 "connected", "  write without a destination: destination address required",
+                 "raw socket protocol 263 : invalid argument"):
+        assert line in native.splitlines()
+
+
+def test_multipath_tcp_as_natively():
+    """An MPTCP connection answered MPTCP_INFO with ENOPROTOOPT, so Go saw it fall back (net's TestMultiPathTCP):
+    both ends MPTCP stay MPTCP, one plain end makes the connection TCP, as this machine's kernel does."""
+    native, code, j = _native_and_emulated("mptcp")
+    assert code == 0 and j["exit_code"] == 0
+    assert j["stdout"] == native
+    assert "  accepted: mptcp=true err=<nil> proto=262 info=<nil>" in native.splitlines()
+    assert "  dialer:   mptcp=false err=<nil> proto=262 info=operation not supported" in native.splitlines()
+
+
+def _req(kind, flags, seq=1, body=b"\0\0\0\0"):
+    return struct.pack("<IHHIi", 16 + len(body), kind, flags, seq, 0) + body
+
+
+def _headers(grams):
+    return [struct.unpack("<IHHIi", g[:16]) for g in grams]
+
+
+def test_netlink_requests_answered_as_rtnetlink_does():
+    dump = N.NLM_F_REQUEST | N.NLM_F_DUMP
+    grams = N._answer(_req(N.RTM_GETADDR, dump), 77)
+    assert [h[1:] for h in _headers(grams)] == [(N.RTM_NEWADDR, N.NLM_F_MULTI, 1, 77)]   # DONE follows in the same
+    assert grams[0].endswith(struct.pack("<IHHIii", 20, N.NLMSG_DONE, N.NLM_F_MULTI, 1, 77, 0))   # datagram
+    assert N._answer(_req(N.RTM_GETADDR, dump, body=bytes([10, 0, 0, 0])), 77)[0][4:6] == \
+        struct.pack("<H", N.NLMSG_DONE)                                   # AF_INET6: no address, DONE alone
+    # an unknown type: NLMSG_ERROR -EOPNOTSUPP with the request after it; a get without NLM_F_DUMP the same
+    bad = _req(0x7fff, N.NLM_F_REQUEST)
+    err = N._answer(bad, 5)[0]
+    assert struct.unpack("<i", err[16:20])[0] == -EOPNOTSUPP and err[20:] == bad
+    assert struct.unpack("<i", N._answer(_req(N.RTM_GETLINK, N.NLM_F_REQUEST), 5)[0][16:20])[0] == -EOPNOTSUPP
+    # not a request, or a control type: nothing, unless NLM_F_ACK asks (then error 0, the header only)
+    assert N._answer(_req(N.RTM_GETLINK, N.NLM_F_DUMP & ~N.NLM_F_REQUEST), 5) == []
+    ack = N._answer(_req(1, N.NLM_F_REQUEST | N.NLM_F_ACK), 5)
+    assert len(ack) == 1 and struct.unpack("<IHH", ack[0][:8])[2] == N.NLM_F_CAPPED and len(ack[0]) == 36
+
+
+def test_a_netlink_dump_is_cut_into_datagrams_of_nlmsg_goodsize(monkeypatch):
+    many = tuple(N.Interface(i, f"if{i}", 1, N.IFF_UP, 1500, 1000, bytes(6), ()) for i in range(1, 60))
+    monkeypatch.setattr(N, "INTERFACES", many)
+    grams = N._answer(_req(N.RTM_GETLINK, N.NLM_F_REQUEST | N.NLM_F_DUMP), 1)
+    assert len(grams) > 1 and all(len(g) <= N.NLMSG_GOODSIZE for g in grams)
+    kinds = []
+    for g in grams:
+        at = 0
+        while at < len(g):
+            length, kind = struct.unpack("<IH", g[at:at + 6])
+            kinds.append(kind)
+            at += (length + 3) & ~3
+    assert kinds == [N.RTM_NEWLINK] * 59 + [N.NLMSG_DONE]
+
+
+def test_a_truncated_netlink_message_ends_the_request(monkeypatch):
+    """netlink_rcv_skb stops at a header whose length is short or runs past the datagram."""
+    class Sock:
+        local = remote = None
+        dgrams = []
+        net = type("Net", (), {"bound": {}})()
+
+        def bump(self):
+            pass
+
+    class Proc:
+        pid = 42
+
+        def wake_socket_waiters(self):
+            pass
+
+        wake_pollers = wake_socket_waiters
+
+    s, p = Sock(), Proc()
+    s.dgrams = []
+    good = _req(N.RTM_GETLINK, N.NLM_F_REQUEST | N.NLM_F_DUMP)
+    assert N.send(p, s, good[:-1] + b"", None) == len(good) - 1 and s.dgrams == []     # runs past the datagram
+    assert N.send(p, s, struct.pack("<I", 8) + good[4:], None) == len(good) and s.dgrams == []   # shorter than a header
+    assert s.local == ("netlink", 42)                                                   # sendto autobinds: the pid
+    N.send(p, s, good, None)
+    assert len(s.dgrams) == 1 and s.dgrams[0][1] == ("netlink", 0)
+
+
+def test_socket_errors_for_raw_and_netlink():
+    assert rawip.check(0, True) == -EPROTONOSUPPORT
+    assert rawip.check(rawip.IPPROTO_MAX, True) == -EINVAL and rawip.check(0xFFFFFFFF, True) == -EINVAL
+    assert rawip.check(1, False) == -EPERM and rawip.check(1, True) == 0
+    assert N.check(N.SOCK_RAW, 16) == -EPROTONOSUPPORT and N.check(N.SOCK_RAW, 0) == 0
+    assert N.read_addr(b"\x10\0\0\0") == -EINVAL and N.read_addr(struct.pack("<HHiI", 1, 0, 0, 0)) == -EINVAL
