@@ -33,7 +33,8 @@ def test_interfaces_through_netlink_as_natively():
     assert j["stdout"] == native
     for line in ("lo: flags=up|loopback|running index=1 mtu=65536 hwaddr=\"\"", "lo addrs: [127.0.0.1/8] <nil>",
                  "  link lo index 1 type 772 flags 0x10049 mtu 65536", "port id is the pid: true",
-                 "reply from port 0: type 2 seq 7 to us true error -95", "bind a taken port id: address already in use"):
+                 "reply from port 0: type 2 seq 7 to us true error -95", "bind a taken port id: address already in use",
+                 "datagram with DONE: 1 message(s)"):
         assert line in native.splitlines()
 
 
@@ -71,10 +72,10 @@ def _headers(grams):
 def test_netlink_requests_answered_as_rtnetlink_does():
     dump = N.NLM_F_REQUEST | N.NLM_F_DUMP
     grams = N._answer(_req(N.RTM_GETADDR, dump), 77)
-    assert [h[1:] for h in _headers(grams)] == [(N.RTM_NEWADDR, N.NLM_F_MULTI, 1, 77)]   # DONE follows in the same
-    assert grams[0].endswith(struct.pack("<IHHIii", 20, N.NLMSG_DONE, N.NLM_F_MULTI, 1, 77, 0))   # datagram
-    assert N._answer(_req(N.RTM_GETADDR, dump, body=bytes([10, 0, 0, 0])), 77)[0][4:6] == \
-        struct.pack("<H", N.NLMSG_DONE)                                   # AF_INET6: no address, DONE alone
+    assert [h[1:] for h in _headers(grams)] == [(N.RTM_NEWADDR, N.NLM_F_MULTI, 1, 77),   # lo's 127.0.0.1, then
+                                                (N.NLMSG_DONE, N.NLM_F_MULTI, 1, 77)]   # DONE, its own datagram
+    assert grams[1] == struct.pack("<IHHIii", 20, N.NLMSG_DONE, N.NLM_F_MULTI, 1, 77, 0)
+    assert N._answer(_req(N.RTM_GETADDR, dump, body=bytes([10, 0, 0, 0])), 77) == grams[1:]   # AF_INET6: none
     # an unknown type: NLMSG_ERROR -EOPNOTSUPP with the request after it; a get without NLM_F_DUMP the same
     bad = _req(0x7fff, N.NLM_F_REQUEST)
     err = N._answer(bad, 5)[0]
@@ -98,7 +99,7 @@ def test_a_netlink_dump_is_cut_into_datagrams_of_nlmsg_goodsize(monkeypatch):
             length, kind = struct.unpack("<IH", g[at:at + 6])
             kinds.append(kind)
             at += (length + 3) & ~3
-    assert kinds == [N.RTM_NEWLINK] * 59 + [N.NLMSG_DONE]
+    assert kinds == [N.RTM_NEWLINK] * 59 + [N.NLMSG_DONE] and len(grams[-1]) == 20
 
 
 def test_a_truncated_netlink_message_ends_the_request(monkeypatch):
@@ -126,7 +127,7 @@ def test_a_truncated_netlink_message_ends_the_request(monkeypatch):
     assert N.send(p, s, struct.pack("<I", 8) + good[4:], None) == len(good) and s.dgrams == []   # shorter than a header
     assert s.local == ("netlink", 42)                                                   # sendto autobinds: the pid
     N.send(p, s, good, None)
-    assert len(s.dgrams) == 1 and s.dgrams[0][1] == ("netlink", 0)
+    assert len(s.dgrams) == 2 and s.dgrams[0][1] == ("netlink", 0)                        # lo, then NLMSG_DONE
 
 
 def test_socket_errors_for_raw_and_netlink():

@@ -141,6 +141,32 @@ func raw() {
 	fmt.Printf("reply from port %d: type %d seq %d to us %v error %d\n", from.(*syscall.SockaddrNetlink).Pid,
 		m.Header.Type, m.Header.Seq, m.Header.Pid == pid, *(*int32)(unsafe.Pointer(&m.Data[0])))
 
+	// a dump's datagrams: the addresses, then NLMSG_DONE alone in the last one
+	dump := make([]byte, 20)
+	*(*uint32)(unsafe.Pointer(&dump[0])) = 17
+	*(*uint16)(unsafe.Pointer(&dump[4])) = syscall.RTM_GETADDR
+	*(*uint16)(unsafe.Pointer(&dump[6])) = syscall.NLM_F_REQUEST | syscall.NLM_F_DUMP
+	*(*uint32)(unsafe.Pointer(&dump[8])) = 8
+	dump[16] = syscall.AF_INET
+	syscall.Sendto(s, dump, 0, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK})
+	for {
+		n, _, err := syscall.Recvfrom(s, buf, 0)
+		if err != nil {
+			fmt.Println("recvfrom:", err)
+			return
+		}
+		msgs, _ := syscall.ParseNetlinkMessage(buf[:n])
+		kinds := map[uint16]int{}
+		for _, m := range msgs {
+			kinds[m.Header.Type]++
+		}
+		if kinds[syscall.NLMSG_DONE] > 0 {
+			fmt.Println("datagram with DONE:", len(msgs), "message(s)")
+			break
+		}
+		fmt.Println("datagram of addresses only:", kinds[syscall.RTM_NEWADDR] == len(msgs))
+	}
+
 	_, err = syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_STREAM, syscall.NETLINK_ROUTE)
 	fmt.Println("stream netlink socket:", err)
 }
