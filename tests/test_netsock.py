@@ -130,6 +130,21 @@ def test_a_truncated_netlink_message_ends_the_request(monkeypatch):
     assert len(s.dgrams) == 2 and s.dgrams[0][1] == ("netlink", 0)                        # lo, then NLMSG_DONE
 
 
+def test_socket_types_and_protocols_as_the_host_answers():
+    """sockproto.protocol against what socket(2) answered on this machine's 6.18 (checked with Python's socket)."""
+    from emu.linux.sockproto import protocol
+    from emu.linux.sysabi import EAFNOSUPPORT, ESOCKTNOSUPPORT
+    assert protocol(2, 1, 0, False) == (1, 6) and protocol(2, 1, 262, False) == (1, 262)
+    assert protocol(2, 2, 0, False) == (2, 17)
+    assert protocol(2, 5, 0, True) == -ESOCKTNOSUPPORT and protocol(2, 4, 0, True) == -ESOCKTNOSUPPORT
+    assert protocol(2, 1, 132, True) == -EPROTONOSUPPORT and protocol(2, 2, 262, True) == -EPROTONOSUPPORT
+    assert protocol(2, 1, 300, True) == -EINVAL and protocol(2, 1, -1, True) == -EINVAL
+    assert protocol(2, 3, 1, True) == (3, 1) and protocol(2, 3, 1, False) == -EPERM
+    assert protocol(1, 1, 1, False) == (1, 1) and protocol(1, 1, 2, False) == -EPROTONOSUPPORT
+    assert protocol(1, 3, 0, False) == (2, 0) and protocol(1, 4, 0, False) == -ESOCKTNOSUPPORT
+    assert protocol(10, 1, 0, False) == -EAFNOSUPPORT and protocol(16, 3, 0, False) == (3, 0)
+
+
 def test_socket_errors_for_raw_and_netlink():
     assert rawip.check(0, True) == -EPROTONOSUPPORT
     assert rawip.check(rawip.IPPROTO_MAX, True) == -EINVAL and rawip.check(0xFFFFFFFF, True) == -EINVAL

@@ -32,9 +32,8 @@ Left out: every other rtnetlink request (routes, neighbours, single-interface ge
 where Linux answers them), multicast groups (accepted in bind, nothing is ever sent to them), the link
 statistics and most attributes (a link carries IFLA_IFNAME, TXQLEN, OPERSTATE, LINKMODE, MTU, GROUP, ADDRESS and
 BROADCAST; an address IFA_ADDRESS, LOCAL, LABEL and FLAGS, not IFA_CACHEINFO), extended acks and strict checking,
-socket options (SOL_NETLINK), getpeername before a connect (ENOTCONN, as
-for any socket here; Linux answers port 0). /proc/net/igmp is not modelled either, so Interface.MulticastAddrs is empty
-(natively lo lists 224.0.0.1).
+socket options (SOL_NETLINK), getpeername before a connect (ENOTCONN, as for any socket here; Linux answers
+port 0). /proc/net/igmp is not modelled either, so Interface.MulticastAddrs is empty (natively lo lists 224.0.0.1).
 """
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ socket differs from a UDP one.
 
 Mirrored from Linux (net/ipv4/af_inet.c inet_create, raw.c, datagram.c ip4_datagram_connect, inet_getname):
 - socket: protocol 0 is EPROTONOSUPPORT (inetsw has no wildcard for SOCK_RAW), below 0 or from IPPROTO_MAX
-  (263) on EINVAL, a user other than root EPERM (no CAP_NET_RAW); the socket's local port is the protocol (inet_sport = htons(inet_num)), so getsockname
-  answers 0.0.0.0:PROTO before a bind;
+  (263) on EINVAL, a user other than root EPERM (no CAP_NET_RAW); the socket's local port is the protocol
+  (inet_sport = htons(inet_num)), so getsockname answers 0.0.0.0:PROTO before a bind;
 - bind (raw_bind): 0.0.0.0, a loopback address (127/8, the host's only interface), multicast or broadcast, else
   EADDRNOTAVAIL; EINVAL once connected; no address is ever in use (raw sockets share them) and binding twice
   is allowed;

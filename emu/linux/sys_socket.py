@@ -271,10 +271,10 @@ def _autobind(p, s: Socket) -> None:
 
 # --- the syscalls ----------------------------------------------------------------------------
 def sys_socket(p, t, family, typ, proto, *_):
-    kind = typ & SOCK_TYPE_MASK
-    proto = sockproto.protocol(family, kind, proto, sys_cred.privileged(p))
-    if proto < 0:
-        return proto
+    r = sockproto.protocol(family, typ & SOCK_TYPE_MASK, proto, sys_cred.privileged(p))
+    if isinstance(r, int):
+        return r
+    kind, proto = r
     s = Socket(p.net, family, kind, F.O_RDWR | (typ & SOCK_NONBLOCK), proto=proto)
     if family == AF_INET and kind == SOCK_RAW:
         s.local = rawip.unbound(proto)
