@@ -18,11 +18,38 @@ from __future__ import annotations
 import struct
 
 from .sockopt import SO_RCVBUF, SOL_SOCKET, default
+from .sysabi import BLOCK, EAGAIN
+from .threads import Wait
 
 MAX_DGRAM_QLEN = 10
 #: SKB_DATA_ALIGN(sizeof(struct sk_buff)) + SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) on x86-64
 SKB_OVERHEAD = 256 + 320
 HEADROOM = 64                          # Ethernet, IP and UDP headers and the skb's reserved headroom, aligned
+
+
+def deliver(p, s, target, data: bytes, unix: bool, nonblock: bool) -> int:
+    """s's datagram to `target`, a datagram socket of s's family (`unix`: AF_UNIX, else UDP): queued, dropped (UDP,
+    the buffer full: the send succeeds), or, AF_UNIX with the queue full, EAGAIN (`nonblock`) or a wait for room."""
+    if unix and unix_full(target, s):
+        if nonblock:
+            wait_for_room(target, s)
+            return -EAGAIN
+        p.block(p.cur, Wait("dgram-send", None, 0, restart=True, pipe=target,
+                            retry=lambda: None if unix_full(target, s) else queue(s, target, data)))
+        return BLOCK
+    if not unix and udp_drops(target):
+        return len(data)
+    queue(s, target, data)
+    p.wake_socket_waiters()
+    p.wake_pollers()
+    return len(data)
+
+
+def queue(s, target, data: bytes) -> int:
+    """s's datagram into target's receive queue: its length."""
+    target.dgrams.append((data, s.local))
+    target.bump()
+    return len(data)
 
 
 def truesize(n: int) -> int:

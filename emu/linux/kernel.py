@@ -12,7 +12,8 @@ over the syscall families (as gVisor's sentry and Qiling's os/linux/syscall spli
   sys_io.py      descriptors that are not files: read/write/close/fcntl, pipes, eventfd, epoll
   sys_file.py    files: the mounts (mounts.py), /tmp in memory, /dev, chdir/getcwd, symbolic links
   sys_fattr.py   file attributes: access/faccessat2, umask, fchmodat2, utimensat and the other time setters
-  sys_socket.py  sockets inside the process: socketpair, AF_UNIX, loopback TCP/UDP (tcp.py: FIN, RST)
+  sys_socket.py  sockets inside the process: socketpair, AF_UNIX, loopback TCP/UDP (tcp.py: FIN, RST),
+                 MPTCP (mptcp.py), raw IPv4 (rawip.py), NETLINK_ROUTE's interface dumps (netlink.py)
   sys_splice.py  splice, sendfile: bytes between a file or socket and a pipe, a file to a socket
   sys_msg.py     sendmsg/recvmsg, SCM_RIGHTS
 

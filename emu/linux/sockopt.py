@@ -21,7 +21,7 @@ from .sysabi import ENOPROTOOPT, EOPNOTSUPP
 SOL_SOCKET, IPPROTO_IP, IPPROTO_TCP, IPPROTO_UDP = 1, 0, 6, 17
 SO_REUSEADDR, SO_TYPE, SO_ERROR, SO_DONTROUTE, SO_BROADCAST, SO_SNDBUF, SO_RCVBUF, SO_KEEPALIVE = 2, 3, 4, 5, 6, 7, 8, 9
 SO_OOBINLINE, SO_PRIORITY, SO_LINGER, SO_REUSEPORT, SO_PASSCRED, SO_RCVLOWAT, SO_SNDLOWAT = 10, 12, 13, 15, 16, 18, 19
-SO_ACCEPTCONN, SO_DOMAIN = 30, 39
+SO_ACCEPTCONN, SO_PROTOCOL, SO_DOMAIN = 30, 38, 39
 IP_TOS, IP_TTL, IP_MULTICAST_TTL, IP_MULTICAST_LOOP = 1, 2, 33, 34
 TCP_NODELAY, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT, TCP_USER_TIMEOUT = 1, 4, 5, 6, 18
 
@@ -50,6 +50,29 @@ def default(level: int, name: int, inet: bool, tcp: bool) -> bytes | None:
         if v is None and tcp:
             v = _TCP.get((level, name))
     return None if v is None else v if isinstance(v, bytes) else struct.pack("<i", v)
+
+
+def answer(s, level: int, name: int, inet: bool, tcp: bool) -> bytes | int:
+    """getsockopt's value for socket s (sys_socket.Socket) as bytes, or a negative errno: what the socket itself
+    says (SO_ERROR, cleared once read; SO_TYPE, SO_DOMAIN, SO_ACCEPTCONN, SO_PROTOCOL), what was set, the default."""
+    if level == SOL_SOCKET and name in (SO_ERROR, SO_TYPE, SO_DOMAIN, SO_ACCEPTCONN, SO_PROTOCOL):
+        v = {SO_ERROR: s.error, SO_TYPE: s.type, SO_DOMAIN: s.family, SO_ACCEPTCONN: int(s.listening),
+             SO_PROTOCOL: s.proto}[name]
+        if name == SO_ERROR:
+            s.error = 0
+        return struct.pack("<i", v)
+    if (level, name) in s.opts:
+        return s.opts[(level, name)]
+    v = default(level, name, inet, tcp)
+    return v if v is not None else -unknown_errno(level, inet, tcp)
+
+
+def copy_out(p, raw: bytes, val: int, vlen_p: int) -> int:
+    """An option's value to the caller's buffer, at most *vlen_p bytes, and the length written: 0."""
+    room = struct.unpack("<I", p.read(vlen_p, 4))[0]
+    p.write(val, raw[:room])
+    p.write(vlen_p, struct.pack("<I", min(room, len(raw))))
+    return 0
 
 
 def unknown_errno(level: int, inet: bool, tcp: bool) -> int:

@@ -32,7 +32,8 @@ def creds(p) -> dict:
     return c
 
 
-def _privileged(p) -> bool:
+def privileged(p) -> bool:
+    """CAP_SETUID, CAP_NET_RAW and the like: the effective uid is 0 (what this module models of capabilities)."""
     return creds(p)["u"][1] == 0
 
 
@@ -41,7 +42,7 @@ def _setres(p, kind: str, new) -> int:
     c = creds(p)
     ids = c[kind]
     new = [v & 0xFFFFFFFF for v in new]
-    if not _privileged(p) and any(v != KEEP and v not in ids for v in new):
+    if not privileged(p) and any(v != KEEP and v not in ids for v in new):
         return -EPERM
     for i, v in enumerate(new):
         if v != KEEP:
@@ -59,7 +60,7 @@ def _set_id(p, kind: str, v: int) -> int:
     v &= 0xFFFFFFFF
     if v == KEEP:
         return -EINVAL
-    if _privileged(p):
+    if privileged(p):
         return _setres(p, kind, (v, v, v))
     ids = creds(p)[kind]
     if v not in (ids[0], ids[2]):
@@ -72,7 +73,7 @@ def _set_re(p, kind: str, r: int, e: int) -> int:
     one changes to other than the real one."""
     ids = creds(p)[kind]
     r, e = r & 0xFFFFFFFF, e & 0xFFFFFFFF
-    if not _privileged(p) and (r != KEEP and r not in ids[:2] or e != KEEP and e not in ids):
+    if not privileged(p) and (r != KEEP and r not in ids[:2] or e != KEEP and e not in ids):
         return -EPERM
     s = e if r != KEEP or (e != KEEP and e != ids[0]) else KEEP
     s = ids[1] if s == KEEP and r != KEEP and e == KEEP else s
@@ -100,7 +101,7 @@ def sys_setgroups(p, t, size, buf, *_):
     size &= 0xFFFFFFFF
     if size > NGROUPS_MAX:
         return -EINVAL
-    if not _privileged(p):
+    if not privileged(p):
         return -EPERM
     creds(p)["groups"] = sorted(struct.unpack(f"<{size}I", p.read(buf, 4 * size))) if size else []
     return 0

@@ -18,8 +18,9 @@ shutdown(2), socketpair(2), recvfrom(2)/sendto(2) and unix(7)/tcp(7)/udp(7):
   the sender's address, which an unbound sender gets from the ephemeral range (32768 upwards, in order);
 - readiness for epoll: EPOLLIN with data, a queued connection or a closed peer; EPOLLOUT once connected;
   EPOLLRDHUP/EPOLLHUP as tcp_poll gives them.
-Options are accepted and kept (SO_ERROR, SO_TYPE, SO_DOMAIN and SO_ACCEPTCONN answer from the socket; one never
-set, Linux's initial value: sockopt.py).
+Options are accepted and kept (SO_ERROR, SO_TYPE, SO_DOMAIN, SO_PROTOCOL and SO_ACCEPTCONN answer from the
+socket; one never set, Linux's initial value: sockopt.py). A new socket's protocol is sockproto.py's; MPTCP
+is mptcp.py's, SOCK_RAW rawip.py's, AF_NETLINK netlink.py's.
 splice, sendfile and copy_file_range are sys_splice.py's; sendmsg/recvmsg
 sys_msg.py's. An AF_UNIX path in /tmp is a socket file there (unixfile.py); elsewhere the path is a key of
 the namespace, gone when the socket closes. A stream's bytes in flight are bounded (fds.SOCK_STREAM_BUF each way:
@@ -35,19 +36,19 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from . import fds as F
-from . import dgram, sockopt, tcp, unixfile
-from .sockopt import SO_ACCEPTCONN, SO_DOMAIN, SO_ERROR, SO_TYPE, SOL_SOCKET
+from . import dgram, mptcp, netlink, rawip, sockopt, sockproto, sys_cred, tcp, unixfile
 from .sysabi import (
     BLOCK, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, EAGAIN, EBADF, ECONNREFUSED, EDESTADDRREQ, EINPROGRESS, EINVAL,
     EISCONN, ENOTCONN, ENOTSOCK, EOPNOTSUPP, EPROTONOSUPPORT, EPROTOTYPE)
 from .threads import Wait
 
-AF_UNIX, AF_INET, AF_INET6 = 1, 2, 10
-SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET, SOCK_TYPE_MASK = 1, 2, 5, 0xF
+AF_UNIX, AF_INET, AF_INET6, AF_NETLINK = 1, 2, 10, netlink.AF_NETLINK
+SOCK_STREAM, SOCK_DGRAM, SOCK_RAW, SOCK_SEQPACKET, SOCK_TYPE_MASK = 1, 2, rawip.SOCK_RAW, 5, 0xF
+DATAGRAM = (SOCK_DGRAM, SOCK_RAW)       # messages kept whole, each with its sender (raw IP: rawip.py, netlink.py)
 SOCK_NONBLOCK, SOCK_CLOEXEC = 0o4000, F.O_CLOEXEC
 SHUT_RD, SHUT_WR, SHUT_RDWR = 0, 1, 2
 EPHEMERAL_FIRST = 32768
-ANY, LOOPBACK = bytes(4), b"\x7f\x00\x00\x01"
+ANY, LOOPBACK = bytes(4), netlink.LOOPBACK
 UNNAMED = ("unix", "")                # an AF_UNIX socket without an address (a socketpair's ends)
 
 
@@ -87,6 +88,8 @@ class Socket:
     family: int
     type: int
     flags: int = F.O_RDWR
+    proto: int = 0                    # SO_PROTOCOL: IPPROTO_TCP, _UDP, _MPTCP (mptcp.py), a raw socket's (rawip.py)
+    mptcp_fallback: bool = False      # an MPTCP connection that fell back to TCP (mptcp.py)
     local: tuple | None = None        # namespace key once bound
     remote: tuple | None = None
     rx: F.PipeState | None = None      # stream, connected: bytes from the peer
@@ -132,7 +135,7 @@ class Socket:
     def readiness(self) -> int:
         if self.listening:
             return F.EPOLLIN if self.backlog else 0
-        if self.type == SOCK_DGRAM:
+        if self.type in DATAGRAM:
             full = self.family == AF_UNIX and self.other is not None and dgram.unix_full(self.other, self)
             return (F.EPOLLIN if self.dgrams else 0) | (0 if full else F.EPOLLOUT) | (F.EPOLLERR if self.error else 0)
         if self.rx is None:
@@ -189,6 +192,8 @@ def read_addr(p, s: Socket, addr: int, alen: int) -> tuple | int:
     """The namespace key of a sockaddr, or a negative errno."""
     if alen < 2:
         return -EINVAL
+    if s.family == AF_NETLINK:
+        return netlink.read_addr(p.read(addr, min(alen, netlink.SOCKADDR_NL_LEN)))
     fam = struct.unpack("<H", p.read(addr, 2))[0]
     if fam != s.family:
         return -EAFNOSUPPORT if s.family == AF_INET else -EINVAL
@@ -210,6 +215,8 @@ def write_addr(p, key: tuple | None, family: int, addr: int, alen_p: int) -> Non
     if family == AF_INET:
         _, ip, port, _t = key if key is not None else ("inet", bytes(4), 0, 0)
         raw = struct.pack("<H", AF_INET) + struct.pack(">H4s", port, ip) + bytes(8)
+    elif family == AF_NETLINK:
+        raw = netlink.sockaddr(key)
     else:
         path = key[1].encode() if key is not None else b""
         raw = struct.pack("<H", AF_UNIX) + path + (b"\0" if path else b"")
@@ -232,6 +239,11 @@ def to_local_host(key: tuple) -> tuple:
     """A destination 0.0.0.0 is the local host: ip_route_output_key_hash_rcu routes an unspecified daddr to
     the loopback (so Go's Dial(":PORT") connects to a local listener)."""
     return ("inet", LOOPBACK) + key[2:] if key[0] == "inet" and key[1] == ANY else key
+
+
+def _own(s: Socket):
+    """The module a netlink or raw IP socket's bind, connect and send are (netlink.py, rawip.py), or None."""
+    return netlink if s.family == AF_NETLINK else rawip if s.type == SOCK_RAW else None
 
 
 def _sock(p, fd: int) -> Socket | int:
@@ -261,12 +273,14 @@ def _autobind(p, s: Socket) -> None:
 
 # --- the syscalls ----------------------------------------------------------------------------
 def sys_socket(p, t, family, typ, proto, *_):
-    kind = typ & SOCK_TYPE_MASK
-    if family not in (AF_UNIX, AF_INET):             # AF_INET6 too: Go's probe then uses IPv4 only
-        return -EAFNOSUPPORT
-    if kind not in (SOCK_STREAM, SOCK_DGRAM) and not (kind == SOCK_SEQPACKET and family == AF_UNIX):
-        return -EPROTONOSUPPORT
-    return p.fds.install(Socket(p.net, family, kind, F.O_RDWR | (typ & SOCK_NONBLOCK)), cloexec=bool(typ & SOCK_CLOEXEC))
+    r = sockproto.protocol(family, typ & SOCK_TYPE_MASK, proto, sys_cred.privileged(p))
+    if isinstance(r, int):
+        return r
+    kind, proto = r
+    s = Socket(p.net, family, kind, F.O_RDWR | (typ & SOCK_NONBLOCK), proto=proto)
+    if family == AF_INET and kind == SOCK_RAW:
+        s.local = rawip.unbound(proto)
+    return p.fds.install(s, cloexec=bool(typ & SOCK_CLOEXEC))
 
 
 def sys_socketpair(p, t, family, typ, proto, sv, *_):
@@ -301,6 +315,8 @@ def sys_bind(p, t, fd, addr, alen, *_):
     if isinstance(r, int):
         return r
     s, key = r
+    if (own := _own(s)) is not None:
+        return own.bind(p, s, key)
     if s.local is not None:
         return -EINVAL
     if key == UNNAMED and alen == 2:                    # sizeof(sa_family_t) alone: unix_bind autobinds
@@ -339,6 +355,8 @@ def sys_connect(p, t, fd, addr, alen, *_):
         return r
     s, key = r
     key = to_local_host(key)
+    if (own := _own(s)) is not None:
+        return own.connect(p, s, key)
     if s.type == SOCK_DGRAM:
         if s.family == AF_UNIX:                     # unix_dgram_connect: the peer must be there, of this type
             other = find(p, s, key)
@@ -360,7 +378,9 @@ def sys_connect(p, t, fd, addr, alen, *_):
     _autobind(p, s)
     if server.type != s.type:
         return -EPROTOTYPE                           # unix_find_other: a listener of another type
-    peer = Socket(s.net, s.family, s.type, F.O_RDWR, local=server.local, remote=s.local)
+    peer = Socket(s.net, s.family, s.type, F.O_RDWR, local=server.local, remote=s.local, proto=server.proto)
+    if s.family == AF_INET:
+        peer.proto, s.mptcp_fallback = mptcp.accepted_proto(s, server), mptcp.fell_back(s, server)
     connect_pair(s, peer)
     if s.family == AF_INET:
         s.peer, peer.peer = peer, s
@@ -412,8 +432,8 @@ def sys_getpeername(p, t, fd, addr, alen_p, *_):
     s = _sock(p, fd)
     if isinstance(s, int):
         return s
-    if s.remote is None:
-        return -ENOTCONN
+    if s.remote is None or (s.family == AF_INET and s.remote[2] == 0):
+        return -ENOTCONN                  # inet_getname: no destination port (a raw socket's connect gives none)
     write_addr(p, s.remote, s.family, addr, alen_p)
     return 0
 
@@ -435,21 +455,8 @@ def sys_getsockopt(p, t, fd, level, name, val, vlen_p, *_):
     s = _sock(p, fd)
     if isinstance(s, int):
         return s
-    if level == SOL_SOCKET and name in (SO_ERROR, SO_TYPE, SO_DOMAIN, SO_ACCEPTCONN):
-        v = {SO_ERROR: s.error, SO_TYPE: s.type, SO_DOMAIN: s.family, SO_ACCEPTCONN: int(s.listening)}[name]
-        if name == SO_ERROR:
-            s.error = 0
-        raw = struct.pack("<i", v)
-    elif (level, name) in s.opts:
-        raw = s.opts[(level, name)]
-    elif (v := sockopt.default(level, name, *_kinds(s))) is not None:
-        raw = v
-    else:
-        return -sockopt.unknown_errno(level, *_kinds(s))
-    room = struct.unpack("<I", p.read(vlen_p, 4))[0]
-    p.write(val, raw[:room])
-    p.write(vlen_p, struct.pack("<I", min(room, len(raw))))
-    return 0
+    raw = mptcp.getsockopt(s, name) if level == mptcp.SOL_MPTCP else sockopt.answer(s, level, name, *_kinds(s))
+    return raw if isinstance(raw, int) else sockopt.copy_out(p, raw, val, vlen_p)
 
 
 def sys_shutdown(p, t, fd, how, *_):
@@ -479,6 +486,9 @@ MSG_TRUNC, MSG_DONTWAIT, MSG_NOSIGNAL = 0x20, 0x40, 0x4000
 def send(p, s: Socket, data: bytes, dest: tuple | None, flags: int = 0) -> int:
     """write/sendto on a socket: a stream's bytes to the peer (EPIPE and SIGPIPE once it reads no more, no
     signal with MSG_NOSIGNAL), a datagram to its destination."""
+    if (own := _own(s)) is not None:
+        return own.send(p, s, data, dest)
+    nonblock = bool(s.flags & F.O_NONBLOCK or flags & MSG_DONTWAIT)
     if s.type == SOCK_DGRAM:
         dest = dest or s.remote
         if dest is None:
@@ -488,19 +498,8 @@ def send(p, s: Socket, data: bytes, dest: tuple | None, flags: int = 0) -> int:
         if isinstance(target, int):
             return target                           # unix_dgram_sendmsg: ENOENT, ECONNREFUSED for the path
         if target is not None and target.type == SOCK_DGRAM:
-            if s.family == AF_UNIX and dgram.unix_full(target, s):
-                if s.flags & F.O_NONBLOCK or flags & MSG_DONTWAIT:
-                    dgram.wait_for_room(target, s)
-                    return -EAGAIN
-                p.block(p.cur, Wait("dgram-send", None, 0, restart=True, pipe=target,
-                                    retry=lambda: None if dgram.unix_full(target, s) else _queue(s, target, data)))
-                return BLOCK
-            if s.family == AF_INET and dgram.udp_drops(target):
-                return len(data)                    # the receive buffer is full: dropped, as UDP drops it
-            _queue(s, target, data)
-            p.wake_socket_waiters()
-            p.wake_pollers()
-        elif target is None and s.family == AF_INET and dest == s.remote:
+            return dgram.deliver(p, s, target, data, s.family == AF_UNIX, nonblock)
+        if target is None and s.family == AF_INET and dest == s.remote:
             # no one bound there: the loopback's ICMP port unreachable comes back at once, and a connected
             # socket's next receive fails with ECONNREFUSED (net/ipv4/udp.c __udp4_lib_err sets sk_err; an
             # unconnected one ignores it). A DNS lookup against a nameserver that is not there fails at once.
@@ -509,7 +508,6 @@ def send(p, s: Socket, data: bytes, dest: tuple | None, flags: int = 0) -> int:
             p.wake_socket_waiters()
             p.wake_pollers()
         return len(data)
-    nonblock = bool(s.flags & F.O_NONBLOCK or flags & MSG_DONTWAIT)
     if s.tcp:
         return tcp.send(p, s, data, not flags & MSG_NOSIGNAL, nonblock)
     if s.tx is None:
@@ -517,17 +515,10 @@ def send(p, s: Socket, data: bytes, dest: tuple | None, flags: int = 0) -> int:
     return F.write_stream(p, s.tx, data, not flags & MSG_NOSIGNAL, nonblock)
 
 
-def _queue(s: Socket, target: Socket, data: bytes) -> int:
-    """s's datagram into target's receive queue: its length."""
-    target.dgrams.append((data, s.local))
-    target.bump()
-    return len(data)
-
-
 def recv(p, t, s: Socket, buf: int, n: int, addr: int = 0, alen_p: int = 0, flags: int = 0):
     """read/recvfrom on a socket: a stream as a pipe's read end; a datagram whole, truncated to n bytes and
     the rest discarded, its length n, or with MSG_TRUNC its real length (udp(7), unix(7))."""
-    if s.type == SOCK_DGRAM:
+    if s.type in DATAGRAM:
         if s.error:                       # sock_error: reported once, then cleared
             e, s.error = s.error, 0
             return -e
