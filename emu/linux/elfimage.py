@@ -28,6 +28,7 @@ class Segment:
     memsz: int
     data: bytes          # the FileSiz bytes; the rest of memsz is zero (bss)
     flags: int           # PF_X, PF_W=2, PF_R=4
+    offset: int = 0      # p_offset: where data is in the file (/proc/self/maps, procfs.py)
 
 
 @dataclass
@@ -200,7 +201,8 @@ def _load(raw: bytes, path: str) -> Image:
         raise EmuError(f"{path}: dynamically linked (it needs the loader {interp[0]}); preemu runs static "
                        "executables: rebuild it with CGO_ENABLED=0 (cgo or an external link is what makes a Go "
                        "program dynamic)")
-    segs = [Segment(ph.vaddr, ph.memsz, elf.segment_data(ph), ph.flags) for ph in elf.segments if ph.type == PT_LOAD]
+    segs = [Segment(ph.vaddr, ph.memsz, elf.segment_data(ph), ph.flags, ph.offset) for ph in elf.segments
+            if ph.type == PT_LOAD]
     if not segs:
         raise EmuError(f"{path}: no PT_LOAD segment")
     syms: dict[str, tuple[int, int]] = {}

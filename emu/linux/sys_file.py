@@ -28,7 +28,7 @@ import stat as S
 import struct
 from dataclasses import dataclass
 
-from . import fds
+from . import fds, procfs
 from .sys_time import realtime
 from .tmpfs import DirHandle, MemFile, TmpFile, TmpFs
 
@@ -246,6 +246,9 @@ def _openat(p, dirfd, path_addr, flags, mode):
         return guest
     if guest in DEVICES:
         return p.fds.install(Device(DEVICES[guest], flags))
+    if procfs.is_maps(p, guest):
+        f = procfs.open_maps(p, flags)
+        return f if isinstance(f, int) else p.fds.install(f)
     if p.exe_alias is not None and guest == p.exe_alias[0] and not _tmp_has(p, guest):
         # the running binary at the path that started it (argv[0]), wherever it is on the host: its own
         # bytes, read-only (a write open of a running executable is ETXTBSY, fs/namei.c do_open -> deny_write_access)
@@ -563,6 +566,8 @@ def _fd_stat(p, fd: int):
         return _stat_bytes(None, device=True)
     if isinstance(obj, TmpFile):
         return p.tmpfs.stat_bytes(obj.node)
+    if isinstance(obj, procfs.ProcFile):              # a regular file of size 0, 0444 (proc_pid_maps_operations)
+        return struct.pack("<QQQIIIIQqqq", 0x16, 0, 1, S.S_IFREG | 0o444, p.uid, p.gid, 0, 0, 0, 1024, 0) + bytes(72)
     if isinstance(obj, DirHandle) and obj.in_tmp:
         node = p.tmpfs.nodes.get(obj.path)
         return p.tmpfs.stat_bytes(node) if node is not None else -ENOENT
