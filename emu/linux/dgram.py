@@ -11,7 +11,7 @@ through datagrams nobody reads.
   read takes one (unix_wait_for_peer), or answers EAGAIN when the socket is non-blocking or MSG_DONTWAIT is given.
   A sender connected to that receiver then has no EPOLLOUT (unix_dgram_poll) and is woken by the read that makes
   room (unix_dgram_peer_wake_me); an unconnected one is not (its poll never looked at the receiver).
-Left out: the sender's own sk_sndbuf wait (sock_alloc_send_pskb) and SO_RCVBUF's doubling when set.
+Left out: the sender's own sk_sndbuf wait (sock_alloc_send_pskb).
 """
 from __future__ import annotations
 

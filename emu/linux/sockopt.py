@@ -8,8 +8,9 @@ TCP socket's from tcp_wmem/tcp_rmem, 16,384 and 131,072, tcp_init_sock), inet_cr
 TCP_KEEPINTVL 75 s, TCP_KEEPCNT 9). An option without a value here is ENOPROTOOPT at a level the socket's protocol
 has (sock_getsockopt, ip_getsockopt, do_tcp_getsockopt, udp_lib_getsockopt) and EOPNOTSUPP at any other
 (ip_getsockopt for a level not SOL_IP; AF_UNIX's sock_no_getsockopt) (`unknown_errno`).
-Left out: validation of set values (ranges, boolean normalisation), and options whose value follows the connection
-(TCP_MAXSEG, TCP_INFO, SO_PEERCRED).
+A set SO_RCVBUF or SO_SNDBUF is kept as Linux stores it, capped at rmem_max/wmem_max and doubled (`kept`); dgram.py
+drops UDP past that. Left out: validation of other set values (ranges, boolean normalisation), SO_RCVBUFFORCE, and
+options whose value follows the connection (TCP_MAXSEG, TCP_INFO, SO_PEERCRED).
 """
 from __future__ import annotations
 
@@ -36,6 +37,22 @@ _INET = {(IPPROTO_IP, IP_TOS): 0, (IPPROTO_IP, IP_TTL): 64, (IPPROTO_IP, IP_MULT
 _TCP = {(IPPROTO_TCP, TCP_NODELAY): 0, (IPPROTO_TCP, TCP_KEEPIDLE): 7200, (IPPROTO_TCP, TCP_KEEPINTVL): 75,
         (IPPROTO_TCP, TCP_KEEPCNT): 9, (IPPROTO_TCP, TCP_USER_TIMEOUT): 0}
 TCP_SNDBUF, TCP_RCVBUF = 16_384, 131_072
+
+
+#: net.core.rmem_max and wmem_max's defaults (a set SO_RCVBUF/SO_SNDBUF is capped there, then doubled); the least
+#: each may be: SOCK_MIN_RCVBUF = TCP_SKB_MIN_TRUESIZE = 2048 + SKB_DATA_ALIGN(sizeof(struct sk_buff)), and
+#: SOCK_MIN_SNDBUF twice that (include/net/sock.h)
+BUFFER_MAX = SOCK_STREAM_BUF
+BUFFER_MIN = {SO_RCVBUF: 2048 + 256, SO_SNDBUF: 2 * (2048 + 256)}
+
+
+def kept(level: int, name: int, raw: bytes) -> bytes:
+    """What setsockopt keeps of `raw`: SO_RCVBUF/SO_SNDBUF as sock_setsockopt stores them (capped at the max,
+    doubled for the kernel's bookkeeping, at least the minimum: getsockopt answers that), anything else as given."""
+    if level == SOL_SOCKET and name in (SO_RCVBUF, SO_SNDBUF) and len(raw) >= 4:
+        v = min(struct.unpack("<I", raw[:4])[0], BUFFER_MAX)
+        return struct.pack("<i", max(2 * v, BUFFER_MIN[name]))
+    return raw
 
 
 def default(level: int, name: int, inet: bool, tcp: bool) -> bytes | None:

@@ -442,7 +442,7 @@ def sys_setsockopt(p, t, fd, level, name, val, vlen, *_):
     s = _sock(p, fd)
     if isinstance(s, int):
         return s
-    s.opts[(level, name)] = bytes(p.read(val, vlen)) if val and vlen else b""
+    s.opts[(level, name)] = sockopt.kept(level, name, bytes(p.read(val, vlen)) if val and vlen else b"")
     return 0
 
 

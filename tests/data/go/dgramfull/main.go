@@ -80,6 +80,7 @@ func udp() {
 		return
 	}
 	defer r.Close()
+	r.SetReadBuffer(65536) // 128 KiB once doubled: the host's net.core.rmem_default may be anything
 	w, _ := net.DialUDP("udp", nil, r.LocalAddr().(*net.UDPAddr))
 	defer w.Close()
 	payload := make([]byte, 1000)

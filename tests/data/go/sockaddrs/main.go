@@ -101,6 +101,17 @@ func defaults() {
 	v, err := syscall.GetsockoptInt(s, syscall.IPPROTO_TCP, syscall.TCP_KEEPIDLE)
 	fmt.Printf("TCP_KEEPIDLE after setting 30: %d %v\n", v, err)
 	syscall.Close(s)
+	// a set buffer size is doubled, and at least the minimum (its cap, net.core.rmem_max/wmem_max, is the host's
+	// setting: not printed)
+	u, _ := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM, 0)
+	for _, set := range []int{10000, 1} {
+		syscall.SetsockoptInt(u, syscall.SOL_SOCKET, syscall.SO_RCVBUF, set)
+		syscall.SetsockoptInt(u, syscall.SOL_SOCKET, syscall.SO_SNDBUF, set)
+		r, _ := syscall.GetsockoptInt(u, syscall.SOL_SOCKET, syscall.SO_RCVBUF)
+		w, _ := syscall.GetsockoptInt(u, syscall.SOL_SOCKET, syscall.SO_SNDBUF)
+		fmt.Printf("SO_RCVBUF/SO_SNDBUF set to %d: %d %d\n", set, r, w)
+	}
+	syscall.Close(u)
 }
 
 func writeToClosed() {
