@@ -7,7 +7,7 @@ Ctrl-C at every moment (issue #51 item 3): test_ctrl_c_at_every_moment_under_loa
 Ctrl-C does, to the whole process group of `preemu` at 12 moments spread from its start to the end of its
 uninterrupted run (measured first, under the same load, and again whenever a run ends before its moment, as one
 does when the lanes beside it end: that moment is then tried again; the last moment at 90 % of it, as a process that is
-already in exit_group, its memory being torn down, cannot take a signal: a normal exit within 30 ms of the SIGINT
+already in exit_group, its memory being torn down, cannot take a signal: a normal exit within 100 ms of the SIGINT
 counts as that), for each main command: a sweep of an assembly stub
 and of a Go package (built afresh each time, so `go build` and the binary's analysis are interrupted too),
 exec (also built afresh), a scenario's run and check-stub, with two busy processes beside it. Each must end
@@ -240,7 +240,9 @@ def _problems(r: dict, delay: float) -> list[str]:
     if _before_preemu(r):
         return []
     bad = []
-    ending = r["code"] in (0, 1) and r["took"] - delay < 0.03     # already in exit_group: it takes no signal
+    # already in exit_group, it takes no signal: its teardown took 34 ms in a CI run under load, so 100 ms (a Ctrl-C
+    # swallowed mid-run shows as the rest of the run: a second and more)
+    ending = r["code"] in (0, 1) and r["took"] - delay < 0.1
     if r["sent"] and r["code"] not in (130, -signal.SIGINT) and not ending:
         bad.append(f"exit {r['code']} {r['took'] - delay:.3f} s after the SIGINT")
     if not r["sent"] and r["code"] not in (0, 1):
@@ -387,3 +389,30 @@ def test_a_ctrl_c_in_the_import_systems_own_code_is_delivered_again_not_dropped(
         signal.signal(signal.SIGINT, old)
     with pytest.raises(KeyboardInterrupt):
         command._on_sigint(signal.SIGINT, elsewhere)
+
+
+def test_a_ctrl_c_while_keystone_is_made_comes_once_it_is_whole(monkeypatch):
+    """core/assembler.py: a KeyboardInterrupt inside Keystone's Ks.__init__ left an object whose __del__ printed
+    "Exception ignored ... no attribute '_ksh'" at exit (the Ctrl-C test under load met it). The SIGINT is held
+    until the object is made, then raised."""
+    from emu.core import assembler
+    made = []
+
+    class Ks:
+        def __init__(self, *_):
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(10_000):               # bytecodes where an unheld SIGINT would raise
+                pass
+            self._ksh = 1
+            made.append(self)
+    monkeypatch.setattr(assembler.keystone, "Ks", Ks)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            assembler.x86_64()
+            for _ in range(10_000):               # (where the held one is raised: right after)
+                pass
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert len(made) == 1 and made[0]._ksh == 1
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())    # the mask given back

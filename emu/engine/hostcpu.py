@@ -26,7 +26,7 @@ from __future__ import annotations
 import ctypes
 import mmap
 
-import keystone
+from ..core import assembler
 
 SCRATCH, GPR, FLAGS, MXCSR, HOST_MXCSR, KREG, ZREG = 0x000, 0x100, 0x180, 0x188, 0x18C, 0x1C0, 0x200
 GPR_NAMES = ("rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
@@ -36,7 +36,7 @@ CODE0, CODE_END, SIZE = 0x1000, 0xC00000, 1 << 24
 #: the flags a routine loads and stores: CF PF AF ZF SF OF (the rest of the host's RFLAGS is left alone)
 ARITH = 0x8D5
 
-_ks = keystone.Ks(keystone.KS_ARCH_X86, keystone.KS_MODE_64)
+_ks = assembler.x86_64()
 
 
 def _asm(text: str) -> bytes:

@@ -49,8 +49,8 @@ _ASM_FORMAT = 1          # the layout of a remembered entry: the machine code's 
 def assemble(asm: str, address: int = 0) -> bytes:
     """Keystone's x86-64 machine code for `asm` placed at `address`, remembered on disk (diskmemo.py)."""
     def run() -> str:
-        import keystone
-        return bytes(keystone.Ks(keystone.KS_ARCH_X86, keystone.KS_MODE_64).asm(asm, address)[0]).hex()
+        from ..core import assembler
+        return bytes(assembler.x86_64().asm(asm, address)[0]).hex()
     who = keystone_identity()
     if who is None:
         return bytes.fromhex(run())

@@ -18,6 +18,7 @@ from pathlib import Path
 import capstone
 import keystone
 
+from ..core import assembler
 from ..core.errors import AsmError, read_utf8
 from ..core.program import Func, Insn, Program
 from .asmparse import _Func, _Line, _parse
@@ -25,7 +26,7 @@ from .asmparse import _Func, _Line, _parse
 _IDENT = r"(?<![\w.$@/]){}(?![\w$@/])"
 _RSP_IMM = re.compile(r"^rsp, (-?(?:0x[0-9a-f]+|\d+))$")
 
-_ks = keystone.Ks(keystone.KS_ARCH_X86, keystone.KS_MODE_64)   # never given a sym_resolver
+_ks = assembler.x86_64()   # never given a sym_resolver
 #: the most instructions one .s file may have: Keystone holds about 5 KB a line while it assembles (a
 #: 200,000-line file took 1.1 GB and half a minute, in each worker process of a sweep)
 MAX_INSNS = 50_000

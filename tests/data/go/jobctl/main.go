@@ -51,6 +51,9 @@ func main() {
 	fmt.Print("still answers: ", line)
 
 	fmt.Println("SIGSTOP:", cmd.Process.Signal(syscall.SIGSTOP))
+	// kill(2) returns once the stop is pending; every thread of the child must still run to stop, which a loaded
+	// machine can delay (natively, 1 run in 40 beside three busy loops read "three" before stopping): give it time
+	time.Sleep(200 * time.Millisecond)
 	fmt.Fprintln(w, "three")
 	r.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 	_, err := out.ReadString('\n')
