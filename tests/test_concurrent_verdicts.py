@@ -33,6 +33,9 @@ def test_the_mutex_counter_swept_under_its_test_is_ok_and_says_what_it_left_out(
     words = " ".join(text.split())                             # the report wraps at 120 columns
     assert "shared globals" in text and "compared at the program's end only" in words
     assert "legitimate runs agreed on" in text                 # the OK line says what it compared
+    assert "--schedules N runs the first chain again" in words  # and what it did not try: other orders
+    code, text = run("sweep", MUTEX, "--test", "TestCount", "--func", "add", "--schedules", "2")
+    assert code == 0 and "--schedules N runs the" not in text    # (said only when no schedule was tried)
 
 
 def test_without_the_held_references_the_mutex_counter_is_a_false_failure(monkeypatch):

@@ -25,8 +25,8 @@ sent to a socket (sendfile_unix.go sendFile) and for socket -> pipe -> socket or
     error; SPLICE_F_NONBLOCK does not matter there), from an AF_UNIX stream the same, where SPLICE_F_NONBLOCK
     does count (unix_stream_splice_read). SPLICE_F_MOVE, SPLICE_F_MORE and SPLICE_F_GIFT are hints: accepted.
 (Linux 6.1, the release preemu's uname gives, sends a pipe into a socket through generic_splice_sendpage and
-sock_sendpage: the same answers.) Moved bytes wake readers, writers waiting for room and epoll as a read or write does. A wait is SA_RESTART-able
-while nothing moved; a signal after some bytes moved returns their count. A write into a socket that fails
+sock_sendpage: the same answers.) Moved bytes wake readers, writers waiting for room and epoll as a read or write
+does. A wait is SA_RESTART-able while nothing moved; a signal after some bytes moved returns their count. A write into a socket that fails
 EPIPE sends SIGPIPE (splice_to_socket sends without MSG_NOSIGNAL).
 Left out: datagram and SOCK_SEQPACKET sockets (EINVAL; Linux 6.x splices them through copy_splice_read, and
 Go never asks), sendfile's EOVERFLOW past the file system's largest file, vmsplice and tee, buffers kept by

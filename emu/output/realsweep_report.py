@@ -310,6 +310,17 @@ def _compared(r) -> str:
             "function's return: listed above).")
 
 
+def _schedules_hint(r) -> list[str]:
+    """Under an OK with other goroutines at work beside F (keys they changed are listed above) and no --schedules:
+    what the sweep did not try, and the option that does (a check-then-act between goroutines needs another one in
+    the middle of F's call, which only a schedule other than the runs' own gives: bench/verdicts' lookup, connFor)."""
+    nd = getattr(r, "nondeterministic", None) or {}
+    if getattr(r, "schedules", None) is not None or not (nd.get("shared") or nd.get("globals")):
+        return []
+    return ["    Other goroutines ran beside it; only the orders these runs took were tried: --schedules N runs the",
+            "    first chain again under N PCT schedules of every thread, where a race between goroutines shows."]
+
+
 def verdict(r) -> list[str]:
     if getattr(r, "vacuous", False):
         why = ", ".join(f"{k} {n:,}" for k, n in sorted(r.refused.items(), key=lambda kv: -kv[1])[:3])
@@ -332,6 +343,7 @@ def verdict(r) -> list[str]:
                  f"    untouched; {r.func}'s results and the program's output equal the uninterrupted run"
                  + _compared(r)]
                 + ([f"    {r.vector_note}"] if getattr(r, "vector_note", "") else [])
+                + _schedules_hint(r)
                 + ([("    The runtime's concurrent GC scanned the goroutine at the points it ran at"
                      if r.gc.get("mode") == "concurrent" else "    The runtime's GC ran at every injection")
                     + (" and at the call sites" if r.gc.get("points", "all") != "async" else "")
